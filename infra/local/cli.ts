@@ -1,0 +1,28 @@
+/**
+ * `npm run local:up` / `npm run local:down`. `up` prints KAFKA_BROKERS=... and DYNAMODB_ENDPOINT=...
+ * on stdout (so `eval "$(npm run -s local:up)"` works); progress and timings go to stderr.
+ */
+import { AppError } from '../../lib/errors';
+import { downPersistent, upPersistent } from './stack';
+
+const log = (line: string): void => {
+  process.stderr.write(`[local] ${line}\n`);
+};
+
+async function main(cmd: string | undefined): Promise<void> {
+  if (cmd === 'up') {
+    const state = await upPersistent(log);
+    process.stdout.write(`KAFKA_BROKERS=${state.kafkaBrokers}\nDYNAMODB_ENDPOINT=${state.dynamodbEndpoint}\n`);
+  } else if (cmd === 'down') {
+    await downPersistent(log);
+  } else {
+    process.stderr.write('usage: tsx infra/local/cli.ts up|down\n');
+    process.exitCode = 2;
+  }
+}
+
+main(process.argv[2]).catch((err: unknown) => {
+  // Prerequisite problems are explained in one line; anything else keeps its stack for debugging.
+  process.stderr.write(err instanceof AppError ? `[local] error: ${err.message}\n` : `${String((err as Error)?.stack ?? err)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,85 @@
+/**
+ * The DynamoDB emulator for local runs and tests: moto in server mode (Apache-2.0, speaks the real
+ * HTTP API including TransactWriteItems and condition expressions), installed from PyPI into a
+ * project-local virtualenv on first use, listening on loopback only.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { PrerequisiteError } from '../../lib/errors';
+import { LOOPBACK, choosePort, requireCommand, spawnService, waitUntil } from './process';
+
+const REQUIREMENTS = resolve(__dirname, 'dynamodb', 'requirements.txt');
+
+export type DynamoOptions = { dir: string; cacheDir: string; ownerPid?: number; port?: string; startTimeoutMs?: number };
+export type DynamoInstance = { endpoint: string; pid: number; watchdogPid?: number; logFile: string };
+
+/** Creates the virtualenv with moto once (keyed by the requirements file); returns its moto_server. */
+export function ensureMoto(cacheDir: string): string {
+  const reqs = readFileSync(REQUIREMENTS, 'utf8');
+  const key = createHash('sha256').update(reqs).digest('hex').slice(0, 12);
+  const venv = join(cacheDir, `moto-venv-${key}`);
+  const server = join(venv, 'bin', 'moto_server');
+  const marker = join(venv, '.complete');
+  if (existsSync(marker)) return server;
+  const python = process.env.PYTHON ?? 'python3';
+  requireCommand(python, ['--version'], 'install Python 3 (Debian: apt-get install python3 python3-venv) or set PYTHON');
+  rmSync(venv, { recursive: true, force: true });
+  mkdirSync(cacheDir, { recursive: true });
+  process.stderr.write('installing moto (DynamoDB emulator) into a virtualenv (first use only)...\n');
+  const mk = spawnSync(python, ['-m', 'venv', venv], { encoding: 'utf8', timeout: 120_000 });
+  if (mk.status !== 0) {
+    throw new PrerequisiteError(
+      `could not create a Python virtualenv (Debian: apt-get install python3-venv):\n${mk.stdout}${mk.stderr}`,
+    );
+  }
+  const pip = spawnSync(join(venv, 'bin', 'pip'), ['install', '--disable-pip-version-check', '-q', '-r', REQUIREMENTS], {
+    encoding: 'utf8',
+    timeout: 15 * 60_000,
+  });
+  if (pip.status !== 0) {
+    rmSync(venv, { recursive: true, force: true });
+    throw new PrerequisiteError(`pip could not install ${REQUIREMENTS}:\n${pip.stdout}${pip.stderr}`);
+  }
+  writeFileSync(marker, reqs);
+  return server;
+}
+
+/** A DynamoDB client for the emulator (dummy credentials; moto ignores them). */
+export function emulatorClient(endpoint: string): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint,
+    region: process.env.AWS_REGION ?? 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
+}
+
+async function dynamoReady(endpoint: string): Promise<boolean> {
+  const client = emulatorClient(endpoint);
+  try {
+    await client.send(new ListTablesCommand({}), { abortSignal: AbortSignal.timeout(2000) });
+    return true;
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Starts moto_server on a loopback port; resolves once it answers DynamoDB ListTables. */
+export async function startDynamo(opts: DynamoOptions): Promise<DynamoInstance> {
+  const server = ensureMoto(opts.cacheDir);
+  const port = await choosePort(opts.port, 'LOCAL_DYNAMODB_PORT');
+  mkdirSync(opts.dir, { recursive: true });
+  const logFile = join(opts.dir, 'moto.log');
+  const svc = spawnService({ cmd: server, args: ['-H', LOOPBACK, '-p', String(port)], logFile, ownerPid: opts.ownerPid });
+  const endpoint = `http://${LOOPBACK}:${port}`;
+  await waitUntil('DynamoDB emulator (moto)', () => dynamoReady(endpoint), {
+    timeoutMs: opts.startTimeoutMs ?? 60_000,
+    intervalMs: 200,
+    pid: svc.pid,
+    logFile,
+  });
+  return { endpoint, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile };
+}

@@ -1,0 +1,199 @@
+/**
+ * A real Apache Kafka broker for local runs and tests: KRaft, single node (combined broker and
+ * controller), loopback only. Jars come from Maven Central (infra/local/kafka/pom.xml) into a cache on
+ * first use and run on the machine's Java 17+.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { PrerequisiteError } from '../../lib/errors';
+import { LOOPBACK, choosePort, freePort, requireCommand, spawnService, waitUntil } from './process';
+
+const POM = resolve(__dirname, 'kafka', 'pom.xml');
+
+export type KafkaOptions = {
+  /** Directory for data, config and logs of this broker instance. */
+  dir: string;
+  /** Cache directory for the resolved jars (shared by all instances). */
+  cacheDir: string;
+  /** Watchdog owner: the broker dies when this process dies. */
+  ownerPid?: number;
+  /** Fixed client port (else a free one is chosen). */
+  port?: string;
+  /** Kafka's default is 3000 ms; only tests that exercise consumer groups want 0. */
+  groupInitialRebalanceDelayMs?: number;
+  startTimeoutMs?: number;
+};
+
+export type KafkaInstance = { brokers: string; pid: number; watchdogPid?: number; logFile: string; dir: string };
+
+/** The Kafka version pinned in the pom. */
+export function kafkaVersion(): string {
+  const m = /<kafka\.version>([^<]+)<\/kafka\.version>/.exec(readFileSync(POM, 'utf8'));
+  if (!m?.[1]) throw new PrerequisiteError(`no <kafka.version> in ${POM}`);
+  return m[1];
+}
+
+/** Finds a Java 17+ runtime (JAVA_HOME first, then PATH) or explains how to get one. */
+export function javaBinary(): string {
+  const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
+  const out = requireCommand(
+    java,
+    ['-version'],
+    'install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME',
+  );
+  const m = /version "(\d+)(?:\.(\d+))?/.exec(out);
+  const major = m?.[1] === '1' ? Number(m?.[2]) : Number(m?.[1]);
+  if (!Number.isFinite(major) || major < 17) {
+    throw new PrerequisiteError(`Kafka 4 needs Java 17 or newer, found: ${out.split('\n')[0]}; set JAVA_HOME to a newer JDK`);
+  }
+  return java;
+}
+
+/** Resolves the broker jars with Maven into `cacheDir` once; later calls reuse the cache. */
+export function ensureKafkaJars(cacheDir: string): string {
+  const libs = join(cacheDir, `kafka-${kafkaVersion()}`, 'libs');
+  if (existsSync(libs) && readdirSync(libs).some((f) => f.startsWith('kafka_2.13-'))) return libs;
+  requireCommand('mvn', ['-v'], 'install Maven (Debian: apt-get install maven) to resolve the Kafka jars');
+  const tmp = `${libs}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  process.stderr.write(`resolving Apache Kafka ${kafkaVersion()} jars with Maven (first use only)...\n`);
+  const res = spawnSync(
+    'mvn',
+    ['-B', '-q', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`],
+    { encoding: 'utf8', timeout: 15 * 60_000 },
+  );
+  if (res.status !== 0) {
+    rmSync(tmp, { recursive: true, force: true });
+    const why = res.error ? String(res.error) : `${res.stdout}${res.stderr}`.trim().split('\n').slice(-15).join('\n');
+    throw new PrerequisiteError(`Maven could not resolve org.apache.kafka:kafka_2.13:${kafkaVersion()}:\n${why}`);
+  }
+  // Rename last so an interrupted download never looks like a complete cache.
+  rmSync(libs, { recursive: true, force: true });
+  renameSync(tmp, libs);
+  return libs;
+}
+
+function serverProperties(dir: string, port: number, controllerPort: number, opts: KafkaOptions): string {
+  const props: Record<string, string | number> = {
+    'process.roles': 'broker,controller',
+    'node.id': 1,
+    'controller.quorum.voters': `1@${LOOPBACK}:${controllerPort}`,
+    listeners: `PLAINTEXT://${LOOPBACK}:${port},CONTROLLER://${LOOPBACK}:${controllerPort}`,
+    'advertised.listeners': `PLAINTEXT://${LOOPBACK}:${port}`,
+    'controller.listener.names': 'CONTROLLER',
+    'inter.broker.listener.name': 'PLAINTEXT',
+    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'log.dirs': join(dir, 'data'),
+    'num.partitions': 1,
+    'auto.create.topics.enable': 'false',
+    'delete.topic.enable': 'true',
+    // Single node: every internal topic has one replica and few partitions (fast coordinator start).
+    'offsets.topic.replication.factor': 1,
+    'offsets.topic.num.partitions': 1,
+    'transaction.state.log.replication.factor': 1,
+    'transaction.state.log.min.isr': 1,
+    'transaction.state.log.num.partitions': 1,
+    'share.coordinator.state.topic.replication.factor': 1,
+    'share.coordinator.state.topic.min.isr': 1,
+    // Small segments and fast checks, so retention and compaction tests finish in seconds.
+    'log.segment.bytes': 16 * 1024 * 1024,
+    'log.retention.check.interval.ms': 1000,
+    'log.segment.delete.delay.ms': 0,
+    'log.cleaner.backoff.ms': 1000,
+    'log.cleaner.dedupe.buffer.size': 8 * 1024 * 1024,
+    'file.delete.delay.ms': 0,
+    // Many small partitions on one broker (the planner benchmark): keep per-partition cost low.
+    'log.index.size.max.bytes': 1024 * 1024,
+    'num.network.threads': 3,
+    'num.io.threads': 4,
+    'socket.request.max.bytes': 200 * 1024 * 1024,
+  };
+  if (opts.groupInitialRebalanceDelayMs !== undefined) {
+    props['group.initial.rebalance.delay.ms'] = opts.groupInitialRebalanceDelayMs;
+  }
+  return Object.entries(props)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n');
+}
+
+function log4jConfig(logFile: string): string {
+  return [
+    'rootLogger.level=INFO',
+    'rootLogger.appenderRef.file.ref=FILE',
+    'appender.file.type=File',
+    'appender.file.name=FILE',
+    `appender.file.fileName=${logFile}`,
+    'appender.file.layout.type=PatternLayout',
+    'appender.file.layout.pattern=[%d] %p %m (%c)%n',
+    // The state change and request logs are noisy and not needed for tests.
+    'logger.state.name=state.change.logger',
+    'logger.state.level=WARN',
+    'logger.request.name=kafka.request.logger',
+    'logger.request.level=WARN',
+  ].join('\n');
+}
+
+/** True once the broker answers a metadata request with itself as the only broker. */
+export async function kafkaReady(brokers: string): Promise<boolean> {
+  const admin = new Kafka({
+    clientId: 'local-stack-probe',
+    brokers: [brokers],
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 1000,
+    requestTimeout: 2000,
+    retry: { retries: 0 },
+  }).admin();
+  try {
+    await admin.connect();
+    const cluster = await admin.describeCluster();
+    return cluster.brokers.length === 1 && cluster.controller !== null;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/** Formats a fresh KRaft log dir and starts the broker; resolves once it accepts requests. */
+export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
+  const java = javaBinary();
+  const libs = ensureKafkaJars(opts.cacheDir);
+  const port = await choosePort(opts.port, 'LOCAL_KAFKA_PORT');
+  const controllerPort = await freePort();
+  mkdirSync(opts.dir, { recursive: true });
+  const propsFile = join(opts.dir, 'server.properties');
+  const logFile = join(opts.dir, 'server.log');
+  const log4jFile = join(opts.dir, 'log4j2.properties');
+  writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts));
+  writeFileSync(log4jFile, log4jConfig(logFile));
+  const classpath = `${libs}/*`;
+  const jvm = ['-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${log4jFile}`, '-cp', classpath];
+
+  // KRaft needs a formatted metadata log; a 16-byte base64url id is Kafka's cluster id format.
+  const clusterId = randomBytes(16).toString('base64url');
+  const fmt = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  if (fmt.status !== 0) {
+    throw new PrerequisiteError(`formatting the Kafka log dir failed:\n${fmt.stdout}${fmt.stderr}`);
+  }
+
+  const heap = process.env.LOCAL_KAFKA_HEAP ?? '1g';
+  const svc = spawnService({
+    cmd: java,
+    args: [`-Xms256m`, `-Xmx${heap}`, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', ...jvm, 'kafka.Kafka', propsFile],
+    logFile: join(opts.dir, 'stdout.log'),
+    ownerPid: opts.ownerPid,
+  });
+  const brokers = `${LOOPBACK}:${port}`;
+  await waitUntil('Kafka broker', () => kafkaReady(brokers), {
+    timeoutMs: opts.startTimeoutMs ?? 90_000,
+    intervalMs: 300,
+    pid: svc.pid,
+    logFile,
+  });
+  return { brokers, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile, dir: opts.dir };
+}

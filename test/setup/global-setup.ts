@@ -1,0 +1,26 @@
+/**
+ * Starts one Kafka broker and one DynamoDB emulator for the whole jest run (or reuses the services
+ * named by KAFKA_BROKERS / DYNAMODB_ENDPOINT). Workers inherit the two variables.
+ */
+import { join } from 'node:path';
+import { LOCAL_DIR, startStack, type StackState } from '../../infra/local/stack';
+
+declare global {
+  var __LOCAL_STACK__: StackState | undefined;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const log = (line: string): void => {
+    process.stderr.write(`\n[stack] ${line}`);
+  };
+  if (process.env.KAFKA_BROKERS && process.env.DYNAMODB_ENDPOINT) {
+    log(`reusing KAFKA_BROKERS=${process.env.KAFKA_BROKERS} DYNAMODB_ENDPOINT=${process.env.DYNAMODB_ENDPOINT}\n`);
+    return;
+  }
+  const t0 = Date.now();
+  const state = await startStack({ dir: join(LOCAL_DIR, 'test-runs', String(process.pid)), ownerPid: process.pid, log });
+  globalThis.__LOCAL_STACK__ = state;
+  process.env.KAFKA_BROKERS = state.kafkaBrokers;
+  process.env.DYNAMODB_ENDPOINT = state.dynamodbEndpoint;
+  log(`ready in ${Date.now() - t0} ms: KAFKA_BROKERS=${state.kafkaBrokers} DYNAMODB_ENDPOINT=${state.dynamodbEndpoint}\n`);
+}
