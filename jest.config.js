@@ -1,11 +1,22 @@
-/** Unit tests run without services; integration/e2e tests share one local stack (test/setup). */
+/**
+ * Two projects: `unit` (pure logic and in-memory fakes, no services) and `integration` (real Kafka
+ * broker and DynamoDB emulator). Jest runs a project's global setup only when one of its tests is
+ * selected, so `npm run test:unit` never starts the local stack.
+ */
 const swc = ['@swc/jest', { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
+const common = { testEnvironment: 'node', transform: { '^.+\\.(t|j)s$': swc } };
+
 module.exports = {
-  testEnvironment: 'node',
-  transform: { '^.+\\.(t|j)s$': swc },
-  testMatch: ['<rootDir>/test/**/*.test.ts'],
-  globalSetup: '<rootDir>/test/setup/global-setup.ts',
-  globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
   testTimeout: 60000,
   maxWorkers: 2,
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/{integration,e2e}/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/setup/global-setup.ts',
+      globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
+    },
+  ],
 };

@@ -1,9 +1,11 @@
 /**
- * `npm run local:up` / `npm run local:down`. `up` prints KAFKA_BROKERS=... and DYNAMODB_ENDPOINT=...
+ * `npm run local:up` / `npm run local:down` / `npm run local:prepare`. `up` prints KAFKA_BROKERS=... and DYNAMODB_ENDPOINT=...
  * on stdout (so `eval "$(npm run -s local:up)"` works); progress and timings go to stderr.
  */
 import { AppError } from '../../lib/errors';
-import { downPersistent, upPersistent } from './stack';
+import { ensureMoto } from './dynamodb';
+import { ensureKafkaJars, javaBinary } from './kafka';
+import { CACHE_DIR, downPersistent, upPersistent } from './stack';
 
 const log = (line: string): void => {
   process.stderr.write(`[local] ${line}\n`);
@@ -13,10 +15,17 @@ async function main(cmd: string | undefined): Promise<void> {
   if (cmd === 'up') {
     const state = await upPersistent(log);
     process.stdout.write(`KAFKA_BROKERS=${state.kafkaBrokers}\nDYNAMODB_ENDPOINT=${state.dynamodbEndpoint}\n`);
+  } else if (cmd === 'prepare') {
+    // Downloads only (CI warms the caches before the timed test run).
+    const t0 = Date.now();
+    javaBinary();
+    ensureKafkaJars(CACHE_DIR);
+    ensureMoto(CACHE_DIR);
+    log(`Kafka jars and moto ready in ${Date.now() - t0} ms`);
   } else if (cmd === 'down') {
     await downPersistent(log);
   } else {
-    process.stderr.write('usage: tsx infra/local/cli.ts up|down\n');
+    process.stderr.write('usage: tsx infra/local/cli.ts up|down|prepare\n');
     process.exitCode = 2;
   }
 }

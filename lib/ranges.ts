@@ -1,0 +1,20 @@
+/** Identity and payload of an offset range, shared by planner, ledger, dispatcher and processor. */
+
+/** The processor's invocation payload: exactly one range `[from, until)` of one partition. */
+export type RangePayload = {
+  stream: string;
+  topic: string;
+  partition: number;
+  from: number;
+  until: number;
+};
+
+/** `topic/partition`: Kafka topic names cannot contain '/', so this is unambiguous. */
+export function partitionKey(topic: string, partition: number): string {
+  return `${topic}/${partition}`;
+}
+
+/** The deterministic range id `topic/partition/from` (also the idempotency key style of records). */
+export function rangeId(r: { topic: string; partition: number; from: number }): string {
+  return `${r.topic}/${r.partition}/${r.from}`;
+}
