@@ -34,3 +34,31 @@ export class TimeoutError extends AppError {
     super('TIMEOUT', message, options);
   }
 }
+
+/** The store asked us to slow down and the SDK's own retries ran out. */
+export class ThrottledError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('THROTTLED', message, options);
+  }
+}
+
+/** A table (or other resource) the configuration names does not exist. */
+export class MissingResourceError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('MISSING_RESOURCE', message, options);
+  }
+}
+
+/** Concurrent writers kept colliding on the same items beyond our bounded retries. */
+export class ConflictError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFLICT', message, options);
+  }
+}
+
+/** The store failed in a way retries did not fix (5xx, network). */
+export class StoreError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('STORE', message, options);
+  }
+}

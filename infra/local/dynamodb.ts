@@ -12,16 +12,18 @@ import { PrerequisiteError } from '../../lib/errors';
 import { LOOPBACK, choosePort, requireCommand, spawnService, waitUntil } from './process';
 
 const REQUIREMENTS = resolve(__dirname, 'dynamodb', 'requirements.txt');
+/** moto's server plus the two fixes described in the file (serialised requests, cheap transactions). */
+const LAUNCHER = resolve(__dirname, 'dynamodb', 'moto_server.py');
 
 export type DynamoOptions = { dir: string; cacheDir: string; ownerPid?: number; port?: string; startTimeoutMs?: number };
 export type DynamoInstance = { endpoint: string; pid: number; watchdogPid?: number; logFile: string };
 
-/** Creates the virtualenv with moto once (keyed by the requirements file); returns its moto_server. */
+/** Creates the virtualenv with moto once (keyed by the requirements file); returns its python. */
 export function ensureMoto(cacheDir: string): string {
   const reqs = readFileSync(REQUIREMENTS, 'utf8');
   const key = createHash('sha256').update(reqs).digest('hex').slice(0, 12);
   const venv = join(cacheDir, `moto-venv-${key}`);
-  const server = join(venv, 'bin', 'moto_server');
+  const server = join(venv, 'bin', 'python');
   const marker = join(venv, '.complete');
   if (existsSync(marker)) return server;
   const python = process.env.PYTHON ?? 'python3';
@@ -69,11 +71,11 @@ async function dynamoReady(endpoint: string): Promise<boolean> {
 
 /** Starts moto_server on a loopback port; resolves once it answers DynamoDB ListTables. */
 export async function startDynamo(opts: DynamoOptions): Promise<DynamoInstance> {
-  const server = ensureMoto(opts.cacheDir);
+  const python = ensureMoto(opts.cacheDir);
   const port = await choosePort(opts.port, 'LOCAL_DYNAMODB_PORT');
   mkdirSync(opts.dir, { recursive: true });
   const logFile = join(opts.dir, 'moto.log');
-  const svc = spawnService({ cmd: server, args: ['-H', LOOPBACK, '-p', String(port)], logFile, ownerPid: opts.ownerPid });
+  const svc = spawnService({ cmd: python, args: [LAUNCHER, '-H', LOOPBACK, '-p', String(port)], logFile, ownerPid: opts.ownerPid });
   const endpoint = `http://${LOOPBACK}:${port}`;
   await waitUntil('DynamoDB emulator (moto)', () => dynamoReady(endpoint), {
     timeoutMs: opts.startTimeoutMs ?? 60_000,

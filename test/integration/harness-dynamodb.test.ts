@@ -122,6 +122,29 @@ describe('local DynamoDB emulator', () => {
     expect(progress.Item?.offset).toEqual({ N: '100' });
   });
 
+  it('lets exactly one of many concurrent conditional writes on one item win', async () => {
+    await ddb.send(new PutItemCommand({ TableName: table, Item: { ...key('race'), v: { N: '0' } } }));
+    const attempts = Array.from({ length: 40 }, (_, i) =>
+      ddb
+        .send(
+          new UpdateItemCommand({
+            TableName: table,
+            Key: key('race'),
+            UpdateExpression: 'SET v = :new',
+            ConditionExpression: 'v = :zero',
+            ExpressionAttributeValues: { ':new': { N: String(i + 1) }, ':zero': { N: '0' } },
+          }),
+        )
+        .then(
+          () => 'won',
+          (e: unknown) => (e instanceof ConditionalCheckFailedException ? 'lost' : String(e)),
+        ),
+    );
+    const results = await Promise.all(attempts);
+    expect(results.filter((r) => r === 'won')).toHaveLength(1);
+    expect(results.filter((r) => r === 'lost')).toHaveLength(39);
+  });
+
   it('commits a TransactWriteItems whose conditions all hold', async () => {
     await ddb.send(
       new TransactWriteItemsCommand({

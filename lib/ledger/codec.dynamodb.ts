@@ -1,0 +1,200 @@
+/**
+ * The ledger's DynamoDB item shapes and condition expressions, in one place.
+ *
+ * One table, one item collection per stream (`pk = S#<stream>`):
+ *   META                          planner lease/epoch, start marker
+ *   P#<topic>#<partition:6>       partition state (cursor, committed offset, rate statistics)
+ *   R#<topic>#<partition:6>#<from:16>  range (status, lease, progress, attempts)
+ *   L#<topic>#<partition:6>#<from:16>  data-loss entry (exact lost span)
+ * Open ranges also carry `openPk = S#<stream>`, the key of the sparse GSI `open-ranges`, so the
+ * planner reads only unfinished ranges however many finished ones the table holds.
+ * Kafka topic names are [a-zA-Z0-9._-], so '#' never occurs inside a topic.
+ */
+import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DataLossEntry, PartitionState, PlanWrite, RangeState, StreamMeta } from '../ports/ledger';
+
+export const OPEN_RANGES_INDEX = 'open-ranges';
+/** Finished ranges expire after this long (DynamoDB TTL attribute `expiresAt`, epoch seconds). */
+export const DONE_RANGE_TTL_SEC = 7 * 24 * 3600;
+
+type Key = { pk: string; sk: string };
+type Item = Record<string, unknown>;
+export type TxAction = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+const pad = (n: number, width: number): string => String(n).padStart(width, '0');
+
+export const keys = {
+  pk: (stream: string): string => `S#${stream}`,
+  meta: (stream: string): Key => ({ pk: keys.pk(stream), sk: 'META' }),
+  partition: (stream: string, topic: string, partition: number): Key => ({
+    pk: keys.pk(stream),
+    sk: `P#${topic}#${pad(partition, 6)}`,
+  }),
+  range: (stream: string, r: { topic: string; partition: number; from: number }): Key => ({
+    pk: keys.pk(stream),
+    sk: `R#${r.topic}#${pad(r.partition, 6)}#${pad(r.from, 16)}`,
+  }),
+  loss: (stream: string, l: { topic: string; partition: number; from: number }): Key => ({
+    pk: keys.pk(stream),
+    sk: `L#${l.topic}#${pad(l.partition, 6)}#${pad(l.from, 16)}`,
+  }),
+};
+
+/** Removes undefined fields (the document client rejects them by default). */
+function compact<T extends Item>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+function strip(item: Item): Item {
+  const { pk: _pk, sk: _sk, openPk: _o, expiresAt: _e, type: _t, ...rest } = item;
+  return rest;
+}
+
+export const codec = {
+  metaFromItem: (item: Item): StreamMeta => strip(item) as StreamMeta,
+  partitionItem: (p: PartitionState): Item => compact({ ...keys.partition(p.stream, p.topic, p.partition), type: 'partition', ...p }),
+  partitionFromItem: (item: Item): PartitionState => strip(item) as PartitionState,
+  rangeItem: (r: RangeState): Item =>
+    compact({
+      ...keys.range(r.stream, r),
+      type: 'range',
+      ...r,
+      openPk: r.status === 'done' ? undefined : keys.pk(r.stream),
+    }),
+  rangeFromItem: (item: Item): RangeState => strip(item) as RangeState,
+  lossItem: (l: DataLossEntry): Item => compact({ ...keys.loss(l.stream, l), type: 'data-loss', ...l }),
+  lossFromItem: (item: Item): DataLossEntry => strip(item) as DataLossEntry,
+};
+
+/** The condition every fenced planner transaction checks first. */
+export function fenceCheck(table: string, stream: string, epoch: number, ownerToken: string): TxAction {
+  return {
+    ConditionCheck: {
+      TableName: table,
+      Key: keys.meta(stream),
+      ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
+      ExpressionAttributeValues: { ':epoch': epoch, ':owner': ownerToken },
+    },
+  };
+}
+
+/** The transaction actions (one or two, always in the same transaction) of one planner write. */
+export function planWriteActions(table: string, stream: string, w: PlanWrite): TxAction[] {
+  switch (w.kind) {
+    case 'register-partition':
+      return [
+        {
+          Put: {
+            TableName: table,
+            Item: codec.partitionItem(w.partition),
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+      ];
+    case 'plan-range': {
+      const r = w.range;
+      const values: Item = { ':from': r.from, ':until': r.until, ':now': w.partitionUpdate.lastPlannedAtMs, ':active': 'active' };
+      let set = 'nextFrom = :until, lastPlannedAtMs = :now';
+      if (w.partitionUpdate.pid) {
+        set += ', pid = :pid';
+        values[':pid'] = w.partitionUpdate.pid;
+      }
+      return [
+        { Put: { TableName: table, Item: codec.rangeItem(r), ConditionExpression: 'attribute_not_exists(pk)' } },
+        {
+          Update: {
+            TableName: table,
+            Key: keys.partition(stream, r.topic, r.partition),
+            UpdateExpression: `SET ${set}`,
+            ConditionExpression: '#st = :active AND nextFrom = :from',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: values,
+          },
+        },
+      ];
+    }
+    case 'mark-dispatched':
+      return [
+        {
+          Update: {
+            TableName: table,
+            Key: keys.range(stream, w.range),
+            // A failed or expired range goes back to `planned`; its processor takes a new lease.
+            UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one, #st = :planned',
+            ConditionExpression: '#st = :expectStatus AND dispatches = :expectDispatches',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: {
+              ':now': w.nowMs,
+              ':one': 1,
+              ':planned': 'planned',
+              ':expectStatus': w.expect.status,
+              ':expectDispatches': w.expect.dispatches,
+            },
+          },
+        },
+      ];
+    case 'park-range':
+      return [
+        {
+          Update: {
+            TableName: table,
+            Key: keys.range(stream, w.range),
+            UpdateExpression: 'SET #st = :parked, lastError = :err',
+            ConditionExpression: '#st = :expectStatus AND attempts = :expectAttempts',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: {
+              ':parked': 'parked',
+              ':err': w.error,
+              ':expectStatus': w.expect.status,
+              ':expectAttempts': w.expect.attempts,
+            },
+          },
+        },
+      ];
+    case 'retire-partition':
+    case 'fail-partition':
+      return [
+        {
+          Update: {
+            TableName: table,
+            Key: keys.partition(stream, w.topic, w.partition),
+            UpdateExpression: 'SET #st = :to, reason = :reason, statusChangedAtMs = :now',
+            ConditionExpression: '#st = :active',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: {
+              ':to': w.kind === 'retire-partition' ? 'retired' : 'failed',
+              ':reason': w.reason,
+              ':now': w.nowMs,
+              ':active': 'active',
+            },
+          },
+        },
+      ];
+    case 'record-data-loss':
+      return [
+        { Put: { TableName: table, Item: codec.lossItem(w.loss), ConditionExpression: 'attribute_not_exists(pk)' } },
+        {
+          Update: {
+            TableName: table,
+            Key: keys.partition(stream, w.loss.topic, w.loss.partition),
+            UpdateExpression: 'SET nextFrom = :to, committed = :to',
+            ConditionExpression: '#st = :active AND nextFrom = :expect AND committed = :expect',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: { ':to': w.loss.until, ':expect': w.expectFrom, ':active': 'active' },
+          },
+        },
+      ];
+    case 'advance-committed':
+      return [
+        {
+          Update: {
+            TableName: table,
+            Key: keys.partition(stream, w.topic, w.partition),
+            UpdateExpression: 'SET committed = :to',
+            ConditionExpression: 'committed = :expect AND nextFrom >= :to AND :to >= :expect',
+            ExpressionAttributeValues: { ':to': w.to, ':expect': w.expect },
+          },
+        },
+      ];
+  }
+}

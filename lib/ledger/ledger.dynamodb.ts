@@ -1,0 +1,299 @@
+/**
+ * Ledger adapter for DynamoDB (AWS SDK v3 document client). Planner writes go out as
+ * TransactWriteItems of one fence ConditionCheck plus up to 99 actions, so a whole run costs about
+ * `actions / 99` requests and a fenced-out planner can never write.
+ */
+import { createHash } from 'node:crypto';
+import {
+  ConditionalCheckFailedException,
+  ResourceNotFoundException,
+  TransactionCanceledException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
+import type { Ledger, PlannerLease, PlanWrite, WriteOutcome } from '../ports/ledger';
+import { codec, fenceCheck, keys, OPEN_RANGES_INDEX, planWriteActions, type TxAction } from './codec.dynamodb';
+
+const MAX_TX_ACTIONS = 100;
+const CONFLICT_RETRIES = 6;
+
+export type DynamoLedgerOptions = {
+  client: DynamoDBClient;
+  tableName: string;
+  /** Backoff between retries of a transaction that hit a concurrent write (TransactionConflict). */
+  sleep?: (ms: number) => Promise<void>;
+};
+
+const THROTTLE_NAMES = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+]);
+
+/** Translates an SDK error into the project's error classes (the edge of the adapter). */
+export function translateDynamoError(err: unknown, what: string, tableName: string): Error {
+  if (err instanceof ResourceNotFoundException) {
+    return new MissingResourceError(`${what}: DynamoDB table ${tableName} does not exist`, { cause: err });
+  }
+  const name = (err as { name?: string })?.name ?? '';
+  if (THROTTLE_NAMES.has(name)) return new ThrottledError(`${what}: DynamoDB throttled after retries (${name})`, { cause: err });
+  return new StoreError(`${what}: ${name || 'error'}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+}
+
+type ItemKey = string;
+const itemKeyOf = (a: TxAction): ItemKey => {
+  const k = (a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key ?? a.ConditionCheck?.Key) as { pk: string; sk: string };
+  return `${k.pk}|${k.sk}`;
+};
+
+/** Groups writes into transactions: at most 99 actions beside the fence, and distinct items. */
+function batchWrites(table: string, stream: string, writes: PlanWrite[]): Array<Array<{ index: number; actions: TxAction[] }>> {
+  const batches: Array<Array<{ index: number; actions: TxAction[] }>> = [];
+  let current: Array<{ index: number; actions: TxAction[] }> = [];
+  let size = 0;
+  let seen = new Set<ItemKey>();
+  writes.forEach((w, index) => {
+    const actions = planWriteActions(table, stream, w);
+    const itemKeys = actions.map(itemKeyOf);
+    if (size + actions.length > MAX_TX_ACTIONS - 1 || itemKeys.some((k) => seen.has(k))) {
+      batches.push(current);
+      current = [];
+      size = 0;
+      seen = new Set();
+    }
+    current.push({ index, actions });
+    size += actions.length;
+    itemKeys.forEach((k) => seen.add(k));
+  });
+  if (current.length) batches.push(current);
+  return batches;
+}
+
+/** Creates the DynamoDB ledger; the client is the caller's (endpoint, credentials, retries). */
+export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
+  const table = opts.tableName;
+  const doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  let requests = 0;
+
+  const send = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    requests++;
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException || err instanceof TransactionCanceledException) throw err;
+      throw translateDynamoError(err, what, table);
+    }
+  };
+
+  const queryAll = async (what: string, input: QueryCommandInput): Promise<Record<string, unknown>[]> => {
+    const items: Record<string, unknown>[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await send(what, () => doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start })));
+      items.push(...((page.Items ?? []) as Record<string, unknown>[]));
+      start = page.LastEvaluatedKey as Record<string, unknown> | undefined;
+    } while (start);
+    return items;
+  };
+
+  const queryPrefix = (stream: string, prefix: string) =>
+    queryAll(`read ${prefix} items of ${stream}`, {
+      TableName: table,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': keys.pk(stream), ':prefix': prefix },
+      ConsistentRead: true,
+    });
+
+  /** Sends one transaction; returns per-write outcomes or 'retry' for writes cancelled only by others. */
+  const sendBatch = async (
+    stream: string,
+    epoch: number,
+    ownerToken: string,
+    batch: Array<{ index: number; actions: TxAction[] }>,
+  ): Promise<Map<number, WriteOutcome>> => {
+    const out = new Map<number, WriteOutcome>();
+    let pending = batch;
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      const items = [fenceCheck(table, stream, epoch, ownerToken), ...pending.flatMap((b) => b.actions)];
+      // Same content, same token: an SDK retry of a transaction that did commit is a no-op (10 min).
+      const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
+      try {
+        await send(`plan transaction for ${stream}`, () =>
+          doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token })),
+        );
+        pending.forEach((b) => out.set(b.index, 'applied'));
+        return out;
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        const reasons = err.CancellationReasons ?? [];
+        if (reasons[0]?.Code === 'ConditionalCheckFailed') {
+          pending.forEach((b) => out.set(b.index, 'fenced'));
+          return out;
+        }
+        let pos = 1;
+        const retry: typeof pending = [];
+        for (const b of pending) {
+          const codes = b.actions.map((_, i) => reasons[pos + i]?.Code ?? 'None');
+          pos += b.actions.length;
+          if (codes.includes('ConditionalCheckFailed')) out.set(b.index, 'condition-failed');
+          else retry.push(b);
+        }
+        const conflicted = reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError');
+        if (conflicted) {
+          if (attempt >= CONFLICT_RETRIES) {
+            throw new ConflictError(`plan transaction for ${stream} kept conflicting after ${attempt + 1} tries`, { cause: err });
+          }
+          await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
+        } else if (retry.length === pending.length) {
+          // Cancelled for a reason that is neither a condition nor a conflict: do not loop.
+          throw new StoreError(
+            `plan transaction for ${stream} cancelled: ${reasons.map((r) => r.Code).join(',')}`,
+            { cause: err },
+          );
+        }
+        pending = retry;
+      }
+    }
+    return out;
+  };
+
+  return {
+    requestCount: () => requests,
+
+    async readMeta(stream) {
+      const res = await send(`read meta of ${stream}`, () =>
+        doc.send(new GetCommand({ TableName: table, Key: keys.meta(stream), ConsistentRead: true })),
+      );
+      return res.Item ? codec.metaFromItem(res.Item) : undefined;
+    },
+
+    async acquirePlannerLease({ stream, ownerToken, nowMs, leaseMs }): Promise<PlannerLease> {
+      try {
+        const res = await send(`acquire planner lease of ${stream}`, () =>
+          doc.send(
+            new UpdateCommand({
+              TableName: table,
+              Key: keys.meta(stream),
+              UpdateExpression:
+                'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream',
+              ConditionExpression: 'attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner',
+              ExpressionAttributeNames: { '#s': 'stream' },
+              ExpressionAttributeValues: {
+                ':zero': 0,
+                ':one': 1,
+                ':owner': ownerToken,
+                ':until': nowMs + leaseMs,
+                ':now': nowMs,
+                ':stream': stream,
+              },
+              ReturnValues: 'ALL_NEW',
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            }),
+          ),
+        );
+        const meta = codec.metaFromItem(res.Attributes ?? {});
+        return { acquired: true, epoch: meta.epoch, meta };
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+        const old = (err.Item ?? {}) as { ownerToken?: { S?: string }; leaseExpiresAtMs?: { N?: string } };
+        return {
+          acquired: false,
+          holder: old.ownerToken?.S ?? 'unknown',
+          leaseExpiresAtMs: Number(old.leaseExpiresAtMs?.N ?? 0),
+        };
+      }
+    },
+
+    async markStreamStarted({ stream, epoch, ownerToken, nowMs }) {
+      try {
+        await send(`mark ${stream} started`, () =>
+          doc.send(
+            new UpdateCommand({
+              TableName: table,
+              Key: keys.meta(stream),
+              UpdateExpression: 'SET startedAtMs = :now',
+              ConditionExpression: 'epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(startedAtMs)',
+              ExpressionAttributeValues: { ':now': nowMs, ':epoch': epoch, ':owner': ownerToken },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            }),
+          ),
+        );
+        return 'applied';
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+        const old = (err.Item ?? {}) as { epoch?: { N?: string }; ownerToken?: { S?: string } };
+        const mine = Number(old.epoch?.N) === epoch && old.ownerToken?.S === ownerToken;
+        return mine ? 'condition-failed' : 'fenced';
+      }
+    },
+
+    async releasePlannerLease({ stream, epoch, ownerToken }) {
+      try {
+        await send(`release planner lease of ${stream}`, () =>
+          doc.send(
+            new UpdateCommand({
+              TableName: table,
+              Key: keys.meta(stream),
+              UpdateExpression: 'SET leaseExpiresAtMs = :zero',
+              ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
+              ExpressionAttributeValues: { ':zero': 0, ':epoch': epoch, ':owner': ownerToken },
+            }),
+          ),
+        );
+        return 'applied';
+      } catch (err) {
+        if (err instanceof ConditionalCheckFailedException) return 'fenced';
+        throw err;
+      }
+    },
+
+    async readPartitions(stream) {
+      return (await queryPrefix(stream, 'P#')).map(codec.partitionFromItem);
+    },
+
+    async readOpenRanges(stream) {
+      const items = await queryAll(`read open ranges of ${stream}`, {
+        TableName: table,
+        IndexName: OPEN_RANGES_INDEX,
+        KeyConditionExpression: 'openPk = :pk',
+        ExpressionAttributeValues: { ':pk': keys.pk(stream) },
+      });
+      // The index is eventually consistent: a range done a moment ago may still be listed.
+      return items.map(codec.rangeFromItem).filter((r) => r.status !== 'done');
+    },
+
+    async readRange(stream, r) {
+      const res = await send(`read range ${r.topic}/${r.partition}/${r.from}`, () =>
+        doc.send(new GetCommand({ TableName: table, Key: keys.range(stream, r), ConsistentRead: true })),
+      );
+      return res.Item ? codec.rangeFromItem(res.Item) : undefined;
+    },
+
+    async readDataLoss(stream) {
+      return (await queryPrefix(stream, 'L#')).map(codec.lossFromItem);
+    },
+
+    async applyPlan({ stream, epoch, ownerToken, writes }) {
+      const outcomes: WriteOutcome[] = new Array<WriteOutcome>(writes.length).fill('fenced');
+      for (const batch of batchWrites(table, stream, writes)) {
+        const res = await sendBatch(stream, epoch, ownerToken, batch);
+        let fenced = false;
+        for (const [i, o] of res) {
+          outcomes[i] = o;
+          if (o === 'fenced') fenced = true;
+        }
+        if (fenced) break; // the rest stay 'fenced'
+      }
+      return outcomes;
+    },
+  };
+}

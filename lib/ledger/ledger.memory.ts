@@ -1,0 +1,168 @@
+/**
+ * In-memory Ledger for fast unit tests of planner logic. Same conditional semantics as the DynamoDB
+ * adapter (the shared contract test runs against both), with none of its batching.
+ */
+import type {
+  DataLossEntry,
+  Ledger,
+  PartitionState,
+  PlannerLease,
+  PlanWrite,
+  RangeState,
+  StreamMeta,
+  WriteOutcome,
+} from '../ports/ledger';
+
+type StreamStore = {
+  meta?: StreamMeta;
+  partitions: Map<string, PartitionState>;
+  ranges: Map<string, RangeState>;
+  losses: DataLossEntry[];
+};
+
+const pKey = (topic: string, partition: number): string => `${topic}/${partition}`;
+const rKey = (r: { topic: string; partition: number; from: number }): string => `${r.topic}/${r.partition}/${r.from}`;
+const clone = <T>(v: T): T => structuredClone(v);
+
+/** Applies one write to a stream's state; returns false when its condition does not hold. */
+function applyOne(s: StreamStore, w: PlanWrite): boolean {
+  switch (w.kind) {
+    case 'register-partition': {
+      const k = pKey(w.partition.topic, w.partition.partition);
+      if (s.partitions.has(k)) return false;
+      s.partitions.set(k, clone(w.partition));
+      return true;
+    }
+    case 'plan-range': {
+      const p = s.partitions.get(pKey(w.range.topic, w.range.partition));
+      const k = rKey(w.range);
+      if (!p || p.status !== 'active' || p.nextFrom !== w.range.from || s.ranges.has(k)) return false;
+      s.ranges.set(k, clone(w.range));
+      p.nextFrom = w.range.until;
+      p.lastPlannedAtMs = w.partitionUpdate.lastPlannedAtMs;
+      if (w.partitionUpdate.pid) p.pid = clone(w.partitionUpdate.pid);
+      return true;
+    }
+    case 'mark-dispatched': {
+      const r = s.ranges.get(rKey(w.range));
+      if (!r || r.status !== w.expect.status || r.dispatches !== w.expect.dispatches) return false;
+      r.dispatchedAtMs = w.nowMs;
+      r.dispatches += 1;
+      if (r.status === 'failed' || r.status === 'leased') r.status = 'planned';
+      return true;
+    }
+    case 'park-range': {
+      const r = s.ranges.get(rKey(w.range));
+      if (!r || r.status !== w.expect.status || r.attempts !== w.expect.attempts) return false;
+      r.status = 'parked';
+      r.lastError = w.error;
+      return true;
+    }
+    case 'retire-partition':
+    case 'fail-partition': {
+      const p = s.partitions.get(pKey(w.topic, w.partition));
+      if (!p || p.status !== 'active') return false;
+      p.status = w.kind === 'retire-partition' ? 'retired' : 'failed';
+      p.reason = w.reason;
+      return true;
+    }
+    case 'record-data-loss': {
+      const p = s.partitions.get(pKey(w.loss.topic, w.loss.partition));
+      if (!p || p.status !== 'active' || p.nextFrom !== w.expectFrom || p.committed !== w.expectFrom) return false;
+      if (s.losses.some((l) => l.topic === w.loss.topic && l.partition === w.loss.partition && l.from === w.loss.from)) {
+        return false;
+      }
+      s.losses.push(clone(w.loss));
+      p.nextFrom = w.loss.until;
+      p.committed = w.loss.until;
+      return true;
+    }
+    case 'advance-committed': {
+      const p = s.partitions.get(pKey(w.topic, w.partition));
+      if (!p || p.committed !== w.expect || w.to < w.expect || w.to > p.nextFrom) return false;
+      p.committed = w.to;
+      return true;
+    }
+  }
+}
+
+/** Creates an empty in-memory ledger. `state()` exposes the raw store for assertions. */
+export function createMemoryLedger(): Ledger & { store(stream: string): StreamStore } {
+  const streams = new Map<string, StreamStore>();
+  let requests = 0;
+  const store = (stream: string): StreamStore => {
+    let s = streams.get(stream);
+    if (!s) {
+      s = { partitions: new Map(), ranges: new Map(), losses: [] };
+      streams.set(stream, s);
+    }
+    return s;
+  };
+  const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean =>
+    !s.meta || s.meta.epoch !== epoch || s.meta.ownerToken !== ownerToken;
+
+  return {
+    store,
+    requestCount: () => requests,
+    async readMeta(stream) {
+      requests++;
+      const m = store(stream).meta;
+      return m ? clone(m) : undefined;
+    },
+    async acquirePlannerLease({ stream, ownerToken, nowMs, leaseMs }): Promise<PlannerLease> {
+      requests++;
+      const s = store(stream);
+      if (s.meta && s.meta.leaseExpiresAtMs >= nowMs && s.meta.ownerToken !== ownerToken) {
+        return { acquired: false, holder: s.meta.ownerToken, leaseExpiresAtMs: s.meta.leaseExpiresAtMs };
+      }
+      const epoch = (s.meta?.epoch ?? 0) + 1;
+      s.meta = { ...(s.meta ?? { stream }), stream, epoch, ownerToken, leaseExpiresAtMs: nowMs + leaseMs };
+      return { acquired: true, epoch, meta: clone(s.meta) };
+    },
+    async markStreamStarted({ stream, epoch, ownerToken, nowMs }) {
+      requests++;
+      const s = store(stream);
+      if (fencedOut(s, epoch, ownerToken)) return 'fenced';
+      if (s.meta!.startedAtMs !== undefined) return 'condition-failed';
+      s.meta!.startedAtMs = nowMs;
+      return 'applied';
+    },
+    async releasePlannerLease({ stream, epoch, ownerToken }) {
+      requests++;
+      const s = store(stream);
+      if (fencedOut(s, epoch, ownerToken)) return 'fenced';
+      s.meta!.leaseExpiresAtMs = 0;
+      return 'applied';
+    },
+    async readPartitions(stream) {
+      requests++;
+      return [...store(stream).partitions.values()].map(clone);
+    },
+    async readOpenRanges(stream) {
+      requests++;
+      return [...store(stream).ranges.values()].filter((r) => r.status !== 'done').map(clone);
+    },
+    async readRange(stream, r) {
+      requests++;
+      const got = store(stream).ranges.get(rKey(r));
+      return got ? clone(got) : undefined;
+    },
+    async readDataLoss(stream) {
+      requests++;
+      return store(stream).losses.map(clone);
+    },
+    async applyPlan({ stream, epoch, ownerToken, writes }): Promise<WriteOutcome[]> {
+      requests++;
+      const s = store(stream);
+      const out: WriteOutcome[] = [];
+      for (const w of writes) {
+        if (out.at(-1) === 'fenced' || fencedOut(s, epoch, ownerToken)) {
+          out.push('fenced');
+          continue;
+        }
+        out.push(applyOne(s, w) ? 'applied' : 'condition-failed');
+      }
+      return out;
+    },
+  };
+}

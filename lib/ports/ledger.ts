@@ -1,0 +1,151 @@
+/**
+ * Port: the ledger, the only state of the system (DynamoDB in production, a Map in unit tests).
+ *
+ * Every mutation is conditional on the value it replaces (invariant I2); planner writes are also
+ * fenced by the planner epoch (I5). A lost condition is reported as a value (`'condition-failed'`,
+ * `'fenced'`), never thrown: the caller re-reads and decides, like the KCL's lease table.
+ */
+import type { PidState } from '../offsets/pid';
+
+export type StreamMeta = {
+  stream: string;
+  /** Incremented by every planner run that takes the lease; planner writes check it. */
+  epoch: number;
+  ownerToken: string;
+  leaseExpiresAtMs: number;
+  /** Set once the stream's initial partitions are registered; later partitions start at earliest. */
+  startedAtMs?: number;
+  /** Operator changes (rewind) leave who/when here. */
+  lastChange?: { by: string; atMs: number; what: string };
+};
+
+export const PARTITION_STATUSES = ['active', 'retired', 'failed'] as const;
+export type PartitionStatus = (typeof PARTITION_STATUSES)[number];
+
+/** Statistics of the last range the processor finished on a partition (inputs to the rate limits). */
+export type RangeStats = { records: number; processingMs: number; schedulingDelayMs: number; finishedAtMs: number };
+
+export type PartitionState = {
+  stream: string;
+  topic: string;
+  partition: number;
+  status: PartitionStatus;
+  /** Where the stream started reading this partition. */
+  startOffset: number;
+  /** All offsets below are processed (advanced by processors over finished ranges). */
+  committed: number;
+  /** The planning cursor: the `until` of the last planned range. `committed < nextFrom` = in flight. */
+  nextFrom: number;
+  firstSeenAtMs: number;
+  lastPlannedAtMs?: number;
+  /** Why the partition was retired or failed (e.g. `TOPIC_DELETED`, `DATA_LOSS ...`). */
+  reason?: string;
+  /** EWMA of processor throughput on this partition, records/s (time budget). */
+  observedRecordsPerSec?: number;
+  /** Backpressure estimator state (when the stream enables backpressure). */
+  pid?: PidState;
+  lastRange?: RangeStats;
+};
+
+export const RANGE_STATUSES = ['planned', 'leased', 'done', 'failed', 'parked'] as const;
+export type RangeStatus = (typeof RANGE_STATUSES)[number];
+
+export type RangeState = {
+  stream: string;
+  topic: string;
+  partition: number;
+  from: number;
+  until: number;
+  status: RangeStatus;
+  /** Planner epoch that planned the range. */
+  epoch: number;
+  plannedAtMs: number;
+  /** Unset until the dispatcher accepted it (a crash in between is completed by the next run). */
+  dispatchedAtMs?: number;
+  dispatches: number;
+  /** Lease takes by processors (KCL's leaseCounter); bounded by the stream's maxAttempts. */
+  attempts: number;
+  leaseToken?: string;
+  leaseExpiresAtMs?: number;
+  /** Next offset to process inside the range (from <= progress <= until). */
+  progress: number;
+  lastError?: string;
+};
+
+export type DataLossEntry = {
+  stream: string;
+  topic: string;
+  partition: number;
+  /** The exact lost span `[from, until)`. */
+  from: number;
+  until: number;
+  detectedAtMs: number;
+  reason: string;
+};
+
+export type PlannerLease =
+  | { acquired: true; epoch: number; meta: StreamMeta }
+  | { acquired: false; holder: string; leaseExpiresAtMs: number };
+
+/** One atomic, conditional change made by a planner run. */
+export type PlanWrite =
+  /** Persist a newly discovered partition (only if absent). */
+  | { kind: 'register-partition'; partition: PartitionState }
+  /** Persist a range and move the partition's cursor from `range.from` to `range.until`. */
+  | {
+      kind: 'plan-range';
+      range: RangeState;
+      partitionUpdate: { lastPlannedAtMs: number; pid?: PidState };
+    }
+  /** The dispatcher accepted the range (first dispatch or a re-dispatch after expiry/failure). */
+  | {
+      kind: 'mark-dispatched';
+      range: Pick<RangeState, 'topic' | 'partition' | 'from'>;
+      expect: { status: RangeStatus; dispatches: number };
+      nowMs: number;
+    }
+  /** Give up on a range after the attempt limit; it stays visible with its last error. */
+  | {
+      kind: 'park-range';
+      range: Pick<RangeState, 'topic' | 'partition' | 'from'>;
+      expect: { status: RangeStatus; attempts: number };
+      error: string;
+    }
+  | { kind: 'retire-partition'; topic: string; partition: number; reason: string; nowMs: number }
+  | { kind: 'fail-partition'; topic: string; partition: number; reason: string; nowMs: number }
+  /**
+   * Retention deleted unprocessed offsets: record the exact span and continue from `loss.until`.
+   * Only valid when nothing is in flight (`committed == nextFrom == expectFrom`).
+   */
+  | { kind: 'record-data-loss'; loss: DataLossEntry; expectFrom: number }
+  /** Advance the committed offset over finished ranges (split ranges finishing out of order). */
+  | { kind: 'advance-committed'; topic: string; partition: number; expect: number; to: number };
+
+export type WriteOutcome = 'applied' | 'condition-failed' | 'fenced';
+
+export type Ledger = {
+  readMeta(stream: string): Promise<StreamMeta | undefined>;
+  /**
+   * Takes the stream's planner lease if it is free or expired, bumping the epoch. Losing is a value:
+   * another planner holds it (I5).
+   */
+  acquirePlannerLease(input: { stream: string; ownerToken: string; nowMs: number; leaseMs: number }): Promise<PlannerLease>;
+  /** Marks the stream started (once), fenced like planner writes. */
+  markStreamStarted(input: { stream: string; epoch: number; ownerToken: string; nowMs: number }): Promise<WriteOutcome>;
+  /** Frees the lease early (conditional on still holding `epoch`). */
+  releasePlannerLease(input: { stream: string; epoch: number; ownerToken: string }): Promise<WriteOutcome>;
+  /** All partitions of a stream (strongly consistent). */
+  readPartitions(stream: string): Promise<PartitionState[]>;
+  /** Ranges not yet done (planned, leased, failed, parked). */
+  readOpenRanges(stream: string): Promise<RangeState[]>;
+  readRange(stream: string, r: Pick<RangeState, 'topic' | 'partition' | 'from'>): Promise<RangeState | undefined>;
+  readDataLoss(stream: string): Promise<DataLossEntry[]>;
+  /**
+   * Applies planner writes fenced by `epoch`, batching as the store allows. Each write is atomic on
+   * its own; outcomes are returned in input order. Once one write reports `'fenced'`, every write
+   * after it is `'fenced'` too and nothing more is written.
+   */
+  applyPlan(input: { stream: string; epoch: number; ownerToken: string; writes: PlanWrite[] }): Promise<WriteOutcome[]>;
+  /** Requests sent to the store so far (benchmarks and the idle-run budget). */
+  requestCount(): number;
+};

@@ -1,0 +1,44 @@
+/** The Ledger contract against the DynamoDB adapter on the emulator, plus its request economy. */
+import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
+import { ensureLedgerTable } from '../../lib/ledger/table';
+import { ledgerContract, partitionFixture, rangeFixture } from '../contract/ledger.contract';
+import { testDynamo, uniqueName } from '../support/env';
+
+const client = testDynamo();
+const tableName = uniqueName('ledger');
+
+beforeAll(() => ensureLedgerTable(client, tableName));
+afterAll(() => client.destroy());
+
+describe('DynamoDB ledger (contract)', () => {
+  ledgerContract(async () => createDynamoLedger({ client, tableName }));
+});
+
+describe('DynamoDB ledger batching', () => {
+  it('writes 2 actions per planned range in transactions of 1 fence + 99 actions', async () => {
+    const ledger = createDynamoLedger({ client, tableName });
+    const stream = uniqueName('batch');
+    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
+    if (!lease.acquired) throw new Error('lease');
+    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    const n = 300;
+    const before = ledger.requestCount();
+    await ledger.applyPlan({
+      ...ctx,
+      writes: Array.from({ length: n }, (_, i) => ({ kind: 'register-partition' as const, partition: partitionFixture(stream, 't', i) })),
+    });
+    expect(ledger.requestCount() - before).toBe(Math.ceil(n / 99));
+    const mid = ledger.requestCount();
+    const out = await ledger.applyPlan({
+      ...ctx,
+      writes: Array.from({ length: n }, (_, i) => ({
+        kind: 'plan-range' as const,
+        range: rangeFixture(stream, 't', i, 0, 10, lease.epoch),
+        partitionUpdate: { lastPlannedAtMs: 1 },
+      })),
+    });
+    expect(out.every((o) => o === 'applied')).toBe(true);
+    // 49 ranges (98 actions) per transaction.
+    expect(ledger.requestCount() - mid).toBe(Math.ceil(n / 49));
+  });
+});
