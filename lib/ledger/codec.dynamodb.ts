@@ -99,6 +99,10 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
         set += ', pid = :pid';
         values[':pid'] = w.partitionUpdate.pid;
       }
+      if (w.partitionUpdate.backpressureRatePerSec !== undefined) {
+        set += ', backpressureRatePerSec = :bpRate';
+        values[':bpRate'] = w.partitionUpdate.backpressureRatePerSec;
+      }
       return [
         { Put: { TableName: table, Item: codec.rangeItem(r), ConditionExpression: 'attribute_not_exists(pk)' } },
         {
@@ -119,15 +123,14 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
           Update: {
             TableName: table,
             Key: keys.range(stream, w.range),
-            // A failed or expired range goes back to `planned`; its processor takes a new lease.
-            UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one, #st = :planned',
-            ConditionExpression: '#st = :expectStatus AND dispatches = :expectDispatches',
+            UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one',
+            ConditionExpression: 'NOT #st IN (:done, :parked) AND dispatches = :expectDispatches',
             ExpressionAttributeNames: { '#st': 'status' },
             ExpressionAttributeValues: {
               ':now': w.nowMs,
               ':one': 1,
-              ':planned': 'planned',
-              ':expectStatus': w.expect.status,
+              ':done': 'done',
+              ':parked': 'parked',
               ':expectDispatches': w.expect.dispatches,
             },
           },

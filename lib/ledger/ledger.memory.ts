@@ -41,14 +41,14 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
       p.nextFrom = w.range.until;
       p.lastPlannedAtMs = w.partitionUpdate.lastPlannedAtMs;
       if (w.partitionUpdate.pid) p.pid = clone(w.partitionUpdate.pid);
+      if (w.partitionUpdate.backpressureRatePerSec !== undefined) p.backpressureRatePerSec = w.partitionUpdate.backpressureRatePerSec;
       return true;
     }
     case 'mark-dispatched': {
       const r = s.ranges.get(rKey(w.range));
-      if (!r || r.status !== w.expect.status || r.dispatches !== w.expect.dispatches) return false;
+      if (!r || r.status === 'done' || r.status === 'parked' || r.dispatches !== w.expect.dispatches) return false;
       r.dispatchedAtMs = w.nowMs;
       r.dispatches += 1;
-      if (r.status === 'failed' || r.status === 'leased') r.status = 'planned';
       return true;
     }
     case 'park-range': {

@@ -44,6 +44,8 @@ export type PartitionState = {
   observedRecordsPerSec?: number;
   /** Backpressure estimator state (when the stream enables backpressure). */
   pid?: PidState;
+  /** The last rate the estimator published (Spark's RateController.getLatestRate). */
+  backpressureRatePerSec?: number;
   lastRange?: RangeStats;
 };
 
@@ -95,13 +97,16 @@ export type PlanWrite =
   | {
       kind: 'plan-range';
       range: RangeState;
-      partitionUpdate: { lastPlannedAtMs: number; pid?: PidState };
+      partitionUpdate: { lastPlannedAtMs: number; pid?: PidState; backpressureRatePerSec?: number };
     }
-  /** The dispatcher accepted the range (first dispatch or a re-dispatch after expiry/failure). */
+  /**
+   * The dispatcher accepted the range (first dispatch or a re-dispatch after expiry/failure). The
+   * status is left alone: a processor that already took a fresh lease must keep it.
+   */
   | {
       kind: 'mark-dispatched';
       range: Pick<RangeState, 'topic' | 'partition' | 'from'>;
-      expect: { status: RangeStatus; dispatches: number };
+      expect: { dispatches: number };
       nowMs: number;
     }
   /** Give up on a range after the attempt limit; it stays visible with its last error. */

@@ -1,0 +1,214 @@
+/**
+ * A small typed wrapper around kafkajs 2.2.4's internal `Cluster` (kafkajs/src/cluster): broker
+ * connections, metadata and per-broker requests without any consumer group. Internal API, so the
+ * kafkajs version is pinned and checked here.
+ *
+ * Differences from a plain `Cluster`:
+ * - Metadata responses are parsed leniently. kafkajs rejects a whole Metadata response when any one
+ *   topic or partition in it carries an error code (UNKNOWN_TOPIC_OR_PARTITION for one missing name,
+ *   LEADER_NOT_AVAILABLE or REPLICA_NOT_AVAILABLE for one sick partition anywhere in the cluster);
+ *   here the response is returned as is, and callers decide per topic.
+ * - Metadata requests never ask the broker to auto-create topics.
+ * - Every request the cluster sends is reported to `onRequest` (kafkajs's `network.request`
+ *   instrumentation event, emitted per response, plus `network.request_timeout`).
+ */
+import type { Kafka } from 'kafkajs';
+import kafkajsPackage from 'kafkajs/package.json';
+// @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
+import protocolRequests from 'kafkajs/src/protocol/requests';
+// @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
+import protocolErrors from 'kafkajs/src/protocol/error';
+
+export const SUPPORTED_KAFKAJS_VERSION = '2.2.4';
+
+/** kafkajs's ISOLATION_LEVEL values (kafkajs/src/protocol/isolationLevel). */
+export const ISOLATION_LEVEL = { read_uncommitted: 0, read_committed: 1 } as const;
+/** ListOffsets special timestamps. */
+export const EARLIEST_TIMESTAMP = -2;
+export const LATEST_TIMESTAMP = -1;
+
+const METADATA_API_KEY = 3;
+
+export type RawPartitionMetadata = {
+  partitionErrorCode: number;
+  partitionId: number;
+  /** -1 when the partition has no leader. */
+  leader: number;
+  replicas: number[];
+  isr: number[];
+};
+export type RawTopicMetadata = {
+  topicErrorCode: number;
+  topic: string;
+  /** Absent in Metadata v0 only (brokers 4.x no longer speak v0). */
+  isInternal?: boolean;
+  partitionMetadata: RawPartitionMetadata[];
+};
+export type RawMetadata = {
+  brokers: Array<{ nodeId: number; host: string; port: number; rack?: string | null }>;
+  controllerId?: number;
+  topicMetadata: RawTopicMetadata[];
+};
+
+export type ListOffsetsTopic = { topic: string; partitions: Array<{ partition: number; timestamp: number }> };
+export type ListOffsetsResult = Array<{
+  topic: string;
+  partitions: Array<{ partition: number; errorCode: number; timestamp: string; offset: string }>;
+}>;
+
+/** A protocol error as kafkajs builds it from an error code (KafkaJSProtocolError). */
+export type ProtocolError = Error & { type: string; code: number; retriable: boolean };
+
+type ProtocolRequest = {
+  request: { apiKey: number; apiName: string; apiVersion: number };
+  response: { decode(raw: unknown): Promise<unknown>; parse(data: unknown): Promise<unknown> };
+};
+
+type InternalBroker = {
+  nodeId?: number;
+  connectionPool: { send(p: ProtocolRequest): Promise<unknown> };
+  lookupRequest(apiKey: number, definition: unknown): (args: Record<string, unknown>) => ProtocolRequest;
+  metadata(topics?: string[]): Promise<RawMetadata>;
+  listOffsets(args: { isolationLevel: number; topics: ListOffsetsTopic[] }): Promise<{ responses: ListOffsetsResult }>;
+  disconnect(): Promise<void>;
+};
+
+type InternalBrokerPool = {
+  createBroker: (options: unknown) => InternalBroker;
+  metadata: RawMetadata | null;
+  refreshMetadata(topics: string[]): Promise<void>;
+};
+
+type InternalCluster = {
+  brokerPool: InternalBrokerPool;
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  findBroker(args: { nodeId: number }): Promise<InternalBroker>;
+};
+
+type CreateCluster = (options: {
+  metadataMaxAge?: number;
+  allowAutoTopicCreation?: boolean;
+  maxInFlightRequests?: number | null;
+  instrumentationEmitter?: unknown;
+  isolationLevel?: number;
+}) => InternalCluster;
+
+const { requests } = protocolRequests as { requests: { Metadata: unknown } };
+const { createErrorFromCode } = protocolErrors as { createErrorFromCode(code: number): ProtocolError };
+
+/** The kafkajs error (type, message, retriable) for a protocol error code. */
+export function protocolError(code: number): ProtocolError {
+  return createErrorFromCode(code);
+}
+
+/**
+ * The client's own cluster factory, so the Cluster gets exactly the `Kafka` instance's brokers,
+ * SSL, SASL, timeouts, retry, logger and socket factory.
+ */
+function clusterFactory(kafka: Kafka): CreateCluster {
+  if (kafkajsPackage.version !== SUPPORTED_KAFKAJS_VERSION) {
+    throw new Error(
+      `kafkajs ${kafkajsPackage.version} is installed; the internal Cluster wrapper is written for ${SUPPORTED_KAFKAJS_VERSION}`,
+    );
+  }
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+  const factory = symbol && (kafka as unknown as Record<symbol, unknown>)[symbol];
+  if (typeof factory !== 'function') {
+    throw new Error('kafkajs Kafka instance has no internal cluster factory (unexpected kafkajs build)');
+  }
+  return factory as CreateCluster;
+}
+
+/** Metadata without kafkajs's all-or-nothing error check, and never auto-creating topics. */
+function installLenientMetadata(pool: InternalBrokerPool): void {
+  const createBroker = pool.createBroker;
+  pool.createBroker = (options) => {
+    const broker = createBroker(options);
+    broker.metadata = async (topics: string[] = []) => {
+      const build = broker.lookupRequest(METADATA_API_KEY, requests.Metadata);
+      const { request, response } = build({ topics, allowAutoTopicCreation: false });
+      try {
+        return (await broker.connectionPool.send({
+          request,
+          response: { decode: response.decode, parse: async (data) => data },
+        })) as RawMetadata;
+      } catch (e) {
+        // What Broker's private sendRequest does: a closed connection is dropped, to be reopened.
+        if ((e as Error | undefined)?.name === 'KafkaJSConnectionClosedError') await broker.disconnect();
+        throw e;
+      }
+    };
+    return broker;
+  };
+}
+
+export type RequestEvent = { apiName: string; broker: string; timedOut: boolean };
+
+export type KafkajsClusterOptions = {
+  /** Called once per request sent (response received or timed out). */
+  onRequest?: (event: RequestEvent) => void;
+};
+
+export class KafkajsCluster {
+  private readonly cluster: InternalCluster;
+  private fetchedAt = 0;
+  private serial: Promise<unknown> = Promise.resolve();
+
+  constructor(kafka: Kafka, options: KafkajsClusterOptions = {}) {
+    const onRequest = options.onRequest;
+    // Duck-typed InstrumentationEventEmitter: the network layer only ever calls `emit`.
+    const instrumentationEmitter = {
+      emit(eventName: string, payload?: { apiName?: string; broker?: string }): void {
+        if (!onRequest) return;
+        if (eventName === 'network.request' || eventName === 'network.request_timeout') {
+          onRequest({
+            apiName: payload?.apiName ?? 'unknown',
+            broker: payload?.broker ?? 'unknown',
+            timedOut: eventName === 'network.request_timeout',
+          });
+        }
+      },
+      addListener: () => () => undefined,
+    };
+    this.cluster = clusterFactory(kafka)({ allowAutoTopicCreation: false, instrumentationEmitter });
+    installLenientMetadata(this.cluster.brokerPool);
+  }
+
+  /**
+   * One Metadata request for the given topics (`'all'`: every topic in the cluster), which also
+   * refreshes the broker list and the leader cache. An empty list sends nothing.
+   */
+  async metadata(topics: string[] | 'all'): Promise<RawMetadata> {
+    if (topics !== 'all' && topics.length === 0) return { brokers: [], topicMetadata: [] };
+    // Serialized, so the snapshot read after a refresh is the one this call fetched.
+    const run = this.serial.then(async () => {
+      await this.cluster.connect();
+      await this.cluster.brokerPool.refreshMetadata(topics === 'all' ? [] : topics);
+      this.fetchedAt = Date.now();
+      const metadata = this.cluster.brokerPool.metadata;
+      if (!metadata) throw new Error('kafkajs metadata missing right after a refresh');
+      return metadata;
+    });
+    this.serial = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The last metadata fetched (by this wrapper or by kafkajs internally) and when this wrapper fetched it. */
+  cachedMetadata(): { metadata: RawMetadata | null; fetchedAt: number } {
+    return { metadata: this.cluster.brokerPool.metadata, fetchedAt: this.fetchedAt };
+  }
+
+  /** One ListOffsets request to broker `nodeId`. Throws kafkajs's error for the first partition error. */
+  async listOffsets(nodeId: number, isolationLevel: number, topics: ListOffsetsTopic[]): Promise<ListOffsetsResult> {
+    await this.cluster.connect();
+    const broker = await this.cluster.findBroker({ nodeId });
+    const { responses } = await broker.listOffsets({ isolationLevel, topics });
+    return responses;
+  }
+
+  async disconnect(): Promise<void> {
+    await this.cluster.disconnect();
+    this.fetchedAt = 0;
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Kafka errors at the edge: adapters translate kafkajs errors (and protocol error codes) into
+ * `KafkaError`, keeping the original as `cause`.
+ */
+import { AppError } from '../errors';
+
+export type KafkaErrorDetails = {
+  cause?: unknown;
+  /** kafkajs protocol error type, e.g. 'UNKNOWN_TOPIC_OR_PARTITION', 'NOT_LEADER_FOR_PARTITION'. */
+  type?: string;
+  /** Whether retrying the same call later may succeed (kafkajs's own classification). */
+  retriable?: boolean;
+};
+
+/** A Kafka request failed or returned something the project cannot use. */
+export class KafkaError extends AppError {
+  /** kafkajs protocol error type ('UNKNOWN_TOPIC_OR_PARTITION', ...) or error name when known. */
+  readonly type: string | undefined;
+  readonly retriable: boolean;
+
+  constructor(message: string, details: KafkaErrorDetails = {}) {
+    super('KAFKA', message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.type = details.type;
+    this.retriable = details.retriable ?? false;
+  }
+}
+
+type KafkajsLikeError = { name?: unknown; message?: unknown; type?: unknown; retriable?: unknown; cause?: unknown };
+
+const asObject = (v: unknown): KafkajsLikeError => (typeof v === 'object' && v !== null ? (v as KafkajsLikeError) : {});
+
+/**
+ * Translates anything thrown by kafkajs into a `KafkaError` (project errors pass through unchanged).
+ * `operation` names what was being done, e.g. 'fetchOffsets'.
+ */
+export function toKafkaError(operation: string, err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = asObject(err);
+  // kafkajs wraps the last error of an exhausted retry loop (KafkaJSNumberOfRetriesExceeded): keep
+  // the protocol error type of the wrapped one.
+  const inner = asObject(e.cause);
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  const type =
+    typeof e.type === 'string'
+      ? e.type
+      : typeof inner.type === 'string'
+        ? inner.type
+        : typeof e.name === 'string'
+          ? e.name
+          : undefined;
+  return new KafkaError(`Kafka ${operation} failed: ${message}`, {
+    cause: err,
+    type,
+    retriable: e.retriable === true,
+  });
+}
