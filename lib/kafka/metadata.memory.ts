@@ -1,0 +1,74 @@
+/** In-memory KafkaMetadata for fast planner tests: topics, partitions and offsets set by the test. */
+import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
+
+type Log = { earliest: number; latest: number; lastStable?: number; timestamps?: number[] };
+
+export type MemoryKafka = KafkaMetadata & {
+  createTopic(topic: string, partitions: number): void;
+  addPartitions(topic: string, count: number): void;
+  deleteTopic(topic: string): void;
+  /** Appends `n` records to a partition (timestamps optional, for timestamp look-ups). */
+  produce(topic: string, partition: number, n: number, timestampMs?: number): void;
+  /** Retention: moves the log start offset. */
+  truncate(topic: string, partition: number, earliest: number): void;
+};
+
+/** Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter. */
+export function createMemoryKafka(): MemoryKafka {
+  const topics = new Map<string, Log[]>();
+  let requests = 0;
+  const log = (topic: string, partition: number): Log => {
+    const l = topics.get(topic)?.[partition];
+    if (!l) throw new Error(`no partition ${topic}/${partition}`);
+    return l;
+  };
+  return {
+    requestCount: () => requests,
+    async close() {},
+    createTopic(topic, partitions) {
+      topics.set(topic, Array.from({ length: partitions }, () => ({ earliest: 0, latest: 0, timestamps: [] })));
+    },
+    addPartitions(topic, count) {
+      const parts = topics.get(topic);
+      if (!parts) throw new Error(`no topic ${topic}`);
+      for (let i = 0; i < count; i++) parts.push({ earliest: 0, latest: 0, timestamps: [] });
+    },
+    deleteTopic(topic) {
+      topics.delete(topic);
+    },
+    produce(topic, partition, n, timestampMs = 0) {
+      const l = log(topic, partition);
+      for (let i = 0; i < n; i++) l.timestamps?.push(timestampMs);
+      l.latest += n;
+    },
+    truncate(topic, partition, earliest) {
+      const l = log(topic, partition);
+      l.earliest = Math.min(earliest, l.latest);
+    },
+    async describeTopics(selector): Promise<TopicPartitions[]> {
+      requests++;
+      return [...topics.entries()]
+        .filter(([t]) => !t.startsWith('__') && ('topics' in selector ? selector.topics.includes(t) : selector.pattern.test(t)))
+        .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i) }));
+    },
+    async fetchOffsets(parts): Promise<PartitionOffsets[]> {
+      requests += 2;
+      return parts.flatMap((t) =>
+        t.partitions.map((partition) => {
+          const l = log(t.topic, partition);
+          return { topic: t.topic, partition, earliest: l.earliest, latest: l.latest };
+        }),
+      );
+    },
+    async fetchOffsetsForTimestamp(parts, timestampMs) {
+      requests++;
+      return parts.flatMap((t) =>
+        t.partitions.map((partition) => {
+          const l = log(t.topic, partition);
+          const idx = (l.timestamps ?? []).findIndex((ts, i) => i >= l.earliest && ts >= timestampMs);
+          return { topic: t.topic, partition, offset: idx === -1 ? l.latest : idx };
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,371 @@
+/**
+ * The planner's decisions for one stream and one run, as a pure function of what the run read
+ * (ledger state, Kafka metadata and offsets) and `nowMs`. run.ts does the I/O around it.
+ */
+import type { StreamConfig } from '../config/schema';
+import { topicMatcher } from '../config/topics';
+import { clampRanges, computePidRate, initialPidState, partsForMinPartitions, shouldTrigger, splitRange, timeBudget } from '../offsets';
+import type { PartitionClampInput } from '../offsets';
+import type { PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
+import type { PartitionState, PlanWrite, RangeState } from '../ports/ledger';
+import { partitionKey } from '../ranges';
+
+export type PlanInput = {
+  stream: StreamConfig;
+  nowMs: number;
+  epoch: number;
+  /** True until the stream's first partitions are registered (startingOffsets applies only then). */
+  initial: boolean;
+  known: PartitionState[];
+  discovered: TopicPartitions[];
+  offsets: PartitionOffsets[];
+  /** Start offsets looked up by timestamp for new partitions (startingOffsets.timestampMs). */
+  timestampOffsets?: Map<string, number>;
+  openRanges: RangeState[];
+};
+
+/** What happened to one partition in this run (for reports, metrics and `plan --dry-run`). */
+export type PartitionReport = {
+  topic: string;
+  partition: number;
+  status: PartitionState['status'] | 'new';
+  earliest?: number;
+  latest?: number;
+  committed: number;
+  nextFrom: number;
+  /** latest - committed: records not yet processed. */
+  lag: number;
+  planned: Array<{ from: number; until: number }>;
+  action:
+    | 'registered'
+    | 'planned'
+    | 'idle'
+    | 'in-flight'
+    | 'waiting-for-min-offsets'
+    | 'retired'
+    | 'failed'
+    | 'data-loss'
+    | 'inactive'
+    | 'no-offsets';
+  note?: string;
+};
+
+export type RedispatchReason = 'never-dispatched' | 'not-started' | 'lease-expired' | 'failed';
+
+export type PlanDecision = {
+  /** Partitions to persist before anything is planned for them. */
+  registrations: PartitionState[];
+  /** Retire, fail, data-loss and range writes, in the order they must apply. */
+  writes: PlanWrite[];
+  /** Ranges newly planned in `writes` (to dispatch once persisted). */
+  newRanges: RangeState[];
+  /** Existing open ranges to dispatch again, and why. */
+  redispatch: Array<{ range: RangeState; reason: RedispatchReason }>;
+  /** Ranges that reached the attempt limit. */
+  parks: PlanWrite[];
+  /** Partitions whose committed offset lags the cursor with no open range at it: check the range there. */
+  checkCommitted: PartitionState[];
+  partitions: PartitionReport[];
+  recordsPlanned: number;
+};
+
+function startOffsetFor(input: PlanInput, tp: { topic: string; partition: number }, o: PartitionOffsets): number {
+  if (!input.initial) return o.earliest; // found mid-run: earliest, or data written before discovery is lost
+  const so = input.stream.startingOffsets;
+  if (so === 'earliest') return o.earliest;
+  if (so === 'latest') return o.latest;
+  if ('timestampMs' in so) return input.timestampOffsets?.get(partitionKey(tp.topic, tp.partition)) ?? o.latest;
+  const explicit = so.offsets[tp.topic]?.[String(tp.partition)];
+  // A partition the map does not name starts at earliest; an offset past the end starts at the end.
+  if (explicit === undefined) return o.earliest;
+  return Math.min(explicit, o.latest);
+}
+
+/** The pure planning step: registrations, retirements, data loss, clamped ranges and re-dispatches. */
+export function decidePlan(input: PlanInput): PlanDecision {
+  const { stream, nowMs, epoch } = input;
+  const matches = topicMatcher(stream);
+  const offsets = new Map(input.offsets.map((o) => [partitionKey(o.topic, o.partition), o]));
+  const discoveredTopics = new Map(input.discovered.map((t) => [t.topic, new Set(t.partitions)]));
+  const known = new Map(input.known.map((p) => [partitionKey(p.topic, p.partition), p]));
+  const openByKey = new Map<string, RangeState[]>();
+  for (const r of input.openRanges) {
+    const k = partitionKey(r.topic, r.partition);
+    openByKey.set(k, [...(openByKey.get(k) ?? []), r]);
+  }
+
+  const registrations: PartitionState[] = [];
+  const writes: PlanWrite[] = [];
+  const reports = new Map<string, PartitionReport>();
+  const candidates: PartitionState[] = [];
+
+  // 1. Discovery: new partitions are registered with their start offset.
+  for (const t of input.discovered) {
+    for (const partition of t.partitions) {
+      const k = partitionKey(t.topic, partition);
+      if (known.has(k)) continue;
+      const o = offsets.get(k);
+      if (!o) continue; // no offsets this run (leader moving): registered next run
+      const start = startOffsetFor(input, { topic: t.topic, partition }, o);
+      const state: PartitionState = {
+        stream: stream.id,
+        topic: t.topic,
+        partition,
+        status: 'active',
+        startOffset: start,
+        committed: start,
+        nextFrom: start,
+        firstSeenAtMs: nowMs,
+      };
+      registrations.push(state);
+      candidates.push(state);
+    }
+  }
+
+  // 2. Known partitions: retire what vanished, keep the rest as candidates.
+  for (const p of input.known) {
+    const k = partitionKey(p.topic, p.partition);
+    if (p.status !== 'active') {
+      reports.set(k, report(p, offsets.get(k), 'inactive', p.reason));
+      continue;
+    }
+    const topicParts = discoveredTopics.get(p.topic);
+    if (!topicParts || !topicParts.has(p.partition)) {
+      const why = !matches(p.topic)
+        ? 'UNSUBSCRIBED: the topic no longer matches the stream configuration'
+        : !topicParts
+          ? 'TOPIC_DELETED: the topic no longer exists'
+          : 'PARTITION_DELETED: the topic no longer has this partition';
+      const reason = `${why} (committed ${p.committed}, planned up to ${p.nextFrom})`;
+      writes.push({ kind: 'retire-partition', topic: p.topic, partition: p.partition, reason, nowMs });
+      reports.set(k, report(p, undefined, 'retired', reason));
+      continue;
+    }
+    candidates.push(p);
+  }
+
+  // 3. Per active partition: offset anomalies, in-flight check, trigger rule.
+  const eligible: Array<{ p: PartitionState; input: PartitionClampInput; pidUpdate?: Pick<PartitionState, 'pid' | 'backpressureRatePerSec'> }> = [];
+  const checkCommitted: PartitionState[] = [];
+  const splitting = stream.split.orderInsensitive;
+  for (const p0 of candidates) {
+    const k = partitionKey(p0.topic, p0.partition);
+    const o = offsets.get(k);
+    const isNew = !known.has(k);
+    if (!o) {
+      reports.set(k, report(p0, undefined, 'no-offsets', 'no offsets for this partition in this run'));
+      continue;
+    }
+    let p = p0;
+    const inFlight = p.committed < p.nextFrom;
+    if (o.latest < p.nextFrom) {
+      const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} (topic recreated or log truncated); rewind the stream to continue`;
+      writes.push({ kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs });
+      reports.set(k, report(p, o, 'failed', reason));
+      continue;
+    }
+    if (o.earliest > p.nextFrom && !inFlight) {
+      const span = `[${p.nextFrom}, ${o.earliest})`;
+      if (stream.failOnDataLoss) {
+        const reason = `DATA_LOSS: offsets ${span} were deleted by retention before they were processed (failOnDataLoss=true)`;
+        writes.push({ kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs });
+        reports.set(k, report(p, o, 'failed', reason));
+        continue;
+      }
+      writes.push({
+        kind: 'record-data-loss',
+        expectFrom: p.nextFrom,
+        loss: {
+          stream: stream.id,
+          topic: p.topic,
+          partition: p.partition,
+          from: p.nextFrom,
+          until: o.earliest,
+          detectedAtMs: nowMs,
+          reason: 'retention deleted offsets before they were processed',
+        },
+      });
+      p = { ...p, committed: o.earliest, nextFrom: o.earliest };
+      reports.set(k, report(p, o, 'data-loss', `lost ${span}`));
+    }
+    if (inFlight) {
+      const open = openByKey.get(k) ?? [];
+      if (!open.some((r) => r.from === p.committed)) checkCommitted.push(p);
+      if (!splitting) {
+        reports.set(k, report(p, o, 'in-flight'));
+        continue;
+      }
+    }
+    const lag = o.latest - p.nextFrom;
+    if (lag <= 0) {
+      if (!reports.has(k)) reports.set(k, report(p, o, isNew ? 'registered' : 'idle'));
+      continue;
+    }
+    const trig = shouldTrigger({
+      lag,
+      minOffsetsPerTrigger: stream.minOffsetsPerTrigger,
+      maxTriggerDelayMs: stream.maxTriggerDelayMs,
+      lastTriggerMs: p.lastPlannedAtMs,
+      firstSeenMs: p.firstSeenAtMs,
+      nowMs,
+    });
+    if (!trig.trigger) {
+      reports.set(k, report(p, o, 'waiting-for-min-offsets', `lag ${lag} < minOffsetsPerTrigger ${stream.minOffsetsPerTrigger}`));
+      continue;
+    }
+    const bp = backpressure(stream, p, nowMs);
+    eligible.push({
+      p,
+      input: {
+        key: k,
+        from: p.nextFrom,
+        latest: o.latest,
+        pidRatePerSec: bp?.ratePerSec,
+        timeBudget: timeBudget(p.observedRecordsPerSec, stream.processor.timeoutMs, stream.processor.safetyFactor),
+      },
+      pidUpdate: bp ? { pid: bp.pid, backpressureRatePerSec: bp.ratePerSec } : undefined,
+    });
+  }
+
+  // 4. Clamp across the stream, then optionally split.
+  const clamped = eligible.length
+    ? clampRanges(
+        eligible.map((e) => e.input),
+        {
+          intervalMs: stream.triggerIntervalMs,
+          maxRatePerPartition: stream.maxRatePerPartition,
+          minRatePerPartition: stream.minRatePerPartition,
+          maxOffsetsPerTrigger: stream.maxOffsetsPerTrigger,
+        },
+      )
+    : new Map<string, { from: number; until: number }>();
+  const parts =
+    splitting && stream.split.minPartitions
+      ? partsForMinPartitions(new Map([...clamped].map(([k, r]) => [k, r.until - r.from])), stream.split.minPartitions)
+      : undefined;
+  const newRanges: RangeState[] = [];
+  let recordsPlanned = 0;
+  for (const e of eligible) {
+    const k = e.input.key;
+    const r = clamped.get(k);
+    if (!r || r.until <= r.from) continue;
+    const pieces =
+      splitting && (stream.split.maxRangeSize || parts)
+        ? splitRange(r, { maxRangeSize: stream.split.maxRangeSize, parts: parts?.get(k) })
+        : [r];
+    for (const piece of pieces) {
+      const range: RangeState = {
+        stream: stream.id,
+        topic: e.p.topic,
+        partition: e.p.partition,
+        from: piece.from,
+        until: piece.until,
+        status: 'planned',
+        epoch,
+        plannedAtMs: nowMs,
+        dispatches: 0,
+        attempts: 0,
+        progress: piece.from,
+      };
+      newRanges.push(range);
+      writes.push({
+        kind: 'plan-range',
+        range,
+        partitionUpdate: { lastPlannedAtMs: nowMs, ...(e.pidUpdate ?? {}) },
+      });
+    }
+    recordsPlanned += r.until - r.from;
+    const prev = reports.get(k);
+    const rep = report({ ...e.p }, offsets.get(k), 'planned', prev?.note);
+    rep.planned = pieces.map((x) => ({ from: x.from, until: x.until }));
+    reports.set(k, rep);
+  }
+
+  // 5. Open ranges: dispatch again what was never dispatched, expired or failed; park at the limit.
+  const redispatch: PlanDecision['redispatch'] = [];
+  const parks: PlanWrite[] = [];
+  const activeKeys = new Set(candidates.filter((p) => p.status === 'active').map((p) => partitionKey(p.topic, p.partition)));
+  for (const r of input.openRanges) {
+    if (!activeKeys.has(partitionKey(r.topic, r.partition))) continue;
+    const reason = redispatchReason(r, stream, nowMs);
+    if (!reason) continue;
+    const exhausted = reason === 'not-started' ? r.dispatches > stream.maxAttempts : r.attempts >= stream.maxAttempts;
+    if (exhausted && reason !== 'never-dispatched') {
+      const error =
+        reason === 'not-started'
+          ? `no processor took the range after ${r.dispatches} dispatches`
+          : `gave up after ${r.attempts} attempts (maxAttempts ${stream.maxAttempts}): ${r.lastError ?? 'lease expired'}`;
+      parks.push({ kind: 'park-range', range: r, expect: { status: r.status, attempts: r.attempts }, error });
+      continue;
+    }
+    redispatch.push({ range: r, reason });
+  }
+
+  const partitionsReport = [...reports.values()].sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+  for (const rep of partitionsReport) {
+    if (registrations.some((x) => x.topic === rep.topic && x.partition === rep.partition)) {
+      rep.status = 'new';
+      if (rep.action === 'idle') rep.action = 'registered';
+    }
+  }
+  return { registrations, writes, newRanges, redispatch, parks, checkCommitted, partitions: partitionsReport, recordsPlanned };
+}
+
+function redispatchReason(r: RangeState, stream: StreamConfig, nowMs: number): RedispatchReason | undefined {
+  switch (r.status) {
+    case 'planned':
+      if (r.dispatchedAtMs === undefined) return 'never-dispatched';
+      return nowMs - r.dispatchedAtMs > stream.processor.leaseMs ? 'not-started' : undefined;
+    case 'leased':
+      return r.leaseExpiresAtMs !== undefined && r.leaseExpiresAtMs < nowMs ? 'lease-expired' : undefined;
+    case 'failed':
+      return 'failed';
+    default:
+      return undefined;
+  }
+}
+
+/** Spark's PID estimator, per partition: each partition is its own pipeline of ranges here. */
+function backpressure(
+  stream: StreamConfig,
+  p: PartitionState,
+  nowMs: number,
+): { ratePerSec?: number; pid: NonNullable<PartitionState['pid']> } | undefined {
+  const bp = stream.backpressure;
+  if (!bp.enabled) return undefined;
+  let pid = p.pid ?? initialPidState(nowMs);
+  let ratePerSec = p.backpressureRatePerSec ?? bp.initialRatePerSec;
+  const last = p.lastRange;
+  if (last && last.finishedAtMs > pid.latestTimeMs) {
+    const res = computePidRate(
+      pid,
+      { ...bp, batchIntervalMs: stream.triggerIntervalMs },
+      {
+        timeMs: last.finishedAtMs,
+        elements: last.records,
+        processingDelayMs: last.processingMs,
+        schedulingDelayMs: last.schedulingDelayMs,
+      },
+    );
+    pid = res.state;
+    if (res.ratePerSec !== undefined) ratePerSec = res.ratePerSec;
+  }
+  return { ratePerSec, pid };
+}
+
+function report(p: PartitionState, o: PartitionOffsets | undefined, action: PartitionReport['action'], note?: string): PartitionReport {
+  return {
+    topic: p.topic,
+    partition: p.partition,
+    status: p.status,
+    earliest: o?.earliest,
+    latest: o?.latest,
+    committed: p.committed,
+    nextFrom: p.nextFrom,
+    lag: o ? Math.max(0, o.latest - p.committed) : 0,
+    planned: [],
+    action,
+    note,
+  };
+}
+

@@ -1,0 +1,261 @@
+/**
+ * One planner run (DESIGN.md "Planning, one run"): fence, discover, read offsets, decide (pure),
+ * persist, dispatch, record dispatches. Every write is fenced by the run's epoch, so a second planner
+ * at the same instant, or a stale one, changes nothing (I5).
+ */
+import { randomUUID } from 'node:crypto';
+import type { StreamConfig } from '../config/schema';
+import { topicSelector } from '../config/topics';
+import type { Dispatcher } from '../ports/dispatcher';
+import type { KafkaMetadata, TopicPartitions } from '../ports/kafka-metadata';
+import type { DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
+import { partitionKey, type RangePayload } from '../ranges';
+import { decidePlan, type PartitionReport } from './decide';
+
+/** Checkpoints of a run, in order; tests inject crashes at each. */
+export const PLANNER_STEPS = ['leased', 'registered', 'persisted', 'dispatched', 'recorded'] as const;
+export type PlannerStep = (typeof PLANNER_STEPS)[number];
+
+export type PlannerDeps = {
+  ledger: Ledger;
+  /** The Kafka metadata adapter for a stream's cluster (cached across warm invocations by the caller). */
+  metadataFor: (stream: StreamConfig) => Promise<KafkaMetadata>;
+  dispatcher: Dispatcher;
+  /** How long a run may hold a stream's planner lease (>= the planner's timeout). */
+  plannerLeaseMs: number;
+  /** Unique per run; defaults to a random UUID. */
+  ownerToken?: string;
+  /** Test seam: called after each step; throwing simulates a crash there. */
+  afterStep?: (step: PlannerStep, stream: string) => void | Promise<void>;
+};
+
+export type StreamPlanReport = {
+  stream: string;
+  dryRun: boolean;
+  status: 'planned' | 'skipped' | 'failed';
+  reason?: string;
+  epoch?: number;
+  partitions: PartitionReport[];
+  registered: number;
+  retired: number;
+  failedPartitions: number;
+  rangesPlanned: number;
+  recordsPlanned: number;
+  /** Ranges (new or re-dispatched) the dispatcher accepted. */
+  dispatched: number;
+  dispatchFailures: Array<{ range: string; error: string }>;
+  redispatched: number;
+  parked: number;
+  /** Open ranges after the run (planned, leased or failed, not parked). */
+  inFlight: number;
+  dataLoss: DataLossEntry[];
+  /** Writes that lost their condition (another actor moved first); re-read next run. */
+  conditionsLost: number;
+  durationMs: number;
+};
+
+export type PlannerRunInput = { streams: StreamConfig[]; dryRun: boolean; nowMs: number };
+
+/** Plans every given stream; one stream's failure is reported without stopping the others. */
+export async function runPlanner(deps: PlannerDeps, input: PlannerRunInput): Promise<StreamPlanReport[]> {
+  return Promise.all(
+    input.streams.map((stream) =>
+      planStream(deps, stream, input).catch((err: unknown) => ({
+        ...emptyReport(stream.id, input.dryRun),
+        status: 'failed' as const,
+        reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
+      })),
+    ),
+  );
+}
+
+function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
+  return {
+    stream,
+    dryRun,
+    status: 'planned',
+    partitions: [],
+    registered: 0,
+    retired: 0,
+    failedPartitions: 0,
+    rangesPlanned: 0,
+    recordsPlanned: 0,
+    dispatched: 0,
+    dispatchFailures: [],
+    redispatched: 0,
+    parked: 0,
+    inFlight: 0,
+    dataLoss: [],
+    conditionsLost: 0,
+    durationMs: 0,
+  };
+}
+
+const payloadOf = (r: RangeState): RangePayload => ({ stream: r.stream, topic: r.topic, partition: r.partition, from: r.from, until: r.until });
+
+/** One stream, one run. */
+export async function planStream(deps: PlannerDeps, stream: StreamConfig, input: { dryRun: boolean; nowMs: number }): Promise<StreamPlanReport> {
+  const t0 = Date.now();
+  const { ledger } = deps;
+  const { nowMs, dryRun } = input;
+  const rep = emptyReport(stream.id, dryRun);
+  const ownerToken = deps.ownerToken ?? randomUUID();
+  const step = async (s: PlannerStep): Promise<void> => {
+    await deps.afterStep?.(s, stream.id);
+  };
+
+  // 1. Fence. A dry run takes no lease and writes nothing.
+  let epoch = 0;
+  let startedAtMs: number | undefined;
+  if (dryRun) {
+    const meta = await ledger.readMeta(stream.id);
+    epoch = (meta?.epoch ?? 0) + 1;
+    startedAtMs = meta?.startedAtMs;
+  } else {
+    const lease = await ledger.acquirePlannerLease({ stream: stream.id, ownerToken, nowMs, leaseMs: deps.plannerLeaseMs });
+    if (!lease.acquired) {
+      return {
+        ...rep,
+        status: 'skipped',
+        reason: `another planner run holds the lease until ${new Date(lease.leaseExpiresAtMs).toISOString()}`,
+        durationMs: Date.now() - t0,
+      };
+    }
+    epoch = lease.epoch;
+    startedAtMs = lease.meta.startedAtMs;
+    rep.epoch = epoch;
+  }
+  const ctx = { stream: stream.id, epoch, ownerToken };
+  const apply = async (writes: PlanWrite[]): Promise<WriteOutcome[]> => {
+    if (!writes.length) return [];
+    const out = await ledger.applyPlan({ ...ctx, writes });
+    if (out.includes('fenced')) throw new FencedOut(stream.id, epoch);
+    rep.conditionsLost += out.filter((o) => o === 'condition-failed').length;
+    return out;
+  };
+
+  try {
+    await step('leased');
+    // 2-3. Discover partitions and read their offsets (one metadata call, batched offsets).
+    const kafka = await deps.metadataFor(stream);
+    const [discovered, known] = await Promise.all([kafka.describeTopics(topicSelector(stream)), ledger.readPartitions(stream.id)]);
+    const offsets = discovered.length ? await kafka.fetchOffsets(discovered, stream.isolationLevel) : [];
+    const initial = startedAtMs === undefined;
+    const timestampOffsets = await timestampStarts(kafka, stream, initial, discovered, known);
+    const needOpenRanges = known.some((p) => p.status === 'active' && p.committed < p.nextFrom);
+    const openRanges = needOpenRanges ? await ledger.readOpenRanges(stream.id) : [];
+
+    const decision = decidePlan({ stream, nowMs, epoch, initial, known, discovered, offsets, timestampOffsets, openRanges });
+    rep.partitions = decision.partitions;
+    rep.registered = decision.registrations.length;
+    rep.retired = decision.writes.filter((w) => w.kind === 'retire-partition').length;
+    rep.failedPartitions = decision.writes.filter((w) => w.kind === 'fail-partition').length;
+    rep.dataLoss = decision.writes.flatMap((w) => (w.kind === 'record-data-loss' ? [w.loss] : []));
+
+    if (dryRun) {
+      rep.rangesPlanned = decision.newRanges.length;
+      rep.recordsPlanned = decision.recordsPlanned;
+      rep.redispatched = decision.redispatch.length;
+      rep.parked = decision.parks.length;
+      rep.inFlight = openRanges.filter((r) => r.status !== 'parked').length;
+      rep.durationMs = Date.now() - t0;
+      return rep;
+    }
+
+    // 4. Persist new partitions before anything is planned for them.
+    const regOut = await apply(decision.registrations.map((partition) => ({ kind: 'register-partition' as const, partition })));
+    const notRegistered = new Set(
+      decision.registrations.filter((_, i) => regOut[i] !== 'applied').map((p) => partitionKey(p.topic, p.partition)),
+    );
+    if (initial) {
+      const started = await ledger.markStreamStarted({ ...ctx, nowMs });
+      if (started === 'fenced') throw new FencedOut(stream.id, epoch);
+    }
+    await step('registered');
+
+    // 5. Retire/fail/data loss and the new ranges, in one ordered batch.
+    const writes = decision.writes.filter((w) => {
+      const tp = w.kind === 'plan-range' ? w.range : w.kind === 'record-data-loss' ? w.loss : w;
+      return !('topic' in tp) || !notRegistered.has(partitionKey(tp.topic, tp.partition));
+    });
+    const out = await apply(writes);
+    const planned: RangeState[] = [];
+    writes.forEach((w, i) => {
+      if (w.kind === 'plan-range' && out[i] === 'applied') planned.push(w.range);
+    });
+    rep.rangesPlanned = planned.length;
+    rep.recordsPlanned = planned.reduce((s, r) => s + (r.until - r.from), 0);
+    await step('persisted');
+
+    // 6. Dispatch new ranges and those due again; record what the dispatcher accepted.
+    const toDispatch = [...planned, ...decision.redispatch.map((x) => x.range)];
+    const results = toDispatch.length ? await deps.dispatcher.dispatch(toDispatch.map(payloadOf)) : [];
+    await step('dispatched');
+    const marks: PlanWrite[] = [];
+    results.forEach((res, i) => {
+      const r = toDispatch[i] as RangeState;
+      if (res.ok) marks.push({ kind: 'mark-dispatched', range: r, expect: { dispatches: r.dispatches }, nowMs });
+      else rep.dispatchFailures.push({ range: `${r.topic}/${r.partition}/${r.from}`, error: res.error });
+    });
+    rep.dispatched = marks.length;
+    rep.redispatched = results.slice(planned.length).filter((r) => r.ok).length;
+    const repaired = await repairCommitted(ledger, stream.id, decision.checkCommitted);
+    const closing = await apply([...marks, ...decision.parks, ...repaired]);
+    rep.parked = decision.parks.filter((_, i) => closing[marks.length + i] === 'applied').length;
+    rep.inFlight = openRanges.filter((r) => r.status !== 'parked').length - rep.parked + planned.length;
+    await step('recorded');
+  } catch (err) {
+    if (err instanceof FencedOut) {
+      return { ...rep, status: 'skipped', reason: err.message, durationMs: Date.now() - t0 };
+    }
+    throw err;
+  } finally {
+    if (!dryRun) await ledger.releasePlannerLease(ctx).catch(() => undefined);
+  }
+  rep.durationMs = Date.now() - t0;
+  return rep;
+}
+
+class FencedOut extends Error {
+  constructor(stream: string, epoch: number) {
+    super(`planner epoch ${epoch} of stream ${stream} was fenced out by a newer run; it stopped without further writes`);
+  }
+}
+
+/** startingOffsets by timestamp: look up offsets only for partitions registered in the first run. */
+async function timestampStarts(
+  kafka: KafkaMetadata,
+  stream: StreamConfig,
+  initial: boolean,
+  discovered: TopicPartitions[],
+  known: PartitionState[],
+): Promise<Map<string, number> | undefined> {
+  const so = stream.startingOffsets;
+  if (!initial || typeof so !== 'object' || !('timestampMs' in so)) return undefined;
+  const knownKeys = new Set(known.map((p) => partitionKey(p.topic, p.partition)));
+  const fresh = discovered
+    .map((t) => ({ topic: t.topic, partitions: t.partitions.filter((p) => !knownKeys.has(partitionKey(t.topic, p))) }))
+    .filter((t) => t.partitions.length);
+  if (!fresh.length) return new Map();
+  const found = await kafka.fetchOffsetsForTimestamp(fresh, so.timestampMs, stream.isolationLevel);
+  return new Map(found.map((o) => [partitionKey(o.topic, o.partition), o.offset]));
+}
+
+/**
+ * A partition whose committed offset lags its cursor with no open range starting there: the range
+ * at `committed` finished (split ranges finishing out of order). Advance over finished ranges,
+ * reading each with a consistent read, since the open-ranges index may lag.
+ */
+async function repairCommitted(ledger: Ledger, stream: string, partitions: PartitionState[]): Promise<PlanWrite[]> {
+  const writes: PlanWrite[] = [];
+  for (const p of partitions) {
+    let to = p.committed;
+    for (let hops = 0; hops < 100 && to < p.nextFrom; hops++) {
+      const r = await ledger.readRange(stream, { topic: p.topic, partition: p.partition, from: to });
+      if (!r || r.status !== 'done') break;
+      to = r.until;
+    }
+    if (to > p.committed) writes.push({ kind: 'advance-committed', topic: p.topic, partition: p.partition, expect: p.committed, to });
+  }
+  return writes;
+}
