@@ -4,7 +4,12 @@
  * selected, so `npm run test:unit` never starts the local stack.
  */
 const swc = ['@swc/jest', { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
-const common = { testEnvironment: 'node', transform: { '^.+\\.(t|j)s$': swc } };
+// middy ships ESM only; jest (CommonJS) needs it transformed like our own sources.
+const common = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.(t|j)s$': swc },
+  transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+};
 
 module.exports = {
   testTimeout: 60000,

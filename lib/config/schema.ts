@@ -1,0 +1,552 @@
+/**
+ * The deployment config: which streams exist, where their Kafka cluster is, and how the planner
+ * sizes and paces their batches. Every object is strict, so a misspelt key fails loudly instead of
+ * silently falling back to a default; the exported types are the parsed form with defaults applied.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../errors';
+import type { IsolationLevel as PortIsolationLevel } from '../ports/kafka-metadata';
+import { isInternalTopic, isValidTopicName, regexSourceError, topicMatcher } from './topics';
+
+// ---------------------------------------------------------------------------------------------
+// Defaults (exported so docs, tests and the planner quote one source of truth).
+
+export const DEFAULT_CLIENT_ID = 'kafka-lambda-direct';
+/** Lambda's hard limit on a function's timeout. */
+export const LAMBDA_MAX_TIMEOUT_MS = 900_000;
+/** Extra lease time past the processor timeout, so a lease never lapses while its invocation may still run. */
+export const DEFAULT_LEASE_MARGIN_MS = 60_000;
+
+// ---------------------------------------------------------------------------------------------
+// Building blocks.
+
+/** Object with no unknown keys; unknown keys are reported by name, with a "did you mean" hint. */
+function strictObject<T extends z.ZodRawShape>(shape: T) {
+  const known = Object.keys(shape);
+  return z.strictObject(shape, {
+    error: (iss) => (iss.code === 'unrecognized_keys' ? unknownKeysMessage(iss.keys, known) : undefined),
+  });
+}
+
+/** One line per key, in the order of `keys` (formatIssues pairs them up again to name each key's path). */
+function unknownKeysMessage(keys: readonly string[], known: readonly string[]): string {
+  return keys
+    .map((key) => {
+      const hint = closestKey(key, known);
+      return `unknown key${hint === undefined ? '' : ` (did you mean ${JSON.stringify(hint)}?)`}`;
+    })
+    .join('\n');
+}
+
+/** The known key closest to a typo, if it is plausibly the intended one. */
+function closestKey(key: string, known: readonly string[]): string | undefined {
+  let best: { key: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const typed = key.toLowerCase();
+    const meant = candidate.toLowerCase();
+    // A truncated key ("ledger" for "ledgerTable") is as likely a slip as a typo.
+    const truncated = typed.length >= 3 && (meant.startsWith(typed) || typed.startsWith(meant));
+    const distance = truncated ? 1 : editDistance(typed, meant);
+    if (best === undefined || distance < best.distance) best = { key: candidate, distance };
+  }
+  const tolerance = Math.max(2, Math.floor(key.length / 3));
+  return best !== undefined && best.distance <= tolerance ? best.key : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+const nonEmptyString = z.string().min(1);
+
+/**
+ * A whole number a JS number holds exactly. Not zod's `.int()`: that check aborts the parse, which
+ * would hide the cross-field problems of the same stream from the one report.
+ */
+function wholeNumber() {
+  return z.number().superRefine((n, ctx) => {
+    if (!Number.isInteger(n)) ctx.addIssue({ code: 'custom', message: 'must be a whole number' });
+    else if (!Number.isSafeInteger(n)) ctx.addIssue({ code: 'custom', message: `must be <= ${Number.MAX_SAFE_INTEGER}` });
+  });
+}
+const positiveInt = wholeNumber().positive();
+const nonNegativeInt = wholeNumber().nonnegative();
+/** Kafka offsets and epoch-millisecond timestamps. */
+const offsetNumber = nonNegativeInt;
+
+const topicName = z.string().refine((name) => isValidTopicName(name), {
+  error: "must be a Kafka topic name (1-249 characters: letters, digits, '.', '_' or '-')",
+});
+
+const tableName = z.string().regex(/^[a-zA-Z0-9_.-]{3,255}$/, {
+  error: "must be a DynamoDB table name (3-255 characters: letters, digits, '.', '_' or '-')",
+});
+
+const brokerAddress = z.string().refine(isBrokerAddress, {
+  error: 'must be "host:port", e.g. "b-1.example.kafka.us-east-1.amazonaws.com:9098"',
+});
+
+function isBrokerAddress(address: string): boolean {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(address);
+  const port = Number(match?.[2]);
+  return match !== null && port >= 1 && port <= 65_535;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kafka connection.
+
+const SECRET_REF_FORMS = '{ "secretArn": ..., "field"?: ... }, { "ssmParameter": ... } or { "env": ... }';
+
+/** Where a password lives; the config itself never holds one. */
+export const secretRefSchema = z.union(
+  [
+    strictObject({
+      /** Secrets Manager secret ARN (or name). */
+      secretArn: nonEmptyString,
+      /** For a JSON secret, the field holding the value (e.g. "password"); else the whole string. */
+      field: nonEmptyString.optional(),
+    }),
+    /** SSM Parameter Store SecureString (name or ARN), read with decryption. */
+    strictObject({ ssmParameter: nonEmptyString }),
+    /** Environment variable: for local runs, where there is no secret store. */
+    strictObject({
+      env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be an environment variable name' }),
+    }),
+  ],
+  {
+    error: (iss) =>
+      typeof iss.input === 'string'
+        ? `plain-text passwords are not accepted: use a secret reference ${SECRET_REF_FORMS}`
+        : `must be a secret reference: exactly one of ${SECRET_REF_FORMS}`,
+  },
+);
+export type SecretRef = z.output<typeof secretRefSchema>;
+
+const SASL_MECHANISMS = ['scram-sha-256', 'scram-sha-512', 'plain', 'aws-msk-iam'] as const;
+
+export const saslSchema = z.discriminatedUnion(
+  'mechanism',
+  [
+    strictObject({
+      mechanism: z.enum(['scram-sha-256', 'scram-sha-512']),
+      username: nonEmptyString,
+      password: secretRefSchema,
+    }),
+    strictObject({ mechanism: z.literal('plain'), username: nonEmptyString, password: secretRefSchema }),
+    strictObject({
+      mechanism: z.literal('aws-msk-iam'),
+      region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { error: 'must be an AWS region, e.g. "us-east-1"' }),
+    }),
+  ],
+  { error: `must be one of ${SASL_MECHANISMS.map((m) => JSON.stringify(m)).join(', ')}` },
+);
+export type SaslConfig = z.output<typeof saslSchema>;
+export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
+
+export const sslSchema = z.union([
+  z.boolean(),
+  strictObject({
+    rejectUnauthorized: z.boolean().optional(),
+    /** PEM text of the CA bundle (not a file path: Lambda bundles have no stable paths). */
+    ca: z.string().refine((pem) => pem.includes('-----BEGIN '), {
+      error: 'must be PEM text ("-----BEGIN CERTIFICATE-----..."), not a file path',
+    }).optional(),
+  }),
+]);
+export type SslConfig = z.output<typeof sslSchema>;
+
+export const kafkaConnectionSchema = strictObject({
+  brokers: z.array(brokerAddress).min(1),
+  clientId: z.string().min(1).max(255).default(DEFAULT_CLIENT_ID),
+  ssl: sslSchema.optional(),
+  sasl: saslSchema.optional(),
+  connectionTimeoutMs: positiveInt.default(3_000),
+  requestTimeoutMs: positiveInt.default(30_000),
+}).superRefine((kafka, ctx) => {
+  if (kafka.sasl?.mechanism === 'aws-msk-iam' && kafka.ssl === false) {
+    ctx.addIssue({ code: 'custom', path: ['ssl'], message: 'aws-msk-iam requires TLS: remove "ssl": false' });
+  }
+});
+export type KafkaConnectionConfig = z.output<typeof kafkaConnectionSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Stream.
+
+const partitionKey = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, {
+  error: 'partition must be a non-negative whole number written as a string, e.g. "0"',
+});
+
+/**
+ * Where a stream starts reading a partition it has never committed. With `offsets`, partitions not
+ * listed start at their earliest offset (like partitions discovered after the stream started).
+ */
+export const startingOffsetsSchema = z.union(
+  [
+    z.enum(['earliest', 'latest']),
+    /** The first record whose timestamp is >= timestampMs (epoch milliseconds). */
+    strictObject({ timestampMs: offsetNumber }),
+    /** Explicit offsets: { topic: { "partition": offset } }. */
+    strictObject({ offsets: z.record(topicName, z.record(partitionKey, offsetNumber)) }),
+  ],
+  { error: 'must be "earliest", "latest", { "timestampMs": ... } or { "offsets": { topic: { partition: offset } } }' },
+);
+export type StartingOffsets = z.output<typeof startingOffsetsSchema>;
+
+// Typed by the KafkaMetadata port, so the config cannot offer a level the adapters do not know.
+const isolationLevelSchema = z.enum(['read_committed', 'read_uncommitted'] as const satisfies readonly PortIsolationLevel[]);
+export type IsolationLevel = PortIsolationLevel;
+
+/** Spark's PID rate estimator (spark.streaming.backpressure.pid.*), with Spark's defaults. */
+export const backpressureSchema = strictObject({
+  enabled: z.boolean().default(false),
+  /** Rate used before the first observation; unset = no limit from backpressure until one exists. */
+  initialRatePerSec: z.number().positive().optional(),
+  proportional: z.number().nonnegative().default(1.0),
+  integral: z.number().nonnegative().default(0.2),
+  derivative: z.number().nonnegative().default(0),
+  minRatePerSec: z.number().positive().default(100),
+});
+export type BackpressureConfig = z.output<typeof backpressureSchema>;
+
+export const processorSchema = strictObject({
+  timeoutMs: wholeNumber().min(1_000).max(LAMBDA_MAX_TIMEOUT_MS).default(LAMBDA_MAX_TIMEOUT_MS),
+  /** Share of the remaining time a processor plans to use, leaving room to commit. */
+  safetyFactor: z.number().positive().max(1).default(0.8),
+  /** Range lease duration; defaults to timeoutMs + 60 s. */
+  leaseMs: positiveInt.optional(),
+})
+  .superRefine((p, ctx) => {
+    if (p.leaseMs !== undefined && !fieldFailed(ctx, 'timeoutMs') && p.leaseMs <= p.timeoutMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['leaseMs'],
+        message: `must be greater than processor.timeoutMs (${p.timeoutMs}), or a second processor could take a range the first is still processing`,
+      });
+    }
+  })
+  .transform((p) => ({ ...p, leaseMs: p.leaseMs ?? p.timeoutMs + DEFAULT_LEASE_MARGIN_MS }));
+export type ProcessorConfig = z.output<typeof processorSchema>;
+
+export const splitSchema = strictObject({
+  /** Declares that the handler does not rely on per-partition record order, which splitting breaks. */
+  orderInsensitive: z.boolean().default(false),
+  maxRangeSize: positiveInt.optional(),
+  minPartitions: positiveInt.optional(),
+}).superRefine((split, ctx) => {
+  if (split.orderInsensitive) return;
+  for (const key of ['maxRangeSize', 'minPartitions'] as const) {
+    if (split[key] !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message:
+          'splitting a partition into parallel ranges breaks per-partition order: set split.orderInsensitive to true if the handler does not depend on order',
+      });
+    }
+  }
+});
+export type SplitConfig = z.output<typeof splitSchema>;
+
+export const handlerSchema = strictObject({
+  module: nonEmptyString,
+  mode: z.enum(['dynamodb-exactly-once', 'at-least-once']),
+  sinkTable: tableName.optional(),
+}).superRefine((handler, ctx) => {
+  if (handler.mode === 'dynamodb-exactly-once' && handler.sinkTable === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['sinkTable'], message: 'is required with mode "dynamodb-exactly-once"' });
+  }
+  if (handler.mode === 'at-least-once' && handler.sinkTable !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['sinkTable'],
+      message: 'is only used with mode "dynamodb-exactly-once"; remove it or change the mode',
+    });
+  }
+});
+export type HandlerConfig = z.output<typeof handlerSchema>;
+
+const poisonPolicySchema = z.enum(['dead-letter', 'stop-partition']);
+export type PoisonPolicy = z.output<typeof poisonPolicySchema>;
+
+export const streamConfigSchema = strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
+    error: "must be 1-63 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit",
+  }),
+  kafka: kafkaConnectionSchema,
+  topics: z
+    .array(
+      topicName.refine((name) => !isInternalTopic(name), {
+        error: 'internal topics (names starting with "__") cannot be consumed',
+      }),
+    )
+    .min(1)
+    .optional(),
+  /** JS regex source matched against the whole topic name (anchored: "orders" does not match "orders-eu"). */
+  topicPattern: z
+    .string()
+    .min(1)
+    .superRefine((source, ctx) => {
+      const error = regexSourceError(source);
+      if (error !== undefined) ctx.addIssue({ code: 'custom', message: `is not a valid regular expression: ${error}` });
+    })
+    .optional(),
+  startingOffsets: startingOffsetsSchema.default('earliest'),
+  isolationLevel: isolationLevelSchema.default('read_committed'),
+  /** Planner schedule period (Spark's batch interval). */
+  triggerIntervalMs: wholeNumber().min(1_000).default(60_000),
+  maxRatePerPartition: z.number().positive().optional(),
+  minRatePerPartition: z.number().nonnegative().default(1),
+  maxOffsetsPerTrigger: positiveInt.optional(),
+  minOffsetsPerTrigger: positiveInt.optional(),
+  /** How long a partition under minOffsetsPerTrigger may wait before it is planned anyway. */
+  maxTriggerDelayMs: nonNegativeInt.default(900_000),
+  backpressure: backpressureSchema.prefault({}),
+  processor: processorSchema.prefault({}),
+  split: splitSchema.prefault({}),
+  failOnDataLoss: z.boolean().default(true),
+  maxAttempts: wholeNumber().min(1).max(100).default(3),
+  handler: handlerSchema.optional(),
+  poisonPolicy: poisonPolicySchema.default('dead-letter'),
+  /** Kafka consumer group that also receives committed offsets, for standard lag tooling. */
+  consumerGroup: z.string().min(1).max(255).optional(),
+}).superRefine(checkStreamCrossFields, { when: (payload) => isRecord(payload.value) });
+export type StreamConfig = z.output<typeof streamConfigSchema>;
+
+/**
+ * Rules spanning several fields. They run even when other fields failed (so one pass reports every
+ * problem), hence the value is inspected defensively rather than trusted to be the parsed type.
+ */
+function checkStreamCrossFields(value: unknown, ctx: z.RefinementCtx): void {
+  if (!isRecord(value)) return;
+  const hasTopics = value.topics !== undefined;
+  const hasPattern = value.topicPattern !== undefined;
+  if (hasTopics === hasPattern) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['topics'],
+      message: `give exactly one of topics or topicPattern (${hasTopics ? 'both are set' : 'neither is set'})`,
+    });
+  }
+
+  for (const [min, max] of [
+    ['minRatePerPartition', 'maxRatePerPartition'],
+    ['minOffsetsPerTrigger', 'maxOffsetsPerTrigger'],
+  ] as const) {
+    const low = value[min];
+    const high = value[max];
+    if (fieldFailed(ctx, min) || fieldFailed(ctx, max)) continue;
+    if (typeof low === 'number' && typeof high === 'number' && low > high) {
+      ctx.addIssue({ code: 'custom', path: [min], message: `must be <= ${max} (${high})` });
+    }
+  }
+
+  checkStartingOffsetTopics(value, ctx);
+}
+
+/** Explicit starting offsets for a topic the stream does not read are almost surely a typo. */
+function checkStartingOffsetTopics(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const starting = value.startingOffsets;
+  if (!isRecord(starting) || !isRecord(starting.offsets)) return;
+  const { topics, topicPattern } = value;
+  let subscribes: (topic: string) => boolean;
+  if (Array.isArray(topics) && topics.every((t) => typeof t === 'string') && topicPattern === undefined) {
+    subscribes = topicMatcher({ topics });
+  } else if (typeof topicPattern === 'string' && topics === undefined && regexSourceError(topicPattern) === undefined) {
+    subscribes = topicMatcher({ topicPattern });
+  } else {
+    return; // the subscription itself is invalid and already reported
+  }
+  for (const topic of Object.keys(starting.offsets)) {
+    if (!subscribes(topic)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['startingOffsets', 'offsets', topic],
+        message: `the stream does not read this topic (${topicPattern === undefined ? 'not in topics' : 'does not match topicPattern'})`,
+      });
+    }
+  }
+}
+
+/** Whether `key` (a direct child of the object being refined) already has a problem reported. */
+function fieldFailed(ctx: z.RefinementCtx, key: string): boolean {
+  return ctx.issues.some((issue) => issue.path?.[0] === key);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deployment.
+
+export const deploymentConfigSchema = strictObject({
+  /** DynamoDB table holding the ledger (can be overridden by the LEDGER_TABLE environment variable). */
+  ledgerTable: tableName,
+  streams: z.array(streamConfigSchema).min(1, { error: 'must list at least one stream' }),
+}).superRefine(
+  (value: unknown, ctx) => {
+    if (!isRecord(value) || !Array.isArray(value.streams)) return;
+    const firstIndexById = new Map<string, number>();
+    value.streams.forEach((stream: unknown, index) => {
+      if (!isRecord(stream) || typeof stream.id !== 'string') return;
+      const first = firstIndexById.get(stream.id);
+      if (first === undefined) {
+        firstIndexById.set(stream.id, index);
+      } else {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['streams', index, 'id'],
+          message: `duplicate stream id ${JSON.stringify(stream.id)} (also streams[${first}].id)`,
+        });
+      }
+    });
+  },
+  { when: (payload) => isRecord(payload.value) },
+);
+export type DeploymentConfig = z.output<typeof deploymentConfigSchema>;
+/** What a config file may contain: optional fields may be omitted and get their defaults. */
+export type DeploymentConfigInput = z.input<typeof deploymentConfigSchema>;
+export type StreamConfigInput = z.input<typeof streamConfigSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Parsing and messages.
+
+/** Validates a deployment config and applies defaults; throws ValidationError listing every problem. */
+export function parseDeploymentConfig(input: unknown, source: string): DeploymentConfig {
+  return parseWith(deploymentConfigSchema, input, source);
+}
+
+/** Validates one stream config and applies defaults (e.g. for tests and ad hoc tools). */
+export function parseStreamConfig(input: unknown, source: string): StreamConfig {
+  return parseWith(streamConfigSchema, input, source);
+}
+
+function parseWith<S extends z.ZodType>(schema: S, input: unknown, source: string): z.output<S> {
+  // reportInput keeps each union arm's inputs, which formatIssues uses to pick the arm that was meant.
+  const result = schema.safeParse(input, { error: issueMessage, reportInput: true });
+  if (result.success) return result.data;
+  throw new ValidationError(`invalid config (${source}): ${formatIssues(result.error.issues).join('; ')}`, {
+    cause: result.error,
+  });
+}
+
+/** One "path: message" line per problem; problems of one stream stay together. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+  const problems = collectProblems(issues, []);
+  // Stable sort by the first list index (the stream), so cross-stream checks join their stream.
+  const listIndex = (path: readonly PropertyKey[]) => path.find((k): k is number => typeof k === 'number') ?? -1;
+  problems.sort((a, b) => listIndex(a.path) - listIndex(b.path));
+  return problems.map(({ path, message }) => (path.length === 0 ? message : `${formatPath(path)}: ${message}`));
+}
+
+type Problem = { path: PropertyKey[]; message: string };
+
+function collectProblems(issues: readonly z.core.$ZodIssue[], basePath: readonly PropertyKey[]): Problem[] {
+  const problems: Problem[] = [];
+  for (const issue of issues) {
+    const path = [...basePath, ...issue.path];
+    if (issue.code === 'invalid_union') {
+      const meant = intendedUnionArm(issue.errors);
+      if (meant !== undefined) {
+        problems.push(...collectProblems(meant, path));
+        continue;
+      }
+    }
+    if (issue.code === 'unrecognized_keys') {
+      const lines = issue.message.split('\n');
+      issue.keys.forEach((key, i) => problems.push({ path: [...path, key], message: lines[i] ?? 'unknown key' }));
+      continue;
+    }
+    const message = issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
+    problems.push({ path, message });
+  }
+  return problems;
+}
+
+/**
+ * Among a union's failed alternatives, the one the author evidently meant: the only one whose
+ * failures are all inside values that are present (not a wrong type at the top, an unknown key or
+ * a missing key). `{ "secretArn": 5 }` meant the Secrets Manager form; `{}` meant none in particular.
+ */
+function intendedUnionArm(arms: readonly (readonly z.core.$ZodIssue[])[]): readonly z.core.$ZodIssue[] | undefined {
+  const plausible = arms.filter((arm) =>
+    arm.every(
+      (iss) => iss.path.length > 0 && iss.code !== 'unrecognized_keys' && !(iss.code === 'invalid_type' && iss.input === undefined),
+    ),
+  );
+  return plausible.length === 1 ? plausible[0] : undefined;
+}
+
+/** `streams[0].kafka.brokers[1]`; keys that are not identifiers (topic names) as `["my.topic"]`. */
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else if (typeof key === 'string' && /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key)) out += out === '' ? key : `.${key}`;
+    else out += `[${JSON.stringify(String(key))}]`;
+  }
+  return out;
+}
+
+/** Messages written for a data engineer reading a deploy log, not for a TypeScript developer. */
+function issueMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (issue.input === undefined) return 'is required';
+      if (issue.expected === 'int' && typeof issue.input === 'number') return 'must be a whole number';
+      if (issue.expected === 'number' && typeof issue.input === 'number') return 'must be a finite number';
+      return `expected ${describeExpected(issue.expected)}, got ${describeValue(issue.input)}`;
+    }
+    case 'too_small':
+      return sizeMessage(issue.origin, issue.inclusive ?? true, issue.minimum, 'min');
+    case 'too_big':
+      return sizeMessage(issue.origin, issue.inclusive ?? true, issue.maximum, 'max');
+    case 'invalid_value':
+      return issue.values.length === 1
+        ? `must be ${JSON.stringify(issue.values[0])}`
+        : `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'unrecognized_keys':
+      return unknownKeysMessage(issue.keys, []);
+    case 'invalid_union':
+      return 'does not match any allowed form';
+    default:
+      return undefined;
+  }
+}
+
+function sizeMessage(origin: string, inclusive: boolean, bound: number | bigint, side: 'min' | 'max'): string {
+  const limit = String(bound);
+  if (origin === 'array' || origin === 'set') {
+    if (side === 'min' && limit === '1') return 'must not be empty';
+    return `must have ${side === 'min' ? 'at least' : 'at most'} ${limit} items`;
+  }
+  if (origin === 'string') {
+    if (side === 'min' && limit === '1') return 'must not be empty';
+    return `must be ${side === 'min' ? 'at least' : 'at most'} ${limit} characters long`;
+  }
+  const op = side === 'min' ? (inclusive ? '>=' : '>') : inclusive ? '<=' : '<';
+  return `must be ${op} ${limit}`;
+}
+
+function describeExpected(expected: string): string {
+  if (expected === 'int') return 'a whole number';
+  if (expected === 'array') return 'a list';
+  if (expected === 'object' || expected === 'record') return 'an object';
+  return `a ${expected}`;
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'an object';
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,62 @@
+/**
+ * Topic names and topic selection, shared by config validation and the planner's discovery so both
+ * agree on what a stream subscribes to.
+ */
+
+/** Kafka's legal topic name characters and length (kafka.common.internals.Topic). */
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+
+/** Kafka's convention for broker-internal topics (`__consumer_offsets`, `__transaction_state`, ...). */
+const INTERNAL_TOPIC_PREFIX = '__';
+
+/** True when `name` is a legal Kafka topic name ('.' and '..' are reserved by Kafka). */
+export function isValidTopicName(name: string): boolean {
+  return TOPIC_NAME.test(name) && name !== '.' && name !== '..';
+}
+
+/** True for broker-internal topics, which a stream never consumes. */
+export function isInternalTopic(name: string): boolean {
+  return name.startsWith(INTERNAL_TOPIC_PREFIX);
+}
+
+/** Why `source` is not a usable JS regex, or undefined when it is. */
+export function regexSourceError(source: string): string | undefined {
+  try {
+    new RegExp(source);
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+}
+
+/**
+ * The stream's `topicPattern` as a RegExp matching whole topic names. Wrapping in `^(?:...)$` is
+ * sound only for a source that is a valid regex on its own (else `a)|(b` would escape the group),
+ * which config validation guarantees.
+ */
+export function anchoredTopicPattern(source: string): RegExp {
+  return new RegExp(`^(?:${source})$`);
+}
+
+/** The part of a stream config that says which topics it reads. */
+export type TopicSubscription = { topics?: readonly string[]; topicPattern?: string };
+
+/** Predicate: does the stream consume `topic`? Explicit list = membership; pattern = whole-name match. */
+export function topicMatcher(stream: TopicSubscription): (topic: string) => boolean {
+  if (stream.topics !== undefined) {
+    const names = new Set(stream.topics);
+    return (topic) => !isInternalTopic(topic) && names.has(topic);
+  }
+  if (stream.topicPattern !== undefined) {
+    const pattern = anchoredTopicPattern(stream.topicPattern);
+    return (topic) => !isInternalTopic(topic) && pattern.test(topic);
+  }
+  // Validated configs always have one of the two; an empty subscription matches nothing rather than all.
+  return () => false;
+}
+
+/** The selector `KafkaMetadata.describeTopics` takes for this stream (pattern anchored). */
+export function topicSelector(stream: TopicSubscription): { topics: string[] } | { pattern: RegExp } {
+  if (stream.topicPattern !== undefined) return { pattern: anchoredTopicPattern(stream.topicPattern) };
+  return { topics: [...(stream.topics ?? [])] };
+}

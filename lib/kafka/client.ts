@@ -1,0 +1,109 @@
+/**
+ * The kafkajs client for a stream's cluster. The kafkajs config is built by a pure function
+ * (`kafkaClientConfig`) so what we hand kafkajs is testable without a broker or AWS; `createKafka`
+ * only adds the I/O: resolving the password.
+ */
+import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
+import type { ConnectionOptions } from 'node:tls';
+import { ValidationError } from '../errors';
+import type { KafkaConnectionConfig, SslConfig } from '../config/schema';
+import { resolveSecret as processSecretResolver, type SecretResolver } from './secrets';
+
+export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
+/** Receives kafkajs log lines (WARN and ERROR unless KAFKAJS_LOG_LEVEL asks for more). */
+export type KafkaLogFn = (level: KafkaLogLevel, message: string, context: Record<string, unknown>) => void;
+/** Returns a fresh MSK IAM auth token (a presigned, base64url URL) for the region. */
+export type MskTokenProvider = (region: string) => Promise<string>;
+
+export type KafkaClientOptions = {
+  /** The resolved SASL password, required for scram-sha-* and plain. */
+  password?: string;
+  log?: KafkaLogFn;
+  mskToken?: MskTokenProvider;
+};
+
+export type CreateKafkaDeps = {
+  resolveSecret?: SecretResolver;
+  log?: KafkaLogFn;
+  mskToken?: MskTokenProvider;
+};
+
+/** Creates a kafkajs client for the config, resolving its SASL password first. */
+export async function createKafka(config: KafkaConnectionConfig, deps: CreateKafkaDeps = {}): Promise<Kafka> {
+  const sasl = config.sasl;
+  const password =
+    sasl !== undefined && sasl.mechanism !== 'aws-msk-iam'
+      ? await (deps.resolveSecret ?? processSecretResolver)(sasl.password)
+      : undefined;
+  return new Kafka(kafkaClientConfig(config, { password, log: deps.log, mskToken: deps.mskToken }));
+}
+
+/** kafkajs's constructor config, narrowed to the built-in SASL mechanisms we configure. */
+export type KafkaClientConfig = Omit<KafkaConfig, 'sasl'> & { sasl?: SASLOptions };
+
+/** The kafkajs constructor config for a validated connection config (pure; no I/O). */
+export function kafkaClientConfig(config: KafkaConnectionConfig, options: KafkaClientOptions = {}): KafkaClientConfig {
+  const out: KafkaClientConfig = {
+    brokers: [...config.brokers],
+    clientId: config.clientId,
+    connectionTimeout: config.connectionTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    // kafkajs logs every reconnect and retry at INFO; at Lambda volume that is noise and cost.
+    logLevel: logLevel.WARN,
+  };
+  const ssl = kafkaSsl(config.ssl, config.sasl?.mechanism === 'aws-msk-iam');
+  if (ssl !== undefined) out.ssl = ssl;
+  if (config.sasl !== undefined) out.sasl = kafkaSasl(config.sasl, options);
+  if (options.log !== undefined) out.logCreator = logCreatorFor(options.log);
+  return out;
+}
+
+function kafkaSsl(ssl: SslConfig | undefined, tlsRequired: boolean): KafkaConfig['ssl'] {
+  if (ssl === undefined) return tlsRequired ? true : undefined;
+  if (typeof ssl === 'boolean') return ssl;
+  const options: ConnectionOptions = {};
+  if (ssl.rejectUnauthorized !== undefined) options.rejectUnauthorized = ssl.rejectUnauthorized;
+  if (ssl.ca !== undefined) options.ca = [ssl.ca];
+  return options;
+}
+
+function kafkaSasl(sasl: NonNullable<KafkaConnectionConfig['sasl']>, options: KafkaClientOptions): SASLOptions {
+  if (sasl.mechanism === 'aws-msk-iam') {
+    const tokenFor = options.mskToken ?? mskIamToken;
+    const { region } = sasl;
+    // kafkajs calls this on every (re)authentication, and MSK tokens expire after 15 minutes, so
+    // a token is never reused.
+    return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: await tokenFor(region) }) };
+  }
+  if (options.password === undefined) {
+    throw new ValidationError(`SASL ${sasl.mechanism} for user ${sasl.username} needs its password resolved first`);
+  }
+  return { mechanism: sasl.mechanism, username: sasl.username, password: options.password };
+}
+
+/**
+ * MSK IAM token from aws-msk-iam-sasl-signer-js: AWS's maintained signer for MSK IAM, which yields
+ * the OAUTHBEARER token kafkajs already supports (kafkajs has no native AWS_MSK_IAM mechanism).
+ * Imported on first use so clusters without IAM auth do not load the signer and its STS client.
+ */
+export async function mskIamToken(region: string): Promise<string> {
+  const { generateAuthToken } = await import('aws-msk-iam-sasl-signer-js');
+  const { token } = await generateAuthToken({ region });
+  return token;
+}
+
+const LEVEL_NAMES: Record<number, KafkaLogLevel> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+/** Adapts kafkajs's logger to a plain log function (kafkajs has already filtered by level). */
+export function logCreatorFor(log: KafkaLogFn): NonNullable<KafkaConfig['logCreator']> {
+  return () =>
+    ({ namespace, level, log: entry }: LogEntry) => {
+      const { message, timestamp: _timestamp, logger: _logger, ...extra } = entry;
+      log(LEVEL_NAMES[level] ?? 'warn', String(message), { namespace, ...extra });
+    };
+}

@@ -1,0 +1,37 @@
+/** The planner's invocation payload: an EventBridge schedule, or an operator's ad hoc request. */
+import { z } from 'zod';
+import type { DeploymentConfig, StreamConfig } from '../config/schema';
+import { ValidationError } from '../errors';
+
+const adHocSchema = z.strictObject({
+  /** Return the plan without writing anything or dispatching. */
+  dryRun: z.boolean().default(false),
+  /** Plan only these stream ids (default: all). */
+  streams: z.array(z.string().min(1)).min(1).optional(),
+});
+
+export type PlannerRequest = { dryRun: boolean; streams: StreamConfig[] };
+
+/** EventBridge rules deliver this envelope; its `detail` carries nothing for us. */
+function isScheduledEvent(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && (e as { source?: unknown }).source === 'aws.events' && 'detail-type' in e;
+}
+
+/** Validates a planner payload against the deployment; throws ValidationError naming what is wrong. */
+export function parsePlannerPayload(event: unknown, config: DeploymentConfig): PlannerRequest {
+  const raw = event === undefined || event === null || isScheduledEvent(event) ? {} : event;
+  const res = adHocSchema.safeParse(raw);
+  if (!res.success) {
+    const issues = res.error.issues.map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`).join('; ');
+    throw new ValidationError(`invalid planner payload: ${issues} (accepted: {"dryRun"?: boolean, "streams"?: string[]})`);
+  }
+  const known = new Map(config.streams.map((s) => [s.id, s]));
+  const unknown = (res.data.streams ?? []).filter((id) => !known.has(id));
+  if (unknown.length) {
+    throw new ValidationError(
+      `invalid planner payload: unknown stream${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${[...known.keys()].join(', ')})`,
+    );
+  }
+  const streams = res.data.streams ? res.data.streams.map((id) => known.get(id) as StreamConfig) : config.streams;
+  return { dryRun: res.data.dryRun, streams };
+}

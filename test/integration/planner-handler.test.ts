@@ -1,0 +1,68 @@
+/** The planner Lambda handler, invoked as Lambda would, against the broker and the emulator. */
+import type { Context } from 'aws-lambda';
+import { handler } from '../../functions/planner';
+import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
+import { ensureLedgerTable } from '../../lib/ledger/table';
+import { resetAwsRuntime } from '../../lib/runtime/aws';
+import { testDynamo, testKafka, uniqueName } from '../support/env';
+
+const ddb = testDynamo();
+const tableName = uniqueName('handler-ledger');
+const prefix = uniqueName('h');
+const admin = testKafka('handler-it').admin();
+const context = { awsRequestId: 'req-1', functionName: 'planner', getRemainingTimeInMillis: () => 30_000 } as unknown as Context;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  await Promise.all([ensureLedgerTable(ddb, tableName), admin.connect()]);
+  await admin.createTopics({ topics: [{ topic: `${prefix}-t`, numPartitions: 2 }], waitForLeaders: true });
+  const streams = ['one', 'two'].map((id) => ({ id: `${prefix}-${id}`, kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') }, topics: [`${prefix}-t`] }));
+  process.env.STREAMS_CONFIG = JSON.stringify({ ledgerTable: tableName, streams });
+  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+  process.env.POWERTOOLS_LOG_LEVEL = 'ERROR';
+  await resetAwsRuntime();
+});
+afterAll(async () => {
+  process.env = saved;
+  await resetAwsRuntime();
+  await admin.disconnect();
+  ddb.destroy();
+});
+
+describe('planner handler', () => {
+  const ledger = () => createDynamoLedger({ client: ddb, tableName });
+
+  it('returns the plan of {"dryRun": true} and writes nothing', async () => {
+    const res = (await handler({ dryRun: true, streams: [`${prefix}-one`] }, context)) as {
+      dryRun: boolean;
+      streams: Array<{ stream: string; registered: number; partitions: unknown[] }>;
+    };
+    expect(res.dryRun).toBe(true);
+    expect(res.streams).toHaveLength(1);
+    expect(res.streams[0]).toMatchObject({ stream: `${prefix}-one`, registered: 2 });
+    expect(await ledger().readMeta(`${prefix}-one`)).toBeUndefined();
+    expect(await ledger().readPartitions(`${prefix}-one`)).toEqual([]);
+  });
+
+  it.each([
+    [{ dryRun: 'yes' }, /invalid planner payload: dryRun: .*boolean/],
+    [{ dryRn: true }, /invalid planner payload: .*dryRn/],
+    [{ streams: ['nope'] }, /unknown stream nope \(configured: .*-one, .*-two\)/],
+    [[1, 2], /invalid planner payload/],
+  ])('rejects %j with a clear error and changes nothing', async (payload, message) => {
+    await expect(handler(payload, context)).rejects.toThrow(message);
+    expect(await ledger().readMeta(`${prefix}-one`)).toBeUndefined();
+    expect(await ledger().readMeta(`${prefix}-two`)).toBeUndefined();
+  });
+
+  it('treats an EventBridge scheduled event as a run of every stream', async () => {
+    process.env.PROCESSOR_FUNCTION_NAME = 'unused-no-ranges';
+    const event = { version: '0', id: 'e1', 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), detail: {} };
+    const res = (await handler(event, context)) as { streams: Array<{ stream: string; status: string; registered: number }> };
+    expect(res.streams.map((s) => [s.stream, s.status, s.registered])).toEqual([
+      [`${prefix}-one`, 'planned', 2],
+      [`${prefix}-two`, 'planned', 2],
+    ]);
+    expect((await ledger().readPartitions(`${prefix}-two`)).length).toBe(2);
+  });
+});
