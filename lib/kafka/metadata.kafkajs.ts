@@ -117,7 +117,7 @@ function isRetriable(e: unknown): boolean {
 }
 
 export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions = {}): KafkajsMetadata {
-  const retries = opts.retries ?? 3;
+  const retries = opts.retries ?? 5;
   const retryBackoffMs = opts.retryBackoffMs ?? 100;
   const metadataMaxAgeMs = opts.metadataMaxAgeMs ?? 60_000;
 

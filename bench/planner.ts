@@ -1,0 +1,129 @@
+/**
+ * `npm run bench:planner`: one planner over many partitions (default 500 topics x 20 = 10,000)
+ * against the real broker and the DynamoDB emulator, dispatching into a recorder (no processors).
+ * Measures a registration run, an idle run and a full run (one new record in every partition).
+ * The last line printed is one JSON object with the figures.
+ *
+ * Flags: --topics N --partitions N. Uses KAFKA_BROKERS / DYNAMODB_ENDPOINT when set, otherwise
+ * starts a private local stack and stops it at the end.
+ */
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Kafka, logLevel } from 'kafkajs';
+import { parseStreamConfig } from '../lib/config/schema';
+import { createRecordingDispatcher } from '../lib/dispatch/dispatcher.local';
+import { createMetadataCache } from '../lib/kafka/metadata-cache';
+import { createDynamoLedger } from '../lib/ledger/ledger.dynamodb';
+import { ensureLedgerTable } from '../lib/ledger/table';
+import { planStream, type PlannerDeps } from '../lib/planner/run';
+import { dynamoClientFromEnv } from '../lib/runtime/aws';
+import { LOCAL_DIR, startStack, stopStack, type StackState } from '../infra/local/stack';
+
+const log = (line: string): void => {
+  process.stderr.write(`[bench:planner] ${line}\n`);
+};
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { topics: { type: 'string', default: '500' }, partitions: { type: 'string', default: '20' } } });
+  const topics = Number(values.topics);
+  const partitions = Number(values.partitions);
+  if (!Number.isInteger(topics) || topics < 1 || !Number.isInteger(partitions) || partitions < 1) {
+    throw new Error('--topics and --partitions must be positive integers');
+  }
+  let stack: StackState | undefined;
+  if (!process.env.KAFKA_BROKERS || !process.env.DYNAMODB_ENDPOINT) {
+    stack = await startStack({ dir: join(LOCAL_DIR, 'bench', String(process.pid)), ownerPid: process.pid, log });
+    process.env.KAFKA_BROKERS = stack.kafkaBrokers;
+    process.env.DYNAMODB_ENDPOINT = stack.dynamodbEndpoint;
+  }
+  const brokers = process.env.KAFKA_BROKERS.split(',');
+  const kafka = new Kafka({ clientId: 'bench-planner', brokers, logLevel: logLevel.NOTHING, requestTimeout: 120_000 });
+  const admin = kafka.admin();
+  const producer = kafka.producer();
+  const metadata = createMetadataCache();
+  const ddb = dynamoClientFromEnv();
+  try {
+    await admin.connect();
+    await producer.connect();
+    const prefix = `bench${Date.now().toString(36)}`;
+    const names = Array.from({ length: topics }, (_, i) => `${prefix}-${String(i).padStart(4, '0')}`);
+    const tCreate = Date.now();
+    for (let i = 0; i < names.length; i += 50) {
+      await admin.createTopics({
+        topics: names.slice(i, i + 50).map((topic) => ({ topic, numPartitions: partitions, configEntries: [{ name: 'segment.bytes', value: String(1024 * 1024) }] })),
+        // kafkajs's waitForLeaders throws on the first topic not yet hosted; the warm-up below waits instead.
+        waitForLeaders: false,
+        timeout: 120_000,
+      });
+    }
+    const n = topics * partitions;
+    log(`created ${topics} topics x ${partitions} partitions = ${n} in ${Date.now() - tCreate} ms`);
+
+    const tableName = `${prefix}-ledger`;
+    await ensureLedgerTable(ddb, tableName);
+    const ledger = createDynamoLedger({ client: ddb, tableName });
+    const dispatcher = createRecordingDispatcher();
+    const stream = parseStreamConfig({ id: prefix, kafka: { brokers, requestTimeoutMs: 120_000 }, topicPattern: `${prefix}-.*` }, 'bench');
+    const deps: PlannerDeps = { ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 300_000 };
+    // Warm up: connect, and wait until every new partition's leader answers ListOffsets (a freshly
+    // created partition briefly replies NOT_LEADER_OR_FOLLOWER), so the runs measure planning.
+    const warm = await metadata.forStream(stream);
+    const tWarm = Date.now();
+    for (let i = 0; ; i++) {
+      try {
+        const discovered = await warm.describeTopics({ pattern: new RegExp(`${prefix}-.*`) });
+        const found = discovered.reduce((s, t) => s + t.partitions.length, 0);
+        if (found !== n) throw new Error(`${found} of ${n} partitions visible`);
+        await warm.fetchOffsets(discovered, 'read_committed');
+        break;
+      } catch (err) {
+        if (i >= 120) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    log(`all ${n} partitions have leaders after ${Date.now() - tWarm} ms`);
+
+    const measure = async (label: string) => {
+      const d0 = ledger.requestCount();
+      const k0 = metadata.requestCount();
+      const t0 = Date.now();
+      const rep = await planStream(deps, stream, { dryRun: false, nowMs: Date.now() });
+      const res = { wallMs: Date.now() - t0, dynamoRequests: ledger.requestCount() - d0, kafkaRequests: metadata.requestCount() - k0 };
+      log(`${label}: ${JSON.stringify(res)} status=${rep.status} registered=${rep.registered} ranges=${rep.rangesPlanned} records=${rep.recordsPlanned} dispatched=${rep.dispatched}`);
+      if (rep.status !== 'planned') throw new Error(`${label} run did not plan: ${rep.reason}`);
+      return { res, rep };
+    };
+
+    const reg = await measure('registration run');
+    if (reg.rep.registered !== n) throw new Error(`registered ${reg.rep.registered} of ${n} partitions`);
+    const idle = await measure('idle run');
+    if (idle.rep.rangesPlanned !== 0) throw new Error('idle run planned ranges');
+
+    const tProduce = Date.now();
+    for (let i = 0; i < names.length; i += 100) {
+      await producer.sendBatch({
+        topicMessages: names.slice(i, i + 100).map((topic) => ({
+          topic,
+          messages: Array.from({ length: partitions }, (_, p) => ({ value: `r${p}`, partition: p })),
+        })),
+      });
+    }
+    log(`produced one record to each of ${n} partitions in ${Date.now() - tProduce} ms`);
+    const full = await measure('full run');
+    if (full.rep.rangesPlanned !== n || dispatcher.dispatched.length !== n) {
+      throw new Error(`full run planned ${full.rep.rangesPlanned} and dispatched ${dispatcher.dispatched.length} of ${n}`);
+    }
+    const goals = { idleDynamo: Math.ceil(n / 100) + 10, fullDynamo: Math.ceil(n / 25) + Math.ceil(n / 100) + 10 };
+    log(`goals: idle <= ${goals.idleDynamo} DynamoDB requests, full <= ${goals.fullDynamo}, full under 10 s`);
+    process.stdout.write(`${JSON.stringify({ partitions: n, registration: reg.res, idle: idle.res, full: full.res })}\n`);
+  } finally {
+    await Promise.allSettled([metadata.closeAll(), admin.disconnect(), producer.disconnect()]);
+    ddb.destroy();
+    if (stack) await stopStack(stack, log);
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`[bench:planner] failed: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});

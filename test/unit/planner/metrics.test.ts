@@ -1,0 +1,73 @@
+/** Planner metrics come out as CloudWatch embedded-metric-format documents. */
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { recordPlannerMetrics } from '../../../lib/planner/metrics';
+import type { StreamPlanReport } from '../../../lib/planner/run';
+
+const report = (over: Partial<StreamPlanReport>): StreamPlanReport => ({
+  stream: 's1',
+  dryRun: false,
+  status: 'planned',
+  partitions: [],
+  registered: 0,
+  retired: 0,
+  failedPartitions: 0,
+  rangesPlanned: 0,
+  recordsPlanned: 0,
+  dispatched: 0,
+  dispatchFailures: [],
+  redispatched: 0,
+  parked: 0,
+  inFlight: 0,
+  dataLoss: [],
+  conditionsLost: 0,
+  durationMs: 5,
+  ...over,
+});
+
+const part = (partition: number, lag: number) => ({
+  topic: 'orders',
+  partition,
+  status: 'active' as const,
+  committed: 0,
+  nextFrom: 0,
+  lag,
+  planned: [],
+  action: 'idle' as const,
+});
+
+describe('planner metrics (EMF)', () => {
+  it('emits per-stream totals and lag per partition up to the cap', () => {
+    const lines: string[] = [];
+    // Powertools writes each EMF document to stdout as one line.
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: unknown) => {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      return true;
+    });
+    try {
+      const metrics = new Metrics({ namespace: 'Test', serviceName: 'planner' });
+      recordPlannerMetrics(
+        metrics,
+        [
+          report({
+            rangesPlanned: 3,
+            recordsPlanned: 300,
+            dataLoss: [{ stream: 's1', topic: 'orders', partition: 0, from: 10, until: 25, detectedAtMs: 1, reason: 'retention' }],
+            partitions: [part(0, 7), part(1, 40), part(2, 0)],
+          }),
+        ],
+        { maxPartitionMetrics: 2 },
+      );
+    } finally {
+      spy.mockRestore();
+    }
+    const docs = lines.map((l) => JSON.parse(l) as Record<string, unknown> & { _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][] }> } });
+    const stream = docs.find((d) => 'RecordsPlanned' in d)!;
+    expect(stream).toMatchObject({ stream: 's1', RangesPlanned: 3, RecordsPlanned: 300, TotalLag: 47, MaxPartitionLag: 40, DataLossEvents: 1, DataLossRecords: 15 });
+    expect(stream._aws.CloudWatchMetrics[0]?.Namespace).toBe('Test');
+    const lags = docs.filter((d) => 'PartitionLag' in d).map((d) => [d.topic, d.partition, d.PartitionLag]);
+    expect(lags).toEqual([
+      ['orders', '0', 7],
+      ['orders', '1', 40],
+    ]);
+  });
+});
