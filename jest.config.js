@@ -9,6 +9,7 @@ const common = {
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': swc },
   transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  setupFiles: ['<rootDir>/test/setup/env.ts'],
 };
 
 module.exports = {

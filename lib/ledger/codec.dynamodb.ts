@@ -11,7 +11,8 @@
  * Kafka topic names are [a-zA-Z0-9._-], so '#' never occurs inside a topic.
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { DataLossEntry, PartitionState, PlanWrite, RangeState, StreamMeta } from '../ports/ledger';
+import { ValidationError } from '../errors';
+import type { DataLossEntry, DeadLetter, LeasedRange, PartitionState, PlanWrite, RangeState, RangeStats, SinkWrite, StreamMeta } from '../ports/ledger';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
 /** Finished ranges expire after this long (DynamoDB TTL attribute `expiresAt`, epoch seconds). */
@@ -37,6 +38,10 @@ export const keys = {
   loss: (stream: string, l: { topic: string; partition: number; from: number }): Key => ({
     pk: keys.pk(stream),
     sk: `L#${l.topic}#${pad(l.partition, 6)}#${pad(l.from, 16)}`,
+  }),
+  deadLetter: (stream: string, d: { topic: string; partition: number; offset: number }): Key => ({
+    pk: keys.pk(stream),
+    sk: `D#${d.topic}#${pad(d.partition, 6)}#${pad(d.offset, 16)}`,
   }),
 };
 
@@ -64,7 +69,99 @@ export const codec = {
   rangeFromItem: (item: Item): RangeState => strip(item) as RangeState,
   lossItem: (l: DataLossEntry): Item => compact({ ...keys.loss(l.stream, l), type: 'data-loss', ...l }),
   lossFromItem: (item: Item): DataLossEntry => strip(item) as DataLossEntry,
+  deadLetterItem: (d: DeadLetter): Item => compact({ ...keys.deadLetter(d.stream, d), type: 'dead-letter', ...d }),
+  deadLetterFromItem: (item: Item): DeadLetter => strip(item) as DeadLetter,
 };
+
+/** The condition every processor write checks: this processor still holds the range's lease (I3). */
+const HOLDS_LEASE = '#st = :leased AND leaseToken = :token';
+
+/** Progress `expect -> to` plus lease renewal, conditional on the lease and the progress seen (I2). */
+export function progressAction(table: string, range: LeasedRange, expect: number, to: number, leaseUntilMs: number): TxAction {
+  return {
+    Update: {
+      TableName: table,
+      Key: keys.range(range.stream, range),
+      UpdateExpression: 'SET progress = :to, leaseExpiresAtMs = :until',
+      ConditionExpression: `${HOLDS_LEASE} AND progress = :expect`,
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':to': to, ':until': leaseUntilMs, ':expect': expect, ':leased': 'leased', ':token': range.leaseToken },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+}
+
+/** Marks the range done; it leaves the open-ranges index and expires later (TTL). */
+export function completeAction(table: string, range: LeasedRange, expect: number, nowMs: number, stats: RangeStats): TxAction {
+  return {
+    Update: {
+      TableName: table,
+      Key: keys.range(range.stream, range),
+      UpdateExpression:
+        'SET #st = :done, progress = :until, finishedAtMs = :now, records = :records, expiresAt = :ttl REMOVE openPk, leaseExpiresAtMs',
+      ConditionExpression: `${HOLDS_LEASE} AND progress = :expect`,
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: {
+        ':done': 'done',
+        ':until': range.until,
+        ':now': nowMs,
+        ':records': stats.records,
+        ':ttl': Math.floor(nowMs / 1000) + DONE_RANGE_TTL_SEC,
+        ':expect': expect,
+        ':leased': 'leased',
+        ':token': range.leaseToken,
+      },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+}
+
+/** The partition's committed offset moves from the range's start to its end, with the range's stats. */
+export function advancePartitionAction(table: string, range: LeasedRange, stats: RangeStats, observedRecordsPerSec: number | undefined, withAdvance: boolean): TxAction {
+  const values: Item = { ':stats': stats };
+  let set = 'lastRange = :stats';
+  if (observedRecordsPerSec !== undefined) {
+    set += ', observedRecordsPerSec = :rate';
+    values[':rate'] = observedRecordsPerSec;
+  }
+  if (withAdvance) {
+    set += ', committed = :until';
+    values[':until'] = range.until;
+    values[':from'] = range.from;
+  }
+  return {
+    Update: {
+      TableName: table,
+      Key: keys.partition(range.stream, range.topic, range.partition),
+      UpdateExpression: `SET ${set}`,
+      ConditionExpression: withAdvance ? 'attribute_exists(pk) AND committed = :from' : 'attribute_exists(pk)',
+      ExpressionAttributeValues: values,
+    },
+  };
+}
+
+/** A sink write as a transaction action (tables default to none: the processor names them). */
+export function sinkAction(w: SinkWrite): TxAction {
+  const cond = (c?: { expression: string; names?: Record<string, string>; values?: Record<string, unknown> }) =>
+    c ? { ConditionExpression: c.expression, ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.values } : {};
+  const table = (t: string | undefined): string => {
+    if (!t) throw new ValidationError('sink write without a table: set handler.sinkTable or name the table in the write');
+    return t;
+  };
+  if ('put' in w) return { Put: { TableName: table(w.put.table), Item: w.put.item, ...cond(w.put.condition) } };
+  if ('delete' in w) return { Delete: { TableName: table(w.delete.table), Key: w.delete.key, ...cond(w.delete.condition) } };
+  const c = w.update.condition;
+  return {
+    Update: {
+      TableName: table(w.update.table),
+      Key: w.update.key,
+      UpdateExpression: w.update.expression,
+      ConditionExpression: c?.expression,
+      ExpressionAttributeNames: w.update.names || c?.names ? { ...w.update.names, ...c?.names } : undefined,
+      ExpressionAttributeValues: w.update.values || c?.values ? { ...w.update.values, ...c?.values } : undefined,
+    },
+  };
+}
 
 /** The condition every fenced planner transaction checks first. */
 export function fenceCheck(table: string, stream: string, epoch: number, ownerToken: string): TxAction {

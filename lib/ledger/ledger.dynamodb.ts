@@ -18,9 +18,27 @@ import {
   UpdateCommand,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
-import type { Ledger, PlannerLease, PlanWrite, WriteOutcome } from '../ports/ledger';
-import { codec, fenceCheck, keys, OPEN_RANGES_INDEX, planWriteActions, type TxAction } from './codec.dynamodb';
+import { AppError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
+import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, WriteOutcome } from '../ports/ledger';
+import {
+  advancePartitionAction,
+  codec,
+  completeAction,
+  fenceCheck,
+  keys,
+  OPEN_RANGES_INDEX,
+  planWriteActions,
+  progressAction,
+  sinkAction,
+  type TxAction,
+} from './codec.dynamodb';
+
+/** A sink write's own condition failed: the handler asked for something the sink table refuses. */
+export class SinkConditionError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SINK_CONDITION', message, options);
+  }
+}
 
 const MAX_TX_ACTIONS = 100;
 const CONFLICT_RETRIES = 6;
@@ -112,6 +130,37 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       ExpressionAttributeValues: { ':pk': keys.pk(stream), ':prefix': prefix },
       ConsistentRead: true,
     });
+
+  /**
+   * Sends one transaction, retrying only when it was cancelled by a concurrent write
+   * (TransactionConflict); returns the cancellation codes when a condition failed.
+   */
+  const transact = async (what: string, items: TxAction[]): Promise<{ ok: true } | { ok: false; codes: string[] }> => {
+    const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await send(what, () => doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token })));
+        return { ok: true };
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        const codes = (err.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+        if (codes.includes('ConditionalCheckFailed')) return { ok: false, codes };
+        if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting (${codes.join(',')})`, { cause: err });
+        await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
+      }
+    }
+  };
+
+  /** A conditional UpdateItem whose failed condition means the lease is gone. */
+  const updateHoldingLease = async (what: string, input: ConstructorParameters<typeof UpdateCommand>[0]): Promise<ProcessorWriteOutcome> => {
+    try {
+      await send(what, () => doc.send(new UpdateCommand(input)));
+      return 'applied';
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return 'lease-lost';
+      throw err;
+    }
+  };
 
   /** Sends one transaction; returns per-write outcomes or 'retry' for writes cancelled only by others. */
   const sendBatch = async (
@@ -280,6 +329,120 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     async readDataLoss(stream) {
       return (await queryPrefix(stream, 'L#')).map(codec.lossFromItem);
+    },
+
+    async readPartition(stream, topic, partition) {
+      const res = await send(`read partition ${topic}/${partition}`, () =>
+        doc.send(new GetCommand({ TableName: table, Key: keys.partition(stream, topic, partition), ConsistentRead: true })),
+      );
+      return res.Item ? codec.partitionFromItem(res.Item) : undefined;
+    },
+
+    async takeRangeLease({ stream, topic, partition, from, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+      try {
+        const res = await send(`take lease of ${topic}/${partition}/${from}`, () =>
+          doc.send(
+            new UpdateCommand({
+              TableName: table,
+              Key: keys.range(stream, { topic, partition, from }),
+              UpdateExpression:
+                'SET #st = :leased, leaseToken = :token, leaseExpiresAtMs = :until, attempts = attempts + :one, firstLeasedAtMs = if_not_exists(firstLeasedAtMs, :now)',
+              ConditionExpression:
+                'attribute_exists(pk) AND attempts < :max AND (#st IN (:planned, :failed) OR (#st = :leased AND leaseExpiresAtMs < :now))',
+              ExpressionAttributeNames: { '#st': 'status' },
+              ExpressionAttributeValues: {
+                ':leased': 'leased',
+                ':planned': 'planned',
+                ':failed': 'failed',
+                ':token': leaseToken,
+                ':until': nowMs + leaseMs,
+                ':one': 1,
+                ':now': nowMs,
+                ':max': maxAttempts,
+              },
+              ReturnValues: 'ALL_NEW',
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            }),
+          ),
+        );
+        return { kind: 'taken', range: codec.rangeFromItem(res.Attributes ?? {}) };
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+        // Re-read rather than decode the low-level ALL_OLD image: the outcome depends on the whole item.
+        const res = await send('re-read range after a lost lease race', () =>
+          doc.send(new GetCommand({ TableName: table, Key: keys.range(stream, { topic, partition, from }), ConsistentRead: true })),
+        );
+        if (!res.Item) return { kind: 'missing' };
+        const range = codec.rangeFromItem(res.Item);
+        if (range.status === 'done') return { kind: 'done', range };
+        if (range.status === 'parked') return { kind: 'parked', range };
+        if (range.status === 'leased' && (range.leaseExpiresAtMs ?? 0) >= nowMs) return { kind: 'held', range };
+        if (range.attempts >= maxAttempts) return { kind: 'exhausted', range };
+        return { kind: 'held', range }; // lost to a concurrent taker between our write and this read
+      }
+    },
+
+    async commitChunk({ range, expectProgress, to, nowMs, leaseMs, sinkWrites = [], deadLetters = [], dataLoss }) {
+      const items: TxAction[] = [
+        progressAction(table, range, expectProgress, to, nowMs + leaseMs),
+        ...sinkWrites.map(sinkAction),
+        ...deadLetters.map((d) => ({ Put: { TableName: table, Item: codec.deadLetterItem(d), ConditionExpression: 'attribute_not_exists(pk)' } })),
+        ...(dataLoss ? [{ Put: { TableName: table, Item: codec.lossItem(dataLoss), ConditionExpression: 'attribute_not_exists(pk)' } }] : []),
+      ];
+      const res = await transact(`commit ${range.topic}/${range.partition} ${expectProgress}->${to}`, items);
+      if (res.ok) return 'applied';
+      if (res.codes[0] === 'ConditionalCheckFailed') return 'lease-lost';
+      const failed = res.codes.map((c, i) => (c === 'ConditionalCheckFailed' ? i : -1)).filter((i) => i > 0);
+      throw new SinkConditionError(
+        `a sink write's condition failed (actions ${failed.join(', ')} of the chunk ${expectProgress}->${to}); nothing of the chunk was applied`,
+      );
+    },
+
+    async completeRange({ range, expectProgress, nowMs, stats, observedRecordsPerSec, advancePartition }) {
+      const what = `complete ${range.topic}/${range.partition}/${range.from}`;
+      const done = completeAction(table, range, expectProgress, nowMs, stats);
+      let res = await transact(what, [done, advancePartitionAction(table, range, stats, observedRecordsPerSec, advancePartition)]);
+      if (!res.ok && res.codes[0] !== 'ConditionalCheckFailed' && advancePartition) {
+        // Committed offset is not at this range's start (split ranges finishing out of order): finish
+        // the range alone; the planner advances the committed offset over the finished prefix.
+        res = await transact(what, [done, advancePartitionAction(table, range, stats, observedRecordsPerSec, false)]);
+      }
+      return res.ok ? 'applied' : 'lease-lost';
+    },
+
+    async failRange({ range, status, error, nowMs }) {
+      return updateHoldingLease(`fail ${range.topic}/${range.partition}/${range.from}`, {
+        TableName: table,
+        Key: keys.range(range.stream, range),
+        UpdateExpression: 'SET #st = :status, lastError = :err, failedAtMs = :now, leaseExpiresAtMs = :zero',
+        ConditionExpression: '#st = :leased AND leaseToken = :token',
+        ExpressionAttributeNames: { '#st': 'status' },
+        ExpressionAttributeValues: { ':status': status, ':err': error.slice(0, 4000), ':now': nowMs, ':zero': 0, ':leased': 'leased', ':token': range.leaseToken },
+      });
+    },
+
+    async releaseRange({ range, nowMs, progressed }) {
+      return updateHoldingLease(`release ${range.topic}/${range.partition}/${range.from}`, {
+        TableName: table,
+        Key: keys.range(range.stream, range),
+        // Back to `planned` and not dispatched: the next planner run dispatches it again at once.
+        // A deadline that still made progress is not a failed attempt.
+        UpdateExpression: `SET #st = :planned, leaseExpiresAtMs = :zero, releasedAtMs = :now${progressed ? ', attempts = attempts - :one' : ''} REMOVE dispatchedAtMs`,
+        ConditionExpression: '#st = :leased AND leaseToken = :token',
+        ExpressionAttributeNames: { '#st': 'status' },
+        ExpressionAttributeValues: {
+          ':planned': 'planned',
+          ':zero': 0,
+          ':now': nowMs,
+          ':leased': 'leased',
+          ':token': range.leaseToken,
+          ...(progressed ? { ':one': 1 } : {}),
+        },
+      });
+    },
+
+    async listDeadLetters(stream) {
+      return (await queryPrefix(stream, 'D#')).map(codec.deadLetterFromItem);
     },
 
     async applyPlan({ stream, epoch, ownerToken, writes }) {

@@ -4,6 +4,11 @@
  */
 import type {
   DataLossEntry,
+  DeadLetter,
+  LeasedRange,
+  LeaseOutcome,
+  ProcessorWriteOutcome,
+  SinkWrite,
   Ledger,
   PartitionState,
   PlannerLease,
@@ -18,6 +23,9 @@ type StreamStore = {
   partitions: Map<string, PartitionState>;
   ranges: Map<string, RangeState>;
   losses: DataLossEntry[];
+  deadLetters: DeadLetter[];
+  /** Sink writes as committed, in order (the fake does not evaluate update expressions). */
+  sinkWrites: SinkWrite[];
 };
 
 const pKey = (topic: string, partition: number): string => `${topic}/${partition}`;
@@ -93,13 +101,18 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
   const store = (stream: string): StreamStore => {
     let s = streams.get(stream);
     if (!s) {
-      s = { partitions: new Map(), ranges: new Map(), losses: [] };
+      s = { partitions: new Map(), ranges: new Map(), losses: [], deadLetters: [], sinkWrites: [] };
       streams.set(stream, s);
     }
     return s;
   };
   const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean =>
     !s.meta || s.meta.epoch !== epoch || s.meta.ownerToken !== ownerToken;
+  /** The range if `range.leaseToken` still holds its lease. */
+  const held = (range: LeasedRange): RangeState | undefined => {
+    const r = store(range.stream).ranges.get(rKey(range));
+    return r && r.status === 'leased' && r.leaseToken === range.leaseToken ? r : undefined;
+  };
 
   return {
     store,
@@ -150,6 +163,67 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
     async readDataLoss(stream) {
       requests++;
       return store(stream).losses.map(clone);
+    },
+    async readPartition(stream, topic, partition) {
+      requests++;
+      const p = store(stream).partitions.get(pKey(topic, partition));
+      return p ? clone(p) : undefined;
+    },
+    async takeRangeLease({ stream, topic, partition, from, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+      requests++;
+      const r = store(stream).ranges.get(rKey({ topic, partition, from }));
+      if (!r) return { kind: 'missing' };
+      if (r.status === 'done') return { kind: 'done', range: clone(r) };
+      if (r.status === 'parked') return { kind: 'parked', range: clone(r) };
+      if (r.status === 'leased' && (r.leaseExpiresAtMs ?? 0) >= nowMs) return { kind: 'held', range: clone(r) };
+      if (r.attempts >= maxAttempts) return { kind: 'exhausted', range: clone(r) };
+      Object.assign(r, { status: 'leased', leaseToken, leaseExpiresAtMs: nowMs + leaseMs, attempts: r.attempts + 1 });
+      r.firstLeasedAtMs ??= nowMs;
+      return { kind: 'taken', range: clone(r) };
+    },
+    async commitChunk({ range, expectProgress, to, nowMs, leaseMs, sinkWrites, deadLetters, dataLoss }): Promise<ProcessorWriteOutcome> {
+      requests++;
+      const r = held(range);
+      if (!r || r.progress !== expectProgress || to < expectProgress || to > r.until) return 'lease-lost';
+      r.progress = to;
+      r.leaseExpiresAtMs = nowMs + leaseMs;
+      const s = store(range.stream);
+      s.sinkWrites.push(...clone(sinkWrites ?? []));
+      s.deadLetters.push(...clone(deadLetters ?? []));
+      if (dataLoss) s.losses.push(clone(dataLoss));
+      return 'applied';
+    },
+    async completeRange({ range, expectProgress, nowMs, stats, observedRecordsPerSec, advancePartition }): Promise<ProcessorWriteOutcome> {
+      requests++;
+      const r = held(range);
+      if (!r || r.progress !== expectProgress) return 'lease-lost';
+      const p = store(range.stream).partitions.get(pKey(range.topic, range.partition));
+      Object.assign(r, { status: 'done', progress: r.until, finishedAtMs: nowMs, records: stats.records });
+      if (p) {
+        if (advancePartition && p.committed === range.from) p.committed = range.until;
+        p.lastRange = clone(stats);
+        if (observedRecordsPerSec !== undefined) p.observedRecordsPerSec = observedRecordsPerSec;
+      }
+      return 'applied';
+    },
+    async failRange({ range, status, error }): Promise<ProcessorWriteOutcome> {
+      requests++;
+      const r = held(range);
+      if (!r) return 'lease-lost';
+      Object.assign(r, { status, lastError: error, leaseExpiresAtMs: 0 });
+      return 'applied';
+    },
+    async releaseRange({ range, progressed }): Promise<ProcessorWriteOutcome> {
+      requests++;
+      const r = held(range);
+      if (!r) return 'lease-lost';
+      Object.assign(r, { status: 'planned', leaseExpiresAtMs: 0, dispatchedAtMs: undefined });
+      if (progressed) r.attempts = Math.max(0, r.attempts - 1);
+      return 'applied';
+    },
+    async listDeadLetters(stream) {
+      requests++;
+      return store(stream).deadLetters.map(clone);
     },
     async applyPlan({ stream, epoch, ownerToken, writes }): Promise<WriteOutcome[]> {
       requests++;

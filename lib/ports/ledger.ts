@@ -72,6 +72,12 @@ export type RangeState = {
   /** Next offset to process inside the range (from <= progress <= until). */
   progress: number;
   lastError?: string;
+  /** When the first lease was taken (scheduling delay = this - plannedAtMs). */
+  firstLeasedAtMs?: number;
+  finishedAtMs?: number;
+  /** Records delivered to the handler when done (excludes gaps, markers, aborted records). */
+  records?: number;
+  deadLetters?: number;
 };
 
 export type DataLossEntry = {
@@ -84,6 +90,62 @@ export type DataLossEntry = {
   detectedAtMs: number;
   reason: string;
 };
+
+/** A write to the exactly-once sink, applied in the same transaction as the progress it belongs to. */
+export type SinkWrite =
+  | { put: { table?: string; item: Record<string, unknown>; condition?: SinkCondition } }
+  | {
+      update: {
+        table?: string;
+        key: Record<string, unknown>;
+        /** A DynamoDB UpdateExpression, e.g. `ADD #total :n`. */
+        expression: string;
+        names?: Record<string, string>;
+        values?: Record<string, unknown>;
+        condition?: SinkCondition;
+      };
+    }
+  | { delete: { table?: string; key: Record<string, unknown>; condition?: SinkCondition } };
+
+export type SinkCondition = { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
+
+/** A record the handler kept rejecting, stored with its error instead of stalling the partition. */
+export type DeadLetter = {
+  stream: string;
+  topic: string;
+  partition: number;
+  offset: number;
+  timestampMs: number;
+  /** Base64 of key and value; values over the item limit are cut and flagged. */
+  keyBase64: string | null;
+  valueBase64: string | null;
+  valueBytes: number;
+  truncated: boolean;
+  headers: Record<string, string>;
+  error: string;
+  attempts: number;
+  rangeFrom: number;
+  createdAtMs: number;
+  /** Set when an operator re-drove it. */
+  redrivenAtMs?: number;
+};
+
+/** The result of trying to take a range's lease (KCL-style: conditional on what was seen). */
+export type LeaseOutcome =
+  | { kind: 'taken'; range: RangeState }
+  /** Finished earlier: the caller returns its summary. */
+  | { kind: 'done'; range: RangeState }
+  /** Another processor holds an unexpired lease. */
+  | { kind: 'held'; range: RangeState }
+  | { kind: 'parked'; range: RangeState }
+  /** The attempt limit is reached; the planner parks it. */
+  | { kind: 'exhausted'; range: RangeState }
+  | { kind: 'missing' };
+
+/** Range identity plus the lease token a processor holds. */
+export type LeasedRange = { stream: string; topic: string; partition: number; from: number; until: number; leaseToken: string };
+
+export type ProcessorWriteOutcome = 'applied' | 'lease-lost';
 
 export type PlannerLease =
   | { acquired: true; epoch: number; meta: StreamMeta }
@@ -153,4 +215,54 @@ export type Ledger = {
   applyPlan(input: { stream: string; epoch: number; ownerToken: string; writes: PlanWrite[] }): Promise<WriteOutcome[]>;
   /** Requests sent to the store so far (benchmarks and the idle-run budget). */
   requestCount(): number;
+
+  // Processor side. Every write is conditional on the lease token (I3) and the progress it replaces (I2).
+
+  readPartition(stream: string, topic: string, partition: number): Promise<PartitionState | undefined>;
+  /**
+   * Takes the range's lease if it is planned, failed, or leased with an expired lease, and fewer than
+   * `maxAttempts` leases were taken; counts the attempt.
+   */
+  takeRangeLease(input: {
+    stream: string;
+    topic: string;
+    partition: number;
+    from: number;
+    leaseToken: string;
+    nowMs: number;
+    leaseMs: number;
+    maxAttempts: number;
+  }): Promise<LeaseOutcome>;
+  /**
+   * Moves progress from `expectProgress` to `to` and renews the lease, together with the chunk's sink
+   * writes and dead letters, in one transaction (I4).
+   */
+  commitChunk(input: {
+    range: LeasedRange;
+    expectProgress: number;
+    to: number;
+    nowMs: number;
+    leaseMs: number;
+    sinkWrites?: SinkWrite[];
+    deadLetters?: DeadLetter[];
+    /** Retention removed `[expectProgress, to)` before it was read: record the span (failOnDataLoss=false). */
+    dataLoss?: DataLossEntry;
+  }): Promise<ProcessorWriteOutcome>;
+  /**
+   * Marks the range done at `until` (from `expectProgress`), and advances the partition's committed
+   * offset from `range.from` when `advancePartition` (one range in flight per partition).
+   */
+  completeRange(input: {
+    range: LeasedRange;
+    expectProgress: number;
+    nowMs: number;
+    stats: RangeStats;
+    observedRecordsPerSec?: number;
+    advancePartition: boolean;
+  }): Promise<ProcessorWriteOutcome>;
+  /** Records a failure: `failed` (the planner re-dispatches) or `parked` (needs an operator). */
+  failRange(input: { range: LeasedRange; status: 'failed' | 'parked'; error: string; nowMs: number }): Promise<ProcessorWriteOutcome>;
+  /** Gives the range back before the deadline, keeping its progress; the planner dispatches it again. */
+  releaseRange(input: { range: LeasedRange; nowMs: number; progressed: boolean }): Promise<ProcessorWriteOutcome>;
+  listDeadLetters(stream: string): Promise<DeadLetter[]>;
 };

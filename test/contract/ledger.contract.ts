@@ -210,4 +210,74 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(out[100]).toBe('condition-failed');
     expect((await ledger.readOpenRanges(stream)).length).toBe(249);
   });
+
+  async function plannedRange(stream: string, from = 0, until = 100) {
+    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'planner', nowMs: 0, leaseMs: 1 });
+    if (!lease.acquired) throw new Error('lease');
+    const ctx = { stream, epoch: lease.epoch, ownerToken: 'planner' };
+    await ledger.applyPlan({
+      ...ctx,
+      writes: [
+        { kind: 'register-partition', partition: partitionFixture(stream, 't', 0, from) },
+        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, from, until, lease.epoch), partitionUpdate: { lastPlannedAtMs: 1 } },
+      ],
+    });
+    return { stream, topic: 't', partition: 0, from, until };
+  }
+  const take = (r: { stream: string; topic: string; partition: number; from: number }, leaseToken: string, nowMs: number, maxAttempts = 3) =>
+    ledger.takeRangeLease({ ...r, leaseToken, nowMs, leaseMs: 1000, maxAttempts });
+
+  it('gives a range lease to one processor at a time and counts attempts (I3)', async () => {
+    const r = await plannedRange(streamName());
+    const a = await take(r, 'A', 10_000);
+    expect(a).toMatchObject({ kind: 'taken', range: { status: 'leased', leaseToken: 'A', attempts: 1, leaseExpiresAtMs: 11_000, firstLeasedAtMs: 10_000 } });
+    expect(await take(r, 'B', 10_500)).toMatchObject({ kind: 'held', range: { leaseToken: 'A' } });
+    const b = await take(r, 'B', 11_001);
+    expect(b).toMatchObject({ kind: 'taken', range: { leaseToken: 'B', attempts: 2, firstLeasedAtMs: 10_000 } });
+    // A's lease is gone: its writes fail their condition and change nothing.
+    expect(await ledger.commitChunk({ range: { ...r, leaseToken: 'A' }, expectProgress: 0, to: 50, nowMs: 11_002, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.failRange({ range: { ...r, leaseToken: 'A' }, status: 'failed', error: 'x', nowMs: 11_002 })).toBe('lease-lost');
+    expect(await take(r, 'C', 20_000, 2)).toMatchObject({ kind: 'exhausted' });
+    expect(await take({ ...r, from: 999 }, 'C', 20_000)).toEqual({ kind: 'missing' });
+  });
+
+  it('commits chunk progress forward only, with the lease token and the progress it replaces (I2)', async () => {
+    const r = await plannedRange(streamName(), 10, 110);
+    await take(r, 'A', 1000);
+    const held = { ...r, leaseToken: 'A' };
+    const dl = {
+      stream: r.stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
+      truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000,
+    };
+    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl] })).toBe('applied');
+    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1600, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ progress: 40, leaseExpiresAtMs: 2500 });
+    expect(await ledger.listDeadLetters(r.stream)).toEqual([dl]);
+
+    expect(
+      await ledger.completeRange({ range: held, expectProgress: 39, nowMs: 1700, stats: { records: 90, processingMs: 700, schedulingDelayMs: 5, finishedAtMs: 1700 }, advancePartition: true }),
+    ).toBe('lease-lost');
+    expect(await ledger.commitChunk({ range: held, expectProgress: 40, to: 110, nowMs: 1700, leaseMs: 1000 })).toBe('applied');
+    const stats = { records: 90, processingMs: 700, schedulingDelayMs: 5, finishedAtMs: 1800 };
+    expect(await ledger.completeRange({ range: held, expectProgress: 110, nowMs: 1800, stats, observedRecordsPerSec: 128, advancePartition: true })).toBe('applied');
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'done', progress: 110, records: 90, finishedAtMs: 1800 });
+    expect(await ledger.readPartition(r.stream, 't', 0)).toMatchObject({ committed: 110, lastRange: stats, observedRecordsPerSec: 128 });
+    expect(await ledger.readOpenRanges(r.stream)).toEqual([]);
+    expect(await take(r, 'B', 99_000)).toMatchObject({ kind: 'done', range: { records: 90 } });
+  });
+
+  it('fails, parks and releases ranges only for the lease holder', async () => {
+    const r = await plannedRange(streamName());
+    await take(r, 'A', 1000);
+    expect(await ledger.failRange({ range: { ...r, leaseToken: 'A' }, status: 'failed', error: 'broker down', nowMs: 1100 })).toBe('applied');
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'failed', lastError: 'broker down' });
+    await take(r, 'B', 1200);
+    expect(await ledger.releaseRange({ range: { ...r, leaseToken: 'B' }, nowMs: 1300, progressed: true })).toBe('applied');
+    const released = await ledger.readRange(r.stream, r);
+    expect(released).toMatchObject({ status: 'planned', attempts: 1 });
+    expect(released?.dispatchedAtMs).toBeUndefined();
+    await take(r, 'C', 1400);
+    expect(await ledger.failRange({ range: { ...r, leaseToken: 'C' }, status: 'parked', error: 'DATA_LOSS', nowMs: 1500 })).toBe('applied');
+    expect(await take(r, 'D', 99_000)).toMatchObject({ kind: 'parked', range: { lastError: 'DATA_LOSS' } });
+  });
 }

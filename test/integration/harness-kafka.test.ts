@@ -1,5 +1,5 @@
 /** Proves the local Kafka broker is real: topic admin, produce, and the offsets the planner will read. */
-import { testKafka, uniqueName } from '../support/env';
+import { createTopicsReady, testKafka, uniqueName } from '../support/env';
 
 describe('local Kafka broker', () => {
   const kafka = testKafka('harness-kafka');
@@ -17,7 +17,7 @@ describe('local Kafka broker', () => {
 
   it('creates a 3-partition topic, takes 10,000 records and reports earliest/latest offsets', async () => {
     const topic = uniqueName('harness');
-    await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1 }], waitForLeaders: true });
+    await createTopicsReady(admin, [{ topic, numPartitions: 3 }]);
 
     const perPartition = [0, 0, 0];
     for (let batch = 0; batch < 10; batch++) {

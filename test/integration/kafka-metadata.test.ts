@@ -4,7 +4,7 @@ import { AppError, ValidationError } from '../../lib/errors';
 import { KafkaError } from '../../lib/kafka/errors';
 import { createKafkajsMetadata, toSafeOffset, type KafkajsMetadata } from '../../lib/kafka/metadata.kafkajs';
 import type { TopicPartitions } from '../../lib/ports/kafka-metadata';
-import { testKafka, uniqueName } from '../support/env';
+import { createTopicsReady, testKafka, uniqueName } from '../support/env';
 
 /** Polls `check` until it stops throwing (the broker applies admin changes to its metadata asynchronously). */
 async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
@@ -28,7 +28,7 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
   let meta: KafkajsMetadata;
 
   async function createTopics(specs: Array<{ topic: string; numPartitions: number }>): Promise<void> {
-    await admin.createTopics({ topics: specs.map((s) => ({ ...s, replicationFactor: 1 })), waitForLeaders: true });
+    await createTopicsReady(admin, specs);
   }
 
   async function produce(topic: string, perPartition: number[]): Promise<void> {

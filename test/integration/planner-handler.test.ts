@@ -4,7 +4,7 @@ import { handler } from '../../functions/planner';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { resetAwsRuntime } from '../../lib/runtime/aws';
-import { testDynamo, testKafka, uniqueName } from '../support/env';
+import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
 const tableName = uniqueName('handler-ledger');
@@ -15,11 +15,9 @@ const saved = { ...process.env };
 
 beforeAll(async () => {
   await Promise.all([ensureLedgerTable(ddb, tableName), admin.connect()]);
-  await admin.createTopics({ topics: [{ topic: `${prefix}-t`, numPartitions: 2 }], waitForLeaders: true });
+  await createTopicsReady(admin, [{ topic: `${prefix}-t`, numPartitions: 2 }]);
   const streams = ['one', 'two'].map((id) => ({ id: `${prefix}-${id}`, kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') }, topics: [`${prefix}-t`] }));
   process.env.STREAMS_CONFIG = JSON.stringify({ ledgerTable: tableName, streams });
-  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
-  process.env.POWERTOOLS_LOG_LEVEL = 'ERROR';
   await resetAwsRuntime();
 });
 afterAll(async () => {

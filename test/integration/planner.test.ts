@@ -8,7 +8,7 @@ import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream, type PlannerDeps } from '../../lib/planner/run';
-import { testDynamo, testKafka, uniqueName } from '../support/env';
+import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
 const tableName = uniqueName('planner-ledger');
@@ -42,7 +42,7 @@ function setup() {
   const produce = (topic: string, partition: number, n: number) =>
     producer.send({ topic, messages: Array.from({ length: n }, (_, i) => ({ value: `v${i}`, partition })) });
   const createTopic = (topic: string, numPartitions: number) =>
-    admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: true });
+    createTopicsReady(admin, [{ topic, numPartitions }]);
   return { prefix, stream, ledger, dispatcher, deps, run, produce, createTopic, at: () => now };
 }
 

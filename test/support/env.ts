@@ -1,7 +1,7 @@
 /** Clients for the services of the current test run, from KAFKA_BROKERS / DYNAMODB_ENDPOINT. */
 import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 
 function required(name: string): string {
   const v = process.env[name];
@@ -24,4 +24,29 @@ export function testDynamo(): DynamoDBClient {
 /** A name no other test (or earlier run against the same services) uses. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Creates topics and waits until every partition's leader answers ListOffsets. kafkajs's own
+ * `waitForLeaders` throws when another test's fresh topic is not yet hosted, so we poll instead.
+ */
+export async function createTopicsReady(
+  admin: Admin,
+  topics: Array<{ topic: string; numPartitions?: number; configEntries?: Array<{ name: string; value: string }> }>,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await admin.createTopics({ topics, waitForLeaders: false });
+  const deadline = Date.now() + timeoutMs;
+  for (const { topic, numPartitions = 1 } of topics) {
+    for (;;) {
+      try {
+        const offsets = await admin.fetchTopicOffsets(topic);
+        if (offsets.length === numPartitions) break;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+      }
+      if (Date.now() > deadline) throw new Error(`topic ${topic} not ready after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }

@@ -43,6 +43,8 @@ describe('planner metrics (EMF)', () => {
       lines.push(...String(chunk).split('\n').filter(Boolean));
       return true;
     });
+    const disabled = process.env.POWERTOOLS_METRICS_DISABLED;
+    delete process.env.POWERTOOLS_METRICS_DISABLED;
     try {
       const metrics = new Metrics({ namespace: 'Test', serviceName: 'planner' });
       recordPlannerMetrics(
@@ -59,6 +61,7 @@ describe('planner metrics (EMF)', () => {
       );
     } finally {
       spy.mockRestore();
+      process.env.POWERTOOLS_METRICS_DISABLED = disabled;
     }
     const docs = lines.map((l) => JSON.parse(l) as Record<string, unknown> & { _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][] }> } });
     const stream = docs.find((d) => 'RecordsPlanned' in d)!;
