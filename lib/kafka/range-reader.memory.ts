@@ -1,0 +1,75 @@
+/** In-memory RangeReader for processor unit tests: records per partition, gaps and injected faults. */
+import { OffsetOutOfRangeError, PartitionNotFoundError } from './errors';
+import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../ports/range-reader';
+
+export type MemoryRangeReader = RangeReader & {
+  /** Appends records with the given values at the next offsets (or at explicit offsets for gaps). */
+  append(topic: string, partition: number, values: Array<{ key?: string; value: string | null; offset?: number }>): void;
+  /** Retention: offsets below `earliest` are gone. */
+  truncate(topic: string, partition: number, earliest: number): void;
+  deletePartition(topic: string, partition: number): void;
+  /** Fails the next `n` reads with `error` (then reads work again). */
+  failNext(n: number, error: Error): void;
+};
+
+/** Creates the reader; chunks hold at most `maxChunkRecords` records. */
+export function createMemoryRangeReader(): MemoryRangeReader {
+  const logs = new Map<string, { records: KafkaRecord[]; earliest: number; end: number }>();
+  let failures: { n: number; error?: Error } = { n: 0 };
+  let requests = 0;
+  const k = (t: string, p: number) => `${t}/${p}`;
+  return {
+    requestCount: () => requests,
+    async close() {},
+    append(topic, partition, values) {
+      const log = logs.get(k(topic, partition)) ?? { records: [], earliest: 0, end: 0 };
+      logs.set(k(topic, partition), log);
+      for (const v of values) {
+        const offset = v.offset ?? log.end;
+        log.records.push({
+          topic,
+          partition,
+          offset,
+          timestampMs: 1_000 + offset,
+          key: v.key === undefined ? null : Buffer.from(v.key),
+          value: v.value === null ? null : Buffer.from(v.value),
+          headers: {},
+        });
+        log.end = offset + 1;
+      }
+    },
+    truncate(topic, partition, earliest) {
+      const log = logs.get(k(topic, partition));
+      if (log) log.earliest = earliest;
+    },
+    deletePartition(topic, partition) {
+      logs.delete(k(topic, partition));
+    },
+    failNext(n, error) {
+      failures = { n, error };
+    },
+    async *read(req: ReadRequest): AsyncGenerator<RecordChunk> {
+      let at = req.from;
+      while (at < req.until) {
+        requests++;
+        if (failures.n > 0) {
+          failures.n--;
+          throw failures.error;
+        }
+        const log = logs.get(k(req.topic, req.partition));
+        if (!log) throw new PartitionNotFoundError(`partition ${req.topic}/${req.partition} does not exist`, req);
+        if (at < log.earliest) {
+          throw new OffsetOutOfRangeError(`offset ${at} is below the log start ${log.earliest}`, { ...req, fetchOffset: at, logStartOffset: log.earliest });
+        }
+        const max = req.maxChunkRecords ?? 500;
+        const records = log.records.filter((r) => r.offset >= at && r.offset < req.until).slice(0, max);
+        const last = records.at(-1);
+        // A full chunk continues after its last record; otherwise the rest of the range is consumed.
+        const nextOffset = records.length === max && last ? last.offset + 1 : Math.min(req.until, Math.max(log.end, at));
+        if (nextOffset <= at) throw new Error(`memory reader: nothing to read at ${at} (log ends at ${log.end})`);
+        yield { records, nextOffset, bytes: records.reduce((s, r) => s + (r.value?.length ?? 0), 0) };
+        at = nextOffset;
+      }
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * The user handler contract. Records arrive in chunks, in offset order, each with the idempotency
+ * key `topic/partition/offset`.
+ *
+ * - `dynamodb-exactly-once`: `handle` returns the DynamoDB writes for the chunk and has no other side
+ *   effects; the processor applies them with the progress advance in one transaction (I4), and may
+ *   call `handle` again on a smaller part of the chunk to fit the transaction limits.
+ * - `at-least-once`: `handle` performs its own side effects; progress is committed afterwards, so a
+ *   crash in between redelivers the chunk (use the idempotency key to deduplicate).
+ */
+import type { RecordHeaders } from '../ports/range-reader';
+import type { SinkWrite } from '../ports/ledger';
+
+export type HandlerRecord = {
+  topic: string;
+  partition: number;
+  offset: number;
+  timestampMs: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: RecordHeaders;
+  /** `topic/partition/offset`: stable across retries and redeliveries. */
+  idempotencyKey: string;
+};
+
+export type HandlerContext = {
+  stream: string;
+  /** The stream's sink table (exactly-once mode). */
+  sinkTable?: string;
+  /** Aborted when the invocation is about to time out. */
+  signal: AbortSignal;
+};
+
+export type ExactlyOnceHandler = {
+  mode: 'dynamodb-exactly-once';
+  handle(records: HandlerRecord[], ctx: HandlerContext): SinkWrite[] | Promise<SinkWrite[]>;
+};
+
+export type AtLeastOnceHandler = {
+  mode: 'at-least-once';
+  handle(records: HandlerRecord[], ctx: HandlerContext): void | Promise<void>;
+};
+
+export type RecordsHandler = ExactlyOnceHandler | AtLeastOnceHandler;

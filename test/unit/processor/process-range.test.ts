@@ -1,0 +1,229 @@
+/** The processor on the in-memory ledger and reader: exactly-once application, leases, resume, faults. */
+import { parseStreamConfig, type StreamConfigInput } from '../../../lib/config/schema';
+import { runningTotals } from '../../../lib/handlers/running-totals';
+import { StoreError } from '../../../lib/errors';
+import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
+import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
+import type { SinkWrite } from '../../../lib/ports/ledger';
+import type { RecordsHandler } from '../../../lib/processor/handler-api';
+import { processRange, type ProcessorDeps } from '../../../lib/processor/process-range';
+
+const T = 'payments';
+
+async function setup(opts: { stream?: Partial<StreamConfigInput>; records?: number; handler?: RecordsHandler; until?: number } = {}) {
+  const stream = parseStreamConfig(
+    {
+      id: 's',
+      kafka: { brokers: ['localhost:9092'] },
+      topics: [T],
+      handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'totals' },
+      ...opts.stream,
+    },
+    'test',
+  );
+  const ledger = createMemoryLedger();
+  const reader = createMemoryRangeReader();
+  const n = opts.records ?? 10;
+  reader.append(T, 0, Array.from({ length: n }, (_, i) => ({ key: `acct-${i % 3}`, value: JSON.stringify({ amount: i }) })));
+  const until = opts.until ?? n;
+  const lease = await ledger.acquirePlannerLease({ stream: 's', ownerToken: 'p', nowMs: 0, leaseMs: 1 });
+  if (!lease.acquired) throw new Error('lease');
+  await ledger.applyPlan({
+    stream: 's',
+    epoch: lease.epoch,
+    ownerToken: 'p',
+    writes: [
+      { kind: 'register-partition', partition: { stream: 's', topic: T, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 } },
+      {
+        kind: 'plan-range',
+        range: { stream: 's', topic: T, partition: 0, from: 0, until, status: 'planned', epoch: 1, plannedAtMs: 0, dispatches: 1, attempts: 0, progress: 0 },
+        partitionUpdate: { lastPlannedAtMs: 0 },
+      },
+    ],
+  });
+  let now = 10_000;
+  const deps: ProcessorDeps = {
+    ledger,
+    readerFor: async () => reader,
+    handlerFor: () => opts.handler ?? runningTotals,
+    clock: () => now,
+    sleep: async () => undefined,
+    maxChunkRecords: 4,
+  };
+  const range = { stream: 's', topic: T, partition: 0, from: 0, until };
+  const run = (extra: Partial<ProcessorDeps> = {}, deadlineAtMs = now + 600_000) => processRange({ ...deps, ...extra }, { stream, range, deadlineAtMs });
+  /** Total per key as the sink would hold it after applying every committed ADD. */
+  const totals = () => {
+    const out: Record<string, number> = {};
+    for (const w of ledger.store('s').sinkWrites) {
+      if (!('update' in w)) continue;
+      const key = String(w.update.key.pk);
+      out[key] = (out[key] ?? 0) + Number(w.update.values?.[':total']);
+    }
+    return out;
+  };
+  const expected = (count: number) => {
+    const out: Record<string, number> = {};
+    for (let i = 0; i < count; i++) out[`acct-${i % 3}`] = (out[`acct-${i % 3}`] ?? 0) + i;
+    return out;
+  };
+  return { stream, ledger, reader, deps, run, totals, expected, range, advance: (ms: number) => (now += ms), now: () => now };
+}
+
+describe('processRange', () => {
+  it('applies every record of the range once and completes it', async () => {
+    const t = await setup();
+    const res = await t.run();
+    expect(res).toMatchObject({ status: 'done', records: 10, chunks: 3, progress: 10, remaining: 0 });
+    expect(t.totals()).toEqual(t.expected(10));
+    expect(t.ledger.store('s').sinkWrites.every((w) => 'update' in w && w.update.table === 'totals')).toBe(true);
+    expect(t.ledger.store('s').partitions.get(`${T}/0`)).toMatchObject({ committed: 10, lastRange: { records: 10 } });
+    expect(t.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({ status: 'done', records: 10 });
+  });
+
+  it('returns the summary of a range that is already done, and applies nothing again', async () => {
+    const t = await setup();
+    await t.run();
+    const writes = t.ledger.store('s').sinkWrites.length;
+    const again = await t.run();
+    expect(again).toMatchObject({ status: 'already-done', records: 10, progress: 10 });
+    expect(t.ledger.store('s').sinkWrites).toHaveLength(writes);
+  });
+
+  it('gives exactly one application when the same range is invoked twice at once', async () => {
+    const t = await setup({ records: 40 });
+    const [a, b] = await Promise.all([t.run({ leaseToken: 'A' }), t.run({ leaseToken: 'B' })]);
+    expect([a.status, b.status].sort()).toEqual(['done', 'held-elsewhere']);
+    expect(t.totals()).toEqual(t.expected(40));
+  });
+
+  it('resumes after a crash between the handler and the commit, applying each record once', async () => {
+    const t = await setup({ records: 12 });
+    let handled = 0;
+    const crash = {
+      afterStep: (step: string) => {
+        if (step === 'handled' && ++handled === 2) throw new Error('killed between handler and commit');
+      },
+    };
+    await expect(t.run(crash)).rejects.toThrow('killed between handler and commit');
+    expect(t.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({ progress: 4, status: 'failed' });
+    t.advance(1000);
+    const res = await t.run();
+    expect(res).toMatchObject({ status: 'done', records: 8 });
+    expect(t.totals()).toEqual(t.expected(12));
+  });
+
+  it('resumes after a hard kill (lease kept until expiry) from the last committed chunk', async () => {
+    const t = await setup({ records: 12 });
+    let commits = 0;
+    // A hard kill: the process dies after its second commit and never records anything.
+    const killed = t.run({
+      leaseToken: 'dead',
+      afterStep: (step) => {
+        if (step === 'committed' && ++commits === 2) return new Promise<never>(() => undefined);
+      },
+    });
+    void killed;
+    await new Promise((r) => setImmediate(r));
+    expect((await t.run({ leaseToken: 'early' })).status).toBe('held-elsewhere');
+    t.advance(t.stream.processor.leaseMs + 1);
+    const res = await t.run({ leaseToken: 'late' });
+    expect(res).toMatchObject({ status: 'done', records: 4 });
+    expect(t.totals()).toEqual(t.expected(12));
+  });
+
+  it('stops before the deadline, releases the range with its progress, and a later invocation finishes', async () => {
+    const t = await setup({ records: 12 });
+    let chunks = 0;
+    const slow = {
+      afterStep: (step: string) => {
+        if (step === 'committed' && ++chunks >= 1) t.advance(3000);
+      },
+    };
+    const first = await t.run(slow, t.now() + 5000);
+    expect(first.status).toBe('partial');
+    expect(first.progress).toBeGreaterThan(0);
+    expect(first.remaining).toBe(12 - first.progress);
+    const r = t.ledger.store('s').ranges.get(`${T}/0/0`)!;
+    expect(r).toMatchObject({ status: 'planned', progress: first.progress, attempts: 0 });
+    expect(r.dispatchedAtMs).toBeUndefined();
+    const second = await t.run();
+    expect(second).toMatchObject({ status: 'done', records: 12 - first.progress });
+    expect(t.totals()).toEqual(t.expected(12));
+  });
+
+  it('dead-letters a poison record after the attempt limit and continues the range', async () => {
+    const t = await setup({ records: 6, stream: { maxAttempts: 3 } });
+    t.reader.append(T, 0, [{ key: 'acct-x', value: 'not json' }]);
+    t.reader.append(T, 0, [{ key: 'acct-0', value: JSON.stringify({ amount: 100 }) }]);
+    const t2 = await setupWith(t, 8);
+    const res = await t2.run();
+    expect(res).toMatchObject({ status: 'done', records: 7, deadLetters: 1 });
+    const [dl] = t.ledger.store('s').deadLetters;
+    expect(dl).toMatchObject({ offset: 6, attempts: 3, valueBase64: Buffer.from('not json').toString('base64') });
+    expect(dl?.error).toMatch(/handler rejected payments\/0\/6 3 times: Error: record payments\/0\/6: value is not JSON/);
+    expect(t.totals()).toEqual({ ...t.expected(6), 'acct-0': t.expected(6)['acct-0']! + 100 });
+  });
+
+  it('parks the range on a poison record when the policy is stop-partition', async () => {
+    const t = await setup({ records: 2, stream: { poisonPolicy: 'stop-partition', maxAttempts: 2 } });
+    t.reader.append(T, 0, [{ key: 'k', value: '{' }]);
+    const res = await (await setupWith(t, 3)).run();
+    expect(res.status).toBe('parked');
+    expect(res.reason).toMatch(/POISON_RECORD: handler rejected payments\/0\/2 2 times/);
+    expect(t.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({ status: 'parked', progress: 2 });
+    expect(t.totals()).toEqual(t.expected(2));
+  });
+
+  it('splits a chunk whose writes do not fit one transaction', async () => {
+    const perRecord: RecordsHandler = {
+      mode: 'dynamodb-exactly-once',
+      handle: (records) => records.flatMap((r): SinkWrite[] => Array.from({ length: 30 }, (_, i) => ({ put: { item: { pk: `${r.idempotencyKey}#${i}` } } }))),
+    };
+    const t = await setup({ records: 8, handler: perRecord });
+    const res = await t.run();
+    expect(res).toMatchObject({ status: 'done', records: 8 });
+    expect(t.ledger.store('s').sinkWrites).toHaveLength(240);
+  });
+
+  it('records retention losses mid-range per failOnDataLoss', async () => {
+    const strict = await setup({ records: 10 });
+    strict.reader.truncate(T, 0, 6);
+    const parked = await strict.run();
+    expect(parked).toMatchObject({ status: 'parked', dataLoss: { from: 0, until: 6 } });
+    expect(parked.reason).toMatch(/DATA_LOSS: offsets \[0, 6\)/);
+
+    const lenient = await setup({ records: 10, stream: { failOnDataLoss: false } });
+    lenient.reader.truncate(T, 0, 6);
+    const res = await lenient.run();
+    expect(res).toMatchObject({ status: 'done', records: 4, dataLoss: { from: 0, until: 6 } });
+    expect(lenient.ledger.store('s').losses).toEqual([expect.objectContaining({ from: 0, until: 6 })]);
+  });
+
+  it('parks the range when the partition was deleted, and fails it on infrastructure errors', async () => {
+    const gone = await setup();
+    gone.reader.deletePartition(T, 0);
+    const res = await gone.run();
+    expect(res.status).toBe('parked');
+    expect(res.reason).toMatch(/^PARTITION_DELETED/);
+
+    const flaky = await setup();
+    flaky.reader.failNext(1, new StoreError('DynamoDB unavailable'));
+    await expect(flaky.run()).rejects.toThrow('DynamoDB unavailable');
+    expect(flaky.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({ status: 'failed', lastError: expect.stringMatching(/DynamoDB unavailable/) });
+  });
+
+  it('refuses a range the ledger does not know', async () => {
+    const t = await setup();
+    const res = await processRange(t.deps, { stream: t.stream, range: { ...t.range, from: 5 }, deadlineAtMs: Infinity });
+    expect(res.status).toBe('unknown-range');
+  });
+});
+
+/** The same ledger and reader, with a range planned over the first `until` offsets instead. */
+async function setupWith(t: Awaited<ReturnType<typeof setup>>, until: number) {
+  const r = t.ledger.store('s').ranges.get(`${T}/0/0`)!;
+  r.until = until;
+  t.ledger.store('s').partitions.get(`${T}/0`)!.nextFrom = until;
+  return { ...t, range: { ...t.range, until }, run: (extra: Partial<ProcessorDeps> = {}) => processRange({ ...t.deps, ...extra }, { stream: t.stream, range: { ...t.range, until }, deadlineAtMs: t.now() + 600_000 }) };
+}
