@@ -18,6 +18,7 @@ import kafkajsPackage from 'kafkajs/package.json';
 import protocolRequests from 'kafkajs/src/protocol/requests';
 // @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
 import protocolErrors from 'kafkajs/src/protocol/error';
+import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './fetch-response';
 
 export const SUPPORTED_KAFKAJS_VERSION = '2.2.4';
 
@@ -28,6 +29,9 @@ export const EARLIEST_TIMESTAMP = -2;
 export const LATEST_TIMESTAMP = -1;
 
 const METADATA_API_KEY = 3;
+const FETCH_API_KEY = 1;
+/** The Fetch version the response decoder reads; kafkajs's newest, spoken by every broker since 2.3. */
+const FETCH_VERSION = 11;
 
 export type RawPartitionMetadata = {
   partitionErrorCode: number;
@@ -61,7 +65,8 @@ export type ProtocolError = Error & { type: string; code: number; retriable: boo
 
 type ProtocolRequest = {
   request: { apiKey: number; apiName: string; apiVersion: number };
-  response: { decode(raw: unknown): Promise<unknown>; parse(data: unknown): Promise<unknown> };
+  response: { decode(raw: Buffer): Promise<unknown>; parse(data: unknown): Promise<unknown> };
+  requestTimeout?: number;
 };
 
 type InternalBroker = {
@@ -75,6 +80,7 @@ type InternalBroker = {
 
 type InternalBrokerPool = {
   createBroker: (options: unknown) => InternalBroker;
+  findBroker(args: { nodeId: number }): Promise<InternalBroker>;
   metadata: RawMetadata | null;
   refreshMetadata(topics: string[]): Promise<void>;
 };
@@ -94,7 +100,7 @@ type CreateCluster = (options: {
   isolationLevel?: number;
 }) => InternalCluster;
 
-const { requests } = protocolRequests as { requests: { Metadata: unknown } };
+const { requests } = protocolRequests as { requests: { Metadata: unknown; Fetch: unknown } };
 const { createErrorFromCode } = protocolErrors as { createErrorFromCode(code: number): ProtocolError };
 
 /** The kafkajs error (type, message, retriable) for a protocol error code. */
@@ -120,6 +126,17 @@ function clusterFactory(kafka: Kafka): CreateCluster {
   return factory as CreateCluster;
 }
 
+/** Sends a request with its own response handling, the way Broker's private sendRequest does. */
+async function sendRaw(broker: InternalBroker, protocolRequest: ProtocolRequest): Promise<unknown> {
+  try {
+    return await broker.connectionPool.send(protocolRequest);
+  } catch (e) {
+    // A closed connection is dropped, to be reopened by the next request.
+    if ((e as Error | undefined)?.name === 'KafkaJSConnectionClosedError') await broker.disconnect();
+    throw e;
+  }
+}
+
 /** Metadata without kafkajs's all-or-nothing error check, and never auto-creating topics. */
 function installLenientMetadata(pool: InternalBrokerPool): void {
   const createBroker = pool.createBroker;
@@ -127,21 +144,28 @@ function installLenientMetadata(pool: InternalBrokerPool): void {
     const broker = createBroker(options);
     broker.metadata = async (topics: string[] = []) => {
       const build = broker.lookupRequest(METADATA_API_KEY, requests.Metadata);
-      const { request, response } = build({ topics, allowAutoTopicCreation: false });
-      try {
-        return (await broker.connectionPool.send({
-          request,
-          response: { decode: response.decode, parse: async (data) => data },
-        })) as RawMetadata;
-      } catch (e) {
-        // What Broker's private sendRequest does: a closed connection is dropped, to be reopened.
-        if ((e as Error | undefined)?.name === 'KafkaJSConnectionClosedError') await broker.disconnect();
-        throw e;
-      }
+      const { request, response } = build({ topics, allowAutoTopicCreation: false }) as ProtocolRequest;
+      return (await sendRaw(broker, {
+        request,
+        response: { decode: response.decode, parse: async (data) => data },
+      })) as RawMetadata;
     };
     return broker;
   };
 }
+
+/** One partition to fetch, group-less (no session, no leader epoch fencing). */
+export type FetchPartitionRequest = {
+  topic: string;
+  partition: number;
+  fetchOffset: number;
+  isolationLevel: number;
+  /** Broker-side long poll: how long it may wait for `minBytes`. */
+  maxWaitTimeMs: number;
+  minBytes: number;
+  /** Response and partition byte limit (kafkajs sends partition maxBytes 0 unless given). */
+  maxBytes: number;
+};
 
 export type RequestEvent = { apiName: string; broker: string; timedOut: boolean };
 
@@ -205,6 +229,40 @@ export class KafkajsCluster {
     const broker = await this.cluster.findBroker({ nodeId });
     const { responses } = await broker.listOffsets({ isolationLevel, topics });
     return responses;
+  }
+
+  /**
+   * One Fetch v11 request to broker `nodeId` for one partition. The response is decoded batch by
+   * batch (see fetch-response.ts); partition errors are returned, not thrown.
+   */
+  async fetch(nodeId: number, req: FetchPartitionRequest, options: DecodeOptions = {}): Promise<FetchResponse> {
+    await this.cluster.connect();
+    // The pool's lookup, not Cluster.findBroker: on a miss that one refreshes metadata for every topic.
+    const broker = await this.cluster.brokerPool.findBroker({ nodeId });
+    const build = broker.lookupRequest(FETCH_API_KEY, requests.Fetch);
+    const built = build({
+      replicaId: -1,
+      isolationLevel: req.isolationLevel,
+      maxWaitTime: req.maxWaitTimeMs,
+      minBytes: req.minBytes,
+      maxBytes: req.maxBytes,
+      topics: [
+        {
+          topic: req.topic,
+          partitions: [{ partition: req.partition, fetchOffset: String(req.fetchOffset), maxBytes: req.maxBytes }],
+        },
+      ],
+    }) as ProtocolRequest;
+    if (built.request.apiVersion !== FETCH_VERSION) {
+      throw new Error(
+        `broker ${nodeId} negotiated Fetch v${built.request.apiVersion}; the reader needs v${FETCH_VERSION} (Kafka >= 2.3)`,
+      );
+    }
+    return (await sendRaw(broker, {
+      request: built.request,
+      response: { decode: (raw) => decodeFetchResponseV11(raw, options), parse: async (data) => data },
+      requestTimeout: built.requestTimeout,
+    })) as FetchResponse;
   }
 
   async disconnect(): Promise<void> {

@@ -54,3 +54,40 @@ export function toKafkaError(operation: string, err: unknown): AppError {
     retriable: e.retriable === true,
   });
 }
+
+export type PartitionRef = { topic: string; partition: number };
+
+/**
+ * The offset to read is outside the partition's log: retention (or `deleteRecords`) removed it, or,
+ * rarely, it lies beyond the log end. `logStartOffset` is the partition's earliest offset when it
+ * could be looked up, so the caller can record the exact lost span.
+ */
+export class OffsetOutOfRangeError extends KafkaError {
+  readonly topic: string;
+  readonly partition: number;
+  readonly fetchOffset: number;
+  readonly logStartOffset: number | undefined;
+
+  constructor(
+    message: string,
+    details: PartitionRef & { fetchOffset: number; logStartOffset?: number; cause?: unknown },
+  ) {
+    super(message, { cause: details.cause, type: 'OFFSET_OUT_OF_RANGE', retriable: false });
+    this.topic = details.topic;
+    this.partition = details.partition;
+    this.fetchOffset = details.fetchOffset;
+    this.logStartOffset = details.logStartOffset;
+  }
+}
+
+/** The topic, or that partition of it, does not exist (deleted, or never created); nothing is auto-created. */
+export class PartitionNotFoundError extends KafkaError {
+  readonly topic: string;
+  readonly partition: number;
+
+  constructor(message: string, details: PartitionRef & { cause?: unknown }) {
+    super(message, { cause: details.cause, type: 'UNKNOWN_TOPIC_OR_PARTITION', retriable: false });
+    this.topic = details.topic;
+    this.partition = details.partition;
+  }
+}

@@ -214,7 +214,7 @@ export async function processRange(
 
   /** Delivers `batch` and commits up to `to`, splitting when the writes do not fit one transaction. */
   async function deliver(batch: HandlerRecord[], to: number): Promise<void> {
-    let writes: SinkWrite[] = [];
+    let writes: SinkWrite[];
     try {
       writes = await callHandler(batch);
     } catch (err) {
