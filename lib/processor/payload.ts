@@ -1,0 +1,53 @@
+/** The processor's invocation payload: one planned range, or a `peek` that reads without committing. */
+import { z } from 'zod';
+import type { DeploymentConfig, StreamConfig } from '../config/schema';
+import { ValidationError } from '../errors';
+import type { RangePayload } from '../ranges';
+
+const offset = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const rangeSchema = z
+  .strictObject({ stream: z.string().min(1), topic: z.string().min(1), partition: z.number().int().min(0), from: offset, until: offset })
+  .refine((r) => r.from < r.until, { message: 'from must be below until', path: ['until'] });
+const peekSchema = z.strictObject({
+  peek: z.strictObject({
+    stream: z.string().min(1).optional(),
+    topic: z.string().min(1),
+    partition: z.number().int().min(0),
+    offset,
+    count: z.number().int().min(1).max(1000).default(10),
+  }),
+});
+
+export type ProcessorRequest =
+  | { mode: 'range'; stream: StreamConfig; range: RangePayload }
+  | { mode: 'peek'; stream: StreamConfig; topic: string; partition: number; offset: number; count: number };
+
+function fail(issues: z.core.$ZodIssue[]): never {
+  const text = issues.map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`).join('; ');
+  throw new ValidationError(
+    `invalid processor payload: ${text} (accepted: {"stream","topic","partition","from","until"} or {"peek": {"stream"?,"topic","partition","offset","count"?}})`,
+  );
+}
+
+function streamOf(config: DeploymentConfig, id: string | undefined): StreamConfig {
+  if (id === undefined) {
+    if (config.streams.length === 1) return config.streams[0] as StreamConfig;
+    throw new ValidationError(`invalid processor payload: peek.stream is required with several streams (${config.streams.map((s) => s.id).join(', ')})`);
+  }
+  const s = config.streams.find((x) => x.id === id);
+  if (!s) throw new ValidationError(`invalid processor payload: unknown stream ${id} (configured: ${config.streams.map((x) => x.id).join(', ')})`);
+  return s;
+}
+
+/** Validates a processor payload; throws ValidationError naming the field, before any state is touched. */
+export function parseProcessorPayload(event: unknown, config: DeploymentConfig): ProcessorRequest {
+  if (typeof event === 'object' && event !== null && 'peek' in event) {
+    const res = peekSchema.safeParse(event);
+    if (!res.success) fail(res.error.issues);
+    const p = res.data.peek;
+    return { mode: 'peek', stream: streamOf(config, p.stream), topic: p.topic, partition: p.partition, offset: p.offset, count: p.count };
+  }
+  const res = rangeSchema.safeParse(event);
+  if (!res.success) fail(res.error.issues);
+  return { mode: 'range', stream: streamOf(config, res.data.stream), range: res.data };
+}
