@@ -1,5 +1,6 @@
 /** Dispatcher adapter: AWS Lambda asynchronous Invoke of the processor function, one range per event. */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
+import { mapWithConcurrency } from '../concurrency';
 import type { Dispatcher, DispatchResult } from '../ports/dispatcher';
 import type { RangePayload } from '../ranges';
 
@@ -10,20 +11,6 @@ export type LambdaDispatcherOptions = {
   /** Invocations in flight at once (the Invoke API is per event; this bounds sockets and throttling). */
   concurrency?: number;
 };
-
-/** Runs `fn` over `items` with at most `limit` promises pending; results keep input order. */
-export async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 /** Creates a dispatcher that sends each range as an `Event` invocation (Lambda queues and retries it). */
 export function createLambdaDispatcher(opts: LambdaDispatcherOptions): Dispatcher {

@@ -18,6 +18,7 @@ import {
   UpdateCommand,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
 import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, WriteOutcome } from '../ports/ledger';
 import {
@@ -48,6 +49,8 @@ export type DynamoLedgerOptions = {
   tableName: string;
   /** Backoff between retries of a transaction that hit a concurrent write (TransactionConflict). */
   sleep?: (ms: number) => Promise<void>;
+  /** Planner transactions in flight at once (default 8). */
+  concurrency?: number;
 };
 
 const THROTTLE_NAMES = new Set([
@@ -93,6 +96,27 @@ function batchWrites(table: string, stream: string, writes: PlanWrite[]): Array<
   });
   if (current.length) batches.push(current);
   return batches;
+}
+
+type Batch = Array<{ index: number; actions: TxAction[] }>;
+
+/** Splits batches into waves whose transactions share no item. */
+function waves(batches: Batch[]): Batch[][] {
+  const out: Batch[][] = [];
+  let current: Batch[] = [];
+  let touched = new Set<ItemKey>();
+  for (const b of batches) {
+    const itemKeys = b.flatMap((w) => w.actions.map(itemKeyOf));
+    if (itemKeys.some((k) => touched.has(k))) {
+      out.push(current);
+      current = [];
+      touched = new Set();
+    }
+    current.push(b);
+    itemKeys.forEach((k) => touched.add(k));
+  }
+  if (current.length) out.push(current);
+  return out;
 }
 
 /** Creates the DynamoDB ledger; the client is the caller's (endpoint, credentials, retries). */
@@ -447,12 +471,16 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     async applyPlan({ stream, epoch, ownerToken, writes }) {
       const outcomes: WriteOutcome[] = new Array<WriteOutcome>(writes.length).fill('fenced');
-      for (const batch of batchWrites(table, stream, writes)) {
-        const res = await sendBatch(stream, epoch, ownerToken, batch);
+      // Transactions of one wave touch distinct items, so they may run at once; a later wave
+      // touches an item of an earlier one and waits for it (order per item is kept).
+      for (const wave of waves(batchWrites(table, stream, writes))) {
+        const results = await mapWithConcurrency(wave, opts.concurrency ?? 8, (batch) => sendBatch(stream, epoch, ownerToken, batch));
         let fenced = false;
-        for (const [i, o] of res) {
-          outcomes[i] = o;
-          if (o === 'fenced') fenced = true;
+        for (const res of results) {
+          for (const [i, o] of res) {
+            outcomes[i] = o;
+            if (o === 'fenced') fenced = true;
+          }
         }
         if (fenced) break; // the rest stay 'fenced'
       }
