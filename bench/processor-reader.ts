@@ -1,0 +1,26 @@
+/**
+ * Child process of bench/processor.ts: reads one partition range with the project's RangeReader and
+ * a no-op handler, then prints `{"records","ms","peakRssMb"}` (its own peak RSS, not the parent's).
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import { createKafkajsRangeReader } from '../lib/kafka/range-reader.kafkajs';
+
+async function main(): Promise<void> {
+  const [brokers, topic, untilText] = process.argv.slice(2);
+  if (!brokers || !topic || !untilText) throw new Error('usage: processor-reader <brokers> <topic> <until>');
+  const reader = createKafkajsRangeReader(new Kafka({ clientId: 'bench-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING }));
+  const noop = (records: unknown[]): number => records.length;
+  let records = 0;
+  const t0 = performance.now();
+  for await (const chunk of reader.read({ topic, partition: 0, from: 0, until: Number(untilText), isolationLevel: 'read_uncommitted', maxChunkRecords: 500 })) {
+    records += noop(chunk.records);
+  }
+  const ms = performance.now() - t0;
+  await reader.close();
+  process.stdout.write(`${JSON.stringify({ records, ms: Math.round(ms), peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) })}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error)?.stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});
