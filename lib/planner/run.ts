@@ -69,7 +69,8 @@ export async function runPlanner(deps: PlannerDeps, input: PlannerRunInput): Pro
   );
 }
 
-function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
+/** A report with nothing done yet (also the base of reports for skipped and failed runs). */
+export function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
   return {
     stream,
     dryRun,

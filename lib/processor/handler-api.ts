@@ -8,17 +8,10 @@
  * - `at-least-once`: `handle` performs its own side effects; progress is committed afterwards, so a
  *   crash in between redelivers the chunk (use the idempotency key to deduplicate).
  */
-import type { RecordHeaders } from '../ports/range-reader';
+import type { KafkaRecord } from '../ports/range-reader';
 import type { SinkWrite } from '../ports/ledger';
 
-export type HandlerRecord = {
-  topic: string;
-  partition: number;
-  offset: number;
-  timestampMs: number;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: RecordHeaders;
+export type HandlerRecord = KafkaRecord & {
   /** `topic/partition/offset`: stable across retries and redeliveries. */
   idempotencyKey: string;
 };

@@ -1,6 +1,6 @@
 /** Clients for the services of the current test run, from KAFKA_BROKERS / DYNAMODB_ENDPOINT. */
 import { randomBytes } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 
 function required(name: string): string {
@@ -49,4 +49,18 @@ export async function createTopicsReady(
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+/** Creates a sink table keyed by `pk` (string), like the running-totals example expects. */
+export async function createSinkTable(ddb: DynamoDBClient, prefix = 'sink'): Promise<string> {
+  const name = uniqueName(prefix);
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+    }),
+  );
+  return name;
 }

@@ -1,28 +1,9 @@
 /** Planner metrics come out as CloudWatch embedded-metric-format documents. */
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { recordPlannerMetrics } from '../../../lib/planner/metrics';
-import type { StreamPlanReport } from '../../../lib/planner/run';
+import { emptyReport, type StreamPlanReport } from '../../../lib/planner/run';
 
-const report = (over: Partial<StreamPlanReport>): StreamPlanReport => ({
-  stream: 's1',
-  dryRun: false,
-  status: 'planned',
-  partitions: [],
-  registered: 0,
-  retired: 0,
-  failedPartitions: 0,
-  rangesPlanned: 0,
-  recordsPlanned: 0,
-  dispatched: 0,
-  dispatchFailures: [],
-  redispatched: 0,
-  parked: 0,
-  inFlight: 0,
-  dataLoss: [],
-  conditionsLost: 0,
-  durationMs: 5,
-  ...over,
-});
+const report = (over: Partial<StreamPlanReport>): StreamPlanReport => ({ ...emptyReport('s1', false), durationMs: 5, ...over });
 
 const part = (partition: number, lag: number) => ({
   topic: 'orders',
