@@ -7,6 +7,7 @@
  * Flags: --topics N --partitions N. Uses KAFKA_BROKERS / DYNAMODB_ENDPOINT when set, otherwise
  * starts a private local stack and stops it at the end.
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
@@ -138,7 +139,10 @@ async function main(): Promise<void> {
   } finally {
     await Promise.allSettled([metadata.closeAll(), admin.disconnect(), producer.disconnect()]);
     ddb.destroy();
-    if (stack) await stopStack(stack, log);
+    if (stack) {
+      await stopStack(stack, log);
+      rmSync(stack.dir, { recursive: true, force: true });
+    }
   }
 }
 

@@ -7,6 +7,7 @@
  * Flags: --records N (default 1000000) --size BYTES (default 1024).
  */
 import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
@@ -86,7 +87,10 @@ async function main(): Promise<void> {
   } finally {
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
     await admin.disconnect();
-    if (stack) await stopStack(stack, log);
+    if (stack) {
+      await stopStack(stack, log);
+      rmSync(stack.dir, { recursive: true, force: true });
+    }
   }
 }
 
