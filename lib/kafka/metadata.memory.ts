@@ -11,11 +11,14 @@ export type MemoryKafka = KafkaMetadata & {
   produce(topic: string, partition: number, n: number, timestampMs?: number): void;
   /** Retention: moves the log start offset. */
   truncate(topic: string, partition: number, earliest: number): void;
+  /** Makes offset look-ups that include `topic` fail (a leader moving), until called with false. */
+  failOffsetsFor(topic: string, failing?: boolean): void;
 };
 
 /** Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter. */
 export function createMemoryKafka(): MemoryKafka {
   const topics = new Map<string, Log[]>();
+  const failing = new Set<string>();
   let requests = 0;
   const log = (topic: string, partition: number): Log => {
     const l = topics.get(topic)?.[partition];
@@ -32,6 +35,10 @@ export function createMemoryKafka(): MemoryKafka {
       const parts = topics.get(topic);
       if (!parts) throw new Error(`no topic ${topic}`);
       for (let i = 0; i < count; i++) parts.push({ earliest: 0, latest: 0, timestamps: [] });
+    },
+    failOffsetsFor(topic, on = true) {
+      if (on) failing.add(topic);
+      else failing.delete(topic);
     },
     deleteTopic(topic) {
       topics.delete(topic);
@@ -53,6 +60,8 @@ export function createMemoryKafka(): MemoryKafka {
     },
     async fetchOffsets(parts): Promise<PartitionOffsets[]> {
       requests += 2;
+      const bad = parts.find((t) => failing.has(t.topic));
+      if (bad) throw new Error(`NOT_LEADER_OR_FOLLOWER for ${bad.topic}`);
       return parts.flatMap((t) =>
         t.partitions.map((partition) => {
           const l = log(t.topic, partition);

@@ -46,8 +46,12 @@ export type PartitionReport = {
     | 'failed'
     | 'data-loss'
     | 'inactive'
-    | 'no-offsets';
+    | 'no-offsets'
+    /** A bounded stream's partition committed up to its stop offset. */
+    | 'finished';
   note?: string;
+  /** Bounded streams (replays): where this partition stops. */
+  stopOffset?: number;
 };
 
 export type RedispatchReason = 'never-dispatched' | 'not-started' | 'lease-expired' | 'failed';
@@ -67,6 +71,11 @@ export type PlanDecision = {
   checkCommitted: PartitionState[];
   partitions: PartitionReport[];
   recordsPlanned: number;
+  /**
+   * A bounded stream (its partitions have stop offsets, e.g. a replay) whose every partition is
+   * committed up to its stop offset or retired: nothing is left to plan, ever.
+   */
+  finished: boolean;
 };
 
 function startOffsetFor(input: PlanInput, tp: { topic: string; partition: number }, o: PartitionOffsets): number {
@@ -98,14 +107,21 @@ export function decidePlan(input: PlanInput): PlanDecision {
   const writes: PlanWrite[] = [];
   const reports = new Map<string, PartitionReport>();
   const candidates: PartitionState[] = [];
+  // A bounded stream (replay) reads exactly the partitions and offsets it was created with.
+  const bounded = input.known.some((p) => p.stopOffset !== undefined);
 
   // 1. Discovery: new partitions are registered with their start offset.
   for (const t of input.discovered) {
     for (const partition of t.partitions) {
       const k = partitionKey(t.topic, partition);
-      if (known.has(k)) continue;
+      if (known.has(k) || bounded) continue;
       const o = offsets.get(k);
-      if (!o) continue; // no offsets this run (leader moving): registered next run
+      if (!o) {
+        // No offsets this run (leader moving, topic just deleted): registered on a later run.
+        const pending = { stream: stream.id, topic: t.topic, partition, status: 'active' as const, startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: nowMs };
+        reports.set(k, { ...report(pending, undefined, 'no-offsets', 'not registered yet: no offsets this run'), status: 'new' });
+        continue;
+      }
       const start = startOffsetFor(input, { topic: t.topic, partition }, o);
       const state: PartitionState = {
         stream: stream.id,
@@ -158,14 +174,21 @@ export function decidePlan(input: PlanInput): PlanDecision {
     }
     let p = p0;
     const inFlight = p.committed < p.nextFrom;
+    const stop = p.stopOffset;
+    if (stop !== undefined && p.committed >= stop) {
+      reports.set(k, report(p, o, 'finished'));
+      continue;
+    }
     if (o.latest < p.nextFrom) {
       const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} (topic recreated or log truncated); rewind the stream to continue`;
       writes.push({ kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs });
       reports.set(k, report(p, o, 'failed', reason));
       continue;
     }
-    if (o.earliest > p.nextFrom && !inFlight) {
-      const span = `[${p.nextFrom}, ${o.earliest})`;
+    if (o.earliest > p.nextFrom && !inFlight && (stop === undefined || p.nextFrom < stop)) {
+      // A bounded partition only lost what lies below its stop offset.
+      const lostUntil = stop === undefined ? o.earliest : Math.min(o.earliest, stop);
+      const span = `[${p.nextFrom}, ${lostUntil})`;
       if (stream.failOnDataLoss) {
         const reason = `DATA_LOSS: offsets ${span} were deleted by retention before they were processed (failOnDataLoss=true)`;
         writes.push({ kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs });
@@ -180,12 +203,12 @@ export function decidePlan(input: PlanInput): PlanDecision {
           topic: p.topic,
           partition: p.partition,
           from: p.nextFrom,
-          until: o.earliest,
+          until: lostUntil,
           detectedAtMs: nowMs,
           reason: 'retention deleted offsets before they were processed',
         },
       });
-      p = { ...p, committed: o.earliest, nextFrom: o.earliest };
+      p = { ...p, committed: lostUntil, nextFrom: lostUntil };
       reports.set(k, report(p, o, 'data-loss', `lost ${span}`));
     }
     if (inFlight) {
@@ -196,7 +219,9 @@ export function decidePlan(input: PlanInput): PlanDecision {
         continue;
       }
     }
-    const lag = o.latest - p.nextFrom;
+    // A bounded partition plans nothing at or past its stop offset (Spark's endingOffsets).
+    const end = stop === undefined ? o.latest : Math.min(o.latest, stop);
+    const lag = end - p.nextFrom;
     if (lag <= 0) {
       if (!reports.has(k)) reports.set(k, report(p, o, isNew ? 'registered' : 'idle'));
       continue;
@@ -219,7 +244,7 @@ export function decidePlan(input: PlanInput): PlanDecision {
       input: {
         key: k,
         from: p.nextFrom,
-        latest: o.latest,
+        latest: end,
         pidRatePerSec: bp?.ratePerSec,
         timeBudget: timeBudget(p.observedRecordsPerSec, stream.processor.timeoutMs, stream.processor.safetyFactor),
       },
@@ -308,7 +333,17 @@ export function decidePlan(input: PlanInput): PlanDecision {
       if (rep.action === 'idle') rep.action = 'registered';
     }
   }
-  return { registrations, writes, newRanges, redispatch, parks, checkCommitted, partitions: partitionsReport, recordsPlanned };
+  const finished =
+    bounded &&
+    input.known.every((p) => {
+      if (p.status === 'retired') return true;
+      if (p.status !== 'active' || p.stopOffset === undefined) return false;
+      const k = partitionKey(p.topic, p.partition);
+      // A partition retired or failed in this very run is judged next run.
+      if (writes.some((w) => (w.kind === 'retire-partition' || w.kind === 'fail-partition') && partitionKey(w.topic, w.partition) === k)) return false;
+      return p.committed >= p.stopOffset;
+    });
+  return { registrations, writes, newRanges, redispatch, parks, checkCommitted, partitions: partitionsReport, recordsPlanned, finished };
 }
 
 function redispatchReason(r: RangeState, stream: StreamConfig, nowMs: number): RedispatchReason | undefined {
@@ -354,6 +389,8 @@ function backpressure(
 }
 
 function report(p: PartitionState, o: PartitionOffsets | undefined, action: PartitionReport['action'], note?: string): PartitionReport {
+  // A bounded partition's lag counts only what lies below its stop offset.
+  const end = o && (p.stopOffset === undefined ? o.latest : Math.min(o.latest, p.stopOffset));
   return {
     topic: p.topic,
     partition: p.partition,
@@ -362,10 +399,11 @@ function report(p: PartitionState, o: PartitionOffsets | undefined, action: Part
     latest: o?.latest,
     committed: p.committed,
     nextFrom: p.nextFrom,
-    lag: o ? Math.max(0, o.latest - p.committed) : 0,
+    lag: end !== undefined ? Math.max(0, end - p.committed) : 0,
     planned: [],
     action,
     note,
+    ...(p.stopOffset !== undefined ? { stopOffset: p.stopOffset } : {}),
   };
 }
 

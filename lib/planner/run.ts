@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
-import type { KafkaMetadata, TopicPartitions } from '../ports/kafka-metadata';
+import { mapWithConcurrency } from '../concurrency';
+import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
 import type { DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
 import { partitionKey, type RangePayload } from '../ranges';
 import { decidePlan, type PartitionReport } from './decide';
@@ -52,6 +53,8 @@ export type StreamPlanReport = {
   /** Writes that lost their condition (another actor moved first); re-read next run. */
   conditionsLost: number;
   durationMs: number;
+  /** A bounded stream (replay) has nothing left to plan: every partition reached its stop offset. */
+  finished?: boolean;
 };
 
 export type PlannerRunInput = { streams: StreamConfig[]; dryRun: boolean; nowMs: number };
@@ -108,10 +111,12 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
   // 1. Fence. A dry run takes no lease and writes nothing.
   let epoch = 0;
   let startedAtMs: number | undefined;
+  let finishedAtMs: number | undefined;
   if (dryRun) {
     const meta = await ledger.readMeta(stream.id);
     epoch = (meta?.epoch ?? 0) + 1;
     startedAtMs = meta?.startedAtMs;
+    finishedAtMs = meta?.finishedAtMs;
   } else {
     const lease = await ledger.acquirePlannerLease({ stream: stream.id, ownerToken, nowMs, leaseMs: deps.plannerLeaseMs });
     if (!lease.acquired) {
@@ -124,6 +129,7 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     }
     epoch = lease.epoch;
     startedAtMs = lease.meta.startedAtMs;
+    finishedAtMs = lease.meta.finishedAtMs;
     rep.epoch = epoch;
   }
   const ctx = { stream: stream.id, epoch, ownerToken };
@@ -136,22 +142,30 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
   };
 
   try {
+    if (finishedAtMs !== undefined) {
+      // A finished bounded stream (replay) costs its lease and release, and no Kafka request.
+      return { ...rep, status: 'skipped', finished: true, reason: `bounded stream finished at ${new Date(finishedAtMs).toISOString()}`, durationMs: Date.now() - t0 };
+    }
     await step('leased');
     // 2-3. Discover partitions and read their offsets (one metadata call, batched offsets).
     const kafka = await deps.metadataFor(stream);
     const [discovered, known] = await Promise.all([kafka.describeTopics(topicSelector(stream)), ledger.readPartitions(stream.id)]);
-    const offsets = discovered.length ? await kafka.fetchOffsets(discovered, stream.isolationLevel) : [];
+    const { offsets, unavailable } = await fetchOffsetsTolerant(kafka, discovered, stream.isolationLevel);
     const initial = startedAtMs === undefined;
     const timestampOffsets = await timestampStarts(kafka, stream, initial, discovered, known);
     const needOpenRanges = known.some((p) => p.status === 'active' && p.committed < p.nextFrom);
     const openRanges = needOpenRanges ? await ledger.readOpenRanges(stream.id) : [];
 
     const decision = decidePlan({ stream, nowMs, epoch, initial, known, discovered, offsets, timestampOffsets, openRanges });
-    rep.partitions = decision.partitions;
+    rep.partitions = decision.partitions.map((p) => {
+      const why = unavailable.get(p.topic);
+      return why && p.action === 'no-offsets' ? { ...p, note: `offsets unavailable this run: ${why}` } : p;
+    });
     rep.registered = decision.registrations.length;
     rep.retired = decision.writes.filter((w) => w.kind === 'retire-partition').length;
     rep.failedPartitions = decision.writes.filter((w) => w.kind === 'fail-partition').length;
     rep.dataLoss = decision.writes.flatMap((w) => (w.kind === 'record-data-loss' ? [w.loss] : []));
+    if (decision.finished) rep.finished = true;
 
     if (dryRun) {
       rep.rangesPlanned = decision.newRanges.length;
@@ -204,6 +218,10 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     const closing = await apply([...marks, ...decision.parks, ...repaired]);
     rep.parked = decision.parks.filter((_, i) => closing[marks.length + i] === 'applied').length;
     rep.inFlight = openRanges.filter((r) => r.status !== 'parked').length - rep.parked + planned.length;
+    if (decision.finished) {
+      const marked = await ledger.markStreamFinished({ ...ctx, nowMs });
+      if (marked === 'fenced') throw new FencedOut(stream.id, epoch);
+    }
     await step('recorded');
   } catch (err) {
     if (err instanceof FencedOut) {
@@ -220,6 +238,35 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
 class FencedOut extends Error {
   constructor(stream: string, epoch: number) {
     super(`planner epoch ${epoch} of stream ${stream} was fenced out by a newer run; it stopped without further writes`);
+  }
+}
+
+/**
+ * Offsets for all partitions in one batched call; if that fails (a leader moving, a topic deleted
+ * since discovery), per topic, so one bad topic costs its own partitions one run, not the stream's.
+ */
+async function fetchOffsetsTolerant(
+  kafka: KafkaMetadata,
+  discovered: TopicPartitions[],
+  isolationLevel: StreamConfig['isolationLevel'],
+): Promise<{ offsets: PartitionOffsets[]; unavailable: Map<string, string> }> {
+  if (!discovered.length) return { offsets: [], unavailable: new Map() };
+  try {
+    return { offsets: await kafka.fetchOffsets(discovered, isolationLevel), unavailable: new Map() };
+  } catch (err) {
+    if (discovered.length === 1) throw err;
+    const perTopic = await mapWithConcurrency(discovered, 8, async (t) => {
+      try {
+        return { topic: t.topic, offsets: await kafka.fetchOffsets([t], isolationLevel) };
+      } catch (e) {
+        return { topic: t.topic, error: (e as Error)?.message ?? String(e) };
+      }
+    });
+    if (perTopic.every((r) => 'error' in r)) throw err;
+    return {
+      offsets: perTopic.flatMap((r) => ('offsets' in r ? (r.offsets ?? []) : [])),
+      unavailable: new Map(perTopic.flatMap((r) => ('error' in r ? [[r.topic, r.error as string] as const] : []))),
+    };
   }
 }
 

@@ -252,6 +252,22 @@ describe('planner run', () => {
     }
   });
 
+  it('plans the other topics when one topic\'s offsets are unavailable this run', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders-a', 1);
+    t.kafka.createTopic('orders-b', 1);
+    t.kafka.produce('orders-a', 0, 5);
+    t.kafka.produce('orders-b', 0, 6);
+    t.kafka.failOffsetsFor('orders-b');
+    const rep = await t.run();
+    expect(rep.status).toBe('planned');
+    expect(t.dispatcher.dispatched).toEqual([{ stream: 's1', topic: 'orders-a', partition: 0, from: 0, until: 5 }]);
+    expect(rep.partitions.find((p) => p.topic === 'orders-b')).toMatchObject({ action: 'no-offsets', note: expect.stringMatching(/NOT_LEADER/) });
+    t.kafka.failOffsetsFor('orders-b', false);
+    await t.run();
+    expect(t.dispatcher.dispatched).toContainEqual({ stream: 's1', topic: 'orders-b', partition: 0, from: 0, until: 6 });
+  });
+
   it('runPlanner reports a failing stream without stopping the others', async () => {
     const t = setup();
     t.kafka.createTopic('orders', 1);
