@@ -71,6 +71,7 @@ type ProtocolRequest = {
 
 type InternalBroker = {
   nodeId?: number;
+  fetch(args: Record<string, unknown>): Promise<KafkajsFetchResult>;
   connectionPool: { send(p: ProtocolRequest): Promise<unknown> };
   lookupRequest(apiKey: number, definition: unknown): (args: Record<string, unknown>) => ProtocolRequest;
   metadata(topics?: string[]): Promise<RawMetadata>;
@@ -153,6 +154,19 @@ function installLenientMetadata(pool: InternalBrokerPool): void {
     return broker;
   };
 }
+
+/** kafkajs's own Fetch result: records flattened across batches, empty batches gone. */
+export type KafkajsFetchResult = {
+  responses: Array<{
+    topicName: string;
+    partitions: Array<{
+      partition: number;
+      highWatermark: string;
+      lastStableOffset: string;
+      messages: Array<{ offset: string; key: Buffer | null; value: Buffer | null; isControlRecord: boolean }>;
+    }>;
+  }>;
+};
 
 /** One partition to fetch, group-less (no session, no leader epoch fencing). */
 export type FetchPartitionRequest = {
@@ -263,6 +277,27 @@ export class KafkajsCluster {
       response: { decode: (raw) => decodeFetchResponseV11(raw, options), parse: async (data) => data },
       requestTimeout: built.requestTimeout,
     })) as FetchResponse;
+  }
+
+  /**
+   * The same Fetch through kafkajs's own `Broker.fetch` and decoder (records flattened, empty batches
+   * dropped, partition errors thrown): a reference to compare the batch decoder with.
+   */
+  async fetchWithKafkajsDecoder(nodeId: number, req: FetchPartitionRequest): Promise<KafkajsFetchResult> {
+    await this.cluster.connect();
+    const broker = await this.cluster.brokerPool.findBroker({ nodeId });
+    return broker.fetch({
+      isolationLevel: req.isolationLevel,
+      maxWaitTime: req.maxWaitTimeMs,
+      minBytes: req.minBytes,
+      maxBytes: req.maxBytes,
+      topics: [
+        {
+          topic: req.topic,
+          partitions: [{ partition: req.partition, fetchOffset: String(req.fetchOffset), maxBytes: req.maxBytes }],
+        },
+      ],
+    });
   }
 
   async disconnect(): Promise<void> {

@@ -9,7 +9,14 @@ import { loadDeploymentConfig } from '../config/load';
 import type { DeploymentConfig } from '../config/schema';
 import { createLambdaDispatcher } from '../dispatch/dispatcher.lambda';
 import { ValidationError } from '../errors';
+import type { Admin } from 'kafkajs';
+import type { StreamConfig } from '../config/schema';
+import { resolveHandler } from '../handlers';
+import { createKafka } from '../kafka/client';
 import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
+import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
+import type { RecordsHandler } from '../processor/handler-api';
+import type { RangeReader } from '../ports/range-reader';
 import { createDynamoLedger } from '../ledger/ledger.dynamodb';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { Ledger } from '../ports/ledger';
@@ -34,6 +41,12 @@ export type Runtime = {
   ledger: Ledger;
   metadata: MetadataCache;
   dispatcher(): Dispatcher;
+  /** The range reader for a stream's cluster (connections reused across warm invocations). */
+  readerFor(stream: StreamConfig): Promise<RangeReader>;
+  handlerFor(stream: StreamConfig): RecordsHandler;
+  /** Commits an offset to a Kafka consumer group that has no members (standard lag tooling). */
+  commitGroupOffset(stream: StreamConfig, group: string, topic: string, partition: number, offset: number): Promise<void>;
+  close(): Promise<void>;
 };
 
 let cached: Runtime | undefined;
@@ -44,11 +57,47 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env): Runtime {
   const config = loadDeploymentConfig(env);
   const dynamo = dynamoClientFromEnv(env);
   let dispatcher: Dispatcher | undefined;
+  const readers = new Map<string, Promise<RangeReader>>();
+  const admins = new Map<string, Promise<Admin>>();
+  const handlers = new Map<string, RecordsHandler>();
+  const perCluster = <T>(cache: Map<string, Promise<T>>, stream: StreamConfig, make: () => Promise<T>): Promise<T> => {
+    const key = JSON.stringify(stream.kafka);
+    let v = cache.get(key);
+    if (!v) {
+      v = make();
+      v.catch(() => cache.delete(key));
+      cache.set(key, v);
+    }
+    return v;
+  };
   cached = {
     config,
     dynamo,
     ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
     metadata: createMetadataCache(),
+    readerFor: (stream) => perCluster(readers, stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka))),
+    handlerFor(stream) {
+      let h = handlers.get(stream.id);
+      if (!h) {
+        h = resolveHandler(stream, { dynamo, env });
+        handlers.set(stream.id, h);
+      }
+      return h;
+    },
+    async commitGroupOffset(stream, group, topic, partition, offset) {
+      const admin = await perCluster(admins, stream, async () => {
+        const a = (await createKafka(stream.kafka)).admin();
+        await a.connect();
+        return a;
+      });
+      await admin.setOffsets({ groupId: group, topic, partitions: [{ partition, offset: String(offset) }] });
+    },
+    async close() {
+      await Promise.allSettled([...readers.values()].map(async (r) => (await r).close()));
+      await Promise.allSettled([...admins.values()].map(async (a) => (await a).disconnect()));
+      readers.clear();
+      admins.clear();
+    },
     dispatcher() {
       const functionName = env.PROCESSOR_FUNCTION_NAME;
       if (!functionName) throw new ValidationError('PROCESSOR_FUNCTION_NAME is not set: the planner cannot dispatch ranges');
@@ -64,5 +113,6 @@ export async function resetAwsRuntime(): Promise<void> {
   cached = undefined;
   if (!rt) return;
   await rt.metadata.closeAll();
+  await rt.close();
   rt.dynamo.destroy();
 }

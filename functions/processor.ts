@@ -1,0 +1,54 @@
+/**
+ * Processor Lambda: invoked asynchronously by the planner with one range, or ad hoc with a range or
+ * a `peek`. Thin: validate the payload, run the use case, publish metrics, return the result.
+ */
+import middy from '@middy/core';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import type { Context } from 'aws-lambda';
+import { parseProcessorPayload } from '../lib/processor/payload';
+import { peek } from '../lib/processor/peek';
+import { processRange } from '../lib/processor/process-range';
+import { awsRuntime } from '../lib/runtime/aws';
+
+const logger = new Logger({ serviceName: 'processor' });
+const metrics = new Metrics({ namespace: process.env.METRICS_NAMESPACE ?? 'KafkaLambdaDirect', serviceName: 'processor' });
+
+async function processor(event: unknown, context: Context, opts?: { signal?: AbortSignal }) {
+  const rt = awsRuntime();
+  const req = parseProcessorPayload(event, rt.config);
+  if (req.mode === 'peek') {
+    const kafka = await rt.metadata.forStream(req.stream);
+    const [o] = await kafka.fetchOffsets([{ topic: req.topic, partitions: [req.partition] }], req.stream.isolationLevel);
+    const records = await peek(await rt.readerFor(req.stream), { ...req, latest: o?.latest ?? 0, isolationLevel: req.stream.isolationLevel });
+    return { peek: { topic: req.topic, partition: req.partition, offset: req.offset }, records };
+  }
+  const { stream, range } = req;
+  logger.appendKeys({ stream: stream.id, range: `${range.topic}/${range.partition}/${range.from}-${range.until}` });
+  // Stop handling new chunks once the safety share of the remaining time is used, to commit in time.
+  const remainingMs = context.getRemainingTimeInMillis?.() ?? stream.processor.timeoutMs;
+  const deadlineAtMs = Date.now() + remainingMs * stream.processor.safetyFactor;
+  const result = await processRange(
+    {
+      ledger: rt.ledger,
+      readerFor: (s) => rt.readerFor(s),
+      handlerFor: (s) => rt.handlerFor(s),
+      commitGroupOffset: (group, topic, partition, offset) => rt.commitGroupOffset(stream, group, topic, partition, offset),
+      leaseToken: `${context.awsRequestId ?? 'local'}`,
+    },
+    { stream, range, deadlineAtMs, signal: opts?.signal },
+  );
+  metrics.addDimensions({ stream: stream.id });
+  metrics.addMetric('RecordsProcessed', MetricUnit.Count, result.records);
+  metrics.addMetric('DeadLetters', MetricUnit.Count, result.deadLetters);
+  metrics.addMetric('RangesCompleted', MetricUnit.Count, result.status === 'done' ? 1 : 0);
+  metrics.addMetric('RangesParked', MetricUnit.Count, result.status === 'parked' ? 1 : 0);
+  metrics.addMetric('RangesPartial', MetricUnit.Count, result.status === 'partial' ? 1 : 0);
+  metrics.addMetric('DataLossRecords', MetricUnit.Count, result.dataLoss ? result.dataLoss.until - result.dataLoss.from : 0);
+  logger.info('range processed', { ...result });
+  return result;
+}
+
+export const handler = middy(processor, { timeoutEarlyInMillis: 2000 }).use(injectLambdaContext(logger)).use(logMetrics(metrics));

@@ -1,0 +1,259 @@
+/**
+ * Decodes a Fetch v11 response batch by batch. kafkajs's own decoder (fetch/v4/decodeMessages)
+ * flattens record batches into records, which loses every batch that has no records left: the
+ * empty batches that compaction keeps for producer state, so a fetch can come back "empty" while
+ * its offset is still below the high watermark, and the reader would never learn where to continue.
+ * Here each batch keeps its header (base offset, last offset delta, producer id, transactional and
+ * control flags), so the next fetch offset always comes from batch ends. The records inside a batch
+ * are still decoded by kafkajs's RecordBatchDecoder (which also decompresses them with the codecs
+ * registered in kafkajs's table).
+ *
+ * Partition errors are returned, not thrown (kafkajs throws before the partition header, with the
+ * log start offset, can be read).
+ */
+// @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
+import KafkajsDecoder from 'kafkajs/src/protocol/decoder';
+// @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
+import recordBatchDecoder from 'kafkajs/src/protocol/recordBatch/v0/decoder';
+// @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
+import crc32c from 'kafkajs/src/protocol/recordBatch/crc32C';
+import type { AbortedTransaction } from './aborted';
+import { KafkaError } from './errors';
+
+/** A record as kafkajs's record decoder returns it (int64 fields as decimal strings). */
+export type DecodedRecord = {
+  offset: string;
+  timestamp: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer | Buffer[] | null>;
+};
+
+/** A record batch's header, and its records decoded on demand. */
+export type FetchedBatch = {
+  baseOffset: number;
+  /** `baseOffset + lastOffsetDelta`: the batch's last offset even when compaction removed that record. */
+  lastOffset: number;
+  /** '-1' when the batch has no producer id (not idempotent, not transactional). */
+  producerId: string;
+  isTransactional: boolean;
+  isControl: boolean;
+  /** Records in the batch (0 for the empty batches compaction leaves). */
+  recordCount: number;
+  /** Bytes of the batch on the wire (header included). */
+  sizeBytes: number;
+  /**
+   * Decodes (and decompresses) the data records, or the control records of a control batch, with
+   * kafkajs's RecordBatchDecoder. Not cached: decoded records live only as long as the caller keeps
+   * them, so a response of compressed batches is never inflated all at once.
+   */
+  records(): Promise<DecodedRecord[]>;
+};
+
+export type FetchedPartition = {
+  topic: string;
+  partition: number;
+  errorCode: number;
+  /** -1 when the broker sent none (with an error). */
+  highWatermark: number;
+  lastStableOffset: number;
+  logStartOffset: number;
+  /** Only under read_committed; null otherwise. */
+  abortedTransactions: AbortedTransaction[] | null;
+  /** Complete batches in log order; a trailing batch cut by the byte limit is dropped. */
+  batches: FetchedBatch[];
+  /** Size of the record set the broker sent for this partition. */
+  recordSetBytes: number;
+};
+
+export type FetchResponse = {
+  /** Named as kafkajs's connection expects it, which then throttles this broker's requests (KIP-219). */
+  clientSideThrottleTime: number;
+  errorCode: number;
+  partitions: FetchedPartition[];
+};
+
+type KafkajsBatch = { records: DecodedRecord[] };
+type DecodeBatch = (decoder: unknown) => Promise<KafkajsBatch>;
+type Crc32c = (buffer: Buffer) => number;
+const DecoderClass = KafkajsDecoder as new (buffer: Buffer) => unknown;
+const decodeBatch = recordBatchDecoder as DecodeBatch;
+const crc = crc32c as Crc32c;
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const RECORD_BATCH_MAGIC = 2;
+/** baseOffset (8) + batchLength (4): the part of a batch header outside `batchLength`. */
+const LOG_OVERHEAD = 12;
+/** Offsets of header fields within a batch (the CRC covers everything from the attributes on). */
+const MAGIC_AT = 16;
+const CRC_AT = 17;
+const ATTRIBUTES_AT = 21;
+const LAST_OFFSET_DELTA_AT = 23;
+const PRODUCER_ID_AT = 43;
+const RECORD_COUNT_AT = 57;
+const TRANSACTIONAL_FLAG = 0x10;
+const CONTROL_FLAG = 0x20;
+/** Smallest v2 batch: the header up to and including the record count. */
+const BATCH_HEADER_BYTES = 61;
+
+export type DecodeOptions = {
+  /** Verify each batch's CRC32C, as Java's consumer does by default (`check.crcs`). Default true. */
+  checkCrcs?: boolean;
+};
+
+function safeOffset(value: bigint, what: string): number {
+  if (value > MAX_SAFE || value < -MAX_SAFE) {
+    throw new KafkaError(`${what} ${value} is beyond Number.MAX_SAFE_INTEGER and cannot be represented exactly`);
+  }
+  return Number(value);
+}
+
+/** A cursor over big-endian Kafka primitives. */
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+  need(bytes: number): void {
+    if (this.pos + bytes > this.buf.length) throw new KafkaError('Fetch response is truncated');
+  }
+  int16(): number {
+    this.need(2);
+    const v = this.buf.readInt16BE(this.pos);
+    this.pos += 2;
+    return v;
+  }
+  int32(): number {
+    this.need(4);
+    const v = this.buf.readInt32BE(this.pos);
+    this.pos += 4;
+    return v;
+  }
+  int64(what: string): number {
+    this.need(8);
+    const v = this.buf.readBigInt64BE(this.pos);
+    this.pos += 8;
+    return safeOffset(v, what);
+  }
+  int64String(): string {
+    this.need(8);
+    const v = this.buf.readBigInt64BE(this.pos);
+    this.pos += 8;
+    return v.toString();
+  }
+  string(): string {
+    const length = this.int16();
+    if (length < 0) return '';
+    this.need(length);
+    const v = this.buf.toString('utf8', this.pos, this.pos + length);
+    this.pos += length;
+    return v;
+  }
+  bytes(): Buffer | null {
+    const length = this.int32();
+    if (length < 0) return null;
+    this.need(length);
+    const v = this.buf.subarray(this.pos, this.pos + length);
+    this.pos += length;
+    return v;
+  }
+}
+
+/**
+ * Splits a record set into its complete v2 record batches and reads their headers (empty batches
+ * kept); records are decoded on demand. A trailing partial batch (the broker cuts at the byte limit)
+ * is ignored.
+ */
+export function decodeRecordBatches(
+  records: Buffer,
+  where: string,
+  options: DecodeOptions = {},
+): FetchedBatch[] {
+  const checkCrcs = options.checkCrcs ?? true;
+  const batches: FetchedBatch[] = [];
+  let pos = 0;
+  while (pos + LOG_OVERHEAD <= records.length) {
+    const batchLength = records.readInt32BE(pos + 8);
+    const end = pos + LOG_OVERHEAD + batchLength;
+    if (end > records.length) break; // partial batch at the end of the response
+    if (batchLength < BATCH_HEADER_BYTES - LOG_OVERHEAD) {
+      throw new KafkaError(`${where}: corrupt record batch at byte ${pos} (length ${batchLength})`);
+    }
+    const magic = records.readInt8(pos + MAGIC_AT);
+    if (magic !== RECORD_BATCH_MAGIC) {
+      // Message formats v0/v1 (before Kafka 0.11) carry no batch header; Kafka 4 no longer writes them.
+      throw new KafkaError(`${where}: message format v${magic} (Kafka < 0.11) is not supported; only record batches (v2)`);
+    }
+    const batchBytes = records.subarray(pos, end);
+    if (checkCrcs) {
+      const expected = batchBytes.readUInt32BE(CRC_AT);
+      const actual = crc(batchBytes.subarray(ATTRIBUTES_AT));
+      if (actual !== expected) {
+        throw new KafkaError(`${where}: record batch at offset ${batchBytes.readBigInt64BE(0)} failed its CRC check (corrupt data)`);
+      }
+    }
+    const baseOffset = safeOffset(batchBytes.readBigInt64BE(0), `${where}: batch base offset`);
+    const lastOffset = baseOffset + batchBytes.readInt32BE(LAST_OFFSET_DELTA_AT);
+    if (!Number.isSafeInteger(lastOffset)) {
+      throw new KafkaError(`${where}: batch last offset is beyond Number.MAX_SAFE_INTEGER`);
+    }
+    const attributes = batchBytes.readInt16BE(ATTRIBUTES_AT);
+    batches.push({
+      baseOffset,
+      lastOffset,
+      producerId: batchBytes.readBigInt64BE(PRODUCER_ID_AT).toString(),
+      isTransactional: (attributes & TRANSACTIONAL_FLAG) !== 0,
+      isControl: (attributes & CONTROL_FLAG) !== 0,
+      recordCount: batchBytes.readInt32BE(RECORD_COUNT_AT),
+      sizeBytes: batchBytes.length,
+      records: async () => (await decodeBatch(new DecoderClass(batchBytes))).records,
+    });
+    pos = end;
+  }
+  return batches;
+}
+
+/** Decodes a raw Fetch v11 response (after the correlation id). */
+export async function decodeFetchResponseV11(raw: Buffer, options: DecodeOptions = {}): Promise<FetchResponse> {
+  const r = new Reader(raw);
+  const clientSideThrottleTime = r.int32();
+  const errorCode = r.int16();
+  r.int32(); // session id: sessionless fetches (id 0, epoch -1) only
+  const partitions: FetchedPartition[] = [];
+  const topicCount = r.int32();
+  for (let t = 0; t < topicCount; t++) {
+    const topic = r.string();
+    const partitionCount = r.int32();
+    for (let p = 0; p < partitionCount; p++) {
+      const partition = r.int32();
+      const where = `${topic}/${partition}`;
+      const partitionError = r.int16();
+      const highWatermark = r.int64(`${where}: high watermark`);
+      const lastStableOffset = r.int64(`${where}: last stable offset`);
+      const logStartOffset = r.int64(`${where}: log start offset`);
+      const abortedCount = r.int32();
+      let abortedTransactions: AbortedTransaction[] | null = null;
+      if (abortedCount >= 0) {
+        abortedTransactions = [];
+        for (let i = 0; i < abortedCount; i++) {
+          const producerId = r.int64String();
+          const firstOffset = r.int64(`${where}: aborted transaction first offset`);
+          abortedTransactions.push({ producerId, firstOffset });
+        }
+      }
+      r.int32(); // preferred read replica: -1 unless the request named a rack (it never does)
+      const recordSet = r.bytes();
+      const batches = recordSet ? decodeRecordBatches(recordSet, where, options) : [];
+      partitions.push({
+        topic,
+        partition,
+        errorCode: partitionError,
+        highWatermark,
+        lastStableOffset,
+        logStartOffset,
+        abortedTransactions,
+        batches,
+        recordSetBytes: recordSet?.length ?? 0,
+      });
+    }
+  }
+  return { clientSideThrottleTime, errorCode, partitions };
+}

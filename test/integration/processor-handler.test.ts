@@ -1,0 +1,99 @@
+/** The processor Lambda handler as Lambda invokes it: validation, a planned range, and peek. */
+import type { Context } from 'aws-lambda';
+import { handler as plannerHandler } from '../../functions/planner';
+import { handler } from '../../functions/processor';
+import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
+import { ensureLedgerTable } from '../../lib/ledger/table';
+import { resetAwsRuntime } from '../../lib/runtime/aws';
+import { createSinkTable, createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+
+const ddb = testDynamo();
+const tableName = uniqueName('ph-ledger');
+let sink = '';
+const id = uniqueName('ph');
+const topic = `${id}-t`;
+const kafka = testKafka('processor-handler-it');
+const admin = kafka.admin();
+const producer = kafka.producer();
+const context = { awsRequestId: 'req-p', functionName: 'processor', getRemainingTimeInMillis: () => 60_000 } as unknown as Context;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  await Promise.all([ensureLedgerTable(ddb, tableName), admin.connect(), producer.connect()]);
+  sink = await createSinkTable(ddb, 'ph-sink');
+  await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
+  await producer.send({
+    topic,
+    messages: [
+      { key: 'a', value: JSON.stringify({ amount: 5 }), headers: { source: 'test' } },
+      { key: 'b', value: Buffer.from([0xff, 0xfe, 0x00]) },
+      { key: 'a', value: JSON.stringify({ amount: 7 }) },
+    ],
+  });
+  const streams = [
+    {
+      id,
+      kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') },
+      topics: [topic],
+      handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: sink },
+    },
+  ];
+  process.env.STREAMS_CONFIG = JSON.stringify({ ledgerTable: tableName, streams });
+  await resetAwsRuntime();
+});
+afterAll(async () => {
+  process.env = saved;
+  await resetAwsRuntime();
+  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  ddb.destroy();
+});
+
+describe('processor handler', () => {
+  it.each([
+    [{ stream: id, topic, partition: 0, from: 5, until: 2 }, /until: from must be below until/],
+    [{ stream: id, topic, partition: -1, from: 0, until: 2 }, /partition: .*>=0/],
+    [{ stream: 'nope', topic, partition: 0, from: 0, until: 2 }, /unknown stream nope/],
+    [{ stream: id, topic, partition: 0, from: 0, until: 2, extra: 1 }, /Unrecognized key: "extra"/],
+    [{ peek: { topic, partition: 0 } }, /peek.offset/],
+  ])('rejects %j with a clear error and changes nothing', async (payload, message) => {
+    await expect(handler(payload, context)).rejects.toThrow(message);
+    expect(await createDynamoLedger({ client: ddb, tableName }).readOpenRanges(id)).toEqual([]);
+  });
+
+  it('peeks records as UTF-8 or base64 without committing anything', async () => {
+    const res = (await handler({ peek: { topic, partition: 0, offset: 0, count: 2 } }, context)) as { records: Array<Record<string, unknown>> };
+    expect(res.records).toEqual([
+      expect.objectContaining({ offset: 0, key: 'a', value: '{"amount":5}', valueEncoding: 'utf8', headers: { source: 'test' } }),
+      expect.objectContaining({ offset: 1, key: 'b', value: Buffer.from([0xff, 0xfe, 0x00]).toString('base64'), valueEncoding: 'base64' }),
+    ]);
+    expect(await createDynamoLedger({ client: ddb, tableName }).readPartitions(id)).toEqual([]);
+  });
+
+  it('processes a range the planner planned; a poison record is dead-lettered', async () => {
+    process.env.PROCESSOR_FUNCTION_NAME = 'unused';
+    const ledger = createDynamoLedger({ client: ddb, tableName });
+    // Plan without dispatching to Lambda: a dry run shows the range, a real run needs a dispatcher.
+    const dry = (await plannerHandler({ dryRun: true }, context)) as { streams: Array<{ rangesPlanned: number }> };
+    expect(dry.streams[0]?.rangesPlanned).toBe(1);
+    const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
+    if (!lease.acquired) throw new Error('lease');
+    await ledger.applyPlan({
+      stream: id,
+      epoch: lease.epoch,
+      ownerToken: 't',
+      writes: [
+        { kind: 'register-partition', partition: { stream: id, topic, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 } },
+        {
+          kind: 'plan-range',
+          range: { stream: id, topic, partition: 0, from: 0, until: 3, status: 'planned', epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 0 },
+          partitionUpdate: { lastPlannedAtMs: Date.now() },
+        },
+      ],
+    });
+    const res = (await handler({ stream: id, topic, partition: 0, from: 0, until: 3 }, context)) as { status: string; records: number; deadLetters: number };
+    expect(res).toMatchObject({ status: 'done', records: 2, deadLetters: 1 });
+    const [dl] = await ledger.listDeadLetters(id);
+    expect(dl).toMatchObject({ offset: 1, error: expect.stringMatching(/value is not JSON/) });
+    expect((await ledger.readPartition(id, topic, 0))?.committed).toBe(3);
+  });
+});

@@ -1,0 +1,339 @@
+/** The range reading loop over a fake transport: exact ranges, chunking, retries, waits, errors. */
+import { TimeoutError, ValidationError } from '../../../lib/errors';
+import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/kafka/errors';
+import { createRangeReader, isRetriableFetchError, type RangeReaderOptions } from '../../../lib/kafka/range-reader.kafkajs';
+import type { RangeReader, ReadRequest, RecordChunk } from '../../../lib/ports/range-reader';
+import { batch, FakeClock, FakeLog } from './fake-log';
+
+const NOT_LEADER_OR_FOLLOWER = 6;
+const LEADER_NOT_AVAILABLE = 5;
+const OFFSET_OUT_OF_RANGE = 1;
+const UNKNOWN_TOPIC_OR_PARTITION = 3;
+const TOPIC_AUTHORIZATION_FAILED = 29;
+
+const range = (from: number, until: number): number[] => Array.from({ length: until - from }, (_, i) => from + i);
+
+function setup(opts: RangeReaderOptions = {}): { log: FakeLog; clock: FakeClock; reader: RangeReader } {
+  const clock = new FakeClock();
+  const log = new FakeLog(clock);
+  const reader = createRangeReader(log, { clock, random: () => 1, ...opts });
+  return { log, clock, reader };
+}
+
+async function collect(reader: RangeReader, req: Partial<ReadRequest> & Pick<ReadRequest, 'from' | 'until'>): Promise<RecordChunk[]> {
+  const chunks: RecordChunk[] = [];
+  for await (const c of reader.read({ topic: 't', partition: 0, isolationLevel: 'read_uncommitted', ...req })) chunks.push(c);
+  return chunks;
+}
+const offsetsOf = (chunks: RecordChunk[]): number[] => chunks.flatMap((c) => c.records.map((r) => r.offset));
+
+describe('createRangeReader: exact ranges', () => {
+  it('delivers only [from, until): skips the head of the first batch and leaves the tail of the last', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: range(0, 10) }, { base: 10, offsets: range(10, 20) }, { base: 20, offsets: range(20, 30) });
+    const chunks = await collect(reader, { from: 5, until: 25 });
+    expect(offsetsOf(chunks)).toEqual(range(5, 25));
+    expect(chunks.map((c) => c.nextOffset)).toEqual([25]);
+    expect(chunks[0]!.records[0]).toEqual({
+      topic: 't',
+      partition: 0,
+      offset: 5,
+      timestampMs: 1_700_000_000_005,
+      key: null,
+      value: Buffer.from('v5'),
+      headers: {},
+    });
+  });
+
+  it('splits chunks at maxChunkRecords; a chunk ends at the next record to deliver, the last at until', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: [0, 1, 2, 3, 4, 5, 6], last: 9 }, { base: 10, offsets: [12, 15], last: 19 });
+    const chunks = await collect(reader, { from: 1, until: 20, maxChunkRecords: 3 });
+    expect(chunks.map((c) => c.records.map((r) => r.offset))).toEqual([[1, 2, 3], [4, 5, 6], [12, 15]]);
+    expect(chunks.map((c) => c.nextOffset)).toEqual([4, 12, 20]);
+  });
+
+  it('advances over gaps, empty batches and control batches by batch ends, never offset + 1', async () => {
+    const { log, reader } = setup();
+    log.add(
+      { base: 0, offsets: [0, 3], last: 4 }, // compaction gaps
+      { base: 5, offsets: [], last: 9, producerId: 7 }, // empty batch kept for producer state
+      { base: 10, offsets: [10], producerId: 7, transactional: true },
+      { base: 11, offsets: [], control: 'commit', producerId: 7 },
+      { base: 12, offsets: [], last: 40 }, // empty to the end
+    );
+    // One batch per fetch: some fetches deliver nothing at all and must still move forward.
+    const chunks = await collect(reader, { from: 0, until: 41, maxFetchBytes: 1 });
+    expect(offsetsOf(chunks)).toEqual([0, 3, 10]);
+    expect(chunks.at(-1)!.nextOffset).toBe(41);
+    expect(log.fetchOffsets).toEqual([0, 5, 10, 11, 12]);
+    expect(log.maxBytesSeen.every((b) => b === 1)).toBe(true);
+  });
+
+  it('completes a range whose every batch is filtered, reporting the progress in an empty final chunk', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: [], last: 99, producerId: 1 });
+    expect(await collect(reader, { from: 0, until: 100 })).toEqual([{ records: [], nextOffset: 100, bytes: 100 }]);
+  });
+
+  it('yields nothing and fetches nothing for an empty range', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: range(0, 5) });
+    expect(await collect(reader, { from: 3, until: 3 })).toEqual([]);
+    expect(log.fetchOffsets).toEqual([]);
+  });
+
+  it('closes a chunk once the batches it consumed reach maxFetchBytes, even with no records (bounded memory)', async () => {
+    const { log, reader } = setup();
+    for (let i = 0; i < 10; i++) log.add({ base: i * 10, offsets: i % 3 === 0 ? [i * 10] : [], last: i * 10 + 9, sizeBytes: 400 });
+    const chunks = await collect(reader, { from: 0, until: 100, maxFetchBytes: 1000 });
+    expect(chunks.every((c) => c.bytes <= 1200)).toBe(true);
+    expect(chunks.length).toBeGreaterThanOrEqual(3);
+    expect(offsetsOf(chunks)).toEqual([0, 30, 60, 90]);
+    expect(chunks.at(-1)!.nextOffset).toBe(100);
+  });
+
+  it('reads a 1,000,000-record range lazily: never decodes more than a batch ahead of the consumer', async () => {
+    const clock = new FakeClock();
+    let decoded = 0;
+    const perBatch = 1000;
+    const total = 1_000_000;
+    // Batches generated on demand, as a broker would serve them.
+    const log = new FakeLog(clock);
+    log.highWatermark = total;
+    log.fetch = async (_node, req) => {
+      log.fetchOffsets.push(req.fetchOffset);
+      const batches = [];
+      for (let base = Math.floor(req.fetchOffset / perBatch) * perBatch, bytes = 0; base < total && bytes < req.maxBytes; base += perBatch) {
+        const b = batch({ base, offsets: [], last: base + perBatch - 1, sizeBytes: 20_000 });
+        const records = async () => {
+          decoded += perBatch;
+          return range(base, base + perBatch).map((o) => ({ offset: String(o), timestamp: '0', key: null, value: null, headers: {} }));
+        };
+        batches.push({ ...b, recordCount: perBatch, records });
+        bytes += 20_000;
+      }
+      return { clientSideThrottleTime: 0, errorCode: 0, partitions: [{ topic: req.topic, partition: req.partition, errorCode: 0, highWatermark: total, lastStableOffset: total, logStartOffset: 0, abortedTransactions: null, batches, recordSetBytes: 0 }] };
+    };
+    const reader = createRangeReader(log, { clock });
+    let consumed = 0;
+    let maxAhead = 0;
+    let chunks = 0;
+    let next = 0;
+    for await (const c of reader.read({ topic: 't', partition: 0, from: 0, until: total, isolationLevel: 'read_committed', maxChunkRecords: 700, maxFetchBytes: 100_000 })) {
+      expect(c.records.length).toBeLessThanOrEqual(700);
+      expect(c.records[0]?.offset ?? next).toBe(next);
+      consumed += c.records.length;
+      next = c.nextOffset;
+      maxAhead = Math.max(maxAhead, decoded - consumed);
+      chunks += 1;
+    }
+    expect(consumed).toBe(total);
+    expect(next).toBe(total);
+    expect(maxAhead).toBeLessThanOrEqual(perBatch);
+    expect(chunks).toBe(Math.ceil(total / 700));
+    expect(reader.requestCount()).toBe(total / (5 * perBatch)); // 100 KB per fetch = 5 batches
+  });
+});
+
+describe('createRangeReader: read_committed', () => {
+  it('drops aborted transactions and control records; read_uncommitted keeps the data, drops the control records', async () => {
+    const { log, reader } = setup();
+    log.add(
+      { base: 0, offsets: [0, 1], producerId: 1, transactional: true },
+      { base: 2, offsets: [2], producerId: 2, transactional: true },
+      { base: 3, offsets: [3], producerId: -1, transactional: false },
+      { base: 4, offsets: [], control: 'abort', producerId: 1 },
+      { base: 5, offsets: [5], producerId: 2, transactional: true },
+      { base: 6, offsets: [], control: 'commit', producerId: 2 },
+    );
+    log.aborted = [{ producerId: '1', firstOffset: 0 }];
+    expect(offsetsOf(await collect(reader, { from: 0, until: 7, isolationLevel: 'read_committed' }))).toEqual([2, 3, 5]);
+    expect(offsetsOf(await collect(reader, { from: 0, until: 7, isolationLevel: 'read_committed', maxFetchBytes: 1 }))).toEqual([2, 3, 5]);
+    expect(offsetsOf(await collect(reader, { from: 0, until: 7 }))).toEqual([0, 1, 2, 3, 5]);
+  });
+
+  it('waits at the last stable offset without spinning, handing over what it has first, until the transaction ends', async () => {
+    const { log, clock, reader } = setup({ maxWaitMs: 500 });
+    log.add({ base: 0, offsets: [0, 1] }, { base: 2, offsets: [2], producerId: 9, transactional: true }, { base: 3, offsets: [], control: 'commit', producerId: 9 });
+    log.lastStableOffset = 2; // offsets 2-3 are an open transaction
+    log.afterFetch = (n) => {
+      if (n === 4) log.lastStableOffset = 4; // committed while the reader polls
+    };
+    const seen: Array<{ offsets: number[]; at: number }> = [];
+    for await (const c of reader.read({ topic: 't', partition: 0, from: 0, until: 4, isolationLevel: 'read_committed' })) {
+      seen.push({ offsets: c.records.map((r) => r.offset), at: clock.now() });
+    }
+    expect(seen.map((s) => s.offsets)).toEqual([[0, 1], [2]]);
+    expect(seen[0]!.at).toBe(500); // handed over after the first empty long poll, before waiting more
+    expect(log.fetchOffsets).toEqual([0, 2, 2, 2, 2]);
+    expect(clock.sleeps).toEqual([]); // the broker's long poll was the wait: no client-side sleeping needed
+  });
+
+  it('sleeps between polls when the broker answers at once, and gives up with TimeoutError after stallTimeoutMs', async () => {
+    const { log, clock, reader } = setup({ stallTimeoutMs: 5_000, maxWaitMs: 500 });
+    log.add({ base: 0, offsets: [0] });
+    log.lastStableOffset = 1;
+    log.highWatermark = 10; // the planner's until came from a leader that knew more
+    // A broker that does not hold the request (no long poll on this virtual clock).
+    log.fetch = ((inner) => async (...args: Parameters<FakeLog['fetch']>) => {
+      const r = await inner(...args);
+      clock.time -= r.partitions[0]!.batches.length === 0 ? args[1].maxWaitTimeMs : 0;
+      return r;
+    })(log.fetch);
+    const chunks: RecordChunk[] = [];
+    const error = await (async () => {
+      for await (const c of reader.read({ topic: 't', partition: 0, from: 0, until: 10, isolationLevel: 'read_committed' })) chunks.push(c);
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect((error as Error).message).toMatch(/last stable offset stayed at 1 \(a transaction is still open\)/);
+    expect(offsetsOf(chunks)).toEqual([0]);
+    expect(clock.sleeps.length).toBeGreaterThan(2);
+    expect(clock.sleeps.slice(0, 4)).toEqual([100, 200, 400, 800]); // exponential, not a spin
+    expect(clock.now()).toBeLessThanOrEqual(5_000);
+    expect(log.fetchOffsets.length).toBeLessThan(15);
+  });
+});
+
+describe('createRangeReader: retries and errors', () => {
+  it('retries leader changes and lost connections at the same offset, refreshing metadata, with backoff', async () => {
+    const { log, clock, reader } = setup();
+    log.add({ base: 0, offsets: range(0, 5) }, { base: 5, offsets: range(5, 10) });
+    log.faults = [
+      { partitionError: NOT_LEADER_OR_FOLLOWER },
+      { throws: Object.assign(new Error('Connection error: ECONNREFUSED'), { name: 'KafkaJSConnectionError', retriable: true }) },
+      { throws: Object.assign(new Error('Request Fetch timed out'), { name: 'KafkaJSRequestTimeoutError', retriable: true }) },
+      { partitionError: LEADER_NOT_AVAILABLE },
+    ];
+    const chunks = await collect(reader, { from: 2, until: 10, maxFetchBytes: 1 });
+    expect(offsetsOf(chunks)).toEqual(range(2, 10));
+    expect(log.fetchOffsets).toEqual([2, 2, 2, 2, 2, 5]);
+    expect(log.leaderCalls).toEqual([false, true, true, true, true, false]);
+    expect(clock.sleeps).toEqual([100, 200, 400, 800]);
+  });
+
+  it('gives up after the retry budget (total time), with a retriable KafkaError', async () => {
+    const { log, clock, reader } = setup({ retry: { initialBackoffMs: 100, maxBackoffMs: 1_000, maxElapsedMs: 5_000 } });
+    log.add({ base: 0, offsets: [0] });
+    log.faults = Array.from({ length: 100 }, () => ({ partitionError: NOT_LEADER_OR_FOLLOWER }));
+    const error = await collect(reader, { from: 0, until: 1 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KafkaError);
+    expect(error).toMatchObject({ retriable: true, type: 'NOT_LEADER_FOR_PARTITION' });
+    expect((error as Error).message).toMatch(/gave up after \d+ attempts/);
+    expect(clock.now()).toBeLessThanOrEqual(5_000);
+    expect(log.fetchOffsets.length).toBeLessThan(15);
+  });
+
+  it('does not retry what retrying cannot fix', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: [0] });
+    log.faults = [{ partitionError: TOPIC_AUTHORIZATION_FAILED }];
+    await expect(collect(reader, { from: 0, until: 1 })).rejects.toMatchObject({ name: 'KafkaError', type: 'TOPIC_AUTHORIZATION_FAILED' });
+    log.faults = [{ throws: new TypeError('bug') }];
+    await expect(collect(reader, { from: 0, until: 1 })).rejects.toThrow(TypeError);
+    expect(log.fetchOffsets).toEqual([0, 0]);
+  });
+
+  it('turns UNKNOWN_TOPIC_OR_PARTITION into PartitionNotFoundError once fresh metadata no longer has the topic', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: [0] });
+    log.faults = [{ partitionError: UNKNOWN_TOPIC_OR_PARTITION }];
+    const original = log.leader;
+    log.leader = async (t, p, refresh) => {
+      if (refresh) log.missing = true; // deleted meanwhile
+      return original(t, p, refresh);
+    };
+    await expect(collect(reader, { from: 0, until: 1 })).rejects.toBeInstanceOf(PartitionNotFoundError);
+    expect(log.fetchOffsets).toEqual([0]);
+  });
+
+  it('turns OFFSET_OUT_OF_RANGE into OffsetOutOfRangeError with the log start offset, after handing over what was read', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: range(0, 5) }, { base: 5, offsets: range(5, 10) });
+    const seen: RecordChunk[] = [];
+    let fetches = 0;
+    log.afterFetch = () => {
+      fetches += 1;
+      if (fetches === 1) {
+        log.logStartOffset = 8; // retention runs between the two fetches
+        log.faults = [{ partitionError: OFFSET_OUT_OF_RANGE }];
+      }
+    };
+    const error = await (async () => {
+      for await (const c of reader.read({ topic: 't', partition: 0, from: 0, until: 10, isolationLevel: 'read_committed', maxFetchBytes: 1, maxChunkRecords: 100 })) seen.push(c);
+    })().catch((e: unknown) => e);
+    expect(offsetsOf(seen)).toEqual(range(0, 5));
+    expect(seen.at(-1)!.nextOffset).toBe(5);
+    expect(error).toBeInstanceOf(OffsetOutOfRangeError);
+    expect(error).toMatchObject({ topic: 't', partition: 0, fetchOffset: 5, logStartOffset: 8, retriable: false });
+
+    log.logOffsetsFails = true;
+    log.afterFetch = undefined;
+    log.faults = [{ partitionError: OFFSET_OUT_OF_RANGE }];
+    const unknown = await collect(reader, { from: 5, until: 10 }).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(OffsetOutOfRangeError);
+    expect((unknown as OffsetOutOfRangeError).logStartOffset).toBeUndefined();
+  });
+
+  it('ends the iteration at once, without an error, when the signal aborts: before reading, in a backoff, in a hung fetch', async () => {
+    const log = new FakeLog();
+    log.add({ base: 0, offsets: [0, 1] }, { base: 2, offsets: [2, 3] });
+    const reader = createRangeReader(log, { retry: { initialBackoffMs: 5_000 } });
+    expect(await collect(reader, { from: 0, until: 4, signal: AbortSignal.abort(new Error('deadline')) })).toEqual([]);
+    expect(log.fetchOffsets).toEqual([]);
+
+    const controller = new AbortController();
+    log.faults = [{ partitionError: NOT_LEADER_OR_FOLLOWER }];
+    const t0 = Date.now();
+    const pending = collect(reader, { from: 0, until: 4, signal: controller.signal });
+    setTimeout(() => controller.abort(), 20);
+    expect(await pending).toEqual([]);
+    expect(Date.now() - t0).toBeLessThan(1_000);
+
+    // Records read but not yet yielded (a partial chunk) are dropped; yielded chunks stay valid.
+    const hung = new AbortController();
+    const fetch = log.fetch;
+    log.fetch = async (node, req) => (req.fetchOffset === 0 ? fetch(node, req) : new Promise(() => undefined));
+    const waiting = collect(reader, { from: 0, until: 4, maxFetchBytes: 1, maxChunkRecords: 1, signal: hung.signal });
+    setTimeout(() => hung.abort(), 20);
+    expect((await waiting).map((c) => c.nextOffset)).toEqual([1, 2]);
+    const partial = new AbortController();
+    const dropped = collect(reader, { from: 0, until: 4, maxFetchBytes: 130, maxChunkRecords: 10, signal: partial.signal });
+    setTimeout(() => partial.abort(), 20);
+    expect(await dropped).toEqual([]); // offsets 0-1 were read into a chunk that never filled
+  });
+
+  it('validates the request before reading', () => {
+    const { reader } = setup();
+    const base: ReadRequest = { topic: 't', partition: 0, from: 0, until: 1, isolationLevel: 'read_committed' };
+    expect(() => reader.read({ ...base, from: 5, until: 4 })).toThrow(ValidationError);
+    expect(() => reader.read({ ...base, until: 2 ** 53 })).toThrow(/safe integer/);
+    expect(() => reader.read({ ...base, partition: -1 })).toThrow(ValidationError);
+    expect(() => reader.read({ ...base, topic: '' })).toThrow(ValidationError);
+    expect(() => reader.read({ ...base, isolationLevel: 'serializable' as never })).toThrow(/isolation level/);
+    expect(() => reader.read({ ...base, maxChunkRecords: 0 })).toThrow(/maxChunkRecords/);
+    expect(() => reader.read({ ...base, maxFetchBytes: 2 ** 31 })).toThrow(/maxFetchBytes/);
+  });
+
+  it('close() closes the transport', async () => {
+    const { log, reader } = setup();
+    await reader.close();
+    expect(log.closed).toBe(1);
+  });
+});
+
+describe('isRetriableFetchError', () => {
+  it('classifies kafkajs and project errors', () => {
+    const named = (name: string, extra: object = {}) => Object.assign(new Error(name), { name, ...extra });
+    expect(isRetriableFetchError(named('KafkaJSConnectionClosedError'))).toBe(true);
+    expect(isRetriableFetchError(named('KafkaJSBrokerNotFound'))).toBe(true);
+    expect(isRetriableFetchError(named('KafkaJSProtocolError', { retriable: true }))).toBe(true);
+    expect(isRetriableFetchError(named('KafkaJSProtocolError', { retriable: false }))).toBe(false);
+    expect(isRetriableFetchError(named('KafkaJSNumberOfRetriesExceeded', { cause: named('KafkaJSConnectionError') }))).toBe(true);
+    expect(isRetriableFetchError(named('KafkaJSNumberOfRetriesExceeded', { cause: new Error('x') }))).toBe(false);
+    expect(isRetriableFetchError(new KafkaError('x', { retriable: true }))).toBe(true);
+    expect(isRetriableFetchError(new PartitionNotFoundError('gone', { topic: 't', partition: 0 }))).toBe(false);
+    expect(isRetriableFetchError(new OffsetOutOfRangeError('gone', { topic: 't', partition: 0, fetchOffset: 0 }))).toBe(false);
+    expect(isRetriableFetchError(undefined)).toBe(false);
+  });
+});
