@@ -15,8 +15,8 @@
 import KafkajsDecoder from 'kafkajs/src/protocol/decoder';
 // @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
 import recordBatchDecoder from 'kafkajs/src/protocol/recordBatch/v0/decoder';
-// @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
-import crc32c from 'kafkajs/src/protocol/recordBatch/crc32C';
+// kafkajs's CRC-32C is byte-at-a-time (~0.5 GB/s); crc-32's slicing-by-16 version is ~3x faster, pure JS.
+import { buf as crc32cOf } from 'crc-32/crc32c';
 import type { AbortedTransaction } from './aborted';
 import { KafkaError } from './errors';
 
@@ -75,10 +75,10 @@ export type FetchResponse = {
 
 type KafkajsBatch = { records: DecodedRecord[] };
 type DecodeBatch = (decoder: unknown) => Promise<KafkajsBatch>;
-type Crc32c = (buffer: Buffer) => number;
 const DecoderClass = KafkajsDecoder as new (buffer: Buffer) => unknown;
 const decodeBatch = recordBatchDecoder as DecodeBatch;
-const crc = crc32c as Crc32c;
+/** CRC-32C as an unsigned 32-bit number (crc-32 returns a signed one). */
+const crc = (b: Buffer): number => crc32cOf(b) >>> 0;
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const RECORD_BATCH_MAGIC = 2;

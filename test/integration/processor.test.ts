@@ -7,6 +7,7 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
+import { createAuditLog } from '../../lib/handlers/audit-log';
 import { runningTotals } from '../../lib/handlers/running-totals';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
@@ -203,6 +204,41 @@ describe('processor on the real broker and emulator', () => {
     expect(res.progress).toBe(201);
     expect(res.records).toBeLessThanOrEqual(201);
     expect(res.records).toBeGreaterThanOrEqual(4);
+  });
+
+  it('at-least-once: a crash after the handler redelivers the chunk; nothing is lost and duplicates are counted', async () => {
+    const t = await setup({ handler: { module: 'audit-log', mode: 'at-least-once' } }, 1);
+    const audit = await createSinkTable(ddb, 'audit');
+    const handler = createAuditLog({ tableName: audit, client: ddb });
+    await produceAmounts(t.topic, 120, 1);
+    await t.plan();
+    const [range] = t.dispatcher.dispatched;
+    let handled = 0;
+    await expect(
+      t.process(range!, {
+        handlerFor: () => handler,
+        afterStep: (step) => {
+          // 'handled' fires before the handler runs; crash after the second chunk's side effects.
+          if (step === 'committed' && ++handled === 2) throw new Error('crash after commit of chunk 2');
+        },
+      }),
+    ).rejects.toThrow('crash after commit of chunk 2');
+    let failHandlerOnce = true;
+    const flaky = {
+      ...handler,
+      async handle(records: Parameters<typeof handler.handle>[0], ctx: Parameters<typeof handler.handle>[1]) {
+        await handler.handle(records, ctx);
+        if (failHandlerOnce) {
+          failHandlerOnce = false;
+          throw new Error('side effects done, then the handler failed');
+        }
+      },
+    };
+    const res = await t.process(range!, { handlerFor: () => flaky });
+    expect(res.status).toBe('done');
+    const items = await ddb.send(new ScanCommand({ TableName: audit, ConsistentRead: true }));
+    expect(items.Count).toBe(120); // every record once in the audit table
+    expect(handler.duplicates()).toBeGreaterThan(0); // the redelivered chunk was seen again and counted
   });
 
   it('also commits the finished offset to a member-less consumer group when configured', async () => {
