@@ -1,63 +1,63 @@
 /**
- * `npm start`: the main job on the embedded local stack. Until the local runtime (planner +
- * processors in-process) lands, this is a minimal end-to-end demo: it starts (or reuses) the local
- * Kafka broker and DynamoDB emulator, produces keyed events to a 3-partition topic, reads the offsets
- * the planner would clamp, and records them in DynamoDB with a conditional write.
+ * `npm start`: starts (or reuses) the local Kafka broker and DynamoDB emulator, then runs the main
+ * job on them (lib/local/demo.ts). The stack keeps running afterwards; `npm run local:down` stops it.
+ * KAFKA_BROKERS and DYNAMODB_ENDPOINT, when both set, name existing services instead.
  */
-import { CreateTableCommand, PutItemCommand, ResourceInUseException } from '@aws-sdk/client-dynamodb';
-import { Kafka, logLevel } from 'kafkajs';
-import { emulatorClient } from '../infra/local/dynamodb';
 import { upPersistent } from '../infra/local/stack';
+import { AppError, ValidationError } from '../lib/errors';
+import { runDemo } from '../lib/local/demo';
+import { parseStartArgs } from '../lib/local/demo-args';
 
-async function main(): Promise<void> {
-  const log = (line: string): void => {
-    process.stderr.write(`[start] ${line}\n`);
+const err = (s: string): void => void process.stderr.write(s);
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseStartArgs(process.argv.slice(2), { isTTY: process.stdout.isTTY === true });
+  } catch (e) {
+    if (e instanceof ValidationError) {
+      err(`error: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  if ('help' in parsed) {
+    process.stdout.write(parsed.help);
+    return 0;
+  }
+  const stop = new AbortController();
+  const hard = new AbortController();
+  const onSignal = () => {
+    if (!stop.signal.aborted) stop.abort();
+    else hard.abort();
   };
-  const stack = await upPersistent(log);
-  const brokers = process.env.KAFKA_BROKERS ?? stack.kafkaBrokers;
-  const endpoint = process.env.DYNAMODB_ENDPOINT ?? stack.dynamodbEndpoint;
-  const kafka = new Kafka({ clientId: 'demo', brokers: [brokers], logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  const producer = kafka.producer();
-  await admin.connect();
-  await producer.connect();
-  const topic = 'demo-events';
-  if (!(await admin.listTopics()).includes(topic)) {
-    await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
-  }
-  const messages = Array.from({ length: 1000 }, (_, i) => ({ key: `user-${i % 17}`, value: JSON.stringify({ i, at: Date.now() }) }));
-  await producer.send({ topic, messages });
-  const offsets = await admin.fetchTopicOffsets(topic);
-  await producer.disconnect();
-  await admin.disconnect();
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
 
-  const ddb = emulatorClient(endpoint);
-  await ddb
-    .send(
-      new CreateTableCommand({
-        TableName: 'demo-ledger',
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      }),
-    )
-    .catch((e: unknown) => {
-      if (!(e instanceof ResourceInUseException)) throw e;
-    });
-  for (const o of offsets) {
-    await ddb.send(
-      new PutItemCommand({
-        TableName: 'demo-ledger',
-        Item: { pk: { S: `${topic}/${o.partition}` }, latest: { N: o.high }, earliest: { N: o.low } },
-      }),
-    );
-  }
-  ddb.destroy();
-  for (const o of offsets) log(`${topic}/${o.partition}: earliest ${o.low}, latest ${o.high}`);
-  log('the stack keeps running; stop it with: npm run local:down');
+  const env = process.env;
+  const stack =
+    env.KAFKA_BROKERS && env.DYNAMODB_ENDPOINT
+      ? { kafkaBrokers: env.KAFKA_BROKERS, dynamodbEndpoint: env.DYNAMODB_ENDPOINT }
+      : await upPersistent((line) => err(`[local] ${line}\n`));
+  const res = await runDemo(parsed.options, {
+    kafkaBrokers: env.KAFKA_BROKERS ?? stack.kafkaBrokers,
+    dynamodbEndpoint: env.DYNAMODB_ENDPOINT ?? stack.dynamodbEndpoint,
+    env,
+    out: (s) => void process.stdout.write(s),
+    err,
+    signal: stop.signal,
+    hardSignal: hard.signal,
+    columns: () => process.stdout.columns,
+  });
+  return res.exitCode;
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`[start] error: ${(err as Error)?.message ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    err(e instanceof AppError ? `error: ${e.message}\n` : `${String((e as Error)?.stack ?? e)}\n`);
+    process.exitCode = 1;
+  },
+);

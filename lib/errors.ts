@@ -62,3 +62,10 @@ export class StoreError extends AppError {
     super('STORE', message, options);
   }
 }
+
+/** An operation was refused because the current state does not allow it (e.g. ranges in flight); nothing was changed. */
+export class PreconditionError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('PRECONDITION', message, options);
+  }
+}

@@ -6,13 +6,26 @@
  *   P#<topic>#<partition:6>       partition state (cursor, committed offset, rate statistics)
  *   R#<topic>#<partition:6>#<from:16>  range (status, lease, progress, attempts)
  *   L#<topic>#<partition:6>#<from:16>  data-loss entry (exact lost span)
+ *   D#<topic>#<partition:6>#<offset:16>  dead letter (record the handler kept rejecting)
  * Open ranges also carry `openPk = S#<stream>`, the key of the sparse GSI `open-ranges`, so the
  * planner reads only unfinished ranges however many finished ones the table holds.
  * Kafka topic names are [a-zA-Z0-9._-], so '#' never occurs inside a topic.
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '../errors';
-import type { DataLossEntry, DeadLetter, LeasedRange, PartitionState, PlanWrite, RangeState, RangeStats, SinkWrite, StreamMeta } from '../ports/ledger';
+import type {
+  DataLossEntry,
+  DeadLetter,
+  LeasedRange,
+  OperatorChange,
+  PartitionState,
+  PlanWrite,
+  RangeState,
+  RangeStats,
+  RewindPartition,
+  SinkWrite,
+  StreamMeta,
+} from '../ports/ledger';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
 /** Finished ranges expire after this long (DynamoDB TTL attribute `expiresAt`, epoch seconds). */
@@ -42,6 +55,14 @@ export const keys = {
   deadLetter: (stream: string, d: { topic: string; partition: number; offset: number }): Key => ({
     pk: keys.pk(stream),
     sk: `D#${d.topic}#${pad(d.partition, 6)}#${pad(d.offset, 16)}`,
+  }),
+  /**
+   * Sort-key bounds of one partition's range items (`'R'`) or dead letters (`'D'`) at offsets
+   * `>= from`, for `sk BETWEEN :lo AND :hi` (offsets are zero-padded, so string order is offset order).
+   */
+  partitionSpan: (kind: 'R' | 'D', topic: string, partition: number, from: number): { lo: string; hi: string } => ({
+    lo: `${kind}#${topic}#${pad(partition, 6)}#${pad(from, 16)}`,
+    hi: `${kind}#${topic}#${pad(partition, 6)}#${'9'.repeat(16)}`,
   }),
 };
 
@@ -297,4 +318,60 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
         },
       ];
   }
+}
+
+/**
+ * An operator rewind of one partition: committed = nextFrom = `to`, active again, conditional on the
+ * cursor the operator's read saw (I2) and on the partition not being retired.
+ */
+export function rewindPartitionAction(table: string, stream: string, p: RewindPartition): TxAction {
+  return {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, p.topic, p.partition),
+      UpdateExpression: 'SET committed = :to, nextFrom = :to, #st = :active REMOVE reason',
+      ConditionExpression: 'attribute_exists(pk) AND committed = :c AND nextFrom = :n AND #st <> :retired',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':to': p.to, ':c': p.expect.committed, ':n': p.expect.nextFrom, ':active': 'active', ':retired': 'retired' },
+    },
+  };
+}
+
+/** Records an operator change on META; the update itself carries the planner fence (one action per item). */
+export function fencedChangeAction(table: string, stream: string, epoch: number, ownerToken: string, change: OperatorChange): TxAction {
+  return {
+    Update: {
+      TableName: table,
+      Key: keys.meta(stream),
+      UpdateExpression: 'SET lastChange = :change',
+      ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
+      ExpressionAttributeValues: { ':change': change, ':epoch': epoch, ':owner': ownerToken },
+    },
+  };
+}
+
+/** Removes a range item only in the status the operator's read saw (done history, or a parked range). */
+export function deleteRangeAction(table: string, stream: string, r: { topic: string; partition: number; from: number }, status: 'done' | 'parked'): TxAction {
+  return {
+    Delete: {
+      TableName: table,
+      Key: keys.range(stream, r),
+      ConditionExpression: '#st = :status',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':status': status },
+    },
+  };
+}
+
+/** Marks a dead letter re-driven, once: a second re-drive (or a missing item) fails the condition. */
+export function redriveAction(table: string, stream: string, d: { topic: string; partition: number; offset: number }, nowMs: number): TxAction {
+  return {
+    Update: {
+      TableName: table,
+      Key: keys.deadLetter(stream, d),
+      UpdateExpression: 'SET redrivenAtMs = :now',
+      ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(redrivenAtMs)',
+      ExpressionAttributeValues: { ':now': nowMs },
+    },
+  };
 }

@@ -20,16 +20,20 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
-import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, WriteOutcome } from '../ports/ledger';
+import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import {
   advancePartitionAction,
   codec,
   completeAction,
+  deleteRangeAction,
   fenceCheck,
+  fencedChangeAction,
   keys,
   OPEN_RANGES_INDEX,
   planWriteActions,
   progressAction,
+  redriveAction,
+  rewindPartitionAction,
   sinkAction,
   type TxAction,
 } from './codec.dynamodb';
@@ -146,6 +150,15 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     } while (start);
     return items;
   };
+
+  /** Items of the stream whose sort key lies in `[lo, hi]` (strongly consistent). */
+  const querySpan = (stream: string, span: { lo: string; hi: string }) =>
+    queryAll(`read ${span.lo}.. of ${stream}`, {
+      TableName: table,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+      ExpressionAttributeValues: { ':pk': keys.pk(stream), ':lo': span.lo, ':hi': span.hi },
+      ConsistentRead: true,
+    });
 
   const queryPrefix = (stream: string, prefix: string) =>
     queryAll(`read ${prefix} items of ${stream}`, {
@@ -467,6 +480,102 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     async listDeadLetters(stream) {
       return (await queryPrefix(stream, 'D#')).map(codec.deadLetterFromItem);
+    },
+
+    async rewindPartitions({ stream, epoch, ownerToken, partitions, change }): Promise<RewindOutcome> {
+      // 0. Fenced out already: say so before anything else (the transactions check it again).
+      const metaRes = await send(`read meta of ${stream}`, () =>
+        doc.send(new GetCommand({ TableName: table, Key: keys.meta(stream), ConsistentRead: true })),
+      );
+      const meta = metaRes.Item ? codec.metaFromItem(metaRes.Item) : undefined;
+      if (!meta || meta.epoch !== epoch || meta.ownerToken !== ownerToken) return { outcome: 'fenced' };
+      // 1. What lies at or after each cursor: only finished history and parked ranges may (nothing in flight).
+      const perPartition: TxAction[][] = [];
+      const cleanup: TxAction[] = [];
+      let abandoned = 0;
+      for (const p of partitions) {
+        const lo = Math.min(p.to, p.expect.committed);
+        const ranges = (await querySpan(stream, keys.partitionSpan('R', p.topic, p.partition, lo))).map(codec.rangeFromItem);
+        const busy = ranges.find((r) => r.status !== 'done' && r.status !== 'parked');
+        if (busy) {
+          return { outcome: 'condition-failed', reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}` };
+        }
+        const parked = ranges.filter((r) => r.status === 'parked');
+        abandoned += parked.length;
+        perPartition.push([rewindPartitionAction(table, stream, p), ...parked.map((r) => deleteRangeAction(table, stream, r, 'parked'))]);
+        // Finished ranges at or after the new cursor would collide with the ranges planned again there.
+        for (const r of ranges) if (r.status === 'done' && r.from >= p.to) cleanup.push(deleteRangeAction(table, stream, r, 'done'));
+        const dead = await querySpan(stream, keys.partitionSpan('D', p.topic, p.partition, p.to));
+        for (const d of dead) cleanup.push({ Delete: { TableName: table, Key: { pk: d.pk, sk: d.sk } } });
+      }
+      const removedRanges = cleanup.filter((a) => (a.Delete?.Key as { sk: string }).sk.startsWith('R#')).length;
+      const removedDeadLetters = cleanup.length - removedRanges;
+
+      // 2. Cursors, parked ranges and the change record: one transaction when it fits (the usual case);
+      //    the META update carries the fence, and comes last when several transactions are needed.
+      const groups: TxAction[][] = [];
+      let current: TxAction[] = [];
+      for (const actions of perPartition) {
+        if (current.length + actions.length > MAX_TX_ACTIONS - 1) {
+          groups.push(current);
+          current = [];
+        }
+        current.push(...actions);
+      }
+      groups.push(current);
+      for (let i = 0; i < groups.length; i++) {
+        const last = i === groups.length - 1;
+        const head = last ? fencedChangeAction(table, stream, epoch, ownerToken, change) : fenceCheck(table, stream, epoch, ownerToken);
+        const res = await transact(`rewind ${stream}`, [head, ...(groups[i] as TxAction[])]);
+        if (!res.ok) {
+          if (res.codes[0] === 'ConditionalCheckFailed') return { outcome: 'fenced' };
+          return { outcome: 'condition-failed', reason: 'a partition or parked range changed since it was read' };
+        }
+      }
+
+      // 3. History cleanup, fenced too; an interrupted rewind is completed by running it again.
+      for (let i = 0; i < cleanup.length; i += MAX_TX_ACTIONS - 1) {
+        const res = await transact(`rewind ${stream} (cleanup)`, [fenceCheck(table, stream, epoch, ownerToken), ...cleanup.slice(i, i + MAX_TX_ACTIONS - 1)]);
+        if (!res.ok && res.codes[0] === 'ConditionalCheckFailed') return { outcome: 'fenced' };
+        // A done range deleted by someone else meanwhile is what we wanted anyway.
+      }
+      return { outcome: 'applied', removedRanges, abandonedParkedRanges: abandoned, removedDeadLetters };
+    },
+
+    async recordChange({ stream, epoch, ownerToken, change }) {
+      const res = await transact(`record change on ${stream}`, [fencedChangeAction(table, stream, epoch, ownerToken, change)]);
+      return res.ok ? 'applied' : 'fenced';
+    },
+
+    async markStreamFinished({ stream, epoch, ownerToken, nowMs }) {
+      try {
+        await send(`mark ${stream} finished`, () =>
+          doc.send(
+            new UpdateCommand({
+              TableName: table,
+              Key: keys.meta(stream),
+              UpdateExpression: 'SET finishedAtMs = :now',
+              ConditionExpression: 'epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(finishedAtMs)',
+              ExpressionAttributeValues: { ':now': nowMs, ':epoch': epoch, ':owner': ownerToken },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            }),
+          ),
+        );
+        return 'applied';
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+        const old = (err.Item ?? {}) as { epoch?: { N?: string }; ownerToken?: { S?: string } };
+        const mine = Number(old.epoch?.N) === epoch && old.ownerToken?.S === ownerToken;
+        return mine ? 'condition-failed' : 'fenced';
+      }
+    },
+
+    async redriveDeadLetter({ stream, topic, partition, offset, nowMs, sinkWrites = [] }) {
+      const items = [redriveAction(table, stream, { topic, partition, offset }, nowMs), ...sinkWrites.map(sinkAction)];
+      const res = await transact(`re-drive dead letter ${topic}/${partition}/${offset}`, items);
+      if (res.ok) return 'applied';
+      if (res.codes[0] === 'ConditionalCheckFailed') return 'condition-failed';
+      throw new SinkConditionError(`a sink write's condition failed while re-driving ${topic}/${partition}/${offset}; nothing was applied`);
     },
 
     async applyPlan({ stream, epoch, ownerToken, writes }) {

@@ -14,6 +14,7 @@ import type {
   PlannerLease,
   PlanWrite,
   RangeState,
+  RewindOutcome,
   StreamMeta,
   WriteOutcome,
 } from '../ports/ledger';
@@ -224,6 +225,71 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
     async listDeadLetters(stream) {
       requests++;
       return store(stream).deadLetters.map(clone);
+    },
+    async rewindPartitions({ stream, epoch, ownerToken, partitions, change }): Promise<RewindOutcome> {
+      requests++;
+      const s = store(stream);
+      if (fencedOut(s, epoch, ownerToken)) return { outcome: 'fenced' };
+      // Check everything first: the rewind applies to all partitions or to none.
+      for (const p of partitions) {
+        const cur = s.partitions.get(pKey(p.topic, p.partition));
+        if (!cur || cur.status === 'retired' || cur.committed !== p.expect.committed || cur.nextFrom !== p.expect.nextFrom) {
+          return { outcome: 'condition-failed', reason: `partition ${p.topic}/${p.partition} changed since it was read` };
+        }
+        const lo = Math.min(p.to, p.expect.committed);
+        const busy = [...s.ranges.values()].find(
+          (r) => r.topic === p.topic && r.partition === p.partition && r.from >= lo && r.status !== 'done' && r.status !== 'parked',
+        );
+        if (busy) return { outcome: 'condition-failed', reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}` };
+      }
+      let removedRanges = 0;
+      let abandonedParkedRanges = 0;
+      let removedDeadLetters = 0;
+      for (const p of partitions) {
+        const cur = s.partitions.get(pKey(p.topic, p.partition)) as PartitionState;
+        Object.assign(cur, { committed: p.to, nextFrom: p.to, status: 'active' });
+        delete cur.reason;
+        const lo = Math.min(p.to, p.expect.committed);
+        for (const [k, r] of s.ranges) {
+          if (r.topic !== p.topic || r.partition !== p.partition || r.from < lo) continue;
+          if (r.status === 'parked') {
+            s.ranges.delete(k);
+            abandonedParkedRanges++;
+          } else if (r.status === 'done' && r.from >= p.to) {
+            s.ranges.delete(k);
+            removedRanges++;
+          }
+        }
+        const before = s.deadLetters.length;
+        s.deadLetters = s.deadLetters.filter((d) => !(d.topic === p.topic && d.partition === p.partition && d.offset >= p.to));
+        removedDeadLetters += before - s.deadLetters.length;
+      }
+      s.meta!.lastChange = clone(change);
+      return { outcome: 'applied', removedRanges, abandonedParkedRanges, removedDeadLetters };
+    },
+    async recordChange({ stream, epoch, ownerToken, change }) {
+      requests++;
+      const s = store(stream);
+      if (fencedOut(s, epoch, ownerToken)) return 'fenced';
+      s.meta!.lastChange = clone(change);
+      return 'applied';
+    },
+    async markStreamFinished({ stream, epoch, ownerToken, nowMs }) {
+      requests++;
+      const s = store(stream);
+      if (fencedOut(s, epoch, ownerToken)) return 'fenced';
+      if (s.meta!.finishedAtMs !== undefined) return 'condition-failed';
+      s.meta!.finishedAtMs = nowMs;
+      return 'applied';
+    },
+    async redriveDeadLetter({ stream, topic, partition, offset, nowMs, sinkWrites }) {
+      requests++;
+      const s = store(stream);
+      const d = s.deadLetters.find((x) => x.topic === topic && x.partition === partition && x.offset === offset);
+      if (!d || d.redrivenAtMs !== undefined) return 'condition-failed';
+      d.redrivenAtMs = nowMs;
+      s.sinkWrites.push(...clone(sinkWrites ?? []));
+      return 'applied';
     },
     async applyPlan({ stream, epoch, ownerToken, writes }): Promise<WriteOutcome[]> {
       requests++;

@@ -17,7 +17,12 @@ export type StreamMeta = {
   startedAtMs?: number;
   /** Operator changes (rewind) leave who/when here. */
   lastChange?: { by: string; atMs: number; what: string };
+  /** Set once a bounded stream (a replay) has committed every partition up to its stop offset. */
+  finishedAtMs?: number;
 };
+
+/** Who changed a stream by hand, when, and what they did (kept on the stream's META item). */
+export type OperatorChange = { by: string; atMs: number; what: string };
 
 export const PARTITION_STATUSES = ['active', 'retired', 'failed'] as const;
 export type PartitionStatus = (typeof PARTITION_STATUSES)[number];
@@ -47,6 +52,11 @@ export type PartitionState = {
   /** The last rate the estimator published (Spark's RateController.getLatestRate). */
   backpressureRatePerSec?: number;
   lastRange?: RangeStats;
+  /**
+   * Bounded streams (replays): nothing at or past this offset is planned, and the partition is
+   * finished once `committed` reaches it (Flink's bounded KafkaSource stopping offset).
+   */
+  stopOffset?: number;
 };
 
 export const RANGE_STATUSES = ['planned', 'leased', 'done', 'failed', 'parked'] as const;
@@ -190,6 +200,22 @@ export type PlanWrite =
 
 export type WriteOutcome = 'applied' | 'condition-failed' | 'fenced';
 
+/** One partition of an operator rewind: the cursor it expects to replace and where it moves. */
+export type RewindPartition = {
+  topic: string;
+  partition: number;
+  /** The partition's `committed` and `nextFrom` as read (I2: the write names what it replaces). */
+  expect: { committed: number; nextFrom: number };
+  /** New committed offset and planning cursor. */
+  to: number;
+};
+
+/** What a rewind removed besides moving cursors (reported to the operator). */
+export type RewindOutcome =
+  | { outcome: 'applied'; removedRanges: number; abandonedParkedRanges: number; removedDeadLetters: number }
+  | { outcome: 'condition-failed'; reason: string }
+  | { outcome: 'fenced' };
+
 export type Ledger = {
   readMeta(stream: string): Promise<StreamMeta | undefined>;
   /**
@@ -265,4 +291,39 @@ export type Ledger = {
   /** Gives the range back before the deadline, keeping its progress; the planner dispatches it again. */
   releaseRange(input: { range: LeasedRange; nowMs: number; progressed: boolean }): Promise<ProcessorWriteOutcome>;
   listDeadLetters(stream: string): Promise<DeadLetter[]>;
+
+  // Operator side (CLI). Fenced like planner writes: the caller holds the stream's planner lease.
+
+  /**
+   * Moves partitions' cursors to `to` (committed = nextFrom = to) for an operator rewind, fenced by
+   * the planner epoch, and records `change` on the META item. Refused (`condition-failed`, nothing
+   * changed) unless each partition still has the expected cursor, is not retired, and every range at
+   * or after its committed offset is parked (nothing in flight). A failed partition becomes active
+   * again. Parked ranges there are abandoned, and range items and dead letters at or after the new
+   * cursor are removed, since those offsets will be planned (with the same range keys) and processed again.
+   */
+  rewindPartitions(input: {
+    stream: string;
+    epoch: number;
+    ownerToken: string;
+    partitions: RewindPartition[];
+    change: OperatorChange;
+  }): Promise<RewindOutcome>;
+  /** Records an operator change (replay creation, ...) on the META item, fenced by the planner epoch. */
+  recordChange(input: { stream: string; epoch: number; ownerToken: string; change: OperatorChange }): Promise<WriteOutcome>;
+  /** Marks a bounded stream finished (once), fenced like planner writes; `condition-failed` if already marked. */
+  markStreamFinished(input: { stream: string; epoch: number; ownerToken: string; nowMs: number }): Promise<WriteOutcome>;
+  /**
+   * Marks a dead letter re-driven (`redrivenAtMs`), together with the handler's sink writes for it
+   * in one transaction (exactly-once re-drive). `condition-failed` when it is missing or was already
+   * re-driven: then nothing was written. A sink write's own failed condition throws SinkConditionError.
+   */
+  redriveDeadLetter(input: {
+    stream: string;
+    topic: string;
+    partition: number;
+    offset: number;
+    nowMs: number;
+    sinkWrites?: SinkWrite[];
+  }): Promise<'applied' | 'condition-failed'>;
 };

@@ -280,4 +280,120 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(await ledger.failRange({ range: { ...r, leaseToken: 'C' }, status: 'parked', error: 'DATA_LOSS', nowMs: 1500 })).toBe('applied');
     expect(await take(r, 'D', 99_000)).toMatchObject({ kind: 'parked', range: { lastError: 'DATA_LOSS' } });
   });
+
+  // Operator side: rewind, change records, bounded-stream completion, dead-letter re-drive.
+
+  /** A stream with partition t/0 whose ranges `[a, b)` ... are finished, each by its own processor. */
+  async function finishedRanges(stream: string, bounds: number[]) {
+    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'planner', nowMs: 0, leaseMs: 1 });
+    if (!lease.acquired) throw new Error('lease');
+    const ctx = { stream, epoch: lease.epoch, ownerToken: 'planner' };
+    await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition: partitionFixture(stream, 't', 0, bounds[0]) }] });
+    for (let i = 0; i + 1 < bounds.length; i++) {
+      const [from, until] = [bounds[i] as number, bounds[i + 1] as number];
+      await ledger.applyPlan({ ...ctx, writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, from, until, lease.epoch), partitionUpdate: { lastPlannedAtMs: 1 } }] });
+      const held = { stream, topic: 't', partition: 0, from, until, leaseToken: `p${i}` };
+      await take(held, held.leaseToken, 1000);
+      await ledger.commitChunk({ range: held, expectProgress: from, to: until, nowMs: 1001, leaseMs: 1000 });
+      const stats = { records: until - from, processingMs: 1, schedulingDelayMs: 0, finishedAtMs: 1002 };
+      await ledger.completeRange({ range: held, expectProgress: until, nowMs: 1002, stats, advancePartition: true });
+    }
+  }
+  const deadLetterAt = (stream: string, offset: number) => ({
+    stream, topic: 't', partition: 0, offset, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
+    truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000,
+  });
+  const operatorLease = async (stream: string, nowMs = 50_000) => {
+    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'operator', nowMs, leaseMs: 60_000 });
+    if (!lease.acquired) throw new Error('lease');
+    return { stream, epoch: lease.epoch, ownerToken: 'operator' };
+  };
+  const change = { by: 'alice', atMs: 50_000, what: 'rewind to 40' };
+
+  it('rewinds an idle partition, removing finished ranges and dead letters at or after the new cursor', async () => {
+    const stream = streamName();
+    await finishedRanges(stream, [0, 50, 100]);
+    // Dead letters written by a processor of a later range (one before the target, one after).
+    await ledger.acquirePlannerLease({ stream, ownerToken: 'planner', nowMs: 2000, leaseMs: 1 });
+    const l = await ledger.acquirePlannerLease({ stream, ownerToken: 'planner2', nowMs: 3000, leaseMs: 1 });
+    if (!l.acquired) throw new Error('lease');
+    await ledger.applyPlan({ stream, epoch: l.epoch, ownerToken: 'planner2', writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 100, 120, l.epoch), partitionUpdate: { lastPlannedAtMs: 1 } }] });
+    const held = { stream, topic: 't', partition: 0, from: 100, until: 120, leaseToken: 'dl' };
+    await take(held, 'dl', 4000);
+    await ledger.commitChunk({ range: held, expectProgress: 100, to: 120, nowMs: 4001, leaseMs: 1000, deadLetters: [deadLetterAt(stream, 30), deadLetterAt(stream, 110)] });
+    await ledger.completeRange({ range: held, expectProgress: 120, nowMs: 4002, stats: { records: 19, processingMs: 1, schedulingDelayMs: 0, finishedAtMs: 4002 }, advancePartition: true });
+
+    const ctx = await operatorLease(stream);
+    const out = await ledger.rewindPartitions({ ...ctx, partitions: [{ topic: 't', partition: 0, expect: { committed: 120, nextFrom: 120 }, to: 40 }], change });
+    expect(out).toEqual({ outcome: 'applied', removedRanges: 2, abandonedParkedRanges: 0, removedDeadLetters: 1 });
+    expect(await ledger.readPartition(stream, 't', 0)).toMatchObject({ committed: 40, nextFrom: 40, status: 'active' });
+    expect((await ledger.readMeta(stream))?.lastChange).toEqual(change);
+    expect((await ledger.listDeadLetters(stream)).map((d) => d.offset)).toEqual([30]);
+    expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0 })).toMatchObject({ status: 'done' });
+    expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 50 })).toBeUndefined();
+    // The offsets after the cursor can be planned again, with the same deterministic range keys.
+    const again = await ledger.applyPlan({ ...ctx, writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 40, 50, ctx.epoch), partitionUpdate: { lastPlannedAtMs: 9 } }] });
+    expect(again).toEqual(['applied']);
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 50, 100, ctx.epoch), partitionUpdate: { lastPlannedAtMs: 9 } }] })).toEqual(['applied']);
+  });
+
+  it('refuses a rewind while a range is in flight, on a stale cursor, or without the planner lease', async () => {
+    const stream = streamName();
+    const r = await plannedRange(stream, 0, 100);
+    const ctx = await operatorLease(stream);
+    const at = (committed: number, nextFrom: number, to = 0) => [{ topic: 't', partition: 0, expect: { committed, nextFrom }, to }];
+    expect(await ledger.rewindPartitions({ ...ctx, partitions: at(0, 100), change })).toMatchObject({ outcome: 'condition-failed' });
+    await take(r, 'A', 60_000);
+    expect(await ledger.rewindPartitions({ ...ctx, partitions: at(0, 100), change })).toMatchObject({ outcome: 'condition-failed' });
+    expect(await ledger.rewindPartitions({ ...ctx, partitions: at(0, 0), change })).toMatchObject({ outcome: 'condition-failed' });
+    expect(await ledger.rewindPartitions({ ...ctx, epoch: ctx.epoch - 1, partitions: at(0, 100), change })).toEqual({ outcome: 'fenced' });
+    expect(await ledger.readPartition(stream, 't', 0)).toMatchObject({ committed: 0, nextFrom: 100 });
+    expect(await ledger.readRange(stream, r)).toMatchObject({ status: 'leased' });
+    expect((await ledger.readMeta(stream))?.lastChange).toBeUndefined();
+  });
+
+  it('abandons a parked range and reactivates a failed partition when rewinding past it', async () => {
+    const stream = streamName();
+    const r = await plannedRange(stream, 0, 100);
+    await take(r, 'A', 1000);
+    await ledger.failRange({ range: { ...r, leaseToken: 'A' }, status: 'parked', error: 'POISON_RECORD', nowMs: 1100 });
+    const ctx = await operatorLease(stream);
+    await ledger.applyPlan({ ...ctx, writes: [{ kind: 'fail-partition', topic: 't', partition: 0, reason: 'OFFSET_REGRESSION', nowMs: 2 }] });
+    const out = await ledger.rewindPartitions({ ...ctx, partitions: [{ topic: 't', partition: 0, expect: { committed: 0, nextFrom: 100 }, to: 1 }], change });
+    expect(out).toEqual({ outcome: 'applied', removedRanges: 0, abandonedParkedRanges: 1, removedDeadLetters: 0 });
+    const p = await ledger.readPartition(stream, 't', 0);
+    expect(p).toMatchObject({ status: 'active', committed: 1, nextFrom: 1 });
+    expect(p?.reason).toBeUndefined();
+    expect(await ledger.readOpenRanges(stream)).toEqual([]);
+  });
+
+  it('records operator changes and marks a bounded stream finished once, fenced by the planner epoch', async () => {
+    const stream = streamName();
+    const ctx = await operatorLease(stream);
+    expect(await ledger.recordChange({ ...ctx, change })).toBe('applied');
+    expect(await ledger.recordChange({ ...ctx, epoch: ctx.epoch + 1, change })).toBe('fenced');
+    expect(await ledger.markStreamFinished({ ...ctx, nowMs: 77 })).toBe('applied');
+    expect(await ledger.markStreamFinished({ ...ctx, nowMs: 78 })).toBe('condition-failed');
+    expect(await ledger.markStreamFinished({ ...ctx, ownerToken: 'other', nowMs: 79 })).toBe('fenced');
+    expect(await ledger.readMeta(stream)).toMatchObject({ lastChange: change, finishedAtMs: 77 });
+  });
+
+  it('keeps a stop offset on a registered partition', async () => {
+    const stream = streamName();
+    const ctx = await operatorLease(stream);
+    const partition = { ...partitionFixture(stream, 't', 0, 10), stopOffset: 25 };
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition }] })).toEqual(['applied']);
+    expect(await ledger.readPartition(stream, 't', 0)).toMatchObject({ startOffset: 10, stopOffset: 25 });
+  });
+
+  it('re-drives a dead letter once', async () => {
+    const r = await plannedRange(streamName());
+    await take(r, 'A', 1000);
+    await ledger.commitChunk({ range: { ...r, leaseToken: 'A' }, expectProgress: 0, to: 20, nowMs: 1001, leaseMs: 1000, deadLetters: [deadLetterAt(r.stream, 12)] });
+    const dl = { stream: r.stream, topic: 't', partition: 0, offset: 12 };
+    expect(await ledger.redriveDeadLetter({ ...dl, nowMs: 5000 })).toBe('applied');
+    expect(await ledger.redriveDeadLetter({ ...dl, nowMs: 6000 })).toBe('condition-failed');
+    expect(await ledger.redriveDeadLetter({ ...dl, offset: 13, nowMs: 6000 })).toBe('condition-failed');
+    expect((await ledger.listDeadLetters(r.stream))[0]).toMatchObject({ offset: 12, redrivenAtMs: 5000 });
+  });
 }

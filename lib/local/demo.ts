@@ -1,0 +1,385 @@
+/**
+ * `npm start`: the main job on one machine. A fresh demo stream per run (topic, stream id and sink
+ * table named after the run), card payments produced at a steady rate with a partition added part
+ * way, the planner every second and the processors in this process (in-process dispatcher), and
+ * the exactly-once running-totals handler writing into a DynamoDB sink table.
+ *
+ * Bounded (`--until-caught-up`): producing stops after `durationMs`; the run ends when every
+ * partition's committed offset reached its latest offset, then checks the sink against what was
+ * produced, key by key. Unbounded: runs until Ctrl-C, then stops producing, lets processors finish
+ * (or stop at a chunk boundary: each chunk commits atomically) and checks that the sink holds
+ * exactly the committed records.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { CreateTableCommand, ResourceInUseException, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { parseDeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../config/schema';
+import { topicSelector } from '../config/topics';
+import { TimeoutError } from '../errors';
+import { ensureLedgerTable } from '../ledger/table';
+import { createOpsContext, type OpsContext } from '../ops/context';
+import { duration } from '../ops/format';
+import { partitionKey } from '../ranges';
+import { dynamoClientFromEnv } from '../runtime/aws';
+import { DEMO_CONFIG_FILE } from './paths';
+import { createDemoProducer, type KeyTotals } from './producer';
+import { createProgressView, type PartitionProgress, type ProgressFrame } from './progress';
+import { createLocalRunner } from './runner';
+
+export type DemoOptions = {
+  /** Bounded run: stop producing after `durationMs`, exit once lag is zero. */
+  untilCaughtUp: boolean;
+  /** Print one JSON summary as the last line of stdout (progress goes to stderr as log lines). */
+  json: boolean;
+  ratePerSec: number;
+  /** How long to produce (bounded runs; unbounded runs produce until Ctrl-C when unset). */
+  durationMs?: number;
+  /** Partitions the topic starts with; one more is added at `addPartitionAfterMs`. */
+  partitions: number;
+  addPartitionAfterMs?: number;
+  accounts: number;
+  /** Bounded runs: give up waiting for lag zero this long after producing stopped. */
+  timeoutMs: number;
+  progress: 'tty' | 'lines' | 'off';
+  triggerIntervalMs: number;
+  ledgerTable: string;
+  /** Where to write the demo's deployment config for the CLI (null: do not write). */
+  configFile?: string | null;
+};
+
+export const DEMO_DEFAULTS = {
+  ratePerSec: 250,
+  boundedDurationMs: 20_000,
+  partitions: 3,
+  accounts: 40,
+  timeoutMs: 120_000,
+  triggerIntervalMs: 1000,
+  ledgerTable: 'kafka-direct-ledger',
+  /** Unbounded runs add the partition after this long. */
+  unboundedAddPartitionAfterMs: 30_000,
+} as const;
+
+export type DemoSummary = {
+  produced: number;
+  applied: number;
+  /** From the first event produced until lag reached zero (bounded) or the run stopped. */
+  wallMs: number;
+  invocations: number;
+  stream: string;
+  topic: string;
+  sinkTable: string;
+  partitions: number;
+  /** Records in the topic (sum over partitions of latest - earliest): must equal `produced`. */
+  kafkaRecords: number;
+  plannerRuns: number;
+  deadLetters: number;
+  processorErrors: number;
+  caughtUp: boolean;
+  interrupted: boolean;
+  /** Sink totals and counts equal the produced ones key by key (bounded runs). */
+  exact: boolean;
+  /** Sink counts + dead letters equal the offsets the ledger shows processed (no loss, no duplicates). */
+  consistent: boolean;
+  producerError?: string;
+};
+
+export type DemoResult = { summary: DemoSummary; expected: KeyTotals; sink: KeyTotals; exitCode: number };
+
+export type DemoDeps = {
+  kafkaBrokers: string;
+  dynamodbEndpoint: string;
+  env: NodeJS.ProcessEnv;
+  out(text: string): void;
+  err(text: string): void;
+  /** Aborted on the first Ctrl-C: stop cleanly. */
+  signal?: AbortSignal;
+  /** Aborted on the second Ctrl-C: abort processors at once (they still stop at a chunk boundary). */
+  hardSignal?: AbortSignal;
+  /** Terminal width, for the live view. */
+  columns?: () => number | undefined;
+};
+
+/** Runs the demo and returns its summary and exit code (0: success; 1: a check failed; 130: interrupted bounded run). */
+export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoResult> {
+  const runId = Date.now().toString(36);
+  const id = `demo-${runId}`;
+  const topic = `demo-payments-${runId}`;
+  const sinkTable = `demo-totals-${runId}`;
+  const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint, KAFKA_BROKERS: deps.kafkaBrokers };
+  const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
+  const dynamo = dynamoClientFromEnv(env);
+  const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  let ctx: OpsContext | undefined;
+
+  try {
+    await admin.connect();
+    await Promise.all([ensureLedgerTable(dynamo, opts.ledgerTable), createSinkTable(dynamo, sinkTable), createTopic(admin, topic, opts.partitions)]);
+    const input: DeploymentConfigInput = {
+      ledgerTable: opts.ledgerTable,
+      streams: [
+        {
+          id,
+          kafka: { brokers: deps.kafkaBrokers.split(',') },
+          topics: [topic],
+          startingOffsets: 'earliest',
+          triggerIntervalMs: opts.triggerIntervalMs,
+          // Locally a "Lambda" is an async call in this process: a short timeout keeps leases short.
+          processor: { timeoutMs: 30_000 },
+          handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable },
+        },
+      ],
+    };
+    const config = parseDeploymentConfig(input, 'demo');
+    const stream = config.streams[0] as StreamConfig;
+    const configFile = opts.configFile === undefined ? DEMO_CONFIG_FILE : opts.configFile;
+    if (configFile) {
+      mkdirSync(dirname(configFile), { recursive: true });
+      writeFileSync(configFile, `${JSON.stringify(input, null, 2)}\n`);
+    }
+    ctx = createOpsContext(config, env, dynamo);
+    const ops = ctx;
+    view.event(`stream ${id}: topic ${topic} (${opts.partitions} partitions), sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
+
+    const runner = createLocalRunner(
+      { ledger: ops.ledger, metadataFor: (s) => ops.metadata.forStream(s), createReader: (s) => ops.createReader(s), handlerFor: (s) => ops.handlerFor(s), log: (l) => view.event(l) },
+      [stream],
+    );
+    const producer = createDemoProducer(kafka, admin, { topic, ratePerSec: opts.ratePerSec, accounts: opts.accounts });
+    deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
+
+    const t0 = Date.now();
+    runner.start();
+    producer.start();
+    let phase: 'producing' | 'draining' | 'stopping' = 'producing';
+    let adding: Promise<void> | undefined;
+    let caughtUp = false;
+    let caughtUpAtMs: number | undefined;
+    let stoppedProducingAtMs: number | undefined;
+    const history = new Map<string, Array<{ t: number; committed: number }>>();
+    let lastFrame: ProgressFrame | undefined;
+    const produceFor = opts.durationMs;
+
+    for (;;) {
+      const elapsed = Date.now() - t0;
+      if (opts.addPartitionAfterMs !== undefined && !adding && elapsed >= opts.addPartitionAfterMs && phase === 'producing') {
+        const total = opts.partitions + 1;
+        view.event(`adding partition ${total - 1} to ${topic} (now ${total} partitions)`);
+        adding = producer.addPartitions(total).then(
+          () => view.event(`partition ${total - 1} added; producing with a fresh producer`),
+          (err: unknown) => view.event(`adding a partition failed: ${(err as Error)?.message ?? String(err)}`),
+        );
+      }
+      if (phase === 'producing' && produceFor !== undefined && elapsed >= produceFor) {
+        await adding;
+        await producer.stop();
+        stoppedProducingAtMs = Date.now();
+        phase = 'draining';
+        view.event(`stopped producing after ${producer.produced()} events; waiting for lag 0`);
+      }
+      const snap = await snapshot(ops, stream, runner.inFlight()).catch(() => undefined);
+      if (snap) {
+        const now = Date.now();
+        const partitions: PartitionProgress[] = snap.rows.map((r) => {
+          const k = partitionKey(r.topic, r.partition);
+          const h = history.get(k) ?? [];
+          if (r.committed !== undefined) h.push({ t: now, committed: r.committed });
+          while (h.length > 1 && now - (h[0] as { t: number }).t > 5000) h.shift();
+          history.set(k, h);
+          const first = h[0];
+          const last = h[h.length - 1];
+          const rate = first && last && last.t > first.t ? ((last.committed - first.committed) * 1000) / (last.t - first.t) : undefined;
+          return { ...r, recordsPerSec: rate };
+        });
+        const s = runner.stats();
+        view.show(lastFrame = {
+          elapsedMs: now - t0,
+          stream: id,
+          phase,
+          produced: producer.produced(),
+          producedPerSec: phase === 'producing' ? producer.produced() / Math.max(0.001, (now - t0) / 1000) : 0,
+          partitions,
+          invocations: s.invocations,
+          plannerRuns: s.plannerRuns,
+          inFlight: runner.inFlight().length,
+          deadLetters: s.deadLetters,
+          errors: s.byStatus.error ?? 0,
+          lastError: s.lastError,
+          events: [],
+        });
+        if (phase === 'draining' && snap.caughtUp && snap.kafkaRecords >= producer.produced()) {
+          caughtUp = true;
+          caughtUpAtMs = Date.now();
+          view.event(`caught up: lag 0 on ${snap.rows.length} partitions`);
+          break;
+        }
+      }
+      if (deps.signal?.aborted) {
+        view.event('stopping: producer stopped, processors finishing their ranges');
+        break;
+      }
+      if (phase === 'draining' && stoppedProducingAtMs !== undefined && Date.now() - stoppedProducingAtMs > opts.timeoutMs) {
+        view.event(`gave up: lag not zero ${duration(opts.timeoutMs)} after producing stopped`);
+        break;
+      }
+      await sleep(phase === 'draining' ? 250 : 1000, deps.signal);
+    }
+
+    phase = 'stopping';
+    if (lastFrame) view.show({ ...lastFrame, phase, elapsedMs: Date.now() - t0 });
+    await adding;
+    await producer.stop();
+    await runner.stop({ graceMs: 10_000 });
+    view.close();
+    const endMs = caughtUpAtMs ?? Date.now();
+
+    const expected = producer.expected();
+    const [sink, ledgerProcessed, kafkaRecords] = await Promise.all([scanTotals(dynamo, sinkTable), processedOffsets(ops, id), countRecords(ops, stream)]);
+    const applied = Object.values(sink).reduce((s, v) => s + v.count, 0);
+    const stats = runner.stats();
+    const deadLetters = (await ops.ledger.listDeadLetters(id)).length;
+    const interrupted = deps.signal?.aborted ?? false;
+    const produced = producer.produced();
+    const consistent = applied + deadLetters === ledgerProcessed;
+    const exact = caughtUp && applied === produced && kafkaRecords === produced && deadLetters === 0 && sameTotals(expected, sink);
+    await producer.close();
+    const summary: DemoSummary = {
+      produced,
+      applied,
+      wallMs: endMs - t0,
+      invocations: stats.invocations,
+      stream: id,
+      topic,
+      sinkTable,
+      partitions: (await ops.metadata.forStream(stream).then((m) => m.describeTopics({ topics: [topic] }))).reduce((s, t) => s + t.partitions.length, 0),
+      kafkaRecords,
+      plannerRuns: stats.plannerRuns,
+      deadLetters,
+      processorErrors: stats.byStatus.error ?? 0,
+      caughtUp,
+      interrupted,
+      exact,
+      consistent,
+      ...(producer.lastError() ? { producerError: producer.lastError() } : {}),
+    };
+    const exitCode = opts.untilCaughtUp ? (interrupted ? 130 : exact ? 0 : 1) : consistent ? 0 : 1;
+    if (!opts.json) deps.out(`${humanSummary(summary, opts.untilCaughtUp)}\n`);
+    else deps.out(`${JSON.stringify(summary)}\n`);
+    return { summary, expected, sink, exitCode };
+  } finally {
+    await ctx?.close().catch(() => undefined);
+    if (!ctx) dynamo.destroy();
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+function humanSummary(s: DemoSummary, bounded: boolean): string {
+  const lines = [
+    '',
+    `produced ${s.produced} events (Kafka holds ${s.kafkaRecords}) into ${s.partitions} partitions; the sink applied ${s.applied}; ${s.invocations} processor invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}`,
+  ];
+  if (bounded) lines.push(s.exact ? 'exactly once: every produced event is in the sink once, totals equal per account' : 'CHECK FAILED: the sink does not match what was produced (see the numbers above)');
+  else lines.push(s.consistent ? `consistent: the sink holds exactly the ${s.applied} committed events (no loss, no duplicates)` : 'CHECK FAILED: the sink does not match the committed offsets');
+  if (s.producerError) lines.push(`producer error seen: ${s.producerError}`);
+  lines.push(`inspect: npm run cli -- status ${s.stream}   (the local stack keeps running; npm run local:down stops it)`);
+  return lines.join('\n');
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((r) => {
+    const t = setTimeout(r, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      r();
+    }, { once: true });
+  });
+}
+
+/** Kafka's offsets against the ledger's, per partition, and whether everything is committed. */
+async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{ topic: string; partition: number }>) {
+  const kafka = await ctx.metadata.forStream(stream);
+  const topics = await kafka.describeTopics(topicSelector(stream));
+  const [offsets, parts] = await Promise.all([kafka.fetchOffsets(topics, stream.isolationLevel), ctx.ledger.readPartitions(stream.id)]);
+  const byKey = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p]));
+  const rows = offsets
+    .map((o) => {
+      const p = byKey.get(partitionKey(o.topic, o.partition));
+      return {
+        topic: o.topic,
+        partition: o.partition,
+        committed: p?.committed,
+        latest: o.latest,
+        lag: o.latest - (p?.committed ?? o.earliest),
+        inFlight: inFlight.filter((r) => r.topic === o.topic && r.partition === o.partition).length,
+        nextFrom: p?.nextFrom,
+      };
+    })
+    .sort((a, b) => a.partition - b.partition);
+  const caughtUp = inFlight.length === 0 && rows.length > 0 && rows.every((r) => r.committed !== undefined && r.committed === r.latest && r.nextFrom === r.latest);
+  const kafkaRecords = offsets.reduce((s, o) => s + o.latest - o.earliest, 0);
+  return { rows, caughtUp, kafkaRecords };
+}
+
+/** Offsets the ledger shows processed: finished ranges up to each committed offset, plus open ranges' progress. */
+async function processedOffsets(ctx: OpsContext, stream: string): Promise<number> {
+  const [parts, open] = await Promise.all([ctx.ledger.readPartitions(stream), ctx.ledger.readOpenRanges(stream)]);
+  return parts.reduce((s, p) => s + p.committed - p.startOffset, 0) + open.reduce((s, r) => s + r.progress - r.from, 0);
+}
+
+async function countRecords(ctx: OpsContext, stream: StreamConfig): Promise<number> {
+  const kafka = await ctx.metadata.forStream(stream);
+  const topics = await kafka.describeTopics(topicSelector(stream));
+  // read_uncommitted: the high watermark, i.e. everything written (the demo uses no transactions).
+  const offsets = await kafka.fetchOffsets(topics, 'read_uncommitted');
+  return offsets.reduce((s, o) => s + o.latest - o.earliest, 0);
+}
+
+/** Per-key `total` and `count` of a running-totals sink table. */
+export async function scanTotals(dynamo: DynamoDBClient, table: string): Promise<KeyTotals> {
+  const out: KeyTotals = {};
+  let start: Record<string, never> | undefined;
+  do {
+    const page = await dynamo.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
+    for (const item of page.Items ?? []) {
+      const i = unmarshall(item) as { pk: string; total?: number; count?: number };
+      out[i.pk] = { total: Number(i.total ?? 0), count: Number(i.count ?? 0) };
+    }
+    start = page.LastEvaluatedKey as Record<string, never> | undefined;
+  } while (start);
+  return out;
+}
+
+function sameTotals(a: KeyTotals, b: KeyTotals): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) if (a[k]?.total !== b[k]?.total || a[k]?.count !== b[k]?.count) return false;
+  return true;
+}
+
+async function createSinkTable(dynamo: DynamoDBClient, name: string): Promise<void> {
+  try {
+    await dynamo.send(
+      new CreateTableCommand({
+        TableName: name,
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof ResourceInUseException)) throw err;
+  }
+}
+
+/** Creates the topic and waits until every partition's leader answers (kafkajs's waitForLeaders is racy). */
+async function createTopic(admin: Admin, topic: string, partitions: number): Promise<void> {
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: false });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const offsets = await admin.fetchTopicOffsets(topic).catch(() => []);
+    if (offsets.length === partitions) return;
+    if (Date.now() > deadline) throw new TimeoutError(`topic ${topic} not ready after 30 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * Where the local runtime keeps its files: `.local/` at the repository root (ignored by git), shared
+ * with the local stack (infra/local/stack.ts writes `.local/stack/state.json`).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export const LOCAL_ROOT = resolve(__dirname, '..', '..', '.local');
+/** The demo's deployment config, rewritten by every `npm start`; the CLI's default config. */
+export const DEMO_CONFIG_FILE = join(LOCAL_ROOT, 'demo', 'streams.json');
+const STACK_STATE_FILE = join(LOCAL_ROOT, 'stack', 'state.json');
+
+/** Endpoints of the persistent local stack as last recorded by `npm run local:up` / `npm start` (not checked for liveness). */
+export function recordedLocalStack(): { kafkaBrokers: string; dynamodbEndpoint: string } | undefined {
+  if (!existsSync(STACK_STATE_FILE)) return undefined;
+  try {
+    const s = JSON.parse(readFileSync(STACK_STATE_FILE, 'utf8')) as { kafkaBrokers?: unknown; dynamodbEndpoint?: unknown };
+    if (typeof s.kafkaBrokers !== 'string' || typeof s.dynamodbEndpoint !== 'string') return undefined;
+    return { kafkaBrokers: s.kafkaBrokers, dynamodbEndpoint: s.dynamodbEndpoint };
+  } catch {
+    return undefined;
+  }
+}

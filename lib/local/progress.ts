@@ -1,0 +1,110 @@
+/**
+ * Live progress of the local runtime: a table redrawn in place about once a second on a terminal
+ * (plain ANSI: cursor up, clear to end), or one log line every few seconds when output is not a
+ * terminal or is JSON.
+ */
+import { duration, table } from '../ops/format';
+
+export type PartitionProgress = {
+  topic: string;
+  partition: number;
+  /** Undefined until the planner registered the partition. */
+  committed?: number;
+  latest?: number;
+  lag?: number;
+  /** Committed records per second over the last few seconds. */
+  recordsPerSec?: number;
+  inFlight: number;
+};
+
+export type ProgressFrame = {
+  elapsedMs: number;
+  stream: string;
+  phase: string;
+  produced: number;
+  producedPerSec: number;
+  partitions: PartitionProgress[];
+  invocations: number;
+  plannerRuns: number;
+  inFlight: number;
+  deadLetters: number;
+  errors: number;
+  lastError?: string;
+  /** Recent notable events (partition added, stopping, ...), newest last. */
+  events: string[];
+};
+
+/** The frame as lines of text (the terminal view). */
+export function renderFrame(f: ProgressFrame): string[] {
+  const committed = f.partitions.reduce((s, p) => s + (p.committed ?? 0), 0);
+  const lag = f.partitions.reduce((s, p) => s + (p.lag ?? 0), 0);
+  const rate = f.partitions.reduce((s, p) => s + (p.recordsPerSec ?? 0), 0);
+  const lines = [
+    `stream ${f.stream}  ${f.phase}  ${duration(f.elapsedMs)}   ${f.phase === 'stopping' ? '(Ctrl-C again: abort at a chunk boundary)' : '(Ctrl-C stops cleanly)'}`,
+    `produced ${f.produced} (${Math.round(f.producedPerSec)}/s)   committed ${committed}   lag ${lag}   ${Math.round(rate)} records/s`,
+    `ranges in flight ${f.inFlight}   processor invocations ${f.invocations}   planner runs ${f.plannerRuns}`,
+    '',
+    ...table(
+      ['topic', 'partition', 'committed', 'latest', 'lag', 'records/s', 'in flight'],
+      f.partitions.map((p) => [p.topic, p.partition, p.committed, p.latest, p.lag, p.recordsPerSec === undefined ? undefined : Math.round(p.recordsPerSec), p.inFlight]),
+    ).split('\n'),
+  ];
+  if (f.deadLetters || f.errors) lines.push('', `dead letters ${f.deadLetters}   processor errors ${f.errors}${f.lastError ? `   last: ${f.lastError.slice(0, 120)}` : ''}`);
+  if (f.events.length) lines.push('', ...f.events.slice(-5).map((e) => `  ${e}`));
+  return lines;
+}
+
+/** The frame as one log line (non-terminal output). */
+export function frameLine(f: ProgressFrame): string {
+  const committed = f.partitions.reduce((s, p) => s + (p.committed ?? 0), 0);
+  const lag = f.partitions.reduce((s, p) => s + (p.lag ?? 0), 0);
+  const rate = f.partitions.reduce((s, p) => s + (p.recordsPerSec ?? 0), 0);
+  return `[${duration(f.elapsedMs)}] ${f.phase}: produced=${f.produced} committed=${committed} lag=${lag} records/s=${Math.round(rate)} partitions=${f.partitions.length} inFlight=${f.inFlight} invocations=${f.invocations}${f.errors ? ` errors=${f.errors}` : ''}`;
+}
+
+export type ProgressView = {
+  show(f: ProgressFrame): void;
+  /** Prints a notable event (on a terminal it joins the frame's event list instead). */
+  event(text: string): void;
+  /** Leaves the last frame on screen. */
+  close(): void;
+};
+
+/**
+ * `tty`: redraw in place; `lines`: a line every `lineEveryMs`; `off`: nothing. Terminal lines are
+ * cut to `columns()`: a wrapped line would throw off the count of lines to redraw.
+ */
+export function createProgressView(
+  write: (s: string) => void,
+  mode: 'tty' | 'lines' | 'off',
+  opts: { lineEveryMs?: number; columns?: () => number | undefined } = {},
+): ProgressView {
+  let drawn = 0;
+  let lastLine = 0;
+  const events: string[] = [];
+  return {
+    show(f) {
+      if (mode === 'off') return;
+      if (mode === 'lines') {
+        if (Date.now() - lastLine < (opts.lineEveryMs ?? 5000)) return;
+        lastLine = Date.now();
+        write(`${frameLine(f)}\n`);
+        return;
+      }
+      const cols = opts.columns?.();
+      const width = Math.max(20, (cols && cols > 0 ? cols : 200) - 1);
+      const lines = renderFrame({ ...f, events: [...f.events, ...events] }).map((l) => (l.length > width ? l.slice(0, width) : l));
+      // Move to the start of the previous frame, clear to the end of the screen, draw.
+      write(`${drawn ? `\x1b[${drawn}F\x1b[J` : ''}${lines.join('\n')}\n`);
+      drawn = lines.length;
+    },
+    event(text) {
+      if (mode === 'off') return;
+      if (mode === 'lines') write(`${text}\n`);
+      else events.push(text);
+    },
+    close() {
+      drawn = 0;
+    },
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * The local runtime: the planner on a short schedule and the processors in this process (the
+ * in-process dispatcher standing in for Lambda's async invoke). The planner and processor code are
+ * the Lambdas' own, so the ledger sees exactly what it sees on AWS.
+ */
+import { randomUUID } from 'node:crypto';
+import type { StreamConfig } from '../config/schema';
+import { createInProcessDispatcher } from '../dispatch/dispatcher.local';
+import type { KafkaMetadata } from '../ports/kafka-metadata';
+import type { Ledger } from '../ports/ledger';
+import type { RangeReader } from '../ports/range-reader';
+import { planStream, type StreamPlanReport } from '../planner/run';
+import type { RecordsHandler } from '../processor/handler-api';
+import { processRange, type ProcessResult } from '../processor/process-range';
+import type { RangePayload } from '../ranges';
+
+export type RunnerDeps = {
+  ledger: Ledger;
+  metadataFor(stream: StreamConfig): Promise<KafkaMetadata>;
+  /**
+   * A new range reader for the stream's cluster. The runner keeps a pool and gives each running
+   * processor its own reader, as each Lambda container has its own: kafkajs 2.2.4 opens two
+   * sockets (and leaks one) when two requests connect the same fresh connection at once.
+   */
+  createReader(stream: StreamConfig): Promise<RangeReader>;
+  handlerFor(stream: StreamConfig): RecordsHandler;
+  /** Planner lease per run (default 30 s: a local run takes well under a second). */
+  plannerLeaseMs?: number;
+  /** Records per handler call (default: the processor's 500). */
+  maxChunkRecords?: number;
+  log?: (line: string) => void;
+};
+
+export type RunnerStats = {
+  plannerRuns: number;
+  /** Processor invocations started (one per dispatched range, re-dispatches included). */
+  invocations: number;
+  byStatus: Partial<Record<ProcessResult['status'] | 'error', number>>;
+  /** Records delivered to handlers and committed. */
+  records: number;
+  deadLetters: number;
+  lastError?: string;
+  /** The latest planner report per stream. */
+  reports: Map<string, StreamPlanReport>;
+};
+
+export type LocalRunner = {
+  /** One planner run over every stream (dispatching into this process). */
+  planOnce(): Promise<StreamPlanReport[]>;
+  /** Runs the planner every `triggerIntervalMs` (the smallest of the streams') until `stop`. */
+  start(): void;
+  /**
+   * Stops planning, lets running processors finish for up to `graceMs`, then aborts them: they stop
+   * at a chunk boundary (each chunk commits atomically, so nothing is lost or applied twice).
+   */
+  stop(opts?: { graceMs?: number }): Promise<void>;
+  /** Aborts running processors now (a second Ctrl-C). */
+  abort(): void;
+  /** Resolves once every processor started so far has finished. */
+  idle(): Promise<void>;
+  inFlight(): RangePayload[];
+  stats(): RunnerStats;
+};
+
+/** Creates a runner for `streams`; nothing runs until `planOnce` or `start`. */
+export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): LocalRunner {
+  const byId = new Map(streams.map((s) => [s.id, s]));
+  const log = deps.log ?? (() => undefined);
+  const abort = new AbortController();
+  const running = new Map<string, RangePayload>();
+  const stats: RunnerStats = { plannerRuns: 0, invocations: 0, byStatus: {}, records: 0, deadLetters: 0, reports: new Map() };
+  const count = (k: keyof RunnerStats['byStatus']) => {
+    stats.byStatus[k] = (stats.byStatus[k] ?? 0) + 1;
+  };
+
+  /** Idle readers per cluster ("warm containers"), and every reader made, to close on stop. */
+  const idleReaders = new Map<string, RangeReader[]>();
+  const allReaders = new Set<RangeReader>();
+  const takeReader = async (stream: StreamConfig): Promise<{ reader: RangeReader; release(): void }> => {
+    const key = JSON.stringify(stream.kafka);
+    const free = idleReaders.get(key) ?? [];
+    idleReaders.set(key, free);
+    const reader = free.pop() ?? (await deps.createReader(stream));
+    allReaders.add(reader);
+    return { reader, release: () => free.push(reader) };
+  };
+
+  const invoke = async (range: RangePayload): Promise<void> => {
+    const stream = byId.get(range.stream);
+    if (!stream) throw new Error(`no stream ${range.stream} in this runner`);
+    const id = `${range.stream}/${range.topic}/${range.partition}/${range.from}/${randomUUID()}`;
+    running.set(id, range);
+    stats.invocations++;
+    let lease: { reader: RangeReader; release(): void } | undefined;
+    try {
+      const res = await processRange(
+        {
+          ledger: deps.ledger,
+          readerFor: async (s) => (lease ??= await takeReader(s)).reader,
+          handlerFor: deps.handlerFor,
+          maxChunkRecords: deps.maxChunkRecords,
+        },
+        // The same deadline rule as the Lambda: the safety share of the configured timeout.
+        { stream, range, deadlineAtMs: Date.now() + stream.processor.timeoutMs * stream.processor.safetyFactor, signal: abort.signal },
+      );
+      count(res.status);
+      stats.records += res.records;
+      stats.deadLetters += res.deadLetters;
+      if (res.status === 'parked') log(`range ${range.topic}/${range.partition} [${range.from}, ${range.until}) parked: ${res.reason}`);
+    } finally {
+      lease?.release();
+      running.delete(id);
+    }
+  };
+  const dispatcher = createInProcessDispatcher(invoke, (range, err) => {
+    count('error');
+    // An aborted processor (shutdown) recorded its range as failed; the next planner run retries it.
+    if (abort.signal.aborted) return;
+    stats.lastError = `${range.topic}/${range.partition} [${range.from}, ${range.until}): ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+    log(`processor error on ${stats.lastError}`);
+  });
+
+  const planOnce = async (): Promise<StreamPlanReport[]> => {
+    const reports = await Promise.all(
+      streams.map((s) =>
+        planStream(
+          { ledger: deps.ledger, metadataFor: deps.metadataFor, dispatcher, plannerLeaseMs: deps.plannerLeaseMs ?? 30_000 },
+          s,
+          { dryRun: false, nowMs: Date.now() },
+        ).catch((err: unknown): StreamPlanReport => {
+          const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+          log(`planner run for ${s.id} failed: ${reason}`);
+          return { ...(stats.reports.get(s.id) ?? emptyReport(s.id)), status: 'failed', reason };
+        }),
+      ),
+    );
+    stats.plannerRuns++;
+    for (const r of reports) {
+      stats.reports.set(r.stream, r);
+      if (r.status === 'failed') stats.lastError = `planner ${r.stream}: ${r.reason}`;
+      if (r.registered) log(`${r.stream}: registered ${r.registered} new partition(s)`);
+      for (const l of r.dataLoss) log(`${r.stream}: DATA LOSS ${l.topic}/${l.partition} [${l.from}, ${l.until})`);
+    }
+    return reports;
+  };
+
+  let loop: Promise<void> | undefined;
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  const intervalMs = Math.min(...streams.map((s) => s.triggerIntervalMs));
+
+  return {
+    planOnce,
+    start() {
+      if (loop) return;
+      loop = (async () => {
+        while (!stopping) {
+          const t0 = Date.now();
+          await planOnce();
+          const wait = intervalMs - (Date.now() - t0);
+          if (wait > 0 && !stopping) {
+            await new Promise<void>((r) => {
+              const timer = setTimeout(r, wait);
+              wake = () => {
+                clearTimeout(timer);
+                r();
+              };
+            });
+          }
+        }
+      })();
+    },
+    async stop(opts = {}) {
+      stopping = true;
+      wake?.();
+      await loop;
+      const grace = new Promise<'timeout'>((r) => {
+        const timer = setTimeout(() => r('timeout'), opts.graceMs ?? 10_000);
+        timer.unref();
+      });
+      if ((await Promise.race([dispatcher.idle().then(() => 'idle' as const), grace])) === 'timeout') abort.abort();
+      await dispatcher.idle();
+      await Promise.allSettled([...allReaders].map((r) => r.close()));
+      allReaders.clear();
+      idleReaders.clear();
+    },
+    abort: () => abort.abort(),
+    idle: () => dispatcher.idle(),
+    inFlight: () => [...running.values()],
+    stats: () => stats,
+  };
+}
+
+function emptyReport(stream: string): StreamPlanReport {
+  return {
+    stream,
+    dryRun: false,
+    status: 'failed',
+    partitions: [],
+    registered: 0,
+    retired: 0,
+    failedPartitions: 0,
+    rangesPlanned: 0,
+    recordsPlanned: 0,
+    dispatched: 0,
+    dispatchFailures: [],
+    redispatched: 0,
+    parked: 0,
+    inFlight: 0,
+    dataLoss: [],
+    conditionsLost: 0,
+    durationMs: 0,
+  };
+}

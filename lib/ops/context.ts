@@ -1,0 +1,71 @@
+/**
+ * The operations context: the same adapters the Lambdas use (DynamoDB ledger, kafkajs metadata and
+ * range reader, handler registry), built for one CLI or local-runtime process. Endpoints and
+ * credentials come from the environment (DYNAMODB_ENDPOINT for the local stack, else the AWS SDK's
+ * default chain), so every operation runs unchanged against the local stack or AWS.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DeploymentConfig, StreamConfig } from '../config/schema';
+import { resolveHandler } from '../handlers';
+import { createKafka } from '../kafka/client';
+import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
+import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
+import { createDynamoLedger } from '../ledger/ledger.dynamodb';
+import type { Ledger } from '../ports/ledger';
+import type { RangeReader } from '../ports/range-reader';
+import type { RecordsHandler } from '../processor/handler-api';
+import { dynamoClientFromEnv } from '../runtime/aws';
+
+export type OpsContext = {
+  config: DeploymentConfig;
+  env: NodeJS.ProcessEnv;
+  dynamo: DynamoDBClient;
+  ledger: Ledger;
+  metadata: MetadataCache;
+  /** One range reader per cluster connection, for one read at a time (peek, re-drive). */
+  readerFor(stream: StreamConfig): Promise<RangeReader>;
+  /** A new range reader the caller owns and closes (the local runner's pool). */
+  createReader(stream: StreamConfig): Promise<RangeReader>;
+  handlerFor(stream: StreamConfig): RecordsHandler;
+  close(): Promise<void>;
+};
+
+/** Builds the context for a validated config; `close()` releases every connection it opened. */
+export function createOpsContext(config: DeploymentConfig, env: NodeJS.ProcessEnv = process.env, dynamo: DynamoDBClient = dynamoClientFromEnv(env)): OpsContext {
+  const readers = new Map<string, Promise<RangeReader>>();
+  const handlers = new Map<string, RecordsHandler>();
+  const metadata = createMetadataCache();
+  return {
+    config,
+    env,
+    dynamo,
+    ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
+    metadata,
+    readerFor(stream) {
+      const key = JSON.stringify(stream.kafka);
+      let r = readers.get(key);
+      if (!r) {
+        r = createKafka(stream.kafka).then((kafka) => createKafkajsRangeReader(kafka));
+        r.catch(() => readers.delete(key));
+        readers.set(key, r);
+      }
+      return r;
+    },
+    createReader: async (stream) => createKafkajsRangeReader(await createKafka(stream.kafka)),
+    handlerFor(stream) {
+      // Keyed by stream id: a replay may differ from its source only in the sink table.
+      let h = handlers.get(stream.id);
+      if (!h) {
+        h = resolveHandler(stream, { dynamo, env });
+        handlers.set(stream.id, h);
+      }
+      return h;
+    },
+    async close() {
+      await Promise.allSettled([...readers.values()].map(async (r) => (await r).close()));
+      readers.clear();
+      await metadata.closeAll().catch(() => undefined);
+      dynamo.destroy();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+/** `peek <topic> <partition> <offset>`: records read through the processor's own range reader, committing nothing. */
+import type { DeploymentConfig, StreamConfig } from '../config/schema';
+import { topicMatcher } from '../config/topics';
+import { ValidationError } from '../errors';
+import { peek, type PeekedRecord } from '../processor/peek';
+import type { OpsContext } from './context';
+import { isoTime, table } from './format';
+import { resolveStream } from './streams';
+
+export type PeekRequest = { stream?: string; topic: string; partition: number; offset: number; count: number };
+export type PeekResult = { stream: string; topic: string; partition: number; earliest: number; latest: number; records: PeekedRecord[] };
+
+/** The stream whose cluster (and isolation level) a peek uses: named, subscribing to the topic, or the only cluster. */
+export function streamForTopic(config: DeploymentConfig, topic: string, id: string | undefined): StreamConfig {
+  if (id !== undefined) return resolveStream(config, id);
+  const reading = config.streams.filter((s) => topicMatcher(s)(topic));
+  if (reading.length > 0) return reading[0] as StreamConfig;
+  const clusters = new Set(config.streams.map((s) => JSON.stringify(s.kafka)));
+  if (clusters.size === 1) return config.streams[0] as StreamConfig;
+  throw new ValidationError(`no stream reads topic ${topic} and the streams use different clusters: name one with --stream`);
+}
+
+/** Up to `count` records from `offset`; nothing is committed anywhere. */
+export async function peekRecords(ctx: OpsContext, req: PeekRequest): Promise<PeekResult> {
+  const stream = streamForTopic(ctx.config, req.topic, req.stream);
+  const kafka = await ctx.metadata.forStream(stream);
+  const [o] = await kafka.fetchOffsets([{ topic: req.topic, partitions: [req.partition] }], stream.isolationLevel);
+  const earliest = o?.earliest ?? 0;
+  const latest = o?.latest ?? 0;
+  if (req.offset < earliest) {
+    throw new ValidationError(`offset ${req.offset} of ${req.topic}/${req.partition} is gone (retention): the earliest offset is ${earliest}`);
+  }
+  const records = await peek(await ctx.readerFor(stream), { ...req, latest, isolationLevel: stream.isolationLevel });
+  return { stream: stream.id, topic: req.topic, partition: req.partition, earliest, latest, records };
+}
+
+/** One JSON object per record and line: offset, key, value, headers, timestamp (and the encodings used). */
+export function peekJsonLines(res: PeekResult): string[] {
+  return res.records.map((r) =>
+    JSON.stringify({ offset: r.offset, key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp, keyEncoding: r.keyEncoding, valueEncoding: r.valueEncoding }),
+  );
+}
+
+/** The records as a table (values cut at 80 characters). */
+export function renderPeek(res: PeekResult): string {
+  const cut = (s: string | null, enc: string) => (s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`);
+  const head = `${res.topic}/${res.partition}: offsets [${res.earliest}, ${res.latest}), ${res.records.length} record(s) shown (nothing committed)`;
+  if (!res.records.length) return `${head}\n(no records at or after this offset)`;
+  return `${head}\n\n${table(
+    ['offset', 'timestamp', 'key', 'value', 'headers'],
+    res.records.map((r) => [r.offset, isoTime(r.timestamp), cut(r.key, r.keyEncoding), cut(r.value, r.valueEncoding), Object.keys(r.headers).length ? JSON.stringify(r.headers) : '-']),
+  )}`;
+}

@@ -1,0 +1,41 @@
+/** `plan --dry-run`: what the next planner run would do, computed by the planner itself with writes off. */
+import type { StreamConfig } from '../config/schema';
+import { planStream, type StreamPlanReport } from '../planner/run';
+import type { OpsContext } from './context';
+import { table } from './format';
+
+/** Runs the planner in dry-run mode (no lease, no writes, no dispatch) for each stream. */
+export async function dryRunPlan(ctx: OpsContext, streams: StreamConfig[], nowMs: number): Promise<StreamPlanReport[]> {
+  const deps = {
+    ledger: ctx.ledger,
+    metadataFor: (s: StreamConfig) => ctx.metadata.forStream(s),
+    dispatcher: { dispatch: async () => [] },
+    plannerLeaseMs: 60_000,
+  };
+  return Promise.all(streams.map((s) => planStream(deps, s, { dryRun: true, nowMs })));
+}
+
+/** The dry-run report as text: one row per partition, what it would get and why. */
+export function renderPlan(rep: StreamPlanReport): string {
+  const lines = [
+    `stream ${rep.stream}: ${rep.finished ? 'finished (bounded)' : `would plan ${rep.rangesPlanned} range(s), ${rep.recordsPlanned} records`}; re-dispatch ${rep.redispatched}, park ${rep.parked}, register ${rep.registered}, retire ${rep.retired}, in flight ${rep.inFlight}${rep.reason ? ` (${rep.reason})` : ''}`,
+    '',
+    table(
+      ['topic', 'partition', 'status', 'committed', 'next from', 'latest', 'lag', 'action', 'ranges'],
+      rep.partitions.map((p) => [
+        p.topic,
+        p.partition,
+        p.status,
+        p.committed,
+        p.nextFrom,
+        p.latest,
+        p.lag,
+        p.action,
+        p.planned.map((r) => `[${r.from}, ${r.until})`).join(' ') || '-',
+      ]),
+    ),
+  ];
+  for (const p of rep.partitions) if (p.note) lines.push(`  ${p.topic}/${p.partition}: ${p.note}`);
+  for (const l of rep.dataLoss) lines.push(`  data loss ${l.topic}/${l.partition} [${l.from}, ${l.until}): ${l.reason}`);
+  return lines.join('\n');
+}

@@ -1,0 +1,187 @@
+/** `status [stream]`: per-partition progress from the ledger against the latest offsets in Kafka. */
+import type { StreamConfig } from '../config/schema';
+import { topicSelector } from '../config/topics';
+import type { PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
+import type { OperatorChange } from '../ports/ledger';
+import { partitionKey } from '../ranges';
+import type { OpsContext } from './context';
+import { duration, isoTime, table } from './format';
+
+export type PartitionStatusRow = {
+  topic: string;
+  partition: number;
+  /** Ledger status, or `unregistered` for a partition Kafka has and the planner has not seen yet. */
+  status: 'active' | 'retired' | 'failed' | 'unregistered';
+  committed?: number;
+  /** The planning cursor; above `committed` while ranges are in flight. */
+  nextFrom?: number;
+  latest?: number;
+  /** Records not yet processed: latest (or the stop offset of a replay) - committed. */
+  lag?: number;
+  /** Ranges planned, leased or failed-and-awaiting-retry. */
+  inFlight: number;
+  /** Ranges that failed and are waiting for a retry, plus parked ranges (need an operator). */
+  failures: number;
+  parked: number;
+  /** Dead letters not yet re-driven. */
+  deadLetters: number;
+  /** Offsets retention deleted before they were processed (recorded, failOnDataLoss=false). */
+  dataLossRecords: number;
+  stopOffset?: number;
+  reason?: string;
+  lastError?: string;
+  /** Progress of the earliest parked range: where a rewind resumes without re-applying anything. */
+  parkedAt?: number;
+};
+
+export type StreamStatus = {
+  stream: string;
+  atMs: number;
+  startedAtMs?: number;
+  finishedAtMs?: number;
+  epoch?: number;
+  /** A planner run (or an operator) holds the stream's lease until then. */
+  leaseHeldUntilMs?: number;
+  lastChange?: OperatorChange;
+  bounded: boolean;
+  partitions: PartitionStatusRow[];
+  totals: { lag: number; inFlight: number; failures: number; parked: number; deadLetters: number; dataLossRecords: number };
+  /** Kafka could not be asked for offsets (latest and lag are then unknown). */
+  kafkaError?: string;
+};
+
+/** Reads the stream's ledger state and Kafka's offsets; changes nothing. */
+export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs: number): Promise<StreamStatus> {
+  const { ledger } = ctx;
+  const [meta, parts, open, losses, dead] = await Promise.all([
+    ledger.readMeta(stream.id),
+    ledger.readPartitions(stream.id),
+    ledger.readOpenRanges(stream.id),
+    ledger.readDataLoss(stream.id),
+    ledger.listDeadLetters(stream.id),
+  ]);
+  let offsets = new Map<string, PartitionOffsets>();
+  let discovered: TopicPartitions[] = [];
+  let kafkaError: string | undefined;
+  try {
+    const kafka = await ctx.metadata.forStream(stream);
+    discovered = await kafka.describeTopics(topicSelector(stream));
+    // Offsets of what exists in Kafka now; a ledger partition Kafka no longer has shows no latest.
+    const found = discovered.length ? await kafka.fetchOffsets(discovered, stream.isolationLevel) : [];
+    offsets = new Map(found.map((o) => [partitionKey(o.topic, o.partition), o]));
+  } catch (err) {
+    kafkaError = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  }
+
+  const rows = new Map<string, PartitionStatusRow>();
+  for (const p of parts) {
+    const k = partitionKey(p.topic, p.partition);
+    const o = offsets.get(k);
+    const end = o && (p.stopOffset === undefined ? o.latest : Math.min(o.latest, p.stopOffset));
+    rows.set(k, {
+      topic: p.topic,
+      partition: p.partition,
+      status: p.status,
+      committed: p.committed,
+      nextFrom: p.nextFrom,
+      latest: o?.latest,
+      lag: end === undefined || p.status === 'retired' ? undefined : Math.max(0, end - p.committed),
+      inFlight: 0,
+      failures: 0,
+      parked: 0,
+      deadLetters: 0,
+      dataLossRecords: 0,
+      stopOffset: p.stopOffset,
+      reason: p.reason,
+    });
+  }
+  const bounded = parts.some((p) => p.stopOffset !== undefined);
+  if (!bounded) {
+    // Partitions the next planner run will register (new topics or partitions).
+    for (const t of discovered) {
+      for (const partition of t.partitions) {
+        const k = partitionKey(t.topic, partition);
+        if (rows.has(k)) continue;
+        const o = offsets.get(k);
+        rows.set(k, { topic: t.topic, partition, status: 'unregistered', latest: o?.latest, inFlight: 0, failures: 0, parked: 0, deadLetters: 0, dataLossRecords: 0 });
+      }
+    }
+  }
+  const rowOf = (topic: string, partition: number): PartitionStatusRow | undefined => rows.get(partitionKey(topic, partition));
+  for (const r of open) {
+    const row = rowOf(r.topic, r.partition);
+    if (!row) continue;
+    if (r.status === 'parked') {
+      row.parked += 1;
+      row.failures += 1;
+      row.parkedAt = Math.min(row.parkedAt ?? Number.MAX_SAFE_INTEGER, r.progress);
+    } else {
+      row.inFlight += 1;
+      if (r.status === 'failed') row.failures += 1;
+    }
+    if (r.lastError && (r.status === 'failed' || r.status === 'parked')) row.lastError = r.lastError;
+  }
+  for (const l of losses) {
+    const row = rowOf(l.topic, l.partition);
+    if (row) row.dataLossRecords += l.until - l.from;
+  }
+  for (const d of dead) {
+    const row = rowOf(d.topic, d.partition);
+    if (row && d.redrivenAtMs === undefined) row.deadLetters += 1;
+  }
+  const partitions = [...rows.values()].sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+  const sum = (f: (r: PartitionStatusRow) => number | undefined) => partitions.reduce((s, r) => s + (f(r) ?? 0), 0);
+  return {
+    stream: stream.id,
+    atMs: nowMs,
+    startedAtMs: meta?.startedAtMs,
+    finishedAtMs: meta?.finishedAtMs,
+    epoch: meta?.epoch,
+    leaseHeldUntilMs: meta && meta.leaseExpiresAtMs > nowMs ? meta.leaseExpiresAtMs : undefined,
+    lastChange: meta?.lastChange,
+    bounded,
+    partitions,
+    totals: {
+      lag: sum((r) => r.lag),
+      inFlight: sum((r) => r.inFlight),
+      failures: sum((r) => r.failures),
+      parked: sum((r) => r.parked),
+      deadLetters: sum((r) => r.deadLetters),
+      dataLossRecords: sum((r) => r.dataLossRecords),
+    },
+    kafkaError,
+  };
+}
+
+/** The status as a table with a header and the notes an operator acts on. */
+export function renderStatus(s: StreamStatus): string {
+  const lines: string[] = [];
+  const state = s.finishedAtMs !== undefined ? `finished at ${isoTime(s.finishedAtMs)}` : s.startedAtMs !== undefined ? `started ${isoTime(s.startedAtMs)}` : 'not started (no planner run yet)';
+  lines.push(`stream ${s.stream}${s.bounded ? ' (bounded replay)' : ''}: ${state}, planner epoch ${s.epoch ?? 0}${s.leaseHeldUntilMs ? `, lease held for ${duration(s.leaseHeldUntilMs - s.atMs)}` : ''}`);
+  if (s.lastChange) lines.push(`last operator change: ${s.lastChange.what} (by ${s.lastChange.by} at ${isoTime(s.lastChange.atMs)})`);
+  if (s.kafkaError) lines.push(`Kafka offsets unavailable: ${s.kafkaError}`);
+  lines.push('');
+  const headers = ['topic', 'partition', 'status', 'committed', 'latest', 'lag', 'in flight', 'failures', 'dead letters', 'data loss'];
+  if (s.bounded) headers.splice(5, 0, 'stop');
+  lines.push(
+    table(
+      headers,
+      s.partitions.map((r) => {
+        const row: Array<string | number | undefined> = [r.topic, r.partition, r.status, r.committed, r.latest, r.lag, r.inFlight, r.failures, r.deadLetters, r.dataLossRecords];
+        if (s.bounded) row.splice(5, 0, r.stopOffset);
+        return row;
+      }),
+    ),
+  );
+  lines.push('');
+  const t = s.totals;
+  lines.push(`total lag ${t.lag}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`);
+  for (const r of s.partitions) {
+    if (r.reason) lines.push(`  ${r.topic}/${r.partition} ${r.status}: ${r.reason}`);
+    if (r.lastError) lines.push(`  ${r.topic}/${r.partition} last range error: ${r.lastError}`);
+    if (r.parkedAt !== undefined) {
+      lines.push(`  ${r.topic}/${r.partition} is stopped by a parked range at offset ${r.parkedAt}: once fixed, rewind ${s.stream} --topic ${r.topic} --partition ${r.partition} --to ${r.parkedAt}`);
+    }
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,233 @@
+/**
+ * The operations CLI on in-memory fakes: wrong arguments print usage, exit 2 and touch nothing
+ * (no config is even loaded); refusals exit 3 and leave the ledger as it was.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { runCli, type CliDeps } from '../../../lib/cli/program';
+import { parseDeploymentConfig, type DeploymentConfig } from '../../../lib/config/schema';
+import { createRecordingDispatcher } from '../../../lib/dispatch/dispatcher.local';
+import { runningTotals } from '../../../lib/handlers/running-totals';
+import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
+import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
+import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
+import type { OpsContext } from '../../../lib/ops/context';
+import { parseRewindTarget } from '../../../lib/ops/rewind';
+import { parseTimestamp } from '../../../lib/ops/time';
+import { planStream } from '../../../lib/planner/run';
+
+const NOW = Date.parse('2026-05-01T12:00:00Z');
+
+function fakes(streams = ['s1']) {
+  const config: DeploymentConfig = parseDeploymentConfig(
+    {
+      ledgerTable: 'ledger',
+      streams: streams.map((id) => ({
+        id,
+        kafka: { brokers: ['localhost:9092'] },
+        topics: ['orders'],
+        handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'totals' },
+      })),
+    },
+    'test',
+  );
+  const kafka = createMemoryKafka();
+  kafka.createTopic('orders', 2);
+  kafka.produce('orders', 0, 30);
+  kafka.produce('orders', 1, 20);
+  const ledger = createMemoryLedger();
+  const reader = createMemoryRangeReader();
+  reader.append('orders', 0, Array.from({ length: 30 }, (_, i) => ({ key: `k${i % 3}`, value: JSON.stringify({ amount: i }) })));
+  const contexts: OpsContext[] = [];
+  const contextFor = jest.fn((cfg: DeploymentConfig): OpsContext => {
+    const ctx: OpsContext = {
+      config: cfg,
+      env: {},
+      dynamo: {} as DynamoDBClient,
+      ledger,
+      metadata: { forStream: async () => kafka, requestCount: () => 0, closeAll: async () => undefined },
+      readerFor: async () => reader,
+      createReader: async () => reader,
+      handlerFor: () => runningTotals,
+      close: async () => undefined,
+    };
+    contexts.push(ctx);
+    return ctx;
+  });
+  const loadConfig = jest.fn(() => ({ config, env: {} }));
+  const out: string[] = [];
+  const err: string[] = [];
+  const deps: CliDeps = { env: { USER: 'alice' }, now: () => NOW, loadConfig, contextFor };
+  const run = (...argv: string[]) => runCli(argv, { out: (s) => out.push(s), err: (s) => err.push(s) }, deps);
+  const plan = () =>
+    planStream({ ledger, metadataFor: async () => kafka, dispatcher: createRecordingDispatcher(), plannerLeaseMs: 1000 }, config.streams[0]!, {
+      dryRun: false,
+      nowMs: NOW - 10_000,
+    });
+  return { config, kafka, ledger, contextFor, loadConfig, run, plan, out: () => out.join(''), err: () => err.join('') };
+}
+
+describe('CLI argument validation', () => {
+  it.each([
+    [[]],
+    [['frobnicate']],
+    [['status', '--bogus']],
+    [['peek', 'orders', 'x', '0']],
+    [['peek', 'orders', '0', '-5']],
+    [['peek', 'orders', '0', '0', '--count', '0']],
+    [['peek', 'orders', '0', '0', '--count', '5000']],
+    [['peek', 'bad topic!', '0', '0']],
+    [['peek', 'orders', '0']],
+    [['rewind', 's1']],
+    [['rewind', 's1', '--to', 'yesterday']],
+    [['rewind', 's1', '--to', '12abc']],
+    [['rewind', 's1', '--to', 'earliest', '--partition', 'one']],
+    [['replay', 's1', '--from', '-1h']],
+    [['replay', 's1', '--from', 'now', '--to', '-1h']],
+    [['replay', 's1', '--from', '2026-13-45', '--to', 'now']],
+    [['replay', 's1', '--from', '-1h', '--to', 'now', '--name', 'Bad Name']],
+    [['replay', 's1', '--from', '-1h', '--to', 'now', '--sink-table', 'x']],
+    [['replay', 's1', '--from', '-1h', '--to', 'now', '--name', 'a'.repeat(80)]],
+    [['dead-letters', 's1', '--redrive', 'orders/0/5', '--redrive-all']],
+    [['dead-letters', 's1', '--redrive', 'orders-0-5']],
+    [['plan']],
+  ])('%j prints usage, exits 2 and changes nothing', async (argv) => {
+    const t = fakes();
+    expect(await t.run(...argv)).toBe(2);
+    expect(t.err()).toMatch(/Usage: kafka-direct/);
+    // Rejected before any client existed: no config loaded, no ledger request.
+    expect(t.contextFor).not.toHaveBeenCalled();
+    expect(t.ledger.requestCount()).toBe(0);
+  });
+
+  it('prints help and exits 0 for --help', async () => {
+    const t = fakes();
+    expect(await t.run('--help')).toBe(0);
+    expect(t.out()).toMatch(/status \[options\] \[stream\]/);
+    expect(await t.run('rewind', '--help')).toBe(0);
+    expect(t.out()).toMatch(/--to <target>/);
+  });
+
+  it('names the stream when the config has several and none is given', async () => {
+    const t = fakes(['a', 'b']);
+    expect(await t.run('status')).toBe(2);
+    expect(t.err()).toMatch(/name a stream: the config has several \(a, b\)/);
+    expect(await t.run('status', 'nope')).toBe(2);
+    expect(t.err()).toMatch(/unknown stream "nope"/);
+  });
+});
+
+describe('CLI on in-memory fakes', () => {
+  it('status shows committed, latest and lag per partition, as a table or JSON', async () => {
+    const t = fakes();
+    await t.plan();
+    expect(await t.run('status', '--json')).toBe(0);
+    const s = JSON.parse(t.out());
+    expect(s.partitions.map((p: { partition: number; committed: number; latest: number; lag: number; inFlight: number }) => [p.partition, p.committed, p.latest, p.lag, p.inFlight])).toEqual([
+      [0, 0, 30, 30, 1],
+      [1, 0, 20, 20, 1],
+    ]);
+    expect(await t.run('status')).toBe(0);
+    expect(t.out()).toMatch(/total lag 50, ranges in flight 2/);
+  });
+
+  it('rewind refuses while ranges are in flight (exit 3) and changes nothing', async () => {
+    const t = fakes();
+    await t.plan();
+    const before = JSON.stringify([...t.ledger.store('s1').partitions.values()]);
+    expect(await t.run('rewind', 's1', '--to', 'earliest')).toBe(3);
+    expect(t.err()).toMatch(/2 range\(s\) in flight/);
+    expect(JSON.stringify([...t.ledger.store('s1').partitions.values()])).toBe(before);
+    expect(t.ledger.store('s1').meta?.lastChange).toBeUndefined();
+  });
+
+  it('rewinds idle partitions and records who and when; an offset needs one partition', async () => {
+    const t = fakes();
+    await t.plan();
+    const s = t.ledger.store('s1');
+    for (const r of s.ranges.values()) {
+      Object.assign(r, { status: 'done', progress: r.until });
+      s.partitions.get(`${r.topic}/${r.partition}`)!.committed = r.until;
+    }
+    expect(await t.run('rewind', 's1', '--to', '7')).toBe(2);
+    expect(t.err()).toMatch(/needs exactly one partition/);
+    expect(s.meta?.lastChange).toBeUndefined();
+    expect(await t.run('rewind', 's1', '--to', '99', '--partition', '0')).toBe(2);
+    expect(t.err()).toMatch(/outside orders\/0's offsets \[0, 30\]/);
+
+    expect(await t.run('rewind', 's1', '--to', '7', '--topic', 'orders', '--partition', '0', '--json')).toBe(0);
+    expect(JSON.parse(t.out())).toMatchObject({ partitions: [{ partition: 0, committed: 30, to: 7 }], removedRanges: 0 });
+    expect(s.partitions.get('orders/0')).toMatchObject({ committed: 7, nextFrom: 7 });
+    expect(s.partitions.get('orders/1')).toMatchObject({ committed: 20, nextFrom: 20 });
+    expect(s.meta?.lastChange).toEqual({ by: 'alice', atMs: NOW, what: 'rewind to offset 7: orders/0 30->7' });
+    // The planner is free again afterwards (the operator's lease was released).
+    expect((await t.plan()).status).toBe('planned');
+  });
+
+  it('status points at a parked range, and rewinding there abandons it and resumes from that offset', async () => {
+    const t = fakes();
+    await t.plan();
+    const s = t.ledger.store('s1');
+    const r0 = s.ranges.get('orders/0/0')!;
+    Object.assign(r0, { status: 'parked', progress: 12, lastError: 'POISON_RECORD: handler rejected orders/0/12 3 times' });
+    const r1 = s.ranges.get('orders/1/0')!;
+    Object.assign(r1, { status: 'done', progress: r1.until });
+    s.partitions.get('orders/1')!.committed = r1.until;
+    expect(await t.run('status')).toBe(0);
+    expect(t.out()).toMatch(/orders\/0 is stopped by a parked range at offset 12: once fixed, rewind s1 --topic orders --partition 0 --to 12/);
+    expect(await t.run('rewind', 's1', '--to', '12', '--partition', '0', '--json')).toBe(0);
+    expect(t.out()).toMatch(/"abandonedParkedRanges":1/);
+    expect(s.partitions.get('orders/0')).toMatchObject({ committed: 12, nextFrom: 12 });
+    expect(s.ranges.has('orders/0/0')).toBe(false);
+  });
+
+  it('rewind --dry-run shows the new offsets and writes nothing', async () => {
+    const t = fakes();
+    await t.plan();
+    const s = t.ledger.store('s1');
+    for (const r of s.ranges.values()) Object.assign(r, { status: 'done', progress: r.until });
+    for (const p of s.partitions.values()) p.committed = p.nextFrom;
+    expect(await t.run('rewind', 's1', '--to', 'earliest', '--dry-run')).toBe(0);
+    expect(t.out()).toMatch(/would rewind stream s1 to earliest/);
+    expect([...s.partitions.values()].map((p) => p.committed)).toEqual([30, 20]);
+  });
+
+  it('peek prints one JSON object per record with offset, key, value, headers and timestamp', async () => {
+    const t = fakes();
+    expect(await t.run('peek', 'orders', '0', '28', '--count', '5', '--json')).toBe(0);
+    const lines = t.out().trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toEqual([
+      expect.objectContaining({ offset: 28, key: 'k1', value: '{"amount":28}', headers: {}, timestamp: 1028 }),
+      expect.objectContaining({ offset: 29, key: 'k2', value: '{"amount":29}' }),
+    ]);
+    expect(t.ledger.requestCount()).toBe(0);
+  });
+
+  it('plan --dry-run reports the ranges the next run would plan and writes nothing', async () => {
+    const t = fakes();
+    expect(await t.run('plan', '--dry-run', '--json')).toBe(0);
+    const [rep] = JSON.parse(t.out());
+    expect(rep).toMatchObject({ dryRun: true, rangesPlanned: 2, recordsPlanned: 50 });
+    expect(t.ledger.store('s1').partitions.size).toBe(0);
+  });
+});
+
+describe('operator input parsing', () => {
+  it('reads timestamps as ISO 8601, @epoch-ms, now or relative, and refuses bare numbers', () => {
+    expect(parseTimestamp('2026-05-01T11:00:00Z', NOW)).toBe(NOW - 3_600_000);
+    expect(parseTimestamp('2026-05-01', NOW)).toBe(Date.parse('2026-05-01T00:00:00Z'));
+    expect(parseTimestamp('@1000', NOW)).toBe(1000);
+    expect(parseTimestamp('now', NOW)).toBe(NOW);
+    expect(parseTimestamp('-90s', NOW)).toBe(NOW - 90_000);
+    expect(parseTimestamp('-2d', NOW)).toBe(NOW - 2 * 86_400_000);
+    expect(() => parseTimestamp('1714564800000', NOW)).toThrow(/invalid timestamp/);
+    expect(() => parseTimestamp('May 1', NOW)).toThrow(/invalid timestamp/);
+  });
+
+  it('reads rewind targets', () => {
+    expect(parseRewindTarget('earliest', NOW)).toEqual({ kind: 'earliest' });
+    expect(parseRewindTarget('latest', NOW)).toEqual({ kind: 'latest' });
+    expect(parseRewindTarget('42', NOW)).toEqual({ kind: 'offset', offset: 42 });
+    expect(parseRewindTarget('-1h', NOW)).toEqual({ kind: 'timestamp', ms: NOW - 3_600_000 });
+    expect(() => parseRewindTarget('-1', NOW)).toThrow(/invalid --to/);
+  });
+});

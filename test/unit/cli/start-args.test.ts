@@ -1,0 +1,45 @@
+/** `npm start -- [options]`: defaults, the bounded mode, and wrong arguments refused before anything starts. */
+import { ValidationError } from '../../../lib/errors';
+import { DEMO_DEFAULTS } from '../../../lib/local/demo';
+import { parseStartArgs } from '../../../lib/local/demo-args';
+
+const parse = (argv: string[], isTTY = true) => {
+  const res = parseStartArgs(argv, { isTTY });
+  if ('help' in res) throw new Error('help');
+  return res.options;
+};
+
+describe('npm start arguments', () => {
+  it('runs until Ctrl-C by default, with the live table on a terminal and a partition added after 30 s', () => {
+    expect(parse([])).toMatchObject({
+      untilCaughtUp: false,
+      json: false,
+      durationMs: undefined,
+      ratePerSec: DEMO_DEFAULTS.ratePerSec,
+      partitions: 3,
+      addPartitionAfterMs: 30_000,
+      progress: 'tty',
+      triggerIntervalMs: 1000,
+    });
+    expect(parse([], false).progress).toBe('lines');
+  });
+
+  it('bounds the run with --until-caught-up, adding the partition half way; --json never draws the table', () => {
+    expect(parse(['--until-caught-up', '--json'])).toMatchObject({ untilCaughtUp: true, json: true, durationMs: DEMO_DEFAULTS.boundedDurationMs, addPartitionAfterMs: DEMO_DEFAULTS.boundedDurationMs / 2, progress: 'lines' });
+    expect(parse(['--until-caught-up', '--duration', '8', '--rate', '100', '--add-partition-after', 'never', '--no-progress'])).toMatchObject({
+      durationMs: 8000,
+      ratePerSec: 100,
+      addPartitionAfterMs: undefined,
+      progress: 'off',
+    });
+  });
+
+  it.each([[['--rate', '0']], [['--rate', 'fast']], [['--duration', '-3']], [['--partitions', '0']], [['--bogus']], [['extra']]])('refuses %j with the usage text', (argv) => {
+    expect(() => parseStartArgs(argv, { isTTY: false })).toThrow(ValidationError);
+    expect(() => parseStartArgs(argv, { isTTY: false })).toThrow(/Usage: npm start/);
+  });
+
+  it('answers --help with the usage text', () => {
+    expect(parseStartArgs(['--help'], { isTTY: false })).toEqual({ help: expect.stringMatching(/--until-caught-up/) });
+  });
+});
