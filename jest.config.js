@@ -1,7 +1,8 @@
 /**
- * Two projects: `unit` (pure logic and in-memory fakes, no services) and `integration` (real Kafka
- * broker and DynamoDB emulator). Jest runs a project's global setup only when one of its tests is
- * selected, so `npm run test:unit` never starts the local stack.
+ * Three projects: `unit` (pure logic and in-memory fakes, no services), `integration` (real Kafka
+ * broker and DynamoDB emulator) and `deploy` (packages serverless.yml offline with osls and checks
+ * the CloudFormation; no services). Jest runs a project's global setup only when one of its tests
+ * is selected, so `npm run test:unit` never starts the local stack.
  */
 const swc = ['@swc/jest', { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
 // middy ships ESM only; jest (CommonJS) needs it transformed like our own sources.
@@ -24,5 +25,6 @@ module.exports = {
       globalSetup: '<rootDir>/test/setup/global-setup.ts',
       globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
     },
+    { ...common, displayName: 'deploy', testMatch: ['<rootDir>/test/deploy/**/*.test.ts'] },
   ],
 };

@@ -51,4 +51,4 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
   return result;
 }
 
-export const handler = middy(processor, { timeoutEarlyInMillis: 2000 }).use(injectLambdaContext(logger)).use(logMetrics(metrics));
+export const handler = middy(processor, { timeoutEarlyInMillis: 2000 }).use(injectLambdaContext(logger, { resetKeys: true })).use(logMetrics(metrics));

@@ -1,0 +1,125 @@
+'use strict';
+/* global __dirname, __filename */
+/**
+ * Variable source for serverless.yml: `${file(./infra/cfn/stack.js):<name>}`. Each export resolves
+ * the stage's params, loads and validates the streams config with the project's own parser (the
+ * same code the functions run), and returns a piece of configuration or CloudFormation built by
+ * ./builders.ts. A config that does not parse, or does not fit the stage, fails `sls package`
+ * with the validator's message instead of failing in Lambda later.
+ *
+ * Works with osls (Serverless Framework v3) and Serverless Framework v4: both call an exported
+ * function with `{ resolveVariable }`.
+ */
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/**
+ * The project's TypeScript, loaded with tsx (a devDependency): the builders next to this file and
+ * the streams config parser the functions run, so the deploy-time check is the runtime's own.
+ */
+const requireTs = (file) => require('tsx/cjs/api').require(path.resolve(__dirname, file), __filename);
+const builders = requireTs('./builders.ts');
+
+/** Params read from serverless.yml (see its `params.default` for meanings and defaults). */
+const PARAM_NAMES = [
+  'scheduleRate',
+  'scheduleMethod',
+  'scheduleEnabled',
+  'scheduleMaximumRetryAttempts',
+  'streamsConfig',
+  'plannerTimeout',
+  'processorTimeout',
+  'processorMaximumEventAge',
+  'processorReservedConcurrency',
+  'mskClusterArns',
+  'kafkaSecretArns',
+  'kafkaSecretsKmsKeyArn',
+  'tableKmsKeyArn',
+  'vpcSubnetIds',
+  'vpcSecurityGroupIds',
+  'auditLogTable',
+  'metricsNamespace',
+  'lagAlarmThreshold',
+  'lagAlarmMinutes',
+  'alarmEmail',
+  'bundleAwsSdk',
+];
+
+/** The last resolution: every `${file(...)}` of this file in one serverless run shares it. */
+let shared;
+
+async function resolveContext(resolveVariable) {
+  const raw = {
+    service: await resolveVariable('self:service'),
+    stage: await resolveVariable('sls:stage'),
+  };
+  for (const name of PARAM_NAMES) raw[name] = await resolveVariable(`param:${name}`);
+  const key = JSON.stringify(raw);
+  if (shared && shared.key === key) return shared.value;
+  const settings = builders.parseSettings(raw);
+  const config = loadStreamsConfig(settings, String(raw.streamsConfig));
+  builders.checkConfig(settings, config);
+  const value = { settings, config, streamsConfig: String(raw.streamsConfig) };
+  shared = { key, value };
+  return value;
+}
+
+/** The streams config exactly as the functions will load it (STREAMS_CONFIG, with LEDGER_TABLE set). */
+function loadStreamsConfig(settings, streamsConfig) {
+  const setting = streamsConfig.trim();
+  const inline = setting.startsWith('{');
+  const file = inline ? undefined : path.resolve(ROOT, setting);
+  if (file && settings.stage !== 'local' && path.relative(ROOT, file).startsWith('..')) {
+    throw new builders.DeployConfigError(
+      `param streamsConfig: ${setting} is outside the service directory, so it cannot be packaged with the functions; put it under ${ROOT}`,
+    );
+  }
+  const { loadDeploymentConfig } = requireTs('../../lib/config/load.ts');
+  try {
+    return loadDeploymentConfig({ STREAMS_CONFIG: inline ? setting : file, LEDGER_TABLE: settings.names.ledgerTable });
+  } catch (err) {
+    const hint =
+      settings.stage === 'local' && !inline ? ' (for the local stack, run: npx tsx infra/serverless/local-invoke-setup.ts, or set STREAMS_CONFIG)' : '';
+    throw new builders.DeployConfigError(`streams config for stage ${settings.stage} (${inline ? 'inline JSON' : setting}): ${err.message}${hint}`);
+  }
+}
+
+const withContext =
+  (build) =>
+  async ({ resolveVariable }) =>
+    build(await resolveContext(resolveVariable));
+
+module.exports = {
+  /** Resource names (tables, functions) derived from service and stage. */
+  names: withContext(({ settings }) => settings.names),
+  /** Per-function IAM roles (Resources). */
+  iamRoles: withContext(({ settings, config }) => builders.iamRoles(settings, config)),
+  /** Schedule role / DLQ policy (Resources) and the schedule target's retry and DLQ settings (extensions). */
+  schedule: withContext(({ settings }) => builders.schedule(settings)),
+  /** Alarms and dashboard (Resources). */
+  observability: withContext(({ settings, config }) => builders.observability(settings, config)),
+  /** Function `vpc` setting, or null (via the `, null` fallback in serverless.yml) without a VPC. */
+  vpc: withContext(({ settings }) => builders.vpc(settings)),
+  /** SSESpecification of the tables. */
+  tableSse: withContext(({ settings }) => builders.tableSse(settings)),
+  /** Processor ReservedConcurrentExecutions, or AWS::NoValue (unreserved). */
+  processorReservedConcurrency: withContext(({ settings }) => builders.reservedConcurrency(settings)),
+  /** Processor-only environment: AUDIT_LOG_TABLE when the auditLogTable param is set. */
+  processorEnvironment: withContext(({ settings }) => (settings.auditLogTable ? { AUDIT_LOG_TABLE: settings.auditLogTable } : {})),
+  /** serverless-esbuild `exclude` list. */
+  esbuildExclude: withContext(({ settings }) => builders.esbuildExclude(settings)),
+  /** Files to package with the functions: the streams config file (none for inline JSON). */
+  packagePatterns: withContext(({ streamsConfig }) => {
+    const setting = streamsConfig.trim();
+    if (setting.startsWith('{')) return [];
+    const relative = path.relative(ROOT, path.resolve(ROOT, setting));
+    return relative.startsWith('..') ? [] : [relative.split(path.sep).join('/')];
+  }),
+  /** STREAMS_CONFIG for the functions: the path relative to the package root (Lambda's working directory), or inline JSON. */
+  streamsConfigEnv: withContext(({ streamsConfig }) => {
+    const setting = streamsConfig.trim();
+    if (setting.startsWith('{') || path.isAbsolute(setting)) return setting;
+    return path.relative(ROOT, path.resolve(ROOT, setting)).split(path.sep).join('/');
+  }),
+};

@@ -1,0 +1,122 @@
+/**
+ * Prepares `sls invoke local --stage local ...` against the local stack (README, "Deploy"):
+ * creates the local stage's ledger and running-totals tables in the DynamoDB emulator, a topic on
+ * the local broker (optionally with some records), and writes the stage's streams config to
+ * .local/deploy/streams.local.json, where serverless.yml's `local` stage looks for it.
+ *
+ *   eval "$(npm run -s local:up)" && export KAFKA_BROKERS DYNAMODB_ENDPOINT
+ *   npx tsx infra/serverless/local-invoke-setup.ts [--topic local-events] [--partitions 3] [--produce 100]
+ *   npx sls invoke local --stage local -f planner --data '{"dryRun":true}'
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CreateTableCommand, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import { Kafka, logLevel } from 'kafkajs';
+import { ensureLedgerTable } from '../../lib/ledger/table';
+import { dynamoClientFromEnv } from '../../lib/runtime/aws';
+
+/** serverless.yml's service name and the stage this prepares (resource names are `<service>-<stage>-...`). */
+const PREFIX = 'kafka-lambda-direct-local';
+const LOCAL_CONFIG_PATH = resolve(__dirname, '..', '..', '.local', 'deploy', 'streams.local.json');
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) {
+    throw new Error(`${name} is not set: run  eval "$(npm run -s local:up)" && export KAFKA_BROKERS DYNAMODB_ENDPOINT  first`);
+  }
+  return value;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      topic: { type: 'string', default: 'local-events' },
+      partitions: { type: 'string', default: '3' },
+      produce: { type: 'string', default: '0' },
+    },
+  });
+  const brokers = required('KAFKA_BROKERS').split(',');
+  required('DYNAMODB_ENDPOINT');
+  const topic = values.topic;
+  const partitions = Number(values.partitions);
+  const produce = Number(values.produce);
+  const ledgerTable = `${PREFIX}-ledger`;
+  const sinkTable = `${PREFIX}-running-totals`;
+
+  const dynamo = dynamoClientFromEnv();
+  try {
+    await ensureLedgerTable(dynamo, ledgerTable);
+    try {
+      await dynamo.send(
+        new CreateTableCommand({
+          TableName: sinkTable,
+          BillingMode: 'PAY_PER_REQUEST',
+          KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+          AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        }),
+      );
+    } catch (err) {
+      if (!(err instanceof ResourceInUseException)) throw err;
+    }
+  } finally {
+    dynamo.destroy();
+  }
+
+  const kafka = new Kafka({ clientId: 'local-invoke-setup', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    if (!(await admin.listTopics()).includes(topic)) {
+      await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: false });
+    }
+    // Wait until every partition has a leader that answers ListOffsets.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        if ((await admin.fetchTopicOffsets(topic)).length > 0) break;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+      }
+      if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader after 30 s`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    if (produce > 0) {
+      const producer = kafka.producer();
+      await producer.connect();
+      try {
+        const messages = Array.from({ length: produce }, (_, i) => ({ key: `account-${i % 5}`, value: JSON.stringify({ amount: i }) }));
+        await producer.send({ topic, messages });
+      } finally {
+        await producer.disconnect();
+      }
+    }
+  } finally {
+    await admin.disconnect();
+  }
+
+  const config = {
+    ledgerTable,
+    streams: [
+      {
+        id: 'local',
+        kafka: { brokers },
+        topics: [topic],
+        triggerIntervalMs: 60_000,
+        processor: { timeoutMs: 300_000 },
+        handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable },
+      },
+    ],
+  };
+  mkdirSync(dirname(LOCAL_CONFIG_PATH), { recursive: true });
+  writeFileSync(LOCAL_CONFIG_PATH, `${JSON.stringify(config, null, 2)}\n`);
+  process.stderr.write(
+    `[local-invoke] tables ${ledgerTable}, ${sinkTable}; topic ${topic}${produce ? ` (+${produce} records)` : ''}; config ${LOCAL_CONFIG_PATH}\n` +
+      `[local-invoke] now: npx sls invoke local --stage local -f planner --data '{"dryRun":true}'\n`,
+  );
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`[local-invoke] error: ${(err as Error).message ?? String(err)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,498 @@
+/**
+ * The deployable bundle, packaged offline with osls exactly as `npx sls package` would: once for a
+ * `ci` stage whose params and streams config (fixtures/streams.ci.json) exercise every option (MSK
+ * IAM, SCRAM passwords in Secrets Manager and SSM, a VPC, reserved concurrency, the audit-log
+ * handler), once for the `dev` stage with its defaults and once more with an EventBridge rule
+ * instead of the Scheduler. Asserts on the CloudFormation and the
+ * zips, and validates both templates with cfn-lint.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { builtinModules } from 'node:module';
+import { dirname, join } from 'node:path';
+import { loadDeploymentConfig } from '../../lib/config/load';
+import type { DeploymentConfig } from '../../lib/config/schema';
+import { ledgerTableDefinition } from '../../lib/ledger/table';
+import { parsePlannerPayload } from '../../lib/planner/payload';
+import { LEDGER_ACTIONS, RUNTIME_PROVIDED, SINK_ACTIONS } from '../../infra/cfn/builders';
+import { cfnLint, ROOT, slsInvokeLocal, slsPackage, type CfnResource, type Packaged, type Template } from './package';
+import { readZip } from './zip';
+
+const MAX_ZIP_BYTES = 5 * 1024 * 1024;
+const REGION = 'eu-west-1';
+const MSK_CLUSTER = 'arn:aws:kafka:eu-west-1:123456789012:cluster/ci/abcd1234-ab12-cd34-ef56-abcdef123456-2';
+const KMS_KEY = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+const CI_PARAMS = {
+  streamsConfig: 'test/deploy/fixtures/streams.ci.json',
+  scheduleRate: 'rate(2 minutes)',
+  processorTimeout: '300',
+  processorReservedConcurrency: '20',
+  mskClusterArns: MSK_CLUSTER,
+  vpcSubnetIds: 'subnet-0123456789abcdef0,subnet-0fedcba9876543210',
+  vpcSecurityGroupIds: 'sg-0123456789abcdef0',
+  kafkaSecretsKmsKeyArn: KMS_KEY,
+  auditLogTable: 'kafka-lambda-direct-ci-audit-log',
+  alarmEmail: 'oncall@example.com',
+};
+
+const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
+const subArn = (service: string, rest: string) => ({ 'Fn::Sub': `arn:\${AWS::Partition}:${service}:\${AWS::Region}:\${AWS::AccountId}:${rest}` });
+
+type Statement = { Sid: string; Effect: string; Action: string[]; Resource: unknown[]; Condition?: unknown };
+
+let ci: Packaged;
+let dev: Packaged;
+let rule: Packaged;
+let ciConfig: DeploymentConfig;
+const sizes: string[] = [];
+
+beforeAll(() => {
+  ci = slsPackage('ci', REGION, CI_PARAMS);
+  dev = slsPackage('dev', 'us-east-1');
+  rule = slsPackage('dev', 'us-east-1', { scheduleMethod: 'eventBus' });
+  ciConfig = loadDeploymentConfig({ STREAMS_CONFIG: join(ROOT, CI_PARAMS.streamsConfig), LEDGER_TABLE: 'kafka-lambda-direct-ci-ledger' });
+}, 240_000);
+
+afterAll(() => {
+  if (sizes.length) console.log(`Lambda packages:\n${sizes.join('\n')}`);
+  for (const p of [ci, dev, rule]) if (p) rmSync(p.dir, { recursive: true, force: true });
+});
+
+function resource(t: Template, id: string): CfnResource {
+  const r = t.Resources[id];
+  if (!r) throw new Error(`no resource ${id} in the template (has: ${Object.keys(t.Resources).join(', ')})`);
+  return r;
+}
+
+function ofType(t: Template, type: string): Array<[string, CfnResource]> {
+  return Object.entries(t.Resources).filter(([, r]) => r.Type === type);
+}
+
+function statements(t: Template, roleId: string): Statement[] {
+  const policies = resource(t, roleId).Properties.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }>;
+  return policies.flatMap((p) => p.PolicyDocument.Statement);
+}
+
+const bySid = (list: Statement[], sid: string): Statement => {
+  const s = list.find((x) => x.Sid === sid);
+  if (!s) throw new Error(`no statement ${sid} (have ${list.map((x) => x.Sid).join(', ')})`);
+  return s;
+};
+
+describe('functions', () => {
+  it.each(['planner', 'processor'])('%s runs nodejs22.x on arm64 with its own role, in the VPC', (name) => {
+    const fn = resource(ci.template, `${name[0]!.toUpperCase()}${name.slice(1)}LambdaFunction`).Properties;
+    expect(fn.Runtime).toBe('nodejs22.x');
+    expect(fn.Architectures).toEqual(['arm64']);
+    expect(fn.Handler).toBe(`functions/${name}.handler`);
+    expect(fn.FunctionName).toBe(`kafka-lambda-direct-ci-${name}`);
+    expect(fn.Role).toEqual(getAtt(`${name[0]!.toUpperCase()}${name.slice(1)}Role`));
+    expect(fn.VpcConfig).toEqual({ SubnetIds: CI_PARAMS.vpcSubnetIds.split(','), SecurityGroupIds: [CI_PARAMS.vpcSecurityGroupIds] });
+    const env = (fn.Environment as { Variables: Record<string, string> }).Variables;
+    expect(env).toMatchObject({
+      STREAMS_CONFIG: CI_PARAMS.streamsConfig,
+      LEDGER_TABLE: 'kafka-lambda-direct-ci-ledger',
+      METRICS_NAMESPACE: 'KafkaLambdaDirect',
+      NODE_OPTIONS: '--enable-source-maps',
+    });
+    if (name === 'planner') {
+      expect(env.PROCESSOR_FUNCTION_NAME).toBe('kafka-lambda-direct-ci-processor');
+      expect(env.AUDIT_LOG_TABLE).toBeUndefined();
+    } else {
+      expect(env.PROCESSOR_FUNCTION_NAME).toBeUndefined();
+      expect(env.AUDIT_LOG_TABLE).toBe(CI_PARAMS.auditLogTable);
+    }
+  });
+
+  it('caps the processor with reserved concurrency only when configured', () => {
+    expect(resource(ci.template, 'ProcessorLambdaFunction').Properties.ReservedConcurrentExecutions).toBe(20);
+    expect(resource(ci.template, 'PlannerLambdaFunction').Properties.ReservedConcurrentExecutions).toBeUndefined();
+    expect(resource(dev.template, 'ProcessorLambdaFunction').Properties.ReservedConcurrentExecutions).toEqual({ Ref: 'AWS::NoValue' });
+    expect(resource(dev.template, 'ProcessorLambdaFunction').Properties.VpcConfig).toBeUndefined();
+  });
+
+  it('gives each function a processor timeout that fits the streams and a lease-long async queue', () => {
+    const processor = resource(ci.template, 'ProcessorLambdaFunction').Properties;
+    expect(processor.Timeout).toBe(300);
+    for (const s of ciConfig.streams) expect(s.processor.timeoutMs).toBeLessThanOrEqual(300_000);
+    const conf = resource(ci.template, 'ProcessorLambdaEvConf').Properties;
+    // Lambda's retries would take range leases the planner counts against maxAttempts; the planner retries.
+    expect(conf.MaximumRetryAttempts).toBe(0);
+    expect(conf.MaximumEventAgeInSeconds).toBe(960);
+    // An event older than the range lease has been superseded by the planner's re-dispatch.
+    for (const s of ciConfig.streams) expect(960_000).toBeGreaterThanOrEqual(s.processor.leaseMs);
+    expect(conf.DestinationConfig).toEqual({ OnFailure: { Destination: getAtt('ProcessorFailureQueue') } });
+    const planner = resource(ci.template, 'PlannerLambdaEvConf').Properties;
+    expect(planner).toMatchObject({ MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 });
+  });
+});
+
+describe('schedule', () => {
+  it('runs the planner with EventBridge Scheduler through a dedicated role, input {}, a retry window of one period and a DLQ', () => {
+    const schedules = ofType(ci.template, 'AWS::Scheduler::Schedule');
+    expect(schedules).toHaveLength(1);
+    const props = schedules[0]![1].Properties;
+    expect(props.ScheduleExpression).toBe('rate(2 minutes)');
+    expect(props.State).toBe('ENABLED');
+    expect(props.FlexibleTimeWindow).toEqual({ Mode: 'OFF' });
+    const target = props.Target as Record<string, unknown>;
+    expect(target.Arn).toEqual(getAtt('PlannerLambdaFunction'));
+    expect(target.RoleArn).toEqual(getAtt('PlannerScheduleRole'));
+    expect(target.RetryPolicy).toEqual({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 120 });
+    expect(target.DeadLetterConfig).toEqual({ Arn: getAtt('ScheduleDeadLetterQueue') });
+    // What the schedule sends is a valid planner payload: plan every stream, for real.
+    const request = parsePlannerPayload(JSON.parse(target.Input as string), ciConfig);
+    expect(request.dryRun).toBe(false);
+    expect(request.streams.map((s) => s.id)).toEqual(ciConfig.streams.map((s) => s.id));
+    // Role-based invocation: no rule, no resource policy on the function.
+    expect(ofType(ci.template, 'AWS::Events::Rule')).toEqual([]);
+    expect(ofType(ci.template, 'AWS::Lambda::Permission')).toEqual([]);
+  });
+
+  it('lets the schedule role invoke the planner and write its DLQ, nothing else', () => {
+    const role = resource(ci.template, 'PlannerScheduleRole').Properties;
+    const trust = (role.AssumeRolePolicyDocument as { Statement: Array<{ Principal: unknown; Condition: unknown }> }).Statement;
+    expect(trust).toEqual([expect.objectContaining({ Principal: { Service: 'scheduler.amazonaws.com' }, Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } } })]);
+    expect(statements(ci.template, 'PlannerScheduleRole').map((s) => [s.Action, s.Resource])).toEqual([
+      [['lambda:InvokeFunction'], [getAtt('PlannerLambdaFunction')]],
+      [['sqs:SendMessage'], [getAtt('ScheduleDeadLetterQueue')]],
+    ]);
+  });
+
+  it('alternatively runs it with an EventBridge rule (scheduleMethod: eventBus), with the same retry window and DLQ', () => {
+    expect(ofType(rule.template, 'AWS::Scheduler::Schedule')).toEqual([]);
+    expect(() => resource(rule.template, 'PlannerScheduleRole')).toThrow();
+    const rules = ofType(rule.template, 'AWS::Events::Rule');
+    expect(rules).toHaveLength(1);
+    const [ruleId, r] = rules[0]!;
+    expect(r.Properties).toMatchObject({ ScheduleExpression: 'rate(1 minute)', State: 'ENABLED' });
+    expect(r.Properties.Targets).toEqual([
+      {
+        Arn: getAtt('PlannerLambdaFunction'),
+        Id: 'plannerSchedule',
+        RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 60 },
+        DeadLetterConfig: { Arn: getAtt('ScheduleDeadLetterQueue') },
+      },
+    ]);
+    // The rule sends the scheduled-event envelope, which the planner takes as "plan every stream".
+    const devConfig = loadDeploymentConfig({ STREAMS_CONFIG: join(ROOT, 'infra/config/streams.dev.json') });
+    const envelope = { version: '0', id: 'x', 'detail-type': 'Scheduled Event', source: 'aws.events', account: '1', time: 't', region: 'us-east-1', resources: [], detail: {} };
+    expect(parsePlannerPayload(envelope, devConfig).dryRun).toBe(false);
+    const permissions = ofType(rule.template, 'AWS::Lambda::Permission').map(([, p]) => p.Properties);
+    expect(permissions).toEqual([
+      { FunctionName: getAtt('PlannerLambdaFunction'), Action: 'lambda:InvokeFunction', Principal: 'events.amazonaws.com', SourceArn: getAtt(ruleId) },
+    ]);
+    const dlqPolicy = resource(rule.template, 'ScheduleDeadLetterQueuePolicy').Properties.PolicyDocument as { Statement: unknown[] };
+    expect(dlqPolicy.Statement).toEqual([expect.objectContaining({ Principal: { Service: 'events.amazonaws.com' }, Condition: { ArnEquals: { 'aws:SourceArn': getAtt(ruleId) } } })]);
+  });
+
+  it('matches the streams trigger interval (dev: every minute)', () => {
+    const [, schedule] = ofType(dev.template, 'AWS::Scheduler::Schedule')[0]!;
+    expect(schedule.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    for (const s of ciConfig.streams) expect(s.triggerIntervalMs).toBe(120_000);
+  });
+});
+
+describe('IAM, one least-privilege role per function', () => {
+  const ledgerResources = [getAtt('LedgerTable'), { 'Fn::Sub': '${LedgerTable.Arn}/index/open-ranges' }];
+
+  it('planner: ledger (table and open-ranges index), invoke the processor only, no sink table, no Kafka data', () => {
+    const planner = statements(ci.template, 'PlannerRole');
+    expect(planner.map((s) => s.Sid)).toEqual(['Logs', 'Ledger', 'DispatchRanges', 'KafkaSecretsManager', 'KafkaSsmParameters', 'KafkaSecretsKms', 'MskConnect', 'MskTopics']);
+    expect(bySid(planner, 'Ledger')).toMatchObject({ Action: LEDGER_ACTIONS, Resource: ledgerResources });
+    expect(bySid(planner, 'DispatchRanges')).toMatchObject({ Action: ['lambda:InvokeFunction'], Resource: [getAtt('ProcessorLambdaFunction')] });
+    // DynamoDB only on the ledger; lambda only for dispatch.
+    for (const s of planner) {
+      if (s.Action.some((a) => a.startsWith('dynamodb:'))) expect(s.Resource).toEqual(ledgerResources);
+      if (s.Action.some((a) => a.startsWith('lambda:'))) expect(s.Sid).toBe('DispatchRanges');
+    }
+    expect(planner.flatMap((s) => s.Action)).not.toContain('kafka-cluster:ReadData');
+    expect(bySid(planner, 'Logs').Resource).toEqual([subArn('logs', 'log-group:/aws/lambda/kafka-lambda-direct-ci-planner:*')]);
+  });
+
+  it('processor: ledger and exactly the configured sink tables, its failure queue, and no lambda action', () => {
+    const processor = statements(ci.template, 'ProcessorRole');
+    expect(processor.map((s) => s.Sid)).toEqual([
+      'Logs',
+      'Ledger',
+      'SinkTables',
+      'OnFailureDestination',
+      'KafkaSecretsManager',
+      'KafkaSsmParameters',
+      'KafkaSecretsKms',
+      'MskConnect',
+      'MskTopics',
+      'MskConsumerGroups',
+    ]);
+    expect(processor.flatMap((s) => s.Action).filter((a) => a.startsWith('lambda:'))).toEqual([]);
+    expect(bySid(processor, 'Ledger')).toMatchObject({ Action: LEDGER_ACTIONS, Resource: ledgerResources });
+    expect(bySid(processor, 'SinkTables')).toMatchObject({
+      Action: SINK_ACTIONS,
+      // audit-log's AUDIT_LOG_TABLE, the stack's running-totals table, and an external sink table.
+      Resource: [subArn('dynamodb', 'table/kafka-lambda-direct-ci-audit-log'), getAtt('RunningTotalsTable'), subArn('dynamodb', 'table/legacy-totals')],
+    });
+    expect(bySid(processor, 'OnFailureDestination')).toMatchObject({ Action: ['sqs:SendMessage'], Resource: [getAtt('ProcessorFailureQueue')] });
+  });
+
+  it('both: Kafka passwords only from the secrets the streams name, decrypted only through those services', () => {
+    for (const role of ['PlannerRole', 'ProcessorRole']) {
+      const list = statements(ci.template, role);
+      expect(bySid(list, 'KafkaSecretsManager')).toMatchObject({
+        Action: ['secretsmanager:GetSecretValue'],
+        Resource: ['arn:aws:secretsmanager:eu-west-1:123456789012:secret:AmazonMSK_audit-AbC123'],
+      });
+      expect(bySid(list, 'KafkaSsmParameters')).toMatchObject({ Action: ['ssm:GetParameter'], Resource: [subArn('ssm', 'parameter/kafka/legacy/password')] });
+      expect(bySid(list, 'KafkaSecretsKms')).toEqual({
+        Sid: 'KafkaSecretsKms',
+        Effect: 'Allow',
+        Action: ['kms:Decrypt'],
+        Resource: [KMS_KEY],
+        Condition: { StringEquals: { 'kms:ViaService': [{ 'Fn::Sub': 'secretsmanager.${AWS::Region}.amazonaws.com' }, { 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' }] } },
+      });
+    }
+  });
+
+  it('both: MSK IAM actions scoped to the cluster, the IAM streams topics and (processor) consumer group', () => {
+    const topic = (name: string) => `${MSK_CLUSTER.replace(':cluster/', ':topic/')}/${name}`;
+    const planner = statements(ci.template, 'PlannerRole');
+    const processor = statements(ci.template, 'ProcessorRole');
+    for (const list of [planner, processor]) {
+      expect(bySid(list, 'MskConnect')).toMatchObject({ Action: ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'], Resource: [MSK_CLUSTER] });
+      expect(bySid(list, 'MskTopics').Resource).toEqual([topic('payments'), topic('refunds')]);
+    }
+    expect(bySid(planner, 'MskTopics').Action).toEqual(['kafka-cluster:DescribeTopic']);
+    expect(bySid(processor, 'MskTopics').Action).toEqual(['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData']);
+    expect(bySid(processor, 'MskConsumerGroups')).toMatchObject({
+      Action: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'],
+      Resource: [`${MSK_CLUSTER.replace(':cluster/', ':group/')}/payments-totals`],
+    });
+  });
+
+  it('both: no wildcard action or resource, VPC access only through the managed ENI policy', () => {
+    for (const role of ['PlannerRole', 'ProcessorRole', 'PlannerScheduleRole']) {
+      for (const s of statements(ci.template, role)) {
+        expect(s.Effect).toBe('Allow');
+        for (const a of s.Action) expect(a).not.toMatch(/\*/);
+        expect(s.Resource).not.toContain('*');
+      }
+    }
+    const vpcPolicy = [{ 'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole' }];
+    expect(resource(ci.template, 'PlannerRole').Properties.ManagedPolicyArns).toEqual(vpcPolicy);
+    expect(resource(ci.template, 'ProcessorRole').Properties.ManagedPolicyArns).toEqual(vpcPolicy);
+    expect(resource(dev.template, 'ProcessorRole').Properties.ManagedPolicyArns).toEqual({ Ref: 'AWS::NoValue' });
+    // Only the two function roles and the schedule role: no framework default role with shared rights.
+    expect(ofType(ci.template, 'AWS::IAM::Role').map(([id]) => id).sort()).toEqual(['PlannerRole', 'PlannerScheduleRole', 'ProcessorRole']);
+  });
+
+  it('dev: no secret or KMS statements when no stream uses a secret store', () => {
+    const sids = statements(dev.template, 'ProcessorRole').map((s) => s.Sid);
+    expect(sids).not.toContain('KafkaSecretsManager');
+    expect(sids).not.toContain('KafkaSsmParameters');
+    expect(sids).not.toContain('KafkaSecretsKms');
+  });
+});
+
+describe('tables', () => {
+  it('the ledger matches lib/ledger/table.ts and is on-demand, point-in-time recoverable, TTL-expiring and KMS-encrypted', () => {
+    const ledger = resource(ci.template, 'LedgerTable');
+    const expected = ledgerTableDefinition('kafka-lambda-direct-ci-ledger');
+    expect(ledger.Properties).toMatchObject({
+      TableName: expected.TableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: expected.KeySchema,
+      AttributeDefinitions: expected.AttributeDefinitions,
+      GlobalSecondaryIndexes: expected.GlobalSecondaryIndexes,
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS' },
+      DeletionProtectionEnabled: false,
+    });
+    // ensureLedgerTable (local stack, tests) enables TTL on this attribute; the stack must too.
+    const ttl = /TimeToLiveSpecification:\s*\{\s*AttributeName:\s*'([^']+)',\s*Enabled:\s*true/.exec(readFileSync(join(ROOT, 'lib/ledger/table.ts'), 'utf8'))?.[1];
+    expect(ledger.Properties.TimeToLiveSpecification).toEqual({ AttributeName: ttl, Enabled: true });
+    expect(ledger.DeletionPolicy).toBe('Delete');
+  });
+
+  it('the running-totals sink is keyed by pk (S), on-demand, recoverable and encrypted', () => {
+    expect(resource(ci.template, 'RunningTotalsTable').Properties).toMatchObject({
+      TableName: 'kafka-lambda-direct-ci-running-totals',
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS' },
+    });
+  });
+});
+
+describe('alarms and dashboard', () => {
+  /** Metric names each function emits, read from the code that emits them. */
+  const emitted = (file: string) => new Set([...readFileSync(join(ROOT, file), 'utf8').matchAll(/addMetric\('([A-Za-z]+)'/g)].map((m) => m[1]));
+  const emittedBy = { planner: emitted('lib/planner/metrics.ts'), processor: emitted('functions/processor.ts') };
+
+  type MetricRef = { Namespace: string; MetricName: string; Dimensions: Array<{ Name: string; Value: unknown }> };
+  function metricsOf(alarm: CfnResource): MetricRef[] {
+    const p = alarm.Properties;
+    if (p.MetricName) return [{ Namespace: p.Namespace as string, MetricName: p.MetricName as string, Dimensions: p.Dimensions as MetricRef['Dimensions'] }];
+    return (p.Metrics as Array<{ MetricStat?: { Metric: MetricRef } }>).flatMap((m) => (m.MetricStat ? [m.MetricStat.Metric] : []));
+  }
+
+  it('watch lag growth, data loss, failed ranges, dead letters and planner failures per stream', () => {
+    const alarms = ofType(ci.template, 'AWS::CloudWatch::Alarm');
+    const names = alarms.map(([, a]) => a.Properties.AlarmName);
+    for (const s of ciConfig.streams) {
+      for (const kind of ['lag-growing', 'data-loss', 'failed-ranges', 'dead-letters', 'planner-failed']) {
+        expect(names).toContain(`kafka-lambda-direct-ci-${s.id}-${kind}`);
+      }
+    }
+    const byName = (name: string) => alarms.find(([, a]) => a.Properties.AlarmName === name)![1];
+    const metricNames = (name: string) => metricsOf(byName(name)).map((m) => `${m.Dimensions[0]!.Value}:${m.MetricName}`);
+    expect(metricNames('kafka-lambda-direct-ci-payments-lag-growing')).toEqual(['planner:TotalLag']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-data-loss')).toEqual(['planner:DataLossEvents', 'planner:DataLossRecords', 'processor:DataLossRecords']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-failed-ranges')).toEqual(['planner:RangesParked', 'processor:RangesParked', 'planner:PartitionsFailed']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-dead-letters')).toEqual(['processor:DeadLetters']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-planner-failed')).toEqual(['planner:PlannerFailed']);
+  });
+
+  it('use only metrics the functions emit, with exactly their dimensions (service, stream)', () => {
+    const alarms = ofType(ci.template, 'AWS::CloudWatch::Alarm');
+    const streamIds = ciConfig.streams.map((s) => s.id);
+    let custom = 0;
+    for (const [, alarm] of alarms) {
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: 'AlarmTopic' }]);
+      for (const m of metricsOf(alarm)) {
+        if (m.Namespace === 'AWS/Lambda') {
+          expect(m.Dimensions).toEqual([{ Name: 'FunctionName', Value: 'kafka-lambda-direct-ci-planner' }]);
+          continue;
+        }
+        if (m.Namespace === 'AWS/SQS') continue;
+        custom++;
+        expect(m.Namespace).toBe('KafkaLambdaDirect');
+        expect(m.Dimensions.map((d) => d.Name)).toEqual(['service', 'stream']);
+        const service = m.Dimensions[0]!.Value as 'planner' | 'processor';
+        expect(emittedBy[service]).toContain(m.MetricName);
+        expect(streamIds).toContain(m.Dimensions[1]!.Value);
+      }
+    }
+    expect(custom).toBeGreaterThanOrEqual(ciConfig.streams.length * 9);
+  });
+
+  it('watch the planner itself and both failure queues, and notify the alarm topic', () => {
+    const names = ofType(ci.template, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties.AlarmName);
+    for (const n of ['planner-errors', 'planner-not-running', 'processor-failures', 'schedule-dead-letters']) expect(names).toContain(`kafka-lambda-direct-ci-${n}`);
+    expect(resource(ci.template, 'AlarmEmailSubscription').Properties).toEqual({ TopicArn: { Ref: 'AlarmTopic' }, Protocol: 'email', Endpoint: CI_PARAMS.alarmEmail });
+  });
+
+  it('a dashboard with every stream, whose body is valid JSON once CloudFormation substitutes it', () => {
+    const body = (resource(ci.template, 'Dashboard').Properties.DashboardBody as { 'Fn::Sub': string })['Fn::Sub'];
+    const substituted = body.replace(/\$\{([^}!]+)\}/g, 'x').replace(/\$\{!/g, '${');
+    const parsed = JSON.parse(substituted) as { widgets: Array<{ type: string; properties: { title?: string } }> };
+    for (const s of ciConfig.streams) expect(parsed.widgets.some((w) => w.properties.title === `${s.id}: lag (records)`)).toBe(true);
+    expect(parsed.widgets.find((w) => w.type === 'alarm')).toBeDefined();
+  });
+});
+
+describe('packages', () => {
+  const builtins = new Set(builtinModules);
+  const provided = RUNTIME_PROVIDED.map((p) => new RegExp(`^${p.replace(/[.*+?^${}()|[\]\\/]/g, (c) => (c === '*' ? '[^/]+' : `\\${c}`))}$`));
+
+  it.each(['planner', 'processor'])('%s: one minified bundle with its source map and the streams config, under 5 MB', (name) => {
+    for (const [stage, p, config] of [
+      ['ci', ci, CI_PARAMS.streamsConfig],
+      ['dev', dev, 'infra/config/streams.dev.json'],
+    ] as const) {
+      const zipPath = join(p.dir, `${name}.zip`);
+      const entries = readZip(zipPath);
+      const total = readFileSync(zipPath).length;
+      sizes.push(`  ${stage}/${name}.zip: ${(total / 1024).toFixed(0)} KiB (${entries.map((e) => `${e.name} ${(e.size / 1024).toFixed(0)} KiB`).join(', ')})`);
+      expect(total).toBeLessThan(MAX_ZIP_BYTES);
+      expect(entries.map((e) => e.name).sort()).toEqual([`functions/${name}.js`, `functions/${name}.js.map`, config].sort());
+      const code = entries.find((e) => e.name === `functions/${name}.js`)!.data().toString('utf8');
+      // Minified: long lines (newlines are left only inside template literals).
+      expect(code.length / code.split('\n').length).toBeGreaterThan(2000);
+      expect(code).toContain(`//# sourceMappingURL=${name}.js.map`);
+      // Self-contained: every require is a Node built-in or an AWS SDK package the runtime provides.
+      const required = [...new Set([...code.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]!))];
+      const foreign = required.filter((id) => !builtins.has(id.replace(/^node:/, '')) && !provided.some((re) => re.test(id)));
+      expect(foreign).toEqual([]);
+      expect(required).toContain('@aws-sdk/client-dynamodb');
+    }
+  });
+
+  it.each([
+    ['planner', { bogus: 1 }, 'invalid planner payload: payload: Unrecognized key: "bogus"'],
+    ['processor', { stream: 'nope', topic: 't', partition: 0, from: 0, until: 1 }, 'invalid processor payload: unknown stream nope'],
+  ])('%s: the unpacked zip loads on its own, reads its packaged config and refuses a bad payload', (name, payload, message) => {
+    // Like /var/task: the zip's files, the working directory there; the AWS SDK from elsewhere (the runtime's).
+    const task = mkdtempSync(join(tmpdir(), `lambda-task-${name}-`));
+    try {
+      for (const e of readZip(join(ci.dir, `${name}.zip`))) {
+        mkdirSync(dirname(join(task, e.name)), { recursive: true });
+        writeFileSync(join(task, e.name), e.data());
+      }
+      const script = [
+        `const context = { functionName: '${name}', functionVersion: '$LATEST', memoryLimitInMB: '1024', awsRequestId: 'req-1', getRemainingTimeInMillis: () => 60000 };`,
+        `require('./functions/${name}.js').handler(${JSON.stringify(payload)}, context).then(`,
+        '  (r) => console.log(JSON.stringify({ ok: r })),',
+        '  (e) => console.log(JSON.stringify({ error: e.name, message: e.message })));',
+      ].join('\n');
+      const run = spawnSync(process.execPath, ['-e', script], {
+        cwd: task,
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: {
+          PATH: process.env.PATH,
+          NODE_PATH: join(ROOT, 'node_modules'),
+          AWS_REGION: REGION,
+          AWS_ACCESS_KEY_ID: 'x',
+          AWS_SECRET_ACCESS_KEY: 'x',
+          STREAMS_CONFIG: CI_PARAMS.streamsConfig,
+          LEDGER_TABLE: 'kafka-lambda-direct-ci-ledger',
+          POWERTOOLS_METRICS_DISABLED: 'true',
+          POWERTOOLS_LOG_LEVEL: 'ERROR',
+        },
+      });
+      const last = run.stdout.trim().split('\n').pop() ?? '';
+      if (run.status !== 0 || !last.startsWith('{')) throw new Error(`node exited ${run.status}:\n${run.stdout}${run.stderr}`);
+      const result = JSON.parse(last) as { error?: string; message?: string };
+      expect(result.error).toBe('ValidationError');
+      expect(result.message).toContain(message);
+    } finally {
+      rmSync(task, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('sls invoke local', () => {
+  // In this file, not its own: serverless-esbuild builds in the service's .esbuild/, which two
+  // serverless runs at once would share.
+  const config = JSON.stringify({
+    ledgerTable: 'unused',
+    streams: [{ id: 'local', kafka: { brokers: ['127.0.0.1:9'] }, topics: ['t'], processor: { timeoutMs: 300_000 } }],
+  });
+
+  it('bundles and runs the planner in-process (local stage), reports a bad payload and exits 1', () => {
+    const run = slsInvokeLocal('planner', { dryRun: true, bogus: 1 }, { STREAMS_CONFIG: config });
+    expect(run.status).toBe(1);
+    expect(run.result).toMatchObject({ errorType: 'ValidationError', errorMessage: expect.stringContaining('Unrecognized key: "bogus"') });
+  });
+
+  it('runs the processor the same way', () => {
+    const run = slsInvokeLocal('processor', { peek: { stream: 'other', topic: 't', partition: 0, offset: 0 } }, { STREAMS_CONFIG: config });
+    expect(run.status).toBe(1);
+    expect(run.result).toMatchObject({ errorType: 'ValidationError', errorMessage: expect.stringContaining('unknown stream other') });
+    // Nothing of a local run is left in esbuild's work folder for the next package to ship.
+    expect(existsSync(join(ROOT, '.esbuild'))).toBe(false);
+  });
+});
+
+describe('cfn-lint', () => {
+  it.each([
+    ['ci', () => ci, REGION],
+    ['dev', () => dev, 'us-east-1'],
+    ['dev (EventBridge rule)', () => rule, 'us-east-1'],
+  ] as const)('%s template has no errors or warnings', (stage, packaged, region) => {
+    const { status, output } = cfnLint(packaged().templatePath, region);
+    if (status !== 0) throw new Error(`cfn-lint on the ${stage} template exited ${status}:\n${output}`);
+  }, 300_000);
+});

@@ -1,0 +1,71 @@
+/** Runs `sls package` (osls, offline) and cfn-lint for the deploy tests. */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(__dirname, '..', '..');
+const SLS = join(ROOT, 'node_modules', 'osls', 'bin', 'serverless.js');
+const CFN_LINT = join(ROOT, 'scripts', 'cfn-lint.sh');
+
+/**
+ * W3005: osls adds `DependsOn: <role>` to a function whose `Role` already is `Fn::GetAtt <role>.Arn`;
+ * redundant, harmless, and not ours to change.
+ */
+export const CFN_LINT_IGNORED = ['W3005'];
+
+export type CfnResource = { Type: string; Properties: Record<string, unknown>; [attribute: string]: unknown };
+export type Template = { Resources: Record<string, CfnResource>; Outputs?: Record<string, unknown> };
+export type Packaged = { dir: string; templatePath: string; template: Template; log: string; ms: number };
+
+/** Offline: dummy credentials, no profile, no telemetry. */
+function offlineEnv(region: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_REGION: region, SLS_TELEMETRY_DISABLED: '1' };
+  for (const name of ['AWS_PROFILE', 'AWS_DEFAULT_PROFILE', 'AWS_SESSION_TOKEN', 'STREAMS_CONFIG', 'LEDGER_TABLE']) delete env[name];
+  return env;
+}
+
+/** `sls package --stage <stage>` into a fresh temporary directory; throws with osls's output on failure. */
+export function slsPackage(stage: string, region: string, params: Record<string, string> = {}): Packaged {
+  const dir = mkdtempSync(join(tmpdir(), `sls-package-${stage}-`));
+  const args = [SLS, 'package', '--stage', stage, '--region', region, '--package', dir];
+  for (const [name, value] of Object.entries(params)) args.push('--param', `${name}=${value}`);
+  const started = Date.now();
+  const run = spawnSync(process.execPath, args, { cwd: ROOT, env: offlineEnv(region), encoding: 'utf8', timeout: 180_000 });
+  const log = `${run.stdout ?? ''}${run.stderr ?? ''}`;
+  if (run.status !== 0) throw new Error(`sls package --stage ${stage} failed (${run.error?.message ?? `exit ${run.status}`}):\n${log}`);
+  const templatePath = join(dir, 'cloudformation-template-update-stack.json');
+  return { dir, templatePath, template: JSON.parse(readFileSync(templatePath, 'utf8')) as Template, log, ms: Date.now() - started };
+}
+
+/**
+ * `sls invoke local --stage local -f <fn> --data <payload>` (offline, unreachable endpoints); returns the
+ * exit status and the JSON osls prints last (the handler's result or error).
+ */
+export function slsInvokeLocal(fn: string, payload: unknown, env: NodeJS.ProcessEnv): { status: number | null; result: unknown; log: string } {
+  const run = spawnSync(process.execPath, [SLS, 'invoke', 'local', '--stage', 'local', '-f', fn, '--data', JSON.stringify(payload)], {
+    cwd: ROOT,
+    env: { ...offlineEnv('us-east-1'), DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', POWERTOOLS_METRICS_DISABLED: 'true', ...env },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  const log = `${run.stdout ?? ''}${run.stderr ?? ''}`;
+  const start = run.stdout.lastIndexOf('\n{');
+  let result: unknown;
+  try {
+    result = JSON.parse(start >= 0 ? run.stdout.slice(start + 1) : run.stdout);
+  } catch {
+    throw new Error(`sls invoke local -f ${fn} printed no JSON result (exit ${run.status}):\n${log}`);
+  }
+  return { status: run.status, result, log };
+}
+
+/** cfn-lint (pinned, project-local virtualenv) on a template; installs it on first use. */
+export function cfnLint(templatePath: string, region: string): { status: number | null; output: string } {
+  const run = spawnSync('bash', [CFN_LINT, '--regions', region, '--ignore-checks', ...CFN_LINT_IGNORED, '--', templatePath], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  return { status: run.status, output: `${run.stdout ?? ''}${run.stderr ?? ''}${run.error ? `\n${run.error.message}` : ''}` };
+}
