@@ -21,7 +21,7 @@ module.exports = {
     {
       ...common,
       displayName: 'integration',
-      testMatch: ['<rootDir>/test/{integration,e2e}/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/{integration,e2e,chaos}/**/*.test.ts'],
       globalSetup: '<rootDir>/test/setup/global-setup.ts',
       globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
     },

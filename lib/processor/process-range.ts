@@ -53,8 +53,13 @@ export type ProcessResult = {
 /** Largest transaction: 100 actions (one is the progress update) and 4 MB; keep a margin. */
 const MAX_SINK_ACTIONS = 98;
 const MAX_TX_BYTES = 3_500_000;
-/** Dead-letter items must stay under DynamoDB's 400 KB item limit. */
-const MAX_DEAD_LETTER_VALUE_BYTES = 256 * 1024;
+/**
+ * Dead-letter items must stay under DynamoDB's 400 KB item limit, after base64 (x4/3): value 200 KB
+ * (267 KB encoded) + key 16 KB (22 KB) + headers 64 KB encoded + error 4 KB + fields < 400 KB.
+ */
+const MAX_DEAD_LETTER_VALUE_BYTES = 200 * 1024;
+const MAX_DEAD_LETTER_KEY_BYTES = 16 * 1024;
+const MAX_DEAD_LETTER_HEADER_BYTES = 64 * 1024;
 
 class LeaseLost extends Error {}
 
@@ -314,24 +319,37 @@ function fitsOneTransaction(writes: SinkWrite[]): boolean {
   return bytes <= MAX_TX_BYTES;
 }
 
+/**
+ * The dead-letter item for a rejected record, kept under DynamoDB's 400 KB item limit: the value,
+ * key and headers are cut (in that order of priority) to fit, and `truncated` says so; the full
+ * record stays readable in Kafka at its offset while retention keeps it.
+ */
 function deadLetterOf(stream: string, rangeFrom: number, r: HandlerRecord, error: string, attempts: number, nowMs: number): DeadLetter {
-  const value = r.value;
-  const truncated = value !== null && value.length > MAX_DEAD_LETTER_VALUE_BYTES;
+  const keyBase64 = r.key ? r.key.subarray(0, MAX_DEAD_LETTER_KEY_BYTES).toString('base64') : null;
   const headers: Record<string, string> = {};
+  let headerBudget = MAX_DEAD_LETTER_HEADER_BYTES;
+  let headersCut = false;
   for (const [k, v] of Object.entries(r.headers)) {
     if (v === undefined) continue;
-    headers[k] = (Array.isArray(v) ? v : [v]).map((b) => b.toString('base64')).join(',');
+    const encoded = (Array.isArray(v) ? v : [v]).map((b) => b.toString('base64')).join(',');
+    if (k.length + encoded.length > headerBudget) {
+      headersCut = true;
+      continue;
+    }
+    headers[k] = encoded;
+    headerBudget -= k.length + encoded.length;
   }
+  const value = r.value;
   return {
     stream,
     topic: r.topic,
     partition: r.partition,
     offset: r.offset,
     timestampMs: r.timestampMs,
-    keyBase64: r.key ? r.key.subarray(0, 64 * 1024).toString('base64') : null,
+    keyBase64,
     valueBase64: value ? value.subarray(0, MAX_DEAD_LETTER_VALUE_BYTES).toString('base64') : null,
     valueBytes: value?.length ?? 0,
-    truncated,
+    truncated: headersCut || (value !== null && value.length > MAX_DEAD_LETTER_VALUE_BYTES) || (r.key !== null && r.key.length > MAX_DEAD_LETTER_KEY_BYTES),
     headers,
     error: error.slice(0, 4000),
     attempts,

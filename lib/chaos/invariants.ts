@@ -1,0 +1,127 @@
+/**
+ * Ledger invariant checker (issue #7): a pure function over one stream's ledger snapshot that reports
+ * every violation of I1 (tiling), I2 (cursor/progress bounds) and I6 (nothing silently skipped).
+ * The chaos suite runs it after every scenario; operators can run it against a live table
+ * (`readLedgerSnapshot` in ./snapshot.dynamodb.ts).
+ */
+import type { DataLossEntry, PartitionState, RangeState, StreamMeta } from '../ports/ledger';
+
+export type LedgerSnapshot = {
+  meta?: StreamMeta;
+  partitions: PartitionState[];
+  /** Every range item of the stream, done ones included. */
+  ranges: RangeState[];
+  dataLoss: DataLossEntry[];
+};
+
+export type InvariantId = 'I1' | 'I2' | 'I6';
+
+export type Violation = {
+  invariant: InvariantId;
+  /** `topic/partition` */
+  partition: string;
+  message: string;
+};
+
+type Span = { from: number; until: number };
+
+/** Sorted, merged union of spans (adjacent spans join). */
+function merge(spans: Span[]): Span[] {
+  const sorted = spans.filter((s) => s.until > s.from).sort((a, b) => a.from - b.from);
+  const out: Span[] = [];
+  for (const s of sorted) {
+    const last = out.at(-1);
+    if (last && s.from <= last.until) last.until = Math.max(last.until, s.until);
+    else out.push({ ...s });
+  }
+  return out;
+}
+
+/** The parts of `[from, until)` not covered by the merged spans `cover`. */
+function uncovered(from: number, until: number, cover: Span[]): Span[] {
+  const holes: Span[] = [];
+  let at = from;
+  for (const c of cover) {
+    if (c.until <= at) continue;
+    if (c.from >= until) break;
+    if (c.from > at) holes.push({ from: at, until: Math.min(c.from, until) });
+    at = Math.max(at, c.until);
+    if (at >= until) break;
+  }
+  if (at < until) holes.push({ from: at, until });
+  return holes;
+}
+
+const fmt = (s: Span): string => `[${s.from}, ${s.until})`;
+
+/**
+ * A rewind (operator) moves a partition's cursor back and deletes the range items at or after it;
+ * moving it forward leaves a gap on purpose. Gaps are tolerated only when the stream's META records a
+ * rewind as its last change.
+ */
+function rewound(meta: StreamMeta | undefined): boolean {
+  return /rewind/i.test(meta?.lastChange?.what ?? '');
+}
+
+/** Checks I1, I2 and I6 for every partition of the snapshot; an empty list means the ledger is sound. */
+export function checkInvariants(snap: LedgerSnapshot): Violation[] {
+  const out: Violation[] = [];
+  const allowGaps = rewound(snap.meta);
+  const keyOf = (x: { topic: string; partition: number }) => `${x.topic}/${x.partition}`;
+  const rangesBy = new Map<string, RangeState[]>();
+  for (const r of snap.ranges) rangesBy.set(keyOf(r), [...(rangesBy.get(keyOf(r)) ?? []), r]);
+  const lossBy = new Map<string, DataLossEntry[]>();
+  for (const l of snap.dataLoss) lossBy.set(keyOf(l), [...(lossBy.get(keyOf(l)) ?? []), l]);
+  const known = new Set(snap.partitions.map(keyOf));
+  for (const k of rangesBy.keys()) {
+    if (!known.has(k)) out.push({ invariant: 'I1', partition: k, message: 'ranges exist for a partition the ledger does not know' });
+  }
+
+  for (const p of snap.partitions) {
+    const k = keyOf(p);
+    const v = (invariant: InvariantId, message: string) => out.push({ invariant, partition: k, message });
+    const ranges = [...(rangesBy.get(k) ?? [])].sort((a, b) => a.from - b.from || a.until - b.until);
+    const losses = lossBy.get(k) ?? [];
+    const lossCover = merge(losses);
+
+    // I2: cursor bounds.
+    if (p.committed > p.nextFrom) v('I2', `committed ${p.committed} is past nextFrom ${p.nextFrom}`);
+    if (p.committed < p.startOffset) v('I2', `committed ${p.committed} is below startOffset ${p.startOffset}`);
+    for (const l of losses) {
+      if (l.until <= l.from) v('I6', `data-loss entry ${fmt(l)} is empty or inverted`);
+    }
+
+    // I1: ranges tile [startOffset, nextFrom); gaps only where data loss was recorded.
+    let cursor = p.startOffset;
+    for (const r of ranges) {
+      const rs = `range ${fmt(r)} (${r.status})`;
+      if (r.until <= r.from) {
+        v('I1', `${rs} is empty or inverted`);
+        continue;
+      }
+      if (r.from < cursor) {
+        v('I1', `${rs} overlaps the previous range or starts below startOffset (expected from >= ${cursor})`);
+      } else if (r.from > cursor) {
+        const holes = uncovered(cursor, r.from, lossCover);
+        if (holes.length && !allowGaps) v('I1', `gap ${holes.map(fmt).join(', ')} before ${rs} is covered by neither a range nor a data-loss entry`);
+      }
+      if (r.until > p.nextFrom) v('I1', `${rs} reaches past the planning cursor nextFrom ${p.nextFrom}`);
+      cursor = Math.max(cursor, r.until);
+
+      // I2: progress within [from, until]; done means progress == until.
+      if (r.progress < r.from || r.progress > r.until) v('I2', `${rs} has progress ${r.progress} outside [${r.from}, ${r.until}]`);
+      if (r.status === 'done' && r.progress !== r.until) v('I2', `${rs} is done with progress ${r.progress} != until ${r.until}`);
+      if (r.until <= p.committed && r.status !== 'done') v('I2', `${rs} lies wholly below committed ${p.committed} but is not done`);
+    }
+    if (cursor < p.nextFrom) {
+      const holes = uncovered(cursor, p.nextFrom, lossCover);
+      if (holes.length && !allowGaps) v('I1', `gap ${holes.map(fmt).join(', ')} below nextFrom ${p.nextFrom} is covered by neither a range nor a data-loss entry`);
+    }
+
+    // I6: every offset in [startOffset, committed) is in a done range or a recorded data-loss span.
+    const doneCover = merge([...ranges.filter((r) => r.status === 'done'), ...losses]);
+    const skipped = uncovered(p.startOffset, p.committed, doneCover);
+    if (skipped.length && !allowGaps) v('I6', `offsets ${skipped.map(fmt).join(', ')} below committed ${p.committed} are neither processed (done range) nor recorded as data loss`);
+  }
+  return out;
+}
