@@ -188,6 +188,33 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     }
   };
 
+  /** Sets a one-time timestamp on the stream's META item, fenced by the planner epoch. */
+  const markMetaOnce = async (
+    { stream, epoch, ownerToken, nowMs }: { stream: string; epoch: number; ownerToken: string; nowMs: number },
+    attribute: 'startedAtMs' | 'finishedAtMs',
+  ): Promise<WriteOutcome> => {
+    try {
+      await send(`set ${attribute} of ${stream}`, () =>
+        doc.send(
+          new UpdateCommand({
+            TableName: table,
+            Key: keys.meta(stream),
+            UpdateExpression: `SET ${attribute} = :now`,
+            ConditionExpression: `epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(${attribute})`,
+            ExpressionAttributeValues: { ':now': nowMs, ':epoch': epoch, ':owner': ownerToken },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      return 'applied';
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      const old = (err.Item ?? {}) as { epoch?: { N?: string }; ownerToken?: { S?: string } };
+      const mine = Number(old.epoch?.N) === epoch && old.ownerToken?.S === ownerToken;
+      return mine ? 'condition-failed' : 'fenced';
+    }
+  };
+
   /** A conditional UpdateItem whose failed condition means the lease is gone. */
   const updateHoldingLease = async (what: string, input: ConstructorParameters<typeof UpdateCommand>[0]): Promise<ProcessorWriteOutcome> => {
     try {
@@ -299,28 +326,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       }
     },
 
-    async markStreamStarted({ stream, epoch, ownerToken, nowMs }) {
-      try {
-        await send(`mark ${stream} started`, () =>
-          doc.send(
-            new UpdateCommand({
-              TableName: table,
-              Key: keys.meta(stream),
-              UpdateExpression: 'SET startedAtMs = :now',
-              ConditionExpression: 'epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(startedAtMs)',
-              ExpressionAttributeValues: { ':now': nowMs, ':epoch': epoch, ':owner': ownerToken },
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            }),
-          ),
-        );
-        return 'applied';
-      } catch (err) {
-        if (!(err instanceof ConditionalCheckFailedException)) throw err;
-        const old = (err.Item ?? {}) as { epoch?: { N?: string }; ownerToken?: { S?: string } };
-        const mine = Number(old.epoch?.N) === epoch && old.ownerToken?.S === ownerToken;
-        return mine ? 'condition-failed' : 'fenced';
-      }
-    },
+    markStreamStarted: (input) => markMetaOnce(input, 'startedAtMs'),
 
     async releasePlannerLease({ stream, epoch, ownerToken }) {
       try {
@@ -547,28 +553,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return res.ok ? 'applied' : 'fenced';
     },
 
-    async markStreamFinished({ stream, epoch, ownerToken, nowMs }) {
-      try {
-        await send(`mark ${stream} finished`, () =>
-          doc.send(
-            new UpdateCommand({
-              TableName: table,
-              Key: keys.meta(stream),
-              UpdateExpression: 'SET finishedAtMs = :now',
-              ConditionExpression: 'epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(finishedAtMs)',
-              ExpressionAttributeValues: { ':now': nowMs, ':epoch': epoch, ':owner': ownerToken },
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            }),
-          ),
-        );
-        return 'applied';
-      } catch (err) {
-        if (!(err instanceof ConditionalCheckFailedException)) throw err;
-        const old = (err.Item ?? {}) as { epoch?: { N?: string }; ownerToken?: { S?: string } };
-        const mine = Number(old.epoch?.N) === epoch && old.ownerToken?.S === ownerToken;
-        return mine ? 'condition-failed' : 'fenced';
-      }
-    },
+    markStreamFinished: (input) => markMetaOnce(input, 'finishedAtMs'),
 
     async redriveDeadLetter({ stream, topic, partition, offset, nowMs, sinkWrites = [] }) {
       const items = [redriveAction(table, stream, { topic, partition, offset }, nowMs), ...sinkWrites.map(sinkAction)];

@@ -9,7 +9,7 @@ import { createInProcessDispatcher } from '../dispatch/dispatcher.local';
 import type { KafkaMetadata } from '../ports/kafka-metadata';
 import type { Ledger } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
-import { planStream, type StreamPlanReport } from '../planner/run';
+import { emptyReport, planStream, type StreamPlanReport } from '../planner/run';
 import type { RecordsHandler } from '../processor/handler-api';
 import { processRange, type ProcessResult } from '../processor/process-range';
 import type { RangePayload } from '../ranges';
@@ -130,7 +130,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
         ).catch((err: unknown): StreamPlanReport => {
           const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
           log(`planner run for ${s.id} failed: ${reason}`);
-          return { ...(stats.reports.get(s.id) ?? emptyReport(s.id)), status: 'failed', reason };
+          return { ...(stats.reports.get(s.id) ?? failedReport(s.id)), status: 'failed', reason };
         }),
       ),
     );
@@ -191,24 +191,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
   };
 }
 
-function emptyReport(stream: string): StreamPlanReport {
-  return {
-    stream,
-    dryRun: false,
-    status: 'failed',
-    partitions: [],
-    registered: 0,
-    retired: 0,
-    failedPartitions: 0,
-    rangesPlanned: 0,
-    recordsPlanned: 0,
-    dispatched: 0,
-    dispatchFailures: [],
-    redispatched: 0,
-    parked: 0,
-    inFlight: 0,
-    dataLoss: [],
-    conditionsLost: 0,
-    durationMs: 0,
-  };
+/** The report of a planner run that failed before it produced one. */
+function failedReport(stream: string): StreamPlanReport {
+  return { ...emptyReport(stream, false), status: 'failed' };
 }
