@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { PrerequisiteError } from '../../lib/errors';
-import { LOOPBACK, choosePort, freePort, requireCommand, spawnService, waitUntil } from './process';
+import { LOOPBACK, choosePort, freePort, requireCommand, spawnService, stopProcess, waitUntil } from './process';
 
 const POM = resolve(__dirname, 'kafka', 'pom.xml');
 
@@ -25,9 +25,23 @@ export type KafkaOptions = {
   /** Kafka's default is 3000 ms; only tests that exercise consumer groups want 0. */
   groupInitialRebalanceDelayMs?: number;
   startTimeoutMs?: number;
+  /**
+   * Start on `dir` as it is when it already holds a formatted broker (a restart): keep its data,
+   * its server.properties (same client and controller ports) and skip formatting. A fresh dir is
+   * formatted as usual. Default false: every start formats a fresh KRaft log dir.
+   */
+  reuseDir?: boolean;
 };
 
-export type KafkaInstance = { brokers: string; pid: number; watchdogPid?: number; logFile: string; dir: string };
+export type KafkaInstance = {
+  brokers: string;
+  pid: number;
+  watchdogPid?: number;
+  logFile: string;
+  dir: string;
+  /** The options it was started with (what `restartKafka` starts it again with). */
+  options?: KafkaOptions;
+};
 
 /** The Kafka version pinned in the pom. */
 export function kafkaVersion(): string {
@@ -156,29 +170,43 @@ export async function kafkaReady(brokers: string): Promise<boolean> {
   }
 }
 
-/** Formats a fresh KRaft log dir and starts the broker; resolves once it accepts requests. */
+/** Formats a fresh KRaft log dir (unless `reuseDir` finds a formatted one) and starts the broker; resolves once it accepts requests. */
 export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
   const java = javaBinary();
   const libs = ensureKafkaJars(opts.cacheDir);
-  const port = await choosePort(opts.port, 'LOCAL_KAFKA_PORT');
-  const controllerPort = await freePort();
   mkdirSync(opts.dir, { recursive: true });
   const propsFile = join(opts.dir, 'server.properties');
   const logFile = join(opts.dir, 'server.log');
   const log4jFile = join(opts.dir, 'log4j2.properties');
-  writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts));
+  const reuse = opts.reuseDir === true && existsSync(propsFile) && existsSync(join(opts.dir, 'data', 'meta.properties'));
+  let port: number;
+  if (reuse) {
+    // Same ports as before: clients reconnect to the address they know.
+    const m = /^listeners=PLAINTEXT:\/\/[^:]+:(\d+),/m.exec(readFileSync(propsFile, 'utf8'));
+    if (!m?.[1]) throw new PrerequisiteError(`no PLAINTEXT listener in ${propsFile}`);
+    port = Number(m[1]);
+    if (opts.port !== undefined && opts.port !== '' && Number(opts.port) !== port) {
+      throw new PrerequisiteError(`${opts.dir} was formatted for port ${port}, not ${opts.port}`);
+    }
+  } else {
+    port = await choosePort(opts.port, 'LOCAL_KAFKA_PORT');
+    const controllerPort = await freePort();
+    writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts));
+  }
   writeFileSync(log4jFile, log4jConfig(logFile));
   const classpath = `${libs}/*`;
   const jvm = ['-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${log4jFile}`, '-cp', classpath];
 
-  // KRaft needs a formatted metadata log; a 16-byte base64url id is Kafka's cluster id format.
-  const clusterId = randomBytes(16).toString('base64url');
-  const fmt = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], {
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  if (fmt.status !== 0) {
-    throw new PrerequisiteError(`formatting the Kafka log dir failed:\n${fmt.stdout}${fmt.stderr}`);
+  if (!reuse) {
+    // KRaft needs a formatted metadata log; a 16-byte base64url id is Kafka's cluster id format.
+    const clusterId = randomBytes(16).toString('base64url');
+    const fmt = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    if (fmt.status !== 0) {
+      throw new PrerequisiteError(`formatting the Kafka log dir failed:\n${fmt.stdout}${fmt.stderr}`);
+    }
   }
 
   const heap = process.env.LOCAL_KAFKA_HEAP ?? '1g';
@@ -189,11 +217,35 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
     ownerPid: opts.ownerPid,
   });
   const brokers = `${LOOPBACK}:${port}`;
-  await waitUntil('Kafka broker', () => kafkaReady(brokers), {
-    timeoutMs: opts.startTimeoutMs ?? 90_000,
-    intervalMs: 300,
-    pid: svc.pid,
-    logFile,
-  });
-  return { brokers, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile, dir: opts.dir };
+  try {
+    await waitUntil('Kafka broker', () => kafkaReady(brokers), {
+      timeoutMs: opts.startTimeoutMs ?? 90_000,
+      intervalMs: 300,
+      pid: svc.pid,
+      logFile,
+    });
+  } catch (err) {
+    // Never leave a half-started JVM behind.
+    await stopProcess(svc.pid);
+    if (svc.watchdogPid) await stopProcess(svc.watchdogPid, 1000);
+    throw err;
+  }
+  return { brokers, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile, dir: opts.dir, options: opts };
+}
+
+/** Stops the broker with SIGTERM (SIGKILL after `graceMs`), then its watchdog. Its dir is kept. */
+export async function stopKafka(instance: KafkaInstance, graceMs = 10_000): Promise<void> {
+  await stopProcess(instance.pid, graceMs);
+  if (instance.watchdogPid) await stopProcess(instance.watchdogPid, 1000);
+}
+
+/**
+ * Stops the broker (SIGTERM) and starts it again on the same dir and port, with its data (no
+ * re-formatting); resolves with the new instance once it accepts requests.
+ */
+export async function restartKafka(instance: KafkaInstance, opts: Partial<KafkaOptions> = {}): Promise<KafkaInstance> {
+  const base = instance.options;
+  if (!base) throw new PrerequisiteError(`cannot restart the broker at ${instance.brokers}: it was not started by startKafka`);
+  await stopKafka(instance);
+  return startKafka({ ...base, ...opts, dir: instance.dir, port: instance.brokers.split(':').at(-1), reuseDir: true });
 }

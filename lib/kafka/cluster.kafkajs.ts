@@ -72,7 +72,7 @@ type ProtocolRequest = {
 type InternalBroker = {
   nodeId?: number;
   fetch(args: Record<string, unknown>): Promise<KafkajsFetchResult>;
-  connectionPool: { send(p: ProtocolRequest): Promise<unknown> };
+  connectionPool: { send(p: ProtocolRequest): Promise<unknown>; getConnection(index?: number): Promise<unknown> };
   lookupRequest(apiKey: number, definition: unknown): (args: Record<string, unknown>) => ProtocolRequest;
   metadata(topics?: string[]): Promise<RawMetadata>;
   listOffsets(args: { isolationLevel: number; topics: ListOffsetsTopic[] }): Promise<{ responses: ListOffsetsResult }>;
@@ -138,11 +138,31 @@ async function sendRaw(broker: InternalBroker, protocolRequest: ProtocolRequest)
   }
 }
 
+/**
+ * kafkajs's Connection.connect has no guard against concurrent calls: two requests racing on a
+ * fresh connection open two sockets and the first one leaks (a process that then never exits).
+ * Concurrent callers here share one connect per connection slot.
+ */
+function connectOncePerSlot(broker: InternalBroker): void {
+  const pool = broker.connectionPool;
+  const getConnection = pool.getConnection.bind(pool);
+  const pending = new Map<number, Promise<unknown>>();
+  pool.getConnection = (index = 0) => {
+    let p = pending.get(index);
+    if (!p) {
+      p = getConnection(index).finally(() => pending.delete(index));
+      pending.set(index, p);
+    }
+    return p;
+  };
+}
+
 /** Metadata without kafkajs's all-or-nothing error check, and never auto-creating topics. */
 function installLenientMetadata(pool: InternalBrokerPool): void {
   const createBroker = pool.createBroker;
   pool.createBroker = (options) => {
     const broker = createBroker(options);
+    connectOncePerSlot(broker);
     broker.metadata = async (topics: string[] = []) => {
       const build = broker.lookupRequest(METADATA_API_KEY, requests.Metadata);
       const { request, response } = build({ topics, allowAutoTopicCreation: false }) as ProtocolRequest;

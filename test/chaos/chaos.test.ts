@@ -33,7 +33,7 @@ describe('chaos: every produced record applied exactly once, invariants hold', (
     it(scenario, async () => {
       const res = await runScenario(env, scenario, SEED * 1000 + i, { budgetMs: 40_000 });
       results.push(res);
-      if (!res.ok) console.log(JSON.stringify(res, null, 2));
+      if (!res.ok || process.env.CHAOS_VERBOSE) console.log(JSON.stringify(res, null, 2));
       expect({ problems: res.problems, violations: res.violations }).toEqual({ problems: [], violations: [] });
       expect(res).toMatchObject({ duplicates: 0, losses: 0, auditLosses: 0 });
       expect(res.applied).toBe(res.expected);

@@ -9,6 +9,9 @@
  * Faults are drawn from a seeded PRNG; runs are bounded by a wall-clock budget per scenario.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   DynamoDBClient,
   InternalServerError,
@@ -18,7 +21,10 @@ import {
   type ScanCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { Admin, Kafka, Producer } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { restartKafka, startKafka, stopKafka, type KafkaInstance } from '../../infra/local/kafka';
+import { freePort } from '../../infra/local/process';
+import { CACHE_DIR } from '../../infra/local/stack';
 import { checkInvariants, type Violation } from '../../lib/chaos/invariants';
 import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
 import { mapWithConcurrency } from '../../lib/concurrency';
@@ -51,6 +57,8 @@ export const SCENARIOS = [
   'dynamodb-faults',
   'deadline',
   'poison-record',
+  'broker-restart',
+  'topic-deleted',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -76,6 +84,8 @@ export type ScenarioResult = {
   deadLetters: number;
   /** Records behind a partition stopped on purpose (failOnDataLoss=true). */
   stopped: number;
+  /** Records of a deleted topic never read before its partitions were retired (topic-deleted only). */
+  retired: number;
   violations: Violation[];
   /** Scenario-specific expectations that failed. */
   problems: string[];
@@ -179,9 +189,42 @@ const BASE: ScenarioSpec = {
   budgetMs: 40_000,
 };
 
-/** Runs one scenario end to end and checks it; never throws for a failed check (see `ok`, `problems`). */
+/** Restarts the scenario's private broker (broker-restart only). */
+type BrokerControl = { brokers: string; restart(): Promise<void> };
+
+/**
+ * Runs one scenario end to end and checks it; never throws for a failed check (see `ok`, `problems`).
+ * `broker-restart` runs against a private broker of its own (started here, stopped in `finally`), so
+ * the shared test broker other test files use is never restarted.
+ */
 export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
+  if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
   const t0 = Date.now();
+  const dir = mkdtempSync(join(tmpdir(), 'chaos-broker-'));
+  let broker: KafkaInstance | undefined;
+  let priv: ChaosEnv | undefined;
+  try {
+    // The watchdog kills the JVM if this test process dies before `finally` runs.
+    broker = await startKafka({ dir: join(dir, 'kafka'), cacheDir: CACHE_DIR, ownerPid: process.pid, port: String(await freePort()), startTimeoutMs: 60_000 });
+    const kafka = new Kafka({ clientId: 'chaos-private', brokers: [broker.brokers], logLevel: logLevel.NOTHING });
+    priv = await openChaosEnv(kafka, env.ddb);
+    const control: BrokerControl = {
+      brokers: broker.brokers,
+      restart: async () => {
+        broker = await restartKafka(broker as KafkaInstance);
+      },
+    };
+    const res = await runIn(priv, scenario, seed, { ...opts, broker: control, startedAt: t0 });
+    return res;
+  } finally {
+    if (priv) await closeChaosEnv(priv);
+    if (broker) await stopKafka(broker);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number; broker?: BrokerControl; startedAt?: number }): Promise<ScenarioResult> {
+  const t0 = opts.startedAt ?? Date.now();
   const rng = prng(seed);
   const spec: ScenarioSpec = { ...BASE, config: { ...BASE.config } };
   const id = uniqueName(`c${SCENARIOS.indexOf(scenario)}`).toLowerCase();
@@ -207,6 +250,16 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
   let faultFraction = 0;
   let poisonEvery = 0;
   let pattern = false;
+  /** broker-restart: the restart (stop + start on the same dir and port), started from a processor. */
+  let restart: Promise<void> | undefined;
+  let restartMs = 0;
+  let restartAfterChunks = 0;
+  let chunksHandled = 0;
+  let inFlight = 0;
+  /** Invocations running when the restart began, and those of them that still finished their range. */
+  const across = { running: 0, done: 0 };
+  /** topic-deleted: the matching topic deleted mid-run. */
+  let deletedTopic: string | undefined;
   switch (scenario) {
     case 'baseline':
       break;
@@ -245,6 +298,15 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
       poisonEvery = 37;
       spec.config = { ...spec.config, maxAttempts: 3 };
       break;
+    case 'broker-restart':
+      // Slow chunks, so processors are mid-range while the broker is down.
+      handlerDelayMs = 20;
+      restartAfterChunks = 3 + Math.floor(rng() * 4);
+      break;
+    case 'topic-deleted':
+      pattern = true;
+      spec.partitions = 2;
+      break;
   }
 
   const faulty = faultFraction > 0 ? faultyDynamo(process.env.DYNAMODB_ENDPOINT as string, rng, faultFraction, faults) : undefined;
@@ -259,7 +321,7 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
     parseStreamConfig(
       {
         id: `${id}-${suffix}`,
-        kafka: { brokers: (process.env.KAFKA_BROKERS as string).split(',') },
+        kafka: { brokers: (opts.broker?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(',') },
         ...(pattern ? { topicPattern: `${id}-t[0-9]+` } : { topics: [topic1] }),
         handler: suffix === 'eo' ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable } : { module: 'audit-log', mode: 'at-least-once' },
         ...Object.fromEntries(Object.entries(spec.config).filter(([, v]) => v !== undefined)),
@@ -283,7 +345,13 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
     if (meta?.partition !== partition || !Number.isSafeInteger(base)) throw new Error(`chaos harness: produce to ${topic}/${partition} was not acknowledged`);
     batch.forEach((b, i) => produced.push({ topic, partition, offset: base + i, ...b }));
   };
-  for (let p = 0; p < spec.partitions; p++) await produce(topic1, p, spec.perPartition);
+  if (scenario === 'topic-deleted') {
+    // The second matching topic exists from the start; it is deleted mid-run.
+    deletedTopic = `${id}-t2`;
+    await createTopicsReady(env.admin, [{ topic: deletedTopic, numPartitions: 2 }]);
+    topics.push(deletedTopic);
+  }
+  for (const t of topics) for (let p = 0; p < spec.partitions; p++) await produce(t, p, spec.perPartition);
 
   // Handlers: the real ones, wrapped for delay and the "killed after the handler, before the commit" point.
   const handlerFor = (stream: StreamConfig, dead: { v: boolean }, killAfterHandler: () => boolean): RecordsHandler => {
@@ -329,6 +397,8 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
     };
     const reader = takeReader();
     const start = Date.now();
+    const before = !restart;
+    inFlight++;
     try {
       const res = await processRange(
         {
@@ -338,6 +408,15 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
           maxChunkRecords: 25,
           retryBaseMs: 5,
           afterStep: (step) => {
+            if (opts.broker && step === 'handled' && !restart && ++chunksHandled >= restartAfterChunks) {
+              // Not awaited: this processor and the others keep reading while the broker goes down.
+              const r0 = Date.now();
+              across.running = inFlight;
+              restart = opts.broker.restart().then(() => {
+                restartMs = Date.now() - r0;
+              });
+              restart.catch(() => undefined);
+            }
             if (hit(step)) {
               dead.v = true;
               throw new Error(`chaos: processor killed at ${step}`);
@@ -347,9 +426,11 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
         { stream, range, deadlineAtMs: start + (deadlineMs ? deadlineMs() : 60_000) },
       );
       statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+      if (before && restart && res.status === 'done') across.done++;
     } catch {
       processorErrors++;
     } finally {
+      inFlight--;
       env.readers.push(reader);
     }
   };
@@ -404,6 +485,7 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
       const open = await cleanLedger.readOpenRanges(s.id);
       for (const p of parts) {
         if (p.status !== 'active') continue;
+        if (!ends.has(`${p.topic}/${p.partition}`)) return false;
         const parked = open.some((r) => r.topic === p.topic && r.partition === p.partition && r.status === 'parked' && r.from === p.committed);
         if (!parked && p.committed < (ends.get(`${p.topic}/${p.partition}`) ?? 0)) return false;
       }
@@ -415,7 +497,8 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
   let rounds = 0;
   let finished = false;
   /** Mid-run events happen once, after the first round, and before the run may count as complete. */
-  const hasEvent = scenario === 'partitions-added' || scenario === 'retention-continue' || scenario === 'retention-fail';
+  const hasEvent =
+    scenario === 'partitions-added' || scenario === 'retention-continue' || scenario === 'retention-fail' || scenario === 'broker-restart' || scenario === 'topic-deleted';
   let eventDone = !hasEvent;
   while (Date.now() - t0 < budget) {
     // Scenario events between rounds.
@@ -451,6 +534,21 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
 
     const queue: Array<{ stream: StreamConfig; range: RangePayload }> = [];
     await Promise.all(streams.flatMap((s) => Array.from({ length: planners }, () => plan(s, queue))));
+    if (scenario === 'topic-deleted' && deletedTopic && !eventDone && rounds >= 1) {
+      // Ranges of the topic are planned (in flight) when it goes; the other topic carries on.
+      eventDone = true;
+      await env.admin.deleteTopics({ topics: [deletedTopic], timeout: 10_000 });
+      topics.splice(topics.indexOf(deletedTopic), 1);
+      for (;;) {
+        const names = await env.admin.listTopics();
+        if (!names.includes(deletedTopic)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await produce(topic1, 0, 30);
+      await produce(topic1, 1, 30);
+      const planned = queue.filter((q) => q.range.topic === deletedTopic).length;
+      injected = `a matching topic (2 partitions) deleted after planning round ${rounds + 1} (${planned} of its ranges planned, not yet read); the other topic got 60 more records`;
+    }
     if ((scenario === 'retention-continue' || scenario === 'retention-fail') && rounds === 0) {
       // Processor path: planned ranges whose first offsets retention deletes before they are read.
       await env.admin.fetchTopicMetadata({ topics: [topic1] });
@@ -460,6 +558,11 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
     // Processors run in any order, several at once (Lambda async invokes).
     const order = queue.map((q) => ({ q, k: rng() })).sort((a, b) => a.k - b.k).map((x) => x.q);
     await mapWithConcurrency(order, 8, (q) => invoke(q.stream, q.range));
+    if (restart) {
+      // The broker is back before the next planner round (the processors above rode through or failed).
+      await restart;
+      eventDone = true;
+    }
     rounds++;
     if (eventDone && (await complete())) {
       finished = true;
@@ -492,6 +595,12 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
       break;
     case 'poison-record':
       injected = `every ${poisonEvery}th record is not JSON (running-totals rejects it)`;
+      break;
+    case 'broker-restart':
+      injected = restart
+        ? `private broker stopped (SIGTERM) and started again on the same data dir and port after ${restartAfterChunks} handled chunks (stop + start ${restartMs} ms): ${across.running} invocations were reading, ${across.done} of them rode through to done; ${processorErrors} processor invocations failed and were re-dispatched, ${plannerFailures} planner runs failed`
+        : 'no restart happened';
+      if (!restart) problems.push('the broker was never restarted');
       break;
   }
 
@@ -526,7 +635,10 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
   let losses = 0;
   let dataLoss = 0;
   let stopped = 0;
+  let retired = 0;
   let auditLosses = 0;
+  /** A partition of the topic this scenario deleted, retired by the planner: records at or past its committed offset were never read. */
+  const retiredPart = (snap: typeof snapEo, r: Produced): boolean => r.topic === deletedTopic && partOf(snap, r)?.status === 'retired';
   const byId = new Map(produced.map((r) => [`r-${r.id}`, r]));
   for (const [k, v] of sink) {
     const r = byId.get(k);
@@ -543,7 +655,8 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
       dataLoss++;
       if (inSink) problems.push(`record ${key} is in a recorded data-loss span but was applied`);
     } else if (r.offset >= (partOf(snapEo, r)?.committed ?? 0)) {
-      stopped++;
+      if (retiredPart(snapEo, r)) retired++;
+      else stopped++;
     } else if (r.poison) {
       if (!dlKeys.has(key)) problems.push(`poison record ${key} is not dead-lettered`);
     } else {
@@ -555,8 +668,32 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
   }
   if (stopped > 0 && scenario !== 'retention-fail') problems.push(`${stopped} records not reached although the run completed`);
   for (const snap of [snapEo, snapAl]) {
-    if (snap.partitions.length < (scenario === 'partitions-added' ? 5 : spec.partitions)) problems.push(`only ${snap.partitions.length} partitions registered`);
+    const registered = scenario === 'partitions-added' ? 5 : scenario === 'topic-deleted' ? 4 : spec.partitions;
+    if (snap.partitions.length < registered) problems.push(`only ${snap.partitions.length} partitions registered`);
   }
+  if (scenario === 'topic-deleted') {
+    for (const snap of [snapEo, snapAl]) {
+      const name = snap.meta?.stream ?? '?';
+      for (const p of snap.partitions) {
+        const k = `${p.topic}/${p.partition}`;
+        const ranges = snap.ranges.filter((r) => r.topic === p.topic && r.partition === p.partition);
+        if (p.topic === deletedTopic) {
+          if (p.status !== 'retired' || !p.reason?.includes('TOPIC_DELETED')) problems.push(`${name}: ${k} of the deleted topic is ${p.status} (${p.reason ?? 'no reason'}), not retired with TOPIC_DELETED`);
+          // Everything it had planned ends done, or parked because the partition is gone.
+          for (const r of ranges) {
+            if (r.status !== 'done' && !(r.status === 'parked' && r.lastError?.includes('PARTITION_DELETED'))) {
+              problems.push(`${name}: range ${k} [${r.from}, ${r.until}) of the deleted topic ended ${r.status} (${r.lastError ?? ''})`);
+            }
+          }
+        } else {
+          const end = produced.filter((r) => r.topic === p.topic && r.partition === p.partition).length;
+          if (p.status !== 'active' || p.committed !== end) problems.push(`${name}: surviving ${k} is ${p.status} at ${p.committed}, expected active at ${end}`);
+        }
+      }
+      if (!snap.ranges.some((r) => r.topic === deletedTopic && r.status === 'parked')) problems.push(`${name}: no in-flight range of the deleted topic was parked (the deletion hit nothing in flight)`);
+    }
+    if (!produced.some((r) => r.topic === deletedTopic && retiredPart(snapEo, r))) problems.push('deleted topic: no retired partition');
+  } else if (retired) problems.push(`${retired} records on retired partitions`);
 
   // Scenario-specific expectations.
   if (scenario === 'retention-continue') {
@@ -590,6 +727,7 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
     dataLoss,
     deadLetters: deadLetters.length,
     stopped,
+    retired,
     violations,
     problems,
     rounds,
@@ -613,7 +751,7 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
 export function reportMarkdown(results: ScenarioResult[], meta: { seed: number; wallMs: number; command: string }): string {
   const rows = results.map(
     (r) =>
-      `| ${r.scenario} | ${r.injected} | ${r.produced} | ${r.applied}/${r.expected} applied once${r.deadLetters ? `, ${r.deadLetters} dead-lettered` : ''}${r.dataLoss ? `, ${r.dataLoss} in recorded data-loss spans` : ''}${r.stopped ? `, ${r.stopped} held by stopped partitions` : ''} | ${r.duplicates} (audit log: ${r.auditDuplicates} redeliveries) | ${r.losses} (audit log: ${r.auditLosses}) | ${r.violations.length} | ${r.ok ? 'pass' : `FAIL: ${[...r.problems, ...r.violations.map((v) => `${v.invariant} ${v.partition}: ${v.message}`)].join('; ')}`} |`,
+      `| ${r.scenario} | ${r.injected} | ${r.produced} | ${r.applied}/${r.expected} applied once${r.deadLetters ? `, ${r.deadLetters} dead-lettered` : ''}${r.dataLoss ? `, ${r.dataLoss} in recorded data-loss spans` : ''}${r.stopped ? `, ${r.stopped} held by stopped partitions` : ''}${r.retired ? `, ${r.retired} never read on retired partitions of the deleted topic` : ''} | ${r.duplicates} (audit log: ${r.auditDuplicates} redeliveries) | ${r.losses} (audit log: ${r.auditLosses}) | ${r.violations.length} | ${r.ok ? 'pass' : `FAIL: ${[...r.problems, ...r.violations.map((v) => `${v.invariant} ${v.partition}: ${v.message}`)].join('; ')}`} |`,
   );
   return [
     '# Reliability',
@@ -626,11 +764,11 @@ export function reportMarkdown(results: ScenarioResult[], meta: { seed: number; 
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     '',
-    '"duplicates in sink" counts extra applications in the exactly-once sink (must be 0); the audit log may see redeliveries (at least once) and must lose nothing. "losses" counts records neither applied, nor dead-lettered, nor inside a data-loss span the ledger recorded, nor behind a partition stopped on purpose (failOnDataLoss=true). Invariant violations come from `checkInvariants` (lib/chaos/invariants.ts) over both streams\' ledger snapshots.',
+    '"duplicates in sink" counts extra applications in the exactly-once sink (must be 0); the audit log may see redeliveries (at least once) and must lose nothing. "losses" counts records neither applied, nor dead-lettered, nor inside a data-loss span the ledger recorded, nor behind a partition stopped on purpose (failOnDataLoss=true), nor (topic-deleted only) at or past the committed offset of a partition of the deleted topic that the planner retired. Invariant violations come from `checkInvariants` (lib/chaos/invariants.ts) over both streams\' ledger snapshots.',
     '',
     'A longer soak loops every scenario with fresh seeds: `npm run chaos -- --minutes 30 [--seed n]` (prints a JSON summary; exit 1 on any failure).',
     '',
-    'Not covered here: broker restart and topic deletion.',
+    '`broker-restart` runs against a private broker started for the scenario (the shared test broker is never restarted) and restarts it on the same data dir and port while processors read.',
     '',
   ].join('\n');
 }

@@ -87,6 +87,18 @@ describe('checkInvariants', () => {
     expect(v).toEqual([expect.objectContaining({ invariant: 'I6', message: expect.stringContaining('[10, 15)') })]);
   });
 
+  it('a retired partition may stop short of nextFrom with its open ranges left parked', () => {
+    const retired = part({ status: 'retired', reason: 'TOPIC_DELETED: the topic no longer exists', committed: 20, nextFrom: 50 });
+    const open = [range(20, 35, { status: 'parked', lastError: 'PARTITION_DELETED: gone' }), range(35, 50, { status: 'planned' })];
+    expect(checkInvariants(snap([retired], [range(0, 20), ...open]))).toEqual([]);
+  });
+
+  it('a retired partition is not exempt: a gap or an unprocessed offset below committed is still reported', () => {
+    const retired = part({ status: 'retired', reason: 'TOPIC_DELETED: the topic no longer exists', committed: 20, nextFrom: 40 });
+    const v = checkInvariants(snap([retired], [range(0, 10), range(10, 20, { status: 'parked' }), range(30, 40, { status: 'parked' })]));
+    expect(v.map((x) => x.invariant).sort()).toEqual(['I1', 'I2', 'I6']);
+  });
+
   it('tolerates gaps after an operator rewind', () => {
     const s = snap([part({ committed: 50, nextFrom: 50 })], [range(0, 10)]);
     expect(checkInvariants(s).length).toBeGreaterThan(0);

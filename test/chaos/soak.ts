@@ -53,6 +53,7 @@ async function main(): Promise<void> {
             dataLoss: 0,
             deadLetters: 0,
             stopped: 0,
+            retired: 0,
             violations: [],
             problems: [`harness error: ${err instanceof Error ? err.stack : String(err)}`],
             rounds: 0,

@@ -181,6 +181,38 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     expect(sockets.every((s) => s.destroyed)).toBe(true);
   });
 
+  it('opens one socket per connection slot when reads race on a fresh reader', async () => {
+    const topic = uniqueName('rr-race');
+    await createTopic(topic);
+    await producer.send({ topic, messages: Array.from({ length: 40 }, (_, i) => ({ value: `v${i}` })) });
+    const sockets: Socket[] = [];
+    const counting = new Kafka({
+      clientId: 'range-reader-race',
+      brokers: process.env.KAFKA_BROKERS!.split(','),
+      logLevel: logLevel.NOTHING,
+      socketFactory: ({ host, port, onConnect }) => {
+        const socket = connect({ host, port }, onConnect);
+        sockets.push(socket);
+        return socket;
+      },
+    });
+    const own = createKafkajsRangeReader(counting);
+    // Warm the metadata so the four reads below race only on the Fetch connection, which is not
+    // open yet (kafkajs alone opens one socket per racing request and leaks all but the last).
+    await readAll(own, { topic, partition: 0, from: 0, until: 1, isolationLevel: 'read_uncommitted' });
+    await own.close();
+    await Promise.all(sockets.map((s) => (s.destroyed ? undefined : once(s, 'close'))));
+    sockets.length = 0;
+    const results = await Promise.all(
+      [0, 1, 2, 3].map((i) => readAll(own, { topic, partition: 0, from: i * 10, until: i * 10 + 10, isolationLevel: 'read_uncommitted' })),
+    );
+    expect(results.map((r) => r.records.length)).toEqual([10, 10, 10, 10]);
+    expect(sockets.length).toBeLessThanOrEqual(2);
+    await own.close();
+    await Promise.all(sockets.map((s) => (s.destroyed ? undefined : once(s, 'close'))));
+    expect(sockets.every((s) => s.destroyed)).toBe(true);
+  });
+
   it.each([
     ['none', CompressionTypes.None],
     ['gzip', CompressionTypes.GZIP],
