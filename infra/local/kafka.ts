@@ -43,6 +43,17 @@ export type KafkaInstance = {
   options?: KafkaOptions;
 };
 
+/**
+ * A KRaft cluster id: 16 random bytes in base64url (Kafka's format). Like Kafka's own
+ * Uuid.randomUuid, never one starting with '-', which the storage tool would read as a flag.
+ */
+export function newClusterId(random: (n: number) => Buffer = randomBytes): string {
+  for (;;) {
+    const id = random(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
 /** The Kafka version pinned in the pom. */
 export function kafkaVersion(): string {
   const m = /<kafka\.version>([^<]+)<\/kafka\.version>/.exec(readFileSync(POM, 'utf8'));
@@ -198,8 +209,8 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
   const jvm = ['-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${log4jFile}`, '-cp', classpath];
 
   if (!reuse) {
-    // KRaft needs a formatted metadata log; a 16-byte base64url id is Kafka's cluster id format.
-    const clusterId = randomBytes(16).toString('base64url');
+    // KRaft needs a formatted metadata log.
+    const clusterId = newClusterId();
     const fmt = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], {
       encoding: 'utf8',
       timeout: 60_000,

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PrerequisiteError } from '../../lib/errors';
 import { ensureMoto } from '../../infra/local/dynamodb';
-import { javaBinary } from '../../infra/local/kafka';
+import { javaBinary, newClusterId } from '../../infra/local/kafka';
 import { choosePort, LOOPBACK, requireCommand, waitUntil } from '../../infra/local/process';
 
 describe('local stack prerequisites', () => {
@@ -53,5 +53,13 @@ describe('local stack prerequisites', () => {
       /never-ready service not ready after 300 ms/,
     );
     expect(Date.now() - t0).toBeLessThan(5000);
+  });
+
+  it('never formats Kafka with a cluster id that looks like a command-line flag', () => {
+    // 0xfb 0xef -> base64url "--..."; the second draw is an ordinary id.
+    const draws = [Buffer.from([0xfb, 0xef, ...Array(14).fill(0)]), Buffer.alloc(16, 7)];
+    const id = newClusterId(() => draws.shift() as Buffer);
+    expect(id).toBe(Buffer.alloc(16, 7).toString('base64url'));
+    expect(Buffer.from([0xfb, 0xef]).toString('base64url').startsWith('-')).toBe(true);
   });
 });
