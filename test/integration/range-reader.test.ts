@@ -148,12 +148,10 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     expect(inner.chunks.map((c) => c.nextOffset)).toEqual([207]);
   });
 
-  it('keeps one connection across reads and releases it on close()', async () => {
-    const topic = uniqueName('rr-conn');
-    await createTopic(topic);
-    await producer.send({ topic, messages: Array.from({ length: 50 }, (_, i) => ({ value: `v${i}` })) });
+  /** A kafkajs client that records every socket it opens. */
+  function socketCountingKafka(): { sockets: Socket[]; kafka: Kafka } {
     const sockets: Socket[] = [];
-    const counting = new Kafka({
+    const kafka = new Kafka({
       clientId: 'range-reader-sockets',
       brokers: process.env.KAFKA_BROKERS!.split(','),
       logLevel: logLevel.NOTHING,
@@ -163,6 +161,14 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
         return socket;
       },
     });
+    return { sockets, kafka };
+  }
+
+  it('keeps one connection across reads and releases it on close()', async () => {
+    const topic = uniqueName('rr-conn');
+    await createTopic(topic);
+    await producer.send({ topic, messages: Array.from({ length: 50 }, (_, i) => ({ value: `v${i}` })) });
+    const { sockets, kafka: counting } = socketCountingKafka();
     const own = createKafkajsRangeReader(counting);
     const read = async (i: number) => {
       const { records } = await readAll(own, { topic, partition: 0, from: i * 10, until: i * 10 + 10, isolationLevel: 'read_uncommitted' });
@@ -185,17 +191,7 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     const topic = uniqueName('rr-race');
     await createTopic(topic);
     await producer.send({ topic, messages: Array.from({ length: 40 }, (_, i) => ({ value: `v${i}` })) });
-    const sockets: Socket[] = [];
-    const counting = new Kafka({
-      clientId: 'range-reader-race',
-      brokers: process.env.KAFKA_BROKERS!.split(','),
-      logLevel: logLevel.NOTHING,
-      socketFactory: ({ host, port, onConnect }) => {
-        const socket = connect({ host, port }, onConnect);
-        sockets.push(socket);
-        return socket;
-      },
-    });
+    const { sockets, kafka: counting } = socketCountingKafka();
     const own = createKafkajsRangeReader(counting);
     // Warm the metadata so the four reads below race only on the Fetch connection, which is not
     // open yet (kafkajs alone opens one socket per racing request and leaks all but the last).
