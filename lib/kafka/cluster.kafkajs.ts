@@ -127,6 +127,22 @@ function clusterFactory(kafka: Kafka): CreateCluster {
   return factory as CreateCluster;
 }
 
+/** kafkajs's Fetch arguments for one partition (partition maxBytes set: kafkajs sends 0 otherwise). */
+function fetchArgs(req: FetchPartitionRequest): Record<string, unknown> {
+  return {
+    isolationLevel: req.isolationLevel,
+    maxWaitTime: req.maxWaitTimeMs,
+    minBytes: req.minBytes,
+    maxBytes: req.maxBytes,
+    topics: [
+      {
+        topic: req.topic,
+        partitions: [{ partition: req.partition, fetchOffset: String(req.fetchOffset), maxBytes: req.maxBytes }],
+      },
+    ],
+  };
+}
+
 /** Sends a request with its own response handling, the way Broker's private sendRequest does. */
 async function sendRaw(broker: InternalBroker, protocolRequest: ProtocolRequest): Promise<unknown> {
   try {
@@ -274,19 +290,7 @@ export class KafkajsCluster {
     // The pool's lookup, not Cluster.findBroker: on a miss that one refreshes metadata for every topic.
     const broker = await this.cluster.brokerPool.findBroker({ nodeId });
     const build = broker.lookupRequest(FETCH_API_KEY, requests.Fetch);
-    const built = build({
-      replicaId: -1,
-      isolationLevel: req.isolationLevel,
-      maxWaitTime: req.maxWaitTimeMs,
-      minBytes: req.minBytes,
-      maxBytes: req.maxBytes,
-      topics: [
-        {
-          topic: req.topic,
-          partitions: [{ partition: req.partition, fetchOffset: String(req.fetchOffset), maxBytes: req.maxBytes }],
-        },
-      ],
-    }) as ProtocolRequest;
+    const built = build({ replicaId: -1, ...fetchArgs(req) }) as ProtocolRequest;
     if (built.request.apiVersion !== FETCH_VERSION) {
       throw new Error(
         `broker ${nodeId} negotiated Fetch v${built.request.apiVersion}; the reader needs v${FETCH_VERSION} (Kafka >= 2.3)`,
@@ -306,18 +310,7 @@ export class KafkajsCluster {
   async fetchWithKafkajsDecoder(nodeId: number, req: FetchPartitionRequest): Promise<KafkajsFetchResult> {
     await this.cluster.connect();
     const broker = await this.cluster.brokerPool.findBroker({ nodeId });
-    return broker.fetch({
-      isolationLevel: req.isolationLevel,
-      maxWaitTime: req.maxWaitTimeMs,
-      minBytes: req.minBytes,
-      maxBytes: req.maxBytes,
-      topics: [
-        {
-          topic: req.topic,
-          partitions: [{ partition: req.partition, fetchOffset: String(req.fetchOffset), maxBytes: req.maxBytes }],
-        },
-      ],
-    });
+    return broker.fetch(fetchArgs(req));
   }
 
   async disconnect(): Promise<void> {

@@ -36,6 +36,12 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   let ledger: Ledger;
   let n = 0;
   const streamName = () => `s${Date.now().toString(36)}${n++}`;
+  /** Takes a planner lease for `stream` (owner 'o') and returns the fenced write context. */
+  const plannerContext = async (stream: string) => {
+    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
+    if (!lease.acquired) throw new Error('lease');
+    return { lease, ctx: { stream, epoch: lease.epoch, ownerToken: 'o' } };
+  };
   beforeEach(async () => {
     ledger = await makeLedger();
   });
@@ -65,9 +71,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
 
   it('registers a partition once and plans ranges that tile from its start (I1)', async () => {
     const stream = streamName();
-    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
-    if (!lease.acquired) throw new Error('lease');
-    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    const { lease, ctx } = await plannerContext(stream);
     const reg = { kind: 'register-partition' as const, partition: partitionFixture(stream, 'orders', 3, 5) };
     expect(await ledger.applyPlan({ ...ctx, writes: [reg] })).toEqual(['applied']);
     expect(await ledger.markStreamStarted({ ...ctx, nowMs: 1 })).toBe('applied');
@@ -98,9 +102,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
 
   it('marks dispatches and parks ranges only from the state the planner saw', async () => {
     const stream = streamName();
-    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
-    if (!lease.acquired) throw new Error('lease');
-    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    const { ctx } = await plannerContext(stream);
     await ledger.applyPlan({
       ...ctx,
       writes: [
@@ -129,9 +131,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
 
   it('retires and fails partitions once, and plans nothing on them afterwards', async () => {
     const stream = streamName();
-    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
-    if (!lease.acquired) throw new Error('lease');
-    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    const { ctx } = await plannerContext(stream);
     await ledger.applyPlan({
       ...ctx,
       writes: [0, 1].map((p) => ({ kind: 'register-partition' as const, partition: partitionFixture(stream, 'gone', p) })),
@@ -162,9 +162,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
 
   it('records a data-loss span only when nothing is in flight, and advances past it', async () => {
     const stream = streamName();
-    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
-    if (!lease.acquired) throw new Error('lease');
-    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    const { ctx } = await plannerContext(stream);
     await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition: partitionFixture(stream, 't', 0, 10) }] });
     const loss = { stream, topic: 't', partition: 0, from: 10, until: 250, detectedAtMs: 9, reason: 'retention' };
     expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'record-data-loss', loss, expectFrom: 9 }] })).toEqual(['condition-failed']);
@@ -175,9 +173,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
 
   it('advances the committed offset only forward and within the planned cursor (I2)', async () => {
     const stream = streamName();
-    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
-    if (!lease.acquired) throw new Error('lease');
-    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    const { ctx } = await plannerContext(stream);
     await ledger.applyPlan({
       ...ctx,
       writes: [
@@ -194,9 +190,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
 
   it('applies hundreds of writes in one call and reports each outcome in order', async () => {
     const stream = streamName();
-    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
-    if (!lease.acquired) throw new Error('lease');
-    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    const { ctx } = await plannerContext(stream);
     const regs = Array.from({ length: 250 }, (_, i) => ({ kind: 'register-partition' as const, partition: partitionFixture(stream, `t${i % 5}`, i) }));
     expect(await ledger.applyPlan({ ...ctx, writes: regs })).toEqual(regs.map(() => 'applied'));
     // One already-planned range in the middle loses; the others still apply.
