@@ -254,6 +254,19 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
           },
         },
       ];
+    case 'unmark-dispatch':
+      return [
+        {
+          Update: {
+            TableName: table,
+            Key: keys.range(stream, w.range),
+            UpdateExpression: 'REMOVE dispatchedAtMs SET dispatches = dispatches - :one',
+            ConditionExpression: '#st = :planned AND dispatches = :expectDispatches',
+            ExpressionAttributeNames: { '#st': 'status' },
+            ExpressionAttributeValues: { ':one': 1, ':planned': 'planned', ':expectDispatches': w.expect.dispatches },
+          },
+        },
+      ];
     case 'park-range':
       return [
         {

@@ -328,14 +328,14 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     markStreamStarted: (input) => markMetaOnce(input, 'startedAtMs'),
 
-    async releasePlannerLease({ stream, epoch, ownerToken }) {
+    async releasePlannerLease({ stream, epoch, ownerToken, confirmDispatches }) {
       try {
         await send(`release planner lease of ${stream}`, () =>
           doc.send(
             new UpdateCommand({
               TableName: table,
               Key: keys.meta(stream),
-              UpdateExpression: 'SET leaseExpiresAtMs = :zero',
+              UpdateExpression: confirmDispatches ? 'SET leaseExpiresAtMs = :zero, confirmedEpoch = :epoch' : 'SET leaseExpiresAtMs = :zero',
               ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
               ExpressionAttributeValues: { ':zero': 0, ':epoch': epoch, ':owner': ownerToken },
             }),

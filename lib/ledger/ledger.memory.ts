@@ -60,6 +60,13 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
       r.dispatches += 1;
       return true;
     }
+    case 'unmark-dispatch': {
+      const r = s.ranges.get(rKey(w.range));
+      if (!r || r.status !== 'planned' || r.dispatches !== w.expect.dispatches) return false;
+      delete r.dispatchedAtMs;
+      r.dispatches -= 1;
+      return true;
+    }
     case 'park-range': {
       const r = s.ranges.get(rKey(w.range));
       if (!r || r.status !== w.expect.status || r.attempts !== w.expect.attempts) return false;
@@ -141,11 +148,12 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
       s.meta!.startedAtMs = nowMs;
       return 'applied';
     },
-    async releasePlannerLease({ stream, epoch, ownerToken }) {
+    async releasePlannerLease({ stream, epoch, ownerToken, confirmDispatches }) {
       requests++;
       const s = store(stream);
       if (fencedOut(s, epoch, ownerToken)) return 'fenced';
       s.meta!.leaseExpiresAtMs = 0;
+      if (confirmDispatches) s.meta!.confirmedEpoch = epoch;
       return 'applied';
     },
     async readPartitions(stream) {

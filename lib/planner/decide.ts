@@ -22,6 +22,8 @@ export type PlanInput = {
   /** Start offsets looked up by timestamp for new partitions (startingOffsets.timestampMs). */
   timestampOffsets?: Map<string, number>;
   openRanges: RangeState[];
+  /** The last epoch that confirmed its dispatches (`StreamMeta.confirmedEpoch`). */
+  confirmedEpoch?: number;
 };
 
 /** What happened to one partition in this run (for reports, metrics and `plan --dry-run`). */
@@ -54,7 +56,7 @@ export type PartitionReport = {
   stopOffset?: number;
 };
 
-export type RedispatchReason = 'never-dispatched' | 'not-started' | 'lease-expired' | 'failed';
+export type RedispatchReason = 'never-dispatched' | 'dispatch-unconfirmed' | 'not-started' | 'lease-expired' | 'failed';
 
 export type PlanDecision = {
   /** Partitions to persist before anything is planned for them. */
@@ -288,7 +290,9 @@ export function decidePlan(input: PlanInput): PlanDecision {
         status: 'planned',
         epoch,
         plannedAtMs: nowMs,
-        dispatches: 0,
+        // Persisted as sent (one write per range); run.ts clears it for a range the dispatcher refuses.
+        dispatchedAtMs: nowMs,
+        dispatches: 1,
         attempts: 0,
         progress: piece.from,
       };
@@ -312,10 +316,10 @@ export function decidePlan(input: PlanInput): PlanDecision {
   const activeKeys = new Set(candidates.filter((p) => p.status === 'active').map((p) => partitionKey(p.topic, p.partition)));
   for (const r of input.openRanges) {
     if (!activeKeys.has(partitionKey(r.topic, r.partition))) continue;
-    const reason = redispatchReason(r, stream, nowMs);
+    const reason = redispatchReason(r, input);
     if (!reason) continue;
     const exhausted = reason === 'not-started' ? r.dispatches > stream.maxAttempts : r.attempts >= stream.maxAttempts;
-    if (exhausted && reason !== 'never-dispatched') {
+    if (exhausted && reason !== 'never-dispatched' && reason !== 'dispatch-unconfirmed') {
       const error =
         reason === 'not-started'
           ? `no processor took the range after ${r.dispatches} dispatches`
@@ -346,10 +350,12 @@ export function decidePlan(input: PlanInput): PlanDecision {
   return { registrations, writes, newRanges, redispatch, parks, checkCommitted, partitions: partitionsReport, recordsPlanned, finished };
 }
 
-function redispatchReason(r: RangeState, stream: StreamConfig, nowMs: number): RedispatchReason | undefined {
+function redispatchReason(r: RangeState, { stream, nowMs, epoch, confirmedEpoch }: PlanInput): RedispatchReason | undefined {
   switch (r.status) {
     case 'planned':
       if (r.dispatchedAtMs === undefined) return 'never-dispatched';
+      // Planned by a run that ended before recording its dispatches: it may never have been sent.
+      if (r.epoch > (confirmedEpoch ?? 0) && r.epoch < epoch) return 'dispatch-unconfirmed';
       return nowMs - r.dispatchedAtMs > stream.processor.leaseMs ? 'not-started' : undefined;
     case 'leased':
       return r.leaseExpiresAtMs !== undefined && r.leaseExpiresAtMs < nowMs ? 'lease-expired' : undefined;

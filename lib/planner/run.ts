@@ -1,6 +1,6 @@
 /**
  * One planner run (DESIGN.md "Planning, one run"): fence, discover, read offsets, decide (pure),
- * persist, dispatch, record dispatches. Every write is fenced by the run's epoch, so a second planner
+ * persist ranges (recorded as sent), dispatch, record the exceptions. Every write is fenced by the run's epoch, so a second planner
  * at the same instant, or a stale one, changes nothing (I5).
  */
 import { randomUUID } from 'node:crypto';
@@ -112,11 +112,15 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
   let epoch = 0;
   let startedAtMs: number | undefined;
   let finishedAtMs: number | undefined;
+  let confirmedEpoch: number | undefined;
+  // Set once every dispatch of this run has its outcome recorded; the lease release says so.
+  let confirmed = false;
   if (dryRun) {
     const meta = await ledger.readMeta(stream.id);
     epoch = (meta?.epoch ?? 0) + 1;
     startedAtMs = meta?.startedAtMs;
     finishedAtMs = meta?.finishedAtMs;
+    confirmedEpoch = meta?.confirmedEpoch;
   } else {
     const lease = await ledger.acquirePlannerLease({ stream: stream.id, ownerToken, nowMs, leaseMs: deps.plannerLeaseMs });
     if (!lease.acquired) {
@@ -130,6 +134,7 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     epoch = lease.epoch;
     startedAtMs = lease.meta.startedAtMs;
     finishedAtMs = lease.meta.finishedAtMs;
+    confirmedEpoch = lease.meta.confirmedEpoch;
     rep.epoch = epoch;
   }
   const ctx = { stream: stream.id, epoch, ownerToken };
@@ -144,6 +149,7 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
   try {
     if (finishedAtMs !== undefined) {
       // A finished bounded stream (replay) costs its lease and release, and no Kafka request.
+      confirmed = true;
       return { ...rep, status: 'skipped', finished: true, reason: `bounded stream finished at ${new Date(finishedAtMs).toISOString()}`, durationMs: Date.now() - t0 };
     }
     await step('leased');
@@ -156,7 +162,7 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     const needOpenRanges = known.some((p) => p.status === 'active' && p.committed < p.nextFrom);
     const openRanges = needOpenRanges ? await ledger.readOpenRanges(stream.id) : [];
 
-    const decision = decidePlan({ stream, nowMs, epoch, initial, known, discovered, offsets, timestampOffsets, openRanges });
+    const decision = decidePlan({ stream, nowMs, epoch, initial, known, discovered, offsets, timestampOffsets, openRanges, confirmedEpoch });
     rep.partitions = decision.partitions.map((p) => {
       const why = unavailable.get(p.topic);
       return why && p.action === 'no-offsets' ? { ...p, note: `offsets unavailable this run: ${why}` } : p;
@@ -202,22 +208,26 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     rep.recordsPlanned = planned.reduce((s, r) => s + (r.until - r.from), 0);
     await step('persisted');
 
-    // 6. Dispatch new ranges and those due again; record what the dispatcher accepted.
+    // 6. Dispatch new ranges (persisted as sent) and those due again; record the exceptions: new
+    // ranges the dispatcher refused, and re-dispatches it accepted.
     const toDispatch = [...planned, ...decision.redispatch.map((x) => x.range)];
     const results = toDispatch.length ? await deps.dispatcher.dispatch(toDispatch.map(payloadOf)) : [];
     await step('dispatched');
     const marks: PlanWrite[] = [];
     results.forEach((res, i) => {
       const r = toDispatch[i] as RangeState;
-      if (res.ok) marks.push({ kind: 'mark-dispatched', range: r, expect: { dispatches: r.dispatches }, nowMs });
-      else rep.dispatchFailures.push({ range: `${r.topic}/${r.partition}/${r.from}`, error: res.error });
+      const isNew = i < planned.length;
+      if (!res.ok) rep.dispatchFailures.push({ range: `${r.topic}/${r.partition}/${r.from}`, error: res.error });
+      if (isNew && !res.ok) marks.push({ kind: 'unmark-dispatch', range: r, expect: { dispatches: r.dispatches } });
+      if (!isNew && res.ok) marks.push({ kind: 'mark-dispatched', range: r, expect: { dispatches: r.dispatches }, nowMs });
     });
-    rep.dispatched = marks.length;
+    rep.dispatched = results.filter((r) => r.ok).length;
     rep.redispatched = results.slice(planned.length).filter((r) => r.ok).length;
     const repaired = await repairCommitted(ledger, stream.id, decision.checkCommitted);
     const closing = await apply([...marks, ...decision.parks, ...repaired]);
     rep.parked = decision.parks.filter((_, i) => closing[marks.length + i] === 'applied').length;
     rep.inFlight = openRanges.filter((r) => r.status !== 'parked').length - rep.parked + planned.length;
+    confirmed = true;
     if (decision.finished) {
       const marked = await ledger.markStreamFinished({ ...ctx, nowMs });
       if (marked === 'fenced') throw new FencedOut(stream.id, epoch);
@@ -229,7 +239,7 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     }
     throw err;
   } finally {
-    if (!dryRun) await ledger.releasePlannerLease(ctx).catch(() => undefined);
+    if (!dryRun) await ledger.releasePlannerLease({ ...ctx, confirmDispatches: confirmed }).catch(() => undefined);
   }
   rep.durationMs = Date.now() - t0;
   return rep;

@@ -19,6 +19,13 @@ export type StreamMeta = {
   lastChange?: { by: string; atMs: number; what: string };
   /** Set once a bounded stream (a replay) has committed every partition up to its stop offset. */
   finishedAtMs?: number;
+  /**
+   * The last planner epoch that recorded the outcome of all its dispatches. Ranges are persisted as
+   * dispatched before the dispatcher is called (one write per range, not two); ranges still
+   * `planned` from a later epoch that did not confirm may never have been sent, so the next run
+   * sends them again (a duplicate invocation is harmless: the range lease admits one processor).
+   */
+  confirmedEpoch?: number;
 };
 
 /** Who changed a stream by hand, when, and what they did (kept on the stream's META item). */
@@ -72,8 +79,13 @@ export type RangeState = {
   /** Planner epoch that planned the range. */
   epoch: number;
   plannedAtMs: number;
-  /** Unset until the dispatcher accepted it (a crash in between is completed by the next run). */
+  /**
+   * When the range was last sent to a processor. A new range is persisted with it set (dispatch
+   * intent); unset means "send it at the next run" (the dispatcher refused it, or a processor gave it
+   * back before its deadline).
+   */
   dispatchedAtMs?: number;
+  /** Dispatches recorded, the intent of a new range included. */
   dispatches: number;
   /** Lease takes by processors (KCL's leaseCounter); bounded by the stream's maxAttempts. */
   attempts: number;
@@ -181,6 +193,15 @@ export type PlanWrite =
       expect: { dispatches: number };
       nowMs: number;
     }
+  /**
+   * The dispatcher refused a new range this run had recorded as dispatched: clear the record so the
+   * next run sends it at once.
+   */
+  | {
+      kind: 'unmark-dispatch';
+      range: Pick<RangeState, 'topic' | 'partition' | 'from'>;
+      expect: { dispatches: number };
+    }
   /** Give up on a range after the attempt limit; it stays visible with its last error. */
   | {
       kind: 'park-range';
@@ -225,8 +246,11 @@ export type Ledger = {
   acquirePlannerLease(input: { stream: string; ownerToken: string; nowMs: number; leaseMs: number }): Promise<PlannerLease>;
   /** Marks the stream started (once), fenced like planner writes. */
   markStreamStarted(input: { stream: string; epoch: number; ownerToken: string; nowMs: number }): Promise<WriteOutcome>;
-  /** Frees the lease early (conditional on still holding `epoch`). */
-  releasePlannerLease(input: { stream: string; epoch: number; ownerToken: string }): Promise<WriteOutcome>;
+  /**
+   * Frees the lease early (conditional on still holding `epoch`). `confirmDispatches` records that
+   * this run recorded the outcome of every dispatch it made (`StreamMeta.confirmedEpoch`).
+   */
+  releasePlannerLease(input: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean }): Promise<WriteOutcome>;
   /** All partitions of a stream (strongly consistent). */
   readPartitions(stream: string): Promise<PartitionState[]>;
   /** Ranges not yet done (planned, leased, failed, parked). */

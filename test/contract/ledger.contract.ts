@@ -2,7 +2,7 @@
  * The Ledger contract: conditional semantics every adapter must have. Run against the in-memory
  * fake (unit) and the DynamoDB adapter on the emulator (integration).
  */
-import type { Ledger, PartitionState, RangeState } from '../../lib/ports/ledger';
+import type { Ledger, PartitionState, PlanWrite, RangeState } from '../../lib/ports/ledger';
 
 export type LedgerFactory = () => Promise<Ledger>;
 
@@ -67,6 +67,19 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(await ledger.releasePlannerLease({ stream, epoch: 2, ownerToken: 'b' })).toBe('applied');
     const c = await ledger.acquirePlannerLease({ stream, ownerToken: 'c', nowMs: 16_500, leaseMs: 5000 });
     expect(c).toMatchObject({ acquired: true, epoch: 3 });
+    expect(c.acquired && c.meta.confirmedEpoch).toBeUndefined();
+  });
+
+  it('records the last epoch that confirmed its dispatches, only from the lease holder', async () => {
+    const stream = streamName();
+    await ledger.acquirePlannerLease({ stream, ownerToken: 'a', nowMs: 1000, leaseMs: 5000 });
+    expect(await ledger.releasePlannerLease({ stream, epoch: 1, ownerToken: 'a', confirmDispatches: true })).toBe('applied');
+    const b = await ledger.acquirePlannerLease({ stream, ownerToken: 'b', nowMs: 2000, leaseMs: 5000 });
+    expect(b).toMatchObject({ acquired: true, epoch: 2, meta: { confirmedEpoch: 1 } });
+    // A run that ends without confirming leaves the mark where it was; a stale holder cannot move it.
+    expect(await ledger.releasePlannerLease({ stream, epoch: 2, ownerToken: 'b' })).toBe('applied');
+    expect(await ledger.releasePlannerLease({ stream, epoch: 9, ownerToken: 'b', confirmDispatches: true })).toBe('fenced');
+    expect((await ledger.readMeta(stream))?.confirmedEpoch).toBe(1);
   });
 
   it('registers a partition once and plans ranges that tile from its start (I1)', async () => {
@@ -118,6 +131,16 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
       await ledger.applyPlan({ ...ctx, writes: [{ kind: 'mark-dispatched', range: r, expect: { dispatches: 0 }, nowMs: 8 }] }),
     ).toEqual(['condition-failed']);
     expect(await ledger.readRange(stream, r)).toMatchObject({ dispatchedAtMs: 7, dispatches: 1, status: 'planned' });
+    // The dispatcher refused it: clear the record (only from the count the planner saw, only while planned).
+    const unmark = (dispatches: number): PlanWrite => ({ kind: 'unmark-dispatch', range: r, expect: { dispatches } });
+    expect(await ledger.applyPlan({ ...ctx, writes: [unmark(0)] })).toEqual(['condition-failed']);
+    expect(await ledger.applyPlan({ ...ctx, writes: [unmark(1)] })).toEqual(['applied']);
+    const cleared = await ledger.readRange(stream, r);
+    expect(cleared).toMatchObject({ dispatches: 0, status: 'planned' });
+    expect(cleared?.dispatchedAtMs).toBeUndefined();
+    expect(
+      await ledger.applyPlan({ ...ctx, writes: [{ kind: 'mark-dispatched', range: r, expect: { dispatches: 0 }, nowMs: 9 }] }),
+    ).toEqual(['applied']);
 
     expect(
       await ledger.applyPlan({ ...ctx, writes: [{ kind: 'park-range', range: r, expect: { status: 'planned', attempts: 1 }, error: 'x' }] }),

@@ -128,8 +128,13 @@ describe('planner on the real broker and emulator', () => {
       }),
     ).rejects.toThrow('planner killed');
     expect(t.dispatcher.dispatched).toHaveLength(0);
+    // Persisted as sent, by a run that never confirmed its dispatches.
     const orphaned = await t.ledger.readOpenRanges(t.prefix);
-    expect(orphaned.every((r) => r.dispatchedAtMs === undefined)).toBe(true);
+    expect(orphaned.map((r) => [r.status, r.dispatches, r.dispatchedAtMs !== undefined])).toEqual([
+      ['planned', 1, true],
+      ['planned', 1, true],
+    ]);
+    expect((await t.ledger.readMeta(t.prefix))?.confirmedEpoch).toBeUndefined();
 
     const rep = await t.run();
     expect(rep).toMatchObject({ rangesPlanned: 0, redispatched: 2 });
@@ -138,7 +143,10 @@ describe('planner on the real broker and emulator', () => {
       [1, 0, 9],
     ]);
     const open = await t.ledger.readOpenRanges(t.prefix);
-    expect(open.every((r) => r.dispatches === 1)).toBe(true);
+    expect(open.every((r) => r.dispatches === 2)).toBe(true);
+    expect((await t.ledger.readMeta(t.prefix))?.confirmedEpoch).toBe(rep.epoch);
+    // Confirmed now: the next run sends nothing again.
+    expect(await t.run()).toMatchObject({ rangesPlanned: 0, redispatched: 0 });
   });
 
   it('makes no per-partition writes in an idle run', async () => {

@@ -244,12 +244,35 @@ describe('planner run', () => {
       } };
       await expect(planStream(crashing, t.cfg, { dryRun: false, nowMs: 1000 })).rejects.toThrow(`crash at ${crashAt}`);
       // A run that dies hard (timeout, OOM) keeps its lease until expiry; the next run after that completes.
-      await planStream(t.deps, t.cfg, { dryRun: false, nowMs: 1000 + 60_001 });
+      const next = await planStream(t.deps, t.cfg, { dryRun: false, nowMs: 1000 + 60_001 });
       const ranges = [...t.ledger.store('s1').ranges.values()].map((r) => [r.partition, r.from, r.until, r.dispatchedAtMs !== undefined]);
       expect({ crashAt, ranges }).toEqual({ crashAt, ranges: [[0, 0, 10, true], [1, 0, 20, true]] });
       const parts = [...t.ledger.store('s1').partitions.values()].map((p) => [p.partition, p.nextFrom]);
       expect(parts).toEqual([[0, 10], [1, 20]]);
+      // Every range reached a processor: re-sent unless the crashed run had recorded its dispatches.
+      const sent = t.dispatcher.dispatched.map((r) => `${r.partition}/${r.from}`);
+      expect({ crashAt, sent: [...new Set(sent)].sort() }).toEqual({ crashAt, sent: ['0/0', '1/0'] });
+      expect({ crashAt, redispatched: next.redispatched }).toEqual({ crashAt, redispatched: crashAt === 'persisted' || crashAt === 'dispatched' ? 2 : 0 });
     }
+  });
+
+  it('records new ranges as sent in the same write that persists them, and clears a refused one', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders', 3);
+    for (let p = 0; p < 3; p++) t.kafka.produce('orders', p, 10);
+    t.dispatcher.failNext(1, 'Lambda throttled');
+    const first = await t.run();
+    expect(first).toMatchObject({ rangesPlanned: 3, dispatched: 2, dispatchFailures: [{ range: 'orders/0/0', error: 'Lambda throttled' }] });
+    const ranges = [...t.ledger.store('s1').ranges.values()].sort((a, b) => a.partition - b.partition);
+    expect(ranges.map((r) => [r.partition, r.dispatches, r.dispatchedAtMs])).toEqual([
+      [0, 0, undefined],
+      [1, 1, t.now()],
+      [2, 1, t.now()],
+    ]);
+    expect(t.ledger.store('s1').meta?.confirmedEpoch).toBe(1);
+    const second = await t.run();
+    expect(second).toMatchObject({ rangesPlanned: 0, redispatched: 1 });
+    expect(t.dispatcher.dispatched.map((r) => r.partition).sort()).toEqual([0, 1, 2]);
   });
 
   it('plans the other topics when one topic\'s offsets are unavailable this run', async () => {
