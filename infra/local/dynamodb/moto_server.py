@@ -13,8 +13,11 @@ with transactions offers them (dynalite has no transactions; DynamoDB Local is n
    the same (moto parses each one up to three times per transaction action); a parsed update
    expression is reused by its text (moto's validator works on its own deep copy); each AST
    traverser builds its node-type map once instead of at every node; and AttributeValue maps in
-   responses are converted directly instead of through the generic shape walker. Setting
-   MOTO_VERIFY_FAST=1 runs the generic serializer as well and fails a response that differs.
+   requests and responses are converted directly instead of through the generic shape walkers;
+   a transaction snapshots by reference what it replaces (Put, Delete) and copies only what it
+   changes in place (Update); update_item skips the pre-image copy it makes only for tables with
+   a stream. Setting MOTO_VERIFY_FAST=1 runs the generic parser and serializer as well and fails
+   a request or response that differs.
 """
 import copy as _copy
 import sys
@@ -32,6 +35,8 @@ class _CopyWithoutTableBackups:
     @staticmethod
     def deepcopy(value, memo=None):
         if isinstance(value, Table):
+            return value
+        if _skip_item_copy and (value is None or isinstance(value, _dynamo_type.Item)):
             return value
         return _copy.deepcopy(value, memo)
 
@@ -74,7 +79,10 @@ def transact_write_items(self, transact_items):
             current = table.get_item(hash_value, range_value)
         except Exception:  # malformed key: moto rejects it before writing anything
             continue
-        snapshots.append((table, hash_value, range_value, _copy.deepcopy(current)))
+        if "ConditionCheck" in entry:
+            continue
+        # Put and Delete replace or drop the item object; only Update changes it in place.
+        snapshots.append((table, hash_value, range_value, _copy.deepcopy(current) if "Update" in entry else current))
     try:
         return _original_transact(self, transact_items)
     except Exception:
@@ -92,6 +100,7 @@ import os as _os
 import pickle as _pickle
 from collections import OrderedDict as _OrderedDict
 
+from moto.core import parse as _parse
 from moto.core import serialize as _serialize
 from moto.dynamodb import comparisons as _comparisons
 from moto.dynamodb import responses as _responses
@@ -351,6 +360,80 @@ def _serialize_type_map(self, serialized, value, shape, key):
 
 
 _JSONSerializer._serialize_type_map = _serialize_type_map
+
+
+_Parser = _parse.BaseJSONParser
+_original_parse_map = _parse.RequestParser._parse_map
+_AV_SCALARS = {"S", "N"}
+_AV_SCALAR_SETS = {"SS", "NS"}
+
+
+def _fast_parse_attribute_value(parser, value):
+    """One request AttributeValue as moto's JSON parser reads it; _SlowPath for anything unusual."""
+    if not isinstance(value, dict):
+        raise _SlowPath()
+    out = parser.MAP_TYPE()
+    for kind, v in value.items():
+        if v is None:
+            continue
+        if kind in _AV_SCALARS:
+            out[kind] = v
+        elif kind in _AV_SCALAR_SETS and isinstance(v, list):
+            out[kind] = list(v)
+        elif kind == "B":
+            out[kind] = parser._blob_parser(v)
+        elif kind == "BS" and isinstance(v, list):
+            out[kind] = [parser._blob_parser(e) for e in v]
+        elif kind == "M" and isinstance(v, dict):
+            m = parser.MAP_TYPE()
+            for k, e in v.items():
+                m[k] = _fast_parse_attribute_value(parser, e)
+            out[kind] = m
+        elif kind == "L" and isinstance(v, list):
+            out[kind] = [_fast_parse_attribute_value(parser, e) for e in v]
+        elif kind in ("NULL", "BOOL"):
+            out[kind] = v
+        else:
+            raise _SlowPath()
+    return out
+
+
+def _parse_map(self, shape, value):
+    if isinstance(self, _Parser) and getattr(shape.value, "name", None) == "AttributeValue" and isinstance(value, dict):
+        try:
+            fast = self.MAP_TYPE()
+            for k, v in value.items():
+                fast[k] = _fast_parse_attribute_value(self, v)
+        except _SlowPath:
+            fast = None
+        if fast is not None:
+            if _VERIFY:
+                slow = _original_parse_map(self, shape, value)
+                if slow != fast:
+                    raise AssertionError(f"fast AttributeValue parsing differs: {fast!r} != {slow!r}")
+            return fast
+    return _original_parse_map(self, shape, value)
+
+
+_parse.RequestParser._parse_map = _parse_map
+
+# update_item deep-copies the item before changing it only to feed DynamoDB Streams; tables here
+# have no stream, so that copy is skipped for them (moto reads it only when the table has one).
+_original_update_item = _models.DynamoDBBackend.update_item
+_skip_item_copy = False
+
+
+def update_item(self, table_name, *args, **kwargs):
+    global _skip_item_copy
+    table = self.tables.get(table_name)
+    _skip_item_copy = table is not None and table.stream_shard is None
+    try:
+        return _original_update_item(self, table_name, *args, **kwargs)
+    finally:
+        _skip_item_copy = False
+
+
+_models.DynamoDBBackend.update_item = update_item
 
 _lock = threading.Lock()
 _original_run_simple = _serving.run_simple
