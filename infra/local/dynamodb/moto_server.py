@@ -1,4 +1,4 @@
-"""moto's DynamoDB server with two changes the ledger's tests need. Hand-written because no emulator
+"""moto's DynamoDB server with the changes the ledger's tests and benchmarks need. Hand-written because no emulator
 with transactions offers them (dynalite has no transactions; DynamoDB Local is not open source).
 
 1. Requests are served one at a time. moto's server is threaded but its conditional writes are
