@@ -34,10 +34,15 @@ describe('splitRange', () => {
     expect(() => splitRange({ from: 0, until: 10 }, opts)).toThrow(ValidationError);
   });
 
+  it('rejects a negative offset even when the range is empty', () => {
+    expect(() => splitRange({ from: 0, until: -3 }, {})).toThrow(ValidationError);
+  });
+
   it('tiles [from, until) exactly, pieces differ by at most 1 and respect both options', () => {
     const arbCase = fc.integer({ min: -3, max: 1_000_000 }).chain((size) =>
       fc.record({
-        from: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER - 1_000_000 }),
+        // Empty and inverted ranges, but never a negative offset (splitRange rejects those).
+        from: fc.integer({ min: Math.max(0, -size), max: Number.MAX_SAFE_INTEGER - 1_000_000 }),
         size: fc.constant(size),
         parts: fc.option(fc.integer({ min: 1, max: 300 }), { nil: undefined }),
         // At most about 300 pieces per case keeps the property fast.
