@@ -13,7 +13,9 @@ import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { parseStreamConfig } from '../lib/config/schema';
 import { createRecordingDispatcher } from '../lib/dispatch/dispatcher.local';
+import { createKafka } from '../lib/kafka/client';
 import { createMetadataCache } from '../lib/kafka/metadata-cache';
+import { createKafkajsMetadata } from '../lib/kafka/metadata.kafkajs';
 import { createDynamoLedger } from '../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../lib/ledger/table';
 import { planStream, type PlannerDeps } from '../lib/planner/run';
@@ -41,7 +43,18 @@ async function main(): Promise<void> {
   const kafka = new Kafka({ clientId: 'bench-planner', brokers, logLevel: logLevel.NOTHING, requestTimeout: 120_000 });
   const admin = kafka.admin();
   const producer = kafka.producer();
-  const metadata = createMetadataCache();
+  // kafkajs logs every NOT_LEADER reply while the new partitions get leaders; count them (stderr
+  // summary) instead of printing them on stdout, whose last line is the result.
+  const kafkaLogs = new Map<string, number>();
+  const countLog = (level: string, message: string, extra: Record<string, unknown>) => {
+    const k = `${level}: ${message}${typeof extra.error === 'string' ? ` (${extra.error})` : ''}`;
+    kafkaLogs.set(k, (kafkaLogs.get(k) ?? 0) + 1);
+  };
+  const flushKafkaLogs = (when: string) => {
+    for (const [k, n] of kafkaLogs) log(`kafkajs ${when}: ${n} x ${k}`);
+    kafkaLogs.clear();
+  };
+  const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, { log: countLog })));
   const ddb = dynamoClientFromEnv();
   // Wall time with at least one emulator request in flight (transactions overlap), to tell the
   // emulator's cost from the planner's own.
@@ -99,6 +112,7 @@ async function main(): Promise<void> {
       }
     }
     log(`all ${n} partitions have leaders after ${Date.now() - tWarm} ms`);
+    flushKafkaLogs('while leaders were elected');
 
     const measure = async (label: string) => {
       const d0 = ledger.requestCount();
@@ -136,6 +150,7 @@ async function main(): Promise<void> {
     if (full.rep.rangesPlanned !== n || dispatcher.dispatched.length !== n) {
       throw new Error(`full run planned ${full.rep.rangesPlanned} and dispatched ${dispatcher.dispatched.length} of ${n}`);
     }
+    flushKafkaLogs('during the measured runs');
     const goals = { idleDynamo: Math.ceil(n / 100) + 10, fullDynamo: Math.ceil(n / 25) + Math.ceil(n / 100) + 10 };
     const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
     log(
