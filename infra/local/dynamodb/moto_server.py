@@ -306,35 +306,35 @@ class _SlowPath(Exception):
     pass
 
 
-def _fast_attribute_value(serializer, value):
-    """One AttributeValue as moto's JSON serializer writes it; _SlowPath for anything unusual."""
+def _fast_attribute_value(value, blob, new_map=dict):
+    """One AttributeValue as moto's JSON parser (blob = decode) or serializer (blob = encode) would
+    convert it. Anything unusual raises _SlowPath, and the generic code converts it instead."""
     if not isinstance(value, dict):
         raise _SlowPath()
-    out = {}
+    out = new_map()
     for kind, v in value.items():
         if v is None:
             continue
-        if kind in ("S", "N"):
-            out[kind] = v if isinstance(v, str) else serializer_string(v)
-        elif kind in ("SS", "NS"):
-            out[kind] = [e if isinstance(e, str) else serializer_string(e) for e in v]
+        if kind in ("S", "N") and isinstance(v, str):
+            out[kind] = v
+        elif kind in ("SS", "NS") and isinstance(v, list) and all(isinstance(e, str) for e in v):
+            out[kind] = list(v)
         elif kind == "B":
-            out[kind] = serializer._base64(v)
-        elif kind == "BS":
-            out[kind] = [serializer._base64(e) for e in v]
-        elif kind == "M":
-            out[kind] = {k: _fast_attribute_value(serializer, e) for k, e in v.items()}
-        elif kind == "L":
-            out[kind] = [_fast_attribute_value(serializer, e) for e in v]
+            out[kind] = blob(v)
+        elif kind == "BS" and isinstance(v, list):
+            out[kind] = [blob(e) for e in v]
+        elif kind == "M" and isinstance(v, dict):
+            m = new_map()
+            for k, e in v.items():
+                m[k] = _fast_attribute_value(e, blob, new_map)
+            out[kind] = m
+        elif kind == "L" and isinstance(v, list):
+            out[kind] = [_fast_attribute_value(e, blob, new_map) for e in v]
         elif kind in ("NULL", "BOOL") and isinstance(v, bool):
             out[kind] = v
         else:
             raise _SlowPath()
     return out
-
-
-def serializer_string(v):
-    raise _SlowPath()
 
 
 _JSONSerializer = _serialize.BaseJSONSerializer
@@ -345,7 +345,7 @@ _VERIFY = _os.environ.get("MOTO_VERIFY_FAST") == "1"
 def _serialize_type_map(self, serialized, value, shape, key):
     if getattr(shape.value, "name", None) == "AttributeValue" and isinstance(value, dict):
         try:
-            fast = {k: _fast_attribute_value(self, v) for k, v in value.items()}
+            fast = {k: _fast_attribute_value(v, self._base64) for k, v in value.items()}
         except _SlowPath:
             fast = None
         if fast is not None:
@@ -364,46 +364,12 @@ _JSONSerializer._serialize_type_map = _serialize_type_map
 
 _Parser = _parse.BaseJSONParser
 _original_parse_map = _parse.RequestParser._parse_map
-_AV_SCALARS = {"S", "N"}
-_AV_SCALAR_SETS = {"SS", "NS"}
-
-
-def _fast_parse_attribute_value(parser, value):
-    """One request AttributeValue as moto's JSON parser reads it; _SlowPath for anything unusual."""
-    if not isinstance(value, dict):
-        raise _SlowPath()
-    out = parser.MAP_TYPE()
-    for kind, v in value.items():
-        if v is None:
-            continue
-        if kind in _AV_SCALARS:
-            out[kind] = v
-        elif kind in _AV_SCALAR_SETS and isinstance(v, list):
-            out[kind] = list(v)
-        elif kind == "B":
-            out[kind] = parser._blob_parser(v)
-        elif kind == "BS" and isinstance(v, list):
-            out[kind] = [parser._blob_parser(e) for e in v]
-        elif kind == "M" and isinstance(v, dict):
-            m = parser.MAP_TYPE()
-            for k, e in v.items():
-                m[k] = _fast_parse_attribute_value(parser, e)
-            out[kind] = m
-        elif kind == "L" and isinstance(v, list):
-            out[kind] = [_fast_parse_attribute_value(parser, e) for e in v]
-        elif kind in ("NULL", "BOOL"):
-            out[kind] = v
-        else:
-            raise _SlowPath()
-    return out
-
-
 def _parse_map(self, shape, value):
     if isinstance(self, _Parser) and getattr(shape.value, "name", None) == "AttributeValue" and isinstance(value, dict):
         try:
             fast = self.MAP_TYPE()
             for k, v in value.items():
-                fast[k] = _fast_parse_attribute_value(self, v)
+                fast[k] = _fast_attribute_value(v, self._blob_parser, self.MAP_TYPE)
         except _SlowPath:
             fast = None
         if fast is not None:
