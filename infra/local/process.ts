@@ -3,7 +3,7 @@
  * an optional watchdog, bounded waits. Node's child_process covers this; no library adds much here.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer, createConnection } from 'node:net';
 import { PrerequisiteError, TimeoutError } from '../../lib/errors';
 
@@ -135,6 +135,18 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** The last non-empty line a service wrote to its log (its own reason for exiting), if short enough to quote. */
+function lastLogLine(logFile: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(logFile, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const line = text.trimEnd().split('\n').pop()?.trim();
+  return line && line.length <= 300 ? line : undefined;
+}
+
 /** Retries `probe` until it resolves true or `timeoutMs` passes; `isAlive` short-circuits a dead process. */
 export async function waitUntil(
   what: string,
@@ -145,7 +157,8 @@ export async function waitUntil(
   const where = opts.logFile ? ` (see ${opts.logFile})` : '';
   for (;;) {
     if (opts.pid !== undefined && !isAlive(opts.pid)) {
-      throw new PrerequisiteError(`${what} exited during start-up${where}`);
+      const said = opts.logFile ? lastLogLine(opts.logFile) : undefined;
+      throw new PrerequisiteError(`${what} exited during start-up${said ? `: ${said}` : ''}${where}`);
     }
     if (await probe().catch(() => false)) return;
     if (Date.now() > deadline) throw new TimeoutError(`${what} not ready after ${opts.timeoutMs} ms${where}`);

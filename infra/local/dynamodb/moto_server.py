@@ -18,10 +18,50 @@ with transactions offers them (dynalite has no transactions; DynamoDB Local is n
    changes in place (Update); update_item skips the pre-image copy it makes only for tables with
    a stream. Setting MOTO_VERIFY_FAST=1 runs the generic parser and serializer as well and fails
    a request or response that differs.
+
+Every moto (and werkzeug) internal this file replaces, and why, in the order they appear below:
+
+| replaced | why |
+| --- | --- |
+| `moto.dynamodb.models.copy` (module alias) | whole-table deep copies per transaction action become no-ops (2) |
+| `DynamoDBBackend.transact_write_items` | snapshots and restores only the items a transaction touches (2) |
+| `create_condition_expression_parser` (as imported by moto's modules) | parsed conditions reused by text, names and values (3) |
+| `UpdateExpressionParser.make` | parsed update expressions reused by text (3) |
+| `moto.dynamodb.parsing.validators.deepcopy` | the validator's private copy of a cached AST is made with pickle (3) |
+| `dynamo_type.Item.__init__` | the 400 KB item limit is checked once per item, not once per attribute (3) |
+| `DepthFirstTraverser.nodes_to_be_processed`, `.process`, `.traverse_node_recursively` | node handlers looked up once per class (3) |
+| `ast_nodes.Node.find_clauses` | clause search with memoised class checks (3) |
+| `BaseJSONSerializer._serialize_type_map` | AttributeValue maps serialised directly (3; checked by MOTO_VERIFY_FAST) |
+| `RequestParser._parse_map` | AttributeValue maps parsed directly (3; checked by MOTO_VERIFY_FAST) |
+| `DynamoDBBackend.update_item` | no pre-image copy on tables without a stream (3) |
+| `moto.server.run_simple` (werkzeug's) | the WSGI app is served one request at a time (1) |
+
+These are moto internals, so the launcher refuses any moto version other than the one it was
+written for (the pin in requirements.txt beside it), before importing moto.
 """
 import copy as _copy
 import sys
 import threading
+from importlib.metadata import PackageNotFoundError, version as _installed_version
+
+SUPPORTED_MOTO_VERSION = "5.2.5"
+
+
+def _check_moto_version():
+    try:
+        found = _installed_version("moto")
+    except PackageNotFoundError:
+        found = None
+    if found != SUPPORTED_MOTO_VERSION:
+        sys.stderr.write(
+            f"moto_server.py: moto {found or '(not installed)'} found, but this launcher patches moto "
+            f"{SUPPORTED_MOTO_VERSION}'s internals; install moto=={SUPPORTED_MOTO_VERSION} "
+            "(infra/local/dynamodb/requirements.txt)\n"
+        )
+        sys.exit(3)
+
+
+_check_moto_version()
 
 from moto.dynamodb import models as _models
 from moto.dynamodb.models.dynamo_type import DynamoType
