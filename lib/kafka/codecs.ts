@@ -209,6 +209,35 @@ export async function zstdDecompress(input: Buffer, { native = hasNativeZstd } =
   return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
 }
 
+// ---- decompression by codec id ----------------------------------------------------------------
+
+const gunzip = promisify(zlib.unzip);
+
+/** Record batch attribute bits 0-2: the codec of the batch's records. */
+export const COMPRESSION_CODEC_MASK = 0x07;
+
+/**
+ * Decompresses a record batch's records with the codec its attributes name (0 none, 1 gzip,
+ * 2 snappy, 3 lz4, 4 zstd), the same functions the codecs registered into kafkajs use.
+ */
+export async function decompressRecords(codec: number, data: Buffer): Promise<Buffer> {
+  switch (codec) {
+    case 0:
+      return data;
+    case 1:
+      // unzip accepts gzip (what Kafka writes) and zlib streams, as kafkajs's own gzip codec does.
+      return gunzip(data);
+    case 2:
+      return snappyDecompress(data);
+    case 3:
+      return lz4Decompress(data);
+    case 4:
+      return zstdDecompress(data);
+    default:
+      throw new KafkaError(`unknown compression codec ${codec} in a record batch's attributes`);
+  }
+}
+
 // ---- registration ------------------------------------------------------------------------------
 
 /** The codecs as kafkajs's codec table holds them. */

@@ -34,20 +34,34 @@ export async function peekRecords(ctx: OpsContext, req: PeekRequest): Promise<Pe
   return { stream: stream.id, topic: req.topic, partition: req.partition, earliest, latest, records };
 }
 
-/** One JSON object per record and line: offset, key, value, headers, timestamp (and the encodings used). */
+/**
+ * One JSON object per record and line, lossless: offset, timestamp and its type, key and value
+ * each with its encoding (`utf8` or `base64`; null stays null with a null encoding), headers as an
+ * ordered array of `{key, value, valueEncoding}`.
+ */
 export function peekJsonLines(res: PeekResult): string[] {
   return res.records.map((r) =>
-    JSON.stringify({ offset: r.offset, key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp, keyEncoding: r.keyEncoding, valueEncoding: r.valueEncoding }),
+    JSON.stringify({
+      offset: r.offset,
+      timestamp: r.timestamp,
+      timestampType: r.timestampType,
+      key: r.key,
+      keyEncoding: r.keyEncoding,
+      value: r.value,
+      valueEncoding: r.valueEncoding,
+      headers: r.headers,
+    }),
   );
 }
 
-/** The records as a table (values cut at 80 characters). */
+/** The records as a table (values cut at 80 characters; headers as `name=value`, base64 values marked). */
 export function renderPeek(res: PeekResult): string {
-  const cut = (s: string | null, enc: string) => (s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`);
+  const cut = (s: string | null, enc: string | null) => (s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`);
+  const headersText = (r: PeekedRecord) => (r.headers.length ? r.headers.map((h) => `${h.key}=${cut(h.value, h.valueEncoding)}`).join(', ') : '-');
   const head = `${res.topic}/${res.partition}: offsets [${res.earliest}, ${res.latest}), ${res.records.length} record(s) shown (nothing committed)`;
   if (!res.records.length) return `${head}\n(no records at or after this offset)`;
   return `${head}\n\n${table(
     ['offset', 'timestamp', 'key', 'value', 'headers'],
-    res.records.map((r) => [r.offset, isoTime(r.timestamp), cut(r.key, r.keyEncoding), cut(r.value, r.valueEncoding), Object.keys(r.headers).length ? JSON.stringify(r.headers) : '-']),
+    res.records.map((r) => [r.offset, isoTime(r.timestamp), cut(r.key, r.keyEncoding), cut(r.value, r.valueEncoding), headersText(r)]),
   )}`;
 }

@@ -264,7 +264,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     const held = { ...r, leaseToken: 'A' };
     const dl = {
       stream: r.stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
-      truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000,
+      truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000,
     };
     expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl] })).toBe('applied');
     expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1600, leaseMs: 1000 })).toBe('lease-lost');
@@ -318,7 +318,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   }
   const deadLetterAt = (stream: string, offset: number) => ({
     stream, topic: 't', partition: 0, offset, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
-    truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000,
+    truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000,
   });
   const operatorLease = async (stream: string, nowMs = 50_000) => {
     const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'operator', nowMs, leaseMs: 60_000 });

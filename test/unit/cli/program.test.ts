@@ -196,7 +196,7 @@ describe('CLI on in-memory fakes', () => {
     expect(await t.run('peek', 'orders', '0', '28', '--count', '5', '--json')).toBe(0);
     const lines = t.out().trim().split('\n').map((l) => JSON.parse(l));
     expect(lines).toEqual([
-      expect.objectContaining({ offset: 28, key: 'k1', value: '{"amount":28}', headers: {}, timestamp: 1028 }),
+      expect.objectContaining({ offset: 28, key: 'k1', value: '{"amount":28}', headers: [], timestamp: 1028, timestampType: 'CreateTime' }),
       expect.objectContaining({ offset: 29, key: 'k2', value: '{"amount":29}' }),
     ]);
     expect(t.ledger.requestCount()).toBe(0);
