@@ -1,8 +1,8 @@
 /** `peek <topic> <partition> <offset>`: records read through the processor's own range reader, committing nothing. */
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
-import { topicMatcher } from '../config/topics';
+import { describeSubscription, topicMatcher } from '../config/topics';
 import { ValidationError } from '../errors';
-import { peek, type PeekedRecord } from '../processor/peek';
+import { peek, requirePeekTopic, type PeekedRecord } from '../processor/peek';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 import { resolveStream } from './streams';
@@ -10,14 +10,21 @@ import { resolveStream } from './streams';
 export type PeekRequest = { stream?: string; topic: string; partition: number; offset: number; count: number };
 export type PeekResult = { stream: string; topic: string; partition: number; earliest: number; latest: number; records: PeekedRecord[] };
 
-/** The stream whose cluster (and isolation level) a peek uses: named, subscribing to the topic, or the only cluster. */
+/**
+ * The stream a peek reads through (its cluster, credentials and isolation level): the one named,
+ * which must consume the topic, else the first stream that consumes it. A topic no stream consumes
+ * is refused, even when the credentials could read it.
+ */
 export function streamForTopic(config: DeploymentConfig, topic: string, id: string | undefined): StreamConfig {
-  if (id !== undefined) return resolveStream(config, id);
-  const reading = config.streams.filter((s) => topicMatcher(s)(topic));
-  if (reading.length > 0) return reading[0] as StreamConfig;
-  const clusters = new Set(config.streams.map((s) => JSON.stringify(s.kafka)));
-  if (clusters.size === 1) return config.streams[0] as StreamConfig;
-  throw new ValidationError(`no stream reads topic ${topic} and the streams use different clusters: name one with --stream`);
+  if (id !== undefined) {
+    const stream = resolveStream(config, id);
+    requirePeekTopic(stream, topic);
+    return stream;
+  }
+  const reading = config.streams.find((s) => topicMatcher(s)(topic));
+  if (reading) return reading;
+  const subscriptions = config.streams.map((s) => `${s.id}: ${describeSubscription(s)}`).join('; ');
+  throw new ValidationError(`no stream consumes topic ${topic} (${subscriptions}): peek reads only the streams' own topics`);
 }
 
 /** Up to `count` records from `offset`; nothing is committed anywhere. */

@@ -1,4 +1,7 @@
 /** Reads records without committing anything (processor `peek` payload, CLI `peek`). */
+import type { StreamConfig } from '../config/schema';
+import { describeSubscription, topicMatcher } from '../config/topics';
+import { ValidationError } from '../errors';
 import type { IsolationLevel } from '../ports/kafka-metadata';
 import type { KafkaRecord, RangeReader, TimestampType } from '../ports/range-reader';
 
@@ -51,6 +54,16 @@ export function toPeeked(r: KafkaRecord): PeekedRecord {
     valueEncoding: v.encoding,
     headers,
   };
+}
+
+/**
+ * Refuses a peek at a topic the stream does not consume: the stream's Kafka credentials may reach
+ * other topics, and peek must not become a way to read them.
+ */
+export function requirePeekTopic(stream: StreamConfig, topic: string): void {
+  if (!topicMatcher(stream)(topic)) {
+    throw new ValidationError(`stream ${stream.id} does not consume topic ${topic} (its ${describeSubscription(stream)}): peek reads only a stream's own topics`);
+  }
 }
 
 /** Up to `count` records from `offset` (fewer at the end of the partition); never commits. */
