@@ -4,12 +4,23 @@
  * through the real range reader and through Java's KafkaConsumer, and must come out identical.
  */
 import { Kafka } from 'kafkajs';
+import { parseStreamConfig } from '../../lib/config/schema';
+import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
+import { runningTotals } from '../../lib/handlers/running-totals';
 import { registerCodecs } from '../../lib/kafka/codecs';
+import { createMetadataCache } from '../../lib/kafka/metadata-cache';
+import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
+import { ensureLedgerTable } from '../../lib/ledger/table';
+import type { OpsContext } from '../../lib/ops/context';
+import { redriveDeadLetters } from '../../lib/ops/dead-letters';
+import { planStream } from '../../lib/planner/run';
+import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
+import { processRange } from '../../lib/processor/process-range';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { headerMap, headerValues, lastHeader, type KafkaRecord, type RangeReader } from '../../lib/ports/range-reader';
 import { toPeeked } from '../../lib/processor/peek';
 import { javaConsume, javaProduce, recordToolClasspath, type JavaConsumedRecord, type JavaProducedRecord } from '../support/java';
-import { createTopicsReady, testKafka, uniqueName } from '../support/env';
+import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const CODECS = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
 const b64 = (bytes: number[]): string => Buffer.from(bytes).toString('base64');
@@ -150,5 +161,72 @@ describe('records byte-exact against the Java client (real broker)', () => {
     const binary = peeked.find((p) => p.headers.some((h) => h.key === 'bom'))!;
     expect(binary.headers.map((h) => [h.key, h.valueEncoding])).toEqual([['bin', 'base64'], ['bom', 'utf8']]);
     expect(binary.valueEncoding).toBe('base64');
+  });
+
+  it('a dead letter keeps the headers exactly in DynamoDB, and both re-drive paths (Kafka, stored copy) hand the handler the same record', async () => {
+    const ddb = testDynamo();
+    const ledgerTable = uniqueName('hdr-ledger');
+    const id = uniqueName('hdr');
+    const topic = `${id}-t`;
+    const metadata = createMetadataCache();
+    const admin = kafka.admin();
+    await Promise.all([ensureLedgerTable(ddb, ledgerTable), admin.connect()]);
+    try {
+      await createTopicsReady(admin, [{ topic }]);
+      // running-totals rejects the hostile records (no JSON amount), except the last one.
+      const produced = [...hostileRecords('zstd').filter((r) => r.key !== null), { key: 'ok', value: '{"amount":1}', partition: 0 }];
+      await javaProduce(brokers(), produced.map((r) => ({ ...r, topic })));
+      const java = await javaConsume(brokers(), [{ topic, partition: 0, from: 0, until: produced.length }]);
+      const ledger = createDynamoLedger({ client: ddb, tableName: ledgerTable });
+      const stream = parseStreamConfig(
+        {
+          id,
+          kafka: { brokers: brokers().split(',') },
+          topics: [topic],
+          maxAttempts: 1,
+          handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'unused' },
+        },
+        'test',
+      );
+      const dispatcher = createRecordingDispatcher();
+      await planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs: Date.now() });
+      // The one valid record's sink write goes nowhere real: a handler that accepts it with no writes.
+      const rejectOrSkip: RecordsHandler = {
+        mode: 'dynamodb-exactly-once',
+        handle: (records, hctx) => (records.some((r) => r.key?.toString() !== 'ok') ? runningTotals.handle(records, hctx) : []),
+      };
+      for (const range of dispatcher.dispatched) {
+        const res = await processRange(
+          { ledger, readerFor: async () => reader, handlerFor: () => rejectOrSkip, retryBaseMs: 1, maxChunkRecords: 1 },
+          { stream, range, deadlineAtMs: Date.now() + 60_000 },
+        );
+        expect(res.status).toBe('done');
+      }
+      const letters = await ledger.listDeadLetters(id);
+      expect(letters.map((d) => d.offset)).toEqual(java.slice(0, -1).map((r) => r.offset));
+      for (const d of letters) {
+        const j = java.find((r) => r.offset === d.offset)!;
+        expect({ headers: d.headers, timestampType: d.timestampType, truncated: d.truncated }).toEqual({
+          headers: j.headers,
+          timestampType: j.timestampType,
+          truncated: false,
+        });
+      }
+
+      const seen: HandlerRecord[] = [];
+      const capture: RecordsHandler = { mode: 'at-least-once', handle: (records) => void seen.push(...records) };
+      const ctx = { ledger, readerFor: async () => reader, handlerFor: () => capture } as unknown as OpsContext;
+      const first = letters[0]!;
+      const fromKafka = await redriveDeadLetters(ctx, stream, { ids: [`${topic}/0/${first.offset}`], nowMs: () => Date.now() });
+      expect(fromKafka).toEqual([expect.objectContaining({ outcome: 'redriven', source: 'kafka' })]);
+      // Retention (here deleteRecords) removes the rest from Kafka: the stored copies must be the same records.
+      await admin.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: String(produced.length) }] });
+      const fromStore = await redriveDeadLetters(ctx, stream, { all: true, nowMs: () => Date.now() });
+      expect(fromStore.map((r) => [r.outcome, r.source])).toEqual(letters.slice(1).map(() => ['redriven', 'stored']));
+      expect(seen.map(asJava)).toEqual(java.slice(0, -1));
+    } finally {
+      await Promise.all([admin.disconnect(), metadata.closeAll()]);
+      ddb.destroy();
+    }
   });
 });
