@@ -49,6 +49,8 @@ export async function decodeBatchRecords(batch: Buffer, ctx: BatchContext): Prom
     if (cause instanceof KafkaError) throw cause;
     throw new KafkaError(`${ctx.where}: the batch at offset ${ctx.baseOffset} does not decompress: ${(cause as Error).message}`, { cause });
   }
+  // Every record takes at least 7 bytes: a corrupt count must not size the array below.
+  if (count > data.length) throw corrupt(ctx.where, ctx.baseOffset, `${count} records declared in ${data.length} bytes`);
   const timestampType: TimestampType = (attributes & TIMESTAMP_TYPE_FLAG) !== 0 ? 'LogAppendTime' : 'CreateTime';
   const baseTimestamp = Number(batch.readBigInt64BE(BASE_TIMESTAMP_AT));
   const logAppendTime = timestampType === 'LogAppendTime' ? Number(batch.readBigInt64BE(MAX_TIMESTAMP_AT)) : undefined;
@@ -151,7 +153,8 @@ class RecordCursor {
     const key = this.bytes(this.varint(), end, 'key');
     const value = this.bytes(this.varint(), end, 'value');
     const headerCount = this.varint();
-    if (headerCount < 0) this.fail(`negative header count ${headerCount}`);
+    // Every header takes at least 2 bytes: a corrupt count must not size the array below.
+    if (headerCount < 0 || headerCount > end - this.pos) this.fail(`header count ${headerCount} in a record of ${length} bytes`);
     let headers = NO_HEADERS;
     if (headerCount > 0) {
       const list: RecordHeader[] = new Array<RecordHeader>(headerCount);

@@ -83,6 +83,8 @@ describe('decodeBatchRecords (via FetchedBatch.records)', () => {
     await expect(decode({ baseOffset: 0, records: [one], trailing: Buffer.from([1, 2]) })).rejects.toThrow(/2 bytes left after the 1 records/);
     await expect(decode({ baseOffset: 0, records: [one], recordCount: 2 })).rejects.toThrow(KafkaError);
     await expect(decode({ baseOffset: 0, records: [one], recordCount: -1 })).rejects.toThrow(/negative record count/);
+    await expect(decode({ baseOffset: 0, records: [one], recordCount: 1_000_000_000 })).rejects.toThrow(/1000000000 records declared in \d+ bytes/);
+    await expect(decode({ baseOffset: 0, records: [one], codec: 6 as 0 })).rejects.toThrow(/unknown compression codec 6/);
     const batch = await rawBatch({ baseOffset: 0, records: [one] });
     batch[61] = 0x7e; // the record's length varint: 63 bytes, more than the batch holds
     const [b] = decodeRecordBatches(batch, where, { checkCrcs: false });
