@@ -77,7 +77,7 @@ describe('records byte-exact against the Java client (real broker)', () => {
 
   beforeAll(async () => {
     registerCodecs();
-    recordToolClasspath(); // compile (or reuse) the Java helper before any timed work
+    recordToolClasspath(); // compile (or reuse) the Java tool once, before the tests
     kafka = testKafka('headers');
     reader = createKafkajsRangeReader(kafka);
   });
