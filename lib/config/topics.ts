@@ -55,6 +55,13 @@ export function topicMatcher(stream: TopicSubscription): (topic: string) => bool
   return () => false;
 }
 
+/** What a stream subscribes to, for messages: `topics a, b` or `topicPattern /orders-.+/`. */
+export function describeSubscription(stream: TopicSubscription): string {
+  if (stream.topics !== undefined) return `topics ${stream.topics.join(', ') || '(none)'}`;
+  if (stream.topicPattern !== undefined) return `topicPattern /${stream.topicPattern}/`;
+  return 'no topics';
+}
+
 /** The selector `KafkaMetadata.describeTopics` takes for this stream (pattern anchored). */
 export function topicSelector(stream: TopicSubscription): { topics: string[] } | { pattern: RegExp } {
   if (stream.topicPattern !== undefined) return { pattern: anchoredTopicPattern(stream.topicPattern) };

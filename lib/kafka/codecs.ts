@@ -1,7 +1,7 @@
 /**
  * Compression codecs kafkajs 2.2.4 lacks (it ships gzip only and throws "not implemented" for the
- * rest), registered in kafkajs's codec table so both its producer and its record batch decoder use
- * them. All three are pure JavaScript (or Node's own zlib), so the Lambda bundle needs no native
+ * rest), registered in kafkajs's codec table so its producer uses them; the range reader's own
+ * record decoder (record-batch.ts) calls the same functions by codec id (`decompressRecords`). All three are pure JavaScript (or Node's own zlib), so the Lambda bundle needs no native
  * module for arm64:
  * - snappy: `snappyjs` for the raw block format, framed the way Kafka's Java client writes it
  *   (snappy-java's "xerial" stream); unframed input is accepted as well (librdkafka, older clients).
@@ -207,6 +207,35 @@ export async function zstdDecompress(input: Buffer, { native = hasNativeZstd } =
   if (native && zlibZstdDecompress) return zlibZstdDecompress(input);
   const out = fzstdDecompress(input);
   return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+}
+
+// ---- decompression by codec id ----------------------------------------------------------------
+
+const gunzip = promisify(zlib.unzip);
+
+/** Record batch attribute bits 0-2: the codec of the batch's records. */
+export const COMPRESSION_CODEC_MASK = 0x07;
+
+/**
+ * Decompresses a record batch's records with the codec its attributes name (0 none, 1 gzip,
+ * 2 snappy, 3 lz4, 4 zstd), the same functions the codecs registered into kafkajs use.
+ */
+export async function decompressRecords(codec: number, data: Buffer): Promise<Buffer> {
+  switch (codec) {
+    case 0:
+      return data;
+    case 1:
+      // unzip accepts gzip (what Kafka writes) and zlib streams, as kafkajs's own gzip codec does.
+      return gunzip(data);
+    case 2:
+      return snappyDecompress(data);
+    case 3:
+      return lz4Decompress(data);
+    case 4:
+      return zstdDecompress(data);
+    default:
+      throw new KafkaError(`unknown compression codec ${codec} in a record batch's attributes`);
+  }
 }
 
 // ---- registration ------------------------------------------------------------------------------

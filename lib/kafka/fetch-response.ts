@@ -5,29 +5,18 @@
  * its offset is still below the high watermark, and the reader would never learn where to continue.
  * Here each batch keeps its header (base offset, last offset delta, producer id, transactional and
  * control flags), so the next fetch offset always comes from batch ends. The records inside a batch
- * are still decoded by kafkajs's RecordBatchDecoder (which also decompresses them with the codecs
- * registered in kafkajs's table).
+ * are decoded on demand by record-batch.ts (headers exactly as written, timestamp type), which
+ * decompresses them with the project's codecs.
  *
  * Partition errors are returned, not thrown (kafkajs throws before the partition header, with the
  * log start offset, can be read).
  */
-// @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
-import KafkajsDecoder from 'kafkajs/src/protocol/decoder';
-// @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
-import recordBatchDecoder from 'kafkajs/src/protocol/recordBatch/v0/decoder';
 // kafkajs's CRC-32C is byte-at-a-time (~0.5 GB/s); crc-32's slicing-by-16 version is ~3x faster, pure JS.
 import { buf as crc32cOf } from 'crc-32/crc32c';
 import type { AbortedTransaction } from './aborted';
+import type { KafkaRecord } from '../ports/range-reader';
 import { KafkaError } from './errors';
-
-/** A record as kafkajs's record decoder returns it (int64 fields as decimal strings). */
-export type DecodedRecord = {
-  offset: string;
-  timestamp: string;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: Record<string, Buffer | Buffer[] | null>;
-};
+import { decodeBatchRecords } from './record-batch';
 
 /** A record batch's header, and its records decoded on demand. */
 export type FetchedBatch = {
@@ -43,11 +32,11 @@ export type FetchedBatch = {
   /** Bytes of the batch on the wire (header included). */
   sizeBytes: number;
   /**
-   * Decodes (and decompresses) the data records, or the control records of a control batch, with
-   * kafkajs's RecordBatchDecoder. Not cached: decoded records live only as long as the caller keeps
-   * them, so a response of compressed batches is never inflated all at once.
+   * Decodes (and decompresses) the data records, or the control records of a control batch. Not
+   * cached: decoded records live only as long as the caller keeps them, so a response of
+   * compressed batches is never inflated all at once.
    */
-  records(): Promise<DecodedRecord[]>;
+  records(): Promise<KafkaRecord[]>;
 };
 
 export type FetchedPartition = {
@@ -73,10 +62,6 @@ export type FetchResponse = {
   partitions: FetchedPartition[];
 };
 
-type KafkajsBatch = { records: DecodedRecord[] };
-type DecodeBatch = (decoder: unknown) => Promise<KafkajsBatch>;
-const DecoderClass = KafkajsDecoder as new (buffer: Buffer) => unknown;
-const decodeBatch = recordBatchDecoder as DecodeBatch;
 /** CRC-32C as an unsigned 32-bit number (crc-32 returns a signed one). */
 const crc = (b: Buffer): number => crc32cOf(b) >>> 0;
 
@@ -164,9 +149,10 @@ class Reader {
  */
 export function decodeRecordBatches(
   records: Buffer,
-  where: string,
+  { topic, partition }: { topic: string; partition: number },
   options: DecodeOptions = {},
 ): FetchedBatch[] {
+  const where = `${topic}/${partition}`;
   const checkCrcs = options.checkCrcs ?? true;
   const batches: FetchedBatch[] = [];
   let pos = 0;
@@ -204,7 +190,7 @@ export function decodeRecordBatches(
       isControl: (attributes & CONTROL_FLAG) !== 0,
       recordCount: batchBytes.readInt32BE(RECORD_COUNT_AT),
       sizeBytes: batchBytes.length,
-      records: async () => (await decodeBatch(new DecoderClass(batchBytes))).records,
+      records: () => decodeBatchRecords(batchBytes, { topic, partition, baseOffset, where }),
     });
     pos = end;
   }
@@ -241,7 +227,7 @@ export async function decodeFetchResponseV11(raw: Buffer, options: DecodeOptions
       }
       r.int32(); // preferred read replica: -1 unless the request named a rack (it never does)
       const recordSet = r.bytes();
-      const batches = recordSet ? decodeRecordBatches(recordSet, where, options) : [];
+      const batches = recordSet ? decodeRecordBatches(recordSet, { topic, partition }, options) : [];
       partitions.push({
         topic,
         partition,

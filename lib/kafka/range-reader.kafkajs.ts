@@ -21,8 +21,8 @@
  *   `maxChunkRecords` records or once the batches it consumed reach `maxFetchBytes`, so memory holds
  *   one response, one decoded batch and one chunk, whatever the range size.
  * - Records: offsets and timestamps as numbers (an offset beyond Number.MAX_SAFE_INTEGER is an
- *   error, never rounded), key/value Buffers or null, kafkajs's headers (a null header value
- *   becomes undefined).
+ *   error, never rounded), the timestamp type, key/value Buffers or null, headers as an ordered
+ *   list exactly as written (record-batch.ts).
  * - Retriable failures (leader moved, broker restarting, connection lost, request timed out)
  *   re-fetch the same offset after a metadata refresh, with exponential backoff bounded in total
  *   time. OFFSET_OUT_OF_RANGE becomes `OffsetOutOfRangeError` with the current log start offset
@@ -40,7 +40,7 @@
  */
 import type { Kafka } from 'kafkajs';
 import { TimeoutError, ValidationError } from '../errors';
-import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk, RecordHeaders } from '../ports/range-reader';
+import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../ports/range-reader';
 import { controlRecordType, createAbortedBatchFilter } from './aborted';
 import {
   EARLIEST_TIMESTAMP,
@@ -52,7 +52,7 @@ import {
 } from './cluster.kafkajs';
 import { registerCodecs } from './codecs';
 import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from './errors';
-import type { DecodedRecord, FetchedPartition, FetchResponse } from './fetch-response';
+import type { FetchedPartition, FetchResponse } from './fetch-response';
 import { toSafeOffset } from './metadata.kafkajs';
 import {
   backoffMs,
@@ -289,16 +289,13 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
         let unaccountedBytes = batch.sizeBytes;
         if (!batch.isControl && !aborted && batch.recordCount > 0) {
           for (const record of await batch.records()) {
-            const offset = Number(record.offset);
-            if (!Number.isSafeInteger(offset)) {
-              throw new KafkaError(`${where}: record offset ${record.offset} is beyond Number.MAX_SAFE_INTEGER`);
-            }
+            const offset = record.offset;
             if (offset < position) continue;
             if (offset >= until) break;
             // A full chunk ends right before the next deliverable record: that record's offset is
             // where reading resumes.
             if (chunk.length >= maxChunkRecords) yield take(offset);
-            chunk.push(toKafkaRecord(topic, partition, offset, record));
+            chunk.push(record);
             chunkBytes += unaccountedBytes;
             unaccountedBytes = 0;
           }
@@ -357,44 +354,6 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
     requestCount: () => fetches,
     close: () => transport.close(),
   };
-}
-
-function toKafkaRecord(
-  topic: string,
-  partition: number,
-  offset: number,
-  record: DecodedRecord,
-): KafkaRecord {
-  return {
-    topic,
-    partition,
-    offset,
-    timestampMs: Number(record.timestamp),
-    key: record.key,
-    value: record.value,
-    headers: toHeaders(record.headers),
-  };
-}
-
-/**
- * kafkajs's headers, except that a null header value (legal in Kafka, rare) becomes undefined, or
- * is left out of a repeated header's array: the port's type has no null.
- */
-function toHeaders(headers: DecodedRecord['headers']): RecordHeaders {
-  let clean = true;
-  for (const k in headers) {
-    const v = headers[k];
-    if (v === null || (Array.isArray(v) && v.includes(null as unknown as Buffer))) {
-      clean = false;
-      break;
-    }
-  }
-  if (clean) return headers as RecordHeaders;
-  const out: RecordHeaders = {};
-  for (const [k, v] of Object.entries(headers)) {
-    out[k] = v === null ? undefined : Array.isArray(v) ? v.filter((b): b is Buffer => b !== null) : v;
-  }
-  return out;
 }
 
 /** The kafkajs transport: leaders from (cached) metadata, Fetch and ListOffsets to the leader. */

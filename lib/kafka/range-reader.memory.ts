@@ -1,10 +1,14 @@
 /** In-memory RangeReader for processor unit tests: records per partition, gaps and injected faults. */
 import { OffsetOutOfRangeError, PartitionNotFoundError } from './errors';
-import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../ports/range-reader';
+import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk, RecordHeader } from '../ports/range-reader';
 
 export type MemoryRangeReader = RangeReader & {
   /** Appends records with the given values at the next offsets (or at explicit offsets for gaps). */
-  append(topic: string, partition: number, values: Array<{ key?: string; value: string | null; offset?: number }>): void;
+  append(
+    topic: string,
+    partition: number,
+    values: Array<{ key?: string; value: string | null; offset?: number; headers?: RecordHeader[]; timestampType?: KafkaRecord['timestampType'] }>,
+  ): void;
   /** Retention: offsets below `earliest` are gone. */
   truncate(topic: string, partition: number, earliest: number): void;
   deletePartition(topic: string, partition: number): void;
@@ -31,9 +35,10 @@ export function createMemoryRangeReader(): MemoryRangeReader {
           partition,
           offset,
           timestampMs: 1_000 + offset,
+          timestampType: v.timestampType ?? 'CreateTime',
           key: v.key === undefined ? null : Buffer.from(v.key),
           value: v.value === null ? null : Buffer.from(v.value),
-          headers: {},
+          headers: v.headers ?? [],
         });
         log.end = offset + 1;
       }

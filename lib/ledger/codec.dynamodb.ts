@@ -16,6 +16,7 @@ import { ValidationError } from '../errors';
 import type {
   DataLossEntry,
   DeadLetter,
+  DeadLetterHeader,
   LeasedRange,
   OperatorChange,
   PartitionState,
@@ -76,6 +77,18 @@ function strip(item: Item): Item {
   return rest;
 }
 
+/**
+ * Dead letters stored before headers became an ordered list kept `name -> base64 values, comma
+ * separated`: the values are restored in order within each name (the order across names, and null
+ * values, were never stored).
+ */
+function legacyHeaders(headers: unknown): DeadLetterHeader[] {
+  if (typeof headers !== 'object' || headers === null) return [];
+  return Object.entries(headers as Record<string, unknown>).flatMap(([key, v]) =>
+    typeof v === 'string' ? v.split(',').map((valueBase64) => ({ key, valueBase64 })) : [],
+  );
+}
+
 export const codec = {
   metaFromItem: (item: Item): StreamMeta => strip(item) as StreamMeta,
   partitionItem: (p: PartitionState): Item => compact({ ...keys.partition(p.stream, p.topic, p.partition), type: 'partition', ...p }),
@@ -91,7 +104,10 @@ export const codec = {
   lossItem: (l: DataLossEntry): Item => compact({ ...keys.loss(l.stream, l), type: 'data-loss', ...l }),
   lossFromItem: (item: Item): DataLossEntry => strip(item) as DataLossEntry,
   deadLetterItem: (d: DeadLetter): Item => compact({ ...keys.deadLetter(d.stream, d), type: 'dead-letter', ...d }),
-  deadLetterFromItem: (item: Item): DeadLetter => strip(item) as DeadLetter,
+  deadLetterFromItem: (item: Item): DeadLetter => {
+    const d = strip(item) as DeadLetter;
+    return Array.isArray(d.headers) ? d : { ...d, headers: legacyHeaders(d.headers) };
+  },
 };
 
 /** The condition every processor write checks: this processor still holds the range's lease (I3). */

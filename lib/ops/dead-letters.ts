@@ -12,7 +12,7 @@ import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
-import type { KafkaRecord, RecordHeaders } from '../ports/range-reader';
+import type { KafkaRecord } from '../ports/range-reader';
 import type { HandlerRecord } from '../processor/handler-api';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
@@ -95,19 +95,15 @@ async function recordOf(ctx: OpsContext, stream: StreamConfig, d: DeadLetter): P
     if (!(err instanceof OffsetOutOfRangeError) && !(err instanceof PartitionNotFoundError)) throw err;
   }
   if (d.truncated) throw new Error(`Kafka no longer has ${deadLetterId(d)} and its stored copy is truncated (${d.valueBytes} bytes)`);
-  const headers: RecordHeaders = {};
-  for (const [k, v] of Object.entries(d.headers)) {
-    const parts = v.split(',').map((b) => Buffer.from(b, 'base64'));
-    headers[k] = parts.length === 1 ? parts[0] : parts;
-  }
   const record: KafkaRecord = {
     topic: d.topic,
     partition: d.partition,
     offset: d.offset,
     timestampMs: d.timestampMs,
+    timestampType: d.timestampType ?? 'CreateTime',
     key: d.keyBase64 === null ? null : Buffer.from(d.keyBase64, 'base64'),
     value: d.valueBase64 === null ? null : Buffer.from(d.valueBase64, 'base64'),
-    headers,
+    headers: d.headers.map((h) => ({ key: h.key, value: h.valueBase64 === null ? null : Buffer.from(h.valueBase64, 'base64') })),
   };
   return { record, source: 'stored' };
 }

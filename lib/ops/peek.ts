@@ -1,8 +1,8 @@
 /** `peek <topic> <partition> <offset>`: records read through the processor's own range reader, committing nothing. */
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
-import { topicMatcher } from '../config/topics';
+import { describeSubscription, topicMatcher } from '../config/topics';
 import { ValidationError } from '../errors';
-import { peek, type PeekedRecord } from '../processor/peek';
+import { peek, requirePeekTopic, type PeekedRecord } from '../processor/peek';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 import { resolveStream } from './streams';
@@ -10,14 +10,21 @@ import { resolveStream } from './streams';
 export type PeekRequest = { stream?: string; topic: string; partition: number; offset: number; count: number };
 export type PeekResult = { stream: string; topic: string; partition: number; earliest: number; latest: number; records: PeekedRecord[] };
 
-/** The stream whose cluster (and isolation level) a peek uses: named, subscribing to the topic, or the only cluster. */
+/**
+ * The stream a peek reads through (its cluster, credentials and isolation level): the one named,
+ * which must consume the topic, else the first stream that consumes it. A topic no stream consumes
+ * is refused, even when the credentials could read it.
+ */
 export function streamForTopic(config: DeploymentConfig, topic: string, id: string | undefined): StreamConfig {
-  if (id !== undefined) return resolveStream(config, id);
-  const reading = config.streams.filter((s) => topicMatcher(s)(topic));
-  if (reading.length > 0) return reading[0] as StreamConfig;
-  const clusters = new Set(config.streams.map((s) => JSON.stringify(s.kafka)));
-  if (clusters.size === 1) return config.streams[0] as StreamConfig;
-  throw new ValidationError(`no stream reads topic ${topic} and the streams use different clusters: name one with --stream`);
+  if (id !== undefined) {
+    const stream = resolveStream(config, id);
+    requirePeekTopic(stream, topic);
+    return stream;
+  }
+  const reading = config.streams.find((s) => topicMatcher(s)(topic));
+  if (reading) return reading;
+  const subscriptions = config.streams.map((s) => `${s.id}: ${describeSubscription(s)}`).join('; ');
+  throw new ValidationError(`no stream consumes topic ${topic} (${subscriptions}): peek reads only the streams' own topics`);
 }
 
 /** Up to `count` records from `offset`; nothing is committed anywhere. */
@@ -34,20 +41,34 @@ export async function peekRecords(ctx: OpsContext, req: PeekRequest): Promise<Pe
   return { stream: stream.id, topic: req.topic, partition: req.partition, earliest, latest, records };
 }
 
-/** One JSON object per record and line: offset, key, value, headers, timestamp (and the encodings used). */
+/**
+ * One JSON object per record and line, lossless: offset, timestamp and its type, key and value
+ * each with its encoding (`utf8` or `base64`; null stays null with a null encoding), headers as an
+ * ordered array of `{key, value, valueEncoding}`.
+ */
 export function peekJsonLines(res: PeekResult): string[] {
   return res.records.map((r) =>
-    JSON.stringify({ offset: r.offset, key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp, keyEncoding: r.keyEncoding, valueEncoding: r.valueEncoding }),
+    JSON.stringify({
+      offset: r.offset,
+      timestamp: r.timestamp,
+      timestampType: r.timestampType,
+      key: r.key,
+      keyEncoding: r.keyEncoding,
+      value: r.value,
+      valueEncoding: r.valueEncoding,
+      headers: r.headers,
+    }),
   );
 }
 
-/** The records as a table (values cut at 80 characters). */
+/** The records as a table (values cut at 80 characters; headers as `name=value`, base64 values marked). */
 export function renderPeek(res: PeekResult): string {
-  const cut = (s: string | null, enc: string) => (s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`);
+  const cut = (s: string | null, enc: string | null) => (s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`);
+  const headersText = (r: PeekedRecord) => (r.headers.length ? r.headers.map((h) => `${h.key}=${cut(h.value, h.valueEncoding)}`).join(', ') : '-');
   const head = `${res.topic}/${res.partition}: offsets [${res.earliest}, ${res.latest}), ${res.records.length} record(s) shown (nothing committed)`;
   if (!res.records.length) return `${head}\n(no records at or after this offset)`;
   return `${head}\n\n${table(
     ['offset', 'timestamp', 'key', 'value', 'headers'],
-    res.records.map((r) => [r.offset, isoTime(r.timestamp), cut(r.key, r.keyEncoding), cut(r.value, r.valueEncoding), Object.keys(r.headers).length ? JSON.stringify(r.headers) : '-']),
+    res.records.map((r) => [r.offset, isoTime(r.timestamp), cut(r.key, r.keyEncoding), cut(r.value, r.valueEncoding), headersText(r)]),
   )}`;
 }

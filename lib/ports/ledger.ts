@@ -6,6 +6,7 @@
  * `'fenced'`), never thrown: the caller re-reads and decides, like the KCL's lease table.
  */
 import type { PidState } from '../offsets/pid';
+import type { TimestampType } from './range-reader';
 
 export type StreamMeta = {
   stream: string;
@@ -131,6 +132,9 @@ export type SinkWrite =
 
 export type SinkCondition = { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
 
+/** A record header as a dead letter stores it: its value as base64, null kept as null. */
+export type DeadLetterHeader = { key: string; valueBase64: string | null };
+
 /** A record the handler kept rejecting, stored with its error instead of stalling the partition. */
 export type DeadLetter = {
   stream: string;
@@ -138,12 +142,18 @@ export type DeadLetter = {
   partition: number;
   offset: number;
   timestampMs: number;
+  /** Absent on dead letters stored before it was recorded (read them as CreateTime). */
+  timestampType?: TimestampType;
   /** Base64 of key and value; values over the item limit are cut and flagged. */
   keyBase64: string | null;
   valueBase64: string | null;
   valueBytes: number;
+  /** Key, value or headers were cut to fit the item limit (the full record is in Kafka while retention keeps it). */
   truncated: boolean;
-  headers: Record<string, string>;
+  /** The record's headers in write order (repeated names, null values kept), or the leading ones that fit. */
+  headers: DeadLetterHeader[];
+  /** How many trailing headers were left out to fit the item limit (absent when none). */
+  headersDropped?: number;
   error: string;
   attempts: number;
   rangeFrom: number;

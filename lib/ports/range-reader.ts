@@ -5,17 +5,27 @@
  */
 import type { IsolationLevel } from './kafka-metadata';
 
-export type RecordHeaders = Record<string, Buffer | Buffer[] | undefined>;
+/** One record header as written: names may repeat, a value may be null (Kafka allows both). */
+export type RecordHeader = { key: string; value: Buffer | null };
+
+/** What the record's timestamp means: set by the producer, or by the broker on append (topic config). */
+export type TimestampType = 'CreateTime' | 'LogAppendTime';
 
 export type KafkaRecord = {
   topic: string;
   partition: number;
   offset: number;
-  /** Milliseconds since the epoch (create time or log-append time, as the topic records it). */
+  /** Milliseconds since the epoch, of the kind `timestampType` says. */
   timestampMs: number;
+  timestampType: TimestampType;
   key: Buffer | null;
   value: Buffer | null;
-  headers: RecordHeaders;
+  /**
+   * Every header in write order, exactly as the producer wrote it (repeated names and null values
+   * kept), as Java's `ConsumerRecord.headers()` iterates them. Shared and frozen when empty: do not
+   * mutate. Look-ups by name: `lastHeader`, `headerValues`, `headerMap`.
+   */
+  headers: readonly RecordHeader[];
 };
 
 export type RecordChunk = {
@@ -55,3 +65,33 @@ export type RangeReader = {
   requestCount(): number;
   close(): Promise<void>;
 };
+
+/**
+ * The value of the last header named `key` (Java's `Headers.lastHeader`): `null` when that header's
+ * value is null, `undefined` when there is no such header.
+ */
+export function lastHeader(headers: readonly RecordHeader[], key: string): Buffer | null | undefined {
+  for (let i = headers.length - 1; i >= 0; i--) if (headers[i]!.key === key) return headers[i]!.value;
+  return undefined;
+}
+
+/** The values of every header named `key`, in write order (Java's `Headers.headers(key)`). */
+export function headerValues(headers: readonly RecordHeader[], key: string): Array<Buffer | null> {
+  const out: Array<Buffer | null> = [];
+  for (const h of headers) if (h.key === key) out.push(h.value);
+  return out;
+}
+
+/**
+ * The headers grouped by name (a `Map`, so names such as `__proto__` or `constructor` are plain
+ * keys), each name's values in write order; the order across names is lost: use `headers` for that.
+ */
+export function headerMap(headers: readonly RecordHeader[]): Map<string, Array<Buffer | null>> {
+  const out = new Map<string, Array<Buffer | null>>();
+  for (const h of headers) {
+    const values = out.get(h.key);
+    if (values) values.push(h.value);
+    else out.set(h.key, [h.value]);
+  }
+  return out;
+}

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
 import type { RangePayload } from '../ranges';
+import { requirePeekTopic } from './peek';
 
 const offset = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const rangeSchema = z
@@ -45,7 +46,9 @@ export function parseProcessorPayload(event: unknown, config: DeploymentConfig):
     const res = peekSchema.safeParse(event);
     if (!res.success) fail(res.error.issues);
     const p = res.data.peek;
-    return { mode: 'peek', stream: streamOf(config, p.stream), topic: p.topic, partition: p.partition, offset: p.offset, count: p.count };
+    const stream = streamOf(config, p.stream);
+    requirePeekTopic(stream, p.topic);
+    return { mode: 'peek', stream, topic: p.topic, partition: p.partition, offset: p.offset, count: p.count };
   }
   const res = rangeSchema.safeParse(event);
   if (!res.success) fail(res.error.issues);

@@ -1,39 +1,69 @@
 /** Reads records without committing anything (processor `peek` payload, CLI `peek`). */
+import type { StreamConfig } from '../config/schema';
+import { describeSubscription, topicMatcher } from '../config/topics';
+import { ValidationError } from '../errors';
 import type { IsolationLevel } from '../ports/kafka-metadata';
-import type { KafkaRecord, RangeReader } from '../ports/range-reader';
+import type { KafkaRecord, RangeReader, TimestampType } from '../ports/range-reader';
 
+/** How a peeked byte string is written: UTF-8 text only when that round-trips exactly, else base64; null for null. */
+export type ByteEncoding = 'utf8' | 'base64';
+
+export type PeekedHeader = { key: string; value: string | null; valueEncoding: ByteEncoding | null };
+
+/** A record as lossless JSON: every byte string with its encoding, null kept, headers in write order. */
 export type PeekedRecord = {
   offset: number;
   timestamp: number;
+  timestampType: TimestampType;
   key: string | null;
+  keyEncoding: ByteEncoding | null;
   value: string | null;
-  /** How `key`/`value` are encoded: UTF-8 text when valid, else base64. */
-  keyEncoding: 'utf8' | 'base64';
-  valueEncoding: 'utf8' | 'base64';
-  headers: Record<string, string | string[]>;
+  valueEncoding: ByteEncoding | null;
+  headers: PeekedHeader[];
 };
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// fatal: invalid UTF-8 throws instead of becoming U+FFFD; ignoreBOM: a leading BOM is kept, not
+// stripped. Together, text is produced only when encoding it back gives the same bytes.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function text(b: Buffer | null): { v: string | null; enc: 'utf8' | 'base64' } {
-  if (b === null) return { v: null, enc: 'utf8' };
+/** `b` as UTF-8 text when it round-trips exactly, else as base64; null stays null. */
+export function encodeBytes(b: Buffer | null): { text: string | null; encoding: ByteEncoding | null } {
+  if (b === null) return { text: null, encoding: null };
   try {
-    return { v: utf8.decode(b), enc: 'utf8' };
+    return { text: utf8.decode(b), encoding: 'utf8' };
   } catch {
-    return { v: b.toString('base64'), enc: 'base64' };
+    return { text: b.toString('base64'), encoding: 'base64' };
   }
 }
 
-/** A record as JSON-friendly text (UTF-8 where valid, base64 otherwise). */
+/** A record as JSON-friendly text (UTF-8 where it round-trips, base64 otherwise). */
 export function toPeeked(r: KafkaRecord): PeekedRecord {
-  const k = text(r.key);
-  const v = text(r.value);
-  const headers: Record<string, string | string[]> = {};
-  for (const [name, val] of Object.entries(r.headers)) {
-    if (val === undefined) continue;
-    headers[name] = Array.isArray(val) ? val.map((x) => text(x).v ?? '') : (text(val).v ?? '');
+  const k = encodeBytes(r.key);
+  const v = encodeBytes(r.value);
+  const headers = r.headers.map((h): PeekedHeader => {
+    const e = encodeBytes(h.value);
+    return { key: h.key, value: e.text, valueEncoding: e.encoding };
+  });
+  return {
+    offset: r.offset,
+    timestamp: r.timestampMs,
+    timestampType: r.timestampType,
+    key: k.text,
+    keyEncoding: k.encoding,
+    value: v.text,
+    valueEncoding: v.encoding,
+    headers,
+  };
+}
+
+/**
+ * Refuses a peek at a topic the stream does not consume: the stream's Kafka credentials may reach
+ * other topics, and peek must not become a way to read them.
+ */
+export function requirePeekTopic(stream: StreamConfig, topic: string): void {
+  if (!topicMatcher(stream)(topic)) {
+    throw new ValidationError(`stream ${stream.id} does not consume topic ${topic} (its ${describeSubscription(stream)}): peek reads only a stream's own topics`);
   }
-  return { offset: r.offset, timestamp: r.timestampMs, key: k.v, value: v.v, keyEncoding: k.enc, valueEncoding: v.enc, headers };
 }
 
 /** Up to `count` records from `offset` (fewer at the end of the partition); never commits. */

@@ -9,7 +9,7 @@ import { AppError, ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
 import { SinkConditionError } from '../ledger/ledger.dynamodb';
 import { updateObservedRate } from '../offsets';
-import type { DeadLetter, LeasedRange, Ledger, SinkWrite } from '../ports/ledger';
+import type { DeadLetter, DeadLetterHeader, LeasedRange, Ledger, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord, RangeReader } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import type { HandlerContext, HandlerRecord, RecordsHandler } from './handler-api';
@@ -321,24 +321,22 @@ function fitsOneTransaction(writes: SinkWrite[]): boolean {
 
 /**
  * The dead-letter item for a rejected record, kept under DynamoDB's 400 KB item limit: the value,
- * key and headers are cut (in that order of priority) to fit, and `truncated` says so; the full
- * record stays readable in Kafka at its offset while retention keeps it.
+ * key and headers are cut (in that order of priority) to fit, and `truncated` says so; headers are
+ * kept whole and in order up to the first that no longer fits (`headersDropped` counts the rest).
+ * The full record stays readable in Kafka at its offset while retention keeps it.
  */
 function deadLetterOf(stream: string, rangeFrom: number, r: HandlerRecord, error: string, attempts: number, nowMs: number): DeadLetter {
   const keyBase64 = r.key ? r.key.subarray(0, MAX_DEAD_LETTER_KEY_BYTES).toString('base64') : null;
-  const headers: Record<string, string> = {};
+  const headers: DeadLetterHeader[] = [];
   let headerBudget = MAX_DEAD_LETTER_HEADER_BYTES;
-  let headersCut = false;
-  for (const [k, v] of Object.entries(r.headers)) {
-    if (v === undefined) continue;
-    const encoded = (Array.isArray(v) ? v : [v]).map((b) => b.toString('base64')).join(',');
-    if (k.length + encoded.length > headerBudget) {
-      headersCut = true;
-      continue;
-    }
-    headers[k] = encoded;
-    headerBudget -= k.length + encoded.length;
+  for (const h of r.headers) {
+    const valueBase64 = h.value === null ? null : h.value.toString('base64');
+    const bytes = Buffer.byteLength(h.key) + (valueBase64?.length ?? 0);
+    if (bytes > headerBudget) break;
+    headers.push({ key: h.key, valueBase64 });
+    headerBudget -= bytes;
   }
+  const headersDropped = r.headers.length - headers.length;
   const value = r.value;
   return {
     stream,
@@ -346,11 +344,13 @@ function deadLetterOf(stream: string, rangeFrom: number, r: HandlerRecord, error
     partition: r.partition,
     offset: r.offset,
     timestampMs: r.timestampMs,
+    timestampType: r.timestampType,
     keyBase64,
     valueBase64: value ? value.subarray(0, MAX_DEAD_LETTER_VALUE_BYTES).toString('base64') : null,
     valueBytes: value?.length ?? 0,
-    truncated: headersCut || (value !== null && value.length > MAX_DEAD_LETTER_VALUE_BYTES) || (r.key !== null && r.key.length > MAX_DEAD_LETTER_KEY_BYTES),
+    truncated: headersDropped > 0 || (value !== null && value.length > MAX_DEAD_LETTER_VALUE_BYTES) || (r.key !== null && r.key.length > MAX_DEAD_LETTER_KEY_BYTES),
     headers,
+    headersDropped: headersDropped > 0 ? headersDropped : undefined,
     error: error.slice(0, 4000),
     attempts,
     rangeFrom,

@@ -262,9 +262,19 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     const r = await plannedRange(streamName(), 10, 110);
     await take(r, 'A', 1000);
     const held = { ...r, leaseToken: 'A' };
+    // Headers exactly as written: order across repeated names, null values, names that are
+    // Object.prototype properties, an empty name; and the timestamp type.
+    const headers = [
+      { key: '__proto__', valueBase64: 'cA==' },
+      { key: 'constructor', valueBase64: null },
+      { key: 'a', valueBase64: 'MQ==' },
+      { key: 'b', valueBase64: '' },
+      { key: 'a', valueBase64: null },
+      { key: '', valueBase64: 'eA==' },
+    ];
     const dl = {
-      stream: r.stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
-      truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000,
+      stream: r.stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, timestampType: 'LogAppendTime' as const, keyBase64: null, valueBase64: 'eA==',
+      valueBytes: 1, truncated: true, headers, headersDropped: 2, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000,
     };
     expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl] })).toBe('applied');
     expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1600, leaseMs: 1000 })).toBe('lease-lost');
@@ -318,7 +328,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   }
   const deadLetterAt = (stream: string, offset: number) => ({
     stream, topic: 't', partition: 0, offset, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
-    truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000,
+    truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000,
   });
   const operatorLease = async (stream: string, nowMs = 50_000) => {
     const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'operator', nowMs, leaseMs: 60_000 });

@@ -134,12 +134,25 @@ describe('operations CLI on the real broker and emulator', () => {
     const res = await cli(['peek', topic, '0', '15', '--count', '3', '--json']);
     expect(res.code).toBe(0);
     const lines = res.out.trim().split('\n').map((l) => JSON.parse(l));
-    expect(lines[0]).toMatchObject({ offset: 15, key: 'acct-bad', value: 'not json', headers: { trace: 'abc' }, valueEncoding: 'utf8' });
+    expect(lines[0]).toMatchObject({ offset: 15, key: 'acct-bad', value: 'not json', headers: [{ key: 'trace', value: 'abc', valueEncoding: 'utf8' }], valueEncoding: 'utf8' });
     expect(lines[0].timestamp).toBeGreaterThanOrEqual(t0 - 1000);
     expect(lines[1]).toMatchObject({ offset: 16, value: BINARY.toString('base64'), valueEncoding: 'base64' });
     expect(lines[2]).toMatchObject({ offset: 17, key: 'acct-0' });
     expect(await ctx.ledger.readPartitions(id)).toEqual(before);
     expect((await cli(['peek', topic, '0', '999', '--json'])).out).toBe('');
+  });
+
+  it('peek refuses a topic outside the stream, though the credentials can read it', async () => {
+    const unrelated = `${id}-cards`;
+    await createTopicsReady(admin, [{ topic: unrelated }]);
+    await producer.send({ topic: unrelated, messages: [{ value: '4111111111111111' }] });
+    for (const argv of [['peek', unrelated, '0', '0', '--json'], ['peek', unrelated, '0', '0', '--stream', id]]) {
+      const res = await cli(argv);
+      expect(res.code).toBe(2);
+      expect(res.out).toBe('');
+      expect(res.err).toMatch(new RegExp(`topic ${unrelated} .*topics ${topic}\\).*peek reads only`));
+      expect(res.err).not.toMatch(/4111/);
+    }
   });
 
   it('dead letters: listed, re-driven once with the fixed handler, never twice', async () => {

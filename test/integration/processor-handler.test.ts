@@ -55,6 +55,7 @@ describe('processor handler', () => {
     [{ stream: 'nope', topic, partition: 0, from: 0, until: 2 }, /unknown stream nope/],
     [{ stream: id, topic, partition: 0, from: 0, until: 2, extra: 1 }, /Unrecognized key: "extra"/],
     [{ peek: { topic, partition: 0 } }, /peek.offset/],
+    [{ peek: { topic: `${id}-other`, partition: 0, offset: 0 } }, /stream .* does not consume topic .*-other \(its topics .*\): peek reads only/],
   ])('rejects %j with a clear error and changes nothing', async (payload, message) => {
     await expect(handler(payload, context)).rejects.toThrow(message);
     expect(await createDynamoLedger({ client: ddb, tableName }).readOpenRanges(id)).toEqual([]);
@@ -63,7 +64,7 @@ describe('processor handler', () => {
   it('peeks records as UTF-8 or base64 without committing anything', async () => {
     const res = (await handler({ peek: { topic, partition: 0, offset: 0, count: 2 } }, context)) as { records: Array<Record<string, unknown>> };
     expect(res.records).toEqual([
-      expect.objectContaining({ offset: 0, key: 'a', value: '{"amount":5}', valueEncoding: 'utf8', headers: { source: 'test' } }),
+      expect.objectContaining({ offset: 0, key: 'a', value: '{"amount":5}', valueEncoding: 'utf8', headers: [{ key: 'source', value: 'test', valueEncoding: 'utf8' }] }),
       expect.objectContaining({ offset: 1, key: 'b', value: Buffer.from([0xff, 0xfe, 0x00]).toString('base64'), valueEncoding: 'base64' }),
     ]);
     expect(await createDynamoLedger({ client: ddb, tableName }).readPartitions(id)).toEqual([]);

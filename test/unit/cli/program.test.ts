@@ -63,7 +63,7 @@ function fakes(streams = ['s1']) {
       dryRun: false,
       nowMs: NOW - 10_000,
     });
-  return { config, kafka, ledger, contextFor, loadConfig, run, plan, out: () => out.join(''), err: () => err.join('') };
+  return { config, kafka, ledger, reader, contextFor, loadConfig, run, plan, out: () => out.join(''), err: () => err.join('') };
 }
 
 describe('CLI argument validation', () => {
@@ -196,10 +196,24 @@ describe('CLI on in-memory fakes', () => {
     expect(await t.run('peek', 'orders', '0', '28', '--count', '5', '--json')).toBe(0);
     const lines = t.out().trim().split('\n').map((l) => JSON.parse(l));
     expect(lines).toEqual([
-      expect.objectContaining({ offset: 28, key: 'k1', value: '{"amount":28}', headers: {}, timestamp: 1028 }),
+      expect.objectContaining({ offset: 28, key: 'k1', value: '{"amount":28}', headers: [], timestamp: 1028, timestampType: 'CreateTime' }),
       expect.objectContaining({ offset: 29, key: 'k2', value: '{"amount":29}' }),
     ]);
     expect(t.ledger.requestCount()).toBe(0);
+  });
+
+  it('peek refuses a topic the stream does not consume (named or not), exits 2, reads nothing', async () => {
+    const t = fakes();
+    t.kafka.createTopic('cards', 1);
+    t.kafka.produce('cards', 0, 1);
+    const read = jest.spyOn(t.reader, 'read');
+    expect(await t.run('peek', 'cards', '0', '0', '--json')).toBe(2);
+    expect(t.err()).toMatch(/error: no stream consumes topic cards \(s1: topics orders\): peek reads only the streams' own topics/);
+    expect(await t.run('peek', 'cards', '0', '0', '--stream', 's1')).toBe(2);
+    expect(t.err()).toMatch(/error: stream s1 does not consume topic cards \(its topics orders\)/);
+    expect(await t.run('peek', '__consumer_offsets', '0', '0', '--stream', 's1')).toBe(2);
+    expect(t.out()).toBe('');
+    expect(read).not.toHaveBeenCalled();
   });
 
   it('plan --dry-run reports the ranges the next run would plan and writes nothing', async () => {

@@ -5,7 +5,9 @@ import { StoreError } from '../../../lib/errors';
 import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import type { SinkWrite } from '../../../lib/ports/ledger';
-import type { RecordsHandler } from '../../../lib/processor/handler-api';
+import { redriveDeadLetters } from '../../../lib/ops/dead-letters';
+import type { OpsContext } from '../../../lib/ops/context';
+import type { HandlerRecord, RecordsHandler } from '../../../lib/processor/handler-api';
 import { processRange, type ProcessorDeps } from '../../../lib/processor/process-range';
 
 const T = 'payments';
@@ -227,3 +229,59 @@ async function setupWith(t: Awaited<ReturnType<typeof setup>>, until: number) {
   t.ledger.store('s').partitions.get(`${T}/0`)!.nextFrom = until;
   return { ...t, range: { ...t.range, until }, run: (extra: Partial<ProcessorDeps> = {}) => processRange({ ...t.deps, ...extra }, { stream: t.stream, range: { ...t.range, until }, deadlineAtMs: t.now() + 600_000 }) };
 }
+
+describe('dead letters keep headers exactly', () => {
+  const hostile = [
+    { key: 'constructor', value: Buffer.from('c') },
+    { key: '__proto__', value: Buffer.from('p') },
+    { key: 'a', value: Buffer.from('a1') },
+    { key: 'b', value: null },
+    { key: 'a', value: Buffer.from('a2') },
+    { key: 'd', value: Buffer.from('d1') },
+    { key: 'd', value: null },
+    { key: '', value: Buffer.alloc(0) },
+    { key: 'bin', value: Buffer.from([0xff, 0x00]) },
+  ];
+
+  it('stores headers in order with nulls and the timestamp type, and a re-drive from the stored copy hands the handler the same record', async () => {
+    const t = await setup({ records: 2, stream: { maxAttempts: 1 } });
+    t.reader.append(T, 0, [{ key: 'acct-x', value: 'not json', headers: hostile, timestampType: 'LogAppendTime' }]);
+    expect(await (await setupWith(t, 3)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
+    const [dl] = t.ledger.store('s').deadLetters;
+    expect(dl).toMatchObject({ offset: 2, timestampType: 'LogAppendTime', truncated: false, headersDropped: undefined });
+    expect(dl!.headers).toEqual(hostile.map((h) => ({ key: h.key, valueBase64: h.value === null ? null : h.value.toString('base64') })));
+
+    // Retention removed it from Kafka: the re-drive uses the stored copy, which must be the same record.
+    t.reader.deletePartition(T, 0);
+    const seen: HandlerRecord[] = [];
+    const handler: RecordsHandler = { mode: 'at-least-once', handle: (records) => void seen.push(...records) };
+    const ctx = { ledger: t.ledger, readerFor: async () => t.reader, handlerFor: () => handler } as unknown as OpsContext;
+    expect(await redriveDeadLetters(ctx, t.stream, { all: true, nowMs: () => 50_000 })).toEqual([{ id: `${T}/0/2`, outcome: 'redriven', source: 'stored' }]);
+    expect(seen).toEqual([
+      {
+        topic: T, partition: 0, offset: 2, timestampMs: 1_002, timestampType: 'LogAppendTime', key: Buffer.from('acct-x'), value: Buffer.from('not json'),
+        headers: hostile, idempotencyKey: `${T}/0/2`,
+      },
+    ]);
+  });
+
+  it('cuts whole headers in write order when they exceed the item budget, and records how many it dropped', async () => {
+    const t = await setup({ records: 1, stream: { maxAttempts: 1 } });
+    const headers = [
+      { key: 'first', value: Buffer.from('kept') },
+      { key: 'big', value: Buffer.alloc(60 * 1024, 1) },
+      { key: 'small-after-big', value: Buffer.from('x') },
+      { key: 'last', value: null },
+    ];
+    t.reader.append(T, 0, [{ key: 'acct-x', value: 'not json', headers }]);
+    expect(await (await setupWith(t, 2)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
+    const [dl] = t.ledger.store('s').deadLetters;
+    expect(dl).toMatchObject({ truncated: true, headersDropped: 3, headers: [{ key: 'first', valueBase64: Buffer.from('kept').toString('base64') }] });
+    // A truncated copy is never re-driven as if it were the record.
+    t.reader.deletePartition(T, 0);
+    const ctx = { ledger: t.ledger, readerFor: async () => t.reader, handlerFor: () => runningTotals } as unknown as OpsContext;
+    expect(await redriveDeadLetters(ctx, t.stream, { all: true, nowMs: () => 50_000 })).toEqual([
+      expect.objectContaining({ outcome: 'failed', error: expect.stringMatching(/stored copy is truncated/) }),
+    ]);
+  });
+});

@@ -2,7 +2,8 @@
 import type { AbortedTransaction } from '../../../lib/kafka/aborted';
 import { PartitionNotFoundError } from '../../../lib/kafka/errors';
 import type { FetchPartitionRequest } from '../../../lib/kafka/cluster.kafkajs';
-import type { DecodedRecord, FetchedBatch, FetchResponse } from '../../../lib/kafka/fetch-response';
+import type { FetchedBatch, FetchResponse } from '../../../lib/kafka/fetch-response';
+import type { KafkaRecord } from '../../../lib/ports/range-reader';
 import type { FetchTransport } from '../../../lib/kafka/range-reader.kafkajs';
 import type { Clock } from '../../../lib/kafka/retry';
 
@@ -18,12 +19,15 @@ export type BatchSpec = {
   sizeBytes?: number;
 };
 
-export const record = (offset: number): DecodedRecord => ({
-  offset: String(offset),
-  timestamp: String(1_700_000_000_000 + offset),
+export const record = (offset: number): KafkaRecord => ({
+  topic: 't',
+  partition: 0,
+  offset,
+  timestampMs: 1_700_000_000_000 + offset,
+  timestampType: 'CreateTime',
   key: null,
   value: Buffer.from(`v${offset}`),
-  headers: {},
+  headers: [],
 });
 
 export function batch(spec: BatchSpec, onDecode?: (n: number) => void): FetchedBatch {

@@ -29,13 +29,13 @@ describe('decodeFetchResponseV11', () => {
     expect(p!.batches.reduce((n, b) => n + b.sizeBytes, 0)).toBe(records.length);
     const first = await p!.batches[0]!.records();
     expect(first.map((r) => [r.offset, r.key?.toString() ?? null, r.value?.toString() ?? null])).toEqual([
-      ['10', 'a', 'A'],
-      ['14', 'b', null],
+      [10, 'a', 'A'],
+      [14, 'b', null],
     ]);
     expect(await p!.batches[1]!.records()).toEqual([]);
     const [z] = await p!.batches[2]!.records();
     expect(z!.value!.toString()).toBe('z');
-    expect((z!.headers.h as Buffer[]).map(String)).toEqual(['1', '2']);
+    expect(z!.headers.map((h) => [h.key, String(h.value)])).toEqual([['h', '1'], ['h', '2']]);
   });
 
   it('reads transactional, control and aborted-transaction fields', async () => {
@@ -67,21 +67,21 @@ describe('decodeFetchResponseV11', () => {
     const good = await batchBytes({ base: 0, records: [{ delta: 0, value: 'hello' }] });
     const bad = Buffer.from(good);
     bad[bad.length - 3]! ^= 0xff;
-    expect(() => decodeRecordBatches(bad, 't/0')).toThrow(/CRC/);
-    expect(decodeRecordBatches(bad, 't/0', { checkCrcs: false })).toHaveLength(1);
+    expect(() => decodeRecordBatches(bad, { topic: 't', partition: 0 })).toThrow(/CRC/);
+    expect(decodeRecordBatches(bad, { topic: 't', partition: 0 }, { checkCrcs: false })).toHaveLength(1);
 
     const huge = await batchBytes({ base: 2n ** 53n, records: [{ delta: 0, value: 'x' }] });
-    expect(() => decodeRecordBatches(huge, 't/0')).toThrow(KafkaError);
-    expect(() => decodeRecordBatches(huge, 't/0')).toThrow(/MAX_SAFE_INTEGER/);
+    expect(() => decodeRecordBatches(huge, { topic: 't', partition: 0 })).toThrow(KafkaError);
+    expect(() => decodeRecordBatches(huge, { topic: 't', partition: 0 })).toThrow(/MAX_SAFE_INTEGER/);
     const last = await batchBytes({ base: Number.MAX_SAFE_INTEGER - 1, records: [{ delta: 0, value: 'x' }, { delta: 1, value: 'y' }] });
-    expect(decodeRecordBatches(last, 't/0')[0]!.lastOffset).toBe(Number.MAX_SAFE_INTEGER);
+    expect(decodeRecordBatches(last, { topic: 't', partition: 0 })[0]!.lastOffset).toBe(Number.MAX_SAFE_INTEGER);
     const over = await batchBytes({ base: Number.MAX_SAFE_INTEGER, records: [{ delta: 0, value: 'x' }, { delta: 1, value: 'y' }] });
-    expect(() => decodeRecordBatches(over, 't/0')).toThrow(/MAX_SAFE_INTEGER/);
+    expect(() => decodeRecordBatches(over, { topic: 't', partition: 0 })).toThrow(/MAX_SAFE_INTEGER/);
   });
 
   it('rejects the pre-0.11 message formats with a clear error', async () => {
     const batch = await batchBytes({ base: 0, records: [{ delta: 0, value: 'x' }] });
     batch.writeInt8(1, 16); // magic 1
-    expect(() => decodeRecordBatches(batch, 't/0', { checkCrcs: false })).toThrow(/message format v1/);
+    expect(() => decodeRecordBatches(batch, { topic: 't', partition: 0 }, { checkCrcs: false })).toThrow(/message format v1/);
   });
 });

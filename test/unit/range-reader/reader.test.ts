@@ -3,7 +3,7 @@ import { TimeoutError, ValidationError } from '../../../lib/errors';
 import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/kafka/errors';
 import { createRangeReader, isRetriableFetchError, type RangeReaderOptions } from '../../../lib/kafka/range-reader.kafkajs';
 import type { RangeReader, ReadRequest, RecordChunk } from '../../../lib/ports/range-reader';
-import { batch, FakeClock, FakeLog } from './fake-log';
+import { batch, FakeClock, FakeLog, record } from './fake-log';
 
 const NOT_LEADER_OR_FOLLOWER = 6;
 const LEADER_NOT_AVAILABLE = 5;
@@ -39,9 +39,10 @@ describe('createRangeReader: exact ranges', () => {
       partition: 0,
       offset: 5,
       timestampMs: 1_700_000_000_005,
+      timestampType: 'CreateTime',
       key: null,
       value: Buffer.from('v5'),
-      headers: {},
+      headers: [],
     });
   });
 
@@ -108,7 +109,7 @@ describe('createRangeReader: exact ranges', () => {
         const b = batch({ base, offsets: [], last: base + perBatch - 1, sizeBytes: 20_000 });
         const records = async () => {
           decoded += perBatch;
-          return range(base, base + perBatch).map((o) => ({ offset: String(o), timestamp: '0', key: null, value: null, headers: {} }));
+          return range(base, base + perBatch).map((o) => ({ ...record(o), value: null }));
         };
         batches.push({ ...b, recordCount: perBatch, records });
         bytes += 20_000;

@@ -1,0 +1,172 @@
+/*
+ * Kafka's own Java client as a test oracle, driven by JSON lines (run through test/support/java.ts).
+ *
+ *   produce --bootstrap HOST:PORT [--topic T] [--compression none|gzip|snappy|lz4|zstd] [--prop k=v]...
+ *     reads one record per stdin line and sends it with KafkaProducer, then flushes:
+ *     {"topic"?, "partition"?, "compression"?, "timestampMs"?, "key"? | "keyBase64"?, "value"? | "valueBase64"?,
+ *      "headers"?: [{"key", "value"? | "valueBase64"?}]}   (a missing or null key/value/header value is null)
+ *     A line's "compression" picks a producer of its own (one per codec), so one run writes every codec.
+ *     Prints {"sent": n} on stdout once every record is acknowledged.
+ *
+ *   consume --bootstrap HOST:PORT --assign TOPIC:PARTITION:FROM:UNTIL... [--isolation read_committed|read_uncommitted]
+ *     reads [FROM, UNTIL) of each partition with KafkaConsumer (assign + seek, no group) and prints one line per record:
+ *     {"topic", "partition", "offset", "timestampMs", "timestampType", "keyBase64", "valueBase64",
+ *      "headers": [{"key", "valueBase64"}]}   (null stays null)
+ */
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Future;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class RecordTool {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  public static void main(String[] args) throws Exception {
+    if (args.length == 0) throw new IllegalArgumentException("usage: RecordTool produce|consume --bootstrap HOST:PORT ...");
+    Map<String, List<String>> opts = options(args);
+    String bootstrap = one(opts, "bootstrap", null);
+    if (bootstrap == null) throw new IllegalArgumentException("--bootstrap is required");
+    PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    switch (args[0]) {
+      case "produce" -> produce(opts, bootstrap, out);
+      case "consume" -> consume(opts, bootstrap, out);
+      default -> throw new IllegalArgumentException("unknown command " + args[0] + ": produce or consume");
+    }
+    out.flush();
+  }
+
+  private static Map<String, List<String>> options(String[] args) {
+    Map<String, List<String>> opts = new HashMap<>();
+    for (int i = 1; i < args.length; i += 2) {
+      if (!args[i].startsWith("--") || i + 1 >= args.length) throw new IllegalArgumentException("expected --name value at " + args[i]);
+      opts.computeIfAbsent(args[i].substring(2), k -> new ArrayList<>()).add(args[i + 1]);
+    }
+    return opts;
+  }
+
+  private static String one(Map<String, List<String>> opts, String name, String fallback) {
+    List<String> v = opts.get(name);
+    return v == null ? fallback : v.get(v.size() - 1);
+  }
+
+  private static void produce(Map<String, List<String>> opts, String bootstrap, PrintStream out) throws Exception {
+    Properties base = new Properties();
+    base.put("bootstrap.servers", bootstrap);
+    base.put("key.serializer", ByteArraySerializer.class.getName());
+    base.put("value.serializer", ByteArraySerializer.class.getName());
+    base.put("acks", "all");
+    base.put("linger.ms", "50");
+    for (String kv : opts.getOrDefault("prop", List.of())) {
+      int eq = kv.indexOf('=');
+      if (eq < 1) throw new IllegalArgumentException("--prop expects key=value, not " + kv);
+      base.put(kv.substring(0, eq), kv.substring(eq + 1));
+    }
+    String defaultTopic = one(opts, "topic", null);
+    String defaultCompression = one(opts, "compression", "none");
+    Map<String, KafkaProducer<byte[], byte[]>> producers = new HashMap<>();
+    List<Future<RecordMetadata>> sent = new ArrayList<>();
+    try {
+      BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+      for (String line = in.readLine(); line != null; line = in.readLine()) {
+        if (line.isBlank()) continue;
+        JsonNode r = JSON.readTree(line);
+        String topic = r.hasNonNull("topic") ? r.get("topic").asText() : defaultTopic;
+        if (topic == null) throw new IllegalArgumentException("no topic: give --topic or a \"topic\" field");
+        String compression = r.hasNonNull("compression") ? r.get("compression").asText() : defaultCompression;
+        KafkaProducer<byte[], byte[]> producer = producers.computeIfAbsent(compression, c -> {
+          Properties p = new Properties();
+          p.putAll(base);
+          p.put("compression.type", c);
+          return new KafkaProducer<>(p);
+        });
+        List<Header> headers = new ArrayList<>();
+        for (JsonNode h : r.path("headers")) headers.add(new RecordHeader(h.get("key").asText(), bytes(h, "value")));
+        Integer partition = r.hasNonNull("partition") ? r.get("partition").asInt() : null;
+        Long timestamp = r.hasNonNull("timestampMs") ? r.get("timestampMs").asLong() : null;
+        sent.add(producer.send(new ProducerRecord<>(topic, partition, timestamp, bytes(r, "key"), bytes(r, "value"), headers)));
+      }
+      for (KafkaProducer<byte[], byte[]> p : producers.values()) p.flush();
+      for (Future<RecordMetadata> f : sent) f.get();
+    } finally {
+      for (KafkaProducer<byte[], byte[]> p : producers.values()) p.close();
+    }
+    out.println("{\"sent\":" + sent.size() + "}");
+  }
+
+  /** `name` as UTF-8 text, or `nameBase64` as bytes; null when both are missing or null. */
+  private static byte[] bytes(JsonNode node, String name) {
+    if (node.hasNonNull(name + "Base64")) return Base64.getDecoder().decode(node.get(name + "Base64").asText());
+    if (node.hasNonNull(name)) return node.get(name).asText().getBytes(StandardCharsets.UTF_8);
+    return null;
+  }
+
+  private static String base64(byte[] b) {
+    return b == null ? null : Base64.getEncoder().encodeToString(b);
+  }
+
+  private static void consume(Map<String, List<String>> opts, String bootstrap, PrintStream out) throws Exception {
+    Properties p = new Properties();
+    p.put("bootstrap.servers", bootstrap);
+    p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+    p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+    p.put("enable.auto.commit", "false");
+    p.put("isolation.level", one(opts, "isolation", "read_uncommitted"));
+    Map<TopicPartition, long[]> ranges = new HashMap<>();
+    for (String spec : opts.getOrDefault("assign", List.of())) {
+      String[] parts = spec.split(":");
+      if (parts.length != 4) throw new IllegalArgumentException("--assign expects TOPIC:PARTITION:FROM:UNTIL, not " + spec);
+      ranges.put(new TopicPartition(parts[0], Integer.parseInt(parts[1])), new long[] {Long.parseLong(parts[2]), Long.parseLong(parts[3])});
+    }
+    if (ranges.isEmpty()) throw new IllegalArgumentException("--assign is required");
+    long deadline = System.currentTimeMillis() + Long.parseLong(one(opts, "timeout-ms", "30000"));
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+      consumer.assign(ranges.keySet());
+      ranges.forEach((tp, r) -> consumer.seek(tp, r[0]));
+      while (!ranges.isEmpty()) {
+        if (System.currentTimeMillis() > deadline) throw new IllegalStateException("timed out; unfinished: " + ranges.keySet());
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+          long[] range = ranges.get(new TopicPartition(r.topic(), r.partition()));
+          if (range == null || r.offset() < range[0] || r.offset() >= range[1]) continue;
+          out.println(JSON.writeValueAsString(toJson(r)));
+        }
+        ranges.entrySet().removeIf(e -> consumer.position(e.getKey()) >= e.getValue()[1]);
+      }
+    }
+  }
+
+  private static ObjectNode toJson(ConsumerRecord<byte[], byte[]> r) {
+    ObjectNode o = JSON.createObjectNode();
+    o.put("topic", r.topic());
+    o.put("partition", r.partition());
+    o.put("offset", r.offset());
+    o.put("timestampMs", r.timestamp());
+    o.put("timestampType", r.timestampType().name);
+    o.put("keyBase64", base64(r.key()));
+    o.put("valueBase64", base64(r.value()));
+    ArrayNode headers = o.putArray("headers");
+    for (Header h : r.headers()) headers.addObject().put("key", h.key()).put("valueBase64", base64(h.value()));
+    return o;
+  }
+}
