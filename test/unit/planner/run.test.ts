@@ -291,6 +291,48 @@ describe('planner run', () => {
     expect(t.dispatcher.dispatched).toContainEqual({ stream: 's1', topic: 'orders-b', partition: 0, from: 0, until: 6 });
   });
 
+  it.each(['LEADER_NOT_AVAILABLE', 'UNKNOWN_TOPIC_OR_PARTITION'] as const)(
+    'a matching topic created a moment ago (%s) is reported not ready and planned next run, even when it is the only one',
+    async (type) => {
+      const t = setup();
+      t.kafka.createTopic('orders', 2);
+      t.kafka.produce('orders', 0, 4);
+      t.kafka.notReady('orders', type);
+      const first = await t.run();
+      expect(first).toMatchObject({ status: 'planned', registered: 0, rangesPlanned: 0 });
+      expect(first.partitions).toEqual([
+        expect.objectContaining({ topic: 'orders', partition: 0, status: 'new', action: 'no-offsets', note: expect.stringMatching(/offsets unavailable this run/) }),
+        expect.objectContaining({ topic: 'orders', partition: 1, status: 'new', action: 'no-offsets' }),
+      ]);
+      expect(t.ledger.store('s1').partitions.size).toBe(0);
+      t.kafka.notReady('orders', false);
+      const second = await t.run();
+      expect(second).toMatchObject({ status: 'planned', registered: 2, rangesPlanned: 1 });
+      expect(t.dispatcher.dispatched).toEqual([{ stream: 's1', topic: 'orders', partition: 0, from: 0, until: 4 }]);
+    },
+  );
+
+  it('a known topic whose leader is moving keeps its partitions and open ranges: re-dispatch still happens', async () => {
+    const t = setup({ maxAttempts: 5 });
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 4);
+    await t.run();
+    const r = [...t.ledger.store('s1').ranges.values()][0]!;
+    r.status = 'failed';
+    r.attempts = 1;
+    t.kafka.notReady('orders');
+    const rep = await t.run();
+    expect(rep).toMatchObject({ status: 'planned', retired: 0, redispatched: 1 });
+    expect(t.ledger.store('s1').partitions.get('orders/0')).toMatchObject({ status: 'active' });
+  });
+
+  it('still fails the run when every topic fails for another reason (brokers unreachable)', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders', 1);
+    t.kafka.failOffsetsFor('orders');
+    await expect(t.run()).rejects.toThrow(/NOT_LEADER_OR_FOLLOWER/);
+  });
+
   it('runPlanner reports a failing stream without stopping the others', async () => {
     const t = setup();
     t.kafka.createTopic('orders', 1);
