@@ -109,6 +109,29 @@ describe('planner run', () => {
     expect(again.partitions.map((p) => p.action)).toEqual(['inactive', 'inactive']);
   });
 
+  it('does not retire a partition registered a moment ago that one run\'s metadata lacks (a broker not caught up yet)', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 3);
+    const first = await t.run();
+    expect(first.registered).toBe(1);
+    // The next run asks a broker that has not applied the new topic's metadata yet.
+    t.kafka.deleteTopic('orders');
+    const soon = await t.run({ at: t.now() + 1_000 });
+    expect(soon).toMatchObject({ status: 'planned', retired: 0 });
+    expect(soon.partitions).toEqual([expect.objectContaining({ topic: 'orders', action: 'no-offsets', note: expect.stringMatching(/a moment after registration/) })]);
+    expect(t.ledger.store('s1').partitions.get('orders/0')).toMatchObject({ status: 'active' });
+    // Back in the next answer: carries on.
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 3);
+    t.finishAll();
+    t.kafka.produce('orders', 0, 2);
+    expect(await t.run({ at: t.now() + 1_000 })).toMatchObject({ retired: 0, rangesPlanned: 1 });
+    // Still missing once the grace has passed: retired.
+    t.kafka.deleteTopic('orders');
+    expect(await t.run({ at: t.now() + 5_000 })).toMatchObject({ retired: 1 });
+  });
+
   it('fails a partition visibly on data loss when failOnDataLoss is true', async () => {
     const t = setup({ failOnDataLoss: true });
     t.kafka.createTopic('orders', 1);
