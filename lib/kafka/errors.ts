@@ -91,3 +91,36 @@ export class PartitionNotFoundError extends KafkaError {
     this.partition = details.partition;
   }
 }
+
+/**
+ * kafkajs protocol error types that describe one topic or partition not being servable yet (or for a
+ * moment): no leader elected, a leader moving, a broker whose metadata has not caught up with a topic
+ * created a moment ago. Not among them: connection, timeout, authorization and request errors, which
+ * say nothing about one topic.
+ */
+const NOT_READY_TYPES = new Set([
+  'LEADER_NOT_AVAILABLE',
+  'NOT_LEADER_FOR_PARTITION', // kafkajs's name for NOT_LEADER_OR_FOLLOWER
+  'REPLICA_NOT_AVAILABLE',
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'UNKNOWN_LEADER_EPOCH',
+  'FENCED_LEADER_EPOCH',
+  'OFFSET_NOT_AVAILABLE',
+]);
+
+/**
+ * Whether `err` says "this topic (partition) is not ready yet": the partition state a topic has the
+ * moment it is created, or while its leader moves. A planner skips such a topic for one run (and
+ * plans it on the next) instead of failing the run.
+ */
+export function isNotReadyError(err: unknown): boolean {
+  // kafkajs's retriers and our own wrap the last error (KafkaJSNumberOfRetriesExceeded,
+  // KafkaJSNonRetriableError, "gave up after n attempts"): look a few causes deep.
+  let e = asObject(err);
+  for (let depth = 0; depth < 4; depth++) {
+    if (typeof e.type === 'string' && NOT_READY_TYPES.has(e.type)) return true;
+    if (e.cause === undefined) return false;
+    e = asObject(e.cause);
+  }
+  return false;
+}

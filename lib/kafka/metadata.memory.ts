@@ -1,5 +1,6 @@
 /** In-memory KafkaMetadata for fast planner tests: topics, partitions and offsets set by the test. */
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
+import { KafkaError } from './errors';
 
 type Log = { earliest: number; latest: number; lastStable?: number; timestamps?: number[] };
 
@@ -13,12 +14,19 @@ export type MemoryKafka = KafkaMetadata & {
   truncate(topic: string, partition: number, earliest: number): void;
   /** Makes offset look-ups that include `topic` fail (a leader moving), until called with false. */
   failOffsetsFor(topic: string, failing?: boolean): void;
+  /**
+   * Makes `topic` look created a moment ago, until called with false: listed, but its offset
+   * look-ups fail the way the kafkajs adapter's do then (LEADER_NOT_AVAILABLE: no leader elected
+   * yet; UNKNOWN_TOPIC_OR_PARTITION: the answering broker has not seen the topic yet).
+   */
+  notReady(topic: string, type?: 'LEADER_NOT_AVAILABLE' | 'UNKNOWN_TOPIC_OR_PARTITION' | false): void;
 };
 
 /** Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter. */
 export function createMemoryKafka(): MemoryKafka {
   const topics = new Map<string, Log[]>();
   const failing = new Set<string>();
+  const notReady = new Map<string, 'LEADER_NOT_AVAILABLE' | 'UNKNOWN_TOPIC_OR_PARTITION'>();
   let requests = 0;
   const log = (topic: string, partition: number): Log => {
     const l = topics.get(topic)?.[partition];
@@ -39,6 +47,10 @@ export function createMemoryKafka(): MemoryKafka {
     failOffsetsFor(topic, on = true) {
       if (on) failing.add(topic);
       else failing.delete(topic);
+    },
+    notReady(topic, type = 'LEADER_NOT_AVAILABLE') {
+      if (type) notReady.set(topic, type);
+      else notReady.delete(topic);
     },
     deleteTopic(topic) {
       topics.delete(topic);
@@ -62,6 +74,12 @@ export function createMemoryKafka(): MemoryKafka {
       requests += 2;
       const bad = parts.find((t) => failing.has(t.topic));
       if (bad) throw new Error(`NOT_LEADER_OR_FOLLOWER for ${bad.topic}`);
+      const young = parts.find((t) => notReady.has(t.topic));
+      const type = young && notReady.get(young.topic);
+      if (young && type === 'LEADER_NOT_AVAILABLE') {
+        throw new KafkaError(`partition ${young.topic}/${young.partitions[0] ?? 0} has no leader`, { type, retriable: true });
+      }
+      if (young && type) throw new KafkaError(`topic ${young.topic} does not exist`, { type });
       return parts.flatMap((t) =>
         t.partitions.map((partition) => {
           const l = log(t.topic, partition);

@@ -26,7 +26,9 @@
  * - Retriable failures (leader moved, broker restarting, connection lost, request timed out)
  *   re-fetch the same offset after a metadata refresh, with exponential backoff bounded in total
  *   time. OFFSET_OUT_OF_RANGE becomes `OffsetOutOfRangeError` with the current log start offset
- *   (ListOffsets earliest); a topic or partition gone from the metadata, `PartitionNotFoundError`.
+ *   (ListOffsets earliest); a topic or partition that stays gone from fresh metadata for
+ *   `missingGraceMs`, `PartitionNotFoundError` (a topic created a moment ago is missing too, from a
+ *   broker that has not caught up yet: within the grace that is retried like a leader change).
  * - Waiting: if the readable end (LSO under read_committed, else the high watermark) is below
  *   `until` (a transaction still open, or a leader whose high watermark lags), the reader hands
  *   over what it has, then polls with the broker's long-poll (`maxWaitMs`: the broker holds the
@@ -74,6 +76,13 @@ export type RangeReaderOptions = {
   stallTimeoutMs?: number;
   /** Retries of one Fetch on retriable errors. Default 100 ms doubling to 2 s, 30 s in total. */
   retry?: Partial<RetryPolicy>;
+  /**
+   * How long the topic or partition must stay missing from fresh metadata before the reader
+   * concludes it was deleted (`PartitionNotFoundError`). A broker that has not yet applied the
+   * metadata of a topic created a moment ago (or of partitions just added) answers exactly like one
+   * whose topic was deleted; until then it is retried like a leader change. Default 5 s.
+   */
+  missingGraceMs?: number;
   clock?: Clock;
   random?: () => number;
 };
@@ -169,6 +178,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
   const stallTimeoutMs = opts.stallTimeoutMs ?? 30_000;
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
   const clock = opts.clock ?? systemClock;
+  const missingGraceMs = opts.missingGraceMs ?? 5_000;
   let fetches = 0;
 
   /** One Fetch at `offset`, retried on retriable errors; returns the partition's data without errors. */
@@ -180,9 +190,18 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
   ): Promise<FetchedPartition> {
     const { topic, partition, signal } = req;
     const where = `${topic}/${partition}`;
+    /** When fresh metadata first lacked the partition (reset once it is back). */
+    let missingSince: number | undefined;
     return withRetries(
       async (retry) => {
-        const nodeId = await transport.leader(topic, partition, retry > 0);
+        let nodeId: number;
+        try {
+          nodeId = await transport.leader(topic, partition, retry > 0);
+          missingSince = undefined;
+        } catch (error) {
+          if (error instanceof PartitionNotFoundError) missingSince ??= clock.now();
+          throw error;
+        }
         fetches += 1;
         const response = await transport.fetch(nodeId, {
           topic,
@@ -208,7 +227,11 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
       {
         operation: `fetch ${where} at offset ${offset}`,
         policy,
-        isRetriable: isRetriableFetchError,
+        // Missing from the metadata: "not there yet" within the grace, "deleted" once it has passed.
+        isRetriable: (error) =>
+          error instanceof PartitionNotFoundError
+            ? missingSince !== undefined && clock.now() - missingSince < missingGraceMs
+            : isRetriableFetchError(error),
         signal,
         clock,
         random: opts.random,

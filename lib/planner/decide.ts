@@ -92,6 +92,12 @@ function startOffsetFor(input: PlanInput, tp: { topic: string; partition: number
   return Math.min(explicit, o.latest);
 }
 
+/**
+ * A partition missing from the metadata within this long of its registration is not retired yet
+ * (metadata of a topic created a moment ago reaches brokers one by one; see docs/architecture.md).
+ */
+export const MISSING_AFTER_REGISTRATION_GRACE_MS = 5_000;
+
 /** The pure planning step: registrations, retirements, data loss, clamped ranges and re-dispatches. */
 export function decidePlan(input: PlanInput): PlanDecision {
   const { stream, nowMs, epoch } = input;
@@ -148,6 +154,12 @@ export function decidePlan(input: PlanInput): PlanDecision {
       continue;
     }
     const topicParts = discoveredTopics.get(p.topic);
+    if ((!topicParts || !topicParts.has(p.partition)) && matches(p.topic) && nowMs - p.firstSeenAtMs < MISSING_AFTER_REGISTRATION_GRACE_MS) {
+      // Registered a moment ago from one broker's metadata: a broker that has not caught up with the
+      // new topic yet answers as if it were gone. Retirement is final, so it waits for the grace.
+      reports.set(k, report(p, undefined, 'no-offsets', 'missing from the metadata a moment after registration: retired only if still missing later'));
+      continue;
+    }
     if (!topicParts || !topicParts.has(p.partition)) {
       const why = !matches(p.topic)
         ? 'UNSUBSCRIBED: the topic no longer matches the stream configuration'

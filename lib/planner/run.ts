@@ -8,6 +8,7 @@ import type { StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
 import { mapWithConcurrency } from '../concurrency';
+import { isNotReadyError } from '../kafka/errors';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
 import type { DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
 import { partitionKey, type RangePayload } from '../ranges';
@@ -254,6 +255,10 @@ class FencedOut extends Error {
 /**
  * Offsets for all partitions in one batched call; if that fails (a leader moving, a topic deleted
  * since discovery), per topic, so one bad topic costs its own partitions one run, not the stream's.
+ * A topic that is not ready yet (created a moment ago: no leader yet, or a broker whose metadata has
+ * not caught up; see `isNotReadyError`) is reported unavailable and planned on a later run, even when
+ * it is the only one: that is not a failed run. Any other error on every topic (brokers unreachable)
+ * fails the run.
  */
 async function fetchOffsetsTolerant(
   kafka: KafkaMetadata,
@@ -264,18 +269,21 @@ async function fetchOffsetsTolerant(
   try {
     return { offsets: await kafka.fetchOffsets(discovered, isolationLevel), unavailable: new Map() };
   } catch (err) {
-    if (discovered.length === 1) throw err;
-    const perTopic = await mapWithConcurrency(discovered, 8, async (t) => {
-      try {
-        return { topic: t.topic, offsets: await kafka.fetchOffsets([t], isolationLevel) };
-      } catch (e) {
-        return { topic: t.topic, error: (e as Error)?.message ?? String(e) };
-      }
-    });
-    if (perTopic.every((r) => 'error' in r)) throw err;
+    const perTopic =
+      discovered.length === 1
+        ? [{ topic: (discovered[0] as TopicPartitions).topic, error: err }]
+        : await mapWithConcurrency(discovered, 8, async (t) => {
+            try {
+              return { topic: t.topic, offsets: await kafka.fetchOffsets([t], isolationLevel) };
+            } catch (e) {
+              return { topic: t.topic, error: e };
+            }
+          });
+    if (perTopic.every((r) => 'error' in r && !isNotReadyError(r.error))) throw err;
+    const message = (e: unknown): string => (e as Error)?.message ?? String(e);
     return {
       offsets: perTopic.flatMap((r) => ('offsets' in r ? (r.offsets ?? []) : [])),
-      unavailable: new Map(perTopic.flatMap((r) => ('error' in r ? [[r.topic, r.error as string] as const] : []))),
+      unavailable: new Map(perTopic.flatMap((r) => ('error' in r ? [[r.topic, message(r.error)] as const] : []))),
     };
   }
 }

@@ -85,12 +85,26 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env): Runtime {
       return h;
     },
     async commitGroupOffset(stream, group, topic, partition, offset) {
-      const admin = await perCluster(admins, stream, async () => {
-        const a = (await createKafka(stream.kafka)).admin();
-        await a.connect();
-        return a;
-      });
-      await admin.setOffsets({ groupId: group, topic, partitions: [{ partition, offset: String(offset) }] });
+      const commit = async (): Promise<void> => {
+        const admin = await perCluster(admins, stream, async () => {
+          const a = (await createKafka(stream.kafka)).admin();
+          await a.connect();
+          return a;
+        });
+        await admin.setOffsets({ groupId: group, topic, partitions: [{ partition, offset: String(offset) }] });
+      };
+      try {
+        await commit();
+      } catch {
+        // kafkajs's admin keeps every topic it ever set offsets for among the topics its metadata
+        // refreshes ask for; once one of them is deleted, every later refresh fails with
+        // UNKNOWN_TOPIC_OR_PARTITION. A fresh admin starts with none: drop this one, try once more.
+        const key = JSON.stringify(stream.kafka);
+        const stale = admins.get(key);
+        admins.delete(key);
+        void stale?.then((a) => a.disconnect()).catch(() => undefined);
+        await commit();
+      }
     },
     async close() {
       await Promise.allSettled([...readers.values()].map(async (r) => (await r).close()));

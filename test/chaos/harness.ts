@@ -331,12 +331,20 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
   const streams = [mk('eo'), mk('al')];
 
   let producer = env.producer;
+  /**
+   * topic-deleted: the topic to be deleted gets a producer of its own, disconnected once the topic is
+   * gone. kafkajs never forgets a topic it has produced to: every later metadata refresh of that
+   * producer would ask for the deleted topic and fail ("This server does not host this
+   * topic-partition"), so the shared producer would break every scenario after this one.
+   */
+  let doomedProducer: Producer | undefined;
   const produce = async (topic: string, partition: number, n: number): Promise<void> => {
     const batch = Array.from({ length: n }, () => {
       const nid = nextId++;
       return { id: nid, poison: poisonEvery > 0 && nid % poisonEvery === 0 };
     });
-    const [meta] = await producer.send({
+    const sender = topic === deletedTopic && doomedProducer ? doomedProducer : producer;
+    const [meta] = await sender.send({
       topic,
       messages: batch.map((b) => ({ key: `r-${b.id}`, value: b.poison ? `not json ${b.id}` : JSON.stringify({ amount: b.id }), partition })),
     });
@@ -349,6 +357,8 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     // The second matching topic exists from the start; it is deleted mid-run.
     deletedTopic = `${id}-t2`;
     await createTopicsReady(env.admin, [{ topic: deletedTopic, numPartitions: 2 }]);
+    doomedProducer = env.kafka.producer();
+    await doomedProducer.connect();
     topics.push(deletedTopic);
   }
   for (const t of topics) for (let p = 0; p < spec.partitions; p++) await produce(t, p, spec.perPartition);
@@ -537,6 +547,8 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     if (scenario === 'topic-deleted' && deletedTopic && !eventDone && rounds >= 1) {
       // Ranges of the topic are planned (in flight) when it goes; the other topic carries on.
       eventDone = true;
+      await doomedProducer?.disconnect();
+      doomedProducer = undefined;
       await env.admin.deleteTopics({ topics: [deletedTopic], timeout: 10_000 });
       topics.splice(topics.indexOf(deletedTopic), 1);
       for (;;) {
@@ -744,6 +756,7 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
   result.ok = problems.length === 0 && violations.length === 0 && duplicates === 0 && losses === 0 && auditLosses === 0 && applied === expected;
   faulty?.destroy();
   if (producer !== env.producer) await producer.disconnect();
+  await doomedProducer?.disconnect();
   return result;
 }
 

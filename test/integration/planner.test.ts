@@ -93,6 +93,52 @@ describe('planner on the real broker and emulator', () => {
     expect(parts[0]?.reason).toMatch(/^TOPIC_DELETED/);
   });
 
+  it('a topic discovered this run whose offsets cannot be read (gone by then) is reported, not a failed run', async () => {
+    const t = setup();
+    const topic = `${t.prefix}-brief`;
+    await t.createTopic(topic, 2);
+    // Discovery sees the topic; it is gone before its offsets are read: the broker answers the
+    // ListOffsets and the refreshed metadata as it does for a topic it has not caught up with yet.
+    const between = async (s: Parameters<PlannerDeps['metadataFor']>[0]) => {
+      const m = await metadata.forStream(s);
+      return {
+        ...m,
+        async describeTopics(selector: Parameters<typeof m.describeTopics>[0]) {
+          const found = await m.describeTopics(selector);
+          await admin.deleteTopics({ topics: [topic] });
+          return found;
+        },
+      };
+    };
+    const rep = await t.run({ metadataFor: between });
+    expect(rep).toMatchObject({ status: 'planned', registered: 0, rangesPlanned: 0 });
+    expect(rep.partitions.map((p) => [p.partition, p.action, p.note])).toEqual([
+      [0, 'no-offsets', expect.stringMatching(/offsets unavailable this run: .*does not exist|not host/)],
+      [1, 'no-offsets', expect.stringMatching(/offsets unavailable this run/)],
+    ]);
+    expect(await t.ledger.readPartitions(t.prefix)).toEqual([]);
+  });
+
+  it('plans topics that match the pattern the moment they are created: no failed run, each registered once ready', async () => {
+    const t = setup();
+    const names = Array.from({ length: 5 }, (_, i) => `${t.prefix}-new${i}`);
+    const reports: Array<{ status: string; reason?: string }> = [];
+    let creating = true;
+    // Planner runs back to back while the topics are created one after the other.
+    const planning = (async () => {
+      for (let i = 0; i < 400 && (creating || reports.length < 3); i++) reports.push(await t.run());
+    })();
+    for (const topic of names) await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: false });
+    for (const topic of names) await t.createTopic(topic, 3); // exist already: only waits for their leaders
+    creating = false;
+    await planning;
+    for (let i = 0; i < 20 && (await t.ledger.readPartitions(t.prefix)).length < 15; i++) reports.push(await t.run());
+    expect(reports.filter((r) => r.status !== 'planned')).toEqual([]);
+    const parts = await t.ledger.readPartitions(t.prefix);
+    expect(parts.map((p) => `${p.topic}/${p.partition}`).sort()).toEqual(names.flatMap((n) => [0, 1, 2].map((p) => `${n}/${p}`)).sort());
+    expect(parts.every((p) => p.status === 'active' && p.startOffset === 0)).toBe(true);
+  });
+
   it('lets exactly one of two planners started at the same instant plan (I5)', async () => {
     const t = setup();
     const topic = `${t.prefix}-race`;

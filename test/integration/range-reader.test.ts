@@ -516,6 +516,32 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     expect(rest.records.map((r) => text(r.value))).toEqual(Array.from({ length: 60 }, (_, i) => `v${40 + i}`));
   });
 
+  it('reads a topic the answering broker learns of a moment late: "not ready" within missingGraceMs, never "deleted"', async () => {
+    // The planner saw the topic on one broker; the broker this processor asks has not applied that
+    // metadata yet. With one broker, the same view: the read starts before the topic exists (no
+    // cached leader), and the topic is created while the reader is retrying.
+    const fresh = kafka.producer({ allowAutoTopicCreation: false });
+    await fresh.connect();
+    try {
+      for (const lateMs of [0, 300, 1500]) {
+        const topic = uniqueName('rr-young');
+        const young = createKafkajsRangeReader(kafka);
+        try {
+          const read = readAll(young, { topic, partition: 1, from: 0, until: 2, isolationLevel: 'read_committed' });
+          read.catch(() => undefined);
+          await sleep(lateMs);
+          await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
+          await fresh.send({ topic, messages: [{ value: 'a', partition: 1 }, { value: 'b', partition: 1 }] });
+          expect((await read).records.map((r) => text(r.value))).toEqual(['a', 'b']);
+        } finally {
+          await young.close();
+        }
+      }
+    } finally {
+      await fresh.disconnect();
+    }
+  });
+
   it('throws PartitionNotFoundError for a missing topic or partition and never creates the topic', async () => {
     const missing = uniqueName('rr-missing');
     await expect(readAll(reader, { topic: missing, partition: 0, from: 0, until: 10, isolationLevel: 'read_committed' })).rejects.toThrow(

@@ -109,6 +109,29 @@ describe('planner run', () => {
     expect(again.partitions.map((p) => p.action)).toEqual(['inactive', 'inactive']);
   });
 
+  it('does not retire a partition registered a moment ago that one run\'s metadata lacks (a broker not caught up yet)', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 3);
+    const first = await t.run();
+    expect(first.registered).toBe(1);
+    // The next run asks a broker that has not applied the new topic's metadata yet.
+    t.kafka.deleteTopic('orders');
+    const soon = await t.run({ at: t.now() + 1_000 });
+    expect(soon).toMatchObject({ status: 'planned', retired: 0 });
+    expect(soon.partitions).toEqual([expect.objectContaining({ topic: 'orders', action: 'no-offsets', note: expect.stringMatching(/a moment after registration/) })]);
+    expect(t.ledger.store('s1').partitions.get('orders/0')).toMatchObject({ status: 'active' });
+    // Back in the next answer: carries on.
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 3);
+    t.finishAll();
+    t.kafka.produce('orders', 0, 2);
+    expect(await t.run({ at: t.now() + 1_000 })).toMatchObject({ retired: 0, rangesPlanned: 1 });
+    // Still missing once the grace has passed: retired.
+    t.kafka.deleteTopic('orders');
+    expect(await t.run({ at: t.now() + 5_000 })).toMatchObject({ retired: 1 });
+  });
+
   it('fails a partition visibly on data loss when failOnDataLoss is true', async () => {
     const t = setup({ failOnDataLoss: true });
     t.kafka.createTopic('orders', 1);
@@ -289,6 +312,48 @@ describe('planner run', () => {
     t.kafka.failOffsetsFor('orders-b', false);
     await t.run();
     expect(t.dispatcher.dispatched).toContainEqual({ stream: 's1', topic: 'orders-b', partition: 0, from: 0, until: 6 });
+  });
+
+  it.each(['LEADER_NOT_AVAILABLE', 'UNKNOWN_TOPIC_OR_PARTITION'] as const)(
+    'a matching topic created a moment ago (%s) is reported not ready and planned next run, even when it is the only one',
+    async (type) => {
+      const t = setup();
+      t.kafka.createTopic('orders', 2);
+      t.kafka.produce('orders', 0, 4);
+      t.kafka.notReady('orders', type);
+      const first = await t.run();
+      expect(first).toMatchObject({ status: 'planned', registered: 0, rangesPlanned: 0 });
+      expect(first.partitions).toEqual([
+        expect.objectContaining({ topic: 'orders', partition: 0, status: 'new', action: 'no-offsets', note: expect.stringMatching(/offsets unavailable this run/) }),
+        expect.objectContaining({ topic: 'orders', partition: 1, status: 'new', action: 'no-offsets' }),
+      ]);
+      expect(t.ledger.store('s1').partitions.size).toBe(0);
+      t.kafka.notReady('orders', false);
+      const second = await t.run();
+      expect(second).toMatchObject({ status: 'planned', registered: 2, rangesPlanned: 1 });
+      expect(t.dispatcher.dispatched).toEqual([{ stream: 's1', topic: 'orders', partition: 0, from: 0, until: 4 }]);
+    },
+  );
+
+  it('a known topic whose leader is moving keeps its partitions and open ranges: re-dispatch still happens', async () => {
+    const t = setup({ maxAttempts: 5 });
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 4);
+    await t.run();
+    const r = [...t.ledger.store('s1').ranges.values()][0]!;
+    r.status = 'failed';
+    r.attempts = 1;
+    t.kafka.notReady('orders');
+    const rep = await t.run();
+    expect(rep).toMatchObject({ status: 'planned', retired: 0, redispatched: 1 });
+    expect(t.ledger.store('s1').partitions.get('orders/0')).toMatchObject({ status: 'active' });
+  });
+
+  it('still fails the run when every topic fails for another reason (brokers unreachable)', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders', 1);
+    t.kafka.failOffsetsFor('orders');
+    await expect(t.run()).rejects.toThrow(/NOT_LEADER_OR_FOLLOWER/);
   });
 
   it('runPlanner reports a failing stream without stopping the others', async () => {

@@ -248,6 +248,43 @@ describe('createRangeReader: retries and errors', () => {
     expect(log.fetchOffsets).toEqual([0]);
   });
 
+  it('reads a topic that fresh metadata lacks for a moment (created a moment ago, broker not caught up yet)', async () => {
+    const { log, clock, reader } = setup();
+    log.add({ base: 0, offsets: range(0, 3) });
+    log.faults = [{ partitionError: UNKNOWN_TOPIC_OR_PARTITION }];
+    // The planner saw the topic on one broker; the broker this reader asks has not seen it yet.
+    log.missing = true;
+    let lookups = 0;
+    const original = log.leader;
+    log.leader = async (t, p, refresh) => {
+      if (++lookups === 4) log.missing = false;
+      return original(t, p, refresh);
+    };
+    const chunks = await collect(reader, { from: 0, until: 3 });
+    expect(offsetsOf(chunks)).toEqual([0, 1, 2]);
+    expect(log.leaderCalls).toEqual([false, true, true, true, true]);
+    expect(clock.now()).toBeLessThan(5_000);
+  });
+
+  it('gives up with PartitionNotFoundError only once the partition stayed missing for missingGraceMs, refreshing metadata', async () => {
+    const { log, clock, reader } = setup({ missingGraceMs: 2_000 });
+    log.add({ base: 0, offsets: [0] });
+    log.missing = true;
+    await expect(collect(reader, { from: 0, until: 1 })).rejects.toBeInstanceOf(PartitionNotFoundError);
+    expect(clock.now()).toBeGreaterThanOrEqual(2_000);
+    expect(log.leaderCalls.filter(Boolean).length).toBeGreaterThanOrEqual(3);
+    expect(log.fetchOffsets).toEqual([]);
+  });
+
+  it('a grace longer than the retry budget ends in a retriable error (range retried later), not PartitionNotFoundError', async () => {
+    const { log, reader } = setup({ missingGraceMs: 60_000, retry: { maxElapsedMs: 3_000 } });
+    log.add({ base: 0, offsets: [0] });
+    log.missing = true;
+    const error = await collect(reader, { from: 0, until: 1 }).catch((e: unknown) => e);
+    expect(error).not.toBeInstanceOf(PartitionNotFoundError);
+    expect(error).toMatchObject({ name: 'KafkaError', retriable: true, type: 'UNKNOWN_TOPIC_OR_PARTITION' });
+  });
+
   it('turns OFFSET_OUT_OF_RANGE into OffsetOutOfRangeError with the log start offset, after handing over what was read', async () => {
     const { log, reader } = setup();
     log.add({ base: 0, offsets: range(0, 5) }, { base: 5, offsets: range(5, 10) });
