@@ -11,7 +11,7 @@
  * planner reads only unfinished ranges however many finished ones the table holds.
  * Kafka topic names are [a-zA-Z0-9._-], so '#' never occurs inside a topic.
  */
-import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '../errors';
 import type {
   DataLossEntry,
@@ -96,6 +96,39 @@ export const codec = {
 
 /** The condition every processor write checks: this processor still holds the range's lease (I3). */
 const HOLDS_LEASE = '#st = :leased AND leaseToken = :token';
+
+/**
+ * Takes a range lease (KCL-style: counts the attempt), conditional on the range ending at the
+ * requested `until`, so a forged or stale request changes nothing; ALL_OLD tells why it failed.
+ */
+export function takeLeaseUpdate(
+  table: string,
+  key: Key,
+  t: { until: number; leaseToken: string; nowMs: number; leaseMs: number; maxAttempts: number },
+): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: key,
+    UpdateExpression:
+      'SET #st = :leased, leaseToken = :token, leaseExpiresAtMs = :expires, attempts = attempts + :one, firstLeasedAtMs = if_not_exists(firstLeasedAtMs, :now)',
+    ConditionExpression:
+      'attribute_exists(pk) AND #until = :until AND attempts < :max AND (#st IN (:planned, :failed) OR (#st = :leased AND leaseExpiresAtMs < :now))',
+    ExpressionAttributeNames: { '#st': 'status', '#until': 'until' },
+    ExpressionAttributeValues: {
+      ':leased': 'leased',
+      ':planned': 'planned',
+      ':failed': 'failed',
+      ':token': t.leaseToken,
+      ':expires': t.nowMs + t.leaseMs,
+      ':until': t.until,
+      ':one': 1,
+      ':now': t.nowMs,
+      ':max': t.maxAttempts,
+    },
+    ReturnValues: 'ALL_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
 
 /** Progress `expect -> to` plus lease renewal, conditional on the lease and the progress seen (I2). */
 export function progressAction(table: string, range: LeasedRange, expect: number, to: number, leaseUntilMs: number): TxAction {

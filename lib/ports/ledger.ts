@@ -162,6 +162,11 @@ export type LeaseOutcome =
   | { kind: 'parked'; range: RangeState }
   /** The attempt limit is reached; the planner parks it. */
   | { kind: 'exhausted'; range: RangeState }
+  /**
+   * The range starting at `from` ends at `range.until`, not at the `until` asked for: the request
+   * does not name a planned range (forged or stale payload). Nothing was written.
+   */
+  | { kind: 'mismatch'; range: RangeState }
   | { kind: 'missing' };
 
 /** Range identity plus the lease token a processor holds. */
@@ -271,13 +276,16 @@ export type Ledger = {
   readPartition(stream: string, topic: string, partition: number): Promise<PartitionState | undefined>;
   /**
    * Takes the range's lease if it is planned, failed, or leased with an expired lease, and fewer than
-   * `maxAttempts` leases were taken; counts the attempt.
+   * `maxAttempts` leases were taken; counts the attempt. The range must end at `until` (checked by
+   * the same conditional write): otherwise the outcome is `mismatch` and nothing changes, so a forged
+   * or stale request neither counts an attempt nor holds a lease.
    */
   takeRangeLease(input: {
     stream: string;
     topic: string;
     partition: number;
     from: number;
+    until: number;
     leaseToken: string;
     nowMs: number;
     leaseMs: number;

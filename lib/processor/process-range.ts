@@ -80,6 +80,11 @@ export async function processRange(
 
   const lease = await deps.ledger.takeRangeLease({ ...range, leaseToken, nowMs: clock(), leaseMs, maxAttempts: stream.maxAttempts });
   switch (lease.kind) {
+    case 'mismatch':
+      // Checked by the lease-taking write itself: nothing was counted or held.
+      throw new ValidationError(
+        `invalid processor payload: until=${range.until} does not match the ledger's range ${range.topic}/${range.partition} [${range.from}, ${lease.range.until}); nothing was changed`,
+      );
     case 'missing':
       return finish('unknown-range', { reason: 'the ledger has no such range: only ranges the planner planned are processed' });
     case 'done':
@@ -92,9 +97,6 @@ export async function processRange(
       return finish('exhausted', { progress: lease.range.progress, reason: `attempt limit ${stream.maxAttempts} reached` });
     case 'taken':
       break;
-  }
-  if (lease.range.until !== range.until) {
-    throw new ValidationError(`range payload until=${range.until} differs from the ledger's ${lease.range.until}`);
   }
   const held: LeasedRange = { ...range, leaseToken };
   let progress = lease.range.progress;

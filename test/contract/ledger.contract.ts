@@ -241,8 +241,24 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     });
     return { stream, topic: 't', partition: 0, from, until };
   }
-  const take = (r: { stream: string; topic: string; partition: number; from: number }, leaseToken: string, nowMs: number, maxAttempts = 3) =>
+  const take = (r: { stream: string; topic: string; partition: number; from: number; until: number }, leaseToken: string, nowMs: number, maxAttempts = 3) =>
     ledger.takeRangeLease({ ...r, leaseToken, nowMs, leaseMs: 1000, maxAttempts });
+
+  it('refuses a lease take naming the wrong until, whatever the range state, and writes nothing', async () => {
+    const r = await plannedRange(streamName(), 0, 100);
+    const planned = await ledger.readRange(r.stream, r);
+    for (const until of [99, 101, 1, Number.MAX_SAFE_INTEGER]) {
+      expect(await take({ ...r, until }, 'forged', 10_000, 1)).toMatchObject({ kind: 'mismatch', range: { until: 100 } });
+    }
+    // Nothing counted, nothing held: the attempt limit of 1 still admits the genuine request.
+    expect(await ledger.readRange(r.stream, r)).toEqual(planned);
+    expect(await take(r, 'A', 10_000, 1)).toMatchObject({ kind: 'taken', range: { attempts: 1, leaseToken: 'A' } });
+    const held = await ledger.readRange(r.stream, r);
+    // Held by A, or expired and exhausted: a wrong until is still a mismatch, and still changes nothing.
+    expect(await take({ ...r, until: 50 }, 'forged', 10_500)).toMatchObject({ kind: 'mismatch' });
+    expect(await take({ ...r, until: 50 }, 'forged', 20_000, 5)).toMatchObject({ kind: 'mismatch' });
+    expect(await ledger.readRange(r.stream, r)).toEqual(held);
+  });
 
   it('gives a range lease to one processor at a time and counts attempts (I3)', async () => {
     const r = await plannedRange(streamName());

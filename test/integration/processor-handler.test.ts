@@ -1,4 +1,5 @@
 /** The processor Lambda handler as Lambda invokes it: validation, a planned range, and peek. */
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { handler as plannerHandler } from '../../functions/planner';
 import { handler } from '../../functions/processor';
@@ -95,5 +96,37 @@ describe('processor handler', () => {
     const [dl] = await ledger.listDeadLetters(id);
     expect(dl).toMatchObject({ offset: 1, error: expect.stringMatching(/value is not JSON/) });
     expect((await ledger.readPartition(id, topic, 0))?.committed).toBe(3);
+  });
+
+  it('refuses a forged payload (planned from, wrong until) before touching anything: a full table scan is unchanged', async () => {
+    const ledger = createDynamoLedger({ client: ddb, tableName });
+    const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
+    if (!lease.acquired) throw new Error('lease');
+    const planned = { stream: id, topic, partition: 0, from: 3, until: 6, status: 'planned' as const, epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 3 };
+    await ledger.applyPlan({ stream: id, epoch: lease.epoch, ownerToken: 't', writes: [{ kind: 'plan-range', range: planned, partitionUpdate: { lastPlannedAtMs: Date.now() } }] });
+    const doc = DynamoDBDocumentClient.from(ddb);
+    const scan = async () => {
+      const items: Record<string, unknown>[] = [];
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await doc.send(new ScanCommand({ TableName: tableName, ConsistentRead: true, ExclusiveStartKey: start }));
+        items.push(...(page.Items ?? []));
+        start = page.LastEvaluatedKey;
+      } while (start);
+      return items.sort((a, b) => `${a.pk}|${a.sk}`.localeCompare(`${b.pk}|${b.sk}`));
+    };
+    const before = await scan();
+    // More forgeries than maxAttempts (3): not one of them may count as an attempt.
+    for (const until of [4, 5, 7, 1000]) {
+      await expect(handler({ stream: id, topic, partition: 0, from: 3, until }, context)).rejects.toThrow(
+        /until=\d+ does not match the ledger's range .*\[3, 6\); nothing was changed/,
+      );
+    }
+    // A `from` that starts no range, or a topic the ledger does not know: no such range, nothing written.
+    expect(await handler({ stream: id, topic, partition: 0, from: 4, until: 6 }, context)).toMatchObject({ status: 'unknown-range' });
+    expect(await handler({ stream: id, topic: `${topic}-other`, partition: 0, from: 3, until: 6 }, context)).toMatchObject({ status: 'unknown-range' });
+    expect(await scan()).toEqual(before);
+    expect(await ledger.readRange(id, planned)).toMatchObject({ status: 'planned', attempts: 0 });
+    expect(before.length).toBeGreaterThan(3);
   });
 });
