@@ -4,6 +4,7 @@
  * Every mutation is conditional on the value it replaces (invariant I2); planner writes are also
  * fenced by the planner epoch (I5). A lost condition is reported as a value (`'condition-failed'`,
  * `'fenced'`), never thrown: the caller re-reads and decides, like the KCL's lease table.
+ * The `nowMs` of every lease decision (taking, renewing) is a `StoreClock` reading.
  */
 import type { PidState } from '../offsets/pid';
 
@@ -27,6 +28,14 @@ export type StreamMeta = {
    */
   confirmedEpoch?: number;
 };
+
+/**
+ * The store's current time (epoch ms) as this process estimates it. Every lease (planner and range)
+ * is judged and written on it, never on a process's own clock, so two processes whose clocks
+ * disagree cannot both hold one lease. May cost a request the first time (DynamoDB: a probe whose
+ * response `Date` header calibrates the local clock). See docs/architecture.md, "Clocks".
+ */
+export type StoreClock = () => Promise<number>;
 
 /** Who changed a stream by hand, when, and what they did (kept on the stream's META item). */
 export type OperatorChange = { by: string; atMs: number; what: string };

@@ -9,7 +9,7 @@ import { AppError, ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
 import { SinkConditionError } from '../ledger/ledger.dynamodb';
 import { updateObservedRate } from '../offsets';
-import type { DeadLetter, LeasedRange, Ledger, SinkWrite } from '../ports/ledger';
+import type { DeadLetter, LeasedRange, Ledger, SinkWrite, StoreClock } from '../ports/ledger';
 import type { KafkaRecord, RangeReader } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import type { HandlerContext, HandlerRecord, RecordsHandler } from './handler-api';
@@ -24,7 +24,10 @@ export type ProcessorDeps = {
   handlerFor: (stream: StreamConfig) => RecordsHandler;
   /** Optional: also commit the finished offset to the stream's Kafka consumer group. */
   commitGroupOffset?: (group: string, topic: string, partition: number, offset: number) => Promise<void>;
+  /** The local clock: durations and the deadline. */
   clock?: () => number;
+  /** The store's clock: the range lease is taken and renewed on it (defaults to `clock`). */
+  storeClock?: StoreClock;
   sleep?: (ms: number) => Promise<void>;
   leaseToken?: string;
   /** Records per handler call (default 500). */
@@ -69,6 +72,8 @@ export async function processRange(
   input: { stream: StreamConfig; range: RangePayload; deadlineAtMs: number; signal?: AbortSignal },
 ): Promise<ProcessResult> {
   const clock = deps.clock ?? Date.now;
+  // Never the local clock when a store clock is given: a clock running ahead would see a held lease as expired.
+  const storeClock = deps.storeClock ?? (async () => clock());
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const t0 = clock();
   const { stream, range } = input;
@@ -78,7 +83,7 @@ export async function processRange(
   const finish = (status: ProcessResult['status'], extra: Partial<ProcessResult> = {}): ProcessResult =>
     Object.assign(result, { status, durationMs: clock() - t0 }, extra);
 
-  const lease = await deps.ledger.takeRangeLease({ ...range, leaseToken, nowMs: clock(), leaseMs, maxAttempts: stream.maxAttempts });
+  const lease = await deps.ledger.takeRangeLease({ ...range, leaseToken, nowMs: await storeClock(), leaseMs, maxAttempts: stream.maxAttempts });
   switch (lease.kind) {
     case 'mismatch':
       // Checked by the lease-taking write itself: nothing was counted or held.
@@ -116,7 +121,7 @@ export async function processRange(
       range: held,
       expectProgress: progress,
       to,
-      nowMs: clock(),
+      nowMs: await storeClock(),
       leaseMs,
       sinkWrites: sinkWrites.map((w) => withTable(w, stream.handler?.sinkTable)),
       deadLetters,

@@ -132,6 +132,31 @@ describe('processRange', () => {
     expect(t.totals()).toEqual(t.expected(12));
   });
 
+  it('judges the lease on the store clock: a processor whose own clock runs ahead by more than leaseMs does not take a held lease', async () => {
+    const t = await setup({ records: 12 });
+    const leaseMs = t.stream.processor.leaseMs;
+    // The holder (store time = its clock) stops after its first commit, keeping the lease.
+    const holder = t.run({
+      leaseToken: 'holder',
+      storeClock: async () => t.now(),
+      afterStep: (step) => {
+        if (step === 'committed') return new Promise<never>(() => undefined);
+      },
+    });
+    void holder;
+    await new Promise((r) => setImmediate(r));
+    const handed: number[] = [];
+    const counting: RecordsHandler = { mode: 'at-least-once', handle: async (records) => void handed.push(...records.map((r) => r.offset)) };
+    const ahead = () => t.now() + 2 * leaseMs;
+    const res = await t.run({ leaseToken: 'skewed', clock: ahead, storeClock: async () => t.now(), handlerFor: () => counting });
+    expect(res.status).toBe('held-elsewhere');
+    expect(handed).toEqual([]);
+    const range = t.ledger.store('s').ranges.get(`${T}/0/0`)!;
+    expect(range).toMatchObject({ leaseToken: 'holder', attempts: 1 });
+    // By its own clock the lease had expired: only the store clock kept it out.
+    expect(range.leaseExpiresAtMs!).toBeLessThan(ahead());
+  });
+
   it('stops before the deadline, releases the range with its progress, and a later invocation finishes', async () => {
     const t = await setup({ records: 12 });
     let chunks = 0;
