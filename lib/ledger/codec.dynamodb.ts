@@ -28,6 +28,8 @@ import type {
 } from '../ports/ledger';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
+/** The ledger table's TTL attribute (epoch seconds): finished ranges and dead letters carry it. */
+export const TTL_ATTRIBUTE = 'expiresAt';
 /** Finished ranges expire after this long (DynamoDB TTL attribute `expiresAt`, epoch seconds). */
 export const DONE_RANGE_TTL_SEC = 7 * 24 * 3600;
 
@@ -90,9 +92,21 @@ export const codec = {
   rangeFromItem: (item: Item): RangeState => strip(item) as RangeState,
   lossItem: (l: DataLossEntry): Item => compact({ ...keys.loss(l.stream, l), type: 'data-loss', ...l }),
   lossFromItem: (item: Item): DataLossEntry => strip(item) as DataLossEntry,
-  deadLetterItem: (d: DeadLetter): Item => compact({ ...keys.deadLetter(d.stream, d), type: 'dead-letter', ...d }),
-  deadLetterFromItem: (item: Item): DeadLetter => strip(item) as DeadLetter,
+  deadLetterItem: (d: DeadLetter): Item => compact({ ...keys.deadLetter(d.stream, d), type: 'dead-letter', ...d, ...deadLetterExpiry(d) }),
+  deadLetterFromItem: (item: Item): DeadLetter => ({ ...(strip(item) as DeadLetter), ...deadLetterRetention(item) }),
 };
+
+/** The TTL attribute (epoch seconds) of a dead letter with a retention; DynamoDB deletes it after. */
+function deadLetterExpiry(d: DeadLetter): Item {
+  // Stored once, in seconds, on the TTL attribute (`expiresAtMs: undefined` drops the port's copy).
+  return d.expiresAtMs === undefined ? {} : { [TTL_ATTRIBUTE]: Math.ceil(d.expiresAtMs / 1000), expiresAtMs: undefined };
+}
+
+/** Retention fields of a stored dead letter (items written before retention existed kept the record, forever). */
+function deadLetterRetention(item: Item): Pick<DeadLetter, 'kept' | 'expiresAtMs'> {
+  const expiresAt = typeof item.expiresAt === 'number' ? item.expiresAt : undefined;
+  return compact({ kept: (item.kept as DeadLetter['kept'] | undefined) ?? 'record', expiresAtMs: expiresAt === undefined ? undefined : expiresAt * 1000 });
+}
 
 /** The condition every processor write checks: this processor still holds the range's lease (I3). */
 const HOLDS_LEASE = '#st = :leased AND leaseToken = :token';

@@ -140,6 +140,10 @@ export type SinkWrite =
 
 export type SinkCondition = { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
 
+/** What a dead letter holds: a copy of the record, or only its coordinates and error (personal data). */
+export const DEAD_LETTER_CONTENTS = ['record', 'coordinates'] as const;
+export type DeadLetterContents = (typeof DEAD_LETTER_CONTENTS)[number];
+
 /** A record the handler kept rejecting, stored with its error instead of stalling the partition. */
 export type DeadLetter = {
   stream: string;
@@ -159,6 +163,10 @@ export type DeadLetter = {
   createdAtMs: number;
   /** Set when an operator re-drove it. */
   redrivenAtMs?: number;
+  /** `coordinates`: key, value and headers were not stored (`null`/empty); Kafka holds the record. */
+  kept: DeadLetterContents;
+  /** When the store deletes it (DynamoDB TTL, which may lag by a few days); unset: kept until removed. */
+  expiresAtMs?: number;
 };
 
 /** The result of trying to take a range's lease (KCL-style: conditional on what was seen). */

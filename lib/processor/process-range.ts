@@ -4,7 +4,7 @@
  * complete the range. Duplicate or stale invocations lose a condition and stop without effects.
  */
 import { randomUUID } from 'node:crypto';
-import type { StreamConfig } from '../config/schema';
+import type { DeadLettersConfig, StreamConfig } from '../config/schema';
 import { AppError, ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
 import { SinkConditionError } from '../ledger/ledger.dynamodb';
@@ -63,6 +63,8 @@ const MAX_TX_BYTES = 3_500_000;
 const MAX_DEAD_LETTER_VALUE_BYTES = 200 * 1024;
 const MAX_DEAD_LETTER_KEY_BYTES = 16 * 1024;
 const MAX_DEAD_LETTER_HEADER_BYTES = 64 * 1024;
+
+const DAY_MS = 24 * 3600 * 1000;
 
 class LeaseLost extends Error {}
 
@@ -288,7 +290,7 @@ export async function processRange(
       if (done) continue;
       const message = `handler rejected ${rec.idempotencyKey} ${attempts} times: ${errorText(lastError)}`;
       if (stream.poisonPolicy === 'stop-partition') throw new PoisonStop(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
-      await commit(recTo, [], [deadLetterOf(stream.id, range.from, rec, message, attempts, clock())]);
+      await commit(recTo, [], [retained(deadLetterOf(stream.id, range.from, rec, message, attempts, clock()), stream.deadLetters)]);
       result.deadLetters += 1;
     }
   }
@@ -327,6 +329,16 @@ function fitsOneTransaction(writes: SinkWrite[]): boolean {
 }
 
 /**
+ * Applies the stream's dead-letter retention: an expiry, and with `keep: "coordinates"` no copy of
+ * key, value or headers (streams carrying personal data; Kafka keeps the record while it retains it).
+ */
+function retained(d: DeadLetter, policy: DeadLettersConfig): DeadLetter {
+  const expiresAtMs = d.createdAtMs + policy.retentionDays * DAY_MS;
+  if (policy.keep === 'record') return { ...d, expiresAtMs };
+  return { ...d, keyBase64: null, valueBase64: null, headers: {}, truncated: false, kept: 'coordinates', expiresAtMs };
+}
+
+/**
  * The dead-letter item for a rejected record, kept under DynamoDB's 400 KB item limit: the value,
  * key and headers are cut (in that order of priority) to fit, and `truncated` says so; the full
  * record stays readable in Kafka at its offset while retention keeps it.
@@ -362,5 +374,6 @@ function deadLetterOf(stream: string, rangeFrom: number, r: HandlerRecord, error
     attempts,
     rangeFrom,
     createdAtMs: nowMs,
+    kept: 'record',
   };
 }

@@ -280,12 +280,15 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     const held = { ...r, leaseToken: 'A' };
     const dl = {
       stream: r.stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
-      truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000,
+      truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000, kept: 'record' as const,
+      expiresAtMs: 4_102_444_800_000,
     };
-    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl] })).toBe('applied');
+    // Only where the record is and why it failed: no key, value or headers (personal data).
+    const coordinates = { ...dl, offset: 13, keyBase64: null, valueBase64: null, kept: 'coordinates' as const, expiresAtMs: undefined };
+    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl, coordinates] })).toBe('applied');
     expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1600, leaseMs: 1000 })).toBe('lease-lost');
     expect(await ledger.readRange(r.stream, r)).toMatchObject({ progress: 40, leaseExpiresAtMs: 2500 });
-    expect(await ledger.listDeadLetters(r.stream)).toEqual([dl]);
+    expect(await ledger.listDeadLetters(r.stream)).toEqual([dl, coordinates]);
 
     expect(
       await ledger.completeRange({ range: held, expectProgress: 39, nowMs: 1700, stats: { records: 90, processingMs: 700, schedulingDelayMs: 5, finishedAtMs: 1700 }, advancePartition: true }),
@@ -334,7 +337,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   }
   const deadLetterAt = (stream: string, offset: number) => ({
     stream, topic: 't', partition: 0, offset, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
-    truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000,
+    truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000, kept: 'record' as const,
   });
   const operatorLease = async (stream: string, nowMs = 50_000) => {
     const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'operator', nowMs, leaseMs: 60_000 });

@@ -1,5 +1,5 @@
 /** The processor Lambda handler as Lambda invokes it: validation, a planned range, and peek. */
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { handler as plannerHandler } from '../../functions/planner';
 import { handler } from '../../functions/processor';
@@ -95,6 +95,10 @@ describe('processor handler', () => {
     expect(res).toMatchObject({ status: 'done', records: 2, deadLetters: 1 });
     const [dl] = await ledger.listDeadLetters(id);
     expect(dl).toMatchObject({ offset: 1, error: expect.stringMatching(/value is not JSON/) });
+    // Dead letters are data too: they carry the table's TTL attribute (default retention 14 days).
+    const raw = await DynamoDBDocumentClient.from(ddb).send(new GetCommand({ TableName: tableName, Key: { pk: `S#${id}`, sk: `D#${topic}#000000#${'1'.padStart(16, '0')}` } }));
+    expect(raw.Item?.expiresAt).toBe(Math.ceil((dl!.createdAtMs + 14 * 86_400_000) / 1000));
+    expect(dl).toMatchObject({ kept: 'record', expiresAtMs: raw.Item!.expiresAt * 1000 });
     expect((await ledger.readPartition(id, topic, 0))?.committed).toBe(3);
   });
 

@@ -190,6 +190,23 @@ describe('processRange', () => {
     expect(t.totals()).toEqual({ ...t.expected(6), 'acct-0': t.expected(6)['acct-0']! + 100 });
   });
 
+  it('gives dead letters the stream retention, and keeps only coordinates when asked to', async () => {
+    const full = await setup({ records: 2 });
+    full.reader.append(T, 0, [{ key: 'alice', value: 'card 4111-1111' }]);
+    expect(await (await setupWith(full, 3)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
+    const [kept] = full.ledger.store('s').deadLetters;
+    expect(kept).toMatchObject({ kept: 'record', keyBase64: Buffer.from('alice').toString('base64'), expiresAtMs: kept!.createdAtMs + 14 * 86_400_000 });
+
+    const bare = await setup({ records: 2, stream: { deadLetters: { keep: 'coordinates', retentionDays: 3 } } });
+    bare.reader.append(T, 0, [{ key: 'alice', value: 'card 4111-1111' }]);
+    expect(await (await setupWith(bare, 3)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
+    const [dl] = bare.ledger.store('s').deadLetters;
+    expect(dl).toMatchObject({ topic: T, partition: 0, offset: 2, kept: 'coordinates', keyBase64: null, valueBase64: null, headers: {}, valueBytes: 14 });
+    expect(dl!.expiresAtMs).toBe(dl!.createdAtMs + 3 * 86_400_000);
+    expect(dl!.error).toMatch(/handler rejected payments\/0\/2/);
+    expect(JSON.stringify(dl)).not.toMatch(/alice|4111|YWxpY2U/);
+  });
+
   it('parks the range on a poison record when the policy is stop-partition', async () => {
     const t = await setup({ records: 2, stream: { poisonPolicy: 'stop-partition', maxAttempts: 2 } });
     t.reader.append(T, 0, [{ key: 'k', value: '{' }]);
