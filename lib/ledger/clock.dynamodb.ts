@@ -17,12 +17,17 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { StoreClock } from '../ports/ledger';
 import { keys } from './codec.dynamodb';
 
-/** Offset bounds older than this are dropped: local clock rate drift would make them wrong. */
-const SAMPLE_MAX_AGE_MS = 10 * 60_000;
+/** Bounds are intersected over at most this long: local clock rate drift would make older ones wrong. */
+const INTERSECTION_MAX_AGE_MS = 10 * 60_000;
+/**
+ * A lease decision needs a response at most this old (else one probe first), which bounds the
+ * window in which a step of the local clock goes unnoticed.
+ */
+const SAMPLE_MAX_AGE_MS = 60_000;
 const DATE_RESOLUTION_MS = 1000;
 const MIDDLEWARE_NAME = 'ledgerStoreClockSample';
 
-type OffsetBounds = { loMs: number; hiMs: number; sampledAtMs: number };
+type OffsetBounds = { loMs: number; hiMs: number; sinceMs: number; sampledAtMs: number };
 
 export type DynamoStoreClock = StoreClock & {
   /** The current offset estimate `store - local` and its error bound (half width), if sampled. */
@@ -30,8 +35,9 @@ export type DynamoStoreClock = StoreClock & {
 };
 
 /**
- * Creates the store clock of `client` (installs a response middleware on it, once). With no recent
- * sample, the first reading costs one GetItem on the ledger table (a key that is never written).
+ * Creates the store clock of `client` (installs a response middleware on it, once). With no
+ * response in the last minute, a reading costs one GetItem on the ledger table (a key that is never
+ * written) first.
  */
 export function createDynamoStoreClock(opts: { client: DynamoDBClient; tableName: string; localClock?: () => number }): DynamoStoreClock {
   const local = opts.localClock ?? Date.now;
@@ -40,11 +46,12 @@ export function createDynamoStoreClock(opts: { client: DynamoDBClient; tableName
   const sample = (dateHeader: string | undefined, sentAtMs: number, receivedAtMs: number): void => {
     const stampedMs = dateHeader === undefined ? NaN : Date.parse(dateHeader);
     if (!Number.isFinite(stampedMs)) return;
-    const fresh = { loMs: stampedMs - receivedAtMs, hiMs: stampedMs + DATE_RESOLUTION_MS - sentAtMs, sampledAtMs: receivedAtMs };
+    const fresh = { loMs: stampedMs - receivedAtMs, hiMs: stampedMs + DATE_RESOLUTION_MS - sentAtMs, sinceMs: receivedAtMs, sampledAtMs: receivedAtMs };
     const loMs = Math.max(fresh.loMs, bounds?.loMs ?? -Infinity);
     const hiMs = Math.min(fresh.hiMs, bounds?.hiMs ?? Infinity);
-    const stale = bounds === undefined || receivedAtMs - bounds.sampledAtMs > SAMPLE_MAX_AGE_MS;
-    bounds = stale || loMs > hiMs ? fresh : { loMs, hiMs, sampledAtMs: receivedAtMs };
+    const age = bounds === undefined ? Infinity : receivedAtMs - bounds.sinceMs;
+    const restart = !(age >= 0 && age <= INTERSECTION_MAX_AGE_MS) || loMs > hiMs;
+    bounds = restart || !bounds ? fresh : { loMs, hiMs, sinceMs: bounds.sinceMs, sampledAtMs: receivedAtMs };
   };
 
   opts.client.middlewareStack.add(
@@ -60,7 +67,8 @@ export function createDynamoStoreClock(opts: { client: DynamoDBClient; tableName
   );
 
   const offset = (): { offsetMs: number; errorMs: number } | undefined => {
-    if (!bounds || local() - bounds.sampledAtMs > SAMPLE_MAX_AGE_MS) return undefined;
+    const age = bounds ? local() - bounds.sampledAtMs : NaN;
+    if (!bounds || !(age >= 0 && age <= SAMPLE_MAX_AGE_MS)) return undefined;
     return { offsetMs: (bounds.loMs + bounds.hiMs) / 2, errorMs: (bounds.hiMs - bounds.loMs) / 2 };
   };
 

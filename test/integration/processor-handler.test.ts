@@ -133,4 +133,38 @@ describe('processor handler', () => {
     expect(await ledger.readRange(id, planned)).toMatchObject({ status: 'planned', attempts: 0 });
     expect(before.length).toBeGreaterThan(3);
   });
+
+  it('a processor container whose clock runs 10 minutes ahead does not take a range lease that is still held', async () => {
+    const ledger = createDynamoLedger({ client: ddb, tableName });
+    // A partition of its own (the ledger only: a lease holder is refused before anything is read).
+    const range = { stream: id, topic, partition: 7, from: 0, until: 3 };
+    const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
+    if (!lease.acquired) throw new Error('lease');
+    await ledger.applyPlan({
+      stream: id,
+      epoch: lease.epoch,
+      ownerToken: 't',
+      writes: [
+        { kind: 'register-partition', partition: { stream: id, topic, partition: 7, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 } },
+        {
+          kind: 'plan-range',
+          range: { ...range, status: 'planned', epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 0 },
+          partitionUpdate: { lastPlannedAtMs: Date.now() },
+        },
+      ],
+    });
+    await ledger.releasePlannerLease({ stream: id, epoch: lease.epoch, ownerToken: 't' });
+    const taken = await ledger.takeRangeLease({ ...range, leaseToken: 'holder', nowMs: Date.now(), leaseMs: 120_000, maxAttempts: 3 });
+    expect(taken.kind).toBe('taken');
+    await resetAwsRuntime(); // a fresh container, skewed from its first request on
+    // Only Date is faked: the container's clock runs ahead; timers and sockets stay real.
+    jest.useFakeTimers({ now: Date.now() + 600_000, advanceTimers: true, doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'] });
+    try {
+      expect(await handler(range, context)).toMatchObject({ status: 'held-elsewhere', records: 0 });
+    } finally {
+      jest.useRealTimers();
+      await resetAwsRuntime();
+    }
+    expect(await ledger.readRange(id, range)).toMatchObject({ status: 'leased', leaseToken: 'holder', attempts: 1 });
+  });
 });

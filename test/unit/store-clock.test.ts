@@ -46,6 +46,11 @@ describe('DynamoDB store clock', () => {
     expect(requests).toHaveLength(13);
     expect(clock.offset()!.errorMs).toBeLessThan(100);
     expect(Math.abs(warm - storeNow())).toBeLessThanOrEqual(clock.offset()!.errorMs + 1);
+    // Idle for over a minute: the next reading probes again before anyone judges a lease with it.
+    local.ms += 61_000;
+    expect(clock.offset()).toBeUndefined();
+    expect(Math.abs((await clock()) - storeNow())).toBeLessThanOrEqual(clock.offset()!.errorMs + 1);
+    expect(requests).toHaveLength(14);
   });
 
   it('starts afresh when the local clock is stepped, and falls back to the local clock without a Date header', async () => {
