@@ -37,7 +37,8 @@ async function plan(event: unknown, context: Context) {
       plannerLeaseMs,
       ownerToken: `${context.awsRequestId ?? 'local'}:${Date.now()}`,
     },
-    { streams: req.streams, dryRun: req.dryRun, nowMs: Date.now() },
+    // Store time: the planner lease and range lease expiry are judged on DynamoDB's clock.
+    { streams: req.streams, dryRun: req.dryRun, nowMs: await rt.storeClock() },
   );
   for (const r of reports) {
     logger.info('planner run', { stream: r.stream, status: r.status, reason: r.reason, rangesPlanned: r.rangesPlanned, recordsPlanned: r.recordsPlanned, inFlight: r.inFlight, dispatchFailures: r.dispatchFailures, dataLoss: r.dataLoss, partitions: r.partitions });

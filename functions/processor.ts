@@ -35,6 +35,7 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
       ledger: rt.ledger,
       readerFor: (s) => rt.readerFor(s),
       handlerFor: (s) => rt.handlerFor(s),
+      storeClock: rt.storeClock,
       commitGroupOffset: (group, topic, partition, offset) => rt.commitGroupOffset(stream, group, topic, partition, offset),
       leaseToken: `${context.awsRequestId ?? 'local'}`,
     },

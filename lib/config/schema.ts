@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors';
 import type { IsolationLevel as PortIsolationLevel } from '../ports/kafka-metadata';
+import { DEAD_LETTER_CONTENTS } from '../ports/ledger';
 import { isInternalTopic, isValidTopicName, regexSourceError, topicMatcher } from './topics';
 
 // ---------------------------------------------------------------------------------------------
@@ -277,6 +278,21 @@ export type HandlerConfig = z.output<typeof handlerSchema>;
 const poisonPolicySchema = z.enum(['dead-letter', 'stop-partition']);
 export type PoisonPolicy = z.output<typeof poisonPolicySchema>;
 
+/** Dead letters expire after this many days by default (an SQS dead-letter queue's 14-day maximum). */
+export const DEFAULT_DEAD_LETTER_RETENTION_DAYS = 14;
+
+export const deadLettersSchema = strictObject({
+  /** Days a dead letter is kept (DynamoDB TTL deletes it afterwards, usually within a few days). */
+  retentionDays: wholeNumber().min(1).max(3650).default(DEFAULT_DEAD_LETTER_RETENTION_DAYS),
+  /**
+   * `record`: key, value (up to 200 KB) and headers are copied into the ledger. `coordinates`:
+   * only topic/partition/offset, timestamp, size and the error, for streams carrying personal data;
+   * a re-drive then reads the record from Kafka, while retention still has it.
+   */
+  keep: z.enum(DEAD_LETTER_CONTENTS).default('record'),
+});
+export type DeadLettersConfig = z.output<typeof deadLettersSchema>;
+
 export const streamConfigSchema = strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
     error: "must be 1-63 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit",
@@ -316,6 +332,7 @@ export const streamConfigSchema = strictObject({
   maxAttempts: wholeNumber().min(1).max(100).default(3),
   handler: handlerSchema.optional(),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
+  deadLetters: deadLettersSchema.prefault({}),
   /** Kafka consumer group that also receives committed offsets, for standard lag tooling. */
   consumerGroup: z.string().min(1).max(255).optional(),
 }).superRefine(checkStreamCrossFields, { when: (payload) => isRecord(payload.value) });

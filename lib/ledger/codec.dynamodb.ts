@@ -11,7 +11,7 @@
  * planner reads only unfinished ranges however many finished ones the table holds.
  * Kafka topic names are [a-zA-Z0-9._-], so '#' never occurs inside a topic.
  */
-import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '../errors';
 import type {
   DataLossEntry,
@@ -29,6 +29,8 @@ import type {
 } from '../ports/ledger';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
+/** The ledger table's TTL attribute (epoch seconds): finished ranges and dead letters carry it. */
+export const TTL_ATTRIBUTE = 'expiresAt';
 /** Finished ranges expire after this long (DynamoDB TTL attribute `expiresAt`, epoch seconds). */
 export const DONE_RANGE_TTL_SEC = 7 * 24 * 3600;
 
@@ -103,15 +105,60 @@ export const codec = {
   rangeFromItem: (item: Item): RangeState => strip(item) as RangeState,
   lossItem: (l: DataLossEntry): Item => compact({ ...keys.loss(l.stream, l), type: 'data-loss', ...l }),
   lossFromItem: (item: Item): DataLossEntry => strip(item) as DataLossEntry,
-  deadLetterItem: (d: DeadLetter): Item => compact({ ...keys.deadLetter(d.stream, d), type: 'dead-letter', ...d }),
+  deadLetterItem: (d: DeadLetter): Item => compact({ ...keys.deadLetter(d.stream, d), type: 'dead-letter', ...d, ...deadLetterExpiry(d) }),
   deadLetterFromItem: (item: Item): DeadLetter => {
-    const d = strip(item) as DeadLetter;
+    const d = { ...(strip(item) as DeadLetter), ...deadLetterRetention(item) };
     return Array.isArray(d.headers) ? d : { ...d, headers: legacyHeaders(d.headers) };
   },
 };
 
+/** The TTL attribute (epoch seconds) of a dead letter with a retention; DynamoDB deletes it after. */
+function deadLetterExpiry(d: DeadLetter): Item {
+  // Stored once, in seconds, on the TTL attribute (`expiresAtMs: undefined` drops the port's copy).
+  return d.expiresAtMs === undefined ? {} : { [TTL_ATTRIBUTE]: Math.ceil(d.expiresAtMs / 1000), expiresAtMs: undefined };
+}
+
+/** Retention fields of a stored dead letter (items written before retention existed kept the record, forever). */
+function deadLetterRetention(item: Item): Pick<DeadLetter, 'kept' | 'expiresAtMs'> {
+  const expiresAt = typeof item[TTL_ATTRIBUTE] === 'number' ? item[TTL_ATTRIBUTE] : undefined;
+  return compact({ kept: (item.kept as DeadLetter['kept'] | undefined) ?? 'record', expiresAtMs: expiresAt === undefined ? undefined : expiresAt * 1000 });
+}
+
 /** The condition every processor write checks: this processor still holds the range's lease (I3). */
 const HOLDS_LEASE = '#st = :leased AND leaseToken = :token';
+
+/**
+ * Takes a range lease (KCL-style: counts the attempt), conditional on the range ending at the
+ * requested `until`, so a forged or stale request changes nothing; ALL_OLD tells why it failed.
+ */
+export function takeLeaseUpdate(
+  table: string,
+  key: Key,
+  t: { until: number; leaseToken: string; nowMs: number; leaseMs: number; maxAttempts: number },
+): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: key,
+    UpdateExpression:
+      'SET #st = :leased, leaseToken = :token, leaseExpiresAtMs = :expires, attempts = attempts + :one, firstLeasedAtMs = if_not_exists(firstLeasedAtMs, :now)',
+    ConditionExpression:
+      'attribute_exists(pk) AND #until = :until AND attempts < :max AND (#st IN (:planned, :failed) OR (#st = :leased AND leaseExpiresAtMs < :now))',
+    ExpressionAttributeNames: { '#st': 'status', '#until': 'until' },
+    ExpressionAttributeValues: {
+      ':leased': 'leased',
+      ':planned': 'planned',
+      ':failed': 'failed',
+      ':token': t.leaseToken,
+      ':expires': t.nowMs + t.leaseMs,
+      ':until': t.until,
+      ':one': 1,
+      ':now': t.nowMs,
+      ':max': t.maxAttempts,
+    },
+    ReturnValues: 'ALL_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
 
 /** Progress `expect -> to` plus lease renewal, conditional on the lease and the progress seen (I2). */
 export function progressAction(table: string, range: LeasedRange, expect: number, to: number, leaseUntilMs: number): TxAction {

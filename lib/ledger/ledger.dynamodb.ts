@@ -18,9 +18,10 @@ import {
   UpdateCommand,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
-import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RewindOutcome, WriteOutcome } from '../ports/ledger';
+import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RangeState, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import {
   advancePartitionAction,
   codec,
@@ -35,6 +36,7 @@ import {
   redriveAction,
   rewindPartitionAction,
   sinkAction,
+  takeLeaseUpdate,
   type TxAction,
 } from './codec.dynamodb';
 
@@ -121,6 +123,17 @@ function waves(batches: Batch[]): Batch[][] {
   }
   if (current.length) out.push(current);
   return out;
+}
+
+/** Why a lease take's condition failed, judged on the item as the condition saw it. */
+function lostLeaseOutcome(range: RangeState | undefined, asked: { until: number; nowMs: number; maxAttempts: number }): LeaseOutcome {
+  if (!range) return { kind: 'missing' };
+  if (range.until !== asked.until) return { kind: 'mismatch', range };
+  if (range.status === 'done') return { kind: 'done', range };
+  if (range.status === 'parked') return { kind: 'parked', range };
+  if (range.status === 'leased' && (range.leaseExpiresAtMs ?? 0) >= asked.nowMs) return { kind: 'held', range };
+  if (range.attempts >= asked.maxAttempts) return { kind: 'exhausted', range };
+  return { kind: 'held', range }; // lost to a concurrent taker between our write and the re-read
 }
 
 /** Creates the DynamoDB ledger; the client is the caller's (endpoint, credentials, retries). */
@@ -381,47 +394,24 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return res.Item ? codec.partitionFromItem(res.Item) : undefined;
     },
 
-    async takeRangeLease({ stream, topic, partition, from, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+    async takeRangeLease({ stream, topic, partition, from, until, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+      const key = keys.range(stream, { topic, partition, from });
       try {
         const res = await send(`take lease of ${topic}/${partition}/${from}`, () =>
-          doc.send(
-            new UpdateCommand({
-              TableName: table,
-              Key: keys.range(stream, { topic, partition, from }),
-              UpdateExpression:
-                'SET #st = :leased, leaseToken = :token, leaseExpiresAtMs = :until, attempts = attempts + :one, firstLeasedAtMs = if_not_exists(firstLeasedAtMs, :now)',
-              ConditionExpression:
-                'attribute_exists(pk) AND attempts < :max AND (#st IN (:planned, :failed) OR (#st = :leased AND leaseExpiresAtMs < :now))',
-              ExpressionAttributeNames: { '#st': 'status' },
-              ExpressionAttributeValues: {
-                ':leased': 'leased',
-                ':planned': 'planned',
-                ':failed': 'failed',
-                ':token': leaseToken,
-                ':until': nowMs + leaseMs,
-                ':one': 1,
-                ':now': nowMs,
-                ':max': maxAttempts,
-              },
-              ReturnValues: 'ALL_NEW',
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            }),
-          ),
+          doc.send(new UpdateCommand(takeLeaseUpdate(table, key, { until, leaseToken, nowMs, leaseMs, maxAttempts }))),
         );
         return { kind: 'taken', range: codec.rangeFromItem(res.Attributes ?? {}) };
       } catch (err) {
         if (!(err instanceof ConditionalCheckFailedException)) throw err;
-        // Re-read rather than decode the low-level ALL_OLD image: the outcome depends on the whole item.
-        const res = await send('re-read range after a lost lease race', () =>
-          doc.send(new GetCommand({ TableName: table, Key: keys.range(stream, { topic, partition, from }), ConsistentRead: true })),
-        );
-        if (!res.Item) return { kind: 'missing' };
-        const range = codec.rangeFromItem(res.Item);
-        if (range.status === 'done') return { kind: 'done', range };
-        if (range.status === 'parked') return { kind: 'parked', range };
-        if (range.status === 'leased' && (range.leaseExpiresAtMs ?? 0) >= nowMs) return { kind: 'held', range };
-        if (range.attempts >= maxAttempts) return { kind: 'exhausted', range };
-        return { kind: 'held', range }; // lost to a concurrent taker between our write and this read
+        // The image the condition failed on (one round trip); an emulator without it gets a re-read.
+        let old = err.Item ? unmarshall(err.Item) : undefined;
+        if (!old) {
+          const res = await send('re-read range after a lost lease race', () =>
+            doc.send(new GetCommand({ TableName: table, Key: key, ConsistentRead: true })),
+          );
+          old = res.Item;
+        }
+        return lostLeaseOutcome(old ? codec.rangeFromItem(old) : undefined, { until, nowMs, maxAttempts });
       }
     },
 

@@ -178,10 +178,11 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
       const p = store(stream).partitions.get(pKey(topic, partition));
       return p ? clone(p) : undefined;
     },
-    async takeRangeLease({ stream, topic, partition, from, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+    async takeRangeLease({ stream, topic, partition, from, until, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
       requests++;
       const r = store(stream).ranges.get(rKey({ topic, partition, from }));
       if (!r) return { kind: 'missing' };
+      if (r.until !== until) return { kind: 'mismatch', range: clone(r) };
       if (r.status === 'done') return { kind: 'done', range: clone(r) };
       if (r.status === 'parked') return { kind: 'parked', range: clone(r) };
       if (r.status === 'leased' && (r.leaseExpiresAtMs ?? 0) >= nowMs) return { kind: 'held', range: clone(r) };

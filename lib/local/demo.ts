@@ -144,7 +144,7 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
     view.event(`stream ${id}: topic ${topic} (${opts.partitions} partitions), sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
 
     const runner = createLocalRunner(
-      { ledger: ops.ledger, metadataFor: (s) => ops.metadata.forStream(s), createReader: (s) => ops.createReader(s), handlerFor: (s) => ops.handlerFor(s), log: (l) => view.event(l) },
+      { ledger: ops.ledger, storeClock: ops.storeClock, metadataFor: (s) => ops.metadata.forStream(s), createReader: (s) => ops.createReader(s), handlerFor: (s) => ops.handlerFor(s), log: (l) => view.event(l) },
       [stream],
     );
     const producer = createDemoProducer(kafka, admin, { topic, ratePerSec: opts.ratePerSec, accounts: opts.accounts });

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { createInProcessDispatcher } from '../dispatch/dispatcher.local';
 import type { KafkaMetadata } from '../ports/kafka-metadata';
-import type { Ledger } from '../ports/ledger';
+import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import { emptyReport, planStream, type StreamPlanReport } from '../planner/run';
 import type { RecordsHandler } from '../processor/handler-api';
@@ -16,6 +16,8 @@ import type { RangePayload } from '../ranges';
 
 export type RunnerDeps = {
   ledger: Ledger;
+  /** The store's clock for planner and range leases (default: this process's clock). */
+  storeClock?: StoreClock;
   metadataFor(stream: StreamConfig): Promise<KafkaMetadata>;
   /**
    * A new range reader for the stream's cluster. The runner keeps a pool and gives each running
@@ -98,6 +100,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
           ledger: deps.ledger,
           readerFor: async (s) => (lease ??= await takeReader(s)).reader,
           handlerFor: deps.handlerFor,
+          storeClock: deps.storeClock,
           maxChunkRecords: deps.maxChunkRecords,
         },
         // The same deadline rule as the Lambda: the safety share of the configured timeout.
@@ -123,15 +126,15 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
   const planOnce = async (): Promise<StreamPlanReport[]> => {
     const reports = await Promise.all(
       streams.map((s) =>
-        planStream(
-          { ledger: deps.ledger, metadataFor: deps.metadataFor, dispatcher, plannerLeaseMs: deps.plannerLeaseMs ?? 30_000 },
-          s,
-          { dryRun: false, nowMs: Date.now() },
-        ).catch((err: unknown): StreamPlanReport => {
-          const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-          log(`planner run for ${s.id} failed: ${reason}`);
-          return { ...(stats.reports.get(s.id) ?? failedReport(s.id)), status: 'failed', reason };
-        }),
+        (deps.storeClock ? deps.storeClock() : Promise.resolve(Date.now()))
+          .then((nowMs) =>
+            planStream({ ledger: deps.ledger, metadataFor: deps.metadataFor, dispatcher, plannerLeaseMs: deps.plannerLeaseMs ?? 30_000 }, s, { dryRun: false, nowMs }),
+          )
+          .catch((err: unknown): StreamPlanReport => {
+            const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+            log(`planner run for ${s.id} failed: ${reason}`);
+            return { ...(stats.reports.get(s.id) ?? failedReport(s.id)), status: 'failed', reason };
+          }),
       ),
     );
     stats.plannerRuns++;

@@ -10,8 +10,9 @@ import { resolveHandler } from '../handlers';
 import { createKafka } from '../kafka/client';
 import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
+import { createDynamoStoreClock } from '../ledger/clock.dynamodb';
 import { createDynamoLedger } from '../ledger/ledger.dynamodb';
-import type { Ledger } from '../ports/ledger';
+import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import type { RecordsHandler } from '../processor/handler-api';
 import { dynamoClientFromEnv } from '../runtime/aws';
@@ -21,6 +22,8 @@ export type OpsContext = {
   env: NodeJS.ProcessEnv;
   dynamo: DynamoDBClient;
   ledger: Ledger;
+  /** DynamoDB's time, for every lease decision (operator leases, the local runner's planner and processors). */
+  storeClock: StoreClock;
   metadata: MetadataCache;
   /** One range reader per cluster connection, for one read at a time (peek, re-drive). */
   readerFor(stream: StreamConfig): Promise<RangeReader>;
@@ -40,6 +43,7 @@ export function createOpsContext(config: DeploymentConfig, env: NodeJS.ProcessEn
     env,
     dynamo,
     ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
+    storeClock: createDynamoStoreClock({ client: dynamo, tableName: config.ledgerTable }),
     metadata,
     readerFor(stream) {
       const key = JSON.stringify(stream.kafka);

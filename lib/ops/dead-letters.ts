@@ -2,7 +2,8 @@
  * `dead-letters <stream>`: list the records the handler kept rejecting, and re-drive one or all of
  * them once the handler (or the data) is fixed. A re-drive reads the record again from Kafka by
  * offset through the processor's range reader (falling back to the copy stored with the dead
- * letter when retention or compaction removed it) and runs the stream's handler on it:
+ * letter when retention or compaction removed it; a dead letter that keeps only coordinates is
+ * then refused) and runs the stream's handler on it:
  * - exactly-once handlers: the handler's sink writes and the dead letter's `redrivenAtMs` go in one
  *   DynamoDB transaction, so a re-drive applies once, however often it is attempted;
  * - at-least-once handlers: the handler runs, then the dead letter is marked (a crash in between
@@ -94,6 +95,9 @@ async function recordOf(ctx: OpsContext, stream: StreamConfig, d: DeadLetter): P
   } catch (err) {
     if (!(err instanceof OffsetOutOfRangeError) && !(err instanceof PartitionNotFoundError)) throw err;
   }
+  if (d.kept === 'coordinates') {
+    throw new Error(`Kafka no longer has ${deadLetterId(d)} and its dead letter keeps only coordinates (deadLetters.keep = "coordinates"): nothing to re-drive`);
+  }
   if (d.truncated) throw new Error(`Kafka no longer has ${deadLetterId(d)} and its stored copy is truncated (${d.valueBytes} bytes)`);
   const record: KafkaRecord = {
     topic: d.topic,
@@ -123,8 +127,18 @@ export function renderDeadLetters(stream: string, letters: DeadLetter[]): string
     `stream ${stream}: ${letters.length} dead letter(s), ${pending} pending`,
     '',
     table(
-      ['id', 'created', 'attempts', 'bytes', 'redriven', 'error'],
-      rows.map((d) => [deadLetterId(d), isoTime(d.createdAtMs), d.attempts, d.valueBytes, isoTime(d.redrivenAtMs), d.error.length > 100 ? `${d.error.slice(0, 97)}...` : d.error]),
+      ['id', 'created', 'expires', 'kept', 'attempts', 'bytes', 'redriven', 'error'],
+      rows.map((d) => [
+        deadLetterId(d),
+        isoTime(d.createdAtMs),
+        d.expiresAtMs === undefined ? 'never' : isoTime(d.expiresAtMs),
+        // Only coordinates: a re-drive needs Kafka to still hold the record.
+        d.kept === 'coordinates' ? 'coordinates only' : 'record',
+        d.attempts,
+        d.valueBytes,
+        isoTime(d.redrivenAtMs),
+        d.error.length > 100 ? `${d.error.slice(0, 97)}...` : d.error,
+      ]),
     ),
   ].join('\n');
 }

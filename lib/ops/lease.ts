@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { PreconditionError } from '../errors';
-import type { Ledger } from '../ports/ledger';
+import type { Ledger, StoreClock } from '../ports/ledger';
 
 export type OperatorLease = { stream: string; epoch: number; ownerToken: string };
 
@@ -22,14 +22,15 @@ export function operatorName(env: NodeJS.ProcessEnv = process.env): string {
  */
 export async function withOperatorLease<T>(
   ledger: Ledger,
-  input: { stream: string; who: string; leaseMs?: number; waitMs?: number; clock?: () => number },
+  input: { stream: string; who: string; leaseMs?: number; waitMs?: number; clock?: () => number; storeClock?: StoreClock },
   fn: (lease: OperatorLease) => Promise<T>,
 ): Promise<T> {
   const clock = input.clock ?? Date.now;
   const ownerToken = `operator:${input.who}:${randomUUID()}`;
   const deadline = clock() + (input.waitMs ?? 15_000);
   for (let attempt = 0; ; attempt++) {
-    const got = await ledger.acquirePlannerLease({ stream: input.stream, ownerToken, nowMs: clock(), leaseMs: input.leaseMs ?? 60_000 });
+    const nowMs = input.storeClock ? await input.storeClock() : clock();
+    const got = await ledger.acquirePlannerLease({ stream: input.stream, ownerToken, nowMs, leaseMs: input.leaseMs ?? 60_000 });
     if (got.acquired) {
       const lease = { stream: input.stream, epoch: got.epoch, ownerToken };
       try {

@@ -79,7 +79,7 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
   });
   const records = partitions.reduce((s, p) => s + p.stop - p.start, 0);
 
-  await withOperatorLease(ctx.ledger, { stream: id, who: req.who }, async (lease) => {
+  await withOperatorLease(ctx.ledger, { stream: id, who: req.who, storeClock: ctx.storeClock }, async (lease) => {
     const registrations: PartitionState[] = partitions.map((p) => ({
       stream: id,
       topic: p.topic,
@@ -127,7 +127,7 @@ export async function runReplay(
   const t0 = Date.now();
   const log = opts.log ?? (() => undefined);
   const runner = createLocalRunner(
-    { ledger: ctx.ledger, metadataFor: (s) => ctx.metadata.forStream(s), createReader: (s) => ctx.createReader(s), handlerFor: (s) => ctx.handlerFor(s), log },
+    { ledger: ctx.ledger, storeClock: ctx.storeClock, metadataFor: (s) => ctx.metadata.forStream(s), createReader: (s) => ctx.createReader(s), handlerFor: (s) => ctx.handlerFor(s), log },
     [plan.stream],
   );
   const stopOf = new Map(plan.partitions.map((p) => [partitionKey(p.topic, p.partition), p]));

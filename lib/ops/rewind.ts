@@ -85,7 +85,7 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
 
   const what = `rewind to ${describeTarget(req.target)}: ${rows.map((r) => `${r.topic}/${r.partition} ${r.committed}->${r.to}`).join(', ')}`.slice(0, 2000);
   const change = { by: req.who, atMs: req.nowMs, what };
-  return withOperatorLease(ledger, { stream: stream.id, who: req.who }, async (lease) => {
+  return withOperatorLease(ledger, { stream: stream.id, who: req.who, storeClock: ctx.storeClock }, async (lease) => {
     // Re-read under the lease: the cursors the change names must be the ones no planner can move now.
     const fresh = new Map((await ledger.readPartitions(stream.id)).map((p) => [partitionKey(p.topic, p.partition), p]));
     assertIdle(await ledger.readOpenRanges(stream.id), targets);

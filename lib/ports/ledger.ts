@@ -4,6 +4,7 @@
  * Every mutation is conditional on the value it replaces (invariant I2); planner writes are also
  * fenced by the planner epoch (I5). A lost condition is reported as a value (`'condition-failed'`,
  * `'fenced'`), never thrown: the caller re-reads and decides, like the KCL's lease table.
+ * The `nowMs` of every lease decision (taking, renewing) is a `StoreClock` reading.
  */
 import type { PidState } from '../offsets/pid';
 import type { TimestampType } from './range-reader';
@@ -28,6 +29,14 @@ export type StreamMeta = {
    */
   confirmedEpoch?: number;
 };
+
+/**
+ * The store's current time (epoch ms) as this process estimates it. Every lease (planner and range)
+ * is judged and written on it, never on a process's own clock, so two processes whose clocks
+ * disagree cannot both hold one lease. May cost a request the first time (DynamoDB: a probe whose
+ * response `Date` header calibrates the local clock). See docs/architecture.md, "Clocks".
+ */
+export type StoreClock = () => Promise<number>;
 
 /** Who changed a stream by hand, when, and what they did (kept on the stream's META item). */
 export type OperatorChange = { by: string; atMs: number; what: string };
@@ -135,6 +144,10 @@ export type SinkCondition = { expression: string; names?: Record<string, string>
 /** A record header as a dead letter stores it: its value as base64, null kept as null. */
 export type DeadLetterHeader = { key: string; valueBase64: string | null };
 
+/** What a dead letter holds: a copy of the record, or only its coordinates and error (personal data). */
+export const DEAD_LETTER_CONTENTS = ['record', 'coordinates'] as const;
+export type DeadLetterContents = (typeof DEAD_LETTER_CONTENTS)[number];
+
 /** A record the handler kept rejecting, stored with its error instead of stalling the partition. */
 export type DeadLetter = {
   stream: string;
@@ -160,6 +173,10 @@ export type DeadLetter = {
   createdAtMs: number;
   /** Set when an operator re-drove it. */
   redrivenAtMs?: number;
+  /** `coordinates`: key, value and headers were not stored (`null`/empty); Kafka holds the record. */
+  kept: DeadLetterContents;
+  /** When the store deletes it (DynamoDB TTL, which may lag by a few days); unset: kept until removed. */
+  expiresAtMs?: number;
 };
 
 /** The result of trying to take a range's lease (KCL-style: conditional on what was seen). */
@@ -172,6 +189,11 @@ export type LeaseOutcome =
   | { kind: 'parked'; range: RangeState }
   /** The attempt limit is reached; the planner parks it. */
   | { kind: 'exhausted'; range: RangeState }
+  /**
+   * The range starting at `from` ends at `range.until`, not at the `until` asked for: the request
+   * does not name a planned range (forged or stale payload). Nothing was written.
+   */
+  | { kind: 'mismatch'; range: RangeState }
   | { kind: 'missing' };
 
 /** Range identity plus the lease token a processor holds. */
@@ -281,13 +303,16 @@ export type Ledger = {
   readPartition(stream: string, topic: string, partition: number): Promise<PartitionState | undefined>;
   /**
    * Takes the range's lease if it is planned, failed, or leased with an expired lease, and fewer than
-   * `maxAttempts` leases were taken; counts the attempt.
+   * `maxAttempts` leases were taken; counts the attempt. The range must end at `until` (checked by
+   * the same conditional write): otherwise the outcome is `mismatch` and nothing changes, so a forged
+   * or stale request neither counts an attempt nor holds a lease.
    */
   takeRangeLease(input: {
     stream: string;
     topic: string;
     partition: number;
     from: number;
+    until: number;
     leaseToken: string;
     nowMs: number;
     leaseMs: number;

@@ -4,12 +4,12 @@
  * complete the range. Duplicate or stale invocations lose a condition and stop without effects.
  */
 import { randomUUID } from 'node:crypto';
-import type { StreamConfig } from '../config/schema';
+import type { DeadLettersConfig, StreamConfig } from '../config/schema';
 import { AppError, ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
 import { SinkConditionError } from '../ledger/ledger.dynamodb';
 import { updateObservedRate } from '../offsets';
-import type { DeadLetter, DeadLetterHeader, LeasedRange, Ledger, SinkWrite } from '../ports/ledger';
+import type { DeadLetter, DeadLetterHeader, LeasedRange, Ledger, SinkWrite, StoreClock } from '../ports/ledger';
 import type { KafkaRecord, RangeReader } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import type { HandlerContext, HandlerRecord, RecordsHandler } from './handler-api';
@@ -24,7 +24,10 @@ export type ProcessorDeps = {
   handlerFor: (stream: StreamConfig) => RecordsHandler;
   /** Optional: also commit the finished offset to the stream's Kafka consumer group. */
   commitGroupOffset?: (group: string, topic: string, partition: number, offset: number) => Promise<void>;
+  /** The local clock: durations and the deadline. */
   clock?: () => number;
+  /** The store's clock: the range lease is taken and renewed on it (defaults to `clock`). */
+  storeClock?: StoreClock;
   sleep?: (ms: number) => Promise<void>;
   leaseToken?: string;
   /** Records per handler call (default 500). */
@@ -61,6 +64,8 @@ const MAX_DEAD_LETTER_VALUE_BYTES = 200 * 1024;
 const MAX_DEAD_LETTER_KEY_BYTES = 16 * 1024;
 const MAX_DEAD_LETTER_HEADER_BYTES = 64 * 1024;
 
+const DAY_MS = 24 * 3600 * 1000;
+
 class LeaseLost extends Error {}
 
 /** Processes one range payload; the invocation's outcome is the returned status. */
@@ -69,6 +74,8 @@ export async function processRange(
   input: { stream: StreamConfig; range: RangePayload; deadlineAtMs: number; signal?: AbortSignal },
 ): Promise<ProcessResult> {
   const clock = deps.clock ?? Date.now;
+  // Never the local clock when a store clock is given: a clock running ahead would see a held lease as expired.
+  const storeClock = deps.storeClock ?? (async () => clock());
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const t0 = clock();
   const { stream, range } = input;
@@ -78,8 +85,13 @@ export async function processRange(
   const finish = (status: ProcessResult['status'], extra: Partial<ProcessResult> = {}): ProcessResult =>
     Object.assign(result, { status, durationMs: clock() - t0 }, extra);
 
-  const lease = await deps.ledger.takeRangeLease({ ...range, leaseToken, nowMs: clock(), leaseMs, maxAttempts: stream.maxAttempts });
+  const lease = await deps.ledger.takeRangeLease({ ...range, leaseToken, nowMs: await storeClock(), leaseMs, maxAttempts: stream.maxAttempts });
   switch (lease.kind) {
+    case 'mismatch':
+      // Checked by the lease-taking write itself: nothing was counted or held.
+      throw new ValidationError(
+        `invalid processor payload: until=${range.until} does not match the ledger's range ${range.topic}/${range.partition} [${range.from}, ${lease.range.until}); nothing was changed`,
+      );
     case 'missing':
       return finish('unknown-range', { reason: 'the ledger has no such range: only ranges the planner planned are processed' });
     case 'done':
@@ -92,9 +104,6 @@ export async function processRange(
       return finish('exhausted', { progress: lease.range.progress, reason: `attempt limit ${stream.maxAttempts} reached` });
     case 'taken':
       break;
-  }
-  if (lease.range.until !== range.until) {
-    throw new ValidationError(`range payload until=${range.until} differs from the ledger's ${lease.range.until}`);
   }
   const held: LeasedRange = { ...range, leaseToken };
   let progress = lease.range.progress;
@@ -114,7 +123,7 @@ export async function processRange(
       range: held,
       expectProgress: progress,
       to,
-      nowMs: clock(),
+      nowMs: await storeClock(),
       leaseMs,
       sinkWrites: sinkWrites.map((w) => withTable(w, stream.handler?.sinkTable)),
       deadLetters,
@@ -281,7 +290,7 @@ export async function processRange(
       if (done) continue;
       const message = `handler rejected ${rec.idempotencyKey} ${attempts} times: ${errorText(lastError)}`;
       if (stream.poisonPolicy === 'stop-partition') throw new PoisonStop(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
-      await commit(recTo, [], [deadLetterOf(stream.id, range.from, rec, message, attempts, clock())]);
+      await commit(recTo, [], [retained(deadLetterOf(stream.id, range.from, rec, message, attempts, clock()), stream.deadLetters)]);
       result.deadLetters += 1;
     }
   }
@@ -320,6 +329,16 @@ function fitsOneTransaction(writes: SinkWrite[]): boolean {
 }
 
 /**
+ * Applies the stream's dead-letter retention: an expiry, and with `keep: "coordinates"` no copy of
+ * key, value or headers (streams carrying personal data; Kafka keeps the record while it retains it).
+ */
+function retained(d: DeadLetter, policy: DeadLettersConfig): DeadLetter {
+  const expiresAtMs = d.createdAtMs + policy.retentionDays * DAY_MS;
+  if (policy.keep === 'record') return { ...d, expiresAtMs };
+  return { ...d, keyBase64: null, valueBase64: null, headers: [], headersDropped: undefined, truncated: false, kept: 'coordinates', expiresAtMs };
+}
+
+/**
  * The dead-letter item for a rejected record, kept under DynamoDB's 400 KB item limit: the value,
  * key and headers are cut (in that order of priority) to fit, and `truncated` says so; headers are
  * kept whole and in order up to the first that no longer fits (`headersDropped` counts the rest).
@@ -355,5 +374,6 @@ function deadLetterOf(stream: string, rangeFrom: number, r: HandlerRecord, error
     attempts,
     rangeFrom,
     createdAtMs: nowMs,
+    kept: 'record',
   };
 }

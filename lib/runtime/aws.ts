@@ -17,9 +17,10 @@ import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache
 import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import type { RecordsHandler } from '../processor/handler-api';
 import type { RangeReader } from '../ports/range-reader';
+import { createDynamoStoreClock } from '../ledger/clock.dynamodb';
 import { createDynamoLedger } from '../ledger/ledger.dynamodb';
 import type { Dispatcher } from '../ports/dispatcher';
-import type { Ledger } from '../ports/ledger';
+import type { Ledger, StoreClock } from '../ports/ledger';
 
 /** A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set. */
 export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env): DynamoDBClient {
@@ -39,6 +40,8 @@ export type Runtime = {
   config: DeploymentConfig;
   dynamo: DynamoDBClient;
   ledger: Ledger;
+  /** DynamoDB's time: every lease decision uses it (never this container's own clock). */
+  storeClock: StoreClock;
   metadata: MetadataCache;
   dispatcher(): Dispatcher;
   /** The range reader for a stream's cluster (connections reused across warm invocations). */
@@ -74,6 +77,7 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env): Runtime {
     config,
     dynamo,
     ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
+    storeClock: createDynamoStoreClock({ client: dynamo, tableName: config.ledgerTable }),
     metadata: createMetadataCache(),
     readerFor: (stream) => perCluster(readers, stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka))),
     handlerFor(stream) {

@@ -135,6 +135,7 @@ describe('bad CLI arguments', () => {
       env: {},
       dynamo: {} as DynamoDBClient,
       ledger,
+      storeClock: async () => Date.now(),
       metadata: { forStream: async () => kafka, requestCount: () => 0, closeAll: async () => undefined },
       readerFor: async () => reader,
       createReader: async () => reader,

@@ -29,17 +29,18 @@ import { checkInvariants, type Violation } from '../../lib/chaos/invariants';
 import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
 import { mapWithConcurrency } from '../../lib/concurrency';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
-import { StoreError } from '../../lib/errors';
+import { StoreError, ValidationError } from '../../lib/errors';
 import { createAuditLog } from '../../lib/handlers/audit-log';
 import { runningTotals } from '../../lib/handlers/running-totals';
 import { createMetadataCache, type MetadataCache } from '../../lib/kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
+import { createDynamoStoreClock } from '../../lib/ledger/clock.dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream, PLANNER_STEPS, type PlannerStep } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, PROCESSOR_STEPS } from '../../lib/processor/process-range';
-import type { Ledger, PartitionState } from '../../lib/ports/ledger';
+import type { Ledger, PartitionState, StoreClock } from '../../lib/ports/ledger';
 import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
@@ -59,6 +60,8 @@ export const SCENARIOS = [
   'poison-record',
   'broker-restart',
   'topic-deleted',
+  'forged-payload',
+  'skewed-clock',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -260,6 +263,10 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
   const across = { running: 0, done: 0 };
   /** topic-deleted: the matching topic deleted mid-run. */
   let deletedTopic: string | undefined;
+  /** forged-payload: forged payloads sent each round before the genuine invocations. */
+  let forge: ForgeTally | undefined;
+  /** skewed-clock: processors and planners on clocks far from the store's, and deliveries per record. */
+  let skew: SkewedClocks | undefined;
   switch (scenario) {
     case 'baseline':
       break;
@@ -306,6 +313,15 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     case 'topic-deleted':
       pattern = true;
       spec.partitions = 2;
+      break;
+    case 'forged-payload':
+      // Before payloads were checked by the lease write, three forgeries exhausted a range.
+      spec.config = { ...spec.config, maxAttempts: 3 };
+      forge = { sent: 0, refused: 0, otherOutcomes: [], roundsChanged: 0, rounds: 0 };
+      break;
+    case 'skewed-clock':
+      handlerDelayMs = 10;
+      skew = skewedClocks(process.env.DYNAMODB_ENDPOINT as string, env.ledgerTable, 1500);
       break;
   }
 
@@ -369,6 +385,7 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     const wrap = async (records: HandlerRecord[], ctx: Parameters<RecordsHandler['handle']>[1]) => {
       if (dead.v) throw new StoreError('chaos: the process was killed');
       if (handlerDelayMs) await new Promise((r) => setTimeout(r, handlerDelayMs));
+      if (skew) for (const r of records) skew.handed.set(`${stream.id}/${r.idempotencyKey}`, (skew.handed.get(`${stream.id}/${r.idempotencyKey}`) ?? 0) + 1);
       const out = await (inner.handle as (r: HandlerRecord[], c: typeof ctx) => unknown)(records, ctx);
       if (killAfterHandler()) {
         dead.v = true;
@@ -390,7 +407,7 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     return fresh;
   };
 
-  const invoke = async (stream: StreamConfig, range: RangePayload): Promise<void> => {
+  const invoke = async (stream: StreamConfig, range: RangePayload, clocks?: ProcessorClocks): Promise<void> => {
     invocations++;
     const dead = { v: false };
     const kill = killProb > 0 && kills.processor < 12 && rng() < killProb;
@@ -415,9 +432,11 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
           ledger: kill ? killable(ledger, dead) : ledger,
           readerFor: async () => reader,
           handlerFor: (s) => handlerFor(s, dead, () => hit('handler-returned')),
+          ...(clocks && { ledger: clocks.ledger, clock: clocks.clock, storeClock: clocks.storeClock }),
           maxChunkRecords: 25,
           retryBaseMs: 5,
-          afterStep: (step) => {
+          afterStep: async (step) => {
+            if (step === 'leased' && clocks?.whileLeased) await clocks.whileLeased();
             if (opts.broker && step === 'handled' && !restart && ++chunksHandled >= restartAfterChunks) {
               // Not awaited: this processor and the others keep reading while the broker goes down.
               const r0 = Date.now();
@@ -474,7 +493,7 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
         },
       },
       stream,
-      { dryRun: false, nowMs: Date.now() },
+      { dryRun: false, nowMs: skew ? await skew.ahead.storeClock() : Date.now() },
     ).then(
       (rep) => {
         if (rep.status === 'failed') plannerFailures++;
@@ -568,8 +587,15 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
       injected = `retention deleted p0 [0, 40) after planning and the last 30 unread of 60 new p1 records before planning (failOnDataLoss=${scenario === 'retention-fail'})`;
     }
     // Processors run in any order, several at once (Lambda async invokes).
+    if (forge) await sendForgedPayloads(env, ledger, queue, forge);
     const order = queue.map((q) => ({ q, k: rng() })).sort((a, b) => a.k - b.k).map((x) => x.q);
-    await mapWithConcurrency(order, 8, (q) => invoke(q.stream, q.range));
+    const s = skew;
+    await mapWithConcurrency(order, 8, (q) =>
+      s
+        ? // Each range: a processor running behind takes the lease; one running ahead is invoked while it is held.
+          invoke(q.stream, q.range, { ...s.behind, whileLeased: () => invoke(q.stream, q.range, s.ahead) })
+        : invoke(q.stream, q.range),
+    );
     if (restart) {
       // The broker is back before the next planner round (the processors above rode through or failed).
       await restart;
@@ -608,6 +634,23 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     case 'poison-record':
       injected = `every ${poisonEvery}th record is not JSON (running-totals rejects it)`;
       break;
+    case 'forged-payload': {
+      const f = forge as ForgeTally;
+      injected = `${f.sent} forged payloads (a planned from with a wrong until, 3 per dispatched range, maxAttempts 3) sent before the genuine invocations: ${f.refused} refused with ValidationError; a full ledger scan before and after them equal in ${f.rounds - f.roundsChanged} of ${f.rounds} rounds`;
+      if (f.refused !== f.sent) problems.push(`${f.sent - f.refused} forged payloads were not refused: ${f.otherOutcomes.slice(0, 3).join('; ')}`);
+      if (f.roundsChanged) problems.push(`forged payloads changed the ledger in ${f.roundsChanged} rounds`);
+      if (!f.sent) problems.push('no payload was forged');
+      break;
+    }
+    case 'skewed-clock': {
+      const k = skew as SkewedClocks;
+      const twice = [...k.handed.values()].filter((n) => n > 1).length;
+      injected = `every range taken by a processor whose clock runs ${k.behindMs / 1000} s behind, and invoked again while leased on one ${k.aheadMs / 1000} s ahead (lease 1.5 s), planners ${k.aheadMs / 1000} s ahead; leases judged on DynamoDB's clock (Date headers): ${statuses['held-elsewhere'] ?? 0} of ${invocations / 2} contenders held off, ${twice} records handed to a handler twice`;
+      if (twice) problems.push(`${twice} records were handed to a handler twice (two lease holders)`);
+      if (!statuses['held-elsewhere']) problems.push('no contender met a held lease');
+      k.close();
+      break;
+    }
     case 'broker-restart':
       injected = restart
         ? `private broker stopped (SIGTERM) and started again on the same data dir and port after ${restartAfterChunks} handled chunks (stop + start ${restartMs} ms): ${across.running} invocations were reading, ${across.done} of them rode through to done; ${processorErrors} processor invocations failed and were re-dispatched, ${plannerFailures} planner runs failed`
@@ -758,6 +801,60 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
   if (producer !== env.producer) await producer.disconnect();
   await doomedProducer?.disconnect();
   return result;
+}
+
+type ForgeTally = { sent: number; refused: number; otherOutcomes: string[]; roundsChanged: number; rounds: number };
+
+/**
+ * forged-payload: sends, for every range just dispatched, three payloads naming its `from` with a
+ * wrong `until` (one past it, far past it, inside it), one at a time, and compares a full scan of
+ * both streams' ledger items before and after: a forgery must be refused and change nothing.
+ */
+async function sendForgedPayloads(env: ChaosEnv, ledger: Ledger, queue: Array<{ stream: StreamConfig; range: RangePayload }>, tally: ForgeTally): Promise<void> {
+  const scan = async () => JSON.stringify(await Promise.all([...new Set(queue.map((q) => q.stream.id))].sort().map((s) => readLedgerSnapshot(env.ddb, env.ledgerTable, s))));
+  const before = await scan();
+  const untouchable: RangeReader = { read: () => { throw new Error('a forged payload reached the reader'); }, close: async () => undefined } as unknown as RangeReader;
+  const refuse: RecordsHandler = { mode: 'at-least-once', handle: () => { throw new Error('a forged payload reached the handler'); } };
+  for (const { stream, range } of queue) {
+    const wrong = [range.until + 1, range.until + 1_000_000, range.from + 1 === range.until ? range.until + 2 : range.from + 1];
+    for (const until of wrong) {
+      tally.sent++;
+      try {
+        const res = await processRange({ ledger, readerFor: async () => untouchable, handlerFor: () => refuse }, { stream, range: { ...range, until }, deadlineAtMs: Date.now() + 60_000 });
+        tally.otherOutcomes.push(`${range.topic}/${range.partition} [${range.from}, ${until}): ${res.status}`);
+      } catch (err) {
+        if (err instanceof ValidationError) tally.refused++;
+        else tally.otherOutcomes.push(`${range.topic}/${range.partition} [${range.from}, ${until}): ${(err as Error).message}`);
+      }
+    }
+  }
+  tally.rounds++;
+  if ((await scan()) !== before) tally.roundsChanged++;
+}
+
+type ProcessorClocks = { ledger: Ledger; clock: () => number; storeClock: StoreClock; whileLeased?: () => Promise<void> };
+type SkewedClocks = { ahead: ProcessorClocks; behind: ProcessorClocks; aheadMs: number; behindMs: number; handed: Map<string, number>; close(): void };
+
+/**
+ * skewed-clock: two "containers" (own DynamoDB client, own store clock) whose local clocks run
+ * 3 leases ahead and 1 lease behind the machine's (the emulator's `Date` header is the machine clock).
+ */
+function skewedClocks(endpoint: string, tableName: string, leaseMs: number): SkewedClocks {
+  const container = (offsetMs: number): ProcessorClocks & { client: DynamoDBClient } => {
+    const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    const clock = () => Date.now() + offsetMs;
+    return { client, clock, ledger: createDynamoLedger({ client, tableName }), storeClock: createDynamoStoreClock({ client, tableName, localClock: clock }) };
+  };
+  const ahead = container(3 * leaseMs);
+  const behind = container(-leaseMs);
+  return {
+    ahead,
+    behind,
+    aheadMs: 3 * leaseMs,
+    behindMs: leaseMs,
+    handed: new Map(),
+    close: () => [ahead, behind].forEach((c) => c.client.destroy()),
+  };
 }
 
 /** The RELIABILITY.md table. */

@@ -241,8 +241,24 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     });
     return { stream, topic: 't', partition: 0, from, until };
   }
-  const take = (r: { stream: string; topic: string; partition: number; from: number }, leaseToken: string, nowMs: number, maxAttempts = 3) =>
+  const take = (r: { stream: string; topic: string; partition: number; from: number; until: number }, leaseToken: string, nowMs: number, maxAttempts = 3) =>
     ledger.takeRangeLease({ ...r, leaseToken, nowMs, leaseMs: 1000, maxAttempts });
+
+  it('refuses a lease take naming the wrong until, whatever the range state, and writes nothing', async () => {
+    const r = await plannedRange(streamName(), 0, 100);
+    const planned = await ledger.readRange(r.stream, r);
+    for (const until of [99, 101, 1, Number.MAX_SAFE_INTEGER]) {
+      expect(await take({ ...r, until }, 'forged', 10_000, 1)).toMatchObject({ kind: 'mismatch', range: { until: 100 } });
+    }
+    // Nothing counted, nothing held: the attempt limit of 1 still admits the genuine request.
+    expect(await ledger.readRange(r.stream, r)).toEqual(planned);
+    expect(await take(r, 'A', 10_000, 1)).toMatchObject({ kind: 'taken', range: { attempts: 1, leaseToken: 'A' } });
+    const held = await ledger.readRange(r.stream, r);
+    // Held by A, or expired and exhausted: a wrong until is still a mismatch, and still changes nothing.
+    expect(await take({ ...r, until: 50 }, 'forged', 10_500)).toMatchObject({ kind: 'mismatch' });
+    expect(await take({ ...r, until: 50 }, 'forged', 20_000, 5)).toMatchObject({ kind: 'mismatch' });
+    expect(await ledger.readRange(r.stream, r)).toEqual(held);
+  });
 
   it('gives a range lease to one processor at a time and counts attempts (I3)', async () => {
     const r = await plannedRange(streamName());
@@ -275,11 +291,17 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     const dl = {
       stream: r.stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, timestampType: 'LogAppendTime' as const, keyBase64: null, valueBase64: 'eA==',
       valueBytes: 1, truncated: true, headers, headersDropped: 2, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000,
+      kept: 'record' as const, expiresAtMs: 4_102_444_800_000,
     };
-    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl] })).toBe('applied');
+    // Only where the record is and why it failed: no key, value or headers (personal data).
+    const coordinates = {
+      ...dl, offset: 13, keyBase64: null, valueBase64: null, headers: [], headersDropped: undefined, truncated: false,
+      kept: 'coordinates' as const, expiresAtMs: undefined,
+    };
+    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl, coordinates] })).toBe('applied');
     expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1600, leaseMs: 1000 })).toBe('lease-lost');
     expect(await ledger.readRange(r.stream, r)).toMatchObject({ progress: 40, leaseExpiresAtMs: 2500 });
-    expect(await ledger.listDeadLetters(r.stream)).toEqual([dl]);
+    expect(await ledger.listDeadLetters(r.stream)).toEqual([dl, coordinates]);
 
     expect(
       await ledger.completeRange({ range: held, expectProgress: 39, nowMs: 1700, stats: { records: 90, processingMs: 700, schedulingDelayMs: 5, finishedAtMs: 1700 }, advancePartition: true }),
@@ -328,7 +350,7 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   }
   const deadLetterAt = (stream: string, offset: number) => ({
     stream, topic: 't', partition: 0, offset, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
-    truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000,
+    truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000, kept: 'record' as const,
   });
   const operatorLease = async (stream: string, nowMs = 50_000) => {
     const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'operator', nowMs, leaseMs: 60_000 });

@@ -13,6 +13,7 @@ import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
 import { loadDeploymentConfig } from '../../lib/config/load';
 import type { DeploymentConfig } from '../../lib/config/schema';
+import { codec, TTL_ATTRIBUTE } from '../../lib/ledger/codec.dynamodb';
 import { ledgerTableDefinition } from '../../lib/ledger/table';
 import { parsePlannerPayload } from '../../lib/planner/payload';
 import { LEDGER_ACTIONS, RUNTIME_PROVIDED, SINK_ACTIONS } from '../../infra/cfn/builders';
@@ -311,6 +312,33 @@ describe('tables', () => {
     const ttl = /TimeToLiveSpecification:\s*\{\s*AttributeName:\s*'([^']+)',\s*Enabled:\s*true/.exec(readFileSync(join(ROOT, 'lib/ledger/table.ts'), 'utf8'))?.[1];
     expect(ledger.Properties.TimeToLiveSpecification).toEqual({ AttributeName: ttl, Enabled: true });
     expect(ledger.DeletionPolicy).toBe('Delete');
+  });
+
+  it('dead letters expire on the attribute the stack expires, and only the two function roles can read the ledger', () => {
+    const ledger = resource(ci.template, 'LedgerTable');
+    expect(ledger.Properties.TimeToLiveSpecification).toEqual({ AttributeName: TTL_ATTRIBUTE, Enabled: true });
+    const item = codec.deadLetterItem({
+      stream: 's', topic: 't', partition: 0, offset: 1, timestampMs: 0, keyBase64: null, valueBase64: null, valueBytes: 0, truncated: false,
+      headers: [], error: 'e', attempts: 1, rangeFrom: 0, createdAtMs: 0, kept: 'coordinates', expiresAtMs: 86_400_000,
+    });
+    expect(item[TTL_ATTRIBUTE]).toBe(86_400);
+    // docs/operations.md names who can read dead letters: keep it true. Any policy in the stack
+    // that grants reads on the ledger table (or on every table) is listed here.
+    const reads = new Set(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:BatchGetItem', 'dynamodb:*', '*']);
+    const readers: string[] = [];
+    for (const [id, r] of Object.entries(ci.template.Resources)) {
+      const docs = [
+        ...((r.Properties?.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }> | undefined) ?? []).map((p) => p.PolicyDocument),
+        ...(r.Properties?.PolicyDocument ? [r.Properties.PolicyDocument as { Statement: Statement[] }] : []),
+      ];
+      const grants = docs.flatMap((d) => d.Statement).some((st) => {
+        const actions = ([] as string[]).concat(st.Action);
+        const onLedger = JSON.stringify(st.Resource).includes('LedgerTable') || JSON.stringify(st.Resource) === '["*"]';
+        return onLedger && actions.some((a) => reads.has(a));
+      });
+      if (grants) readers.push(id);
+    }
+    expect(readers.sort()).toEqual(['PlannerRole', 'ProcessorRole']);
   });
 
   it('the running-totals sink is keyed by pk (S), on-demand, recoverable and encrypted', () => {

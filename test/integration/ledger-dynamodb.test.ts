@@ -42,3 +42,30 @@ describe('DynamoDB ledger batching', () => {
     expect(ledger.requestCount() - mid).toBe(Math.ceil(n / 49));
   });
 });
+
+describe('DynamoDB ledger lease takes', () => {
+  it('tells a refused take (wrong until, held) from the condition failure itself: one request each', async () => {
+    const ledger = createDynamoLedger({ client, tableName });
+    const stream = uniqueName('take');
+    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
+    if (!lease.acquired) throw new Error('lease');
+    await ledger.applyPlan({
+      stream,
+      epoch: lease.epoch,
+      ownerToken: 'o',
+      writes: [
+        { kind: 'register-partition', partition: partitionFixture(stream, 't', 0) },
+        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, 0, 10, lease.epoch), partitionUpdate: { lastPlannedAtMs: 1 } },
+      ],
+    });
+    const take = (until: number, leaseToken: string) =>
+      ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 0, until, leaseToken, nowMs: 1000, leaseMs: 1000, maxAttempts: 3 });
+    let before = ledger.requestCount();
+    expect(await take(11, 'forged')).toMatchObject({ kind: 'mismatch', range: { until: 10, attempts: 0 } });
+    expect(ledger.requestCount() - before).toBe(1);
+    expect(await take(10, 'A')).toMatchObject({ kind: 'taken' });
+    before = ledger.requestCount();
+    expect(await take(10, 'B')).toMatchObject({ kind: 'held', range: { leaseToken: 'A' } });
+    expect(ledger.requestCount() - before).toBe(1);
+  });
+});

@@ -63,4 +63,22 @@ describe('planner handler', () => {
     ]);
     expect((await ledger().readPartitions(`${prefix}-two`)).length).toBe(2);
   });
+
+  it('a planner whose clock runs 10 minutes ahead does not take a planner lease that is still held', async () => {
+    process.env.PROCESSOR_FUNCTION_NAME = 'unused-lease-held';
+    const stream = `${prefix}-two`;
+    const held = await ledger().acquirePlannerLease({ stream, ownerToken: 'other-planner', nowMs: Date.now(), leaseMs: 120_000 });
+    expect(held.acquired).toBe(true);
+    await resetAwsRuntime(); // a fresh container, skewed from its first request on
+    // Only Date is faked: the container's clock runs ahead; timers and sockets stay real.
+    jest.useFakeTimers({ now: Date.now() + 600_000, advanceTimers: true, doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'] });
+    try {
+      const res = (await handler({ streams: [stream] }, context)) as { streams: Array<{ stream: string; status: string; reason?: string }> };
+      expect(res.streams[0]).toMatchObject({ stream, status: 'skipped', reason: expect.stringMatching(/another planner run holds the lease/) });
+    } finally {
+      jest.useRealTimers();
+      await resetAwsRuntime();
+    }
+    expect(await ledger().readMeta(stream)).toMatchObject({ ownerToken: 'other-planner', epoch: held.acquired ? held.epoch : -1 });
+  });
 });

@@ -1,4 +1,5 @@
 /** The processor Lambda handler as Lambda invokes it: validation, a planned range, and peek. */
+import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { handler as plannerHandler } from '../../functions/planner';
 import { handler } from '../../functions/processor';
@@ -95,6 +96,76 @@ describe('processor handler', () => {
     expect(res).toMatchObject({ status: 'done', records: 2, deadLetters: 1 });
     const [dl] = await ledger.listDeadLetters(id);
     expect(dl).toMatchObject({ offset: 1, error: expect.stringMatching(/value is not JSON/) });
+    // Dead letters are data too: they carry the table's TTL attribute (default retention 14 days).
+    const raw = await DynamoDBDocumentClient.from(ddb).send(new GetCommand({ TableName: tableName, Key: { pk: `S#${id}`, sk: `D#${topic}#000000#${'1'.padStart(16, '0')}` } }));
+    expect(raw.Item?.expiresAt).toBe(Math.ceil((dl!.createdAtMs + 14 * 86_400_000) / 1000));
+    expect(dl).toMatchObject({ kept: 'record', expiresAtMs: raw.Item!.expiresAt * 1000 });
     expect((await ledger.readPartition(id, topic, 0))?.committed).toBe(3);
+  });
+
+  it('refuses a forged payload (planned from, wrong until) before touching anything: a full table scan is unchanged', async () => {
+    const ledger = createDynamoLedger({ client: ddb, tableName });
+    const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
+    if (!lease.acquired) throw new Error('lease');
+    const planned = { stream: id, topic, partition: 0, from: 3, until: 6, status: 'planned' as const, epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 3 };
+    await ledger.applyPlan({ stream: id, epoch: lease.epoch, ownerToken: 't', writes: [{ kind: 'plan-range', range: planned, partitionUpdate: { lastPlannedAtMs: Date.now() } }] });
+    const doc = DynamoDBDocumentClient.from(ddb);
+    const scan = async () => {
+      const items: Record<string, unknown>[] = [];
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await doc.send(new ScanCommand({ TableName: tableName, ConsistentRead: true, ExclusiveStartKey: start }));
+        items.push(...(page.Items ?? []));
+        start = page.LastEvaluatedKey;
+      } while (start);
+      return items.sort((a, b) => `${a.pk}|${a.sk}`.localeCompare(`${b.pk}|${b.sk}`));
+    };
+    const before = await scan();
+    // More forgeries than maxAttempts (3): not one of them may count as an attempt.
+    for (const until of [4, 5, 7, 1000]) {
+      await expect(handler({ stream: id, topic, partition: 0, from: 3, until }, context)).rejects.toThrow(
+        /until=\d+ does not match the ledger's range .*\[3, 6\); nothing was changed/,
+      );
+    }
+    // A `from` that starts no range, or a topic the ledger does not know: no such range, nothing written.
+    expect(await handler({ stream: id, topic, partition: 0, from: 4, until: 6 }, context)).toMatchObject({ status: 'unknown-range' });
+    expect(await handler({ stream: id, topic: `${topic}-other`, partition: 0, from: 3, until: 6 }, context)).toMatchObject({ status: 'unknown-range' });
+    expect(await scan()).toEqual(before);
+    expect(await ledger.readRange(id, planned)).toMatchObject({ status: 'planned', attempts: 0 });
+    expect(before.length).toBeGreaterThan(3);
+  });
+
+  it('a processor container whose clock runs 10 minutes ahead does not take a range lease that is still held', async () => {
+    const ledger = createDynamoLedger({ client: ddb, tableName });
+    // A partition of its own (the ledger only: a lease holder is refused before anything is read).
+    const range = { stream: id, topic, partition: 7, from: 0, until: 3 };
+    const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
+    if (!lease.acquired) throw new Error('lease');
+    await ledger.applyPlan({
+      stream: id,
+      epoch: lease.epoch,
+      ownerToken: 't',
+      writes: [
+        { kind: 'register-partition', partition: { stream: id, topic, partition: 7, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 } },
+        {
+          kind: 'plan-range',
+          range: { ...range, status: 'planned', epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 0 },
+          partitionUpdate: { lastPlannedAtMs: Date.now() },
+        },
+      ],
+    });
+    await ledger.releasePlannerLease({ stream: id, epoch: lease.epoch, ownerToken: 't' });
+    const taken = await ledger.takeRangeLease({ ...range, leaseToken: 'holder', nowMs: Date.now(), leaseMs: 120_000, maxAttempts: 3 });
+    expect(taken.kind).toBe('taken');
+    await resetAwsRuntime(); // a fresh container, skewed from its first request on
+    // Only Date is faked: the container's clock runs ahead; timers and sockets stay real.
+    jest.useFakeTimers({ now: Date.now() + 600_000, advanceTimers: true, doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'] });
+    try {
+      expect(await handler(range, context)).toMatchObject({ status: 'held-elsewhere', records: 0 });
+    } finally {
+      jest.useRealTimers();
+      await resetAwsRuntime();
+    }
+    expect(await ledger.readRange(id, range)).toMatchObject({ status: 'leased', leaseToken: 'holder', attempts: 1 });
   });
 });

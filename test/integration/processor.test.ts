@@ -11,6 +11,7 @@ import { createAuditLog } from '../../lib/handlers/audit-log';
 import { runningTotals } from '../../lib/handlers/running-totals';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
+import { createDynamoStoreClock } from '../../lib/ledger/clock.dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream } from '../../lib/planner/run';
@@ -239,6 +240,45 @@ describe('processor on the real broker and emulator', () => {
     const items = await ddb.send(new ScanCommand({ TableName: audit, ConsistentRead: true }));
     expect(items.Count).toBe(120); // every record once in the audit table
     expect(handler.duplicates()).toBeGreaterThan(0); // the redelivered chunk was seen again and counted
+  });
+
+  it('skewed clock: a processor whose clock runs ahead by more than leaseMs cannot take a held lease; no record is handed twice', async () => {
+    const t = await setup({ handler: { module: 'audit-log', mode: 'at-least-once' }, processor: { timeoutMs: 20_000, leaseMs: 30_000 } }, 1);
+    await produceAmounts(t.topic, 50, 1);
+    await t.plan();
+    const [range] = t.dispatcher.dispatched;
+    const skewMs = 3 * t.stream.processor.leaseMs;
+    const handed: number[] = [];
+    const counting = { mode: 'at-least-once' as const, handle: async (records: Array<{ offset: number }>) => void handed.push(...records.map((r) => r.offset)) };
+    // The skewed processor has its own client, clock and store clock, as another Lambda container would.
+    const ddbAhead = testDynamo();
+    const aheadClock = () => Date.now() + skewMs;
+    const ahead = {
+      ledger: createDynamoLedger({ client: ddbAhead, tableName: ledgerTable }),
+      clock: aheadClock,
+      storeClock: createDynamoStoreClock({ client: ddbAhead, tableName: ledgerTable, localClock: aheadClock }),
+      handlerFor: () => counting,
+    };
+    let second: Awaited<ReturnType<typeof t.process>> | undefined;
+    let leaseSeen: number | undefined;
+    const first = await t.process(range!, {
+      storeClock: createDynamoStoreClock({ client: ddb, tableName: ledgerTable }),
+      handlerFor: () => counting,
+      afterStep: async (step) => {
+        if (step !== 'committed' || second) return;
+        // Mid-range, lease held: the processor running ahead is invoked for the same range.
+        leaseSeen = (await ledger.readRange(t.id, range!))?.leaseExpiresAtMs;
+        second = await processRange({ ...ahead, readerFor: async () => reader }, { stream: t.stream, range: range!, deadlineAtMs: aheadClock() + 120_000 });
+      },
+    });
+    ddbAhead.destroy();
+    expect(first.status).toBe('done');
+    expect(second?.status).toBe('held-elsewhere');
+    // By its own clock the lease had long expired: only the store clock kept it out.
+    expect(leaseSeen!).toBeLessThan(aheadClock());
+    expect(handed.length).toBe(50);
+    expect(new Set(handed).size).toBe(50);
+    expect((await ledger.readRange(t.id, range!))?.attempts).toBe(1);
   });
 
   it('also commits the finished offset to a member-less consumer group when configured', async () => {

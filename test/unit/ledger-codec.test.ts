@@ -4,7 +4,7 @@ import type { DeadLetter } from '../../lib/ports/ledger';
 
 const base: DeadLetter = {
   stream: 's', topic: 't', partition: 0, offset: 7, timestampMs: 5, timestampType: 'CreateTime', keyBase64: null, valueBase64: 'eA==',
-  valueBytes: 1, truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000,
+  valueBytes: 1, truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000, kept: 'record',
 };
 
 describe('dead-letter codec', () => {

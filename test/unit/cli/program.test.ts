@@ -44,6 +44,7 @@ function fakes(streams = ['s1']) {
       env: {},
       dynamo: {} as DynamoDBClient,
       ledger,
+      storeClock: async () => Date.now(),
       metadata: { forStream: async () => kafka, requestCount: () => 0, closeAll: async () => undefined },
       readerFor: async () => reader,
       createReader: async () => reader,

@@ -42,6 +42,7 @@ describe('parseDeploymentConfig', () => {
           failOnDataLoss: true,
           maxAttempts: 3,
           poisonPolicy: 'dead-letter',
+          deadLetters: { retentionDays: 14, keep: 'record' },
         },
       ],
     });
@@ -169,6 +170,8 @@ describe('parseDeploymentConfig', () => {
     ['exactly-once without sink table', { handler: { module: 'h.js', mode: 'dynamodb-exactly-once' } }, 'handler.sinkTable: is required with mode "dynamodb-exactly-once"'],
     ['sink table with at-least-once', { handler: { module: 'h.js', mode: 'at-least-once', sinkTable: 'sink' } }, 'handler.sinkTable: is only used with mode "dynamodb-exactly-once"'],
     ['bad poison policy', { poisonPolicy: 'skip' }, 'poisonPolicy: must be one of "dead-letter", "stop-partition"'],
+    ['dead letters kept zero days', { deadLetters: { retentionDays: 0 } }, 'deadLetters.retentionDays: must be >= 1'],
+    ['dead letters keeping something else', { deadLetters: { keep: 'value' } }, 'deadLetters.keep: must be one of "record", "coordinates"'],
     ['empty consumer group', { consumerGroup: '' }, 'consumerGroup: must not be empty'],
     ['wrong type', { failOnDataLoss: 'yes' }, 'failOnDataLoss: expected a boolean, got a string'],
     ['misspelt key', { maxRatePerPartion: 100 }, 'maxRatePerPartion: unknown key (did you mean "maxRatePerPartition"?)'],

@@ -134,6 +134,31 @@ describe('processRange', () => {
     expect(t.totals()).toEqual(t.expected(12));
   });
 
+  it('judges the lease on the store clock: a processor whose own clock runs ahead by more than leaseMs does not take a held lease', async () => {
+    const t = await setup({ records: 12 });
+    const leaseMs = t.stream.processor.leaseMs;
+    // The holder (store time = its clock) stops after its first commit, keeping the lease.
+    const holder = t.run({
+      leaseToken: 'holder',
+      storeClock: async () => t.now(),
+      afterStep: (step) => {
+        if (step === 'committed') return new Promise<never>(() => undefined);
+      },
+    });
+    void holder;
+    await new Promise((r) => setImmediate(r));
+    const handed: number[] = [];
+    const counting: RecordsHandler = { mode: 'at-least-once', handle: async (records) => void handed.push(...records.map((r) => r.offset)) };
+    const ahead = () => t.now() + 2 * leaseMs;
+    const res = await t.run({ leaseToken: 'skewed', clock: ahead, storeClock: async () => t.now(), handlerFor: () => counting });
+    expect(res.status).toBe('held-elsewhere');
+    expect(handed).toEqual([]);
+    const range = t.ledger.store('s').ranges.get(`${T}/0/0`)!;
+    expect(range).toMatchObject({ leaseToken: 'holder', attempts: 1 });
+    // By its own clock the lease had expired: only the store clock kept it out.
+    expect(range.leaseExpiresAtMs!).toBeLessThan(ahead());
+  });
+
   it('stops before the deadline, releases the range with its progress, and a later invocation finishes', async () => {
     const t = await setup({ records: 12 });
     let chunks = 0;
@@ -165,6 +190,23 @@ describe('processRange', () => {
     expect(dl).toMatchObject({ offset: 6, attempts: 3, valueBase64: Buffer.from('not json').toString('base64') });
     expect(dl?.error).toMatch(/handler rejected payments\/0\/6 3 times: Error: record payments\/0\/6: value is not JSON/);
     expect(t.totals()).toEqual({ ...t.expected(6), 'acct-0': t.expected(6)['acct-0']! + 100 });
+  });
+
+  it('gives dead letters the stream retention, and keeps only coordinates when asked to', async () => {
+    const full = await setup({ records: 2 });
+    full.reader.append(T, 0, [{ key: 'alice', value: 'card 4111-1111' }]);
+    expect(await (await setupWith(full, 3)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
+    const [kept] = full.ledger.store('s').deadLetters;
+    expect(kept).toMatchObject({ kept: 'record', keyBase64: Buffer.from('alice').toString('base64'), expiresAtMs: kept!.createdAtMs + 14 * 86_400_000 });
+
+    const bare = await setup({ records: 2, stream: { deadLetters: { keep: 'coordinates', retentionDays: 3 } } });
+    bare.reader.append(T, 0, [{ key: 'alice', value: 'card 4111-1111' }]);
+    expect(await (await setupWith(bare, 3)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
+    const [dl] = bare.ledger.store('s').deadLetters;
+    expect(dl).toMatchObject({ topic: T, partition: 0, offset: 2, kept: 'coordinates', keyBase64: null, valueBase64: null, headers: {}, valueBytes: 14 });
+    expect(dl!.expiresAtMs).toBe(dl!.createdAtMs + 3 * 86_400_000);
+    expect(dl!.error).toMatch(/handler rejected payments\/0\/2/);
+    expect(JSON.stringify(dl)).not.toMatch(/alice|4111|YWxpY2U/);
   });
 
   it('parks the range on a poison record when the policy is stop-partition', async () => {
