@@ -1,5 +1,5 @@
 /** In-memory KafkaMetadata for fast planner tests: topics, partitions and offsets set by the test. */
-import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
+import type { KafkaMetadata, OffsetsAnswer, PartitionOffsets, TopicPartitions, UnavailableCode, UnavailablePartition } from '../ports/kafka-metadata';
 
 type Log = { earliest: number; latest: number; lastStable?: number; timestamps?: number[] };
 
@@ -13,17 +13,37 @@ export type MemoryKafka = KafkaMetadata & {
   truncate(topic: string, partition: number, earliest: number): void;
   /** Makes offset look-ups that include `topic` fail (a leader moving), until called with false. */
   failOffsetsFor(topic: string, failing?: boolean): void;
+  /** Makes one partition's offsets unavailable with `code` (a dead leader by default), until called with `code` null. */
+  setUnavailable(topic: string, partition: number, code?: UnavailableCode | null): void;
 };
 
 /** Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter. */
 export function createMemoryKafka(): MemoryKafka {
   const topics = new Map<string, Log[]>();
   const failing = new Set<string>();
+  const down = new Map<string, UnavailableCode>();
   let requests = 0;
   const log = (topic: string, partition: number): Log => {
     const l = topics.get(topic)?.[partition];
     if (!l) throw new Error(`no partition ${topic}/${partition}`);
     return l;
+  };
+  const fetchAvailableOffsets = async (parts: TopicPartitions[]): Promise<OffsetsAnswer> => {
+    requests += 2;
+    const offsets: PartitionOffsets[] = [];
+    const unavailable: UnavailablePartition[] = [];
+    for (const t of parts) {
+      for (const partition of t.partitions) {
+        const code = failing.has(t.topic) ? 'NOT_LEADER' : down.get(`${t.topic}/${partition}`);
+        if (code) {
+          unavailable.push({ topic: t.topic, partition, code, reason: `${code} (simulated)` });
+          continue;
+        }
+        const l = log(t.topic, partition);
+        offsets.push({ topic: t.topic, partition, earliest: l.earliest, latest: l.latest });
+      }
+    }
+    return { offsets, unavailable };
   };
   return {
     requestCount: () => requests,
@@ -35,6 +55,10 @@ export function createMemoryKafka(): MemoryKafka {
       const parts = topics.get(topic);
       if (!parts) throw new Error(`no topic ${topic}`);
       for (let i = 0; i < count; i++) parts.push({ earliest: 0, latest: 0, timestamps: [] });
+    },
+    setUnavailable(topic, partition, code = 'LEADER_UNREACHABLE') {
+      if (code === null) down.delete(`${topic}/${partition}`);
+      else down.set(`${topic}/${partition}`, code);
     },
     failOffsetsFor(topic, on = true) {
       if (on) failing.add(topic);
@@ -59,16 +83,12 @@ export function createMemoryKafka(): MemoryKafka {
         .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i) }));
     },
     async fetchOffsets(parts): Promise<PartitionOffsets[]> {
-      requests += 2;
-      const bad = parts.find((t) => failing.has(t.topic));
-      if (bad) throw new Error(`NOT_LEADER_OR_FOLLOWER for ${bad.topic}`);
-      return parts.flatMap((t) =>
-        t.partitions.map((partition) => {
-          const l = log(t.topic, partition);
-          return { topic: t.topic, partition, earliest: l.earliest, latest: l.latest };
-        }),
-      );
+      const { offsets, unavailable } = await fetchAvailableOffsets(parts);
+      const bad = unavailable[0];
+      if (bad) throw new Error(`${bad.code} for ${bad.topic}/${bad.partition}: ${bad.reason}`);
+      return offsets;
     },
+    fetchAvailableOffsets,
     async fetchOffsetsForTimestamp(parts, timestampMs) {
       requests++;
       return parts.flatMap((t) =>
