@@ -18,7 +18,7 @@ import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
-import { planStream, type StreamPlanReport } from '../../lib/planner/run';
+import { runPlanner, type StreamPlanReport } from '../../lib/planner/run';
 import type { AtLeastOnceHandler } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
 import type { RangeReader } from '../../lib/ports/range-reader';
@@ -91,9 +91,12 @@ describe('a dead leader on a 3-broker cluster', () => {
       (range, err) => errors.push(`${range.partition}/${range.from}: ${String(err)}`),
     );
     let nowMs = Date.now();
-    const run = (): Promise<StreamPlanReport> => {
+    // runPlanner, as the scheduled handler calls it: a run that throws is reported as failed.
+    const run = async (): Promise<StreamPlanReport> => {
       nowMs = Math.max(nowMs + 1_000, Date.now());
-      return planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs });
+      const deps = { ledger, dispatcher, metadataFor: (s: StreamConfig) => metadata.forStream(s), plannerLeaseMs: 60_000 };
+      const [rep] = await runPlanner(deps, { streams: [stream], dryRun: false, nowMs });
+      return rep!;
     };
 
     // 1. All brokers up: everything is planned and read.
