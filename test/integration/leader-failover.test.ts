@@ -15,12 +15,14 @@ import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
 import { createInProcessDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { createKafka } from '../../lib/kafka/client';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
+import { createKafkajsMetadata } from '../../lib/kafka/metadata.kafkajs';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { runPlanner, type StreamPlanReport } from '../../lib/planner/run';
 import type { AtLeastOnceHandler } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
+import type { OffsetsAnswer } from '../../lib/ports/kafka-metadata';
 import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createTopicsReady, testDynamo, uniqueName } from '../support/env';
@@ -114,15 +116,29 @@ describe('a dead leader on a 3-broker cluster', () => {
     const killedAt = Date.now();
     await killKafkaNode(c, victim);
 
-    // 3. The run right after the crash plans the live leaders' partitions and reports the others.
+    // 3. The run right after the crash plans the live leaders' partitions and reports the others. At
+    // the same time, a cold planner (new Lambda) whose first seed broker is the dead one.
+    const deadAddress = c.nodes.get(victim)!.brokers;
+    const seeds = [deadAddress, ...c.brokers.split(',').filter((b) => b !== deadAddress)];
+    const cold = createKafkajsMetadata(await createKafka({ ...stream.kafka, brokers: seeds }));
+    const coldRun = (async () => {
+      const t = Date.now();
+      const topics = await cold.describeTopics({ topics: [topic] });
+      const answer = await cold.fetchAvailableOffsets(topics, 'read_committed');
+      return { topics, answer, ms: Date.now() - t };
+    })().finally(() => cold.close());
     const t0 = Date.now();
     const during = await run();
     const duringMs = Date.now() - t0;
+    const coldResult = await coldRun.catch((e: unknown) => e);
+    // Leadership never moves back to a dead broker: if it still leads now, it led during both calls.
+    const stillLed = [...(await leaders(topic))].filter(([, l]) => l === victim).length === dead.length;
     const unavailable = during.partitions.filter((p) => p.action === 'no-offsets');
     process.stderr.write(
       `[failover] run after the kill: ${during.status} in ${duringMs} ms, planned ${during.rangesPlanned} ranges, ` +
         `unavailable ${JSON.stringify(unavailable.map((p) => [p.partition, p.unavailable]))} (${during.reason ?? unavailable[0]?.note ?? ''})\n`,
     );
+    process.stderr.write(`[failover] cold adapter, dead seed first: ${JSON.stringify(coldResult, (k, v) => (k === 'answer' ? { offsets: v.offsets.length, unavailable: v.unavailable.map((u: { partition: number; code: string }) => [u.partition, u.code]) } : v))}\n`);
     // A processor already holding a range of a dead-led partition: how long its reader takes to move.
     const readStarted = Date.now();
     const readerDone = (async () => {
@@ -164,7 +180,9 @@ describe('a dead leader on a 3-broker cluster', () => {
     expect([...seen.values()].every((n) => n === 1)).toBe(true);
     expect(readRecords).toBe(15);
 
-    // The run right after the crash (asserted last, so the figures above are printed either way).
+    // The run right after the crash (asserted last, so the figures above are printed either way). Both
+    // calls ended before the controller fenced the dead broker (~broker.session.timeout.ms, 9 s).
+    expect(stillLed).toBe(true);
     expect(during).toMatchObject({ status: 'planned', rangesPlanned: live.length, recordsPlanned: 5 * live.length, unavailablePartitions: dead.length });
     for (const p of unavailable) {
       expect(dead).toContain(p.partition);
@@ -172,5 +190,9 @@ describe('a dead leader on a 3-broker cluster', () => {
       expect(p.note).toMatch(/^offsets unavailable this run: (LEADER_UNREACHABLE|NO_LEADER): /);
     }
     expect(unavailable.map((p) => p.partition).sort()).toEqual(dead);
+    const { topics: coldTopics, answer: coldAnswer } = coldResult as { topics: unknown; answer: OffsetsAnswer };
+    expect(coldTopics).toEqual([{ topic, partitions: all }]);
+    expect(coldAnswer.offsets.map((o) => o.partition).sort()).toEqual(live);
+    expect(coldAnswer.unavailable.map((u) => u.partition).sort()).toEqual(dead);
   });
 });
