@@ -131,7 +131,13 @@ const SINGLE_NODE = (controllerPort: number): ClusterRole => ({
 });
 
 /** The server.properties of one combined broker+controller node (pure; exported for tests). */
-export function serverProperties(dir: string, port: number, controllerPort: number, opts: KafkaOptions, role = SINGLE_NODE(controllerPort)): string {
+export function serverProperties(
+  dir: string,
+  port: number,
+  controllerPort: number,
+  opts: KafkaOptions,
+  role = SINGLE_NODE(controllerPort),
+): string {
   const voters = Object.entries(role.controllerPorts).map(([id, p]) => `${id}@${LOOPBACK}:${p}`);
   const rf = role.replicationFactor;
   const minIsr = role.minInsyncReplicas;
@@ -330,7 +336,10 @@ export type KafkaCluster = {
 };
 
 /** The roles of an N-node cluster: node ids 1..N, all voters, topic defaults (pure; exported for tests). */
-export function clusterRoles(controllerPorts: number[], opts: Pick<KafkaClusterOptions, 'replicationFactor' | 'minInsyncReplicas'> = {}): ClusterRole[] {
+export function clusterRoles(
+  controllerPorts: number[],
+  opts: Pick<KafkaClusterOptions, 'replicationFactor' | 'minInsyncReplicas'> = {},
+): ClusterRole[] {
   const n = controllerPorts.length;
   if (!Number.isInteger(n) || n < 1) throw new PrerequisiteError(`a Kafka cluster needs at least one node, not ${n}`);
   const replicationFactor = opts.replicationFactor ?? Math.min(n, 3);
@@ -339,7 +348,9 @@ export function clusterRoles(controllerPorts: number[], opts: Pick<KafkaClusterO
     throw new PrerequisiteError(`replication factor ${replicationFactor} needs 1 to ${n} brokers`);
   }
   if (minInsyncReplicas < 1 || minInsyncReplicas > replicationFactor) {
-    throw new PrerequisiteError(`min.insync.replicas ${minInsyncReplicas} must be between 1 and the replication factor ${replicationFactor}`);
+    throw new PrerequisiteError(
+      `min.insync.replicas ${minInsyncReplicas} must be between 1 and the replication factor ${replicationFactor}`,
+    );
   }
   const ports = Object.fromEntries(controllerPorts.map((p, i) => [i + 1, p]));
   return controllerPorts.map((_, i) => ({ nodeId: i + 1, controllerPorts: ports, replicationFactor, minInsyncReplicas }));

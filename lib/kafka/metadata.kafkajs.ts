@@ -21,7 +21,6 @@ import {
   KafkajsCluster,
   LATEST_TIMESTAMP,
   protocolError,
-  type ListOffsetsTopic,
   type RawMetadata,
   type RawTopicMetadata,
 } from './cluster.kafkajs';
@@ -51,6 +50,7 @@ const NO_ERROR = 0;
 const UNKNOWN_TOPIC_OR_PARTITION = 3;
 const INVALID_TOPIC_EXCEPTION = 17;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const UNKNOWN = 'UNKNOWN_TOPIC_OR_PARTITION';
 
 /** Internal topics (`__consumer_offsets`, `__transaction_state`, `__share_group_state`, ...). */
 export function isInternalTopic(topic: string, isInternal?: boolean): boolean {
@@ -129,8 +129,19 @@ function isRetriable(e: unknown): boolean {
 type Miss = { code: UnavailableCode; reason: string; retriable: boolean; type?: string; cause?: unknown };
 type PartialOffsets = { found: Map<string, string[]>; misses: Map<string, Miss> };
 
-const CONNECTION_ERRORS = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSBrokerNotFound', 'KafkaJSRequestTimeoutError']);
-const NOT_LEADER_TYPES = new Set(['NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER', 'LEADER_NOT_AVAILABLE', 'FENCED_LEADER_EPOCH', 'UNKNOWN_LEADER_EPOCH']);
+const CONNECTION_ERRORS = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSRequestTimeoutError',
+]);
+const NOT_LEADER_TYPES = new Set([
+  'NOT_LEADER_FOR_PARTITION',
+  'NOT_LEADER_OR_FOLLOWER',
+  'LEADER_NOT_AVAILABLE',
+  'FENCED_LEADER_EPOCH',
+  'UNKNOWN_LEADER_EPOCH',
+]);
 
 /** A failed ListOffsets to `nodeId` as the reason of each of its partitions. */
 function classify(nodeId: number, e: unknown): Miss {
@@ -141,10 +152,10 @@ function classify(nodeId: number, e: unknown): Miss {
   const name = typeof err?.name === 'string' ? err.name : 'Error';
   const type = typeof err?.type === 'string' ? err.type : undefined;
   const message = typeof err?.message === 'string' ? err.message : String(e);
-  const retriable = isRetriable(e);
   if (CONNECTION_ERRORS.has(name)) {
     // A timed-out request already waited requestTimeout: not retried within this call (isRetriable).
-    return { code: 'LEADER_UNREACHABLE', reason: `leader broker ${nodeId} unreachable: ${message}`, retriable: retriable || name !== 'KafkaJSRequestTimeoutError', type: name, cause: e };
+    const reason = `leader broker ${nodeId} unreachable: ${message}`;
+    return { code: 'LEADER_UNREACHABLE', reason, retriable: name !== 'KafkaJSRequestTimeoutError', type: name, cause: e };
   }
   if (type !== undefined && NOT_LEADER_TYPES.has(type)) {
     return { code: 'NOT_LEADER', reason: `broker ${nodeId}: ${type}: ${message}`, retriable: true, type, cause: e };
@@ -152,7 +163,7 @@ function classify(nodeId: number, e: unknown): Miss {
   if (type === 'UNKNOWN_TOPIC_OR_PARTITION') {
     return { code: 'UNKNOWN_PARTITION', reason: `broker ${nodeId}: ${message}`, retriable: false, type, cause: e };
   }
-  return { code: 'ERROR', reason: `broker ${nodeId}: ${name}: ${message}`, retriable, type: type ?? name, cause: e };
+  return { code: 'ERROR', reason: `broker ${nodeId}: ${name}: ${message}`, retriable: isRetriable(e), type: type ?? name, cause: e };
 }
 
 /** Partitions by leader node id; those without a live leader (or whose topic or partition is gone) apart, with the reason. */
@@ -167,12 +178,12 @@ function groupByLeader(metadata: RawMetadata, tps: TP[]): { leaders: Map<number,
     const p = t?.topicErrorCode === NO_ERROR ? t.partitionMetadata.find((x) => x.partitionId === partition) : undefined;
     const k = key(topic, partition);
     if (!t || t.topicErrorCode === UNKNOWN_TOPIC_OR_PARTITION || t.topicErrorCode === INVALID_TOPIC_EXCEPTION) {
-      missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `topic ${topic} does not exist`, retriable: false, type: 'UNKNOWN_TOPIC_OR_PARTITION' });
+      missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `topic ${topic} does not exist`, retriable: false, type: UNKNOWN });
     } else if (t.topicErrorCode !== NO_ERROR) {
       const err = topicError(topic, t.topicErrorCode);
       missing.set(k, { code: 'ERROR', reason: err.message, retriable: err.retriable, type: err.type, cause: err });
     } else if (!p) {
-      missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `partition ${topic}/${partition} does not exist`, retriable: false, type: 'UNKNOWN_TOPIC_OR_PARTITION' });
+      missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `partition ${topic}/${partition} does not exist`, retriable: false, type: UNKNOWN });
     } else if (p.leader < 0 || !brokers.has(p.leader)) {
       const why = p.leader < 0 ? 'no leader (election under way)' : `leader ${p.leader} is not among the live brokers`;
       missing.set(k, { code: 'NO_LEADER', reason: why, retriable: true, type: 'LEADER_NOT_AVAILABLE' });
@@ -255,7 +266,8 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
         // No metadata at all (every broker unreachable): nothing is known about any pending partition.
         metadataError = e;
         const reason = `no metadata: ${(e as Error)?.message ?? String(e)}`;
-        for (const { topic, partition } of pending) misses.set(key(topic, partition), { code: 'LEADER_UNREACHABLE', reason, retriable: isRetriable(e) });
+        const miss: Miss = { code: 'LEADER_UNREACHABLE', reason, retriable: isRetriable(e) };
+        for (const { topic, partition } of pending) misses.set(key(topic, partition), miss);
       }
       pending = pending.filter(({ topic, partition }) => misses.get(key(topic, partition))?.retriable === true);
       const backoffMs = Math.min(retryBackoffMs * 2 ** attempt, 2000);
@@ -287,7 +299,9 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
           ),
         ),
       );
-      const perSpec = answers.map((res) => new Map(res.flatMap((t) => t.partitions.map((p) => [key(t.topic, p.partition), p.offset] as const))));
+      const perSpec = answers.map(
+        (res) => new Map(res.flatMap((t) => t.partitions.map((p) => [key(t.topic, p.partition), p.offset] as const))),
+      );
       for (const { topic, partition } of parts) {
         const k = key(topic, partition);
         const values = perSpec.map((m) => m.get(k));

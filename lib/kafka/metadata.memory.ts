@@ -1,5 +1,12 @@
 /** In-memory KafkaMetadata for fast planner tests: topics, partitions and offsets set by the test. */
-import type { KafkaMetadata, OffsetsAnswer, PartitionOffsets, TopicPartitions, UnavailableCode, UnavailablePartition } from '../ports/kafka-metadata';
+import type {
+  KafkaMetadata,
+  OffsetsAnswer,
+  PartitionOffsets,
+  TopicPartitions,
+  UnavailableCode,
+  UnavailablePartition,
+} from '../ports/kafka-metadata';
 
 type Log = { earliest: number; latest: number; lastStable?: number; timestamps?: number[] };
 

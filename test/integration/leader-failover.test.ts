@@ -22,7 +22,6 @@ import { ensureLedgerTable } from '../../lib/ledger/table';
 import { runPlanner, type StreamPlanReport } from '../../lib/planner/run';
 import type { AtLeastOnceHandler } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
-import type { OffsetsAnswer } from '../../lib/ports/kafka-metadata';
 import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createTopicsReady, testDynamo, uniqueName } from '../support/env';
@@ -65,7 +64,11 @@ async function leaders(topic: string): Promise<Map<number, number>> {
 }
 
 const produce = (topic: string, partitions: number[], n: number, tag: string) =>
-  producer.send({ topic, acks: -1, messages: partitions.flatMap((partition) => Array.from({ length: n }, (_, i) => ({ value: `${tag}${i}`, partition }))) });
+  producer.send({
+    topic,
+    acks: -1,
+    messages: partitions.flatMap((partition) => Array.from({ length: n }, (_, i) => ({ value: `${tag}${i}`, partition }))),
+  });
 
 const all = Array.from({ length: PARTITIONS }, (_, p) => p);
 
@@ -89,7 +92,8 @@ describe('a dead leader on a 3-broker cluster', () => {
     };
     const errors: string[] = [];
     const dispatcher = createInProcessDispatcher(
-      (range: RangePayload) => processRange({ ledger, readerFor: async () => reader!, handlerFor: () => handler }, { stream, range, deadlineAtMs: Date.now() + 120_000 }),
+      (range: RangePayload) =>
+        processRange({ ledger, readerFor: async () => reader!, handlerFor: () => handler }, { stream, range, deadlineAtMs: Date.now() + 120_000 }),
       (range, err) => errors.push(`${range.partition}/${range.from}: ${String(err)}`),
     );
     let nowMs = Date.now();
@@ -130,7 +134,7 @@ describe('a dead leader on a 3-broker cluster', () => {
     const t0 = Date.now();
     const during = await run();
     const duringMs = Date.now() - t0;
-    const coldResult = await coldRun.catch((e: unknown) => e);
+    const coldResult = await coldRun.catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
     // Leadership never moves back to a dead broker: if it still leads now, it led during both calls.
     const stillLed = [...(await leaders(topic))].filter(([, l]) => l === victim).length === dead.length;
     const unavailable = during.partitions.filter((p) => p.action === 'no-offsets');
@@ -138,7 +142,12 @@ describe('a dead leader on a 3-broker cluster', () => {
       `[failover] run after the kill: ${during.status} in ${duringMs} ms, planned ${during.rangesPlanned} ranges, ` +
         `unavailable ${JSON.stringify(unavailable.map((p) => [p.partition, p.unavailable]))} (${during.reason ?? unavailable[0]?.note ?? ''})\n`,
     );
-    process.stderr.write(`[failover] cold adapter, dead seed first: ${JSON.stringify(coldResult, (k, v) => (k === 'answer' ? { offsets: v.offsets.length, unavailable: v.unavailable.map((u: { partition: number; code: string }) => [u.partition, u.code]) } : v))}\n`);
+    const coldFigures =
+      coldResult instanceof Error
+        ? String(coldResult)
+        : `${coldResult.answer.offsets.length} partitions with offsets, ` +
+          `unavailable ${JSON.stringify(coldResult.answer.unavailable.map((u) => [u.partition, u.code]))}, in ${coldResult.ms} ms`;
+    process.stderr.write(`[failover] cold adapter, dead seed first: ${coldFigures}\n`);
     // A processor already holding a range of a dead-led partition: how long its reader takes to move.
     const readStarted = Date.now();
     const readerDone = (async () => {
@@ -146,7 +155,8 @@ describe('a dead leader on a 3-broker cluster', () => {
       for await (const chunk of reader!.read({ topic, partition: dead[0]!, from: 0, until: 15, isolationLevel: 'read_committed' })) {
         records += chunk.records.length;
       }
-      process.stderr.write(`[failover] reader of partition ${dead[0]} (leader ${victim} killed) read ${records} records in ${Date.now() - readStarted} ms\n`);
+      const ms = Date.now() - readStarted;
+      process.stderr.write(`[failover] reader of partition ${dead[0]} (leader ${victim} killed) read ${records} records in ${ms} ms\n`);
       return records;
     })();
 
@@ -161,7 +171,9 @@ describe('a dead leader on a 3-broker cluster', () => {
       if (rep.status === 'planned' && dead.every((p) => rep.partitions.find((x) => x.partition === p)?.action === 'planned')) recovered = rep;
     }
     const stalledMs = Date.now() - killedAt;
-    process.stderr.write(`[failover] dead leader's partitions ${JSON.stringify(dead)} planned again ${stalledMs} ms after the kill; runs: ${JSON.stringify(runs)}\n`);
+    process.stderr.write(
+      `[failover] dead leader's partitions ${JSON.stringify(dead)} planned again ${stalledMs} ms after the kill; runs: ${JSON.stringify(runs)}\n`,
+    );
     expect(recovered).toBeDefined();
     const readRecords = await readerDone;
 
@@ -183,14 +195,20 @@ describe('a dead leader on a 3-broker cluster', () => {
     // The run right after the crash (asserted last, so the figures above are printed either way). Both
     // calls ended before the controller fenced the dead broker (~broker.session.timeout.ms, 9 s).
     expect(stillLed).toBe(true);
-    expect(during).toMatchObject({ status: 'planned', rangesPlanned: live.length, recordsPlanned: 5 * live.length, unavailablePartitions: dead.length });
+    expect(during).toMatchObject({
+      status: 'planned',
+      rangesPlanned: live.length,
+      recordsPlanned: 5 * live.length,
+      unavailablePartitions: dead.length,
+    });
     for (const p of unavailable) {
       expect(dead).toContain(p.partition);
       expect(['LEADER_UNREACHABLE', 'NO_LEADER']).toContain(p.unavailable);
       expect(p.note).toMatch(/^offsets unavailable this run: (LEADER_UNREACHABLE|NO_LEADER): /);
     }
     expect(unavailable.map((p) => p.partition).sort()).toEqual(dead);
-    const { topics: coldTopics, answer: coldAnswer } = coldResult as { topics: unknown; answer: OffsetsAnswer };
+    if (coldResult instanceof Error) throw coldResult;
+    const { topics: coldTopics, answer: coldAnswer } = coldResult;
     expect(coldTopics).toEqual([{ topic, partitions: all }]);
     expect(coldAnswer.offsets.map((o) => o.partition).sort()).toEqual(live);
     expect(coldAnswer.unavailable.map((u) => u.partition).sort()).toEqual(dead);
