@@ -7,6 +7,7 @@ import { PrerequisiteError } from '../../lib/errors';
 import { ensureMoto } from '../../infra/local/dynamodb';
 import { clusterRoles, javaBinary, minHeap, newClusterId, serverProperties } from '../../infra/local/kafka';
 import { choosePort, LOOPBACK, requireCommand, waitUntil } from '../../infra/local/process';
+import { parseUpArgs } from '../../infra/local/stack';
 
 describe('local stack prerequisites', () => {
   const saved = { ...process.env };
@@ -96,6 +97,13 @@ describe('local multi-broker cluster config', () => {
     expect(() => clusterRoles([1, 2, 3], { minInsyncReplicas: 4 })).toThrow(/min.insync.replicas 4 must be between 1 and the replication factor 3/);
     expect(() => clusterRoles([])).toThrow(/at least one node/);
     expect(clusterRoles([1]).map((r) => [r.replicationFactor, r.minInsyncReplicas])).toEqual([[1, 1]]);
+  });
+
+  it('local:up takes --brokers N and names anything else', () => {
+    expect(parseUpArgs([])).toEqual({ kafkaNodes: 1 });
+    expect(parseUpArgs(['--brokers', '3'])).toEqual({ kafkaNodes: 3 });
+    expect(() => parseUpArgs(['--brokers', 'three'])).toThrow('usage: local:up [--brokers N] with N from 1 to 9, not "--brokers three"');
+    expect(() => parseUpArgs(['--nodes', '3'])).toThrow(/usage: local:up/);
   });
 
   it('never starts a JVM with an initial heap above its max heap', () => {
