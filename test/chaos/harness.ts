@@ -45,7 +45,7 @@ import { createMetadataCache, type MetadataCache } from '../../lib/kafka/metadat
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
-import { planStream, PLANNER_STEPS, type PlannerStep, type StreamPlanReport } from '../../lib/planner/run';
+import { emptyReport, planStream, PLANNER_STEPS, type PlannerStep, type StreamPlanReport } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, PROCESSOR_STEPS } from '../../lib/processor/process-range';
 import type { Ledger, PartitionState } from '../../lib/ports/ledger';
@@ -291,6 +291,7 @@ type FailoverLog = {
   victim?: number;
   /** Partitions the killed broker led. */
   dead: number[];
+  /** Planner runs: when each started (`atMs`) and how long it took. */
   runs: Array<{ atMs: number; durationMs: number; status: string; planned: number[]; unavailable: number[]; codes: string[] }>;
 };
 
@@ -300,11 +301,12 @@ function failoverFigures(log: FailoverLog, partitions: number, startMs: number):
   if (killedAt === undefined) return { injected: 'no leader was killed', problems: ['no leader was killed'] };
   const after = log.runs.filter((r) => r.atMs >= killedAt);
   const stalled = after.filter((r) => r.unavailable.length > 0);
+  const failed = after.filter((r) => r.status === 'failed');
   const live = (r: FailoverLog['runs'][number]) => r.planned.filter((p) => !log.dead.includes(p));
   const back = after.find((r) => r.planned.some((p) => log.dead.includes(p)));
   const first = stalled[0];
   const problems: string[] = [];
-  if (after.some((r) => r.status === 'failed')) problems.push(`${after.filter((r) => r.status === 'failed').length} planner runs failed after the kill`);
+  if (failed.length) problems.push(`${failed.length} planner runs failed after the kill (${Math.max(...failed.map((r) => r.durationMs))} ms at most)`);
   if (!first) problems.push('no planner run saw the dead leader\'s partitions unavailable (re-election before the next run?)');
   else if (!stalled.some((r) => live(r).length > 0)) problems.push('no run planned the live leaders\' partitions while the dead leader\'s were unavailable');
   if (stalled.some((r) => r.unavailable.some((p) => !log.dead.includes(p)))) problems.push('a partition of a live leader was reported unavailable');
@@ -315,7 +317,7 @@ function failoverFigures(log: FailoverLog, partitions: number, startMs: number):
     `of ${log.dead.length} of ${partitions} partitions was killed (SIGKILL): ${stalled.length} planner runs (both streams) during the stall took ` +
     `${stalled.length ? Math.max(...stalled.map((r) => r.durationMs)) : 0} ms at most, planned ${stalled.reduce((n, r) => n + live(r).length, 0)} ranges of ` +
     `the live leaders' partitions and reported the dead leader's unavailable (${codes || 'none'}); those were planned again ` +
-    `${back ? back.atMs - killedAt : '-'} ms after the kill (re-election); ${after.filter((r) => r.status === 'failed').length} planner runs failed`;
+    `${back ? back.atMs + back.durationMs - killedAt : '-'} ms after the kill (re-election); ${failed.length} planner runs failed`;
   return { injected, problems };
 }
 
@@ -547,6 +549,7 @@ async function runIn(
     const dead = { v: false };
     const kill = plannerKillProb > 0 && kills.planner < 10 && rng() < plannerKillProb;
     const killAt: PlannerStep | undefined = kill ? PLANNER_STEPS[Math.floor(rng() * PLANNER_STEPS.length)] : undefined;
+    const planStartedAt = Date.now();
     await planStream(
       {
         ledger: kill ? killable(ledger, dead) : ledger,
@@ -580,6 +583,10 @@ async function runIn(
       },
       () => {
         plannerFailures++;
+        if (scenario === 'leader-killed') {
+          const failedRun = { ...failoverRun(emptyReport(stream.id, false)), status: 'failed' };
+          failover.runs.push({ ...failedRun, atMs: planStartedAt, durationMs: Date.now() - planStartedAt });
+        }
       },
     );
   };
