@@ -72,38 +72,68 @@ const produce = (topic: string, partitions: number[], n: number, tag: string) =>
 
 const all = Array.from({ length: PARTITIONS }, (_, p) => p);
 
+/** A stream over `topic` on the cluster: real ledger, in-process processors counting each offset they handle. */
+async function streamOn(c: KafkaCluster, topic: string) {
+  const stream: StreamConfig = parseStreamConfig(
+    { id: topic, kafka: { brokers: c.brokers.split(',') }, topics: [topic], triggerIntervalMs: 1_000 },
+    'test',
+  );
+  reader = createKafkajsRangeReader(await createKafka(stream.kafka));
+  const ledger = createDynamoLedger({ client: ddb, tableName });
+  const seen = new Map<string, number>();
+  const handler: AtLeastOnceHandler = {
+    mode: 'at-least-once',
+    handle(records) {
+      for (const r of records) seen.set(`${r.partition}/${r.offset}`, (seen.get(`${r.partition}/${r.offset}`) ?? 0) + 1);
+    },
+  };
+  const errors: string[] = [];
+  const dispatcher = createInProcessDispatcher(
+    (range: RangePayload) =>
+      processRange({ ledger, readerFor: async () => reader!, handlerFor: () => handler }, { stream, range, deadlineAtMs: Date.now() + 120_000 }),
+    (range, err) => errors.push(`${range.partition}/${range.from}: ${String(err)}`),
+  );
+  let nowMs = Date.now();
+  // runPlanner, as the scheduled handler calls it: a run that throws is reported as failed.
+  const run = async (): Promise<StreamPlanReport> => {
+    nowMs = Math.max(nowMs + 1_000, Date.now());
+    const deps = { ledger, dispatcher, metadataFor: (s: StreamConfig) => metadata.forStream(s), plannerLeaseMs: 60_000 };
+    const [rep] = await runPlanner(deps, { streams: [stream], dryRun: false, nowMs });
+    return rep!;
+  };
+  return { stream, dispatcher, seen, errors, run };
+}
+
+/** describeTopics + fetchAvailableOffsets from a fresh adapter whose first seed broker is `victim`. */
+async function coldLookup(c: KafkaCluster, victim: number, stream: StreamConfig, topic: string) {
+  const deadAddress = c.nodes.get(victim)!.brokers;
+  const seeds = [deadAddress, ...c.brokers.split(',').filter((b) => b !== deadAddress)];
+  const cold = createKafkajsMetadata(await createKafka({ ...stream.kafka, brokers: seeds }));
+  try {
+    const t = Date.now();
+    const topics = await cold.describeTopics({ topics: [topic] });
+    const answer = await cold.fetchAvailableOffsets(topics, 'read_committed');
+    return { topics, answer, ms: Date.now() - t };
+  } finally {
+    await cold.close();
+  }
+}
+
+/** Reads [0, until) of a partition with the processors' reader; how many records and how long. */
+async function readThrough(topic: string, partition: number, until: number): Promise<{ records: number; ms: number }> {
+  const t = Date.now();
+  let records = 0;
+  for await (const chunk of reader!.read({ topic, partition, from: 0, until, isolationLevel: 'read_committed' })) records += chunk.records.length;
+  return { records, ms: Date.now() - t };
+}
+
+
 describe('a dead leader on a 3-broker cluster', () => {
   it('stalls only its own partitions: the others are planned in the same run, nothing is lost or read twice', async () => {
     const c = cluster!;
     const topic = uniqueName('failover');
     await createTopicsReady(admin, [{ topic, numPartitions: PARTITIONS }], 60_000);
-    const stream: StreamConfig = parseStreamConfig(
-      { id: topic, kafka: { brokers: c.brokers.split(',') }, topics: [topic], triggerIntervalMs: 1_000 },
-      'test',
-    );
-    reader = createKafkajsRangeReader(await createKafka(stream.kafka));
-    const ledger = createDynamoLedger({ client: ddb, tableName });
-    const seen = new Map<string, number>();
-    const handler: AtLeastOnceHandler = {
-      mode: 'at-least-once',
-      handle(records) {
-        for (const r of records) seen.set(`${r.partition}/${r.offset}`, (seen.get(`${r.partition}/${r.offset}`) ?? 0) + 1);
-      },
-    };
-    const errors: string[] = [];
-    const dispatcher = createInProcessDispatcher(
-      (range: RangePayload) =>
-        processRange({ ledger, readerFor: async () => reader!, handlerFor: () => handler }, { stream, range, deadlineAtMs: Date.now() + 120_000 }),
-      (range, err) => errors.push(`${range.partition}/${range.from}: ${String(err)}`),
-    );
-    let nowMs = Date.now();
-    // runPlanner, as the scheduled handler calls it: a run that throws is reported as failed.
-    const run = async (): Promise<StreamPlanReport> => {
-      nowMs = Math.max(nowMs + 1_000, Date.now());
-      const deps = { ledger, dispatcher, metadataFor: (s: StreamConfig) => metadata.forStream(s), plannerLeaseMs: 60_000 };
-      const [rep] = await runPlanner(deps, { streams: [stream], dryRun: false, nowMs });
-      return rep!;
-    };
+    const { stream, dispatcher, seen, errors, run } = await streamOn(c, topic);
 
     // 1. All brokers up: everything is planned and read.
     await produce(topic, all, 10, 'a');
@@ -122,15 +152,7 @@ describe('a dead leader on a 3-broker cluster', () => {
 
     // 3. The run right after the crash plans the live leaders' partitions and reports the others. At
     // the same time, a cold planner (new Lambda) whose first seed broker is the dead one.
-    const deadAddress = c.nodes.get(victim)!.brokers;
-    const seeds = [deadAddress, ...c.brokers.split(',').filter((b) => b !== deadAddress)];
-    const cold = createKafkajsMetadata(await createKafka({ ...stream.kafka, brokers: seeds }));
-    const coldRun = (async () => {
-      const t = Date.now();
-      const topics = await cold.describeTopics({ topics: [topic] });
-      const answer = await cold.fetchAvailableOffsets(topics, 'read_committed');
-      return { topics, answer, ms: Date.now() - t };
-    })().finally(() => cold.close());
+    const coldRun = coldLookup(c, victim, stream, topic);
     const t0 = Date.now();
     const during = await run();
     const duringMs = Date.now() - t0;
@@ -149,16 +171,10 @@ describe('a dead leader on a 3-broker cluster', () => {
           `unavailable ${JSON.stringify(coldResult.answer.unavailable.map((u) => [u.partition, u.code]))}, in ${coldResult.ms} ms`;
     process.stderr.write(`[failover] cold adapter, dead seed first: ${coldFigures}\n`);
     // A processor already holding a range of a dead-led partition: how long its reader takes to move.
-    const readStarted = Date.now();
-    const readerDone = (async () => {
-      let records = 0;
-      for await (const chunk of reader!.read({ topic, partition: dead[0]!, from: 0, until: 15, isolationLevel: 'read_committed' })) {
-        records += chunk.records.length;
-      }
-      const ms = Date.now() - readStarted;
-      process.stderr.write(`[failover] reader of partition ${dead[0]} (leader ${victim} killed) read ${records} records in ${ms} ms\n`);
-      return records;
-    })();
+    const readerDone = readThrough(topic, dead[0]!, 15).then((r) => {
+      process.stderr.write(`[failover] reader of partition ${dead[0]} (leader ${victim} killed) read ${r.records} records in ${r.ms} ms\n`);
+      return r.records;
+    });
 
     // 4. Until re-election moves the dead leader's partitions, each run plans what it can; then them.
     const runs: Array<{ ms: number; status: string; unavailable: number; planned: number }> = [];
