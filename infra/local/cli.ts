@@ -1,19 +1,19 @@
 /**
- * `npm run local:up` / `npm run local:down` / `npm run local:prepare`. `up` prints KAFKA_BROKERS=... and DYNAMODB_ENDPOINT=...
+ * `npm run local:up [-- --brokers N]` / `npm run local:down` / `npm run local:prepare`. `up` prints KAFKA_BROKERS=... and DYNAMODB_ENDPOINT=...
  * on stdout (so `eval "$(npm run -s local:up)"` works); progress and timings go to stderr.
  */
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
-import { CACHE_DIR, downPersistent, upPersistent } from './stack';
+import { CACHE_DIR, downPersistent, parseUpArgs, upPersistent } from './stack';
 
 const log = (line: string): void => {
   process.stderr.write(`[local] ${line}\n`);
 };
 
-async function main(cmd: string | undefined): Promise<void> {
+async function main(cmd: string | undefined, args: string[]): Promise<void> {
   if (cmd === 'up') {
-    const state = await upPersistent(log);
+    const state = await upPersistent(log, parseUpArgs(args));
     process.stdout.write(`KAFKA_BROKERS=${state.kafkaBrokers}\nDYNAMODB_ENDPOINT=${state.dynamodbEndpoint}\n`);
   } else if (cmd === 'prepare') {
     // Downloads only (CI warms the caches before the timed test run).
@@ -25,12 +25,12 @@ async function main(cmd: string | undefined): Promise<void> {
   } else if (cmd === 'down') {
     await downPersistent(log);
   } else {
-    process.stderr.write('usage: tsx infra/local/cli.ts up|down|prepare\n');
+    process.stderr.write('usage: tsx infra/local/cli.ts up [--brokers N]|down|prepare\n');
     process.exitCode = 2;
   }
 }
 
-main(process.argv[2]).catch((err: unknown) => {
+main(process.argv[2], process.argv.slice(3)).catch((err: unknown) => {
   // Prerequisite problems are explained in one line; anything else keeps its stack for debugging.
   process.stderr.write(err instanceof AppError ? `[local] error: ${err.message}\n` : `${String((err as Error)?.stack ?? err)}\n`);
   process.exitCode = 1;

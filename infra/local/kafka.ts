@@ -1,6 +1,7 @@
 /**
  * A real Apache Kafka broker for local runs and tests: KRaft, single node (combined broker and
- * controller), loopback only. Jars come from Maven Central (infra/local/kafka/pom.xml) into a cache on
+ * controller), loopback only; or a small cluster of such nodes forming one controller quorum
+ * (`startKafkaCluster`). Jars come from Maven Central (infra/local/kafka/pom.xml) into a cache on
  * first use and run on the machine's Java 17+.
  */
 import { spawnSync } from 'node:child_process';
@@ -9,7 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { PrerequisiteError } from '../../lib/errors';
-import { LOOPBACK, choosePort, freePort, requireCommand, spawnService, stopProcess, waitUntil } from './process';
+import { LOOPBACK, choosePort, freePort, killProcess, requireCommand, spawnService, stopProcess, waitUntil } from './process';
 
 const POM = resolve(__dirname, 'kafka', 'pom.xml');
 
@@ -31,6 +32,16 @@ export type KafkaOptions = {
    * formatted as usual. Default false: every start formats a fresh KRaft log dir.
    */
   reuseDir?: boolean;
+  /** Fixed controller port (else a free one is chosen). */
+  controllerPort?: number;
+  /** This node's place in a multi-node cluster (default: a single node with replication factor 1). */
+  role?: ClusterRole;
+  /** KRaft cluster id to format with (every node of a cluster shares one); default a fresh one. */
+  clusterId?: string;
+  /** Ready once metadata lists this many brokers. Default 1. */
+  expectBrokers?: number;
+  /** JVM max heap, e.g. '384m'. Default LOCAL_KAFKA_HEAP, else 1g. */
+  heap?: string;
 };
 
 export type KafkaInstance = {
@@ -102,11 +113,38 @@ export function ensureKafkaJars(cacheDir: string): string {
   return libs;
 }
 
-function serverProperties(dir: string, port: number, controllerPort: number, opts: KafkaOptions): string {
+/** Where one node of a cluster sits in it: its id, every voter of the quorum, and topic defaults. */
+export type ClusterRole = {
+  nodeId: number;
+  /** Controller port of every node, by node id (all nodes are voters). */
+  controllerPorts: Record<number, number>;
+  /** Replicas of new topics and of the internal topics. */
+  replicationFactor: number;
+  minInsyncReplicas: number;
+};
+
+const SINGLE_NODE = (controllerPort: number): ClusterRole => ({
+  nodeId: 1,
+  controllerPorts: { 1: controllerPort },
+  replicationFactor: 1,
+  minInsyncReplicas: 1,
+});
+
+/** The server.properties of one combined broker+controller node (pure; exported for tests). */
+export function serverProperties(
+  dir: string,
+  port: number,
+  controllerPort: number,
+  opts: KafkaOptions,
+  role = SINGLE_NODE(controllerPort),
+): string {
+  const voters = Object.entries(role.controllerPorts).map(([id, p]) => `${id}@${LOOPBACK}:${p}`);
+  const rf = role.replicationFactor;
+  const minIsr = role.minInsyncReplicas;
   const props: Record<string, string | number> = {
     'process.roles': 'broker,controller',
-    'node.id': 1,
-    'controller.quorum.voters': `1@${LOOPBACK}:${controllerPort}`,
+    'node.id': role.nodeId,
+    'controller.quorum.voters': voters.join(','),
     listeners: `PLAINTEXT://${LOOPBACK}:${port},CONTROLLER://${LOOPBACK}:${controllerPort}`,
     'advertised.listeners': `PLAINTEXT://${LOOPBACK}:${port}`,
     'controller.listener.names': 'CONTROLLER',
@@ -116,14 +154,16 @@ function serverProperties(dir: string, port: number, controllerPort: number, opt
     'num.partitions': 1,
     'auto.create.topics.enable': 'false',
     'delete.topic.enable': 'true',
-    // Single node: every internal topic has one replica and few partitions (fast coordinator start).
-    'offsets.topic.replication.factor': 1,
+    // Internal topics replicated like user topics, with few partitions (fast coordinator start).
+    'default.replication.factor': rf,
+    'min.insync.replicas': minIsr,
+    'offsets.topic.replication.factor': rf,
     'offsets.topic.num.partitions': 1,
-    'transaction.state.log.replication.factor': 1,
-    'transaction.state.log.min.isr': 1,
+    'transaction.state.log.replication.factor': rf,
+    'transaction.state.log.min.isr': minIsr,
     'transaction.state.log.num.partitions': 1,
-    'share.coordinator.state.topic.replication.factor': 1,
-    'share.coordinator.state.topic.min.isr': 1,
+    'share.coordinator.state.topic.replication.factor': rf,
+    'share.coordinator.state.topic.min.isr': minIsr,
     // Small segments and fast checks, so retention and compaction tests finish in seconds.
     'log.segment.bytes': 16 * 1024 * 1024,
     'log.retention.check.interval.ms': 1000,
@@ -162,11 +202,11 @@ function log4jConfig(logFile: string): string {
   ].join('\n');
 }
 
-/** True once the broker answers a metadata request with itself as the only broker. */
-export async function kafkaReady(brokers: string): Promise<boolean> {
+/** True once the broker answers a metadata request listing `expectBrokers` brokers (1: itself only) and a controller. */
+export async function kafkaReady(brokers: string, expectBrokers = 1): Promise<boolean> {
   const admin = new Kafka({
     clientId: 'local-stack-probe',
-    brokers: [brokers],
+    brokers: brokers.split(','),
     logLevel: logLevel.NOTHING,
     connectionTimeout: 1000,
     requestTimeout: 2000,
@@ -175,10 +215,21 @@ export async function kafkaReady(brokers: string): Promise<boolean> {
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
-    return cluster.brokers.length === 1 && cluster.controller !== null;
+    return cluster.brokers.length === expectBrokers && cluster.controller !== null;
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
+}
+
+/** The initial heap: 256m, or the max heap when that is smaller (a JVM refuses -Xms above -Xmx). */
+export function minHeap(maxHeap: string): string {
+  const mb = (h: string): number => {
+    const m = /^(\d+)([kmg]?)$/i.exec(h.trim());
+    if (!m) throw new PrerequisiteError(`heap size ${JSON.stringify(h)} is not a JVM size like 384m or 1g`);
+    const unit = (m[2] ?? '').toLowerCase();
+    return Number(m[1]) * (unit === 'g' ? 1024 : unit === 'k' ? 1 / 1024 : unit === 'm' ? 1 : 1 / (1024 * 1024));
+  };
+  return mb(maxHeap) < 256 ? maxHeap : '256m';
 }
 
 /** Formats a fresh KRaft log dir (unless `reuseDir` finds a formatted one) and starts the broker; resolves once it accepts requests. */
@@ -201,8 +252,8 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
     }
   } else {
     port = await choosePort(opts.port, 'LOCAL_KAFKA_PORT');
-    const controllerPort = await freePort();
-    writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts));
+    const controllerPort = opts.controllerPort ?? (await freePort());
+    writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts, opts.role));
   }
   writeFileSync(log4jFile, log4jConfig(logFile));
   const classpath = `${libs}/*`;
@@ -210,7 +261,7 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
 
   if (!reuse) {
     // KRaft needs a formatted metadata log.
-    const clusterId = newClusterId();
+    const clusterId = opts.clusterId ?? newClusterId();
     const fmt = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], {
       encoding: 'utf8',
       timeout: 60_000,
@@ -220,16 +271,16 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
     }
   }
 
-  const heap = process.env.LOCAL_KAFKA_HEAP ?? '1g';
+  const heap = opts.heap ?? process.env.LOCAL_KAFKA_HEAP ?? '1g';
   const svc = spawnService({
     cmd: java,
-    args: [`-Xms256m`, `-Xmx${heap}`, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', ...jvm, 'kafka.Kafka', propsFile],
+    args: [`-Xms${minHeap(heap)}`, `-Xmx${heap}`, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', ...jvm, 'kafka.Kafka', propsFile],
     logFile: join(opts.dir, 'stdout.log'),
     ownerPid: opts.ownerPid,
   });
   const brokers = `${LOOPBACK}:${port}`;
   try {
-    await waitUntil('Kafka broker', () => kafkaReady(brokers), {
+    await waitUntil('Kafka broker', () => kafkaReady(brokers, opts.expectBrokers ?? 1), {
       timeoutMs: opts.startTimeoutMs ?? 90_000,
       intervalMs: 300,
       pid: svc.pid,
@@ -259,4 +310,118 @@ export async function restartKafka(instance: KafkaInstance, opts: Partial<KafkaO
   if (!base) throw new PrerequisiteError(`cannot restart the broker at ${instance.brokers}: it was not started by startKafka`);
   await stopKafka(instance);
   return startKafka({ ...base, ...opts, dir: instance.dir, port: instance.brokers.split(':').at(-1), reuseDir: true });
+}
+
+export type KafkaClusterOptions = {
+  /** Parent directory; node N lives in `<dir>/node-N`. */
+  dir: string;
+  cacheDir: string;
+  ownerPid?: number;
+  /** Number of nodes (each a broker and a controller voter). Default 3. */
+  brokers?: number;
+  /** Default the number of nodes (capped at 3). */
+  replicationFactor?: number;
+  /** Default 2 when there are 2 replicas or more, else 1. */
+  minInsyncReplicas?: number;
+  /** JVM max heap per node. Default LOCAL_KAFKA_HEAP, else 384m (several JVMs share the machine). */
+  heap?: string;
+  startTimeoutMs?: number;
+};
+
+export type KafkaCluster = {
+  /** Bootstrap list of every node, comma-separated (what KAFKA_BROKERS takes). */
+  brokers: string;
+  /** Node id -> its broker instance; a killed node keeps its entry (its dir and ports). */
+  nodes: Map<number, KafkaInstance>;
+};
+
+/** The roles of an N-node cluster: node ids 1..N, all voters, topic defaults (pure; exported for tests). */
+export function clusterRoles(
+  controllerPorts: number[],
+  opts: Pick<KafkaClusterOptions, 'replicationFactor' | 'minInsyncReplicas'> = {},
+): ClusterRole[] {
+  const n = controllerPorts.length;
+  if (!Number.isInteger(n) || n < 1) throw new PrerequisiteError(`a Kafka cluster needs at least one node, not ${n}`);
+  const replicationFactor = opts.replicationFactor ?? Math.min(n, 3);
+  const minInsyncReplicas = opts.minInsyncReplicas ?? (replicationFactor >= 2 ? 2 : 1);
+  if (replicationFactor < 1 || replicationFactor > n) {
+    throw new PrerequisiteError(`replication factor ${replicationFactor} needs 1 to ${n} brokers`);
+  }
+  if (minInsyncReplicas < 1 || minInsyncReplicas > replicationFactor) {
+    throw new PrerequisiteError(
+      `min.insync.replicas ${minInsyncReplicas} must be between 1 and the replication factor ${replicationFactor}`,
+    );
+  }
+  const ports = Object.fromEntries(controllerPorts.map((p, i) => [i + 1, p]));
+  return controllerPorts.map((_, i) => ({ nodeId: i + 1, controllerPorts: ports, replicationFactor, minInsyncReplicas }));
+}
+
+/**
+ * Starts N combined broker+controller nodes forming one KRaft quorum (static voters), each with its
+ * own dir, ports and log; resolves once every node sees all N brokers. Loses no quorum when one of
+ * three nodes dies, which is what leader-failover tests need.
+ */
+export async function startKafkaCluster(opts: KafkaClusterOptions): Promise<KafkaCluster> {
+  const n = opts.brokers ?? 3;
+  const ports = await distinctFreePorts(2 * n);
+  const roles = clusterRoles(ports.slice(n), opts);
+  const clusterId = newClusterId();
+  const heap = opts.heap ?? process.env.LOCAL_KAFKA_HEAP ?? '384m';
+  const started = await Promise.allSettled(
+    roles.map((role, i) =>
+      startKafka({
+        dir: join(opts.dir, `node-${role.nodeId}`),
+        cacheDir: opts.cacheDir,
+        ownerPid: opts.ownerPid,
+        port: String(ports[i]),
+        controllerPort: ports[n + i],
+        role,
+        clusterId,
+        expectBrokers: n,
+        heap,
+        startTimeoutMs: opts.startTimeoutMs ?? 120_000,
+      }),
+    ),
+  );
+  const nodes = new Map<number, KafkaInstance>();
+  started.forEach((r, i) => r.status === 'fulfilled' && nodes.set(i + 1, r.value));
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    // Never leave part of a cluster running.
+    await stopKafkaCluster({ brokers: '', nodes });
+    throw failed.reason;
+  }
+  return { brokers: ports.slice(0, n).map((p) => `${LOOPBACK}:${p}`).join(','), nodes };
+}
+
+/** Kills one node with SIGKILL (no controlled shutdown: its partitions keep it as leader until the controller notices). */
+export async function killKafkaNode(cluster: KafkaCluster, nodeId: number): Promise<void> {
+  const node = clusterNode(cluster, nodeId);
+  await killProcess(node.pid);
+  if (node.watchdogPid) await stopProcess(node.watchdogPid, 1000);
+}
+
+/** Starts a stopped or killed node again on its dir and ports; resolves once it rejoined the cluster. */
+export async function restartKafkaNode(cluster: KafkaCluster, nodeId: number): Promise<KafkaInstance> {
+  const node = await restartKafka(clusterNode(cluster, nodeId));
+  cluster.nodes.set(nodeId, node);
+  return node;
+}
+
+/** Stops every node (SIGTERM, SIGKILL after the grace time) and their watchdogs. Dirs are kept. */
+export async function stopKafkaCluster(cluster: KafkaCluster, graceMs = 10_000): Promise<void> {
+  await Promise.all([...cluster.nodes.values()].map((node) => stopKafka(node, graceMs)));
+}
+
+function clusterNode(cluster: KafkaCluster, nodeId: number): KafkaInstance {
+  const node = cluster.nodes.get(nodeId);
+  if (!node) throw new PrerequisiteError(`the cluster has no node ${nodeId} (nodes: ${[...cluster.nodes.keys()].join(', ')})`);
+  return node;
+}
+
+/** `count` free loopback ports, all different (the kernel may hand out a just-closed port again). */
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
 }

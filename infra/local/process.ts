@@ -131,6 +131,17 @@ export async function stopProcess(pid: number, graceMs = 10_000): Promise<void> 
   }
 }
 
+/** SIGKILL (no shutdown hooks: a crash); resolves once the process is gone. */
+export async function killProcess(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return; // already gone
+  }
+  const deadline = Date.now() + 5000;
+  while (isAlive(pid) && Date.now() < deadline) await sleep(50);
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

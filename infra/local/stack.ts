@@ -1,12 +1,14 @@
 /**
- * The local stack: one Kafka broker and one DynamoDB emulator. Either service is skipped when its
- * environment variable (KAFKA_BROKERS, DYNAMODB_ENDPOINT) already points at an existing one.
+ * The local stack: one Kafka broker (or a cluster of `kafkaNodes`) and one DynamoDB emulator. Either
+ * service is skipped when its environment variable (KAFKA_BROKERS, DYNAMODB_ENDPOINT) already points
+ * at an existing one.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startDynamo, type DynamoInstance } from './dynamodb';
-import { kafkaReady, startKafka, type KafkaInstance } from './kafka';
+import { kafkaReady, startKafka, startKafkaCluster, type KafkaInstance } from './kafka';
 import { isAlive, stopProcess } from './process';
+import { PrerequisiteError } from '../../lib/errors';
 
 /** Project-local state: jar and virtualenv cache, persistent stack, per-run test stacks. */
 export const LOCAL_DIR = resolve(__dirname, '..', '..', '.local');
@@ -30,7 +32,14 @@ type Log = (line: string) => void;
  * Starts whatever the environment does not already provide. `ownerPid` ties the processes to a
  * parent (test runs); without it they outlive this process until `stopStack` (npm run local:up).
  */
-export async function startStack(opts: { dir: string; ownerPid?: number; log: Log; env?: NodeJS.ProcessEnv }): Promise<StackState> {
+export async function startStack(opts: {
+  dir: string;
+  ownerPid?: number;
+  log: Log;
+  env?: NodeJS.ProcessEnv;
+  /** Kafka nodes: 1 (default) is a single broker; more form one cluster (replication 3, min.insync.replicas 2). */
+  kafkaNodes?: number;
+}): Promise<StackState> {
   const env = opts.env ?? process.env;
   mkdirSync(opts.dir, { recursive: true });
   const started: Array<KafkaInstance | DynamoInstance> = [];
@@ -41,13 +50,23 @@ export async function startStack(opts: { dir: string; ownerPid?: number; log: Lo
     opts.log(`${name} started in ${Date.now() - t0} ms (pid ${inst.pid})`);
     return inst;
   };
+  const startCluster = async (nodes: number): Promise<{ brokers: string }> => {
+    const t0 = Date.now();
+    const cluster = await startKafkaCluster({ dir: join(opts.dir, 'kafka'), cacheDir: CACHE_DIR, ownerPid: opts.ownerPid, brokers: nodes });
+    started.push(...cluster.nodes.values());
+    opts.log(`kafka cluster of ${nodes} started in ${Date.now() - t0} ms (pids ${[...cluster.nodes.values()].map((n) => n.pid).join(', ')})`);
+    return cluster;
+  };
+  const nodes = opts.kafkaNodes ?? 1;
   try {
     const [kafka, dynamo] = await Promise.all([
       env.KAFKA_BROKERS
         ? Promise.resolve(undefined)
-        : timed('kafka', () =>
-            startKafka({ dir: join(opts.dir, 'kafka'), cacheDir: CACHE_DIR, ownerPid: opts.ownerPid, port: env.LOCAL_KAFKA_PORT }),
-          ),
+        : nodes > 1
+          ? startCluster(nodes)
+          : timed('kafka', () =>
+              startKafka({ dir: join(opts.dir, 'kafka'), cacheDir: CACHE_DIR, ownerPid: opts.ownerPid, port: env.LOCAL_KAFKA_PORT }),
+            ),
       env.DYNAMODB_ENDPOINT
         ? Promise.resolve(undefined)
         : timed('dynamodb', () =>
@@ -90,15 +109,17 @@ function readState(): StackState | undefined {
 }
 
 /** `npm run local:up`: reuses a running persistent stack or starts a fresh one. */
-export async function upPersistent(log: Log): Promise<StackState> {
+export async function upPersistent(log: Log, opts: { kafkaNodes?: number } = {}): Promise<StackState> {
   const prev = readState();
-  if (prev && prev.pids.every(isAlive) && (await kafkaReady(prev.kafkaBrokers).catch(() => false))) {
+  const nodes = opts.kafkaNodes ?? 1;
+  const sameShape = prev !== undefined && prev.kafkaBrokers.split(',').length === nodes;
+  if (prev && sameShape && prev.pids.every(isAlive) && (await kafkaReady(prev.kafkaBrokers, nodes).catch(() => false))) {
     log('local stack already running');
     return prev;
   }
   if (prev) await stopStack(prev, log);
   rmSync(PERSISTENT_DIR, { recursive: true, force: true });
-  const state = await startStack({ dir: PERSISTENT_DIR, log });
+  const state = await startStack({ dir: PERSISTENT_DIR, log, kafkaNodes: nodes });
   writeFileSync(STATE_FILE, JSON.stringify(state, null, 2));
   return state;
 }
@@ -112,4 +133,15 @@ export async function downPersistent(log: Log): Promise<void> {
   }
   await stopStack(prev, log);
   rmSync(STATE_FILE, { force: true });
+}
+
+/** `--brokers N` (Kafka nodes of the local stack; default 1). */
+export function parseUpArgs(args: string[]): { kafkaNodes: number } {
+  if (args.length === 0) return { kafkaNodes: 1 };
+  const [flag, value, ...rest] = args;
+  const n = Number(value);
+  if (flag !== '--brokers' || rest.length > 0 || !Number.isInteger(n) || n < 1 || n > 9) {
+    throw new PrerequisiteError(`usage: local:up [--brokers N] with N from 1 to 9, not ${JSON.stringify(args.join(' '))}`);
+  }
+  return { kafkaNodes: n };
 }

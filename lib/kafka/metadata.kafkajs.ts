@@ -9,8 +9,11 @@ import { ValidationError } from '../errors';
 import type {
   IsolationLevel,
   KafkaMetadata,
+  OffsetsAnswer,
   PartitionOffsets,
   TopicPartitions,
+  UnavailableCode,
+  UnavailablePartition,
 } from '../ports/kafka-metadata';
 import {
   EARLIEST_TIMESTAMP,
@@ -18,19 +21,24 @@ import {
   KafkajsCluster,
   LATEST_TIMESTAMP,
   protocolError,
-  type ListOffsetsTopic,
   type RawMetadata,
   type RawTopicMetadata,
 } from './cluster.kafkajs';
 import { KafkaError, toKafkaError } from './errors';
 
 export type KafkajsMetadataOptions = {
-  /** Extra attempts after a retriable error (stale leader, lost connection), metadata refreshed each time. Default 3. */
+  /** Extra attempts after a retriable error (stale leader, lost connection), metadata refreshed each time. Default 5. */
   retries?: number;
   /** Backoff before the first retry; doubles per retry, capped at 2 s. Default 100 ms. */
   retryBackoffMs?: number;
   /** Leaders cached longer than this are refreshed before fetching offsets. Default 60 s. */
   metadataMaxAgeMs?: number;
+  /**
+   * No offsets retry starts once this much time has passed since the call began; the partitions
+   * still failing are then unavailable for this call. Default 2 s: a dead leader stays leader in the
+   * metadata for ~10 s (until the controller's session timeout), far longer than a run should wait.
+   */
+  maxRetryElapsedMs?: number;
 };
 
 export type KafkajsMetadata = KafkaMetadata & {
@@ -42,6 +50,7 @@ const NO_ERROR = 0;
 const UNKNOWN_TOPIC_OR_PARTITION = 3;
 const INVALID_TOPIC_EXCEPTION = 17;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const UNKNOWN = 'UNKNOWN_TOPIC_OR_PARTITION';
 
 /** Internal topics (`__consumer_offsets`, `__transaction_state`, `__share_group_state`, ...). */
 export function isInternalTopic(topic: string, isInternal?: boolean): boolean {
@@ -116,10 +125,87 @@ function isRetriable(e: unknown): boolean {
   return err?.retriable === true;
 }
 
+/** Why one partition has no offsets yet; `retriable` ones are asked again within the call. */
+type Miss = { code: UnavailableCode; reason: string; retriable: boolean; type?: string; cause?: unknown };
+type PartialOffsets = { found: Map<string, string[]>; misses: Map<string, Miss> };
+
+const CONNECTION_ERRORS = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSRequestTimeoutError',
+]);
+const NOT_LEADER_TYPES = new Set([
+  'NOT_LEADER_FOR_PARTITION',
+  'NOT_LEADER_OR_FOLLOWER',
+  'LEADER_NOT_AVAILABLE',
+  'FENCED_LEADER_EPOCH',
+  'UNKNOWN_LEADER_EPOCH',
+]);
+
+/** A failed ListOffsets to `nodeId` as the reason of each of its partitions. */
+function classify(nodeId: number, e: unknown): Miss {
+  const outer = e as { name?: unknown; cause?: unknown } | undefined;
+  // kafkajs's retrier wraps the last error (KafkaJSNumberOfRetriesExceeded, KafkaJSNonRetriableError).
+  const wrapped = outer?.name === 'KafkaJSNumberOfRetriesExceeded' || outer?.name === 'KafkaJSNonRetriableError';
+  const err = (wrapped && outer?.cause ? outer.cause : e) as { name?: unknown; type?: unknown; message?: unknown } | undefined;
+  const name = typeof err?.name === 'string' ? err.name : 'Error';
+  const type = typeof err?.type === 'string' ? err.type : undefined;
+  const message = typeof err?.message === 'string' ? err.message : String(e);
+  if (CONNECTION_ERRORS.has(name)) {
+    // A timed-out request already waited requestTimeout: not retried within this call (isRetriable).
+    const reason = `leader broker ${nodeId} unreachable: ${message}`;
+    return { code: 'LEADER_UNREACHABLE', reason, retriable: name !== 'KafkaJSRequestTimeoutError', type: name, cause: e };
+  }
+  if (type !== undefined && NOT_LEADER_TYPES.has(type)) {
+    return { code: 'NOT_LEADER', reason: `broker ${nodeId}: ${type}: ${message}`, retriable: true, type, cause: e };
+  }
+  if (type === 'UNKNOWN_TOPIC_OR_PARTITION') {
+    return { code: 'UNKNOWN_PARTITION', reason: `broker ${nodeId}: ${message}`, retriable: false, type, cause: e };
+  }
+  return { code: 'ERROR', reason: `broker ${nodeId}: ${name}: ${message}`, retriable: isRetriable(e), type: type ?? name, cause: e };
+}
+
+/** Partitions by leader node id; those without a live leader (or whose topic or partition is gone) apart, with the reason. */
+function groupByLeader(metadata: RawMetadata, tps: TP[]): { leaders: Map<number, TP[]>; missing: Map<string, Miss> } {
+  const byName = new Map<string, RawTopicMetadata>(metadata.topicMetadata.map((t) => [t.topic, t]));
+  const brokers = new Set(metadata.brokers.map((b) => b.nodeId));
+  const leaders = new Map<number, TP[]>();
+  const missing = new Map<string, Miss>();
+  for (const tp of tps) {
+    const { topic, partition } = tp;
+    const t = byName.get(topic);
+    const p = t?.topicErrorCode === NO_ERROR ? t.partitionMetadata.find((x) => x.partitionId === partition) : undefined;
+    const k = key(topic, partition);
+    if (!t || t.topicErrorCode === UNKNOWN_TOPIC_OR_PARTITION || t.topicErrorCode === INVALID_TOPIC_EXCEPTION) {
+      missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `topic ${topic} does not exist`, retriable: false, type: UNKNOWN });
+    } else if (t.topicErrorCode !== NO_ERROR) {
+      const err = topicError(topic, t.topicErrorCode);
+      missing.set(k, { code: 'ERROR', reason: err.message, retriable: err.retriable, type: err.type, cause: err });
+    } else if (!p) {
+      missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `partition ${topic}/${partition} does not exist`, retriable: false, type: UNKNOWN });
+    } else if (p.leader < 0 || !brokers.has(p.leader)) {
+      const why = p.leader < 0 ? 'no leader (election under way)' : `leader ${p.leader} is not among the live brokers`;
+      missing.set(k, { code: 'NO_LEADER', reason: why, retriable: true, type: 'LEADER_NOT_AVAILABLE' });
+    } else {
+      leaders.set(p.leader, [...(leaders.get(p.leader) ?? []), tp]);
+    }
+  }
+  return { leaders, missing };
+}
+
+/** topic -> partitions, in first-seen order. */
+function byTopic(tps: TP[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const { topic, partition } of tps) out.set(topic, [...(out.get(topic) ?? []), partition]);
+  return out;
+}
+
 export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions = {}): KafkajsMetadata {
   const retries = opts.retries ?? 5;
   const retryBackoffMs = opts.retryBackoffMs ?? 100;
   const metadataMaxAgeMs = opts.metadataMaxAgeMs ?? 60_000;
+  const maxRetryElapsedMs = opts.maxRetryElapsedMs ?? 2_000;
 
   let total = 0;
   const byApi: Record<string, number> = {};
@@ -143,75 +229,129 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     }
   }
 
-  /** Leader node id -> topic -> partitions, from cached metadata when it covers every partition. */
-  async function leadersFor(tps: TP[], forceRefresh: boolean): Promise<Map<number, Map<string, number[]>>> {
+  /**
+   * Each partition's leader, from cached metadata when it is fresh and names a live leader for every
+   * partition, else from one Metadata request. Partitions without a usable leader are returned apart.
+   */
+  async function leadersFor(tps: TP[], forceRefresh: boolean): Promise<{ leaders: Map<number, TP[]>; missing: Map<string, Miss> }> {
     const c = getCluster();
-    const topics = [...new Set(tps.map((tp) => tp.topic))];
-    const resolve = (metadata: RawMetadata | null, strict: boolean): Map<number, Map<string, number[]>> | undefined => {
-      if (!metadata) return undefined;
-      const byTopic = new Map<string, RawTopicMetadata>(metadata.topicMetadata.map((t) => [t.topic, t]));
-      const brokers = new Set(metadata.brokers.map((b) => b.nodeId));
-      const leaders = new Map<number, Map<string, number[]>>();
-      for (const { topic, partition } of tps) {
-        const t = byTopic.get(topic);
-        const p = t?.topicErrorCode === NO_ERROR ? t.partitionMetadata.find((x) => x.partitionId === partition) : undefined;
-        if (!t || !p || p.leader < 0 || !brokers.has(p.leader)) {
-          if (!strict) return undefined;
-          if (!t || t.topicErrorCode === UNKNOWN_TOPIC_OR_PARTITION || t.topicErrorCode === INVALID_TOPIC_EXCEPTION) {
-            throw new KafkaError(`topic ${topic} does not exist`, { type: 'UNKNOWN_TOPIC_OR_PARTITION' });
-          }
-          if (t.topicErrorCode !== NO_ERROR) throw topicError(topic, t.topicErrorCode);
-          if (!p) {
-            throw new KafkaError(`partition ${topic}/${partition} does not exist`, { type: 'UNKNOWN_TOPIC_OR_PARTITION' });
-          }
-          throw new KafkaError(`partition ${topic}/${partition} has no leader`, { type: 'LEADER_NOT_AVAILABLE', retriable: true });
-        }
-        const perTopic = leaders.get(p.leader) ?? new Map<string, number[]>();
-        leaders.set(p.leader, perTopic);
-        perTopic.set(topic, [...(perTopic.get(topic) ?? []), partition]);
-      }
-      return leaders;
-    };
     const cached = c.cachedMetadata();
-    const fresh = Date.now() - cached.fetchedAt < metadataMaxAgeMs;
-    const fromCache = !forceRefresh && fresh ? resolve(cached.metadata, false) : undefined;
-    return fromCache ?? (resolve(await c.metadata(topics), true) as Map<number, Map<string, number[]>>);
+    const fresh = !forceRefresh && cached.metadata !== null && Date.now() - cached.fetchedAt < metadataMaxAgeMs;
+    if (fresh) {
+      const fromCache = groupByLeader(cached.metadata!, tps);
+      if (fromCache.missing.size === 0) return fromCache;
+    }
+    return groupByLeader(await c.metadata([...new Set(tps.map((tp) => tp.topic))]), tps);
   }
 
   /**
-   * One ListOffsets request per leader for each timestamp spec, all in parallel. Returns, per spec,
-   * topic/partition -> offset string.
+   * One ListOffsets request per leader for each timestamp spec, leaders in parallel and independent:
+   * a leader that fails costs only its own partitions, which are retried (metadata refreshed) until
+   * the attempts or `maxRetryElapsedMs` run out, then reported with their reason.
    */
-  async function listOffsets(tps: TP[], timestamps: number[], isolationLevel: number, forceRefresh: boolean): Promise<Array<Map<string, string>>> {
-    const c = getCluster();
-    const leaders = await leadersFor(tps, forceRefresh);
-    const results = await Promise.all(
-      timestamps.map(async (timestamp) => {
-        const perLeader = await Promise.all(
-          [...leaders].map(([nodeId, perTopic]) => {
-            const topics: ListOffsetsTopic[] = [...perTopic].map(([topic, partitions]) => ({
-              topic,
-              partitions: partitions.map((partition) => ({ partition, timestamp })),
-            }));
-            return c.listOffsets(nodeId, isolationLevel, topics);
-          }),
-        );
-        const offsets = new Map<string, string>();
-        for (const response of perLeader.flat()) {
-          for (const p of response.partitions) offsets.set(key(response.topic, p.partition), p.offset);
-        }
-        return offsets;
-      }),
-    );
-    for (const { topic, partition } of tps) {
-      for (const offsets of results) {
-        if (!offsets.has(key(topic, partition))) {
-          throw new KafkaError(`ListOffsets response lacks partition ${topic}/${partition}`, { retriable: true });
-        }
+  async function listOffsets(tps: TP[], timestamps: number[], isolationLevel: number): Promise<PartialOffsets> {
+    const t0 = Date.now();
+    const found = new Map<string, string[]>();
+    const misses = new Map<string, Miss>();
+    let pending = tps;
+    let metadataError: unknown;
+    for (let attempt = 0; ; attempt++) {
+      for (const { topic, partition } of pending) misses.delete(key(topic, partition));
+      try {
+        const { leaders, missing } = await leadersFor(pending, attempt > 0);
+        missing.forEach((miss, k) => misses.set(k, miss));
+        await Promise.all([...leaders].map(([nodeId, parts]) => askLeader(nodeId, parts, timestamps, isolationLevel, found, misses)));
+        metadataError = undefined;
+      } catch (e) {
+        // No metadata at all (every broker unreachable): nothing is known about any pending partition.
+        metadataError = e;
+        const reason = `no metadata: ${(e as Error)?.message ?? String(e)}`;
+        const miss: Miss = { code: 'LEADER_UNREACHABLE', reason, retriable: isRetriable(e) };
+        for (const { topic, partition } of pending) misses.set(key(topic, partition), miss);
       }
+      pending = pending.filter(({ topic, partition }) => misses.get(key(topic, partition))?.retriable === true);
+      const backoffMs = Math.min(retryBackoffMs * 2 ** attempt, 2000);
+      if (pending.length === 0 || attempt >= retries || Date.now() - t0 + backoffMs > maxRetryElapsedMs) {
+        if (metadataError !== undefined && found.size === 0) throw toKafkaError('fetchOffsets', metadataError);
+        return { found, misses };
+      }
+      await sleep(backoffMs);
     }
-    return results;
   }
+
+  /** One leader's ListOffsets requests (one per timestamp spec); its failure is recorded per partition, never thrown. */
+  async function askLeader(
+    nodeId: number,
+    parts: TP[],
+    timestamps: number[],
+    isolationLevel: number,
+    found: Map<string, string[]>,
+    misses: Map<string, Miss>,
+  ): Promise<void> {
+    const topics = [...byTopic(parts)];
+    try {
+      const answers = await Promise.all(
+        timestamps.map((timestamp) =>
+          getCluster().listOffsets(
+            nodeId,
+            isolationLevel,
+            topics.map(([topic, ps]) => ({ topic, partitions: ps.map((partition) => ({ partition, timestamp })) })),
+          ),
+        ),
+      );
+      const perSpec = answers.map(
+        (res) => new Map(res.flatMap((t) => t.partitions.map((p) => [key(t.topic, p.partition), p.offset] as const))),
+      );
+      for (const { topic, partition } of parts) {
+        const k = key(topic, partition);
+        const values = perSpec.map((m) => m.get(k));
+        if (values.every((v): v is string => v !== undefined)) found.set(k, values);
+        else misses.set(k, { code: 'ERROR', reason: `the ListOffsets response of broker ${nodeId} lacks it`, retriable: true });
+      }
+    } catch (e) {
+      const miss = classify(nodeId, e);
+      for (const { topic, partition } of parts) misses.set(key(topic, partition), miss);
+    }
+  }
+
+  /** The partial look-up as the port's answer; offsets checked (`check` may reject a value). */
+  async function available<T>(
+    tps: TP[],
+    timestamps: number[],
+    level: number,
+    toOffsets: (tp: TP, values: string[]) => T,
+  ): Promise<{ offsets: T[]; unavailable: Array<UnavailablePartition & { miss: Miss }> }> {
+    const { found, misses } = await listOffsets(tps, timestamps, level);
+    const offsets: T[] = [];
+    const unavailable: Array<UnavailablePartition & { miss: Miss }> = [];
+    for (const tp of tps) {
+      const values = found.get(key(tp.topic, tp.partition));
+      const miss = misses.get(key(tp.topic, tp.partition)) ?? { code: 'ERROR' as const, reason: 'no answer', retriable: true };
+      if (values) offsets.push(toOffsets(tp, values));
+      else unavailable.push({ ...tp, code: miss.code, reason: miss.reason, miss });
+    }
+    return { offsets, unavailable };
+  }
+
+  /** All-or-nothing: the first unavailable partition becomes the error. */
+  function strict<T>(answer: { offsets: T[]; unavailable: Array<UnavailablePartition & { miss: Miss }> }): T[] {
+    const first = answer.unavailable[0];
+    if (!first) return answer.offsets;
+    const more = answer.unavailable.length > 1 ? ` (and ${answer.unavailable.length - 1} more)` : '';
+    throw new KafkaError(`partition ${first.topic}/${first.partition} unavailable: ${first.code}: ${first.reason}${more}`, {
+      cause: first.miss.cause,
+      type: first.miss.type ?? first.code,
+      retriable: first.miss.retriable,
+    });
+  }
+
+  const earliestLatest = ({ topic, partition }: TP, [earliest, latest]: string[]): PartitionOffsets => {
+    const what = `${topic}/${partition}`;
+    const e = toSafeOffset(earliest!, `earliest offset of ${what}`);
+    const l = toSafeOffset(latest!, `latest offset of ${what}`);
+    if (e < 0 || l < 0) throw new KafkaError(`broker returned no offset for ${what} (earliest ${e}, latest ${l})`);
+    return { topic, partition, earliest: e, latest: l };
+  };
 
   return {
     async describeTopics(selector) {
@@ -247,16 +387,15 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
       const level = checkIsolationLevel(isolationLevel);
       const tps = flatten(partitions);
       if (tps.length === 0) return [];
-      return withRetries('fetchOffsets', async (attempt) => {
-        const [earliest, latest] = await listOffsets(tps, [EARLIEST_TIMESTAMP, LATEST_TIMESTAMP], level, attempt > 0);
-        return tps.map(({ topic, partition }): PartitionOffsets => {
-          const what = `${topic}/${partition}`;
-          const e = toSafeOffset(earliest!.get(key(topic, partition))!, `earliest offset of ${what}`);
-          const l = toSafeOffset(latest!.get(key(topic, partition))!, `latest offset of ${what}`);
-          if (e < 0 || l < 0) throw new KafkaError(`broker returned no offset for ${what} (earliest ${e}, latest ${l})`);
-          return { topic, partition, earliest: e, latest: l };
-        });
-      });
+      return strict(await available(tps, [EARLIEST_TIMESTAMP, LATEST_TIMESTAMP], level, earliestLatest));
+    },
+
+    async fetchAvailableOffsets(partitions, isolationLevel): Promise<OffsetsAnswer> {
+      const level = checkIsolationLevel(isolationLevel);
+      const tps = flatten(partitions);
+      if (tps.length === 0) return { offsets: [], unavailable: [] };
+      const { offsets, unavailable } = await available(tps, [EARLIEST_TIMESTAMP, LATEST_TIMESTAMP], level, earliestLatest);
+      return { offsets, unavailable: unavailable.map(({ topic, partition, code, reason }) => ({ topic, partition, code, reason })) };
     },
 
     async fetchOffsetsForTimestamp(partitions, timestampMs, isolationLevel) {
@@ -266,17 +405,15 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
       }
       const tps = flatten(partitions);
       if (tps.length === 0) return [];
-      return withRetries('fetchOffsetsForTimestamp', async (attempt) => {
-        const [byTime, latest] = await listOffsets(tps, [timestampMs, LATEST_TIMESTAMP], level, attempt > 0);
-        return tps.map(({ topic, partition }) => {
-          const what = `${topic}/${partition}`;
-          const found = toSafeOffset(byTime!.get(key(topic, partition))!, `offset for timestamp ${timestampMs} of ${what}`);
-          const l = toSafeOffset(latest!.get(key(topic, partition))!, `latest offset of ${what}`);
-          if (l < 0) throw new KafkaError(`broker returned no latest offset for ${what}`);
-          // -1: no record at or after the timestamp (below the last stable offset under read_committed).
-          return { topic, partition, offset: found < 0 ? l : found };
-        });
+      const answer = await available(tps, [timestampMs, LATEST_TIMESTAMP], level, ({ topic, partition }, [byTime, latest]) => {
+        const what = `${topic}/${partition}`;
+        const found = toSafeOffset(byTime!, `offset for timestamp ${timestampMs} of ${what}`);
+        const l = toSafeOffset(latest!, `latest offset of ${what}`);
+        if (l < 0) throw new KafkaError(`broker returned no latest offset for ${what}`);
+        // -1: no record at or after the timestamp (below the last stable offset under read_committed).
+        return { topic, partition, offset: found < 0 ? l : found };
       });
+      return strict(answer);
     },
 
     requestCount: () => total,

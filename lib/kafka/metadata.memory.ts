@@ -1,6 +1,12 @@
 /** In-memory KafkaMetadata for fast planner tests: topics, partitions and offsets set by the test. */
-import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
-import { KafkaError } from './errors';
+import type {
+  KafkaMetadata,
+  OffsetsAnswer,
+  PartitionOffsets,
+  TopicPartitions,
+  UnavailableCode,
+  UnavailablePartition,
+} from '../ports/kafka-metadata';
 
 type Log = { earliest: number; latest: number; lastStable?: number; timestamps?: number[] };
 
@@ -20,18 +26,46 @@ export type MemoryKafka = KafkaMetadata & {
    * yet; UNKNOWN_TOPIC_OR_PARTITION: the answering broker has not seen the topic yet).
    */
   notReady(topic: string, type?: 'LEADER_NOT_AVAILABLE' | 'UNKNOWN_TOPIC_OR_PARTITION' | false): void;
+  /** Makes one partition's offsets unavailable with `code` (a dead leader by default), until called with `code` null. */
+  setUnavailable(topic: string, partition: number, code?: UnavailableCode | null): void;
 };
+
+/** How the kafkajs adapter reports a topic created a moment ago (see `notReady`). */
+const NOT_READY_CODES = { LEADER_NOT_AVAILABLE: 'NO_LEADER', UNKNOWN_TOPIC_OR_PARTITION: 'UNKNOWN_PARTITION' } as const;
 
 /** Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter. */
 export function createMemoryKafka(): MemoryKafka {
   const topics = new Map<string, Log[]>();
   const failing = new Set<string>();
   const notReady = new Map<string, 'LEADER_NOT_AVAILABLE' | 'UNKNOWN_TOPIC_OR_PARTITION'>();
+  const down = new Map<string, UnavailableCode>();
   let requests = 0;
   const log = (topic: string, partition: number): Log => {
     const l = topics.get(topic)?.[partition];
     if (!l) throw new Error(`no partition ${topic}/${partition}`);
     return l;
+  };
+  const fetchAvailableOffsets = async (parts: TopicPartitions[]): Promise<OffsetsAnswer> => {
+    requests += 2;
+    const offsets: PartitionOffsets[] = [];
+    const unavailable: UnavailablePartition[] = [];
+    for (const t of parts) {
+      for (const partition of t.partitions) {
+        const young = notReady.get(t.topic);
+        const code = failing.has(t.topic)
+          ? 'NOT_LEADER'
+          : young
+            ? NOT_READY_CODES[young]
+            : down.get(`${t.topic}/${partition}`);
+        if (code) {
+          unavailable.push({ topic: t.topic, partition, code, reason: `${code} (simulated)` });
+          continue;
+        }
+        const l = log(t.topic, partition);
+        offsets.push({ topic: t.topic, partition, earliest: l.earliest, latest: l.latest });
+      }
+    }
+    return { offsets, unavailable };
   };
   return {
     requestCount: () => requests,
@@ -43,6 +77,10 @@ export function createMemoryKafka(): MemoryKafka {
       const parts = topics.get(topic);
       if (!parts) throw new Error(`no topic ${topic}`);
       for (let i = 0; i < count; i++) parts.push({ earliest: 0, latest: 0, timestamps: [] });
+    },
+    setUnavailable(topic, partition, code = 'LEADER_UNREACHABLE') {
+      if (code === null) down.delete(`${topic}/${partition}`);
+      else down.set(`${topic}/${partition}`, code);
     },
     failOffsetsFor(topic, on = true) {
       if (on) failing.add(topic);
@@ -71,22 +109,12 @@ export function createMemoryKafka(): MemoryKafka {
         .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i) }));
     },
     async fetchOffsets(parts): Promise<PartitionOffsets[]> {
-      requests += 2;
-      const bad = parts.find((t) => failing.has(t.topic));
-      if (bad) throw new Error(`NOT_LEADER_OR_FOLLOWER for ${bad.topic}`);
-      const young = parts.find((t) => notReady.has(t.topic));
-      const type = young && notReady.get(young.topic);
-      if (young && type === 'LEADER_NOT_AVAILABLE') {
-        throw new KafkaError(`partition ${young.topic}/${young.partitions[0] ?? 0} has no leader`, { type, retriable: true });
-      }
-      if (young && type) throw new KafkaError(`topic ${young.topic} does not exist`, { type });
-      return parts.flatMap((t) =>
-        t.partitions.map((partition) => {
-          const l = log(t.topic, partition);
-          return { topic: t.topic, partition, earliest: l.earliest, latest: l.latest };
-        }),
-      );
+      const { offsets, unavailable } = await fetchAvailableOffsets(parts);
+      const bad = unavailable[0];
+      if (bad) throw new Error(`${bad.code} for ${bad.topic}/${bad.partition}: ${bad.reason}`);
+      return offsets;
     },
+    fetchAvailableOffsets,
     async fetchOffsetsForTimestamp(parts, timestampMs) {
       requests++;
       return parts.flatMap((t) =>

@@ -6,7 +6,7 @@ import type { StreamConfig } from '../config/schema';
 import { topicMatcher } from '../config/topics';
 import { clampRanges, computePidRate, initialPidState, partsForMinPartitions, shouldTrigger, splitRange, timeBudget } from '../offsets';
 import type { PartitionClampInput } from '../offsets';
-import type { PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
+import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../ports/kafka-metadata';
 import type { PartitionState, PlanWrite, RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 
@@ -52,6 +52,8 @@ export type PartitionReport = {
     /** A bounded stream's partition committed up to its stop offset. */
     | 'finished';
   note?: string;
+  /** Why the offsets could not be read this run (action `no-offsets`), when the look-up said. */
+  unavailable?: UnavailableCode;
   /** Bounded streams (replays): where this partition stops. */
   stopOffset?: number;
 };

@@ -26,6 +26,7 @@ export function recordPlannerMetrics(
     m.addMetric('DispatchFailures', MetricUnit.Count, r.dispatchFailures.length);
     m.addMetric('PartitionsFailed', MetricUnit.Count, r.failedPartitions);
     m.addMetric('PartitionsRetired', MetricUnit.Count, r.retired);
+    m.addMetric('PartitionsUnavailable', MetricUnit.Count, r.unavailablePartitions);
     m.addMetric('DataLossEvents', MetricUnit.Count, r.dataLoss.length);
     m.addMetric('DataLossRecords', MetricUnit.Count, r.dataLoss.reduce((s, l) => s + (l.until - l.from), 0));
     m.addMetric('TotalLag', MetricUnit.Count, r.partitions.reduce((s, p) => s + p.lag, 0));

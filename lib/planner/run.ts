@@ -7,8 +7,6 @@ import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
-import { mapWithConcurrency } from '../concurrency';
-import { isNotReadyError } from '../kafka/errors';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
 import type { DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
 import { partitionKey, type RangePayload } from '../ranges';
@@ -41,6 +39,8 @@ export type StreamPlanReport = {
   registered: number;
   retired: number;
   failedPartitions: number;
+  /** Partitions whose offsets could not be read this run (leader dead or moving); planned on a later run. */
+  unavailablePartitions: number;
   rangesPlanned: number;
   recordsPlanned: number;
   /** Ranges (new or re-dispatched) the dispatcher accepted. */
@@ -83,6 +83,7 @@ export function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
     registered: 0,
     retired: 0,
     failedPartitions: 0,
+    unavailablePartitions: 0,
     rangesPlanned: 0,
     recordsPlanned: 0,
     dispatched: 0,
@@ -157,17 +158,22 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     // 2-3. Discover partitions and read their offsets (one metadata call, batched offsets).
     const kafka = await deps.metadataFor(stream);
     const [discovered, known] = await Promise.all([kafka.describeTopics(topicSelector(stream)), ledger.readPartitions(stream.id)]);
-    const { offsets, unavailable } = await fetchOffsetsTolerant(kafka, discovered, stream.isolationLevel);
+    // Partial: a dead leader costs its own partitions this run, not the stream's (retried next run).
+    const { offsets, unavailable } = discovered.length
+      ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)
+      : { offsets: [], unavailable: [] };
     const initial = startedAtMs === undefined;
-    const timestampOffsets = await timestampStarts(kafka, stream, initial, discovered, known);
+    const timestampOffsets = await timestampStarts(kafka, stream, initial, available(discovered, offsets), known);
     const needOpenRanges = known.some((p) => p.status === 'active' && p.committed < p.nextFrom);
     const openRanges = needOpenRanges ? await ledger.readOpenRanges(stream.id) : [];
 
     const decision = decidePlan({ stream, nowMs, epoch, initial, known, discovered, offsets, timestampOffsets, openRanges, confirmedEpoch });
+    const why = new Map(unavailable.map((u) => [partitionKey(u.topic, u.partition), u]));
     rep.partitions = decision.partitions.map((p) => {
-      const why = unavailable.get(p.topic);
-      return why && p.action === 'no-offsets' ? { ...p, note: `offsets unavailable this run: ${why}` } : p;
+      const u = why.get(partitionKey(p.topic, p.partition));
+      return u && p.action === 'no-offsets' ? { ...p, unavailable: u.code, note: `offsets unavailable this run: ${u.code}: ${u.reason}` } : p;
     });
+    rep.unavailablePartitions = unavailable.length;
     rep.registered = decision.registrations.length;
     rep.retired = decision.writes.filter((w) => w.kind === 'retire-partition').length;
     rep.failedPartitions = decision.writes.filter((w) => w.kind === 'fail-partition').length;
@@ -252,40 +258,12 @@ class FencedOut extends Error {
   }
 }
 
-/**
- * Offsets for all partitions in one batched call; if that fails (a leader moving, a topic deleted
- * since discovery), per topic, so one bad topic costs its own partitions one run, not the stream's.
- * A topic that is not ready yet (created a moment ago: no leader yet, or a broker whose metadata has
- * not caught up; see `isNotReadyError`) is reported unavailable and planned on a later run, even when
- * it is the only one: that is not a failed run. Any other error on every topic (brokers unreachable)
- * fails the run.
- */
-async function fetchOffsetsTolerant(
-  kafka: KafkaMetadata,
-  discovered: TopicPartitions[],
-  isolationLevel: StreamConfig['isolationLevel'],
-): Promise<{ offsets: PartitionOffsets[]; unavailable: Map<string, string> }> {
-  if (!discovered.length) return { offsets: [], unavailable: new Map() };
-  try {
-    return { offsets: await kafka.fetchOffsets(discovered, isolationLevel), unavailable: new Map() };
-  } catch (err) {
-    const perTopic =
-      discovered.length === 1
-        ? [{ topic: (discovered[0] as TopicPartitions).topic, error: err }]
-        : await mapWithConcurrency(discovered, 8, async (t) => {
-            try {
-              return { topic: t.topic, offsets: await kafka.fetchOffsets([t], isolationLevel) };
-            } catch (e) {
-              return { topic: t.topic, error: e };
-            }
-          });
-    if (perTopic.every((r) => 'error' in r && !isNotReadyError(r.error))) throw err;
-    const message = (e: unknown): string => (e as Error)?.message ?? String(e);
-    return {
-      offsets: perTopic.flatMap((r) => ('offsets' in r ? (r.offsets ?? []) : [])),
-      unavailable: new Map(perTopic.flatMap((r) => ('error' in r ? [[r.topic, message(r.error)] as const] : []))),
-    };
-  }
+/** The discovered partitions whose offsets were read this run (the only ones a timestamp look-up can serve). */
+function available(discovered: TopicPartitions[], offsets: PartitionOffsets[]): TopicPartitions[] {
+  const read = new Set(offsets.map((o) => partitionKey(o.topic, o.partition)));
+  return discovered
+    .map((t) => ({ topic: t.topic, partitions: t.partitions.filter((p) => read.has(partitionKey(t.topic, p))) }))
+    .filter((t) => t.partitions.length);
 }
 
 /** startingOffsets by timestamp: look up offsets only for partitions registered in the first run. */

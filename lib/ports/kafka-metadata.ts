@@ -11,6 +11,23 @@ export type PartitionOffsets = { topic: string; partition: number; earliest: num
 
 export type IsolationLevel = 'read_committed' | 'read_uncommitted';
 
+/**
+ * Why a partition's offsets could not be read:
+ * - `LEADER_UNREACHABLE`: its leader broker refused the connection, dropped it or timed out (a dead
+ *   broker stays leader in the metadata until the controller notices, ~`broker.session.timeout.ms`);
+ * - `NO_LEADER`: the metadata names no live leader (an election under way);
+ * - `NOT_LEADER`: the broker asked is no longer the leader, still after refreshing the metadata;
+ * - `UNKNOWN_PARTITION`: the topic or partition no longer exists (deleted since discovery);
+ * - `ERROR`: any other failure of that partition's request.
+ */
+export type UnavailableCode = 'LEADER_UNREACHABLE' | 'NO_LEADER' | 'NOT_LEADER' | 'UNKNOWN_PARTITION' | 'ERROR';
+
+/** A partition whose offsets this call could not read, with the one-line reason. */
+export type UnavailablePartition = { topic: string; partition: number; code: UnavailableCode; reason: string };
+
+/** Every asked partition appears in exactly one of the two lists. */
+export type OffsetsAnswer = { offsets: PartitionOffsets[]; unavailable: UnavailablePartition[] };
+
 export type KafkaMetadata = {
   /**
    * Non-internal topics that exist now, with their partitions. `topics` limits the answer to those
@@ -18,8 +35,17 @@ export type KafkaMetadata = {
    * (`__consumer_offsets`, `__transaction_state`, ...) never appear.
    */
   describeTopics(selector: { topics: string[] } | { pattern: RegExp }): Promise<TopicPartitions[]>;
-  /** Earliest and latest offsets of all given partitions, batched: one ListOffsets per leader and kind. */
+  /**
+   * Earliest and latest offsets of all given partitions, batched: one ListOffsets per leader and kind.
+   * All or nothing: throws when any partition is unavailable (see `fetchAvailableOffsets`).
+   */
   fetchOffsets(partitions: TopicPartitions[], isolationLevel: IsolationLevel): Promise<PartitionOffsets[]>;
+  /**
+   * The same look-up, partial: the offsets of every partition whose leader answered, and the others
+   * as unavailable with their reason, in a bounded time (a dead leader costs its own partitions,
+   * not the others). Throws only for bad input, or when no metadata can be read at all.
+   */
+  fetchAvailableOffsets(partitions: TopicPartitions[], isolationLevel: IsolationLevel): Promise<OffsetsAnswer>;
   /**
    * The first offset whose timestamp is >= `timestampMs`, per partition; `latest` where no such
    * record exists (Flink's and Spark's `latest` fallback).

@@ -22,7 +22,16 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
-import { restartKafka, startKafka, stopKafka, type KafkaInstance } from '../../infra/local/kafka';
+import {
+  killKafkaNode,
+  restartKafka,
+  startKafka,
+  startKafkaCluster,
+  stopKafka,
+  stopKafkaCluster,
+  type KafkaCluster,
+  type KafkaInstance,
+} from '../../infra/local/kafka';
 import { freePort } from '../../infra/local/process';
 import { CACHE_DIR } from '../../infra/local/stack';
 import { checkInvariants, type Violation } from '../../lib/chaos/invariants';
@@ -37,7 +46,7 @@ import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoStoreClock } from '../../lib/ledger/clock.dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
-import { planStream, PLANNER_STEPS, type PlannerStep } from '../../lib/planner/run';
+import { emptyReport, planStream, PLANNER_STEPS, type PlannerStep, type StreamPlanReport } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, PROCESSOR_STEPS } from '../../lib/processor/process-range';
 import type { Ledger, PartitionState, StoreClock } from '../../lib/ports/ledger';
@@ -62,6 +71,7 @@ export const SCENARIOS = [
   'topic-deleted',
   'forged-payload',
   'skewed-clock',
+  'leader-killed',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -175,6 +185,19 @@ function killable(ledger: Ledger, dead: { v: boolean }): Ledger {
 
 type Produced = { topic: string; partition: number; offset: number; id: number; poison: boolean };
 
+/** One planner run as leader-killed records it. */
+function failoverRun(rep: StreamPlanReport): FailoverLog['runs'][number] {
+  const unavailable = rep.partitions.filter((p) => p.action === 'no-offsets');
+  return {
+    atMs: Date.now() - rep.durationMs,
+    durationMs: rep.durationMs,
+    status: rep.status,
+    planned: rep.partitions.filter((p) => p.planned.length > 0).map((p) => p.partition),
+    unavailable: unavailable.map((p) => p.partition),
+    codes: unavailable.map((p) => p.unavailable ?? 'unknown'),
+  };
+}
+
 type ScenarioSpec = {
   partitions: number;
   perPartition: number;
@@ -195,12 +218,16 @@ const BASE: ScenarioSpec = {
 /** Restarts the scenario's private broker (broker-restart only). */
 type BrokerControl = { brokers: string; restart(): Promise<void> };
 
+/** The scenario's private 3-broker cluster (leader-killed only): kills the leader of a partition. */
+type ClusterControl = { brokers: string; startMs: number; killLeaderOf(topic: string, partition: number): Promise<number> };
+
 /**
  * Runs one scenario end to end and checks it; never throws for a failed check (see `ok`, `problems`).
  * `broker-restart` runs against a private broker of its own (started here, stopped in `finally`), so
  * the shared test broker other test files use is never restarted.
  */
 export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
+  if (scenario === 'leader-killed') return runOnCluster(env, scenario, seed, opts);
   if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
   const t0 = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'chaos-broker-'));
@@ -226,7 +253,83 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
   }
 }
 
-async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number; broker?: BrokerControl; startedAt?: number }): Promise<ScenarioResult> {
+/**
+ * `leader-killed` runs against a private 3-broker cluster (replication factor 3, min.insync.replicas
+ * 2), started here and stopped in `finally`; its budget starts once the cluster is up.
+ */
+async function runOnCluster(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number }): Promise<ScenarioResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'chaos-cluster-'));
+  let cluster: KafkaCluster | undefined;
+  let priv: ChaosEnv | undefined;
+  try {
+    const t0 = Date.now();
+    // Watchdogs kill the JVMs if this test process dies before `finally` runs.
+    cluster = await startKafkaCluster({ dir, cacheDir: CACHE_DIR, ownerPid: process.pid, brokers: 3 });
+    const c = cluster;
+    const kafka = new Kafka({ clientId: 'chaos-cluster', brokers: c.brokers.split(','), logLevel: logLevel.NOTHING });
+    priv = await openChaosEnv(kafka, env.ddb);
+    const admin = priv.admin;
+    const control: ClusterControl = {
+      brokers: c.brokers,
+      startMs: Date.now() - t0,
+      async killLeaderOf(topic, partition) {
+        const md = await admin.fetchTopicMetadata({ topics: [topic] });
+        const leader = md.topics[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
+        if (leader === undefined || leader < 0) throw new Error(`chaos harness: ${topic}/${partition} has no leader to kill`);
+        await killKafkaNode(c, leader);
+        return leader;
+      },
+    };
+    return await runIn(priv, scenario, seed, { ...opts, cluster: control });
+  } finally {
+    if (priv) await closeChaosEnv(priv);
+    if (cluster) await stopKafkaCluster(cluster, 5_000);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** leader-killed: what the planner runs after the kill saw, for the report and the checks. */
+type FailoverLog = {
+  killedAtMs?: number;
+  victim?: number;
+  /** Partitions the killed broker led. */
+  dead: number[];
+  /** Planner runs: when each started (`atMs`) and how long it took. */
+  runs: Array<{ atMs: number; durationMs: number; status: string; planned: number[]; unavailable: number[]; codes: string[] }>;
+};
+
+/** The leader-killed figures and the problems they show (none when only the dead leader's partitions stalled). */
+function failoverFigures(log: FailoverLog, partitions: number, startMs: number): { injected: string; problems: string[] } {
+  const killedAt = log.killedAtMs;
+  if (killedAt === undefined) return { injected: 'no leader was killed', problems: ['no leader was killed'] };
+  const after = log.runs.filter((r) => r.atMs >= killedAt);
+  const stalled = after.filter((r) => r.unavailable.length > 0);
+  const failed = after.filter((r) => r.status === 'failed');
+  const live = (r: FailoverLog['runs'][number]) => r.planned.filter((p) => !log.dead.includes(p));
+  const back = after.find((r) => r.planned.some((p) => log.dead.includes(p)));
+  const first = stalled[0];
+  const problems: string[] = [];
+  if (failed.length) problems.push(`${failed.length} planner runs failed after the kill (${Math.max(...failed.map((r) => r.durationMs))} ms at most)`);
+  if (!first) problems.push('no planner run saw the dead leader\'s partitions unavailable (re-election before the next run?)');
+  else if (!stalled.some((r) => live(r).length > 0)) problems.push('no run planned the live leaders\' partitions while the dead leader\'s were unavailable');
+  if (stalled.some((r) => r.unavailable.some((p) => !log.dead.includes(p)))) problems.push('a partition of a live leader was reported unavailable');
+  if (!back) problems.push('the dead leader\'s partitions were never planned again');
+  const codes = [...new Set(stalled.flatMap((r) => r.codes))].join(', ');
+  const injected =
+    `private 3-broker cluster (replication factor 3, min.insync.replicas 2, started in ${startMs} ms); after round 1 the leader (broker ${log.victim}) ` +
+    `of ${log.dead.length} of ${partitions} partitions was killed (SIGKILL): ${stalled.length} planner runs (both streams) during the stall took ` +
+    `${stalled.length ? Math.max(...stalled.map((r) => r.durationMs)) : 0} ms at most, planned ${stalled.reduce((n, r) => n + live(r).length, 0)} ranges of ` +
+    `the live leaders' partitions and reported the dead leader's unavailable (${codes || 'none'}); those were planned again ` +
+    `${back ? back.atMs + back.durationMs - killedAt : '-'} ms after the kill (re-election); ${failed.length} planner runs failed`;
+  return { injected, problems };
+}
+
+async function runIn(
+  env: ChaosEnv,
+  scenario: ScenarioName,
+  seed: number,
+  opts: { budgetMs?: number; broker?: BrokerControl; cluster?: ClusterControl; startedAt?: number },
+): Promise<ScenarioResult> {
   const t0 = opts.startedAt ?? Date.now();
   const rng = prng(seed);
   const spec: ScenarioSpec = { ...BASE, config: { ...BASE.config } };
@@ -267,6 +370,7 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
   let forge: ForgeTally | undefined;
   /** skewed-clock: processors and planners on clocks far from the store's, and deliveries per record. */
   let skew: SkewedClocks | undefined;
+  const failover: FailoverLog = { dead: [], runs: [] };
   switch (scenario) {
     case 'baseline':
       break;
@@ -323,6 +427,12 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
       handlerDelayMs = 10;
       skew = skewedClocks(process.env.DYNAMODB_ENDPOINT as string, env.ledgerTable, 1500);
       break;
+    case 'leader-killed':
+      // Six partitions spread their leaders over the three brokers; small ranges leave lag behind the kill.
+      spec.partitions = 6;
+      spec.perPartition = 40;
+      spec.config = { ...spec.config, maxOffsetsPerTrigger: 60 };
+      break;
   }
 
   const faulty = faultFraction > 0 ? faultyDynamo(process.env.DYNAMODB_ENDPOINT as string, rng, faultFraction, faults) : undefined;
@@ -337,7 +447,7 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     parseStreamConfig(
       {
         id: `${id}-${suffix}`,
-        kafka: { brokers: (opts.broker?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(',') },
+        kafka: { brokers: (opts.broker?.brokers ?? opts.cluster?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(',') },
         ...(pattern ? { topicPattern: `${id}-t[0-9]+` } : { topics: [topic1] }),
         handler: suffix === 'eo' ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable } : { module: 'audit-log', mode: 'at-least-once' },
         ...Object.fromEntries(Object.entries(spec.config).filter(([, v]) => v !== undefined)),
@@ -468,6 +578,7 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     const dead = { v: false };
     const kill = plannerKillProb > 0 && kills.planner < 10 && rng() < plannerKillProb;
     const killAt: PlannerStep | undefined = kill ? PLANNER_STEPS[Math.floor(rng() * PLANNER_STEPS.length)] : undefined;
+    const planStartedAt = Date.now();
     await planStream(
       {
         ledger: kill ? killable(ledger, dead) : ledger,
@@ -497,9 +608,14 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
     ).then(
       (rep) => {
         if (rep.status === 'failed') plannerFailures++;
+        if (scenario === 'leader-killed') failover.runs.push(failoverRun(rep));
       },
       () => {
         plannerFailures++;
+        if (scenario === 'leader-killed') {
+          const failedRun = { ...failoverRun(emptyReport(stream.id, false)), status: 'failed' };
+          failover.runs.push({ ...failedRun, atMs: planStartedAt, durationMs: Date.now() - planStartedAt });
+        }
       },
     );
   };
@@ -527,7 +643,12 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
   let finished = false;
   /** Mid-run events happen once, after the first round, and before the run may count as complete. */
   const hasEvent =
-    scenario === 'partitions-added' || scenario === 'retention-continue' || scenario === 'retention-fail' || scenario === 'broker-restart' || scenario === 'topic-deleted';
+    scenario === 'partitions-added' ||
+    scenario === 'retention-continue' ||
+    scenario === 'retention-fail' ||
+    scenario === 'broker-restart' ||
+    scenario === 'topic-deleted' ||
+    scenario === 'leader-killed';
   let eventDone = !hasEvent;
   while (Date.now() - t0 < budget) {
     // Scenario events between rounds.
@@ -561,6 +682,14 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
       await env.admin.deleteTopicRecords({ topic: topic1, partitions: [{ partition: 1, offset: String(cut) }] });
     }
 
+    if (scenario === 'leader-killed' && opts.cluster && !eventDone && rounds >= 1) {
+      // Between rounds: no processor is reading, so the next planner runs meet the dead leader first.
+      eventDone = true;
+      const before = await env.admin.fetchTopicMetadata({ topics: [topic1] });
+      failover.victim = await opts.cluster.killLeaderOf(topic1, 0);
+      failover.killedAtMs = Date.now();
+      failover.dead = (before.topics[0]?.partitions ?? []).filter((p) => p.leader === failover.victim).map((p) => p.partitionId).sort();
+    }
     const queue: Array<{ stream: StreamConfig; range: RangePayload }> = [];
     await Promise.all(streams.flatMap((s) => Array.from({ length: planners }, () => plan(s, queue))));
     if (scenario === 'topic-deleted' && deletedTopic && !eventDone && rounds >= 1) {
@@ -602,7 +731,9 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
       eventDone = true;
     }
     rounds++;
-    if (eventDone && (await complete())) {
+    // leader-killed: the log ends cannot be read from a dead leader until re-election; not complete yet.
+    const done = scenario === 'leader-killed' ? complete().catch(() => false) : complete();
+    if (eventDone && (await done)) {
       finished = true;
       break;
     }
@@ -649,6 +780,12 @@ async function runIn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: 
       if (twice) problems.push(`${twice} records were handed to a handler twice (two lease holders)`);
       if (!statuses['held-elsewhere']) problems.push('no contender met a held lease');
       k.close();
+      break;
+    }
+    case 'leader-killed': {
+      const figures = failoverFigures(failover, spec.partitions, opts.cluster?.startMs ?? 0);
+      injected = `${figures.injected}; ${processorErrors} processor invocations failed and were re-dispatched`;
+      problems.push(...figures.problems);
       break;
     }
     case 'broker-restart':
@@ -879,6 +1016,8 @@ export function reportMarkdown(results: ScenarioResult[], meta: { seed: number; 
     'A longer soak loops every scenario with fresh seeds: `npm run chaos -- --minutes 30 [--seed n]` (prints a JSON summary; exit 1 on any failure).',
     '',
     '`broker-restart` runs against a private broker started for the scenario (the shared test broker is never restarted) and restarts it on the same data dir and port while processors read.',
+    '',
+    '`leader-killed` runs against a private 3-broker cluster started for the scenario and kills the leader of some partitions between two planner rounds, so the following planner runs meet the dead leader before the controller fences it.',
     '',
   ].join('\n');
 }

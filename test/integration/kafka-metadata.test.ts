@@ -147,6 +147,32 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     expect(err).toMatchObject({ code: 'KAFKA', type: 'UNKNOWN_TOPIC_OR_PARTITION' });
   });
 
+  it('fetchAvailableOffsets: a deleted topic costs only its own partitions, each with its reason', async () => {
+    const [kept, gone] = [uniqueName('kmeta-avail-kept'), uniqueName('kmeta-avail-gone')];
+    await createTopics([
+      { topic: kept, numPartitions: 2 },
+      { topic: gone, numPartitions: 1 },
+    ]);
+    await produce(kept, [3, 1]);
+    const ask: TopicPartitions[] = [
+      { topic: gone, partitions: [0] },
+      { topic: kept, partitions: [1, 0, 7] },
+    ];
+    await admin.deleteTopics({ topics: [gone] });
+    await eventually(async () => expect(await meta.describeTopics({ topics: [gone] })).toEqual([]));
+    const answer = await meta.fetchAvailableOffsets(ask, 'read_committed');
+    expect(answer.offsets).toEqual([
+      { topic: kept, partition: 1, earliest: 0, latest: 1 },
+      { topic: kept, partition: 0, earliest: 0, latest: 3 },
+    ]);
+    expect(answer.unavailable).toEqual([
+      { topic: gone, partition: 0, code: 'UNKNOWN_PARTITION', reason: `topic ${gone} does not exist` },
+      { topic: kept, partition: 7, code: 'UNKNOWN_PARTITION', reason: `partition ${kept}/7 does not exist` },
+    ]);
+    expect(await meta.fetchAvailableOffsets([], 'read_committed')).toEqual({ offsets: [], unavailable: [] });
+    await expect(meta.fetchAvailableOffsets(ask, 'snapshot' as never)).rejects.toBeInstanceOf(ValidationError);
+  });
+
   it('fetches earliest and latest offsets after producing, in the order asked', async () => {
     const [t1, t2] = [uniqueName('kmeta-off-1'), uniqueName('kmeta-off-2')];
     await createTopics([

@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PrerequisiteError } from '../../lib/errors';
 import { ensureMoto } from '../../infra/local/dynamodb';
-import { javaBinary, newClusterId } from '../../infra/local/kafka';
+import { clusterRoles, javaBinary, minHeap, newClusterId, serverProperties } from '../../infra/local/kafka';
 import { choosePort, LOOPBACK, requireCommand, waitUntil } from '../../infra/local/process';
+import { parseUpArgs } from '../../infra/local/stack';
 
 describe('local stack prerequisites', () => {
   const saved = { ...process.env };
@@ -61,5 +62,54 @@ describe('local stack prerequisites', () => {
     const id = newClusterId(() => draws.shift() as Buffer);
     expect(id).toBe(Buffer.alloc(16, 7).toString('base64url'));
     expect(Buffer.from([0xfb, 0xef]).toString('base64url').startsWith('-')).toBe(true);
+  });
+});
+
+describe('local multi-broker cluster config', () => {
+  const props = (text: string): Record<string, string> =>
+    Object.fromEntries(text.split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+
+  it('makes every node a voter of one quorum, with replication 3 and min.insync.replicas 2 by default', () => {
+    const roles = clusterRoles([9101, 9102, 9103]);
+    expect(roles.map((r) => r.nodeId)).toEqual([1, 2, 3]);
+    const p = props(serverProperties('/d/node-2', 9002, 9102, { dir: '/d/node-2', cacheDir: '/c' }, roles[1]));
+    expect(p).toMatchObject({
+      'node.id': '2',
+      'process.roles': 'broker,controller',
+      'controller.quorum.voters': '1@127.0.0.1:9101,2@127.0.0.1:9102,3@127.0.0.1:9103',
+      listeners: 'PLAINTEXT://127.0.0.1:9002,CONTROLLER://127.0.0.1:9102',
+      'default.replication.factor': '3',
+      'min.insync.replicas': '2',
+      'offsets.topic.replication.factor': '3',
+      'transaction.state.log.replication.factor': '3',
+      'transaction.state.log.min.isr': '2',
+      'log.dirs': '/d/node-2/data',
+    });
+  });
+
+  it('keeps the single node as it was: one voter, one replica', () => {
+    const p = props(serverProperties('/d', 9002, 9102, { dir: '/d', cacheDir: '/c' }));
+    expect(p).toMatchObject({ 'node.id': '1', 'controller.quorum.voters': '1@127.0.0.1:9102', 'default.replication.factor': '1', 'min.insync.replicas': '1' });
+  });
+
+  it('rejects replication settings the cluster cannot hold, in one line', () => {
+    expect(() => clusterRoles([1, 2], { replicationFactor: 3 })).toThrow('replication factor 3 needs 1 to 2 brokers');
+    expect(() => clusterRoles([1, 2, 3], { minInsyncReplicas: 4 })).toThrow(/min.insync.replicas 4 must be between 1 and the replication factor 3/);
+    expect(() => clusterRoles([])).toThrow(/at least one node/);
+    expect(clusterRoles([1]).map((r) => [r.replicationFactor, r.minInsyncReplicas])).toEqual([[1, 1]]);
+  });
+
+  it('local:up takes --brokers N and names anything else', () => {
+    expect(parseUpArgs([])).toEqual({ kafkaNodes: 1 });
+    expect(parseUpArgs(['--brokers', '3'])).toEqual({ kafkaNodes: 3 });
+    expect(() => parseUpArgs(['--brokers', 'three'])).toThrow('usage: local:up [--brokers N] with N from 1 to 9, not "--brokers three"');
+    expect(() => parseUpArgs(['--nodes', '3'])).toThrow(/usage: local:up/);
+  });
+
+  it('never starts a JVM with an initial heap above its max heap', () => {
+    expect(minHeap('1g')).toBe('256m');
+    expect(minHeap('192m')).toBe('192m');
+    expect(minHeap('384M')).toBe('256m');
+    expect(() => minHeap('lots')).toThrow(/not a JVM size/);
   });
 });

@@ -349,11 +349,42 @@ describe('planner run', () => {
     expect(t.ledger.store('s1').partitions.get('orders/0')).toMatchObject({ status: 'active' });
   });
 
-  it('still fails the run when every topic fails for another reason (brokers unreachable)', async () => {
+  it('plans the partitions whose leaders answered and reports a dead leader\'s partitions, in the same fenced run', async () => {
     const t = setup();
-    t.kafka.createTopic('orders', 1);
-    t.kafka.failOffsetsFor('orders');
-    await expect(t.run()).rejects.toThrow(/NOT_LEADER_OR_FOLLOWER/);
+    t.kafka.createTopic('orders', 3);
+    for (const p of [0, 1, 2]) t.kafka.produce('orders', p, 4 + p);
+    t.kafka.setUnavailable('orders', 1);
+    const first = await t.run();
+    expect(first).toMatchObject({ status: 'planned', epoch: 1, registered: 2, rangesPlanned: 2, unavailablePartitions: 1 });
+    expect(t.dispatcher.dispatched.map((r) => [r.partition, r.from, r.until])).toEqual([
+      [0, 0, 4],
+      [2, 0, 6],
+    ]);
+    expect(first.partitions.find((p) => p.partition === 1)).toMatchObject({
+      status: 'new',
+      action: 'no-offsets',
+      unavailable: 'LEADER_UNREACHABLE',
+      note: expect.stringMatching(/^offsets unavailable this run: LEADER_UNREACHABLE: /),
+    });
+    expect(t.ledger.store('s1').meta?.leaseExpiresAtMs).toBe(0); // the lease is released as usual
+
+    // Known partitions: a later run plans the others and holds the unavailable one where it was.
+    t.finishAll();
+    t.kafka.setUnavailable('orders', 1, null);
+    expect(await t.run()).toMatchObject({ registered: 1, rangesPlanned: 1, unavailablePartitions: 0 });
+    t.finishAll();
+    for (const p of [0, 1, 2]) t.kafka.produce('orders', p, 2);
+    t.kafka.setUnavailable('orders', 2, 'NOT_LEADER');
+    const third = await t.run();
+    expect(third).toMatchObject({ status: 'planned', epoch: 3, rangesPlanned: 2, unavailablePartitions: 1 });
+    expect(third.partitions.find((p) => p.partition === 2)).toMatchObject({ status: 'active', action: 'no-offsets', unavailable: 'NOT_LEADER', committed: 6 });
+    t.finishAll();
+    t.kafka.setUnavailable('orders', 2, null);
+    await t.run();
+    expect(t.dispatcher.dispatched.filter((r) => r.partition === 2).map((r) => [r.from, r.until])).toEqual([
+      [0, 6],
+      [6, 8],
+    ]);
   });
 
   it('runPlanner reports a failing stream without stopping the others', async () => {
