@@ -218,7 +218,7 @@ export function processorEnvironment(s: Settings): Record<string, string> {
 /**
  * What the processor checks before a stream's first range, run here with the processor's own code
  * and deployed environment: the handler resolves (registered module, declared mode, its environment
- * variables) and every password read from the environment is set. Returns one problem per stream.
+ * variables) and every password read from the environment is set. Returns one line per problem.
  */
 async function runtimeProblems(s: Settings, config: DeploymentConfig): Promise<string[]> {
   const env = { LEDGER_TABLE: s.names.ledgerTable, ...processorEnvironment(s) };
