@@ -3,7 +3,7 @@
 # `sls package` with osls and dummy credentials into .serverless/, each zip's size, then cfn-lint
 # on the generated CloudFormation.
 #   scripts/package-check.sh                     # stage dev, region us-east-1
-#   scripts/package-check.sh prod eu-west-1 --param "mskClusterArns=arn:aws:kafka:..."
+#   scripts/package-check.sh dev us-east-1 --param "scheduleMethod=eventBus"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -7,7 +7,11 @@
  * Everything returned is plain CloudFormation (JSON-shaped objects); nothing here talks to AWS.
  * Loaded by stack.js through tsx (a devDependency), so it is type-checked with the project.
  */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
+import { AppError } from '../../lib/errors';
+import { HANDLERS, resolveHandler } from '../../lib/handlers';
+import { createSecretResolver } from '../../lib/kafka/secrets';
 import { OPEN_RANGES_INDEX } from '../../lib/ledger/codec.dynamodb';
 
 /** A CloudFormation value: plain JSON or an intrinsic function object. */
@@ -31,6 +35,9 @@ export const IDS = {
   scheduleDeadLetterQueue: 'ScheduleDeadLetterQueue',
   scheduleDeadLetterQueuePolicy: 'ScheduleDeadLetterQueuePolicy',
   alarmTopic: 'AlarmTopic',
+  alarmTopicKey: 'AlarmTopicKey',
+  alarmTopicKeyAlias: 'AlarmTopicKeyAlias',
+  alarmTopicPolicy: 'AlarmTopicPolicy',
   dashboard: 'Dashboard',
 } as const;
 
@@ -190,12 +197,73 @@ export function parseSettings(raw: RawSettings): Settings {
 // ---------------------------------------------------------------------------------------------
 // Checks that tie the streams config to the stack.
 
+/** Host of a `host:port` broker address. */
+const brokerHost = (broker: string) => broker.replace(/:\d+$/, '').toLowerCase();
+
+/**
+ * A stream on Amazon MSK that can only be reached from the cluster's VPC: IAM auth (MSK only), or a
+ * broker on `*.amazonaws.com`, unless every broker is a public-access endpoint (`b-1-public....`).
+ */
+export function needsVpc(stream: Pick<StreamConfig, 'kafka'>): boolean {
+  const hosts = stream.kafka.brokers.map(brokerHost);
+  const onMsk = stream.kafka.sasl?.mechanism === 'aws-msk-iam' || hosts.some((h) => h.endsWith('.amazonaws.com'));
+  return onMsk && !hosts.every((h) => /^[^.]+-public\./.test(h) && h.endsWith('.amazonaws.com'));
+}
+
+/** Environment the stack gives the processor function beyond provider.environment. */
+export function processorEnvironment(s: Settings): Record<string, string> {
+  return s.auditLogTable ? { AUDIT_LOG_TABLE: s.auditLogTable } : {};
+}
+
+/**
+ * What the processor checks before a stream's first range, run here with the processor's own code
+ * and deployed environment: the handler resolves (registered module, declared mode, its environment
+ * variables) and every password read from the environment is set. Returns one line per problem.
+ */
+async function runtimeProblems(s: Settings, config: DeploymentConfig): Promise<string[]> {
+  const env = { LEDGER_TABLE: s.names.ledgerTable, ...processorEnvironment(s) };
+  // Handler factories keep the client for later; it never sends anything here.
+  const dynamo = new DynamoDBClient({ region: 'us-east-1' });
+  const refuse = () => Promise.reject(new Error('not read at package time'));
+  const secret = createSecretResolver({ env, readSecretsManager: refuse, readSsmParameter: refuse });
+  const problems: string[] = [];
+  const add = (stream: StreamConfig, err: unknown) => {
+    if (!(err instanceof AppError)) throw err;
+    if (stream.handler?.module === 'audit-log' && !s.auditLogTable && err.message.includes('AUDIT_LOG_TABLE')) {
+      // The processor names its variable; the stage sets it through a param.
+      problems.push(`stream ${stream.id}: handler "audit-log" writes to AUDIT_LOG_TABLE: set the auditLogTable param`);
+    } else {
+      problems.push(err.message.startsWith(`stream ${stream.id}`) ? err.message : `stream ${stream.id}: ${err.message}`);
+    }
+  };
+  try {
+    for (const stream of config.streams) {
+      // The local stage is never deployed: a stream without a handler can still be peeked there.
+      if (!(s.stage === 'local' && !stream.handler)) {
+        try {
+          resolveHandler(stream, { dynamo, env }, HANDLERS);
+        } catch (err) {
+          add(stream, err);
+        }
+      }
+      const sasl = stream.kafka.sasl;
+      if (sasl && sasl.mechanism !== 'aws-msk-iam' && 'env' in sasl.password) {
+        await secret(sasl.password).catch((err: unknown) => add(stream, err));
+      }
+    }
+  } finally {
+    dynamo.destroy();
+  }
+  return problems;
+}
+
 /**
  * Fails packaging for a config the deployed functions could not run as intended: a schedule that
  * does not match the streams' trigger interval (their rate budgets assume it), a stream processor
- * timeout beyond the function's, handler tables without IAM, or MSK IAM auth without a cluster.
+ * timeout beyond the function's, handler tables without IAM, MSK IAM auth without a cluster, MSK
+ * without a VPC, and whatever the processor itself would refuse at its first range.
  */
-export function checkConfig(s: Settings, config: DeploymentConfig): void {
+export async function checkConfig(s: Settings, config: DeploymentConfig): Promise<void> {
   const problems: string[] = [];
   for (const stream of config.streams) {
     if (s.schedulePeriodMs !== undefined && stream.triggerIntervalMs !== s.schedulePeriodMs) {
@@ -210,14 +278,18 @@ export function checkConfig(s: Settings, config: DeploymentConfig): void {
           'lower processor.timeoutMs or raise the processorTimeout param',
       );
     }
-    if (stream.handler?.module === 'audit-log' && !s.auditLogTable) {
-      problems.push(`stream ${stream.id}: handler "audit-log" writes to AUDIT_LOG_TABLE: set the auditLogTable param`);
-    }
     if (stream.kafka.sasl?.mechanism === 'aws-msk-iam' && s.mskClusterArns.length === 0) {
       problems.push(`stream ${stream.id}: aws-msk-iam needs the mskClusterArns param (the cluster ARN scopes the kafka-cluster:* permissions)`);
     }
+    if (needsVpc(stream) && !s.vpc && s.stage !== 'local') {
+      problems.push(
+        `stream ${stream.id}: Amazon MSK brokers are reachable only from the cluster's VPC: set the vpcSubnetIds and vpcSecurityGroupIds params`,
+      );
+    }
   }
-  if (problems.length) throw new DeployConfigError(`the streams config does not fit this stage:\n  - ${problems.join('\n  - ')}`);
+  problems.push(...(await runtimeProblems(s, config)));
+  if (problems.length === 1) throw new DeployConfigError(`the streams config does not fit stage ${s.stage}: ${problems[0]}`);
+  if (problems.length) throw new DeployConfigError(`the streams config does not fit stage ${s.stage}:\n  - ${problems.join('\n  - ')}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -544,6 +616,79 @@ function alarm(props: Record<string, Cfn>): CfnResource {
       AlarmActions: actions,
       OKActions: actions,
       ...props,
+    },
+  };
+}
+
+/** Every alarm of the stack is named `<service>-<stage>-...`; key and topic policies match them by this ARN pattern. */
+export function alarmArnPattern(s: Settings): Cfn {
+  return sub(`arn:\${AWS::Partition}:cloudwatch:\${AWS::Region}:\${AWS::AccountId}:alarm:${subLiteral(`${s.service}-${s.stage}`)}-*`);
+}
+
+/**
+ * The alarm topic's customer managed KMS key, its alias and the topic policy. CloudWatch publishes an
+ * alarm to an encrypted topic only with kms:Decrypt and kms:GenerateDataKey* on the topic's key, which
+ * the AWS managed alias/aws/sns key's policy cannot grant: with it every alarm would deliver nothing.
+ * Both grants are limited to this account's alarms of this stack (confused deputy).
+ */
+export function alarmTopicEncryption(s: Settings): { Resources: CfnResources } {
+  const fromStackAlarms = {
+    StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+    ArnLike: { 'aws:SourceArn': alarmArnPattern(s) },
+  };
+  return {
+    Resources: {
+      [IDS.alarmTopicKey]: {
+        Type: 'AWS::KMS::Key',
+        Properties: {
+          Description: `${s.service}-${s.stage}: encrypts the alarm topic; CloudWatch alarms of the stack may use it`,
+          EnableKeyRotation: true,
+          KeyPolicy: {
+            Version: '2012-10-17',
+            Statement: [
+              {
+                // Without it nobody could change or delete the key (KMS refuses such a policy).
+                Sid: 'AccountAdministers',
+                Effect: 'Allow',
+                Principal: { AWS: sub('arn:${AWS::Partition}:iam::${AWS::AccountId}:root') },
+                Action: 'kms:*',
+                Resource: '*',
+              },
+              {
+                Sid: 'CloudWatchAlarmsPublish',
+                Effect: 'Allow',
+                Principal: { Service: 'cloudwatch.amazonaws.com' },
+                Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+                Resource: '*',
+                Condition: fromStackAlarms,
+              },
+            ],
+          },
+        },
+      },
+      [IDS.alarmTopicKeyAlias]: {
+        Type: 'AWS::KMS::Alias',
+        Properties: { AliasName: `alias/${s.service}-${s.stage}-alarms`, TargetKeyId: { Ref: IDS.alarmTopicKey } },
+      },
+      [IDS.alarmTopicPolicy]: {
+        Type: 'AWS::SNS::TopicPolicy',
+        Properties: {
+          Topics: [{ Ref: IDS.alarmTopic }],
+          PolicyDocument: {
+            Version: '2012-10-17',
+            Statement: [
+              {
+                Sid: 'CloudWatchAlarmsPublish',
+                Effect: 'Allow',
+                Principal: { Service: 'cloudwatch.amazonaws.com' },
+                Action: 'sns:Publish',
+                Resource: { Ref: IDS.alarmTopic },
+                Condition: fromStackAlarms,
+              },
+            ],
+          },
+        },
+      },
     },
   };
 }

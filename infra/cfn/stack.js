@@ -1,5 +1,5 @@
 'use strict';
-/* global __dirname, __filename */
+/* global __dirname, __filename, process */
 /**
  * Variable source for serverless.yml: `${file(./infra/cfn/stack.js):<name>}`. Each export resolves
  * the stage's params, loads and validates the streams config with the project's own parser (the
@@ -56,13 +56,15 @@ async function resolveContext(resolveVariable) {
   };
   for (const name of PARAM_NAMES) raw[name] = await resolveVariable(`param:${name}`);
   const key = JSON.stringify(raw);
-  if (shared && shared.key === key) return shared.value;
+  if (!shared || shared.key !== key) shared = { key, value: check(raw) };
+  return shared.value;
+}
+
+async function check(raw) {
   const settings = builders.parseSettings(raw);
   const config = loadStreamsConfig(settings, String(raw.streamsConfig));
-  builders.checkConfig(settings, config);
-  const value = { settings, config, streamsConfig: String(raw.streamsConfig) };
-  shared = { key, value };
-  return value;
+  await builders.checkConfig(settings, config);
+  return { settings, config, streamsConfig: String(raw.streamsConfig) };
 }
 
 /** The streams config exactly as the functions will load it (STREAMS_CONFIG, with LEDGER_TABLE set). */
@@ -85,10 +87,29 @@ function loadStreamsConfig(settings, streamsConfig) {
   }
 }
 
+/**
+ * A config error ends the run here with its one line. serverless would report the rejection once
+ * per variable of this file (a dozen in serverless.yml, the same text each time), in several
+ * resolution passes, and loses it when a later pass finds a placeholder instead; other errors
+ * (serverless's own) are left to serverless.
+ */
+function exitWith(err) {
+  process.stderr.write(`Error: ${err.message}\n`);
+  process.exit(1);
+}
+
 const withContext =
   (build) =>
-  async ({ resolveVariable }) =>
-    build(await resolveContext(resolveVariable));
+  async ({ resolveVariable }) => {
+    let context;
+    try {
+      context = await resolveContext(resolveVariable);
+    } catch (err) {
+      if (err instanceof builders.DeployConfigError) exitWith(err);
+      throw err;
+    }
+    return build(context);
+  };
 
 module.exports = {
   /** Resource names (tables, functions) derived from service and stage. */
@@ -97,6 +118,8 @@ module.exports = {
   iamRoles: withContext(({ settings, config }) => builders.iamRoles(settings, config)),
   /** Schedule role / DLQ policy (Resources) and the schedule target's retry and DLQ settings (extensions). */
   schedule: withContext(({ settings }) => builders.schedule(settings)),
+  /** The alarm topic's customer managed KMS key (usable by the stack's alarms), its alias and the topic policy (Resources). */
+  alarmTopicEncryption: withContext(({ settings }) => builders.alarmTopicEncryption(settings)),
   /** Alarms and dashboard (Resources). */
   observability: withContext(({ settings, config }) => builders.observability(settings, config)),
   /** Function `vpc` setting, or null (via the `, null` fallback in serverless.yml) without a VPC. */
@@ -106,7 +129,7 @@ module.exports = {
   /** Processor ReservedConcurrentExecutions, or AWS::NoValue (unreserved). */
   processorReservedConcurrency: withContext(({ settings }) => builders.reservedConcurrency(settings)),
   /** Processor-only environment: AUDIT_LOG_TABLE when the auditLogTable param is set. */
-  processorEnvironment: withContext(({ settings }) => (settings.auditLogTable ? { AUDIT_LOG_TABLE: settings.auditLogTable } : {})),
+  processorEnvironment: withContext(({ settings }) => builders.processorEnvironment(settings)),
   /** serverless-esbuild `exclude` list. */
   esbuildExclude: withContext(({ settings }) => builders.esbuildExclude(settings)),
   /** Files to package with the functions: the streams config file (none for inline JSON). */

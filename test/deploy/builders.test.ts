@@ -4,7 +4,19 @@
  * names the param or the stream.
  */
 import { parseDeploymentConfig, type DeploymentConfig, type DeploymentConfigInput } from '../../lib/config/schema';
-import { checkConfig, DeployConfigError, iamRoles, parseSettings, schedulePeriodMs, secretResources, streamLogicalNames, type RawSettings } from '../../infra/cfn/builders';
+import {
+  alarmTopicEncryption,
+  checkConfig,
+  DeployConfigError,
+  iamRoles,
+  needsVpc,
+  observability,
+  parseSettings,
+  schedulePeriodMs,
+  secretResources,
+  streamLogicalNames,
+  type RawSettings,
+} from '../../infra/cfn/builders';
 
 const DEFAULTS: RawSettings = {
   service: 'svc',
@@ -42,6 +54,20 @@ function problem(fn: () => unknown): string {
   throw new Error('expected a DeployConfigError');
 }
 
+async function configProblem(s: ReturnType<typeof settings>, c: DeploymentConfig): Promise<string> {
+  try {
+    await checkConfig(s, c);
+  } catch (e) {
+    expect(e).toBeInstanceOf(DeployConfigError);
+    return (e as Error).message;
+  }
+  throw new Error('expected a DeployConfigError');
+}
+
+const HANDLED = { handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'svc-test-running-totals' } } as const;
+const MSK_IAM = { brokers: ['b-1.c.abc123.c2.kafka.us-east-1.amazonaws.com:9098'], sasl: { mechanism: 'aws-msk-iam' as const, region: 'us-east-1' } };
+const MSK_CLUSTER = 'arn:aws:kafka:us-east-1:123456789012:cluster/c/11111111-2222-3333-4444-555555555555-1';
+
 describe('stage params', () => {
   it('parse the schedule period from rate expressions (cron has none)', () => {
     expect(schedulePeriodMs('rate(1 minute)')).toBe(60_000);
@@ -77,30 +103,113 @@ describe('stage params', () => {
 });
 
 describe('streams config against the stage', () => {
-  it('accepts a config that fits', () => {
-    expect(() => checkConfig(settings(), config([{ processor: { timeoutMs: 300_000 } }]))).not.toThrow();
+  it('accepts a config that fits', async () => {
+    await expect(checkConfig(settings(), config([{ processor: { timeoutMs: 300_000 }, ...HANDLED }]))).resolves.toBeUndefined();
   });
 
-  it('lists every misfit: trigger interval vs schedule, processor timeout, audit table, MSK cluster', () => {
-    const message = problem(() =>
-      checkConfig(
-        settings({ processorTimeout: 300 }),
-        config([
-          { triggerIntervalMs: 120_000, processor: { timeoutMs: 300_000 } },
-          { processor: { timeoutMs: 600_000 } },
-          { processor: { timeoutMs: 300_000 }, handler: { module: 'audit-log', mode: 'at-least-once' } },
-          { processor: { timeoutMs: 300_000 }, kafka: { brokers: ['b-1:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1' } } },
-        ]),
-      ),
+  it('lists every misfit: trigger interval vs schedule, processor timeout, audit table, MSK cluster', async () => {
+    const message = await configProblem(
+      settings({ processorTimeout: 300, vpcSubnetIds: 'subnet-1', vpcSecurityGroupIds: 'sg-1' }),
+      config([
+        { triggerIntervalMs: 120_000, processor: { timeoutMs: 300_000 }, ...HANDLED },
+        { processor: { timeoutMs: 600_000 }, ...HANDLED },
+        { processor: { timeoutMs: 300_000 }, handler: { module: 'audit-log', mode: 'at-least-once' } },
+        { processor: { timeoutMs: 300_000 }, kafka: { brokers: ['b-1:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1' } }, ...HANDLED },
+      ]),
     );
     expect(message).toContain('stream s0: triggerIntervalMs is 120000 but the planner runs rate(1 minute)');
     expect(message).toContain('stream s1: processor.timeoutMs is 600000 but the processor function times out after 300 s');
     expect(message).toContain('stream s2: handler "audit-log" writes to AUDIT_LOG_TABLE: set the auditLogTable param');
     expect(message).toContain('stream s3: aws-msk-iam needs the mskClusterArns param');
+    // Each problem once, one per line.
+    expect(message.split('\n')).toHaveLength(5);
+    expect(message.match(/AUDIT_LOG_TABLE/g)).toHaveLength(1);
   });
 
-  it('does not tie the trigger interval to a cron schedule', () => {
-    expect(() => checkConfig(settings({ scheduleRate: 'cron(*/2 * * * ? *)' }), config([{ triggerIntervalMs: 120_000 }]))).not.toThrow();
+  it('puts a single problem on one line, naming the stage', async () => {
+    const message = await configProblem(settings(), config([{ triggerIntervalMs: 120_000, ...HANDLED }]));
+    expect(message).toMatch(/^the streams config does not fit stage test: stream s0: triggerIntervalMs is 120000 but the planner runs rate\(1 minute\)/);
+    expect(message).not.toContain('\n');
+  });
+
+  it('does not tie the trigger interval to a cron schedule', async () => {
+    await expect(checkConfig(settings({ scheduleRate: 'cron(*/2 * * * ? *)' }), config([{ triggerIntervalMs: 120_000, ...HANDLED }]))).resolves.toBeUndefined();
+  });
+});
+
+describe('Amazon MSK needs a VPC', () => {
+  it('tells MSK streams (IAM auth, or brokers on amazonaws.com, unless all are public endpoints) from others', () => {
+    expect(needsVpc({ kafka: { ...MSK_IAM } } as never)).toBe(true);
+    expect(needsVpc({ kafka: { brokers: ['b-1.c.abc123.c2.kafka.eu-west-1.amazonaws.com:9096'] } } as never)).toBe(true);
+    expect(needsVpc({ kafka: { brokers: ['boot-abc.c2.kafka-serverless.us-east-1.amazonaws.com:9098'] } } as never)).toBe(true);
+    expect(needsVpc({ kafka: { brokers: ['b-1-public.c.abc123.c2.kafka.us-east-1.amazonaws.com:9198'], sasl: MSK_IAM.sasl } } as never)).toBe(false);
+    expect(needsVpc({ kafka: { brokers: ['kafka-1.example.com:9093'] } } as never)).toBe(false);
+  });
+
+  it('refuses an MSK stream without subnets and security groups, naming the stream and the params', async () => {
+    const message = await configProblem(settings({ mskClusterArns: MSK_CLUSTER }), config([{ kafka: MSK_IAM, ...HANDLED }]));
+    expect(message).toBe(
+      "the streams config does not fit stage test: stream s0: Amazon MSK brokers are reachable only from the cluster's VPC: set the vpcSubnetIds and vpcSecurityGroupIds params",
+    );
+    await expect(
+      checkConfig(settings({ mskClusterArns: MSK_CLUSTER, vpcSubnetIds: 'subnet-1', vpcSecurityGroupIds: 'sg-1' }), config([{ kafka: MSK_IAM, ...HANDLED }])),
+    ).resolves.toBeUndefined();
+  });
+});
+
+describe('what the processor refuses at its first range, refused at package time', () => {
+  it('an unknown handler.module, naming the stream, the module and the registered ones', async () => {
+    const message = await configProblem(settings(), config([{ id: 'clicks', handler: { module: 'click-count', mode: 'at-least-once' } }]));
+    expect(message).toBe('the streams config does not fit stage test: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log)');
+  });
+
+  it('a handler whose mode is not the one declared', async () => {
+    const message = await configProblem(settings(), config([{ handler: { module: 'running-totals', mode: 'at-least-once' } }]));
+    expect(message).toContain('stream s0: handler "running-totals" is dynamodb-exactly-once, but handler.mode says at-least-once');
+  });
+
+  it('a stream without a handler, except on the local stage (never deployed; peeks and dry runs need none)', async () => {
+    expect(await configProblem(settings(), config([{}]))).toContain('stream s0 has no handler: set handler.module to one of running-totals, audit-log');
+    await expect(checkConfig(settings({ stage: 'local' }), config([{}]))).resolves.toBeUndefined();
+  });
+
+  it('a password read from an environment variable the deployed functions do not have', async () => {
+    const kafka = { brokers: ['b:9096'], sasl: { mechanism: 'scram-sha-512' as const, username: 'u', password: { env: 'KAFKA_PASSWORD' } } };
+    const message = await configProblem(settings(), config([{ kafka, ...HANDLED }]));
+    expect(message).toContain('stream s0: environment variable KAFKA_PASSWORD (a Kafka password reference) is not set');
+  });
+
+  it('accepts audit-log once auditLogTable is set (the processor gets AUDIT_LOG_TABLE)', async () => {
+    await expect(checkConfig(settings({ auditLogTable: 'audit' }), config([{ handler: { module: 'audit-log', mode: 'at-least-once' } }]))).resolves.toBeUndefined();
+  });
+});
+
+describe('alarm topic encryption', () => {
+  type Statement = { Sid: string; Principal: unknown; Action: unknown; Condition?: unknown };
+  const key = () => alarmTopicEncryption(settings()).Resources.AlarmTopicKey!;
+  const alarmArns = { 'Fn::Sub': 'arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:alarm:svc-test-*' };
+
+  it('lets CloudWatch alarms of this stack and account, and only them, use the key', () => {
+    expect(key().Type).toBe('AWS::KMS::Key');
+    const statements = (key().Properties.KeyPolicy as { Statement: Statement[] }).Statement;
+    expect(statements.find((s) => s.Sid === 'CloudWatchAlarmsPublish')).toEqual({
+      Sid: 'CloudWatchAlarmsPublish',
+      Effect: 'Allow',
+      Principal: { Service: 'cloudwatch.amazonaws.com' },
+      Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      Resource: '*',
+      Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } }, ArnLike: { 'aws:SourceArn': alarmArns } },
+    });
+    // No other service may use it.
+    expect(statements.filter((s) => JSON.stringify(s.Principal).includes('Service'))).toHaveLength(1);
+  });
+
+  it('matches the name of every alarm the stack creates', () => {
+    const names = Object.values(observability(settings(), config([{ ...HANDLED }])).Resources)
+      .filter((r) => r.Type === 'AWS::CloudWatch::Alarm')
+      .map((r) => r.Properties.AlarmName as string);
+    expect(names.length).toBeGreaterThan(5);
+    for (const name of names) expect(name.startsWith('svc-test-')).toBe(true);
   });
 });
 

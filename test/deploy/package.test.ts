@@ -2,9 +2,10 @@
  * The deployable bundle, packaged offline with osls exactly as `npx sls package` would: once for a
  * `ci` stage whose params and streams config (fixtures/streams.ci.json) exercise every option (MSK
  * IAM, SCRAM passwords in Secrets Manager and SSM, a VPC, reserved concurrency, the audit-log
- * handler), once for the `dev` stage with its defaults and once more with an EventBridge rule
- * instead of the Scheduler. Asserts on the CloudFormation and the
- * zips, and validates both templates with cfn-lint.
+ * handler), once for the `dev` stage with its defaults (the README's example) and once for a
+ * self-hosted Kafka outside any VPC with an EventBridge rule instead of the Scheduler. Asserts on
+ * the CloudFormation and the zips, and validates the templates with cfn-lint. Bad input fails
+ * packaging with one line and exit code 1.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { codec, TTL_ATTRIBUTE } from '../../lib/ledger/codec.dynamodb';
 import { ledgerTableDefinition } from '../../lib/ledger/table';
 import { parsePlannerPayload } from '../../lib/planner/payload';
 import { LEDGER_ACTIONS, RUNTIME_PROVIDED, SINK_ACTIONS } from '../../infra/cfn/builders';
-import { cfnLint, ROOT, slsInvokeLocal, slsPackage, type CfnResource, type Packaged, type Template } from './package';
+import { cfnLint, ROOT, runSlsPackage, slsInvokeLocal, slsPackage, type CfnResource, type Packaged, type Template } from './package';
 import { readZip } from './zip';
 
 const MAX_ZIP_BYTES = 5 * 1024 * 1024;
@@ -37,6 +38,20 @@ const CI_PARAMS = {
   alarmEmail: 'oncall@example.com',
 };
 
+/** A Kafka cluster outside AWS's networks: no VPC needed. */
+const SELF_HOSTED_CONFIG = JSON.stringify({
+  ledgerTable: 'unused',
+  streams: [
+    {
+      id: 'orders',
+      kafka: { brokers: ['kafka-1.example.com:9093'], ssl: true },
+      topics: ['orders'],
+      processor: { timeoutMs: 300_000 },
+      handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'kafka-lambda-direct-selfhosted-running-totals' },
+    },
+  ],
+});
+
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
 const subArn = (service: string, rest: string) => ({ 'Fn::Sub': `arn:\${AWS::Partition}:${service}:\${AWS::Region}:\${AWS::AccountId}:${rest}` });
 
@@ -51,7 +66,7 @@ const sizes: string[] = [];
 beforeAll(() => {
   ci = slsPackage('ci', REGION, CI_PARAMS);
   dev = slsPackage('dev', 'us-east-1');
-  rule = slsPackage('dev', 'us-east-1', { scheduleMethod: 'eventBus' });
+  rule = slsPackage('selfhosted', 'us-east-1', { scheduleMethod: 'eventBus', streamsConfig: SELF_HOSTED_CONFIG });
   ciConfig = loadDeploymentConfig({ STREAMS_CONFIG: join(ROOT, CI_PARAMS.streamsConfig), LEDGER_TABLE: 'kafka-lambda-direct-ci-ledger' });
 }, 240_000);
 
@@ -110,7 +125,12 @@ describe('functions', () => {
     expect(resource(ci.template, 'ProcessorLambdaFunction').Properties.ReservedConcurrentExecutions).toBe(20);
     expect(resource(ci.template, 'PlannerLambdaFunction').Properties.ReservedConcurrentExecutions).toBeUndefined();
     expect(resource(dev.template, 'ProcessorLambdaFunction').Properties.ReservedConcurrentExecutions).toEqual({ Ref: 'AWS::NoValue' });
-    expect(resource(dev.template, 'ProcessorLambdaFunction').Properties.VpcConfig).toBeUndefined();
+    expect(resource(rule.template, 'ProcessorLambdaFunction').Properties.VpcConfig).toBeUndefined();
+    // The dev example is on MSK, so it carries (placeholder) VPC params.
+    expect(resource(dev.template, 'ProcessorLambdaFunction').Properties.VpcConfig).toEqual({
+      SubnetIds: ['subnet-00000000000000000', 'subnet-11111111111111111'],
+      SecurityGroupIds: ['sg-00000000000000000'],
+    });
   });
 
   it('gives each function a processor timeout that fits the streams and a lease-long async queue', () => {
@@ -177,9 +197,9 @@ describe('schedule', () => {
       },
     ]);
     // The rule sends the scheduled-event envelope, which the planner takes as "plan every stream".
-    const devConfig = loadDeploymentConfig({ STREAMS_CONFIG: join(ROOT, 'infra/config/streams.dev.json') });
+    const ruleConfig = loadDeploymentConfig({ STREAMS_CONFIG: SELF_HOSTED_CONFIG });
     const envelope = { version: '0', id: 'x', 'detail-type': 'Scheduled Event', source: 'aws.events', account: '1', time: 't', region: 'us-east-1', resources: [], detail: {} };
-    expect(parsePlannerPayload(envelope, devConfig).dryRun).toBe(false);
+    expect(parsePlannerPayload(envelope, ruleConfig).dryRun).toBe(false);
     const permissions = ofType(rule.template, 'AWS::Lambda::Permission').map(([, p]) => p.Properties);
     expect(permissions).toEqual([
       { FunctionName: getAtt('PlannerLambdaFunction'), Action: 'lambda:InvokeFunction', Principal: 'events.amazonaws.com', SourceArn: getAtt(ruleId) },
@@ -281,7 +301,7 @@ describe('IAM, one least-privilege role per function', () => {
     const vpcPolicy = [{ 'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole' }];
     expect(resource(ci.template, 'PlannerRole').Properties.ManagedPolicyArns).toEqual(vpcPolicy);
     expect(resource(ci.template, 'ProcessorRole').Properties.ManagedPolicyArns).toEqual(vpcPolicy);
-    expect(resource(dev.template, 'ProcessorRole').Properties.ManagedPolicyArns).toEqual({ Ref: 'AWS::NoValue' });
+    expect(resource(rule.template, 'ProcessorRole').Properties.ManagedPolicyArns).toEqual({ Ref: 'AWS::NoValue' });
     // Only the two function roles and the schedule role: no framework default role with shared rights.
     expect(ofType(ci.template, 'AWS::IAM::Role').map(([id]) => id).sort()).toEqual(['PlannerRole', 'PlannerScheduleRole', 'ProcessorRole']);
   });
@@ -420,6 +440,64 @@ describe('alarms and dashboard', () => {
   });
 });
 
+describe('encryption that the writing services can use', () => {
+  type PolicyStatement = { Sid?: string; Effect: string; Principal?: unknown; Action: unknown; Resource?: unknown; Condition?: unknown };
+  const stackAlarms = (stage: string) => ({
+    StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+    ArnLike: { 'aws:SourceArn': { 'Fn::Sub': `arn:\${AWS::Partition}:cloudwatch:\${AWS::Region}:\${AWS::AccountId}:alarm:kafka-lambda-direct-${stage}-*` } },
+  });
+
+  it.each([
+    ['ci', () => ci],
+    ['dev', () => dev],
+  ] as const)('%s: the alarm topic is encrypted with a key of the stack whose policy lets its CloudWatch alarms publish', (stage, packaged) => {
+    const t = packaged().template;
+    const topicKey = resource(t, 'AlarmTopic').Properties.KmsMasterKeyId;
+    // alias/aws/sns (the AWS managed key) cannot grant CloudWatch anything: alarms would deliver nothing.
+    expect(topicKey).toEqual({ Ref: 'AlarmTopicKey' });
+    const key = resource(t, 'AlarmTopicKey');
+    expect(key.Type).toBe('AWS::KMS::Key');
+    expect(key.Properties.EnableKeyRotation).toBe(true);
+    const policy = key.Properties.KeyPolicy as { Statement: PolicyStatement[] };
+    expect(policy.Statement).toContainEqual({
+      Sid: 'CloudWatchAlarmsPublish',
+      Effect: 'Allow',
+      Principal: { Service: 'cloudwatch.amazonaws.com' },
+      Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      Resource: '*',
+      Condition: stackAlarms(stage),
+    });
+    const topicPolicy = resource(t, 'AlarmTopicPolicy').Properties;
+    expect(topicPolicy.Topics).toEqual([{ Ref: 'AlarmTopic' }]);
+    expect((topicPolicy.PolicyDocument as { Statement: PolicyStatement[] }).Statement).toEqual([
+      expect.objectContaining({ Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: 'sns:Publish', Condition: stackAlarms(stage) }),
+    ]);
+    // Every alarm of the stack is covered by the key policy's alarm ARN pattern.
+    for (const [, alarm] of ofType(t, 'AWS::CloudWatch::Alarm')) expect(alarm.Properties.AlarmName).toMatch(new RegExp(`^kafka-lambda-direct-${stage}-`));
+  });
+
+  it('the queues that Lambda and EventBridge write use SQS-managed encryption, which needs no key policy', () => {
+    for (const t of [ci.template, dev.template, rule.template]) {
+      const queues = ofType(t, 'AWS::SQS::Queue');
+      expect(queues.map(([id]) => id).sort()).toEqual(['ProcessorFailureQueue', 'ScheduleDeadLetterQueue']);
+      for (const [, q] of queues) {
+        expect(q.Properties.SqsManagedSseEnabled).toBe(true);
+        expect(q.Properties.KmsMasterKeyId).toBeUndefined();
+      }
+    }
+  });
+
+  it('log groups use CloudWatch Logs encryption (no KMS key whose policy would have to admit logs.<region>)', () => {
+    const groups = ofType(ci.template, 'AWS::Logs::LogGroup');
+    expect(groups.map(([id]) => id).sort()).toEqual(['PlannerLogGroup', 'ProcessorLogGroup']);
+    for (const [, g] of groups) expect(g.Properties.KmsKeyId).toBeUndefined();
+  });
+
+  it('the only KMS key of the stack is the alarm topic key', () => {
+    expect(ofType(ci.template, 'AWS::KMS::Key').map(([id]) => id)).toEqual(['AlarmTopicKey']);
+  });
+});
+
 describe('packages', () => {
   const builtins = new Set(builtinModules);
   const provided = RUNTIME_PROVIDED.map((p) => new RegExp(`^${p.replace(/[.*+?^${}()|[\]\\/]/g, (c) => (c === '*' ? '[^/]+' : `\\${c}`))}$`));
@@ -514,11 +592,80 @@ describe('sls invoke local', () => {
   });
 });
 
+describe('bad input fails packaging with one line and exit code 1', () => {
+  const MSK_WITHOUT_VPC = JSON.stringify({
+    ledgerTable: 'unused',
+    streams: [
+      {
+        id: 'payments',
+        kafka: { brokers: ['b-1.ci.abc123.c2.kafka.eu-west-1.amazonaws.com:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'eu-west-1' } },
+        topics: ['payments'],
+        processor: { timeoutMs: 300_000 },
+        handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'kafka-lambda-direct-ci-running-totals' },
+      },
+    ],
+  });
+  const UNKNOWN_HANDLER = JSON.stringify({
+    ledgerTable: 'unused',
+    streams: [
+      { id: 'clicks', kafka: { brokers: ['kafka-1.example.com:9093'] }, topics: ['clicks'], processor: { timeoutMs: 300_000 }, handler: { module: 'click-count', mode: 'at-least-once' } },
+    ],
+  });
+
+  it.each([
+    [
+      'an MSK stream without a VPC',
+      'ci',
+      { streamsConfig: MSK_WITHOUT_VPC, mskClusterArns: MSK_CLUSTER, processorTimeout: '300', scheduleRate: 'rate(1 minute)' },
+      "Error: the streams config does not fit stage ci: stream payments: Amazon MSK brokers are reachable only from the cluster's VPC: set the vpcSubnetIds and vpcSecurityGroupIds params",
+    ],
+    [
+      'an unknown handler.module',
+      'ci',
+      { streamsConfig: UNKNOWN_HANDLER },
+      'Error: the streams config does not fit stage ci: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log)',
+    ],
+    [
+      'a stage without a streams config file',
+      'prod',
+      {},
+      'Error: streams config for stage prod (infra/config/streams.prod.json): cannot read config file',
+    ],
+  ])('%s', (_, stage, params, message) => {
+    const run = runSlsPackage(stage, REGION, params);
+    try {
+      expect(run.status).toBe(1);
+      const lines = `${run.stdout}${run.stderr}`.split('\n').filter((l) => l.trim() !== '');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]!.startsWith(message)).toBe(true);
+      expect(existsSync(join(run.dir, 'cloudformation-template-update-stack.json'))).toBe(false);
+    } finally {
+      rmSync(run.dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('README', () => {
+  it('deploys a stage that packages: its commands name the dev example, in its region', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### Deploy a stage'), readme.indexOf('### Schedule'));
+    const commands = [...section.matchAll(/^(scripts\/package-check\.sh|npx sls) .*$/gm)].map((m) => m[0]);
+    expect(commands.length).toBeGreaterThanOrEqual(3);
+    for (const command of commands) {
+      const stage = /--stage (\S+)/.exec(command)?.[1] ?? /package-check\.sh (\S+)/.exec(command)?.[1];
+      const region = /--region (\S+)/.exec(command)?.[1] ?? /package-check\.sh \S+ (\S+)/.exec(command)?.[1];
+      // dev is packaged above (beforeAll) in us-east-1, its example's region.
+      expect([command, stage, region]).toEqual([command, 'dev', 'us-east-1']);
+    }
+    expect(existsSync(join(ROOT, 'infra/config/streams.dev.json'))).toBe(true);
+  });
+});
+
 describe('cfn-lint', () => {
   it.each([
     ['ci', () => ci, REGION],
     ['dev', () => dev, 'us-east-1'],
-    ['dev (EventBridge rule)', () => rule, 'us-east-1'],
+    ['self-hosted Kafka (EventBridge rule)', () => rule, 'us-east-1'],
   ] as const)('%s template has no errors or warnings', (stage, packaged, region) => {
     const { status, output } = cfnLint(packaged().templatePath, region);
     if (status !== 0) throw new Error(`cfn-lint on the ${stage} template exited ${status}:\n${output}`);

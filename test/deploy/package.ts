@@ -25,14 +25,23 @@ function offlineEnv(region: string): NodeJS.ProcessEnv {
   return env;
 }
 
-/** `sls package --stage <stage>` into a fresh temporary directory; throws with osls's output on failure. */
-export function slsPackage(stage: string, region: string, params: Record<string, string> = {}): Packaged {
+export type PackageRun = { dir: string; status: number | null; stdout: string; stderr: string; error?: Error };
+
+/** `sls package --stage <stage>` into a fresh temporary directory, as it ends (success or not). */
+export function runSlsPackage(stage: string, region: string, params: Record<string, string> = {}): PackageRun {
   const dir = mkdtempSync(join(tmpdir(), `sls-package-${stage}-`));
   const args = [SLS, 'package', '--stage', stage, '--region', region, '--package', dir];
   for (const [name, value] of Object.entries(params)) args.push('--param', `${name}=${value}`);
-  const started = Date.now();
   const run = spawnSync(process.execPath, args, { cwd: ROOT, env: offlineEnv(region), encoding: 'utf8', timeout: 180_000 });
-  const log = `${run.stdout ?? ''}${run.stderr ?? ''}`;
+  return { dir, status: run.status, stdout: run.stdout ?? '', stderr: run.stderr ?? '', error: run.error };
+}
+
+/** `sls package --stage <stage>` into a fresh temporary directory; throws with osls's output on failure. */
+export function slsPackage(stage: string, region: string, params: Record<string, string> = {}): Packaged {
+  const started = Date.now();
+  const run = runSlsPackage(stage, region, params);
+  const { dir } = run;
+  const log = `${run.stdout}${run.stderr}`;
   if (run.status !== 0) throw new Error(`sls package --stage ${stage} failed (${run.error?.message ?? `exit ${run.status}`}):\n${log}`);
   const templatePath = join(dir, 'cloudformation-template-update-stack.json');
   return { dir, templatePath, template: JSON.parse(readFileSync(templatePath, 'utf8')) as Template, log, ms: Date.now() - started };
