@@ -237,7 +237,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
           if (t.topicErrorCode !== NO_ERROR) throw topicError(t.topic, t.topicErrorCode);
           // Partition-level errors (no leader, replica offline) do not make a partition disappear.
           const partitions = t.partitionMetadata.map((p) => p.partitionId).sort((a, b) => a - b);
-          out.push({ topic: t.topic, partitions });
+          out.push({ topic: t.topic, partitions, ...(t.topicId ? { topicId: t.topicId } : {}) });
         }
         return out.sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
       });
