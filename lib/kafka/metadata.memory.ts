@@ -1,4 +1,5 @@
 /** In-memory KafkaMetadata for fast planner tests: topics, partitions and offsets set by the test. */
+import { randomBytes } from 'node:crypto';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
 
 type Log = { earliest: number; latest: number; lastStable?: number; timestamps?: number[] };
@@ -15,9 +16,13 @@ export type MemoryKafka = KafkaMetadata & {
   failOffsetsFor(topic: string, failing?: boolean): void;
 };
 
-/** Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter. */
-export function createMemoryKafka(): MemoryKafka {
+/**
+ * Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter.
+ * Each created topic gets a new id (as Kafka does), unless `topicIds: false` (a broker before 2.8).
+ */
+export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafka {
   const topics = new Map<string, Log[]>();
+  const ids = new Map<string, string>();
   const failing = new Set<string>();
   let requests = 0;
   const log = (topic: string, partition: number): Log => {
@@ -30,6 +35,7 @@ export function createMemoryKafka(): MemoryKafka {
     async close() {},
     createTopic(topic, partitions) {
       topics.set(topic, Array.from({ length: partitions }, () => ({ earliest: 0, latest: 0, timestamps: [] })));
+      if (opts.topicIds !== false) ids.set(topic, randomBytes(16).toString('base64url'));
     },
     addPartitions(topic, count) {
       const parts = topics.get(topic);
@@ -42,6 +48,7 @@ export function createMemoryKafka(): MemoryKafka {
     },
     deleteTopic(topic) {
       topics.delete(topic);
+      ids.delete(topic);
     },
     produce(topic, partition, n, timestampMs = 0) {
       const l = log(topic, partition);
@@ -56,7 +63,7 @@ export function createMemoryKafka(): MemoryKafka {
       requests++;
       return [...topics.entries()]
         .filter(([t]) => !t.startsWith('__') && ('topics' in selector ? selector.topics.includes(t) : selector.pattern.test(t)))
-        .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i) }));
+        .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i), ...(ids.has(topic) ? { topicId: ids.get(topic) } : {}) }));
     },
     async fetchOffsets(parts): Promise<PartitionOffsets[]> {
       requests += 2;

@@ -117,8 +117,16 @@ export async function processRange(
       nowMs: clock(),
       leaseMs,
       sinkWrites: sinkWrites.map((w) => withTable(w, stream.handler?.sinkTable)),
-      deadLetters,
-      dataLoss: dataLoss && { stream: stream.id, topic: range.topic, partition: range.partition, ...dataLoss, detectedAtMs: clock(), reason: 'retention deleted offsets before they were processed' },
+      deadLetters: range.incarnation ? deadLetters.map((d) => ({ ...d, incarnation: range.incarnation })) : deadLetters,
+      dataLoss: dataLoss && {
+        stream: stream.id,
+        topic: range.topic,
+        partition: range.partition,
+        ...dataLoss,
+        detectedAtMs: clock(),
+        reason: 'retention deleted offsets before they were processed',
+        ...(range.incarnation ? { incarnation: range.incarnation } : {}),
+      },
     });
     if (outcome === 'lease-lost') throw new LeaseLost();
     await deps.afterStep?.('committed', { from: progress, to });
@@ -128,6 +136,11 @@ export async function processRange(
 
   try {
     const reader = await deps.readerFor(stream);
+    const recreated = await topicRecreatedSince(reader, range.topic, lease.range.topicId);
+    if (recreated) {
+      await deps.ledger.failRange({ range: held, status: 'parked', error: recreated, nowMs: clock() });
+      return finish('parked', { reason: recreated });
+    }
     reading: while (progress < range.until) {
       try {
         for await (const chunk of reader.read({
@@ -317,6 +330,18 @@ function fitsOneTransaction(writes: SinkWrite[]): boolean {
     bytes += JSON.stringify(w).length;
   }
   return bytes <= MAX_TX_BYTES;
+}
+
+/**
+ * Why the range must not be read, when the topic now has another id than the one the range was
+ * planned against (deleted and re-created under its name): its offsets name other records. The
+ * planner closes the old incarnation and removes the range; parking it stops it until then.
+ */
+async function topicRecreatedSince(reader: RangeReader, topic: string, plannedTopicId: string | undefined): Promise<string | undefined> {
+  if (plannedTopicId === undefined || !reader.topicId) return undefined;
+  const now = await reader.topicId(topic);
+  if (now === undefined || now === plannedTopicId) return undefined; // gone: the read reports it
+  return `TOPIC_RECREATED: topic ${topic} now has id ${now}, the range was planned against ${plannedTopicId}; its records were not read`;
 }
 
 /**
