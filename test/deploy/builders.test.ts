@@ -4,7 +4,7 @@
  * names the param or the stream.
  */
 import { parseDeploymentConfig, type DeploymentConfig, type DeploymentConfigInput } from '../../lib/config/schema';
-import { checkConfig, DeployConfigError, iamRoles, parseSettings, schedulePeriodMs, secretResources, streamLogicalNames, type RawSettings } from '../../infra/cfn/builders';
+import { checkConfig, DeployConfigError, iamRoles, observability, parseSettings, schedulePeriodMs, secretResources, streamLogicalNames, type RawSettings } from '../../infra/cfn/builders';
 
 const DEFAULTS: RawSettings = {
   service: 'svc',
@@ -139,6 +139,22 @@ describe('IAM resources', () => {
     expect(statements.find((s) => s.Sid === 'MskTopics')!.Resource).toEqual(['arn:aws:kafka:us-east-1:123456789012:topic/c/11111111-2222-3333-4444-555555555555-1/*']);
     expect(statements.find((s) => s.Sid === 'MskConsumerGroups')).toBeUndefined();
     expect(statements.find((s) => s.Sid === 'SinkTables')).toBeUndefined();
+  });
+
+  it('alarms on a topic re-created under its name, per stream (planner TopicRecreated)', () => {
+    const { Resources } = observability(settings(), config([{ id: 'orders' }]));
+    expect(Resources.TopicRecreatedOrdersAlarm?.Properties).toMatchObject({
+      AlarmName: expect.stringMatching(/-orders-topic-recreated$/),
+      MetricName: 'TopicRecreated',
+      Dimensions: [
+        { Name: 'service', Value: 'planner' },
+        { Name: 'stream', Value: 'orders' },
+      ],
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      AlarmActions: [{ Ref: 'AlarmTopic' }],
+    });
   });
 
   it('names alarm resources uniquely per stream', () => {
