@@ -13,7 +13,7 @@ import { ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord, RecordHeaders } from '../ports/range-reader';
-import type { HandlerRecord } from '../processor/handler-api';
+import { idempotencyKeyOf, type HandlerRecord } from '../processor/handler-api';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 
@@ -65,7 +65,7 @@ export async function redriveDeadLetters(
     try {
       const got = await recordOf(ctx, stream, d);
       source = got.source;
-      const rec: HandlerRecord = { ...got.record, idempotencyKey: id };
+      const rec: HandlerRecord = { ...got.record, idempotencyKey: idempotencyKeyOf(d.topic, d.partition, d.offset, d.incarnation) };
       const hctx = { stream: stream.id, sinkTable: stream.handler?.sinkTable, signal: new AbortController().signal };
       let writes: SinkWrite[] = [];
       if (handler.mode === 'dynamodb-exactly-once') {

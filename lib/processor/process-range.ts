@@ -12,7 +12,7 @@ import { updateObservedRate } from '../offsets';
 import type { DeadLetter, LeasedRange, Ledger, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord, RangeReader } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
-import type { HandlerContext, HandlerRecord, RecordsHandler } from './handler-api';
+import { idempotencyKeyOf, type HandlerContext, type HandlerRecord, type RecordsHandler } from './handler-api';
 
 /** Crash-injection points, in order, for tests. */
 export const PROCESSOR_STEPS = ['leased', 'handled', 'committed', 'completed'] as const;
@@ -220,7 +220,7 @@ export async function processRange(
 
   /** Hands one fetched chunk to the handler and commits it, isolating poison records if needed. */
   async function handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
-    const batch = records.map(toHandlerRecord);
+    const batch = records.map((r) => toHandlerRecord(r, range.incarnation));
     if (batch.length === 0) {
       await commit(Math.min(nextOffset, range.until), [], []);
       return;
@@ -306,8 +306,8 @@ function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
-function toHandlerRecord(r: KafkaRecord): HandlerRecord {
-  return { ...r, idempotencyKey: `${r.topic}/${r.partition}/${r.offset}` };
+function toHandlerRecord(r: KafkaRecord, incarnation: number | undefined): HandlerRecord {
+  return { ...r, idempotencyKey: idempotencyKeyOf(r.topic, r.partition, r.offset, incarnation) };
 }
 
 function withTable(w: SinkWrite, table: string | undefined): SinkWrite {

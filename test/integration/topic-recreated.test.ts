@@ -78,10 +78,12 @@ function setup() {
   );
   const dispatcher = createRecordingDispatcher();
   const seen: string[] = [];
+  const keys = new Set<string>();
   const handler: RecordsHandler = {
     mode: 'at-least-once',
     handle: (records: HandlerRecord[]) => {
       seen.push(...records.map((r) => r.value?.toString() ?? ''));
+      for (const r of records) keys.add(r.idempotencyKey);
     },
   };
   const deps: ProcessorDeps = { ledger, readerFor: async () => reader, handlerFor: () => handler };
@@ -104,7 +106,7 @@ function setup() {
   };
   const tagged = (tag: string) => seen.filter((v) => v.startsWith(`${tag}-`));
   const expectEach = (tag: string, n: number) => expect(tagged(tag).sort()).toEqual(Array.from({ length: n }, (_, i) => `${tag}-${i}`).sort());
-  return { id, topic, stream, dispatcher, seen, plan, process: processOne, pump, tagged, expectEach };
+  return { id, topic, stream, dispatcher, seen, keys, plan, process: processOne, pump, tagged, expectEach };
 }
 
 /** Every run's re-created incarnations, flattened. */
@@ -125,6 +127,9 @@ describe('topic deleted and re-created under the same name (real broker, emulato
     const reports = await t.pump();
     t.expectEach('new', 300);
     expect(t.tagged('old')).toHaveLength(100); // nothing of the old topic twice
+    // Idempotency keys stay distinct across incarnations: a handler deduplicating by key keeps all 400.
+    expect(t.keys.size).toBe(400);
+    expect([...t.keys].filter((k) => k.endsWith('#1'))).toHaveLength(300);
     const closed = recreatedIn(reports);
     expect(closed).toEqual([
       expect.objectContaining({ incarnation: 0, topicId: before?.topicId, committed: 100, nextFrom: 100, newStartOffset: 0, openRanges: [] }),
