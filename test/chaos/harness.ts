@@ -43,6 +43,7 @@ import type { Ledger, PartitionState } from '../../lib/ports/ledger';
 import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import { runTopicRecreated } from './topic-recreated';
 
 export const SCENARIOS = [
   'baseline',
@@ -59,6 +60,7 @@ export const SCENARIOS = [
   'poison-record',
   'broker-restart',
   'topic-deleted',
+  'topic-recreated',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -198,6 +200,7 @@ type BrokerControl = { brokers: string; restart(): Promise<void> };
  * the shared test broker other test files use is never restarted.
  */
 export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
+  if (scenario === 'topic-recreated') return runTopicRecreated(env, seed, opts);
   if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
   const t0 = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'chaos-broker-'));
