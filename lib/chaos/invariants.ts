@@ -65,6 +65,27 @@ function rewound(meta: StreamMeta | undefined): boolean {
   return /rewind/i.test(meta?.lastChange?.what ?? '');
 }
 
+/** I6: every incarnation below a partition's current one has its closed-incarnation record. */
+function unrecordedIncarnations(partitions: PartitionState[], closed: ClosedIncarnation[], keyOf: (p: PartitionState) => string): Violation[] {
+  const out: Violation[] = [];
+  for (const p of partitions) {
+    for (let i = 0; i < (p.incarnation ?? 0); i++) {
+      if (!closed.some((c) => c.topic === p.topic && c.partition === p.partition && c.incarnation === i)) {
+        out.push({ invariant: 'I6', partition: keyOf(p), message: `incarnation ${i} was replaced without a closed-incarnation record` });
+      }
+    }
+  }
+  return out;
+}
+
+/** A closed incarnation as a partition to check: its cursor as recorded, and the open ranges its close removed. */
+function closedState(c: ClosedIncarnation): { state: PartitionState; removed: RangeState[] } {
+  return {
+    state: { ...c, firstSeenAtMs: 0 },
+    removed: c.openRanges.map((r) => ({ ...r, stream: c.stream, topic: c.topic, partition: c.partition, incarnation: c.incarnation }) as RangeState),
+  };
+}
+
 /**
  * Checks I1, I2 and I6 for every partition of the snapshot; an empty list means the ledger is sound.
  *
@@ -95,20 +116,9 @@ export function checkInvariants(snap: LedgerSnapshot): Violation[] {
   for (const k of rangesBy.keys()) {
     if (!known.has(k)) out.push({ invariant: 'I1', partition: k, message: 'ranges exist for a partition (or incarnation) the ledger does not know' });
   }
-  for (const p of snap.partitions) {
-    for (let i = 0; i < (p.incarnation ?? 0); i++) {
-      if (!closed.some((c) => c.topic === p.topic && c.partition === p.partition && c.incarnation === i)) {
-        out.push({ invariant: 'I6', partition: keyOf(p), message: `incarnation ${i} was replaced without a closed-incarnation record` });
-      }
-    }
-  }
-  // A closed incarnation: its cursor as recorded, and the open ranges its close removed, as recorded.
-  const closedStates = closed.map((c) => ({
-    state: { ...c, status: c.status, firstSeenAtMs: 0 } as PartitionState,
-    removed: c.openRanges.map((r) => ({ ...r, stream: c.stream, topic: c.topic, partition: c.partition, incarnation: c.incarnation }) as RangeState),
-  }));
+  out.push(...unrecordedIncarnations(snap.partitions, closed, keyOf));
 
-  for (const { state: p, removed } of [...snap.partitions.map((state) => ({ state, removed: [] as RangeState[] })), ...closedStates]) {
+  for (const { state: p, removed } of [...snap.partitions.map((state) => ({ state, removed: [] as RangeState[] })), ...closed.map(closedState)]) {
     const k = keyOf(p);
     const v = (invariant: InvariantId, message: string) => out.push({ invariant, partition: k, message });
     const ranges = [...(rangesBy.get(k) ?? []), ...removed].sort((a, b) => a.from - b.from || a.until - b.until);

@@ -182,5 +182,6 @@ export function decodeMetadataResponse(version: number, raw: Buffer): RawMetadat
   r.skipTaggedFields('response');
   if (!r.done()) throw new RangeError(`Metadata v${version} response has bytes left after its last field`);
   // As kafkajs's v6+ decoders: the broker answers before throttling, so the client waits (KIP-219).
-  return { throttleTime: 0, clientSideThrottleTime: throttleTimeMs, brokers, clusterId, controllerId, topicMetadata, metadataVersion: version } as RawMetadata;
+  const decoded = { throttleTime: 0, clientSideThrottleTime: throttleTimeMs, brokers, clusterId, controllerId, topicMetadata };
+  return { ...decoded, metadataVersion: version } as RawMetadata;
 }

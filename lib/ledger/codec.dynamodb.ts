@@ -263,20 +263,8 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
     }
     case 'close-incarnation':
       return closeIncarnationActions(table, stream, w.closed, w.next);
-    case 'record-topic-id': {
-      const inc = incarnationCondition(w.incarnation, ':inc');
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, w.topic, w.partition),
-            UpdateExpression: 'SET topicId = :tid',
-            ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(topicId) AND ${inc.expression}`,
-            ExpressionAttributeValues: { ':tid': w.topicId, ...inc.values },
-          },
-        },
-      ];
-    }
+    case 'record-topic-id':
+      return [recordTopicIdAction(table, stream, w)];
     case 'mark-dispatched':
       return [
         {
@@ -375,6 +363,20 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
   }
 }
 
+/** Records the topic id of a partition that has none (a ledger written before topic ids). */
+function recordTopicIdAction(table: string, stream: string, w: Extract<PlanWrite, { kind: 'record-topic-id' }>): TxAction {
+  const inc = incarnationCondition(w.incarnation, ':inc');
+  return {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, w.topic, w.partition),
+      UpdateExpression: 'SET topicId = :tid',
+      ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(topicId) AND ${inc.expression}`,
+      ExpressionAttributeValues: { ':tid': w.topicId, ...inc.values },
+    },
+  };
+}
+
 /**
  * Closes a partition incarnation in one transaction: the record of it, the removal of its open
  * ranges (unconditional: a processor holding one loses its lease, as its next write names an item
@@ -383,7 +385,9 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
  */
 function closeIncarnationActions(table: string, stream: string, c: ClosedIncarnation, next: PartitionState): TxAction[] {
   if (c.openRanges.length > CLOSE_MAX_OPEN_RANGES) {
-    throw new ValidationError(`close-incarnation of ${c.topic}/${c.partition} names ${c.openRanges.length} open ranges; at most ${CLOSE_MAX_OPEN_RANGES} fit one transaction`);
+    throw new ValidationError(
+      `close-incarnation of ${c.topic}/${c.partition} names ${c.openRanges.length} open ranges; at most ${CLOSE_MAX_OPEN_RANGES} fit one transaction`,
+    );
   }
   const inc = incarnationCondition(c.incarnation, ':inc');
   const values: Item = { ':st': c.status, ':c': c.committed, ':n': c.nextFrom, ...inc.values };

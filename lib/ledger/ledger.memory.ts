@@ -105,18 +105,8 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
       p.committed = w.to;
       return true;
     }
-    case 'close-incarnation': {
-      const c = w.closed;
-      const p = s.partitions.get(pKey(c.topic, c.partition));
-      if (c.openRanges.length > CLOSE_MAX_OPEN_RANGES) throw new Error(`close-incarnation names ${c.openRanges.length} open ranges`);
-      if (!p || p.status !== c.status || p.committed !== c.committed || p.nextFrom !== c.nextFrom) return false;
-      if ((p.incarnation ?? 0) !== c.incarnation || p.topicId !== c.topicId) return false;
-      if (s.closed.some((x) => x.topic === c.topic && x.partition === c.partition && x.incarnation === c.incarnation)) return false;
-      s.closed.push(clone(c));
-      for (const r of c.openRanges) s.ranges.delete(rKey({ topic: c.topic, partition: c.partition, from: r.from, incarnation: c.incarnation }));
-      s.partitions.set(pKey(c.topic, c.partition), clone(w.next));
-      return true;
-    }
+    case 'close-incarnation':
+      return applyClose(s, w);
     case 'record-topic-id': {
       const p = s.partitions.get(pKey(w.topic, w.partition));
       if (!p || p.topicId !== undefined || !sameInc(p, w)) return false;
@@ -124,6 +114,20 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
       return true;
     }
   }
+}
+
+/** Closes a partition incarnation: conditional on everything read of it, all or nothing. */
+function applyClose(s: StreamStore, w: Extract<PlanWrite, { kind: 'close-incarnation' }>): boolean {
+  const c = w.closed;
+  const p = s.partitions.get(pKey(c.topic, c.partition));
+  if (c.openRanges.length > CLOSE_MAX_OPEN_RANGES) throw new Error(`close-incarnation names ${c.openRanges.length} open ranges`);
+  if (!p || p.status !== c.status || p.committed !== c.committed || p.nextFrom !== c.nextFrom) return false;
+  if ((p.incarnation ?? 0) !== c.incarnation || p.topicId !== c.topicId) return false;
+  if (s.closed.some((x) => x.topic === c.topic && x.partition === c.partition && x.incarnation === c.incarnation)) return false;
+  s.closed.push(clone(c));
+  for (const r of c.openRanges) s.ranges.delete(rKey({ topic: c.topic, partition: c.partition, from: r.from, incarnation: c.incarnation }));
+  s.partitions.set(pKey(c.topic, c.partition), clone(w.next));
+  return true;
 }
 
 /** Creates an empty in-memory ledger. `state()` exposes the raw store for assertions. */

@@ -74,7 +74,15 @@ export async function redriveDeadLetters(
       } else {
         await handler.handle([rec], hctx);
       }
-      const res = await ctx.ledger.redriveDeadLetter({ stream: stream.id, topic: d.topic, partition: d.partition, offset: d.offset, incarnation: d.incarnation, nowMs: sel.nowMs(), sinkWrites: writes });
+      const res = await ctx.ledger.redriveDeadLetter({
+        stream: stream.id,
+        topic: d.topic,
+        partition: d.partition,
+        offset: d.offset,
+        incarnation: d.incarnation,
+        nowMs: sel.nowMs(),
+        sinkWrites: writes,
+      });
       out.push({ id, outcome: res === 'applied' ? 'redriven' : 'already-redriven', source });
     } catch (err) {
       out.push({ id, outcome: 'failed', source, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });

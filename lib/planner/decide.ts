@@ -153,19 +153,13 @@ export function decidePlan(input: PlanInput): PlanDecision {
   for (const p of input.known) {
     const k = partitionKey(p.topic, p.partition);
     const idNow = topicIds.get(p.topic);
-    if (discoveredTopics.get(p.topic)?.has(p.partition) && matches(p.topic)) {
-      const why = recreationReason(p, idNow, offsets.get(k));
-      if (why) {
-        const closing = closeIncarnation(input, p, idNow, offsets.get(k), why, openByKey.get(k) ?? [], bounded);
-        reports.set(k, closing.report);
-        if (closing.write) writes.push(closing.write);
-        if (closing.write?.kind === 'close-incarnation') recreated.push(closing.write.closed);
-        continue;
-      }
-      // A ledger written before topic ids: the first run that sees one records it.
-      if (idNow !== undefined && p.topicId === undefined && p.status === 'active') {
-        writes.push({ kind: 'record-topic-id', topic: p.topic, partition: p.partition, topicId: idNow, incarnation: p.incarnation });
-      }
+    const exists = discoveredTopics.get(p.topic)?.has(p.partition) && matches(p.topic);
+    const identity = exists ? topicIdentity(input, p, idNow, offsets.get(k), openByKey.get(k) ?? [], bounded) : {};
+    if (identity.write) writes.push(identity.write);
+    if (identity.write?.kind === 'close-incarnation') recreated.push(identity.write.closed);
+    if (identity.report) {
+      reports.set(k, identity.report);
+      continue;
     }
     if (p.status !== 'active') {
       reports.set(k, report(p, offsets.get(k), 'inactive', p.reason));
@@ -376,7 +370,19 @@ export function decidePlan(input: PlanInput): PlanDecision {
       return p.committed >= p.stopOffset;
     });
   const noTopicIds = input.discovered.length > 0 && input.discovered.every((t) => t.topicId === undefined);
-  return { registrations, writes, newRanges, redispatch, parks, checkCommitted, partitions: partitionsReport, recordsPlanned, finished, recreated, noTopicIds };
+  return {
+    registrations,
+    writes,
+    newRanges,
+    redispatch,
+    parks,
+    checkCommitted,
+    partitions: partitionsReport,
+    recordsPlanned,
+    finished,
+    recreated,
+    noTopicIds,
+  };
 }
 
 const sameIncarnation = (a: { incarnation?: number }, b: { incarnation?: number }): boolean => (a.incarnation ?? 0) === (b.incarnation ?? 0);
@@ -401,6 +407,27 @@ export function recreationReason(p: PartitionState, idNow: string | undefined, o
     return `latest offset ${o.latest} is below planned offset ${p.nextFrom} (${how}: detected by offset regression)`;
   }
   return undefined;
+}
+
+/**
+ * The topic identity check of a known partition whose topic exists: the write that closes its
+ * incarnation (with the partition's report: nothing else is decided for it this run) when the topic
+ * was re-created, or the write that records the topic id a ledger written before ids lacks.
+ */
+function topicIdentity(
+  input: PlanInput,
+  p: PartitionState,
+  idNow: string | undefined,
+  o: PartitionOffsets | undefined,
+  open: RangeState[],
+  bounded: boolean,
+): { write?: PlanWrite; report?: PartitionReport } {
+  const why = recreationReason(p, idNow, o);
+  if (why) return closeIncarnation(input, p, idNow, o, why, open, bounded);
+  if (idNow !== undefined && p.topicId === undefined && p.status === 'active') {
+    return { write: { kind: 'record-topic-id', topic: p.topic, partition: p.partition, topicId: idNow, incarnation: p.incarnation } };
+  }
+  return {};
 }
 
 /**

@@ -49,17 +49,11 @@ function rng(seed: number): () => number {
   };
 }
 
-/** Runs the scenario; the result has the harness's shape, so it joins the RELIABILITY table. */
-export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
-  const t0 = Date.now();
-  const random = rng(seed);
-  const id = uniqueName('crc').toLowerCase();
+/** The scenario's topics: produce (tracking every record and the topic's life), delete, create. */
+function topicControl(env: ChaosEnv, id: string) {
   const topicOf = (o: Ordering) => `${id}-${o}`;
-  const problems: string[] = [];
   const produced: Rec[] = [];
   const life: Record<Ordering, number> = { more: 0, fewer: 0, retired: 0, twice: 0 };
-  /** Lives that no planner run ever saw (created and deleted between two runs). */
-  const unseenLives = new Set<string>();
   let nextId = 1;
 
   const produce = async (o: Ordering, n: number): Promise<void> => {
@@ -99,29 +93,44 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
     await produce(o, n);
   };
 
+  return { topicOf, produced, life, produce, listed, remove, create, recreate };
+}
+
+/** The two streams over the scenario's topics: exactly-once running totals, and the at-least-once audit log. */
+function streamConfig(id: string, suffix: 'eo' | 'al', sinkTable: string): StreamConfig {
+  return parseStreamConfig(
+    {
+      id: `${id}-${suffix}`,
+      kafka: { brokers: (process.env.KAFKA_BROKERS as string).split(',') },
+      topicPattern: `${id}-(more|fewer|retired|twice)`,
+      handler: suffix === 'eo' ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable } : { module: 'audit-log', mode: 'at-least-once' },
+      // Small ranges, so ranges of every topic are in flight when the topics go.
+      maxOffsetsPerTrigger: 200,
+      maxAttempts: 12,
+      // A time budget of a few seconds: the scenario is about topic identity, not range sizing.
+      processor: { timeoutMs: 4000, leaseMs: 5000 },
+      triggerIntervalMs: 1000,
+    },
+    'chaos topic-recreated',
+  );
+}
+
+/** Runs the scenario; the result has the harness's shape, so it joins the RELIABILITY table. */
+export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
+  const t0 = Date.now();
+  const random = rng(seed);
+  const id = uniqueName('crc').toLowerCase();
+  const problems: string[] = [];
+  /** Lives that no planner run ever saw (created and deleted between two runs). */
+  const unseenLives = new Set<string>();
+  const { topicOf, produced, life, produce, listed, remove, create, recreate } = topicControl(env, id);
   const ledger = createDynamoLedger({ client: env.ddb, tableName: env.ledgerTable });
   const sinkTable = await createSinkTable(env.ddb, 'chaos-sink');
   const auditTable = await createSinkTable(env.ddb, 'chaos-audit');
   const audit = createAuditLog({ tableName: auditTable, client: env.ddb });
   for (const o of ORDERINGS) await create(o);
   for (const o of ORDERINGS) await produce(o, 100);
-  const mk = (suffix: 'eo' | 'al'): StreamConfig =>
-    parseStreamConfig(
-      {
-        id: `${id}-${suffix}`,
-        kafka: { brokers: (process.env.KAFKA_BROKERS as string).split(',') },
-        topicPattern: `${id}-(more|fewer|retired|twice)`,
-        handler: suffix === 'eo' ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable } : { module: 'audit-log', mode: 'at-least-once' },
-        // Small ranges, so ranges of every topic are in flight when the topics go.
-        maxOffsetsPerTrigger: 200,
-        maxAttempts: 12,
-        // A time budget of a few seconds: the scenario is about topic identity, not range sizing.
-        processor: { timeoutMs: 4000, leaseMs: 5000 },
-        triggerIntervalMs: 1000,
-      },
-      'chaos topic-recreated',
-    );
-  const streams = [mk('eo'), mk('al')];
+  const streams = [streamConfig(id, 'eo', sinkTable), streamConfig(id, 'al', sinkTable)];
 
   let invocations = 0;
   let processorErrors = 0;
@@ -245,6 +254,62 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
   const violations = snaps.flatMap(checkInvariants);
   const sink = await scanKeys(env, sinkTable, (i) => [unmarshall(i).pk as string, (unmarshall(i).count as number) ?? 1]);
   const auditKeys = await scanKeys(env, auditTable, (i) => [i.pk?.S as string, 1]);
+  const counts = account({ produced, life, unseenLives, snaps, sink, auditKeys, topicOf, problems });
+  const { expected, applied, duplicates, losses, auditLosses, gone, vanished } = counts;
+  if (recreatedReported !== 8) problems.push(`planner runs reported ${recreatedReported} re-created incarnations (TopicRecreated), expected 8 (4 topics x 2 streams)`);
+  if (failedPartitions) problems.push(`${failedPartitions} partitions failed (OFFSET_REGRESSION?)`);
+  const refused = statuses.parked ?? 0;
+
+  const result: ScenarioResult = {
+    scenario: 'topic-recreated',
+    seed,
+    injected:
+      `4 topics with ranges in flight: re-created with more records (100 -> 300), with fewer (100 -> 30), re-created after a run retired it (300), ` +
+      `and deleted, re-created with 50 and deleted again within one interval, then re-created (7); ${refused} stale range invocations refused ` +
+      `(TOPIC_RECREATED or PARTITION_DELETED), ${gone} records of deleted topics never read (recorded by their closed incarnation), ` +
+      `${vanished} records of the topic that lived between two runs`,
+    produced: produced.length,
+    expected,
+    applied,
+    duplicates,
+    losses,
+    auditLosses,
+    auditDuplicates: audit.duplicates(),
+    dataLoss: 0,
+    deadLetters: 0,
+    stopped: 0,
+    retired: gone + vanished,
+    violations,
+    problems,
+    rounds,
+    invocations,
+    processorErrors,
+    statuses,
+    wallMs: Date.now() - t0,
+    ok: false,
+  };
+  result.ok = problems.length === 0 && violations.length === 0 && duplicates === 0 && losses === 0 && auditLosses === 0 && applied === expected;
+  return result;
+}
+
+type Snapshot = Awaited<ReturnType<typeof readLedgerSnapshot>>;
+
+/**
+ * Record-by-record accounting: records of the topics that exist at the end are applied once (sink)
+ * and seen (audit log); unread records of deleted topics lie past what their closed incarnation
+ * recorded as committed. Appends what does not hold to `problems`.
+ */
+function account(c: {
+  produced: Rec[];
+  life: Record<Ordering, number>;
+  unseenLives: Set<string>;
+  snaps: Snapshot[];
+  sink: Map<string, number>;
+  auditKeys: Map<string, number>;
+  topicOf: (o: Ordering) => string;
+  problems: string[];
+}): { expected: number; applied: number; duplicates: number; losses: number; auditLosses: number; gone: number; vanished: number } {
+  const { produced, life, unseenLives, snaps, sink, auditKeys, topicOf, problems } = c;
   const final = new Map(ORDERINGS.map((o) => [topicOf(o), life[o]]));
   /** The ledger incarnation that read life `n` of a topic (the unseen life of 'twice' had none). */
   const incarnationOf = (r: Rec): number => (r.topic === topicOf('twice') && r.life === 2 ? 1 : r.life);
@@ -290,40 +355,7 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
       if (closed.length !== 1) problems.push(`${snap.meta?.stream}: ${o} has ${closed.length} closed incarnations, expected 1`);
     }
   }
-  if (recreatedReported !== 8) problems.push(`planner runs reported ${recreatedReported} re-created incarnations (TopicRecreated), expected 8 (4 topics x 2 streams)`);
-  if (failedPartitions) problems.push(`${failedPartitions} partitions failed (OFFSET_REGRESSION?)`);
-  const refused = statuses.parked ?? 0;
-
-  const result: ScenarioResult = {
-    scenario: 'topic-recreated',
-    seed,
-    injected:
-      `4 topics with ranges in flight: re-created with more records (100 -> 300), with fewer (100 -> 30), re-created after a run retired it (300), ` +
-      `and deleted, re-created with 50 and deleted again within one interval, then re-created (7); ${refused} stale range invocations refused ` +
-      `(TOPIC_RECREATED or PARTITION_DELETED), ${gone} records of deleted topics never read (recorded by their closed incarnation), ` +
-      `${vanished} records of the topic that lived between two runs`,
-    produced: produced.length,
-    expected,
-    applied,
-    duplicates,
-    losses,
-    auditLosses,
-    auditDuplicates: audit.duplicates(),
-    dataLoss: 0,
-    deadLetters: 0,
-    stopped: 0,
-    retired: gone + vanished,
-    violations,
-    problems,
-    rounds,
-    invocations,
-    processorErrors,
-    statuses,
-    wallMs: Date.now() - t0,
-    ok: false,
-  };
-  result.ok = problems.length === 0 && violations.length === 0 && duplicates === 0 && losses === 0 && auditLosses === 0 && applied === expected;
-  return result;
+  return { expected, applied, duplicates, losses, auditLosses, gone, vanished };
 }
 
 /** Every item of a table as key -> value (consistent scan). */
