@@ -200,7 +200,7 @@ export function decidePlan(input: PlanInput): PlanDecision {
       continue;
     }
     if (o.latest < p.nextFrom) {
-      const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} (topic recreated or log truncated); rewind the stream to continue`;
+      const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} with the same topic id (the log was truncated, e.g. by an unclean leader election); rewind the stream to continue`;
       writes.push({ kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs });
       reports.set(k, report(p, o, 'failed', reason));
       continue;
