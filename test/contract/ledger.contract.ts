@@ -471,6 +471,17 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(await ledger.completeRange({ range: held1, expectProgress: 10, nowMs: 9, stats, advancePartition: true })).toBe('applied');
     expect(await ledger.readPartition(stream, 't', 0)).toMatchObject({ incarnation: 1, committed: 10 });
     expect(await ledger.readDataLoss(stream)).toEqual([loss]);
+
+    // Dead letters at the same offset in two incarnations are two items, re-driven one by one.
+    await ledger.applyPlan({ ...ctx, writes: [plan(10, 20, 1, 'NEW')] });
+    await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 10, incarnation: 1, leaseToken: 'T', nowMs: 10, leaseMs: 1000, maxAttempts: 3 });
+    const held2 = { stream, topic: 't', partition: 0, from: 10, until: 20, leaseToken: 'T', incarnation: 1 };
+    const dead = { stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1 };
+    const letter = { ...dead, truncated: false, headers: {}, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 10 };
+    expect(await ledger.commitChunk({ range: held2, expectProgress: 10, to: 20, nowMs: 11, leaseMs: 1000, deadLetters: [{ ...letter, incarnation: 1 }] })).toBe('applied');
+    expect(await ledger.redriveDeadLetter({ stream, topic: 't', partition: 0, offset: 12, nowMs: 12 })).toBe('condition-failed');
+    expect(await ledger.redriveDeadLetter({ stream, topic: 't', partition: 0, offset: 12, incarnation: 1, nowMs: 12 })).toBe('applied');
+    expect(await ledger.listDeadLetters(stream)).toEqual([expect.objectContaining({ offset: 12, incarnation: 1, redrivenAtMs: 12 })]);
   });
 
   it('records a topic id on a partition that has none, once', async () => {
