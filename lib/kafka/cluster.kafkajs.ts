@@ -183,13 +183,13 @@ function connectOncePerSlot(broker: InternalBroker): void {
 }
 
 /** Metadata without kafkajs's all-or-nothing error check, and never auto-creating topics. */
-function installLenientMetadata(pool: InternalBrokerPool): void {
+function installLenientMetadata(pool: InternalBrokerPool, topicIds: boolean): void {
   const createBroker = pool.createBroker;
   pool.createBroker = (options) => {
     const broker = createBroker(options);
     connectOncePerSlot(broker);
     broker.metadata = async (topics: string[] = []) => {
-      const version = topicIdMetadataVersion(broker.versions?.[METADATA_API_KEY]);
+      const version = topicIds ? topicIdMetadataVersion(broker.versions?.[METADATA_API_KEY]) : undefined;
       if (version !== undefined) return metadataWithTopicIds(broker, version, topics);
       const build = broker.lookupRequest(METADATA_API_KEY, requests.Metadata);
       const { request, response } = build({ topics, allowAutoTopicCreation: false }) as ProtocolRequest;
@@ -251,6 +251,11 @@ export type RequestEvent = { apiName: string; broker: string; timedOut: boolean 
 export type KafkajsClusterOptions = {
   /** Called once per request sent (response received or timed out). */
   onRequest?: (event: RequestEvent) => void;
+  /**
+   * Ask for topic ids (Metadata v10+) where the broker speaks it (default true); false keeps
+   * kafkajs's own Metadata v6, as against a broker before 2.8.
+   */
+  topicIds?: boolean;
 };
 
 export class KafkajsCluster {
@@ -275,7 +280,7 @@ export class KafkajsCluster {
       addListener: () => () => undefined,
     };
     this.cluster = clusterFactory(kafka)({ allowAutoTopicCreation: false, instrumentationEmitter });
-    installLenientMetadata(this.cluster.brokerPool);
+    installLenientMetadata(this.cluster.brokerPool, options.topicIds ?? true);
   }
 
   /**

@@ -31,6 +31,8 @@ export type KafkajsMetadataOptions = {
   retryBackoffMs?: number;
   /** Leaders cached longer than this are refreshed before fetching offsets. Default 60 s. */
   metadataMaxAgeMs?: number;
+  /** Ask for topic ids (Metadata v10+) where the broker speaks it. Default true. */
+  topicIds?: boolean;
 };
 
 export type KafkajsMetadata = KafkaMetadata & {
@@ -126,6 +128,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
   let cluster: KafkajsCluster | undefined;
   const getCluster = (): KafkajsCluster =>
     (cluster ??= new KafkajsCluster(kafka, {
+      topicIds: opts.topicIds,
       onRequest: ({ apiName }) => {
         total += 1;
         byApi[apiName] = (byApi[apiName] ?? 0) + 1;

@@ -105,6 +105,13 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     expect(first?.topicId).toMatch(/^[A-Za-z0-9_-]{22}$/);
     const [again] = await meta.describeTopics({ pattern: new RegExp(escapeRe(topic)) });
     expect(again?.topicId).toBe(first?.topicId);
+    // Without topic ids (kafkajs's own Metadata v6, as against a broker before 2.8): the same answer, no id.
+    const v6 = createKafkajsMetadata(kafka, { topicIds: false });
+    try {
+      expect(await v6.describeTopics({ topics: [topic] })).toEqual([{ topic, partitions: [0, 1] }]);
+    } finally {
+      await v6.close();
+    }
     await admin.deleteTopics({ topics: [topic] });
     await eventually(async () => expect(await meta.describeTopics({ topics: [topic] })).toEqual([]));
     await createTopics([{ topic, numPartitions: 1 }]);

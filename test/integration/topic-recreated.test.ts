@@ -10,7 +10,7 @@ import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
-import { planStream, type StreamPlanReport } from '../../lib/planner/run';
+import { NO_TOPIC_IDS, planStream, type StreamPlanReport } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, type ProcessorDeps } from '../../lib/processor/process-range';
 import type { RangePayload } from '../../lib/ranges';
@@ -69,7 +69,11 @@ async function createTopic(topic: string): Promise<void> {
   }
 }
 
-function setup() {
+/** Planner metadata without topic ids (kafkajs's Metadata v6), as against a broker before 2.8. */
+const noIds = createKafkajsMetadata(kafka, { topicIds: false });
+afterAll(() => noIds.close());
+
+function setup(opts: { topicIds?: boolean } = {}) {
   const id = uniqueName('rc');
   const topic = `${id}-t`;
   const stream: StreamConfig = parseStreamConfig(
@@ -89,7 +93,7 @@ function setup() {
   const deps: ProcessorDeps = { ledger, readerFor: async () => reader, handlerFor: () => handler };
   let now = Date.now();
   const plan = (): Promise<StreamPlanReport> =>
-    planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs: (now += 10_000) });
+    planStream({ ledger, dispatcher, metadataFor: async (s) => (opts.topicIds === false ? noIds : metadata.forStream(s)), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs: (now += 10_000) });
   const processOne = (range: RangePayload) => processRange(deps, { stream, range, deadlineAtMs: Date.now() + 120_000 });
   /** Planner runs and processors until a run plans nothing; returns the reports. */
   const pump = async (): Promise<StreamPlanReport[]> => {
@@ -188,6 +192,22 @@ describe('topic deleted and re-created under the same name (real broker, emulato
     const reports = await t.pump();
     t.expectEach('third', 7);
     expect(recreatedIn(reports)).toHaveLength(1);
+  });
+
+  it('without topic ids: re-created with fewer records is caught by offset regression, and the run says ids are missing', async () => {
+    const t = setup({ topicIds: false });
+    await createTopic(t.topic);
+    await produce(t.topic, 'old', 100);
+    const first = await t.pump();
+    expect(first[0]?.warnings).toEqual([NO_TOPIC_IDS]);
+    expect((await ledger.readPartition(t.id, t.topic, 0))?.topicId).toBeUndefined();
+    await deleteTopic(t.topic);
+    await createTopic(t.topic);
+    await produce(t.topic, 'new', 30);
+    const reports = await t.pump();
+    t.expectEach('new', 30);
+    expect(recreatedIn(reports)).toEqual([expect.objectContaining({ committed: 100, nextFrom: 100, newStartOffset: 0 })]);
+    expect(recreatedIn(reports)[0]?.reason).toMatch(/latest offset 30 is below planned offset 100 \(no topic ids from this broker: detected by offset regression\)/);
   });
 
   it('a processor never reads a range planned against the old topic id from the new topic', async () => {
