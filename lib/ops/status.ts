@@ -121,9 +121,11 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     }
   }
   const rowOf = (topic: string, partition: number): PartitionStatusRow | undefined => rows.get(partitionKey(topic, partition));
+  const incarnation = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.incarnation ?? 0]));
   for (const r of open) {
     const row = rowOf(r.topic, r.partition);
-    if (!row) continue;
+    // A closed incarnation's range is never read again (see the re-created line below).
+    if (!row || (r.incarnation ?? 0) !== (incarnation.get(partitionKey(r.topic, r.partition)) ?? 0)) continue;
     if (r.status === 'parked') {
       row.parked += 1;
       row.failures += 1;
