@@ -149,7 +149,7 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
     const reader = takeReader();
     try {
       const res = await processRange(
-        { ledger, readerFor: async () => reader, handlerFor: (s) => (s.handler?.module === 'running-totals' ? runningTotals : audit), maxChunkRecords: 25, retryBaseMs: 5 },
+        { ledger, readerFor: async () => reader, handlerFor: (s) => (s.handler?.module === 'running-totals' ? runningTotals : audit), maxChunkRecords: 50, retryBaseMs: 5 },
         { stream, range, deadlineAtMs: Date.now() + 60_000 },
       );
       statuses[res.status] = (statuses[res.status] ?? 0) + 1;
