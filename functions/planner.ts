@@ -42,6 +42,9 @@ async function plan(event: unknown, context: Context) {
   );
   for (const r of reports) {
     logger.info('planner run', { stream: r.stream, status: r.status, reason: r.reason, rangesPlanned: r.rangesPlanned, recordsPlanned: r.recordsPlanned, inFlight: r.inFlight, dispatchFailures: r.dispatchFailures, dataLoss: r.dataLoss, partitions: r.partitions });
+    // Re-created topics and brokers without topic ids are worth a warning of their own in the log.
+    if (r.recreated.length) logger.warn('topic re-created', { stream: r.stream, closedIncarnations: r.recreated });
+    for (const w of r.warnings) logger.warn(w, { stream: r.stream });
   }
   if (!req.dryRun) recordPlannerMetrics(metrics, reports);
   const failed = reports.filter((r) => r.status === 'failed');

@@ -7,6 +7,8 @@ export type RangePayload = {
   partition: number;
   from: number;
   until: number;
+  /** The partition incarnation (absent = 0): ranges of a re-created topic are new ranges. */
+  incarnation?: number;
 };
 
 /** `topic/partition`: Kafka topic names cannot contain '/', so this is unambiguous. */

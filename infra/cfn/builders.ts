@@ -693,6 +693,30 @@ export function alarmTopicEncryption(s: Settings): { Resources: CfnResources } {
   };
 }
 
+/**
+ * A topic of the stream was deleted and re-created under its name (planner TopicRecreated): the old
+ * topic's unread records are gone with it, and the stream now reads the new one. The ledger keeps
+ * what the old incarnation had committed and planned (`status` shows it).
+ */
+function topicRecreatedAlarm(s: Settings, prefix: string, streamId: string, period: number): CfnResource {
+  return alarm({
+    AlarmName: `${prefix}-${streamId}-topic-recreated`,
+    AlarmDescription: `Stream ${streamId}: a topic was deleted and re-created under the same name (planner TopicRecreated); the old incarnation was closed with a record of what it had committed and planned, and the new one is read per recreatedTopicOffsets.`,
+    Namespace: s.metricsNamespace,
+    MetricName: 'TopicRecreated',
+    Dimensions: [
+      { Name: 'service', Value: 'planner' },
+      { Name: 'stream', Value: streamId },
+    ],
+    Statistic: 'Sum',
+    Period: period,
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: 0,
+    EvaluationPeriods: 1,
+    TreatMissingData: 'notBreaching',
+  });
+}
+
 /** Alarms per stream on the custom metrics, stack-wide alarms on Lambda and SQS, and a dashboard. */
 export function observability(s: Settings, config: DeploymentConfig): { Resources: CfnResources } {
   const period = Math.max(60, Math.floor((s.schedulePeriodMs ?? 60_000) / 1000));
@@ -741,6 +765,7 @@ export function observability(s: Settings, config: DeploymentConfig): { Resource
         TreatMissingData: 'notBreaching',
       }),
     );
+    add(`TopicRecreated${n}Alarm`, topicRecreatedAlarm(s, prefix, stream.id, period));
     add(
       `FailedRanges${n}Alarm`,
       alarm({

@@ -4,7 +4,7 @@
  * The chaos suite runs it after every scenario; operators can run it against a live table
  * (`readLedgerSnapshot` in ./snapshot.dynamodb.ts).
  */
-import type { DataLossEntry, PartitionState, RangeState, StreamMeta } from '../ports/ledger';
+import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState, StreamMeta } from '../ports/ledger';
 
 export type LedgerSnapshot = {
   meta?: StreamMeta;
@@ -12,6 +12,8 @@ export type LedgerSnapshot = {
   /** Every range item of the stream, done ones included. */
   ranges: RangeState[];
   dataLoss: DataLossEntry[];
+  /** Closed incarnations (topics re-created under their name); absent = none. */
+  closed?: ClosedIncarnation[];
 };
 
 export type InvariantId = 'I1' | 'I2' | 'I6';
@@ -63,6 +65,27 @@ function rewound(meta: StreamMeta | undefined): boolean {
   return /rewind/i.test(meta?.lastChange?.what ?? '');
 }
 
+/** I6: every incarnation below a partition's current one has its closed-incarnation record. */
+function unrecordedIncarnations(partitions: PartitionState[], closed: ClosedIncarnation[], keyOf: (p: PartitionState) => string): Violation[] {
+  const out: Violation[] = [];
+  for (const p of partitions) {
+    for (let i = 0; i < (p.incarnation ?? 0); i++) {
+      if (!closed.some((c) => c.topic === p.topic && c.partition === p.partition && c.incarnation === i)) {
+        out.push({ invariant: 'I6', partition: keyOf(p), message: `incarnation ${i} was replaced without a closed-incarnation record` });
+      }
+    }
+  }
+  return out;
+}
+
+/** A closed incarnation as a partition to check: its cursor as recorded, and the open ranges its close removed. */
+function closedState(c: ClosedIncarnation): { state: PartitionState; removed: RangeState[] } {
+  return {
+    state: { ...c, firstSeenAtMs: 0 },
+    removed: c.openRanges.map((r) => ({ ...r, stream: c.stream, topic: c.topic, partition: c.partition, incarnation: c.incarnation }) as RangeState),
+  };
+}
+
 /**
  * Checks I1, I2 and I6 for every partition of the snapshot; an empty list means the ledger is sound.
  *
@@ -72,24 +95,33 @@ function rewound(meta: StreamMeta | undefined): boolean {
  * the retirement found them). None of I1, I2 and I6 requires committed to reach nextFrom, so no check
  * is relaxed for them: their ranges must still tile, stay within bounds, and everything below
  * committed must have been processed or recorded lost.
+ *
+ * A partition whose topic was re-created has one set of ranges and data-loss entries per
+ * incarnation (offsets restart at 0 in each). The current incarnation is checked against the
+ * partition item; each closed one against its closed-incarnation record (its start, committed and
+ * nextFrom when closed), with the open ranges its close removed counted as they were recorded. Every
+ * incarnation below the current one must have such a record (I6: a re-creation is never silent).
  */
 export function checkInvariants(snap: LedgerSnapshot): Violation[] {
   const out: Violation[] = [];
   const allowGaps = rewound(snap.meta);
-  const keyOf = (x: { topic: string; partition: number }) => `${x.topic}/${x.partition}`;
+  const keyOf = (x: { topic: string; partition: number; incarnation?: number }) =>
+    x.incarnation ? `${x.topic}/${x.partition}#${x.incarnation}` : `${x.topic}/${x.partition}`;
   const rangesBy = new Map<string, RangeState[]>();
   for (const r of snap.ranges) rangesBy.set(keyOf(r), [...(rangesBy.get(keyOf(r)) ?? []), r]);
   const lossBy = new Map<string, DataLossEntry[]>();
   for (const l of snap.dataLoss) lossBy.set(keyOf(l), [...(lossBy.get(keyOf(l)) ?? []), l]);
-  const known = new Set(snap.partitions.map(keyOf));
+  const closed = snap.closed ?? [];
+  const known = new Set([...snap.partitions, ...closed].map(keyOf));
   for (const k of rangesBy.keys()) {
-    if (!known.has(k)) out.push({ invariant: 'I1', partition: k, message: 'ranges exist for a partition the ledger does not know' });
+    if (!known.has(k)) out.push({ invariant: 'I1', partition: k, message: 'ranges exist for a partition (or incarnation) the ledger does not know' });
   }
+  out.push(...unrecordedIncarnations(snap.partitions, closed, keyOf));
 
-  for (const p of snap.partitions) {
+  for (const { state: p, removed } of [...snap.partitions.map((state) => ({ state, removed: [] as RangeState[] })), ...closed.map(closedState)]) {
     const k = keyOf(p);
     const v = (invariant: InvariantId, message: string) => out.push({ invariant, partition: k, message });
-    const ranges = [...(rangesBy.get(k) ?? [])].sort((a, b) => a.from - b.from || a.until - b.until);
+    const ranges = [...(rangesBy.get(k) ?? []), ...removed].sort((a, b) => a.from - b.from || a.until - b.until);
     const losses = lossBy.get(k) ?? [];
     const lossCover = merge(losses);
 

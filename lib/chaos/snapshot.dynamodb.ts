@@ -1,4 +1,4 @@
-/** Loads one stream's ledger snapshot (META, partitions, every range, data-loss entries) by Query on `pk = S#<stream>`. */
+/** Loads one stream's ledger snapshot (META, partitions, every range, data-loss entries, closed incarnations) by Query on `pk = S#<stream>`. */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { codec, keys } from '../ledger/codec.dynamodb';
@@ -24,6 +24,7 @@ export async function readLedgerSnapshot(client: DynamoDBClient, tableName: stri
       else if (sk.startsWith('P#')) snap.partitions.push(codec.partitionFromItem(item));
       else if (sk.startsWith('R#')) snap.ranges.push(codec.rangeFromItem(item));
       else if (sk.startsWith('L#')) snap.dataLoss.push(codec.lossFromItem(item));
+      else if (sk.startsWith('I#')) (snap.closed ??= []).push(codec.closedFromItem(item));
     }
     start = page.LastEvaluatedKey;
   } while (start);

@@ -329,6 +329,11 @@ export const streamConfigSchema = strictObject({
   processor: processorSchema.prefault({}),
   split: splitSchema.prefault({}),
   failOnDataLoss: z.boolean().default(true),
+  /**
+   * Where a topic deleted and re-created under its name is read from: its earliest offset (every
+   * record of the new topic), or its latest (only records written after the planner noticed).
+   */
+  recreatedTopicOffsets: z.enum(['earliest', 'latest']).default('earliest'),
   maxAttempts: wholeNumber().min(1).max(100).default(3),
   handler: handlerSchema.optional(),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),

@@ -18,7 +18,10 @@ import kafkajsPackage from 'kafkajs/package.json';
 import protocolRequests from 'kafkajs/src/protocol/requests';
 // @ts-expect-error -- kafkajs ships no types for its internals; the shapes used are typed below.
 import protocolErrors from 'kafkajs/src/protocol/error';
+// @ts-expect-error -- kafkajs ships no types for its internals; only `writeBuffer` is used.
+import KafkajsEncoder from 'kafkajs/src/protocol/encoder';
 import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './fetch-response';
+import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './metadata-v12';
 
 export const SUPPORTED_KAFKAJS_VERSION = '2.2.4';
 
@@ -47,11 +50,15 @@ export type RawTopicMetadata = {
   /** Absent in Metadata v0 only (brokers 4.x no longer speak v0). */
   isInternal?: boolean;
   partitionMetadata: RawPartitionMetadata[];
+  /** The topic id (KIP-516), when the broker answered Metadata v10+ and the topic has one. */
+  topicId?: string;
 };
 export type RawMetadata = {
   brokers: Array<{ nodeId: number; host: string; port: number; rack?: string | null }>;
   controllerId?: number;
   topicMetadata: RawTopicMetadata[];
+  /** The Metadata version the broker answered; below 10 there are no topic ids. */
+  metadataVersion?: number;
 };
 
 export type ListOffsetsTopic = { topic: string; partitions: Array<{ partition: number; timestamp: number }> };
@@ -71,6 +78,8 @@ type ProtocolRequest = {
 
 type InternalBroker = {
   nodeId?: number;
+  /** ApiVersions of the broker, by api key (set once connected). */
+  versions?: Record<number, { minVersion: number; maxVersion: number }> | null;
   fetch(args: Record<string, unknown>): Promise<KafkajsFetchResult>;
   connectionPool: { send(p: ProtocolRequest): Promise<unknown>; getConnection(index?: number): Promise<unknown> };
   lookupRequest(apiKey: number, definition: unknown): (args: Record<string, unknown>) => ProtocolRequest;
@@ -174,12 +183,14 @@ function connectOncePerSlot(broker: InternalBroker): void {
 }
 
 /** Metadata without kafkajs's all-or-nothing error check, and never auto-creating topics. */
-function installLenientMetadata(pool: InternalBrokerPool): void {
+function installLenientMetadata(pool: InternalBrokerPool, topicIds: boolean): void {
   const createBroker = pool.createBroker;
   pool.createBroker = (options) => {
     const broker = createBroker(options);
     connectOncePerSlot(broker);
     broker.metadata = async (topics: string[] = []) => {
+      const version = topicIds ? topicIdMetadataVersion(broker.versions?.[METADATA_API_KEY]) : undefined;
+      if (version !== undefined) return metadataWithTopicIds(broker, version, topics);
       const build = broker.lookupRequest(METADATA_API_KEY, requests.Metadata);
       const { request, response } = build({ topics, allowAutoTopicCreation: false }) as ProtocolRequest;
       return (await sendRaw(broker, {
@@ -189,6 +200,24 @@ function installLenientMetadata(pool: InternalBrokerPool): void {
     };
     return broker;
   };
+}
+
+/**
+ * Metadata v10-v12 (topic ids), sent through the broker's connection like kafkajs's own requests.
+ * kafkajs asks for every topic with an empty list (its v0 convention); v1+ means that by null.
+ */
+async function metadataWithTopicIds(broker: InternalBroker, version: number, topics: string[]): Promise<RawMetadata> {
+  const body = encodeMetadataRequest(version, topics.length ? topics : null, false);
+  const request = {
+    apiKey: METADATA_API_KEY,
+    apiName: 'Metadata',
+    apiVersion: version,
+    encode: async () => new KafkajsEncoder().writeBuffer(body),
+  };
+  return (await sendRaw(broker, {
+    request,
+    response: { decode: async (raw) => decodeMetadataResponse(version, raw), parse: async (data) => data },
+  })) as RawMetadata;
 }
 
 /** kafkajs's own Fetch result: records flattened across batches, empty batches gone. */
@@ -222,6 +251,11 @@ export type RequestEvent = { apiName: string; broker: string; timedOut: boolean 
 export type KafkajsClusterOptions = {
   /** Called once per request sent (response received or timed out). */
   onRequest?: (event: RequestEvent) => void;
+  /**
+   * Ask for topic ids (Metadata v10+) where the broker speaks it (default true); false keeps
+   * kafkajs's own Metadata v6, as against a broker before 2.8.
+   */
+  topicIds?: boolean;
 };
 
 export class KafkajsCluster {
@@ -246,7 +280,7 @@ export class KafkajsCluster {
       addListener: () => () => undefined,
     };
     this.cluster = clusterFactory(kafka)({ allowAutoTopicCreation: false, instrumentationEmitter });
-    installLenientMetadata(this.cluster.brokerPool);
+    installLenientMetadata(this.cluster.brokerPool, options.topicIds ?? true);
   }
 
   /**

@@ -39,6 +39,8 @@ export type KafkajsMetadataOptions = {
    * metadata for ~10 s (until the controller's session timeout), far longer than a run should wait.
    */
   maxRetryElapsedMs?: number;
+  /** Ask for topic ids (Metadata v10+) where the broker speaks it. Default true. */
+  topicIds?: boolean;
 };
 
 export type KafkajsMetadata = KafkaMetadata & {
@@ -212,6 +214,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
   let cluster: KafkajsCluster | undefined;
   const getCluster = (): KafkajsCluster =>
     (cluster ??= new KafkajsCluster(kafka, {
+      topicIds: opts.topicIds,
       onRequest: ({ apiName }) => {
         total += 1;
         byApi[apiName] = (byApi[apiName] ?? 0) + 1;
@@ -377,7 +380,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
           if (t.topicErrorCode !== NO_ERROR) throw topicError(t.topic, t.topicErrorCode);
           // Partition-level errors (no leader, replica offline) do not make a partition disappear.
           const partitions = t.partitionMetadata.map((p) => p.partitionId).sort((a, b) => a - b);
-          out.push({ topic: t.topic, partitions });
+          out.push({ topic: t.topic, partitions, ...(t.topicId ? { topicId: t.topicId } : {}) });
         }
         return out.sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
       });

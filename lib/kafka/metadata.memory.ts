@@ -1,4 +1,5 @@
 /** In-memory KafkaMetadata for fast planner tests: topics, partitions and offsets set by the test. */
+import { randomBytes } from 'node:crypto';
 import type {
   KafkaMetadata,
   OffsetsAnswer,
@@ -14,6 +15,11 @@ export type MemoryKafka = KafkaMetadata & {
   createTopic(topic: string, partitions: number): void;
   addPartitions(topic: string, count: number): void;
   deleteTopic(topic: string): void;
+  /**
+   * Leaves `topic` out of metadata answers (a broker that has not caught up with it yet), keeping
+   * its log and topic id, until called with false.
+   */
+  hideTopic(topic: string, hidden?: boolean): void;
   /** Appends `n` records to a partition (timestamps optional, for timestamp look-ups). */
   produce(topic: string, partition: number, n: number, timestampMs?: number): void;
   /** Retention: moves the log start offset. */
@@ -33,12 +39,17 @@ export type MemoryKafka = KafkaMetadata & {
 /** How the kafkajs adapter reports a topic created a moment ago (see `notReady`). */
 const NOT_READY_CODES = { LEADER_NOT_AVAILABLE: 'NO_LEADER', UNKNOWN_TOPIC_OR_PARTITION: 'UNKNOWN_PARTITION' } as const;
 
-/** Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter. */
-export function createMemoryKafka(): MemoryKafka {
+/**
+ * Creates an empty in-memory cluster. Internal topics (`__*`) are never listed, as in the adapter.
+ * Each created topic gets a new id (as Kafka does), unless `topicIds: false` (a broker before 2.8).
+ */
+export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafka {
   const topics = new Map<string, Log[]>();
+  const ids = new Map<string, string>();
   const failing = new Set<string>();
   const notReady = new Map<string, 'LEADER_NOT_AVAILABLE' | 'UNKNOWN_TOPIC_OR_PARTITION'>();
   const down = new Map<string, UnavailableCode>();
+  const hidden = new Set<string>();
   let requests = 0;
   const log = (topic: string, partition: number): Log => {
     const l = topics.get(topic)?.[partition];
@@ -72,6 +83,7 @@ export function createMemoryKafka(): MemoryKafka {
     async close() {},
     createTopic(topic, partitions) {
       topics.set(topic, Array.from({ length: partitions }, () => ({ earliest: 0, latest: 0, timestamps: [] })));
+      if (opts.topicIds !== false) ids.set(topic, randomBytes(16).toString('base64url'));
     },
     addPartitions(topic, count) {
       const parts = topics.get(topic);
@@ -92,6 +104,11 @@ export function createMemoryKafka(): MemoryKafka {
     },
     deleteTopic(topic) {
       topics.delete(topic);
+      ids.delete(topic);
+    },
+    hideTopic(topic, hide = true) {
+      if (hide) hidden.add(topic);
+      else hidden.delete(topic);
     },
     produce(topic, partition, n, timestampMs = 0) {
       const l = log(topic, partition);
@@ -105,8 +122,8 @@ export function createMemoryKafka(): MemoryKafka {
     async describeTopics(selector): Promise<TopicPartitions[]> {
       requests++;
       return [...topics.entries()]
-        .filter(([t]) => !t.startsWith('__') && ('topics' in selector ? selector.topics.includes(t) : selector.pattern.test(t)))
-        .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i) }));
+        .filter(([t]) => !t.startsWith('__') && !hidden.has(t) && ('topics' in selector ? selector.topics.includes(t) : selector.pattern.test(t)))
+        .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i), ...(ids.has(topic) ? { topicId: ids.get(topic) } : {}) }));
     },
     async fetchOffsets(parts): Promise<PartitionOffsets[]> {
       const { offsets, unavailable } = await fetchAvailableOffsets(parts);

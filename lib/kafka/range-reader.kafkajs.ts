@@ -101,6 +101,8 @@ export type FetchTransport = {
   fetch(nodeId: number, req: FetchPartitionRequest): Promise<FetchResponse>;
   /** The partition's log start offset and high watermark (ListOffsets earliest and latest). */
   logOffsets(topic: string, partition: number): Promise<{ earliest: number; latest: number }>;
+  /** The topic's id now (fresh Metadata), undefined when the broker gives none or the topic is gone. */
+  topicId?(topic: string): Promise<string | undefined>;
   close(): Promise<void>;
 };
 
@@ -375,6 +377,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
       };
     },
     requestCount: () => fetches,
+    ...(transport.topicId ? { topicId: (topic: string) => transport.topicId!(topic) } : {}),
     close: () => transport.close(),
   };
 }
@@ -440,6 +443,10 @@ export function createKafkajsTransport(
         }),
       );
       return { earliest: earliest!, latest: latest! };
+    },
+    async topicId(topic) {
+      const metadata = await getCluster().metadata([topic]);
+      return metadata.topicMetadata.find((x) => x.topic === topic && x.topicErrorCode === NO_ERROR)?.topicId;
     },
     async close() {
       const c = cluster;

@@ -7,13 +7,19 @@
  *   R#<topic>#<partition:6>#<from:16>  range (status, lease, progress, attempts)
  *   L#<topic>#<partition:6>#<from:16>  data-loss entry (exact lost span)
  *   D#<topic>#<partition:6>#<offset:16>  dead letter (record the handler kept rejecting)
+ *   I#<topic>#<partition:6>#<incarnation:6>  closed incarnation (the topic was re-created)
+ * R, L and D keys of a partition's incarnation n > 0 name the topic `<topic>~<n:4>` (a re-created
+ * topic's offsets restart at 0, so its items must not meet the old ones); incarnation 0 keeps the
+ * plain name, so ledgers written before incarnations read unchanged.
  * Open ranges also carry `openPk = S#<stream>`, the key of the sparse GSI `open-ranges`, so the
  * planner reads only unfinished ranges however many finished ones the table holds.
  * Kafka topic names are [a-zA-Z0-9._-], so '#' never occurs inside a topic.
  */
 import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '../errors';
+import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
 import type {
+  ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
   DeadLetterHeader,
@@ -39,6 +45,8 @@ type Item = Record<string, unknown>;
 export type TxAction = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
+/** The topic part of a partition incarnation's item keys ('~' never occurs in topic names). */
+const seg = (topic: string, incarnation: number | undefined): string => (incarnation ? `${topic}~${pad(incarnation, 4)}` : topic);
 
 export const keys = {
   pk: (stream: string): string => `S#${stream}`,
@@ -47,25 +55,29 @@ export const keys = {
     pk: keys.pk(stream),
     sk: `P#${topic}#${pad(partition, 6)}`,
   }),
-  range: (stream: string, r: { topic: string; partition: number; from: number }): Key => ({
+  range: (stream: string, r: { topic: string; partition: number; from: number; incarnation?: number }): Key => ({
     pk: keys.pk(stream),
-    sk: `R#${r.topic}#${pad(r.partition, 6)}#${pad(r.from, 16)}`,
+    sk: `R#${seg(r.topic, r.incarnation)}#${pad(r.partition, 6)}#${pad(r.from, 16)}`,
   }),
-  loss: (stream: string, l: { topic: string; partition: number; from: number }): Key => ({
+  loss: (stream: string, l: { topic: string; partition: number; from: number; incarnation?: number }): Key => ({
     pk: keys.pk(stream),
-    sk: `L#${l.topic}#${pad(l.partition, 6)}#${pad(l.from, 16)}`,
+    sk: `L#${seg(l.topic, l.incarnation)}#${pad(l.partition, 6)}#${pad(l.from, 16)}`,
   }),
-  deadLetter: (stream: string, d: { topic: string; partition: number; offset: number }): Key => ({
+  deadLetter: (stream: string, d: { topic: string; partition: number; offset: number; incarnation?: number }): Key => ({
     pk: keys.pk(stream),
-    sk: `D#${d.topic}#${pad(d.partition, 6)}#${pad(d.offset, 16)}`,
+    sk: `D#${seg(d.topic, d.incarnation)}#${pad(d.partition, 6)}#${pad(d.offset, 16)}`,
+  }),
+  closed: (stream: string, c: { topic: string; partition: number; incarnation: number }): Key => ({
+    pk: keys.pk(stream),
+    sk: `I#${c.topic}#${pad(c.partition, 6)}#${pad(c.incarnation, 6)}`,
   }),
   /**
    * Sort-key bounds of one partition's range items (`'R'`) or dead letters (`'D'`) at offsets
    * `>= from`, for `sk BETWEEN :lo AND :hi` (offsets are zero-padded, so string order is offset order).
    */
-  partitionSpan: (kind: 'R' | 'D', topic: string, partition: number, from: number): { lo: string; hi: string } => ({
-    lo: `${kind}#${topic}#${pad(partition, 6)}#${pad(from, 16)}`,
-    hi: `${kind}#${topic}#${pad(partition, 6)}#${'9'.repeat(16)}`,
+  partitionSpan: (kind: 'R' | 'D', topic: string, partition: number, from: number, incarnation?: number): { lo: string; hi: string } => ({
+    lo: `${kind}#${seg(topic, incarnation)}#${pad(partition, 6)}#${pad(from, 16)}`,
+    hi: `${kind}#${seg(topic, incarnation)}#${pad(partition, 6)}#${'9'.repeat(16)}`,
   }),
 };
 
@@ -110,6 +122,8 @@ export const codec = {
     const d = { ...(strip(item) as DeadLetter), ...deadLetterRetention(item) };
     return Array.isArray(d.headers) ? d : { ...d, headers: legacyHeaders(d.headers) };
   },
+  closedItem: (c: ClosedIncarnation): Item => compact({ ...keys.closed(c.stream, c), type: 'closed-incarnation', ...c }),
+  closedFromItem: (item: Item): ClosedIncarnation => strip(item) as ClosedIncarnation,
 };
 
 /** The TTL attribute (epoch seconds) of a dead letter with a retention; DynamoDB deletes it after. */
@@ -122,6 +136,16 @@ function deadLetterExpiry(d: DeadLetter): Item {
 function deadLetterRetention(item: Item): Pick<DeadLetter, 'kept' | 'expiresAtMs'> {
   const expiresAt = typeof item[TTL_ATTRIBUTE] === 'number' ? item[TTL_ATTRIBUTE] : undefined;
   return compact({ kept: (item.kept as DeadLetter['kept'] | undefined) ?? 'record', expiresAtMs: expiresAt === undefined ? undefined : expiresAt * 1000 });
+}
+
+/**
+ * The condition "the partition item is incarnation `n`" (absent = 0), with its value under `name`:
+ * writes of an old incarnation's processor or planner never land on the new one (I2).
+ */
+export function incarnationCondition(n: number | undefined, name: string): { expression: string; values: Item } {
+  return n
+    ? { expression: `incarnation = ${name}`, values: { [name]: n } }
+    : { expression: `(attribute_not_exists(incarnation) OR incarnation = ${name})`, values: { [name]: 0 } };
 }
 
 /** The condition every processor write checks: this processor still holds the range's lease (I3). */
@@ -203,6 +227,7 @@ export function completeAction(table: string, range: LeasedRange, expect: number
 /** The partition's committed offset moves from the range's start to its end, with the range's stats. */
 export function advancePartitionAction(table: string, range: LeasedRange, stats: RangeStats, observedRecordsPerSec: number | undefined, withAdvance: boolean): TxAction {
   const values: Item = { ':stats': stats };
+  const inc = incarnationCondition(range.incarnation, ':inc');
   let set = 'lastRange = :stats';
   if (observedRecordsPerSec !== undefined) {
     set += ', observedRecordsPerSec = :rate';
@@ -218,8 +243,8 @@ export function advancePartitionAction(table: string, range: LeasedRange, stats:
       TableName: table,
       Key: keys.partition(range.stream, range.topic, range.partition),
       UpdateExpression: `SET ${set}`,
-      ConditionExpression: withAdvance ? 'attribute_exists(pk) AND committed = :from' : 'attribute_exists(pk)',
-      ExpressionAttributeValues: values,
+      ConditionExpression: `${withAdvance ? 'attribute_exists(pk) AND committed = :from' : 'attribute_exists(pk)'} AND ${inc.expression}`,
+      ExpressionAttributeValues: { ...values, ...inc.values },
     },
   };
 }
@@ -284,6 +309,7 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
         set += ', backpressureRatePerSec = :bpRate';
         values[':bpRate'] = w.partitionUpdate.backpressureRatePerSec;
       }
+      const inc = incarnationCondition(r.incarnation, ':inc');
       return [
         { Put: { TableName: table, Item: codec.rangeItem(r), ConditionExpression: 'attribute_not_exists(pk)' } },
         {
@@ -291,13 +317,17 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
             TableName: table,
             Key: keys.partition(stream, r.topic, r.partition),
             UpdateExpression: `SET ${set}`,
-            ConditionExpression: '#st = :active AND nextFrom = :from',
+            ConditionExpression: `#st = :active AND nextFrom = :from AND ${inc.expression}`,
             ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: values,
+            ExpressionAttributeValues: { ...values, ...inc.values },
           },
         },
       ];
     }
+    case 'close-incarnation':
+      return closeIncarnationActions(table, stream, w.closed, w.next);
+    case 'record-topic-id':
+      return [recordTopicIdAction(table, stream, w)];
     case 'mark-dispatched':
       return [
         {
@@ -396,19 +426,70 @@ export function planWriteActions(table: string, stream: string, w: PlanWrite): T
   }
 }
 
+/** Records the topic id of a partition that has none (a ledger written before topic ids). */
+function recordTopicIdAction(table: string, stream: string, w: Extract<PlanWrite, { kind: 'record-topic-id' }>): TxAction {
+  const inc = incarnationCondition(w.incarnation, ':inc');
+  return {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, w.topic, w.partition),
+      UpdateExpression: 'SET topicId = :tid',
+      ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(topicId) AND ${inc.expression}`,
+      ExpressionAttributeValues: { ':tid': w.topicId, ...inc.values },
+    },
+  };
+}
+
+/**
+ * Closes a partition incarnation in one transaction: the record of it, the removal of its open
+ * ranges (unconditional: a processor holding one loses its lease, as its next write names an item
+ * that is gone), and the partition replaced by the next incarnation, conditional on everything the
+ * planner read of it.
+ */
+function closeIncarnationActions(table: string, stream: string, c: ClosedIncarnation, next: PartitionState): TxAction[] {
+  if (c.openRanges.length > CLOSE_MAX_OPEN_RANGES) {
+    throw new ValidationError(
+      `close-incarnation of ${c.topic}/${c.partition} names ${c.openRanges.length} open ranges; at most ${CLOSE_MAX_OPEN_RANGES} fit one transaction`,
+    );
+  }
+  const inc = incarnationCondition(c.incarnation, ':inc');
+  const values: Item = { ':st': c.status, ':c': c.committed, ':n': c.nextFrom, ...inc.values };
+  let topicCond = 'attribute_not_exists(topicId)';
+  if (c.topicId !== undefined) {
+    topicCond = 'topicId = :tid';
+    values[':tid'] = c.topicId;
+  }
+  return [
+    {
+      Put: {
+        TableName: table,
+        Item: codec.partitionItem(next),
+        ConditionExpression: `#st = :st AND committed = :c AND nextFrom = :n AND ${inc.expression} AND ${topicCond}`,
+        ExpressionAttributeNames: { '#st': 'status' },
+        ExpressionAttributeValues: values,
+      },
+    },
+    { Put: { TableName: table, Item: codec.closedItem(c), ConditionExpression: 'attribute_not_exists(pk)' } },
+    ...c.openRanges.map((r): TxAction => ({
+      Delete: { TableName: table, Key: keys.range(stream, { topic: c.topic, partition: c.partition, from: r.from, incarnation: c.incarnation }) },
+    })),
+  ];
+}
+
 /**
  * An operator rewind of one partition: committed = nextFrom = `to`, active again, conditional on the
  * cursor the operator's read saw (I2) and on the partition not being retired.
  */
 export function rewindPartitionAction(table: string, stream: string, p: RewindPartition): TxAction {
+  const inc = incarnationCondition(p.incarnation, ':inc');
   return {
     Update: {
       TableName: table,
       Key: keys.partition(stream, p.topic, p.partition),
       UpdateExpression: 'SET committed = :to, nextFrom = :to, #st = :active REMOVE reason',
-      ConditionExpression: 'attribute_exists(pk) AND committed = :c AND nextFrom = :n AND #st <> :retired',
+      ConditionExpression: `attribute_exists(pk) AND committed = :c AND nextFrom = :n AND #st <> :retired AND ${inc.expression}`,
       ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ':to': p.to, ':c': p.expect.committed, ':n': p.expect.nextFrom, ':active': 'active', ':retired': 'retired' },
+      ExpressionAttributeValues: { ':to': p.to, ':c': p.expect.committed, ':n': p.expect.nextFrom, ':active': 'active', ':retired': 'retired', ...inc.values },
     },
   };
 }
@@ -427,7 +508,7 @@ export function fencedChangeAction(table: string, stream: string, epoch: number,
 }
 
 /** Removes a range item only in the status the operator's read saw (done history, or a parked range). */
-export function deleteRangeAction(table: string, stream: string, r: { topic: string; partition: number; from: number }, status: 'done' | 'parked'): TxAction {
+export function deleteRangeAction(table: string, stream: string, r: { topic: string; partition: number; from: number; incarnation?: number }, status: 'done' | 'parked'): TxAction {
   return {
     Delete: {
       TableName: table,
@@ -440,7 +521,7 @@ export function deleteRangeAction(table: string, stream: string, r: { topic: str
 }
 
 /** Marks a dead letter re-driven, once: a second re-drive (or a missing item) fails the condition. */
-export function redriveAction(table: string, stream: string, d: { topic: string; partition: number; offset: number }, nowMs: number): TxAction {
+export function redriveAction(table: string, stream: string, d: { topic: string; partition: number; offset: number; incarnation?: number }, nowMs: number): TxAction {
   return {
     Update: {
       TableName: table,

@@ -387,6 +387,10 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return (await queryPrefix(stream, 'L#')).map(codec.lossFromItem);
     },
 
+    async readClosedIncarnations(stream) {
+      return (await queryPrefix(stream, 'I#')).map(codec.closedFromItem);
+    },
+
     async readPartition(stream, topic, partition) {
       const res = await send(`read partition ${topic}/${partition}`, () =>
         doc.send(new GetCommand({ TableName: table, Key: keys.partition(stream, topic, partition), ConsistentRead: true })),
@@ -394,8 +398,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return res.Item ? codec.partitionFromItem(res.Item) : undefined;
     },
 
-    async takeRangeLease({ stream, topic, partition, from, until, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
-      const key = keys.range(stream, { topic, partition, from });
+    async takeRangeLease({ stream, topic, partition, from, incarnation, until, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+      const key = keys.range(stream, { topic, partition, from, incarnation });
       try {
         const res = await send(`take lease of ${topic}/${partition}/${from}`, () =>
           doc.send(new UpdateCommand(takeLeaseUpdate(table, key, { until, leaseToken, nowMs, leaseMs, maxAttempts }))),
@@ -491,7 +495,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       let abandoned = 0;
       for (const p of partitions) {
         const lo = Math.min(p.to, p.expect.committed);
-        const ranges = (await querySpan(stream, keys.partitionSpan('R', p.topic, p.partition, lo))).map(codec.rangeFromItem);
+        const ranges = (await querySpan(stream, keys.partitionSpan('R', p.topic, p.partition, lo, p.incarnation))).map(codec.rangeFromItem);
         const busy = ranges.find((r) => r.status !== 'done' && r.status !== 'parked');
         if (busy) {
           return { outcome: 'condition-failed', reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}` };
@@ -501,7 +505,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
         perPartition.push([rewindPartitionAction(table, stream, p), ...parked.map((r) => deleteRangeAction(table, stream, r, 'parked'))]);
         // Finished ranges at or after the new cursor would collide with the ranges planned again there.
         for (const r of ranges) if (r.status === 'done' && r.from >= p.to) cleanup.push(deleteRangeAction(table, stream, r, 'done'));
-        const dead = await querySpan(stream, keys.partitionSpan('D', p.topic, p.partition, p.to));
+        const dead = await querySpan(stream, keys.partitionSpan('D', p.topic, p.partition, p.to, p.incarnation));
         for (const d of dead) cleanup.push({ Delete: { TableName: table, Key: { pk: d.pk, sk: d.sk } } });
       }
       const removedRanges = cleanup.filter((a) => (a.Delete?.Key as { sk: string }).sk.startsWith('R#')).length;
@@ -545,8 +549,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     markStreamFinished: (input) => markMetaOnce(input, 'finishedAtMs'),
 
-    async redriveDeadLetter({ stream, topic, partition, offset, nowMs, sinkWrites = [] }) {
-      const items = [redriveAction(table, stream, { topic, partition, offset }, nowMs), ...sinkWrites.map(sinkAction)];
+    async redriveDeadLetter({ stream, topic, partition, offset, incarnation, nowMs, sinkWrites = [] }) {
+      const items = [redriveAction(table, stream, { topic, partition, offset, incarnation }, nowMs), ...sinkWrites.map(sinkAction)];
       const res = await transact(`re-drive dead letter ${topic}/${partition}/${offset}`, items);
       if (res.ok) return 'applied';
       if (res.codes[0] === 'ConditionalCheckFailed') return 'condition-failed';

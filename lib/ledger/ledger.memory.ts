@@ -2,7 +2,9 @@
  * In-memory Ledger for fast unit tests of planner logic. Same conditional semantics as the DynamoDB
  * adapter (the shared contract test runs against both), with none of its batching.
  */
+import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
 import type {
+  ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
   LeasedRange,
@@ -25,12 +27,16 @@ type StreamStore = {
   ranges: Map<string, RangeState>;
   losses: DataLossEntry[];
   deadLetters: DeadLetter[];
+  closed: ClosedIncarnation[];
   /** Sink writes as committed, in order (the fake does not evaluate update expressions). */
   sinkWrites: SinkWrite[];
 };
 
 const pKey = (topic: string, partition: number): string => `${topic}/${partition}`;
-const rKey = (r: { topic: string; partition: number; from: number }): string => `${r.topic}/${r.partition}/${r.from}`;
+const rKey = (r: { topic: string; partition: number; from: number; incarnation?: number }): string =>
+  r.incarnation ? `${r.topic}/${r.partition}/i${r.incarnation}/${r.from}` : `${r.topic}/${r.partition}/${r.from}`;
+/** Same incarnation (absent = 0). */
+const sameInc = (a: { incarnation?: number }, b: { incarnation?: number }): boolean => (a.incarnation ?? 0) === (b.incarnation ?? 0);
 const clone = <T>(v: T): T => structuredClone(v);
 
 /** Applies one write to a stream's state; returns false when its condition does not hold. */
@@ -45,7 +51,7 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
     case 'plan-range': {
       const p = s.partitions.get(pKey(w.range.topic, w.range.partition));
       const k = rKey(w.range);
-      if (!p || p.status !== 'active' || p.nextFrom !== w.range.from || s.ranges.has(k)) return false;
+      if (!p || p.status !== 'active' || p.nextFrom !== w.range.from || !sameInc(p, w.range) || s.ranges.has(k)) return false;
       s.ranges.set(k, clone(w.range));
       p.nextFrom = w.range.until;
       p.lastPlannedAtMs = w.partitionUpdate.lastPlannedAtMs;
@@ -85,7 +91,7 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
     case 'record-data-loss': {
       const p = s.partitions.get(pKey(w.loss.topic, w.loss.partition));
       if (!p || p.status !== 'active' || p.nextFrom !== w.expectFrom || p.committed !== w.expectFrom) return false;
-      if (s.losses.some((l) => l.topic === w.loss.topic && l.partition === w.loss.partition && l.from === w.loss.from)) {
+      if (s.losses.some((l) => l.topic === w.loss.topic && l.partition === w.loss.partition && l.from === w.loss.from && sameInc(l, w.loss))) {
         return false;
       }
       s.losses.push(clone(w.loss));
@@ -99,7 +105,29 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
       p.committed = w.to;
       return true;
     }
+    case 'close-incarnation':
+      return applyClose(s, w);
+    case 'record-topic-id': {
+      const p = s.partitions.get(pKey(w.topic, w.partition));
+      if (!p || p.topicId !== undefined || !sameInc(p, w)) return false;
+      p.topicId = w.topicId;
+      return true;
+    }
   }
+}
+
+/** Closes a partition incarnation: conditional on everything read of it, all or nothing. */
+function applyClose(s: StreamStore, w: Extract<PlanWrite, { kind: 'close-incarnation' }>): boolean {
+  const c = w.closed;
+  const p = s.partitions.get(pKey(c.topic, c.partition));
+  if (c.openRanges.length > CLOSE_MAX_OPEN_RANGES) throw new Error(`close-incarnation names ${c.openRanges.length} open ranges`);
+  if (!p || p.status !== c.status || p.committed !== c.committed || p.nextFrom !== c.nextFrom) return false;
+  if ((p.incarnation ?? 0) !== c.incarnation || p.topicId !== c.topicId) return false;
+  if (s.closed.some((x) => x.topic === c.topic && x.partition === c.partition && x.incarnation === c.incarnation)) return false;
+  s.closed.push(clone(c));
+  for (const r of c.openRanges) s.ranges.delete(rKey({ topic: c.topic, partition: c.partition, from: r.from, incarnation: c.incarnation }));
+  s.partitions.set(pKey(c.topic, c.partition), clone(w.next));
+  return true;
 }
 
 /** Creates an empty in-memory ledger. `state()` exposes the raw store for assertions. */
@@ -109,7 +137,7 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
   const store = (stream: string): StreamStore => {
     let s = streams.get(stream);
     if (!s) {
-      s = { partitions: new Map(), ranges: new Map(), losses: [], deadLetters: [], sinkWrites: [] };
+      s = { partitions: new Map(), ranges: new Map(), losses: [], deadLetters: [], closed: [], sinkWrites: [] };
       streams.set(stream, s);
     }
     return s;
@@ -173,14 +201,18 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
       requests++;
       return store(stream).losses.map(clone);
     },
+    async readClosedIncarnations(stream) {
+      requests++;
+      return store(stream).closed.map(clone);
+    },
     async readPartition(stream, topic, partition) {
       requests++;
       const p = store(stream).partitions.get(pKey(topic, partition));
       return p ? clone(p) : undefined;
     },
-    async takeRangeLease({ stream, topic, partition, from, until, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+    async takeRangeLease({ stream, topic, partition, from, incarnation, until, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
       requests++;
-      const r = store(stream).ranges.get(rKey({ topic, partition, from }));
+      const r = store(stream).ranges.get(rKey({ topic, partition, from, incarnation }));
       if (!r) return { kind: 'missing' };
       if (r.until !== until) return { kind: 'mismatch', range: clone(r) };
       if (r.status === 'done') return { kind: 'done', range: clone(r) };
@@ -209,7 +241,7 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
       if (!r || r.progress !== expectProgress) return 'lease-lost';
       const p = store(range.stream).partitions.get(pKey(range.topic, range.partition));
       Object.assign(r, { status: 'done', progress: r.until, finishedAtMs: nowMs, records: stats.records });
-      if (p) {
+      if (p && sameInc(p, range)) {
         if (advancePartition && p.committed === range.from) p.committed = range.until;
         p.lastRange = clone(stats);
         if (observedRecordsPerSec !== undefined) p.observedRecordsPerSec = observedRecordsPerSec;
@@ -246,8 +278,9 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
           return { outcome: 'condition-failed', reason: `partition ${p.topic}/${p.partition} changed since it was read` };
         }
         const lo = Math.min(p.to, p.expect.committed);
+        if (!sameInc(cur, p)) return { outcome: 'condition-failed', reason: `partition ${p.topic}/${p.partition} changed since it was read` };
         const busy = [...s.ranges.values()].find(
-          (r) => r.topic === p.topic && r.partition === p.partition && r.from >= lo && r.status !== 'done' && r.status !== 'parked',
+          (r) => r.topic === p.topic && r.partition === p.partition && sameInc(r, p) && r.from >= lo && r.status !== 'done' && r.status !== 'parked',
         );
         if (busy) return { outcome: 'condition-failed', reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}` };
       }
@@ -260,7 +293,7 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
         delete cur.reason;
         const lo = Math.min(p.to, p.expect.committed);
         for (const [k, r] of s.ranges) {
-          if (r.topic !== p.topic || r.partition !== p.partition || r.from < lo) continue;
+          if (r.topic !== p.topic || r.partition !== p.partition || !sameInc(r, p) || r.from < lo) continue;
           if (r.status === 'parked') {
             s.ranges.delete(k);
             abandonedParkedRanges++;
@@ -270,7 +303,7 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
           }
         }
         const before = s.deadLetters.length;
-        s.deadLetters = s.deadLetters.filter((d) => !(d.topic === p.topic && d.partition === p.partition && d.offset >= p.to));
+        s.deadLetters = s.deadLetters.filter((d) => !(d.topic === p.topic && d.partition === p.partition && sameInc(d, p) && d.offset >= p.to));
         removedDeadLetters += before - s.deadLetters.length;
       }
       s.meta!.lastChange = clone(change);
@@ -291,10 +324,10 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
       s.meta!.finishedAtMs = nowMs;
       return 'applied';
     },
-    async redriveDeadLetter({ stream, topic, partition, offset, nowMs, sinkWrites }) {
+    async redriveDeadLetter({ stream, topic, partition, offset, incarnation, nowMs, sinkWrites }) {
       requests++;
       const s = store(stream);
-      const d = s.deadLetters.find((x) => x.topic === topic && x.partition === partition && x.offset === offset);
+      const d = s.deadLetters.find((x) => x.topic === topic && x.partition === partition && x.offset === offset && sameInc(x, { incarnation }));
       if (!d || d.redrivenAtMs !== undefined) return 'condition-failed';
       d.redrivenAtMs = nowMs;
       s.sinkWrites.push(...clone(sinkWrites ?? []));

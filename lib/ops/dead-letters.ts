@@ -14,7 +14,7 @@ import { ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord } from '../ports/range-reader';
-import type { HandlerRecord } from '../processor/handler-api';
+import { idempotencyKeyOf, type HandlerRecord } from '../processor/handler-api';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 
@@ -66,7 +66,7 @@ export async function redriveDeadLetters(
     try {
       const got = await recordOf(ctx, stream, d);
       source = got.source;
-      const rec: HandlerRecord = { ...got.record, idempotencyKey: id };
+      const rec: HandlerRecord = { ...got.record, idempotencyKey: idempotencyKeyOf(d.topic, d.partition, d.offset, d.incarnation) };
       const hctx = { stream: stream.id, sinkTable: stream.handler?.sinkTable, signal: new AbortController().signal };
       let writes: SinkWrite[] = [];
       if (handler.mode === 'dynamodb-exactly-once') {
@@ -75,7 +75,15 @@ export async function redriveDeadLetters(
       } else {
         await handler.handle([rec], hctx);
       }
-      const res = await ctx.ledger.redriveDeadLetter({ stream: stream.id, topic: d.topic, partition: d.partition, offset: d.offset, nowMs: sel.nowMs(), sinkWrites: writes });
+      const res = await ctx.ledger.redriveDeadLetter({
+        stream: stream.id,
+        topic: d.topic,
+        partition: d.partition,
+        offset: d.offset,
+        incarnation: d.incarnation,
+        nowMs: sel.nowMs(),
+        sinkWrites: writes,
+      });
       out.push({ id, outcome: res === 'applied' ? 'redriven' : 'already-redriven', source });
     } catch (err) {
       out.push({ id, outcome: 'failed', source, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) });

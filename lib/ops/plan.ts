@@ -37,5 +37,6 @@ export function renderPlan(rep: StreamPlanReport): string {
   ];
   for (const p of rep.partitions) if (p.note) lines.push(`  ${p.topic}/${p.partition}: ${p.note}`);
   for (const l of rep.dataLoss) lines.push(`  data loss ${l.topic}/${l.partition} [${l.from}, ${l.until}): ${l.reason}`);
+  for (const w of rep.warnings) lines.push(`  warning: ${w}`);
   return lines.join('\n');
 }

@@ -91,7 +91,7 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
     assertIdle(await ledger.readOpenRanges(stream.id), targets);
     const partitions: RewindPartition[] = rows.map((r) => {
       const p = fresh.get(partitionKey(r.topic, r.partition)) as PartitionState;
-      return { topic: r.topic, partition: r.partition, expect: { committed: p.committed, nextFrom: p.nextFrom }, to: r.to };
+      return { topic: r.topic, partition: r.partition, expect: { committed: p.committed, nextFrom: p.nextFrom }, to: r.to, incarnation: p.incarnation };
     });
     const out = await ledger.rewindPartitions({ ...lease, partitions, change });
     if (out.outcome === 'fenced') throw new PreconditionError(`a planner run took over stream ${stream.id} during the rewind; nothing was changed, try again`);

@@ -2,7 +2,7 @@
 import type { StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import type { PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
-import type { OperatorChange } from '../ports/ledger';
+import type { ClosedIncarnation, OperatorChange } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
@@ -48,17 +48,30 @@ export type StreamStatus = {
   totals: { lag: number; inFlight: number; failures: number; parked: number; deadLetters: number; dataLossRecords: number };
   /** Kafka could not be asked for offsets (latest and lag are then unknown). */
   kafkaError?: string;
+  /** Closed incarnations: topics deleted and re-created under their name, and what the old one had reached. */
+  recreated: ClosedIncarnation[];
 };
+
+/** One closed incarnation, as the status report prints it. */
+function renderClosed(c: ClosedIncarnation): string {
+  const id = (x?: string) => (x ? ` (topic id ${x})` : '');
+  const open = c.openRanges.length ? `, ${c.openRanges.length} open range(s) removed unread` : '';
+  return (
+    `${c.topic}/${c.partition} re-created: incarnation ${c.incarnation}${id(c.topicId)} closed at ${isoTime(c.detectedAtMs)} with committed ${c.committed}, ` +
+    `planned up to ${c.nextFrom}${open}; incarnation ${c.incarnation + 1}${id(c.newTopicId)} reads from ${c.newStartOffset}`
+  );
+}
 
 /** Reads the stream's ledger state and Kafka's offsets; changes nothing. */
 export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs: number): Promise<StreamStatus> {
   const { ledger } = ctx;
-  const [meta, parts, open, losses, dead] = await Promise.all([
+  const [meta, parts, open, losses, dead, recreated] = await Promise.all([
     ledger.readMeta(stream.id),
     ledger.readPartitions(stream.id),
     ledger.readOpenRanges(stream.id),
     ledger.readDataLoss(stream.id),
     ledger.listDeadLetters(stream.id),
+    ledger.readClosedIncarnations(stream.id),
   ]);
   let offsets = new Map<string, PartitionOffsets>();
   let discovered: TopicPartitions[] = [];
@@ -108,9 +121,11 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     }
   }
   const rowOf = (topic: string, partition: number): PartitionStatusRow | undefined => rows.get(partitionKey(topic, partition));
+  const incarnation = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.incarnation ?? 0]));
   for (const r of open) {
     const row = rowOf(r.topic, r.partition);
-    if (!row) continue;
+    // A closed incarnation's range is never read again (see the re-created line below).
+    if (!row || (r.incarnation ?? 0) !== (incarnation.get(partitionKey(r.topic, r.partition)) ?? 0)) continue;
     if (r.status === 'parked') {
       row.parked += 1;
       row.failures += 1;
@@ -150,6 +165,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
       dataLossRecords: sum((r) => r.dataLossRecords),
     },
     kafkaError,
+    recreated,
   };
 }
 
@@ -176,6 +192,7 @@ export function renderStatus(s: StreamStatus): string {
   lines.push('');
   const t = s.totals;
   lines.push(`total lag ${t.lag}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`);
+  for (const c of s.recreated) lines.push(`  ${renderClosed(c)}`);
   for (const r of s.partitions) {
     if (r.reason) lines.push(`  ${r.topic}/${r.partition} ${r.status}: ${r.reason}`);
     if (r.lastError) lines.push(`  ${r.topic}/${r.partition} last range error: ${r.lastError}`);

@@ -7,7 +7,7 @@ import { topicMatcher } from '../config/topics';
 import { clampRanges, computePidRate, initialPidState, partsForMinPartitions, shouldTrigger, splitRange, timeBudget } from '../offsets';
 import type { PartitionClampInput } from '../offsets';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../ports/kafka-metadata';
-import type { PartitionState, PlanWrite, RangeState } from '../ports/ledger';
+import { CLOSE_MAX_OPEN_RANGES, type ClosedIncarnation, type PartitionState, type PlanWrite, type RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 
 export type PlanInput = {
@@ -50,7 +50,9 @@ export type PartitionReport = {
     | 'inactive'
     | 'no-offsets'
     /** A bounded stream's partition committed up to its stop offset. */
-    | 'finished';
+    | 'finished'
+    /** The topic was deleted and re-created under its name: the old incarnation is closed, the new one registered. */
+    | 'recreated';
   note?: string;
   /** Why the offsets could not be read this run (action `no-offsets`), when the look-up said. */
   unavailable?: UnavailableCode;
@@ -80,6 +82,10 @@ export type PlanDecision = {
    * committed up to its stop offset or retired: nothing is left to plan, ever.
    */
   finished: boolean;
+  /** Incarnations closed by `writes` (topics re-created under their name). */
+  recreated: ClosedIncarnation[];
+  /** Topics were found but the broker gave none of them an id: re-creation is detected only by offset regression. */
+  noTopicIds: boolean;
 };
 
 function startOffsetFor(input: PlanInput, tp: { topic: string; partition: number }, o: PartitionOffsets): number {
@@ -142,15 +148,27 @@ export function decidePlan(input: PlanInput): PlanDecision {
         committed: start,
         nextFrom: start,
         firstSeenAtMs: nowMs,
+        ...(t.topicId !== undefined ? { topicId: t.topicId } : {}),
       };
       registrations.push(state);
       candidates.push(state);
     }
   }
 
-  // 2. Known partitions: retire what vanished, keep the rest as candidates.
+  // 2. Known partitions: close re-created topics' incarnations, retire what vanished, keep the rest as candidates.
+  const recreated: ClosedIncarnation[] = [];
+  const topicIds = new Map(input.discovered.map((t) => [t.topic, t.topicId]));
   for (const p of input.known) {
     const k = partitionKey(p.topic, p.partition);
+    const idNow = topicIds.get(p.topic);
+    const exists = discoveredTopics.get(p.topic)?.has(p.partition) && matches(p.topic);
+    const identity = exists ? topicIdentity(input, p, idNow, offsets.get(k), openByKey.get(k) ?? [], bounded) : {};
+    if (identity.write) writes.push(identity.write);
+    if (identity.write?.kind === 'close-incarnation') recreated.push(identity.write.closed);
+    if (identity.report) {
+      reports.set(k, identity.report);
+      continue;
+    }
     if (p.status !== 'active') {
       reports.set(k, report(p, offsets.get(k), 'inactive', p.reason));
       continue;
@@ -196,7 +214,7 @@ export function decidePlan(input: PlanInput): PlanDecision {
       continue;
     }
     if (o.latest < p.nextFrom) {
-      const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} (topic recreated or log truncated); rewind the stream to continue`;
+      const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} with the same topic id (the log was truncated, e.g. by an unclean leader election); rewind the stream to continue`;
       writes.push({ kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs });
       reports.set(k, report(p, o, 'failed', reason));
       continue;
@@ -229,7 +247,7 @@ export function decidePlan(input: PlanInput): PlanDecision {
     }
     if (inFlight) {
       const open = openByKey.get(k) ?? [];
-      if (!open.some((r) => r.from === p.committed)) checkCommitted.push(p);
+      if (!open.some((r) => r.from === p.committed && sameIncarnation(r, p))) checkCommitted.push(p);
       if (!splitting) {
         reports.set(k, report(p, o, 'in-flight'));
         continue;
@@ -309,6 +327,8 @@ export function decidePlan(input: PlanInput): PlanDecision {
         dispatches: 1,
         attempts: 0,
         progress: piece.from,
+        ...(e.p.incarnation ? { incarnation: e.p.incarnation } : {}),
+        ...(topicIds.get(e.p.topic) !== undefined ? { topicId: topicIds.get(e.p.topic) } : {}),
       };
       newRanges.push(range);
       writes.push({
@@ -327,9 +347,11 @@ export function decidePlan(input: PlanInput): PlanDecision {
   // 5. Open ranges: dispatch again what was never dispatched, expired or failed; park at the limit.
   const redispatch: PlanDecision['redispatch'] = [];
   const parks: PlanWrite[] = [];
-  const activeKeys = new Set(candidates.filter((p) => p.status === 'active').map((p) => partitionKey(p.topic, p.partition)));
+  const activeKeys = new Map(candidates.filter((p) => p.status === 'active').map((p) => [partitionKey(p.topic, p.partition), p]));
   for (const r of input.openRanges) {
-    if (!activeKeys.has(partitionKey(r.topic, r.partition))) continue;
+    const owner = activeKeys.get(partitionKey(r.topic, r.partition));
+    // A closed incarnation's range (beyond what its close removed) is never sent again.
+    if (!owner || !sameIncarnation(r, owner)) continue;
     const reason = redispatchReason(r, input);
     if (!reason) continue;
     const exhausted = reason === 'not-started' ? r.dispatches > stream.maxAttempts : r.attempts >= stream.maxAttempts;
@@ -361,7 +383,122 @@ export function decidePlan(input: PlanInput): PlanDecision {
       if (writes.some((w) => (w.kind === 'retire-partition' || w.kind === 'fail-partition') && partitionKey(w.topic, w.partition) === k)) return false;
       return p.committed >= p.stopOffset;
     });
-  return { registrations, writes, newRanges, redispatch, parks, checkCommitted, partitions: partitionsReport, recordsPlanned, finished };
+  const noTopicIds = input.discovered.length > 0 && input.discovered.every((t) => t.topicId === undefined);
+  return {
+    registrations,
+    writes,
+    newRanges,
+    redispatch,
+    parks,
+    checkCommitted,
+    partitions: partitionsReport,
+    recordsPlanned,
+    finished,
+    recreated,
+    noTopicIds,
+  };
+}
+
+const sameIncarnation = (a: { incarnation?: number }, b: { incarnation?: number }): boolean => (a.incarnation ?? 0) === (b.incarnation ?? 0);
+
+/**
+ * Why a known partition of a topic that exists now reads a re-created topic (a new log under the
+ * same name whose offsets restart at 0), or undefined. By topic id where both sides have one;
+ * otherwise by the offsets falling below the planning cursor, or by the topic coming back after it
+ * was retired as deleted. The same id with fewer offsets is a truncated log, not a new topic.
+ */
+export function recreationReason(p: PartitionState, idNow: string | undefined, o: { latest: number } | undefined): string | undefined {
+  const idsKnown = idNow !== undefined && p.topicId !== undefined;
+  if (idsKnown && idNow !== p.topicId) return `topic id changed from ${p.topicId} to ${idNow}`;
+  if (idsKnown) return undefined;
+  const how = idNow === undefined ? 'no topic ids from this broker' : 'no topic id recorded for the old topic';
+  if (p.status === 'retired') {
+    if (p.reason?.startsWith('UNSUBSCRIBED')) return undefined; // subscribed again: the same log, as far as can be told
+    return `the topic exists again after it was retired (${p.reason ?? 'retired'}; ${how})`;
+  }
+  const regressed = o !== undefined && o.latest < p.nextFrom;
+  if (regressed && (p.status === 'active' || p.reason?.startsWith('OFFSET_REGRESSION'))) {
+    return `latest offset ${o.latest} is below planned offset ${p.nextFrom} (${how}: detected by offset regression)`;
+  }
+  return undefined;
+}
+
+/**
+ * The topic identity check of a known partition whose topic exists: the write that closes its
+ * incarnation (with the partition's report: nothing else is decided for it this run) when the topic
+ * was re-created, or the write that records the topic id a ledger written before ids lacks.
+ */
+function topicIdentity(
+  input: PlanInput,
+  p: PartitionState,
+  idNow: string | undefined,
+  o: PartitionOffsets | undefined,
+  open: RangeState[],
+  bounded: boolean,
+): { write?: PlanWrite; report?: PartitionReport } {
+  const why = recreationReason(p, idNow, o);
+  if (why) return closeIncarnation(input, p, idNow, o, why, open, bounded);
+  if (idNow !== undefined && p.topicId === undefined && p.status === 'active') {
+    return { write: { kind: 'record-topic-id', topic: p.topic, partition: p.partition, topicId: idNow, incarnation: p.incarnation } };
+  }
+  return {};
+}
+
+/**
+ * The write that closes `p`'s incarnation and registers the new one at the stream's
+ * `recreatedTopicOffsets`, with the record of what the old one had committed and planned. A bounded
+ * stream (replay) only retires the partition: its stop offsets name the old log.
+ */
+function closeIncarnation(
+  input: PlanInput,
+  p: PartitionState,
+  idNow: string | undefined,
+  o: PartitionOffsets | undefined,
+  why: string,
+  open: RangeState[],
+  bounded: boolean,
+): { write?: PlanWrite; report: PartitionReport } {
+  const { stream, nowMs } = input;
+  const reason = `TOPIC_RECREATED: ${why} (committed ${p.committed}, planned up to ${p.nextFrom})`;
+  if (bounded) {
+    if (p.status !== 'active') return { report: report(p, o, 'inactive', p.reason) };
+    return { write: { kind: 'retire-partition', topic: p.topic, partition: p.partition, reason, nowMs }, report: report(p, o, 'retired', reason) };
+  }
+  if (!o) return { report: report(p, undefined, 'no-offsets', `${reason}; no offsets for the new topic this run`) };
+  const start = stream.recreatedTopicOffsets === 'latest' ? o.latest : o.earliest;
+  const incarnation = p.incarnation ?? 0;
+  const own = open.filter((r) => sameIncarnation(r, p)).slice(0, CLOSE_MAX_OPEN_RANGES);
+  const closed: ClosedIncarnation = {
+    stream: stream.id,
+    topic: p.topic,
+    partition: p.partition,
+    incarnation,
+    ...(p.topicId !== undefined ? { topicId: p.topicId } : {}),
+    ...(idNow !== undefined ? { newTopicId: idNow } : {}),
+    status: p.status,
+    startOffset: p.startOffset,
+    committed: p.committed,
+    nextFrom: p.nextFrom,
+    openRanges: own.map((r) => ({ from: r.from, until: r.until, status: r.status, progress: r.progress })),
+    newStartOffset: start,
+    detectedAtMs: nowMs,
+    reason,
+  };
+  const next: PartitionState = {
+    stream: stream.id,
+    topic: p.topic,
+    partition: p.partition,
+    status: 'active',
+    startOffset: start,
+    committed: start,
+    nextFrom: start,
+    firstSeenAtMs: nowMs,
+    incarnation: incarnation + 1,
+    ...(idNow !== undefined ? { topicId: idNow } : {}),
+    ...(p.observedRecordsPerSec !== undefined ? { observedRecordsPerSec: p.observedRecordsPerSec } : {}),
+  };
+  const note = `${reason}; incarnation ${incarnation + 1} starts at ${start}`;
+  return { write: { kind: 'close-incarnation', closed, next }, report: report(next, o, 'recreated', note) };
 }
 
 function redispatchReason(r: RangeState, { stream, nowMs, epoch, confirmedEpoch }: PlanInput): RedispatchReason | undefined {

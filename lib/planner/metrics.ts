@@ -29,6 +29,8 @@ export function recordPlannerMetrics(
     m.addMetric('PartitionsUnavailable', MetricUnit.Count, r.unavailablePartitions);
     m.addMetric('DataLossEvents', MetricUnit.Count, r.dataLoss.length);
     m.addMetric('DataLossRecords', MetricUnit.Count, r.dataLoss.reduce((s, l) => s + (l.until - l.from), 0));
+    // Topics deleted and re-created under their name: the old incarnation's unread records are gone with it.
+    m.addMetric('TopicRecreated', MetricUnit.Count, r.recreated.length);
     m.addMetric('TotalLag', MetricUnit.Count, r.partitions.reduce((s, p) => s + p.lag, 0));
     m.addMetric('MaxPartitionLag', MetricUnit.Count, r.partitions.reduce((s, p) => Math.max(s, p.lag), 0));
     m.addMetric('PlannerFailed', MetricUnit.Count, r.status === 'failed' ? 1 : 0);

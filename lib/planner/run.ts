@@ -8,7 +8,7 @@ import type { StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
-import type { DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
+import type { ClosedIncarnation, DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
 import { partitionKey, type RangePayload } from '../ranges';
 import { decidePlan, type PartitionReport } from './decide';
 
@@ -51,6 +51,10 @@ export type StreamPlanReport = {
   /** Open ranges after the run (planned, leased or failed, not parked). */
   inFlight: number;
   dataLoss: DataLossEntry[];
+  /** Incarnations closed in this run: topics deleted and re-created under their name (metric TopicRecreated). */
+  recreated: ClosedIncarnation[];
+  /** Conditions worth an operator's eye that are not failures (e.g. a broker without topic ids). */
+  warnings: string[];
   /** Writes that lost their condition (another actor moved first); re-read next run. */
   conditionsLost: number;
   durationMs: number;
@@ -92,12 +96,21 @@ export function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
     parked: 0,
     inFlight: 0,
     dataLoss: [],
+    recreated: [],
+    warnings: [],
     conditionsLost: 0,
     durationMs: 0,
   };
 }
 
-const payloadOf = (r: RangeState): RangePayload => ({ stream: r.stream, topic: r.topic, partition: r.partition, from: r.from, until: r.until });
+const payloadOf = (r: RangeState): RangePayload => ({
+  stream: r.stream,
+  topic: r.topic,
+  partition: r.partition,
+  from: r.from,
+  until: r.until,
+  ...(r.incarnation ? { incarnation: r.incarnation } : {}),
+});
 
 /** One stream, one run. */
 export async function planStream(deps: PlannerDeps, stream: StreamConfig, input: { dryRun: boolean; nowMs: number }): Promise<StreamPlanReport> {
@@ -164,7 +177,9 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
       : { offsets: [], unavailable: [] };
     const initial = startedAtMs === undefined;
     const timestampOffsets = await timestampStarts(kafka, stream, initial, available(discovered, offsets), known);
-    const needOpenRanges = known.some((p) => p.status === 'active' && p.committed < p.nextFrom);
+    const present = new Set(discovered.map((t) => t.topic));
+    // Open ranges of a partition not active are read only while its topic exists (it may have been re-created).
+    const needOpenRanges = known.some((p) => p.committed < p.nextFrom && (p.status === 'active' || present.has(p.topic)));
     const openRanges = needOpenRanges ? await ledger.readOpenRanges(stream.id) : [];
 
     const decision = decidePlan({ stream, nowMs, epoch, initial, known, discovered, offsets, timestampOffsets, openRanges, confirmedEpoch });
@@ -179,8 +194,10 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     rep.failedPartitions = decision.writes.filter((w) => w.kind === 'fail-partition').length;
     rep.dataLoss = decision.writes.flatMap((w) => (w.kind === 'record-data-loss' ? [w.loss] : []));
     if (decision.finished) rep.finished = true;
+    if (decision.noTopicIds) rep.warnings.push(NO_TOPIC_IDS);
 
     if (dryRun) {
+      rep.recreated = decision.recreated;
       rep.rangesPlanned = decision.newRanges.length;
       rep.recordsPlanned = decision.recordsPlanned;
       rep.redispatched = decision.redispatch.length;
@@ -210,6 +227,7 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     const planned: RangeState[] = [];
     writes.forEach((w, i) => {
       if (w.kind === 'plan-range' && out[i] === 'applied') planned.push(w.range);
+      if (w.kind === 'close-incarnation' && out[i] === 'applied') rep.recreated.push(w.closed);
     });
     rep.rangesPlanned = planned.length;
     rep.recordsPlanned = planned.reduce((s, r) => s + (r.until - r.from), 0);
@@ -251,6 +269,9 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
   rep.durationMs = Date.now() - t0;
   return rep;
 }
+
+/** The warning of a run whose broker gives no topic ids (Metadata below v10). */
+export const NO_TOPIC_IDS = 'no topic ids from this broker: re-creation detected only by offset regression';
 
 class FencedOut extends Error {
   constructor(stream: string, epoch: number) {
@@ -295,7 +316,7 @@ async function repairCommitted(ledger: Ledger, stream: string, partitions: Parti
   for (const p of partitions) {
     let to = p.committed;
     for (let hops = 0; hops < 100 && to < p.nextFrom; hops++) {
-      const r = await ledger.readRange(stream, { topic: p.topic, partition: p.partition, from: to });
+      const r = await ledger.readRange(stream, { topic: p.topic, partition: p.partition, from: to, incarnation: p.incarnation });
       if (!r || r.status !== 'done') break;
       to = r.until;
     }

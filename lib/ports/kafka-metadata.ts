@@ -3,8 +3,12 @@
  * below 2^53 in practice; adapters reject anything larger rather than round it).
  */
 
-/** A topic's partitions as the cluster reports them now. */
-export type TopicPartitions = { topic: string; partitions: number[] };
+/**
+ * A topic's partitions as the cluster reports them now. `topicId` (KIP-516) tells a topic deleted
+ * and re-created under the same name apart from the old one; absent when the broker gives none
+ * (Metadata below v10, brokers before 2.8).
+ */
+export type TopicPartitions = { topic: string; partitions: number[]; topicId?: string };
 
 /** Earliest (log start) and latest (high watermark, or last stable offset under read_committed). */
 export type PartitionOffsets = { topic: string; partition: number; earliest: number; latest: number };

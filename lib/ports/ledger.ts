@@ -74,6 +74,44 @@ export type PartitionState = {
    * finished once `committed` reaches it (Flink's bounded KafkaSource stopping offset).
    */
   stopOffset?: number;
+  /**
+   * The topic id (KIP-516) of the incarnation of the topic this partition reads; absent when the
+   * broker gives no ids, and on ledgers written before ids were recorded (the next run records it).
+   */
+  topicId?: string;
+  /**
+   * Counts re-creations of the topic under the same name (absent = 0). Each incarnation is a new log
+   * whose offsets restart at 0, so its ranges, data-loss entries and dead letters are kept apart by it.
+   */
+  incarnation?: number;
+};
+
+/**
+ * The record of a closed incarnation of a partition: the topic was deleted and re-created under
+ * the same name (topic id changed, or offsets regressed where there are no ids), so the planner
+ * closed the old log and registered the new one. It keeps what the old incarnation had reached.
+ */
+export type ClosedIncarnation = {
+  stream: string;
+  topic: string;
+  partition: number;
+  /** The incarnation closed (the partition continues with `incarnation + 1`). */
+  incarnation: number;
+  /** Topic id of the closed incarnation, and of the new one (absent where the broker gives none). */
+  topicId?: string;
+  newTopicId?: string;
+  /** The closed incarnation's status (`active`, `retired`, `failed`) and cursor when it was closed. */
+  status: PartitionStatus;
+  startOffset: number;
+  committed: number;
+  nextFrom: number;
+  /** Ranges still open (not done) when it was closed; they were removed, none of them is read. */
+  openRanges: Array<{ from: number; until: number; status: RangeStatus; progress: number }>;
+  /** Where the new incarnation starts reading. */
+  newStartOffset: number;
+  detectedAtMs: number;
+  /** How the re-creation was detected, in words. */
+  reason: string;
 };
 
 export const RANGE_STATUSES = ['planned', 'leased', 'done', 'failed', 'parked'] as const;
@@ -110,6 +148,10 @@ export type RangeState = {
   /** Records delivered to the handler when done (excludes gaps, markers, aborted records). */
   records?: number;
   deadLetters?: number;
+  /** The partition incarnation the range belongs to (absent = 0); part of the range's identity. */
+  incarnation?: number;
+  /** The topic id the range was planned against: the processor reads it only from that topic. */
+  topicId?: string;
 };
 
 export type DataLossEntry = {
@@ -121,6 +163,8 @@ export type DataLossEntry = {
   until: number;
   detectedAtMs: number;
   reason: string;
+  /** The partition incarnation the span belongs to (absent = 0). */
+  incarnation?: number;
 };
 
 /** A write to the exactly-once sink, applied in the same transaction as the progress it belongs to. */
@@ -177,6 +221,8 @@ export type DeadLetter = {
   kept: DeadLetterContents;
   /** When the store deletes it (DynamoDB TTL, which may lag by a few days); unset: kept until removed. */
   expiresAtMs?: number;
+  /** The partition incarnation of the record (absent = 0). */
+  incarnation?: number;
 };
 
 /** The result of trying to take a range's lease (KCL-style: conditional on what was seen). */
@@ -197,7 +243,19 @@ export type LeaseOutcome =
   | { kind: 'missing' };
 
 /** Range identity plus the lease token a processor holds. */
-export type LeasedRange = { stream: string; topic: string; partition: number; from: number; until: number; leaseToken: string };
+export type LeasedRange = {
+  stream: string;
+  topic: string;
+  partition: number;
+  from: number;
+  until: number;
+  leaseToken: string;
+  /** The partition incarnation (absent = 0). */
+  incarnation?: number;
+};
+
+/** A range's identity: topic, partition, incarnation (absent = 0) and start offset. */
+export type RangeRef = Pick<RangeState, 'topic' | 'partition' | 'from' | 'incarnation'>;
 
 export type ProcessorWriteOutcome = 'applied' | 'lease-lost';
 
@@ -221,7 +279,7 @@ export type PlanWrite =
    */
   | {
       kind: 'mark-dispatched';
-      range: Pick<RangeState, 'topic' | 'partition' | 'from'>;
+      range: RangeRef;
       expect: { dispatches: number };
       nowMs: number;
     }
@@ -231,13 +289,13 @@ export type PlanWrite =
    */
   | {
       kind: 'unmark-dispatch';
-      range: Pick<RangeState, 'topic' | 'partition' | 'from'>;
+      range: RangeRef;
       expect: { dispatches: number };
     }
   /** Give up on a range after the attempt limit; it stays visible with its last error. */
   | {
       kind: 'park-range';
-      range: Pick<RangeState, 'topic' | 'partition' | 'from'>;
+      range: RangeRef;
       expect: { status: RangeStatus; attempts: number };
       error: string;
     }
@@ -249,9 +307,21 @@ export type PlanWrite =
    */
   | { kind: 'record-data-loss'; loss: DataLossEntry; expectFrom: number }
   /** Advance the committed offset over finished ranges (split ranges finishing out of order). */
-  | { kind: 'advance-committed'; topic: string; partition: number; expect: number; to: number };
+  | { kind: 'advance-committed'; topic: string; partition: number; expect: number; to: number }
+  /**
+   * The topic was re-created under its name: record `closed`, remove the old incarnation's open
+   * ranges (`closed.openRanges`, at most CLOSE_MAX_OPEN_RANGES) and replace the partition with `next`
+   * (incarnation + 1), in one atomic write. Conditional on the partition as read: status,
+   * incarnation, topic id, committed and nextFrom.
+   */
+  | { kind: 'close-incarnation'; closed: ClosedIncarnation; next: PartitionState }
+  /** A ledger written before topic ids: record the id the partition has now (only if it has none). */
+  | { kind: 'record-topic-id'; topic: string; partition: number; topicId: string; incarnation?: number };
 
 export type WriteOutcome = 'applied' | 'condition-failed' | 'fenced';
+
+/** Most open ranges a `close-incarnation` removes in its one atomic write (DynamoDB: 100 actions). */
+export const CLOSE_MAX_OPEN_RANGES = 90;
 
 /** One partition of an operator rewind: the cursor it expects to replace and where it moves. */
 export type RewindPartition = {
@@ -261,6 +331,8 @@ export type RewindPartition = {
   expect: { committed: number; nextFrom: number };
   /** New committed offset and planning cursor. */
   to: number;
+  /** The partition's incarnation as read (absent = 0): its range items and dead letters are the ones removed. */
+  incarnation?: number;
 };
 
 /** What a rewind removed besides moving cursors (reported to the operator). */
@@ -287,8 +359,10 @@ export type Ledger = {
   readPartitions(stream: string): Promise<PartitionState[]>;
   /** Ranges not yet done (planned, leased, failed, parked). */
   readOpenRanges(stream: string): Promise<RangeState[]>;
-  readRange(stream: string, r: Pick<RangeState, 'topic' | 'partition' | 'from'>): Promise<RangeState | undefined>;
+  readRange(stream: string, r: RangeRef): Promise<RangeState | undefined>;
   readDataLoss(stream: string): Promise<DataLossEntry[]>;
+  /** Closed incarnations of the stream's partitions (topics re-created under their name), oldest first per partition. */
+  readClosedIncarnations(stream: string): Promise<ClosedIncarnation[]>;
   /**
    * Applies planner writes fenced by `epoch`, batching as the store allows. Each write is atomic on
    * its own; outcomes are returned in input order. Once one write reports `'fenced'`, every write
@@ -313,6 +387,8 @@ export type Ledger = {
     partition: number;
     from: number;
     until: number;
+    /** The partition incarnation of the range (absent = 0). */
+    incarnation?: number;
     leaseToken: string;
     nowMs: number;
     leaseMs: number;
@@ -382,6 +458,8 @@ export type Ledger = {
     topic: string;
     partition: number;
     offset: number;
+    /** The dead letter's partition incarnation (absent = 0). */
+    incarnation?: number;
     nowMs: number;
     sinkWrites?: SinkWrite[];
   }): Promise<'applied' | 'condition-failed'>;

@@ -61,6 +61,11 @@ export type RangeReader = {
    * the next offset, `PartitionNotFoundError` when the topic or partition no longer exists.
    */
   read(req: ReadRequest): AsyncIterable<RecordChunk>;
+  /**
+   * The topic's id (KIP-516) as the cluster reports it now; undefined when the broker gives none or
+   * the topic does not exist. Optional: readers without topic ids leave it out.
+   */
+  topicId?(topic: string): Promise<string | undefined>;
   /** Number of Fetch requests sent (benchmarks). */
   requestCount(): number;
   close(): Promise<void>;

@@ -1,6 +1,6 @@
 /**
  * The user handler contract. Records arrive in chunks, in offset order, each with the idempotency
- * key `topic/partition/offset`.
+ * key `topic/partition/offset` (`topic/partition/offset#n` in the n-th re-creation of the topic).
  *
  * - `dynamodb-exactly-once`: `handle` returns the DynamoDB writes for the chunk and has no other side
  *   effects; the processor applies them with the progress advance in one transaction (I4), and may
@@ -12,9 +12,18 @@ import type { KafkaRecord } from '../ports/range-reader';
 import type { SinkWrite } from '../ports/ledger';
 
 export type HandlerRecord = KafkaRecord & {
-  /** `topic/partition/offset`: stable across retries and redeliveries. */
+  /**
+   * `topic/partition/offset`: stable across retries and redeliveries. A topic deleted and re-created
+   * under its name restarts its offsets at 0, so records of its n-th re-creation (n > 0) carry
+   * `topic/partition/offset#n`: a handler deduplicating by key never mistakes them for old ones.
+   */
   idempotencyKey: string;
 };
+
+/** The idempotency key of a record of partition incarnation `incarnation` (absent = 0). */
+export function idempotencyKeyOf(topic: string, partition: number, offset: number, incarnation?: number): string {
+  return incarnation ? `${topic}/${partition}/${offset}#${incarnation}` : `${topic}/${partition}/${offset}`;
+}
 
 export type HandlerContext = {
   stream: string;

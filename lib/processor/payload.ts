@@ -7,7 +7,14 @@ import { requirePeekTopic } from './peek';
 
 const offset = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const rangeSchema = z
-  .strictObject({ stream: z.string().min(1), topic: z.string().min(1), partition: z.number().int().min(0), from: offset, until: offset })
+  .strictObject({
+    stream: z.string().min(1),
+    topic: z.string().min(1),
+    partition: z.number().int().min(0),
+    from: offset,
+    until: offset,
+    incarnation: z.number().int().min(1).optional(),
+  })
   .refine((r) => r.from < r.until, { message: 'from must be below until', path: ['until'] });
 const peekSchema = z.strictObject({
   peek: z.strictObject({
@@ -26,7 +33,7 @@ export type ProcessorRequest =
 function fail(issues: z.core.$ZodIssue[]): never {
   const text = issues.map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`).join('; ');
   throw new ValidationError(
-    `invalid processor payload: ${text} (accepted: {"stream","topic","partition","from","until"} or {"peek": {"stream"?,"topic","partition","offset","count"?}})`,
+    `invalid processor payload: ${text} (accepted: {"stream","topic","partition","from","until","incarnation"?} or {"peek": {"stream"?,"topic","partition","offset","count"?}})`,
   );
 }
 

@@ -12,7 +12,7 @@ import { updateObservedRate } from '../offsets';
 import type { DeadLetter, DeadLetterHeader, LeasedRange, Ledger, SinkWrite, StoreClock } from '../ports/ledger';
 import type { KafkaRecord, RangeReader } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
-import type { HandlerContext, HandlerRecord, RecordsHandler } from './handler-api';
+import { idempotencyKeyOf, type HandlerContext, type HandlerRecord, type RecordsHandler } from './handler-api';
 
 /** Crash-injection points, in order, for tests. */
 export const PROCESSOR_STEPS = ['leased', 'handled', 'committed', 'completed'] as const;
@@ -126,8 +126,16 @@ export async function processRange(
       nowMs: await storeClock(),
       leaseMs,
       sinkWrites: sinkWrites.map((w) => withTable(w, stream.handler?.sinkTable)),
-      deadLetters,
-      dataLoss: dataLoss && { stream: stream.id, topic: range.topic, partition: range.partition, ...dataLoss, detectedAtMs: clock(), reason: 'retention deleted offsets before they were processed' },
+      deadLetters: range.incarnation ? deadLetters.map((d) => ({ ...d, incarnation: range.incarnation })) : deadLetters,
+      dataLoss: dataLoss && {
+        stream: stream.id,
+        topic: range.topic,
+        partition: range.partition,
+        ...dataLoss,
+        detectedAtMs: clock(),
+        reason: 'retention deleted offsets before they were processed',
+        ...(range.incarnation ? { incarnation: range.incarnation } : {}),
+      },
     });
     if (outcome === 'lease-lost') throw new LeaseLost();
     await deps.afterStep?.('committed', { from: progress, to });
@@ -137,6 +145,11 @@ export async function processRange(
 
   try {
     const reader = await deps.readerFor(stream);
+    const recreated = await topicRecreatedSince(reader, range.topic, lease.range.topicId);
+    if (recreated) {
+      await deps.ledger.failRange({ range: held, status: 'parked', error: recreated, nowMs: clock() });
+      return finish('parked', { reason: recreated });
+    }
     reading: while (progress < range.until) {
       try {
         for await (const chunk of reader.read({
@@ -216,7 +229,7 @@ export async function processRange(
 
   /** Hands one fetched chunk to the handler and commits it, isolating poison records if needed. */
   async function handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
-    const batch = records.map(toHandlerRecord);
+    const batch = records.map((r) => toHandlerRecord(r, range.incarnation));
     if (batch.length === 0) {
       await commit(Math.min(nextOffset, range.until), [], []);
       return;
@@ -302,8 +315,8 @@ function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
-function toHandlerRecord(r: KafkaRecord): HandlerRecord {
-  return { ...r, idempotencyKey: `${r.topic}/${r.partition}/${r.offset}` };
+function toHandlerRecord(r: KafkaRecord, incarnation: number | undefined): HandlerRecord {
+  return { ...r, idempotencyKey: idempotencyKeyOf(r.topic, r.partition, r.offset, incarnation) };
 }
 
 function withTable(w: SinkWrite, table: string | undefined): SinkWrite {
@@ -336,6 +349,18 @@ function retained(d: DeadLetter, policy: DeadLettersConfig): DeadLetter {
   const expiresAtMs = d.createdAtMs + policy.retentionDays * DAY_MS;
   if (policy.keep === 'record') return { ...d, expiresAtMs };
   return { ...d, keyBase64: null, valueBase64: null, headers: [], headersDropped: undefined, truncated: false, kept: 'coordinates', expiresAtMs };
+}
+
+/**
+ * Why the range must not be read, when the topic now has another id than the one the range was
+ * planned against (deleted and re-created under its name): its offsets name other records. The
+ * planner closes the old incarnation and removes the range; parking it stops it until then.
+ */
+async function topicRecreatedSince(reader: RangeReader, topic: string, plannedTopicId: string | undefined): Promise<string | undefined> {
+  if (plannedTopicId === undefined || !reader.topicId) return undefined;
+  const now = await reader.topicId(topic);
+  if (now === undefined || now === plannedTopicId) return undefined; // gone: the read reports it
+  return `TOPIC_RECREATED: topic ${topic} now has id ${now}, the range was planned against ${plannedTopicId}; its records were not read`;
 }
 
 /**

@@ -53,6 +53,7 @@ import type { Ledger, PartitionState, StoreClock } from '../../lib/ports/ledger'
 import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import { runTopicRecreated } from './topic-recreated';
 
 export const SCENARIOS = [
   'baseline',
@@ -72,6 +73,7 @@ export const SCENARIOS = [
   'forged-payload',
   'skewed-clock',
   'leader-killed',
+  'topic-recreated',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -228,6 +230,7 @@ type ClusterControl = { brokers: string; startMs: number; killLeaderOf(topic: st
  */
 export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
   if (scenario === 'leader-killed') return runOnCluster(env, scenario, seed, opts);
+  if (scenario === 'topic-recreated') return runTopicRecreated(env, seed, opts);
   if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
   const t0 = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'chaos-broker-'));

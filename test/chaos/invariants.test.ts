@@ -1,6 +1,6 @@
 /** The ledger invariant checker on hand-made snapshots: a sound ledger, then each violation. */
 import { checkInvariants, type LedgerSnapshot } from '../../lib/chaos/invariants';
-import type { DataLossEntry, PartitionState, RangeState } from '../../lib/ports/ledger';
+import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState } from '../../lib/ports/ledger';
 
 const part = (over: Partial<PartitionState> = {}): PartitionState => ({
   stream: 's',
@@ -107,5 +107,35 @@ describe('checkInvariants', () => {
 
   it('data-loss entries that are empty are reported', () => {
     expect(checkInvariants(snap([part()], [], [loss(5, 5)])).map((x) => x.invariant)).toEqual(['I6']);
+  });
+
+  describe('re-created topics (incarnations)', () => {
+    const closedRec = (over: Partial<ClosedIncarnation> = {}): ClosedIncarnation => ({
+      stream: 's', topic: 't', partition: 0, incarnation: 0, topicId: 'A', newTopicId: 'B', status: 'active', startOffset: 0, committed: 20, nextFrom: 30,
+      openRanges: [{ from: 20, until: 30, status: 'leased', progress: 25 }], newStartOffset: 0, detectedAtMs: 5, reason: 'TOPIC_RECREATED: test', ...over,
+    });
+    const current = part({ incarnation: 1, topicId: 'B', committed: 10, nextFrom: 15 });
+    const newRanges = [range(0, 10, { incarnation: 1 }), range(10, 15, { incarnation: 1, status: 'planned' })];
+    const oldRanges = [range(0, 10), range(10, 20)];
+
+    it('checks each incarnation on its own: the new one from its start, the closed one with the ranges its close removed', () => {
+      expect(checkInvariants({ ...snap([current], [...oldRanges, ...newRanges]), closed: [closedRec()] })).toEqual([]);
+    });
+
+    it('a closed incarnation is still checked: a gap in its ranges is reported', () => {
+      const v = checkInvariants({ ...snap([current], [range(0, 10), ...newRanges]), closed: [closedRec()] });
+      expect(v).toEqual([expect.objectContaining({ invariant: 'I1', partition: 't/0', message: expect.stringContaining('gap [10, 20)') }), expect.objectContaining({ invariant: 'I6' })]);
+    });
+
+    it('I6: an incarnation replaced without a record, and ranges of an incarnation nobody knows', () => {
+      const v = checkInvariants(snap([current], [...oldRanges, ...newRanges, range(0, 5, { incarnation: 7 })]));
+      expect(v).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ invariant: 'I6', message: 'incarnation 0 was replaced without a closed-incarnation record' }),
+          expect.objectContaining({ invariant: 'I1', partition: 't/0#7' }),
+          expect.objectContaining({ invariant: 'I1', partition: 't/0' }),
+        ]),
+      );
+    });
   });
 });

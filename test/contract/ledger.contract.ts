@@ -2,7 +2,7 @@
  * The Ledger contract: conditional semantics every adapter must have. Run against the in-memory
  * fake (unit) and the DynamoDB adapter on the emulator (integration).
  */
-import type { Ledger, PartitionState, PlanWrite, RangeState } from '../../lib/ports/ledger';
+import type { ClosedIncarnation, Ledger, PartitionState, PlanWrite, RangeState } from '../../lib/ports/ledger';
 
 export type LedgerFactory = () => Promise<Ledger>;
 
@@ -444,5 +444,86 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(await ledger.redriveDeadLetter({ ...dl, nowMs: 6000 })).toBe('condition-failed');
     expect(await ledger.redriveDeadLetter({ ...dl, offset: 13, nowMs: 6000 })).toBe('condition-failed');
     expect((await ledger.listDeadLetters(r.stream))[0]).toMatchObject({ offset: 12, redrivenAtMs: 5000 });
+  });
+
+  it('closes a partition incarnation atomically: record, open ranges removed, the next incarnation apart from the old', async () => {
+    const stream = streamName();
+    const { lease, ctx } = await plannerContext(stream);
+    const old: PartitionState = { ...partitionFixture(stream, 't', 0, 0), topicId: 'OLD' };
+    const plan = (from: number, until: number, incarnation?: number, topicId = 'OLD') => ({
+      kind: 'plan-range' as const,
+      range: { ...rangeFixture(stream, 't', 0, from, until, lease.epoch), ...(incarnation ? { incarnation } : {}), topicId },
+      partitionUpdate: { lastPlannedAtMs: 3000 },
+    });
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition: old }, plan(0, 10), plan(10, 20)] })).toEqual([
+      'applied',
+      'applied',
+      'applied',
+    ]);
+    // [0, 10) done by its processor; [10, 20) still open when the topic is re-created.
+    await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'P', nowMs: 1, leaseMs: 1000, maxAttempts: 3 });
+    const held0 = { stream, topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'P' };
+    await ledger.commitChunk({ range: held0, expectProgress: 0, to: 10, nowMs: 2, leaseMs: 1000 });
+    const stats = { records: 10, processingMs: 1, schedulingDelayMs: 0, finishedAtMs: 3 };
+    expect(await ledger.completeRange({ range: held0, expectProgress: 10, nowMs: 3, stats, advancePartition: true })).toBe('applied');
+    await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 10, until: 20, leaseToken: 'Q', nowMs: 4, leaseMs: 1000, maxAttempts: 3 });
+
+    const closed: ClosedIncarnation = {
+      stream, topic: 't', partition: 0, incarnation: 0, topicId: 'OLD', newTopicId: 'NEW', status: 'active', startOffset: 0, committed: 10, nextFrom: 20,
+      openRanges: [{ from: 10, until: 20, status: 'leased', progress: 10 }], newStartOffset: 0, detectedAtMs: 5, reason: 'TOPIC_RECREATED: test',
+    };
+    const next: PartitionState = { ...partitionFixture(stream, 't', 0, 0), topicId: 'NEW', incarnation: 1 };
+    const close = { kind: 'close-incarnation' as const, closed, next };
+    // Conditional on what was read: a stale topic id or cursor changes nothing.
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ ...close, closed: { ...closed, topicId: 'OTHER' } }] })).toEqual(['condition-failed']);
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ ...close, closed: { ...closed, committed: 0 } }] })).toEqual(['condition-failed']);
+    expect(await ledger.applyPlan({ ...ctx, epoch: 999, writes: [close] })).toEqual(['fenced']);
+    expect(await ledger.applyPlan({ ...ctx, writes: [close] })).toEqual(['applied']);
+    expect(await ledger.applyPlan({ ...ctx, writes: [close] })).toEqual(['condition-failed']);
+    expect(await ledger.readClosedIncarnations(stream)).toEqual([closed]);
+    expect(await ledger.readPartition(stream, 't', 0)).toMatchObject({ incarnation: 1, topicId: 'NEW', committed: 0, nextFrom: 0 });
+    expect(await ledger.readOpenRanges(stream)).toEqual([]);
+    // The old range's processor lost its lease with the item; its completion cannot touch the new incarnation.
+    const held10 = { stream, topic: 't', partition: 0, from: 10, until: 20, leaseToken: 'Q' };
+    expect(await ledger.commitChunk({ range: held10, expectProgress: 10, to: 20, nowMs: 6, leaseMs: 1000 })).toBe('lease-lost');
+
+    // The new incarnation plans [0, 10) again: a distinct item from the old finished [0, 10).
+    expect(await ledger.applyPlan({ ...ctx, writes: [plan(0, 10)] })).toEqual(['condition-failed']); // incarnation 0 is closed
+    expect(await ledger.applyPlan({ ...ctx, writes: [plan(0, 10, 1, 'NEW')] })).toEqual(['applied']);
+    expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0 })).toMatchObject({ status: 'done', topicId: 'OLD' });
+    expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0, incarnation: 1 })).toMatchObject({ status: 'planned', topicId: 'NEW' });
+    // A stale payload of incarnation 0 names the old item, never the new one.
+    expect(await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'R', nowMs: 7, leaseMs: 1000, maxAttempts: 3 })).toMatchObject({ kind: 'done' });
+    const taken = await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 0, until: 10, incarnation: 1, leaseToken: 'S', nowMs: 7, leaseMs: 1000, maxAttempts: 3 });
+    expect(taken).toMatchObject({ kind: 'taken', range: { incarnation: 1 } });
+    const held1 = { stream, topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'S', incarnation: 1 };
+    const loss = { stream, topic: 't', partition: 0, from: 0, until: 4, detectedAtMs: 8, reason: 'retention', incarnation: 1 };
+    expect(await ledger.commitChunk({ range: held1, expectProgress: 0, to: 4, nowMs: 8, leaseMs: 1000, dataLoss: loss })).toBe('applied');
+    expect(await ledger.commitChunk({ range: held1, expectProgress: 4, to: 10, nowMs: 8, leaseMs: 1000 })).toBe('applied');
+    expect(await ledger.completeRange({ range: held1, expectProgress: 10, nowMs: 9, stats, advancePartition: true })).toBe('applied');
+    expect(await ledger.readPartition(stream, 't', 0)).toMatchObject({ incarnation: 1, committed: 10 });
+    expect(await ledger.readDataLoss(stream)).toEqual([loss]);
+
+    // Dead letters at the same offset in two incarnations are two items, re-driven one by one.
+    await ledger.applyPlan({ ...ctx, writes: [plan(10, 20, 1, 'NEW')] });
+    await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 10, until: 20, incarnation: 1, leaseToken: 'T', nowMs: 10, leaseMs: 1000, maxAttempts: 3 });
+    const held2 = { stream, topic: 't', partition: 0, from: 10, until: 20, leaseToken: 'T', incarnation: 1 };
+    const dead = { stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1 };
+    const letter = { ...dead, truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 10, kept: 'record' as const };
+    expect(await ledger.commitChunk({ range: held2, expectProgress: 10, to: 20, nowMs: 11, leaseMs: 1000, deadLetters: [{ ...letter, incarnation: 1 }] })).toBe('applied');
+    expect(await ledger.redriveDeadLetter({ stream, topic: 't', partition: 0, offset: 12, nowMs: 12 })).toBe('condition-failed');
+    expect(await ledger.redriveDeadLetter({ stream, topic: 't', partition: 0, offset: 12, incarnation: 1, nowMs: 12 })).toBe('applied');
+    expect(await ledger.listDeadLetters(stream)).toEqual([expect.objectContaining({ offset: 12, incarnation: 1, redrivenAtMs: 12 })]);
+  });
+
+  it('records a topic id on a partition that has none, once', async () => {
+    const stream = streamName();
+    const { ctx } = await plannerContext(stream);
+    await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition: partitionFixture(stream, 't', 0, 0) }] });
+    const rec = { kind: 'record-topic-id' as const, topic: 't', partition: 0, topicId: 'ID1' };
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ ...rec, incarnation: 2 }] })).toEqual(['condition-failed']);
+    expect(await ledger.applyPlan({ ...ctx, writes: [rec] })).toEqual(['applied']);
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ ...rec, topicId: 'ID2' }] })).toEqual(['condition-failed']);
+    expect((await ledger.readPartition(stream, 't', 0))?.topicId).toBe('ID1');
   });
 }

@@ -250,6 +250,22 @@ describe('IAM resources', () => {
     expect(statements.find((s) => s.Sid === 'SinkTables')).toBeUndefined();
   });
 
+  it('alarms on a topic re-created under its name, per stream (planner TopicRecreated)', () => {
+    const { Resources } = observability(settings(), config([{ id: 'orders' }]));
+    expect(Resources.TopicRecreatedOrdersAlarm?.Properties).toMatchObject({
+      AlarmName: expect.stringMatching(/-orders-topic-recreated$/),
+      MetricName: 'TopicRecreated',
+      Dimensions: [
+        { Name: 'service', Value: 'planner' },
+        { Name: 'stream', Value: 'orders' },
+      ],
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      AlarmActions: [{ Ref: 'AlarmTopic' }],
+    });
+  });
+
   it('names alarm resources uniquely per stream', () => {
     expect([...streamLogicalNames([{ id: 'a-b' }, { id: 'a_b' }, { id: 'orders' }]).values()]).toEqual(['AB', 'AB2', 'Orders']);
   });

@@ -389,7 +389,7 @@ describe('alarms and dashboard', () => {
     const alarms = ofType(ci.template, 'AWS::CloudWatch::Alarm');
     const names = alarms.map(([, a]) => a.Properties.AlarmName);
     for (const s of ciConfig.streams) {
-      for (const kind of ['lag-growing', 'data-loss', 'failed-ranges', 'dead-letters', 'planner-failed']) {
+      for (const kind of ['lag-growing', 'data-loss', 'topic-recreated', 'failed-ranges', 'dead-letters', 'planner-failed']) {
         expect(names).toContain(`kafka-lambda-direct-ci-${s.id}-${kind}`);
       }
     }
@@ -400,6 +400,7 @@ describe('alarms and dashboard', () => {
     expect(metricNames('kafka-lambda-direct-ci-payments-failed-ranges')).toEqual(['planner:RangesParked', 'processor:RangesParked', 'planner:PartitionsFailed']);
     expect(metricNames('kafka-lambda-direct-ci-payments-dead-letters')).toEqual(['processor:DeadLetters']);
     expect(metricNames('kafka-lambda-direct-ci-payments-planner-failed')).toEqual(['planner:PlannerFailed']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-topic-recreated')).toEqual(['planner:TopicRecreated']);
   });
 
   it('use only metrics the functions emit, with exactly their dimensions (service, stream)', () => {

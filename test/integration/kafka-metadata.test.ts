@@ -61,7 +61,7 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     ]);
 
     const found = await meta.describeTopics({ topics: [b, missing, a, '__consumer_offsets', a] });
-    expect(found).toEqual(
+    expect(found).toMatchObject(
       [
         { topic: a, partitions: [0, 1, 2] },
         { topic: b, partitions: [0] },
@@ -80,21 +80,47 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     await createTopics([{ topic: `${base}-a`, numPartitions: 2 }]);
 
     const pattern = new RegExp(`${escapeRe(base)}-.*`);
-    expect(await meta.describeTopics({ pattern })).toEqual([{ topic: `${base}-a`, partitions: [0, 1] }]);
+    expect(await meta.describeTopics({ pattern })).toMatchObject([{ topic: `${base}-a`, partitions: [0, 1] }]);
     // Anchored at both ends: a prefix or a suffix of a name does not match it.
     expect(await meta.describeTopics({ pattern: new RegExp(escapeRe(base)) })).toEqual([]);
     expect(await meta.describeTopics({ pattern: new RegExp(escapeRe(`${base}-a`.slice(1))) })).toEqual([]);
-    expect(await meta.describeTopics({ pattern: /kmeta-re-.*-(a|b)/ })).toContainEqual({ topic: `${base}-a`, partitions: [0, 1] });
+    expect(await meta.describeTopics({ pattern: /kmeta-re-.*-(a|b)/ })).toContainEqual(expect.objectContaining({ topic: `${base}-a`, partitions: [0, 1] }));
 
     await createTopics([{ topic: `${base}-b`, numPartitions: 1 }]);
     // A global regex keeps lastIndex between test() calls; the adapter must not be affected by it.
     const sticky = new RegExp(`${escapeRe(base)}-[ab]`, 'g');
     for (let i = 0; i < 2; i++) {
-      expect(await meta.describeTopics({ pattern: sticky })).toEqual([
+      expect(await meta.describeTopics({ pattern: sticky })).toMatchObject([
         { topic: `${base}-a`, partitions: [0, 1] },
         { topic: `${base}-b`, partitions: [0] },
       ]);
     }
+  });
+
+  it('reports topic ids (Metadata v10+); a topic deleted and re-created under its name gets a new id', async () => {
+    const topic = uniqueName('kmeta-id');
+    await createTopics([{ topic, numPartitions: 2 }]);
+    const [first] = await meta.describeTopics({ topics: [topic] });
+    // Kafka's own form: 16 bytes as URL-safe base64 without padding (22 characters).
+    expect(first?.topicId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    const [again] = await meta.describeTopics({ pattern: new RegExp(escapeRe(topic)) });
+    expect(again?.topicId).toBe(first?.topicId);
+    // Without topic ids (kafkajs's own Metadata v6, as against a broker before 2.8): the same answer, no id.
+    const v6 = createKafkajsMetadata(kafka, { topicIds: false });
+    try {
+      expect(await v6.describeTopics({ topics: [topic] })).toEqual([{ topic, partitions: [0, 1] }]);
+    } finally {
+      await v6.close();
+    }
+    await admin.deleteTopics({ topics: [topic] });
+    await eventually(async () => expect(await meta.describeTopics({ topics: [topic] })).toEqual([]));
+    await createTopics([{ topic, numPartitions: 1 }]);
+    const [second] = await meta.describeTopics({ topics: [topic] });
+    expect(second).toMatchObject({ topic, partitions: [0] });
+    expect(second?.topicId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(second?.topicId).not.toBe(first?.topicId);
+    // Offsets still resolve through the leaders the v10+ answer cached.
+    expect(await meta.fetchOffsets([{ topic, partitions: [0] }], 'read_uncommitted')).toEqual([{ topic, partition: 0, earliest: 0, latest: 0 }]);
   });
 
   it('never returns internal topics, even for .*', async () => {
@@ -113,12 +139,12 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
   it('sees a partition-count increase, and reads offsets of the new partitions', async () => {
     const topic = uniqueName('kmeta-grow');
     await createTopics([{ topic, numPartitions: 1 }]);
-    expect(await meta.describeTopics({ topics: [topic] })).toEqual([{ topic, partitions: [0] }]);
+    expect(await meta.describeTopics({ topics: [topic] })).toMatchObject([{ topic, partitions: [0] }]);
 
     await admin.createPartitions({ topicPartitions: [{ topic, count: 4 }] });
     const grown = await eventually(async () => {
       const d = await meta.describeTopics({ pattern: new RegExp(escapeRe(topic)) });
-      expect(d).toEqual([{ topic, partitions: [0, 1, 2, 3] }]);
+      expect(d).toMatchObject([{ topic, partitions: [0, 1, 2, 3] }]);
       return d;
     });
     await produce(topic, [0, 0, 0, 2]);
@@ -133,7 +159,7 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
   it('a deleted topic disappears; offsets for it fail with a KafkaError', async () => {
     const topic = uniqueName('kmeta-del');
     await createTopics([{ topic, numPartitions: 2 }]);
-    expect(await meta.describeTopics({ topics: [topic] })).toEqual([{ topic, partitions: [0, 1] }]);
+    expect(await meta.describeTopics({ topics: [topic] })).toMatchObject([{ topic, partitions: [0, 1] }]);
 
     await admin.deleteTopics({ topics: [topic] });
     await eventually(async () => {
@@ -311,7 +337,7 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
 
       // After close() the adapter reconnects on the next call.
       await m.close();
-      expect(await m.describeTopics({ topics: [names[1]!] })).toEqual([{ topic: names[1], partitions: [0, 1] }]);
+      expect(await m.describeTopics({ topics: [names[1]!] })).toMatchObject([{ topic: names[1], partitions: [0, 1] }]);
       expect(m.requestCounts().ApiVersions).toBe(2);
     } finally {
       await m.close();

@@ -131,6 +131,23 @@ describe('CLI on in-memory fakes', () => {
     expect(t.out()).toMatch(/total lag 50, ranges in flight 2/);
   });
 
+  it('status shows a topic re-created under its name: what the old incarnation reached and where the new one reads', async () => {
+    const t = fakes();
+    await t.plan();
+    const s = t.ledger.store('s1');
+    const oldId = s.partitions.get('orders/0')?.topicId;
+    t.kafka.deleteTopic('orders');
+    t.kafka.createTopic('orders', 2);
+    t.kafka.produce('orders', 0, 5);
+    await t.plan();
+    expect(await t.run('status', '--json')).toBe(0);
+    expect(JSON.parse(t.out()).recreated).toHaveLength(2);
+    expect(await t.run('status')).toBe(0);
+    expect(t.out()).toMatch(
+      new RegExp(`orders/0 re-created: incarnation 0 \\(topic id ${oldId}\\) closed at .* with committed 0, planned up to 30, 1 open range\\(s\\) removed unread; incarnation 1 \\(topic id [\\w-]+\\) reads from 0`),
+    );
+  });
+
   it('rewind refuses while ranges are in flight (exit 3) and changes nothing', async () => {
     const t = fakes();
     await t.plan();

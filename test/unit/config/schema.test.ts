@@ -40,6 +40,7 @@ describe('parseDeploymentConfig', () => {
           processor: { timeoutMs: 900000, safetyFactor: 0.8, leaseMs: 960000 },
           split: { orderInsensitive: false },
           failOnDataLoss: true,
+          recreatedTopicOffsets: 'earliest',
           maxAttempts: 3,
           poisonPolicy: 'dead-letter',
           deadLetters: { retentionDays: 14, keep: 'record' },
