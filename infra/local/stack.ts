@@ -69,6 +69,22 @@ function stateOf(dir: string, kafka: Part, dynamo: Part): StackState {
   };
 }
 
+async function stopParts(parts: Part[]): Promise<void> {
+  await Promise.all(parts.flatMap((p) => p.pids).map((pid) => stopProcess(pid)));
+  await Promise.all(parts.flatMap((p) => p.watchdogPids).map((pid) => stopProcess(pid, 1000)));
+}
+
+/**
+ * Waits for both services, then, if either failed, stops what `started` holds (the other may still
+ * have been starting when the first failed) and rethrows: never half a stack running.
+ */
+async function bothOrNone(started: Part[], both: [Promise<Part>, Promise<Part>]): Promise<[Part, Part]> {
+  const [k, d] = await Promise.allSettled(both);
+  if (k.status === 'fulfilled' && d.status === 'fulfilled') return [k.value, d.value];
+  await stopParts(started);
+  throw k.status === 'rejected' ? k.reason : (d as PromiseRejectedResult).reason;
+}
+
 /**
  * Starts whatever the environment does not already provide. `ownerPid` ties the processes to a
  * parent (test runs); without it they outlive this process until `stopStack` (npm run local:up).
@@ -85,21 +101,15 @@ export async function startStack(opts: {
   mkdirSync(opts.dir, { recursive: true });
   const started: Part[] = [];
   const keep = (p: Part): Part => (started.push(p), p);
-  const given = (address: string | undefined): Part | undefined => (address ? { address, pids: [], watchdogPids: [] } : undefined);
+  const given = (address: string | undefined): Promise<Part> | undefined =>
+    address ? Promise.resolve({ address, pids: [], watchdogPids: [] }) : undefined;
   const o = { ownerPid: opts.ownerPid, log: opts.log };
-  try {
-    const [kafka, dynamo] = await Promise.all([
-      given(env.KAFKA_BROKERS) ??
-        startKafkaPart(join(opts.dir, 'kafka'), opts.kafkaNodes ?? 1, { ...o, port: env.LOCAL_KAFKA_PORT }).then(keep),
-      given(env.DYNAMODB_ENDPOINT) ?? startDynamoPart(join(opts.dir, 'dynamodb'), { ...o, port: env.LOCAL_DYNAMODB_PORT }).then(keep),
-    ]);
-    return stateOf(opts.dir, kafka, dynamo);
-  } catch (err) {
-    // Never leave half a stack running.
-    await Promise.all(started.flatMap((p) => p.pids).map((pid) => stopProcess(pid)));
-    await Promise.all(started.flatMap((p) => p.watchdogPids).map((pid) => stopProcess(pid, 1000)));
-    throw err;
-  }
+  const [kafka, dynamo] = await bothOrNone(started, [
+    given(env.KAFKA_BROKERS) ??
+      startKafkaPart(join(opts.dir, 'kafka'), opts.kafkaNodes ?? 1, { ...o, port: env.LOCAL_KAFKA_PORT }).then(keep),
+    given(env.DYNAMODB_ENDPOINT) ?? startDynamoPart(join(opts.dir, 'dynamodb'), { ...o, port: env.LOCAL_DYNAMODB_PORT }).then(keep),
+  ]);
+  return stateOf(opts.dir, kafka, dynamo);
 }
 
 /** Stops every process of the stack (watchdogs last) and reports how long it took. */
@@ -200,8 +210,8 @@ export function upReport(plan: UpPlan, out: UpOutcome): string[] {
     if (plan.kafka === 'fresh') {
       lines.push(`${lost}; ${kafkaName} had stopped and its data dir is gone: starting a fresh stack (no topics, no tables)`);
     } else {
-      const how = plan.kafka === 'restart' ? ` (${kafkaName} restarted on its data dir)` : '';
-      lines.push(`${lost}; ${topicsKept}${how}`);
+      const how = plan.kafka === 'restart' ? `, ${kafkaName} restarted on its data dir` : '';
+      lines.push(`${lost}; Kafka topics kept (${plural(out.topics, 'topic')}${how})`);
       // A lost ledger with kept topics replays into a kept sink only if the sink survived: it did not.
       if (out.topics > 0) {
         lines.push(
@@ -218,8 +228,8 @@ export function upReport(plan: UpPlan, out: UpOutcome): string[] {
         'but their ledgers name topics that are gone (npm run local:reset starts both fresh)',
     );
   }
-  if (out.movedTo?.kafkaBrokers) lines.push(`KAFKA_BROKERS is now ${out.movedTo.kafkaBrokers} (the old port was taken)`);
-  if (out.movedTo?.dynamodbEndpoint) lines.push(`DYNAMODB_ENDPOINT is now ${out.movedTo.dynamodbEndpoint} (the old port was taken)`);
+  if (out.movedTo?.kafkaBrokers) lines.push(`KAFKA_BROKERS is now ${out.movedTo.kafkaBrokers} (a new port: export it again)`);
+  if (out.movedTo?.dynamodbEndpoint) lines.push(`DYNAMODB_ENDPOINT is now ${out.movedTo.dynamodbEndpoint} (a new port: export it again)`);
   return lines;
 }
 
@@ -275,7 +285,7 @@ async function restartKafkaOnDirs(kafkaDir: string, nodes: number, ownerPid: num
   return { address: ok.map((k) => k.brokers).join(','), pids: ok.map((k) => k.pid), watchdogPids: ok.flatMap((k) => k.watchdogPid ?? []) };
 }
 
-/** The previous port when it is free again (clients keep the address they were given), else none. */
+/** The previous port when it is free again (clients keep the address they were given), else none (a free one). */
 async function previousPort(address: string | undefined): Promise<string | undefined> {
   const port = Number(address?.split(':').at(-1));
   return Number.isInteger(port) && port > 0 && !(await portInUse(port)) ? String(port) : undefined;
@@ -309,32 +319,33 @@ export async function upPersistent(
 
   const started: Part[] = [];
   const keep = (p: Part): Part => (started.push(p), p);
-  try {
-    const [kafka, dynamo] = await Promise.all([
-      plan.kafka === 'reuse' && prev
-        ? { address: prev.kafkaBrokers, pids: prev.kafkaPids ?? [], watchdogPids: [] }
-        : plan.kafka === 'restart'
-          ? restartKafkaOnDirs(kafkaDir, nodes, place.ownerPid, log).then(keep)
-          : startKafkaPart(kafkaDir, nodes, { ownerPid: place.ownerPid, port: env.LOCAL_KAFKA_PORT, log }).then(keep),
-      plan.dynamodb === 'reuse' && prev
-        ? { address: prev.dynamodbEndpoint, pids: prev.dynamodbPids ?? [], watchdogPids: [] }
-        : previousPort(prev?.dynamodbEndpoint).then((port) =>
-            startDynamoPart(join(place.dir, 'dynamodb'), { ownerPid: place.ownerPid, port: port ?? env.LOCAL_DYNAMODB_PORT, log }).then(keep),
+  const reused = (address: string, pids: number[] | undefined): Promise<Part> => Promise.resolve({ address, pids: pids ?? [], watchdogPids: [] });
+  const [kafka, dynamo] = await bothOrNone(started, [
+    plan.kafka === 'reuse' && prev
+      ? reused(prev.kafkaBrokers, prev.kafkaPids)
+      : plan.kafka === 'restart'
+        ? restartKafkaOnDirs(kafkaDir, nodes, place.ownerPid, log).then(keep)
+        : previousPort(nodes === 1 ? prev?.kafkaBrokers : undefined).then((port) =>
+            startKafkaPart(kafkaDir, nodes, { ownerPid: place.ownerPid, port: port ?? env.LOCAL_KAFKA_PORT, log }).then(keep),
           ),
-    ]);
-    const state = stateOf(place.dir, kafka, dynamo);
-    const topics = plan.kafka === 'fresh' ? 0 : await countTopics(state.kafkaBrokers);
-    writeFileSync(place.stateFile, JSON.stringify(state, null, 2));
-    const moved = (was: string | undefined, now: string): string | undefined => (was && was !== now ? now : undefined);
-    const movedTo = { kafkaBrokers: moved(prev?.kafkaBrokers, state.kafkaBrokers), dynamodbEndpoint: moved(prev?.dynamodbEndpoint, state.dynamodbEndpoint) };
-    upReport(plan, { hadState: prev !== undefined, topics, kafkaNodes: nodes, movedTo: plan.wipeReason ? undefined : movedTo }).forEach(log);
-    return state;
-  } catch (err) {
-    // Never leave half a stack running (the Kafka data dir stays for the next try).
-    await Promise.all(started.flatMap((p) => p.pids).map((pid) => stopProcess(pid)));
-    await Promise.all(started.flatMap((p) => p.watchdogPids).map((pid) => stopProcess(pid, 1000)));
+    plan.dynamodb === 'reuse' && prev
+      ? reused(prev.dynamodbEndpoint, prev.dynamodbPids)
+      : previousPort(prev?.dynamodbEndpoint).then((port) =>
+          startDynamoPart(join(place.dir, 'dynamodb'), { ownerPid: place.ownerPid, port: port ?? env.LOCAL_DYNAMODB_PORT, log }).then(keep),
+        ),
+  ]);
+  const state = stateOf(place.dir, kafka, dynamo);
+  const topics = plan.kafka === 'fresh' ? 0 : await countTopics(state.kafkaBrokers).catch(async (err: unknown) => {
+    await stopParts(started);
     throw err;
-  }
+  });
+  writeFileSync(place.stateFile, JSON.stringify(state, null, 2));
+  const moved = (was: string | undefined, now: string): string | undefined => (was && was !== now ? now : undefined);
+  const movedTo = plan.wipeReason
+    ? undefined
+    : { kafkaBrokers: moved(prev?.kafkaBrokers, state.kafkaBrokers), dynamodbEndpoint: moved(prev?.dynamodbEndpoint, state.dynamodbEndpoint) };
+  upReport(plan, { hadState: prev !== undefined, topics, kafkaNodes: nodes, movedTo }).forEach(log);
+  return state;
 }
 
 async function countTopics(brokers: string): Promise<number> {
