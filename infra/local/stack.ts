@@ -259,7 +259,13 @@ async function observe(prev: StackState | undefined, dir: string, kafkaNodes: nu
 }
 
 /** Restarts every node of the recorded Kafka on its data dir and ports (all at once: a quorum needs its voters). */
-async function restartKafkaOnDirs(kafkaDir: string, nodes: number, ownerPid: number | undefined, log: Log): Promise<Part> {
+async function restartKafkaOnDirs(
+  kafkaDir: string,
+  nodes: number,
+  ownerPid: number | undefined,
+  port: string | undefined,
+  log: Log,
+): Promise<Part> {
   const t0 = Date.now();
   const settled = await Promise.allSettled(
     nodeDirs(kafkaDir, nodes).map((dir) =>
@@ -268,6 +274,8 @@ async function restartKafkaOnDirs(kafkaDir: string, nodes: number, ownerPid: num
         cacheDir: CACHE_DIR,
         ownerPid,
         reuseDir: true,
+        // A LOCAL_KAFKA_PORT other than the one the data was formatted for is refused, not ignored.
+        port: nodes === 1 ? port : undefined,
         expectBrokers: nodes,
         heap: nodes > 1 ? (process.env.LOCAL_KAFKA_HEAP ?? '384m') : undefined,
         startTimeoutMs: nodes > 1 ? 120_000 : undefined,
@@ -289,6 +297,23 @@ async function restartKafkaOnDirs(kafkaDir: string, nodes: number, ownerPid: num
 async function previousPort(address: string | undefined): Promise<string | undefined> {
   const port = Number(address?.split(':').at(-1));
   return Number.isInteger(port) && port > 0 && !(await portInUse(port)) ? String(port) : undefined;
+}
+
+type PartOptions = { ownerPid?: number; log: Log; env: NodeJS.ProcessEnv };
+
+/** The recorded Kafka, restarted on its data, or a fresh one (on the old port when free, unless LOCAL_KAFKA_PORT says otherwise). */
+async function kafkaFor(plan: UpPlan, prev: StackState | undefined, kafkaDir: string, nodes: number, o: PartOptions): Promise<Part> {
+  if (plan.kafka === 'reuse' && prev) return { address: prev.kafkaBrokers, pids: prev.kafkaPids ?? [], watchdogPids: [] };
+  if (plan.kafka === 'restart') return restartKafkaOnDirs(kafkaDir, nodes, o.ownerPid, o.env.LOCAL_KAFKA_PORT, o.log);
+  const port = o.env.LOCAL_KAFKA_PORT || (await previousPort(nodes === 1 ? prev?.kafkaBrokers : undefined));
+  return startKafkaPart(kafkaDir, nodes, { ownerPid: o.ownerPid, port, log: o.log });
+}
+
+/** The recorded emulator, or a new (empty) one on the old port when free. */
+async function dynamoFor(plan: UpPlan, prev: StackState | undefined, dir: string, o: PartOptions): Promise<Part> {
+  if (plan.dynamodb === 'reuse' && prev) return { address: prev.dynamodbEndpoint, pids: prev.dynamodbPids ?? [], watchdogPids: [] };
+  const port = o.env.LOCAL_DYNAMODB_PORT || (await previousPort(prev?.dynamodbEndpoint));
+  return startDynamoPart(dir, { ownerPid: o.ownerPid, port, log: o.log });
 }
 
 /**
@@ -319,20 +344,10 @@ export async function upPersistent(
 
   const started: Part[] = [];
   const keep = (p: Part): Part => (started.push(p), p);
-  const reused = (address: string, pids: number[] | undefined): Promise<Part> => Promise.resolve({ address, pids: pids ?? [], watchdogPids: [] });
+  const o = { ownerPid: place.ownerPid, log, env };
   const [kafka, dynamo] = await bothOrNone(started, [
-    plan.kafka === 'reuse' && prev
-      ? reused(prev.kafkaBrokers, prev.kafkaPids)
-      : plan.kafka === 'restart'
-        ? restartKafkaOnDirs(kafkaDir, nodes, place.ownerPid, log).then(keep)
-        : previousPort(nodes === 1 ? prev?.kafkaBrokers : undefined).then((port) =>
-            startKafkaPart(kafkaDir, nodes, { ownerPid: place.ownerPid, port: port ?? env.LOCAL_KAFKA_PORT, log }).then(keep),
-          ),
-    plan.dynamodb === 'reuse' && prev
-      ? reused(prev.dynamodbEndpoint, prev.dynamodbPids)
-      : previousPort(prev?.dynamodbEndpoint).then((port) =>
-          startDynamoPart(join(place.dir, 'dynamodb'), { ownerPid: place.ownerPid, port: port ?? env.LOCAL_DYNAMODB_PORT, log }).then(keep),
-        ),
+    kafkaFor(plan, prev, kafkaDir, nodes, o).then((p) => (plan.kafka === 'reuse' ? p : keep(p))),
+    dynamoFor(plan, prev, join(place.dir, 'dynamodb'), o).then((p) => (plan.dynamodb === 'reuse' ? p : keep(p))),
   ]);
   const state = stateOf(place.dir, kafka, dynamo);
   const topics = plan.kafka === 'fresh' ? 0 : await countTopics(state.kafkaBrokers).catch(async (err: unknown) => {
