@@ -188,7 +188,7 @@ export type UpOutcome = {
   /** User topics on the broker once it is up. */
   topics: number;
   kafkaNodes: number;
-  /** New endpoints that differ from the recorded ones (a port was taken). */
+  /** New endpoints that differ from the recorded ones (the old port was taken). */
   movedTo?: { kafkaBrokers?: string; dynamodbEndpoint?: string };
 };
 
