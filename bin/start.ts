@@ -1,6 +1,7 @@
 /**
  * `npm start`: starts (or reuses) the local Kafka broker and DynamoDB emulator, then runs the main
  * job on them (lib/local/demo.ts). The stack keeps running afterwards; `npm run local:down` stops it.
+ * A service of the stack that had died is started again (Kafka on its data), saying what was lost.
  * KAFKA_BROKERS and DYNAMODB_ENDPOINT, when both set, name existing services instead.
  */
 import { upPersistent } from '../infra/local/stack';

@@ -1,6 +1,7 @@
 /**
- * `npm run local:up [-- --brokers N]` / `npm run local:down` / `npm run local:prepare`. `up` prints KAFKA_BROKERS=... and DYNAMODB_ENDPOINT=...
- * on stdout (so `eval "$(npm run -s local:up)"` works); progress and timings go to stderr.
+ * `npm run local:up [-- --brokers N]` / `local:down` / `local:reset` / `local:prepare`. `up` prints KAFKA_BROKERS=... and
+ * DYNAMODB_ENDPOINT=... on stdout (so `eval "$(npm run -s local:up)"` works); progress, timings and what a restart lost go
+ * to stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it.
  */
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
@@ -22,10 +23,10 @@ async function main(cmd: string | undefined, args: string[]): Promise<void> {
     ensureKafkaJars(CACHE_DIR);
     ensureMoto(CACHE_DIR);
     log(`Kafka jars and moto ready in ${Date.now() - t0} ms`);
-  } else if (cmd === 'down') {
-    await downPersistent(log);
+  } else if (cmd === 'down' || cmd === 'reset') {
+    await downPersistent(log, { wipe: cmd === 'reset' });
   } else {
-    process.stderr.write('usage: tsx infra/local/cli.ts up [--brokers N]|down|prepare\n');
+    process.stderr.write('usage: tsx infra/local/cli.ts up [--brokers N]|down|reset|prepare\n');
     process.exitCode = 2;
   }
 }

@@ -59,7 +59,8 @@ export function emulatorClient(endpoint: string): DynamoDBClient {
   });
 }
 
-async function dynamoReady(endpoint: string): Promise<boolean> {
+/** True once the emulator answers ListTables. */
+export async function dynamoReady(endpoint: string): Promise<boolean> {
   const client = emulatorClient(endpoint);
   try {
     await client.send(new ListTablesCommand({}), { abortSignal: AbortSignal.timeout(2000) });

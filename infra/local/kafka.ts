@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { PrerequisiteError } from '../../lib/errors';
-import { LOOPBACK, choosePort, freePort, killProcess, requireCommand, spawnService, stopProcess, waitUntil } from './process';
+import { LOOPBACK, choosePort, freePort, killProcess, portInUse, requireCommand, spawnService, stopProcess, waitUntil } from './process';
 
 const POM = resolve(__dirname, 'kafka', 'pom.xml');
 
@@ -232,6 +232,21 @@ export function minHeap(maxHeap: string): string {
   return mb(maxHeap) < 256 ? maxHeap : '256m';
 }
 
+/**
+ * The broker's own ports, read from its server.properties, must be free before a restart: the JVM
+ * would only say so deep in its log, after the start-up wait.
+ */
+async function requireFreePorts(propsFile: string, port: number): Promise<void> {
+  const controller = /^listeners=.*CONTROLLER:\/\/[^:]+:(\d+)/m.exec(readFileSync(propsFile, 'utf8'))?.[1];
+  for (const [p, what] of [[port, 'client'], [Number(controller), 'controller']] as const) {
+    if (Number.isInteger(p) && (await portInUse(p))) {
+      throw new PrerequisiteError(
+        `Kafka's ${what} port ${p} (recorded in ${propsFile}) is taken by another process: cannot restart the broker on its data`,
+      );
+    }
+  }
+}
+
 /** Formats a fresh KRaft log dir (unless `reuseDir` finds a formatted one) and starts the broker; resolves once it accepts requests. */
 export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
   const java = javaBinary();
@@ -250,6 +265,7 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
     if (opts.port !== undefined && opts.port !== '' && Number(opts.port) !== port) {
       throw new PrerequisiteError(`${opts.dir} was formatted for port ${port}, not ${opts.port}`);
     }
+    await requireFreePorts(propsFile, port);
   } else {
     port = await choosePort(opts.port, 'LOCAL_KAFKA_PORT');
     const controllerPort = opts.controllerPort ?? (await freePort());

@@ -1,13 +1,14 @@
 /**
  * The local stack: one Kafka broker (or a cluster of `kafkaNodes`) and one DynamoDB emulator. Either
  * service is skipped when its environment variable (KAFKA_BROKERS, DYNAMODB_ENDPOINT) already points
- * at an existing one.
+ * at an existing one. The persistent stack (`upPersistent`) keeps Kafka's data across restarts.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startDynamo, type DynamoInstance } from './dynamodb';
-import { kafkaReady, startKafka, startKafkaCluster, type KafkaInstance } from './kafka';
-import { isAlive, stopProcess } from './process';
+import { Kafka, logLevel } from 'kafkajs';
+import { dynamoReady, startDynamo } from './dynamodb';
+import { kafkaReady, startKafka, startKafkaCluster, stopKafka } from './kafka';
+import { isAlive, portInUse, stopProcess } from './process';
 import { PrerequisiteError } from '../../lib/errors';
 
 /** Project-local state: jar and virtualenv cache, persistent stack, per-run test stacks. */
@@ -19,6 +20,10 @@ export type StackState = {
   dynamodbEndpoint: string;
   /** Processes this stack started (services reused from env vars are not listed). */
   pids: number[];
+  /** The Kafka node processes among `pids`, in node order (absent in states recorded before it was kept). */
+  kafkaPids?: number[];
+  /** The emulator process among `pids` (likewise). */
+  dynamodbPids?: number[];
   /** Watchdogs that kill those processes if their owner dies (test runs only). */
   watchdogPids: number[];
   dir: string;
@@ -27,6 +32,58 @@ export type StackState = {
 export type Timings = Record<string, number>;
 
 type Log = (line: string) => void;
+
+/** One service of the stack as started (or found): where it listens and its processes. */
+type Part = { address: string; pids: number[]; watchdogPids: number[] };
+
+/** A fresh Kafka: one broker in `kafkaDir`, or `nodes` nodes in `kafkaDir/node-N`. */
+async function startKafkaPart(kafkaDir: string, nodes: number, o: { ownerPid?: number; port?: string; log: Log }): Promise<Part> {
+  const t0 = Date.now();
+  if (nodes > 1) {
+    const cluster = await startKafkaCluster({ dir: kafkaDir, cacheDir: CACHE_DIR, ownerPid: o.ownerPid, brokers: nodes });
+    const ns = [...cluster.nodes.values()];
+    o.log(`kafka cluster of ${nodes} started in ${Date.now() - t0} ms (pids ${ns.map((n) => n.pid).join(', ')})`);
+    return { address: cluster.brokers, pids: ns.map((n) => n.pid), watchdogPids: ns.flatMap((n) => n.watchdogPid ?? []) };
+  }
+  const k = await startKafka({ dir: kafkaDir, cacheDir: CACHE_DIR, ownerPid: o.ownerPid, port: o.port });
+  o.log(`kafka started in ${Date.now() - t0} ms (pid ${k.pid})`);
+  return { address: k.brokers, pids: [k.pid], watchdogPids: k.watchdogPid ? [k.watchdogPid] : [] };
+}
+
+async function startDynamoPart(dir: string, o: { ownerPid?: number; port?: string; log: Log }): Promise<Part> {
+  const t0 = Date.now();
+  const d = await startDynamo({ dir, cacheDir: CACHE_DIR, ownerPid: o.ownerPid, port: o.port });
+  o.log(`dynamodb started in ${Date.now() - t0} ms (pid ${d.pid})`);
+  return { address: d.endpoint, pids: [d.pid], watchdogPids: d.watchdogPid ? [d.watchdogPid] : [] };
+}
+
+function stateOf(dir: string, kafka: Part, dynamo: Part): StackState {
+  return {
+    kafkaBrokers: kafka.address,
+    dynamodbEndpoint: dynamo.address,
+    pids: [...kafka.pids, ...dynamo.pids],
+    kafkaPids: kafka.pids,
+    dynamodbPids: dynamo.pids,
+    watchdogPids: [...kafka.watchdogPids, ...dynamo.watchdogPids],
+    dir,
+  };
+}
+
+async function stopParts(parts: Part[]): Promise<void> {
+  await Promise.all(parts.flatMap((p) => p.pids).map((pid) => stopProcess(pid)));
+  await Promise.all(parts.flatMap((p) => p.watchdogPids).map((pid) => stopProcess(pid, 1000)));
+}
+
+/**
+ * Waits for both services, then, if either failed, stops what `started` holds (the other may still
+ * have been starting when the first failed) and rethrows: never half a stack running.
+ */
+async function bothOrNone(started: Part[], both: [Promise<Part>, Promise<Part>]): Promise<[Part, Part]> {
+  const [k, d] = await Promise.allSettled(both);
+  if (k.status === 'fulfilled' && d.status === 'fulfilled') return [k.value, d.value];
+  await stopParts(started);
+  throw k.status === 'rejected' ? k.reason : (d as PromiseRejectedResult).reason;
+}
 
 /**
  * Starts whatever the environment does not already provide. `ownerPid` ties the processes to a
@@ -42,50 +99,17 @@ export async function startStack(opts: {
 }): Promise<StackState> {
   const env = opts.env ?? process.env;
   mkdirSync(opts.dir, { recursive: true });
-  const started: Array<KafkaInstance | DynamoInstance> = [];
-  const timed = async <T extends KafkaInstance | DynamoInstance>(name: string, fn: () => Promise<T>): Promise<T> => {
-    const t0 = Date.now();
-    const inst = await fn();
-    started.push(inst);
-    opts.log(`${name} started in ${Date.now() - t0} ms (pid ${inst.pid})`);
-    return inst;
-  };
-  const startCluster = async (nodes: number): Promise<{ brokers: string }> => {
-    const t0 = Date.now();
-    const cluster = await startKafkaCluster({ dir: join(opts.dir, 'kafka'), cacheDir: CACHE_DIR, ownerPid: opts.ownerPid, brokers: nodes });
-    started.push(...cluster.nodes.values());
-    opts.log(`kafka cluster of ${nodes} started in ${Date.now() - t0} ms (pids ${[...cluster.nodes.values()].map((n) => n.pid).join(', ')})`);
-    return cluster;
-  };
-  const nodes = opts.kafkaNodes ?? 1;
-  try {
-    const [kafka, dynamo] = await Promise.all([
-      env.KAFKA_BROKERS
-        ? Promise.resolve(undefined)
-        : nodes > 1
-          ? startCluster(nodes)
-          : timed('kafka', () =>
-              startKafka({ dir: join(opts.dir, 'kafka'), cacheDir: CACHE_DIR, ownerPid: opts.ownerPid, port: env.LOCAL_KAFKA_PORT }),
-            ),
-      env.DYNAMODB_ENDPOINT
-        ? Promise.resolve(undefined)
-        : timed('dynamodb', () =>
-            startDynamo({ dir: join(opts.dir, 'dynamodb'), cacheDir: CACHE_DIR, ownerPid: opts.ownerPid, port: env.LOCAL_DYNAMODB_PORT }),
-          ),
-    ]);
-    return {
-      kafkaBrokers: kafka?.brokers ?? (env.KAFKA_BROKERS as string),
-      dynamodbEndpoint: dynamo?.endpoint ?? (env.DYNAMODB_ENDPOINT as string),
-      pids: started.map((s) => s.pid),
-      watchdogPids: started.flatMap((s) => (s.watchdogPid ? [s.watchdogPid] : [])),
-      dir: opts.dir,
-    };
-  } catch (err) {
-    // Never leave half a stack running.
-    await Promise.all(started.map((s) => stopProcess(s.pid)));
-    await Promise.all(started.map((s) => (s.watchdogPid ? stopProcess(s.watchdogPid, 1000) : undefined)));
-    throw err;
-  }
+  const started: Part[] = [];
+  const keep = (p: Part): Part => (started.push(p), p);
+  const given = (address: string | undefined): Promise<Part> | undefined =>
+    address ? Promise.resolve({ address, pids: [], watchdogPids: [] }) : undefined;
+  const o = { ownerPid: opts.ownerPid, log: opts.log };
+  const [kafka, dynamo] = await bothOrNone(started, [
+    given(env.KAFKA_BROKERS) ??
+      startKafkaPart(join(opts.dir, 'kafka'), opts.kafkaNodes ?? 1, { ...o, port: env.LOCAL_KAFKA_PORT }).then(keep),
+    given(env.DYNAMODB_ENDPOINT) ?? startDynamoPart(join(opts.dir, 'dynamodb'), { ...o, port: env.LOCAL_DYNAMODB_PORT }).then(keep),
+  ]);
+  return stateOf(opts.dir, kafka, dynamo);
 }
 
 /** Stops every process of the stack (watchdogs last) and reports how long it took. */
@@ -97,42 +121,275 @@ export async function stopStack(state: StackState, log: Log): Promise<void> {
 }
 
 const PERSISTENT_DIR = join(LOCAL_DIR, 'stack');
-const STATE_FILE = join(PERSISTENT_DIR, 'state.json');
 
-function readState(): StackState | undefined {
-  if (!existsSync(STATE_FILE)) return undefined;
+/** Where a persistent stack lives: its data dir and its state file. Tests pass a place of their own. */
+export type PersistentPlace = { dir: string; stateFile: string; ownerPid?: number };
+/** The persistent stack of `npm start` / `npm run local:up`. */
+export const PERSISTENT: PersistentPlace = { dir: PERSISTENT_DIR, stateFile: join(PERSISTENT_DIR, 'state.json') };
+
+function readState(stateFile: string): StackState | undefined {
+  if (!existsSync(stateFile)) return undefined;
   try {
-    return JSON.parse(readFileSync(STATE_FILE, 'utf8')) as StackState;
+    return JSON.parse(readFileSync(stateFile, 'utf8')) as StackState;
   } catch {
     return undefined;
   }
 }
 
-/** `npm run local:up`: reuses a running persistent stack or starts a fresh one. */
-export async function upPersistent(log: Log, opts: { kafkaNodes?: number } = {}): Promise<StackState> {
-  const prev = readState();
+/** What `local:up` finds before deciding: the recorded stack, which of its services answer, and the Kafka data on disk. */
+export type Observed = {
+  prev?: StackState;
+  /** Kafka nodes asked for. */
+  kafkaNodes: number;
+  kafkaUp: boolean;
+  dynamoUp: boolean;
+  /** Formatted Kafka node dirs found under the stack's dir (0: none, a fresh broker is needed). */
+  kafkaDataNodes: number;
+};
+
+/** What `local:up` does with each service. */
+export type UpPlan = {
+  kafka: 'reuse' | 'restart' | 'fresh';
+  dynamodb: 'reuse' | 'start';
+  /** Recorded processes to stop first (dead ones are skipped by stopProcess). */
+  stopPids: number[];
+  /** Why the Kafka data is deleted first, when it is. */
+  wipeReason?: string;
+};
+
+/** Decides what to keep, restart or start fresh (pure; the I/O is in `upPersistent`). */
+export function planUp(o: Observed): UpPlan {
+  const { prev } = o;
+  const recordedNodes = prev ? prev.kafkaBrokers.split(',').length : o.kafkaDataNodes;
+  const dataNodes = o.kafkaDataNodes || recordedNodes;
+  if (recordedNodes > 0 && dataNodes !== o.kafkaNodes) {
+    return {
+      kafka: 'fresh',
+      dynamodb: 'start',
+      stopPids: prev?.pids ?? [],
+      wipeReason: `the local stack has ${dataNodes} Kafka node${dataNodes === 1 ? '' : 's'}, not ${o.kafkaNodes}`,
+    };
+  }
+  const kafka = prev && o.kafkaUp ? 'reuse' : o.kafkaDataNodes > 0 ? 'restart' : 'fresh';
+  const dynamodb = prev && o.dynamoUp ? 'reuse' : 'start';
+  if (!prev || (kafka === 'reuse' && dynamodb === 'reuse')) return { kafka, dynamodb, stopPids: [] };
+  if (prev.kafkaPids === undefined || prev.dynamodbPids === undefined) {
+    // Recorded before the state named each service's processes: a live one cannot be told apart, so stop all.
+    return { kafka: kafka === 'reuse' ? 'restart' : kafka, dynamodb: 'start', stopPids: prev.pids };
+  }
+  const stopPids = [...(kafka === 'reuse' ? [] : prev.kafkaPids), ...(dynamodb === 'reuse' ? [] : prev.dynamodbPids)];
+  return { kafka, dynamodb, stopPids };
+}
+
+/** What `local:up` found out while carrying out its plan, for the report. */
+export type UpOutcome = {
+  /** A stack was recorded (else this follows a `local:down`, or it is the first start). */
+  hadState: boolean;
+  /** User topics on the broker once it is up. */
+  topics: number;
+  kafkaNodes: number;
+  /** New endpoints that differ from the recorded ones (the old port was taken). */
+  movedTo?: { kafkaBrokers?: string; dynamodbEndpoint?: string };
+};
+
+const plural = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
+
+/** The one or two lines that say what survived and what was lost (pure). */
+export function upReport(plan: UpPlan, out: UpOutcome): string[] {
+  const kafkaName = out.kafkaNodes > 1 ? 'Kafka cluster' : 'Kafka broker';
+  const topicsKept = `Kafka topics kept (${plural(out.topics, 'topic')})`;
+  const lines: string[] = [];
+  if (plan.wipeReason) {
+    lines.push(`${plan.wipeReason}: starting a fresh stack; its Kafka data and DynamoDB tables are gone`);
+  } else if (plan.kafka === 'reuse' && plan.dynamodb === 'reuse') {
+    lines.push('local stack already running');
+  } else if (plan.dynamodb === 'start' && (out.hadState || plan.kafka === 'restart')) {
+    const lost = out.hadState
+      ? 'DynamoDB emulator had stopped: its tables (ledgers, sinks) are gone'
+      : 'DynamoDB emulator keeps its tables in memory: those from before local:down (ledgers, sinks) are gone';
+    if (plan.kafka === 'fresh') {
+      lines.push(`${lost}; ${kafkaName} had stopped and its data dir is gone: starting a fresh stack (no topics, no tables)`);
+    } else {
+      const how = plan.kafka === 'restart' ? `, ${kafkaName} restarted on its data dir` : '';
+      lines.push(`${lost}; Kafka topics kept (${plural(out.topics, 'topic')}${how})`);
+      // A lost ledger with kept topics replays into a kept sink only if the sink survived: it did not.
+      if (out.topics > 0) {
+        lines.push(
+          'streams start again from their startingOffsets (the ledger is new); their sink tables were on the emulator too, ' +
+            'so no record is applied twice into a kept sink',
+        );
+      }
+    }
+  } else if (plan.kafka === 'restart') {
+    lines.push(`${kafkaName} had stopped: restarted on its data dir and ports; ${topicsKept}; DynamoDB tables kept`);
+  } else if (plan.kafka === 'fresh' && out.hadState) {
+    lines.push(
+      `${kafkaName} had stopped and its data dir is gone: a fresh one has no topics; DynamoDB tables kept, ` +
+        'but their ledgers name topics that are gone (npm run local:reset starts both fresh)',
+    );
+  }
+  if (out.movedTo?.kafkaBrokers) lines.push(`KAFKA_BROKERS is now ${out.movedTo.kafkaBrokers} (a new port: export it again)`);
+  if (out.movedTo?.dynamodbEndpoint) lines.push(`DYNAMODB_ENDPOINT is now ${out.movedTo.dynamodbEndpoint} (a new port: export it again)`);
+  return lines;
+}
+
+const formatted = (dir: string): boolean => existsSync(join(dir, 'server.properties')) && existsSync(join(dir, 'data', 'meta.properties'));
+
+/** Formatted Kafka node dirs under `kafkaDir`: 1 for a single broker, N for `node-1`..`node-N`, 0 for none. */
+export function kafkaDataNodes(kafkaDir: string): number {
+  if (formatted(kafkaDir)) return 1;
+  let n = 0;
+  while (formatted(join(kafkaDir, `node-${n + 1}`))) n++;
+  return n;
+}
+
+function nodeDirs(kafkaDir: string, nodes: number): string[] {
+  return nodes === 1 ? [kafkaDir] : Array.from({ length: nodes }, (_, i) => join(kafkaDir, `node-${i + 1}`));
+}
+
+async function observe(prev: StackState | undefined, dir: string, kafkaNodes: number): Promise<Observed> {
+  const alive = (pids: number[] | undefined): boolean => (pids ?? prev?.pids ?? []).every(isAlive);
+  const [kafkaUp, dynamoUp] = prev
+    ? await Promise.all([
+        alive(prev.kafkaPids) && kafkaReady(prev.kafkaBrokers, kafkaNodes).catch(() => false),
+        alive(prev.dynamodbPids) && dynamoReady(prev.dynamodbEndpoint).catch(() => false),
+      ])
+    : [false, false];
+  return { prev, kafkaNodes, kafkaUp, dynamoUp, kafkaDataNodes: kafkaDataNodes(join(dir, 'kafka')) };
+}
+
+/** Restarts every node of the recorded Kafka on its data dir and ports (all at once: a quorum needs its voters). */
+async function restartKafkaOnDirs(
+  kafkaDir: string,
+  nodes: number,
+  ownerPid: number | undefined,
+  port: string | undefined,
+  log: Log,
+): Promise<Part> {
+  const t0 = Date.now();
+  const settled = await Promise.allSettled(
+    nodeDirs(kafkaDir, nodes).map((dir) =>
+      startKafka({
+        dir,
+        cacheDir: CACHE_DIR,
+        ownerPid,
+        reuseDir: true,
+        // A LOCAL_KAFKA_PORT other than the one the data was formatted for is refused, not ignored.
+        port: nodes === 1 ? port : undefined,
+        expectBrokers: nodes,
+        heap: nodes > 1 ? (process.env.LOCAL_KAFKA_HEAP ?? '384m') : undefined,
+        startTimeoutMs: nodes > 1 ? 120_000 : undefined,
+      }),
+    ),
+  );
+  const ok = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(ok.map((k) => stopKafka(k)));
+    const why = failed.reason instanceof Error ? failed.reason.message : String(failed.reason);
+    throw new PrerequisiteError(`${why}; npm run local:reset deletes the Kafka data and starts fresh`, { cause: failed.reason });
+  }
+  log(`kafka restarted on its data in ${Date.now() - t0} ms (pid${ok.length > 1 ? 's' : ''} ${ok.map((k) => k.pid).join(', ')})`);
+  return { address: ok.map((k) => k.brokers).join(','), pids: ok.map((k) => k.pid), watchdogPids: ok.flatMap((k) => k.watchdogPid ?? []) };
+}
+
+/** The previous port when it is free again (clients keep the address they were given), else none (a free one). */
+async function previousPort(address: string | undefined): Promise<string | undefined> {
+  const port = Number(address?.split(':').at(-1));
+  return Number.isInteger(port) && port > 0 && !(await portInUse(port)) ? String(port) : undefined;
+}
+
+type PartOptions = { ownerPid?: number; log: Log; env: NodeJS.ProcessEnv };
+
+/** The recorded Kafka, restarted on its data, or a fresh one (on the old port when free, unless LOCAL_KAFKA_PORT says otherwise). */
+async function kafkaFor(plan: UpPlan, prev: StackState | undefined, kafkaDir: string, nodes: number, o: PartOptions): Promise<Part> {
+  if (plan.kafka === 'reuse' && prev) return { address: prev.kafkaBrokers, pids: prev.kafkaPids ?? [], watchdogPids: [] };
+  if (plan.kafka === 'restart') return restartKafkaOnDirs(kafkaDir, nodes, o.ownerPid, o.env.LOCAL_KAFKA_PORT, o.log);
+  const port = o.env.LOCAL_KAFKA_PORT || (await previousPort(nodes === 1 ? prev?.kafkaBrokers : undefined));
+  return startKafkaPart(kafkaDir, nodes, { ownerPid: o.ownerPid, port, log: o.log });
+}
+
+/** The recorded emulator, or a new (empty) one on the old port when free. */
+async function dynamoFor(plan: UpPlan, prev: StackState | undefined, dir: string, o: PartOptions): Promise<Part> {
+  if (plan.dynamodb === 'reuse' && prev) return { address: prev.dynamodbEndpoint, pids: prev.dynamodbPids ?? [], watchdogPids: [] };
+  const port = o.env.LOCAL_DYNAMODB_PORT || (await previousPort(prev?.dynamodbEndpoint));
+  return startDynamoPart(dir, { ownerPid: o.ownerPid, port, log: o.log });
+}
+
+/**
+ * `npm run local:up` / `npm start`: reuses what still runs of the persistent stack, restarts a dead
+ * Kafka on its data dir (topics and records kept), starts a new emulator (in memory: its tables are
+ * gone) and says in a line or two what was lost. KAFKA_BROKERS / DYNAMODB_ENDPOINT are ignored: after
+ * `eval "$(npm run -s local:up)"` they name this very stack, which may be the thing that died.
+ */
+export async function upPersistent(
+  log: Log,
+  opts: { kafkaNodes?: number; place?: PersistentPlace; env?: NodeJS.ProcessEnv } = {},
+): Promise<StackState> {
+  const place = opts.place ?? PERSISTENT;
+  const env = opts.env ?? process.env;
   const nodes = opts.kafkaNodes ?? 1;
-  const sameShape = prev !== undefined && prev.kafkaBrokers.split(',').length === nodes;
-  if (prev && sameShape && prev.pids.every(isAlive) && (await kafkaReady(prev.kafkaBrokers, nodes).catch(() => false))) {
-    log('local stack already running');
+  const prev = readState(place.stateFile);
+  const plan = planUp(await observe(prev, place.dir, nodes));
+  if (prev && plan.kafka === 'reuse' && plan.dynamodb === 'reuse') {
+    upReport(plan, { hadState: true, topics: 0, kafkaNodes: nodes }).forEach(log);
     return prev;
   }
-  if (prev) await stopStack(prev, log);
-  rmSync(PERSISTENT_DIR, { recursive: true, force: true });
-  const state = await startStack({ dir: PERSISTENT_DIR, log, kafkaNodes: nodes });
-  writeFileSync(STATE_FILE, JSON.stringify(state, null, 2));
+  await Promise.all(plan.stopPids.map((pid) => stopProcess(pid)));
+  // Their watchdogs (test runs) end by themselves once their service is gone.
+  const kafkaDir = join(place.dir, 'kafka');
+  if (plan.wipeReason) rmSync(place.dir, { recursive: true, force: true });
+  else if (plan.kafka === 'fresh') rmSync(kafkaDir, { recursive: true, force: true });
+  mkdirSync(place.dir, { recursive: true });
+
+  const started: Part[] = [];
+  const keep = (p: Part): Part => (started.push(p), p);
+  const o = { ownerPid: place.ownerPid, log, env };
+  const [kafka, dynamo] = await bothOrNone(started, [
+    kafkaFor(plan, prev, kafkaDir, nodes, o).then((p) => (plan.kafka === 'reuse' ? p : keep(p))),
+    dynamoFor(plan, prev, join(place.dir, 'dynamodb'), o).then((p) => (plan.dynamodb === 'reuse' ? p : keep(p))),
+  ]);
+  const state = stateOf(place.dir, kafka, dynamo);
+  const topics = plan.kafka === 'fresh' ? 0 : await countTopics(state.kafkaBrokers).catch(async (err: unknown) => {
+    await stopParts(started);
+    throw err;
+  });
+  writeFileSync(place.stateFile, JSON.stringify(state, null, 2));
+  const moved = (was: string | undefined, now: string): string | undefined => (was && was !== now ? now : undefined);
+  const movedTo = plan.wipeReason
+    ? undefined
+    : { kafkaBrokers: moved(prev?.kafkaBrokers, state.kafkaBrokers), dynamodbEndpoint: moved(prev?.dynamodbEndpoint, state.dynamodbEndpoint) };
+  upReport(plan, { hadState: prev !== undefined, topics, kafkaNodes: nodes, movedTo }).forEach(log);
   return state;
 }
 
-/** `npm run local:down`: stops the persistent stack if one is recorded. */
-export async function downPersistent(log: Log): Promise<void> {
-  const prev = readState();
-  if (!prev) {
-    log('no local stack recorded');
-    return;
+async function countTopics(brokers: string): Promise<number> {
+  const admin = new Kafka({ clientId: 'local-stack-up', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
+  try {
+    await admin.connect();
+    return (await admin.listTopics()).filter((t) => !t.startsWith('__')).length;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
   }
-  await stopStack(prev, log);
-  rmSync(STATE_FILE, { force: true });
+}
+
+/**
+ * `npm run local:down`: stops every process of the persistent stack. Kafka's data dir is kept for the
+ * next `local:up` (the emulator's tables live in memory and are gone); `wipe` (local:reset) deletes it.
+ */
+export async function downPersistent(log: Log, opts: { place?: PersistentPlace; wipe?: boolean } = {}): Promise<void> {
+  const place = opts.place ?? PERSISTENT;
+  const prev = readState(place.stateFile);
+  if (prev) await stopStack(prev, log);
+  else log('no local stack recorded');
+  rmSync(place.stateFile, { force: true });
+  const kafkaDir = join(place.dir, 'kafka');
+  if (opts.wipe) {
+    rmSync(place.dir, { recursive: true, force: true });
+    log('local stack data deleted: the next local:up starts fresh');
+  } else if (kafkaDataNodes(kafkaDir) > 0) {
+    log(`Kafka data kept in ${kafkaDir} for the next local:up (npm run local:reset deletes it); DynamoDB tables are gone`);
+  }
 }
 
 /** `--brokers N` (Kafka nodes of the local stack; default 1). */

@@ -1,13 +1,13 @@
 /** Bad input for the local stack: each gives one clear message, never a stack trace or a hang. */
 import { createServer, type Server } from 'node:net';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PrerequisiteError } from '../../lib/errors';
 import { ensureMoto } from '../../infra/local/dynamodb';
 import { clusterRoles, javaBinary, minHeap, newClusterId, serverProperties } from '../../infra/local/kafka';
 import { choosePort, LOOPBACK, requireCommand, waitUntil } from '../../infra/local/process';
-import { parseUpArgs } from '../../infra/local/stack';
+import { kafkaDataNodes, parseUpArgs, planUp, upReport, type Observed, type StackState } from '../../infra/local/stack';
 
 describe('local stack prerequisites', () => {
   const saved = { ...process.env };
@@ -111,5 +111,126 @@ describe('local multi-broker cluster config', () => {
     expect(minHeap('192m')).toBe('192m');
     expect(minHeap('384M')).toBe('256m');
     expect(() => minHeap('lots')).toThrow(/not a JVM size/);
+  });
+});
+
+describe('persistent local stack after a restart', () => {
+  const recorded = (over: Partial<StackState> = {}): StackState => ({
+    kafkaBrokers: '127.0.0.1:9092',
+    dynamodbEndpoint: 'http://127.0.0.1:8000',
+    pids: [11, 22],
+    kafkaPids: [11],
+    dynamodbPids: [22],
+    watchdogPids: [],
+    dir: '/d',
+    ...over,
+  });
+  const seen = (over: Partial<Observed> = {}): Observed => ({
+    prev: recorded(),
+    kafkaNodes: 1,
+    kafkaUp: true,
+    dynamoUp: true,
+    kafkaDataNodes: 1,
+    ...over,
+  });
+  const report = (o: Observed, topics = 3) =>
+    upReport(planUp(o), { hadState: o.prev !== undefined, topics, kafkaNodes: o.kafkaNodes });
+
+  it('reuses a stack whose services both answer', () => {
+    expect(planUp(seen())).toEqual({ kafka: 'reuse', dynamodb: 'reuse', stopPids: [] });
+    expect(report(seen())).toEqual(['local stack already running']);
+  });
+
+  it('keeps the topics when the emulator died, and says its tables are gone and nothing is applied twice', () => {
+    const o = seen({ dynamoUp: false });
+    expect(planUp(o)).toEqual({ kafka: 'reuse', dynamodb: 'start', stopPids: [22] });
+    expect(report(o)).toEqual([
+      'DynamoDB emulator had stopped: its tables (ledgers, sinks) are gone; Kafka topics kept (3 topics)',
+      'streams start again from their startingOffsets (the ledger is new); their sink tables were on the emulator too, ' +
+        'so no record is applied twice into a kept sink',
+    ]);
+    expect(report(o, 0)).toEqual(['DynamoDB emulator had stopped: its tables (ledgers, sinks) are gone; Kafka topics kept (0 topics)']);
+  });
+
+  it('restarts a dead broker on its data dir without touching the emulator', () => {
+    const o = seen({ kafkaUp: false });
+    expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'reuse', stopPids: [11] });
+    expect(report(o, 1)).toEqual(['Kafka broker had stopped: restarted on its data dir and ports; Kafka topics kept (1 topic); DynamoDB tables kept']);
+  });
+
+  it('after local:down restarts Kafka on its data and says the tables from before are gone', () => {
+    const o = seen({ prev: undefined, kafkaUp: false, dynamoUp: false });
+    expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'start', stopPids: [] });
+    expect(report(o, 2)[0]).toBe(
+      'DynamoDB emulator keeps its tables in memory: those from before local:down (ledgers, sinks) are gone; ' +
+        'Kafka topics kept (2 topics, Kafka broker restarted on its data dir)',
+    );
+  });
+
+  it('starts a first stack fresh without a word about losses', () => {
+    const o = seen({ prev: undefined, kafkaUp: false, dynamoUp: false, kafkaDataNodes: 0 });
+    expect(planUp(o)).toEqual({ kafka: 'fresh', dynamodb: 'start', stopPids: [] });
+    expect(report(o, 0)).toEqual([]);
+  });
+
+  it('says when the broker had lost its data dir while the ledgers survived', () => {
+    const o = seen({ kafkaUp: false, kafkaDataNodes: 0 });
+    expect(planUp(o).kafka).toBe('fresh');
+    expect(report(o, 0)).toEqual([
+      'Kafka broker had stopped and its data dir is gone: a fresh one has no topics; DynamoDB tables kept, ' +
+        'but their ledgers name topics that are gone (npm run local:reset starts both fresh)',
+    ]);
+  });
+
+  it('starts fresh, saying so, when the number of Kafka nodes changes', () => {
+    const o = seen({ kafkaNodes: 3, kafkaUp: false });
+    expect(planUp(o)).toEqual({
+      kafka: 'fresh',
+      dynamodb: 'start',
+      stopPids: [11, 22],
+      wipeReason: 'the local stack has 1 Kafka node, not 3',
+    });
+    expect(report(o)).toEqual(['the local stack has 1 Kafka node, not 3: starting a fresh stack; its Kafka data and DynamoDB tables are gone']);
+    expect(planUp(seen({ prev: undefined, kafkaNodes: 1, kafkaDataNodes: 3 })).wipeReason).toBe('the local stack has 3 Kafka nodes, not 1');
+  });
+
+  it('restarts a 3-node cluster on its data when one node died', () => {
+    const prev = recorded({ kafkaBrokers: 'a:1,b:2,c:3', kafkaPids: [1, 2, 3], pids: [1, 2, 3, 22] });
+    const o = seen({ prev, kafkaNodes: 3, kafkaUp: false, kafkaDataNodes: 3 });
+    expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'reuse', stopPids: [1, 2, 3] });
+    expect(report(o, 2)[0]).toMatch(/^Kafka cluster had stopped: restarted on its data dir/);
+  });
+
+  it('stops every recorded process of a state that does not say which is which, keeping the Kafka data', () => {
+    const prev = recorded({ kafkaPids: undefined, dynamodbPids: undefined });
+    expect(planUp(seen({ prev, dynamoUp: false }))).toEqual({ kafka: 'restart', dynamodb: 'start', stopPids: [11, 22] });
+    expect(planUp(seen({ prev }))).toEqual({ kafka: 'reuse', dynamodb: 'reuse', stopPids: [] });
+  });
+
+  it('names a new endpoint when the old port was taken', () => {
+    const lines = upReport(planUp(seen({ dynamoUp: false })), {
+      hadState: true,
+      topics: 0,
+      kafkaNodes: 1,
+      movedTo: { dynamodbEndpoint: 'http://127.0.0.1:9999' },
+    });
+    expect(lines.at(-1)).toBe('DYNAMODB_ENDPOINT is now http://127.0.0.1:9999 (a new port: export it again)');
+  });
+
+  it('counts formatted Kafka node dirs', () => {
+    const root = mkdtempSync(join(tmpdir(), 'kafka-data-'));
+    const format = (d: string): void => {
+      mkdirSync(join(d, 'data'), { recursive: true });
+      writeFileSync(join(d, 'server.properties'), '');
+      writeFileSync(join(d, 'data', 'meta.properties'), '');
+    };
+    expect(kafkaDataNodes(join(root, 'none'))).toBe(0);
+    format(join(root, 'single'));
+    expect(kafkaDataNodes(join(root, 'single'))).toBe(1);
+    for (const n of [1, 2, 3]) format(join(root, 'cluster', `node-${n}`));
+    expect(kafkaDataNodes(join(root, 'cluster'))).toBe(3);
+    mkdirSync(join(root, 'unformatted'));
+    writeFileSync(join(root, 'unformatted', 'server.properties'), '');
+    expect(kafkaDataNodes(join(root, 'unformatted'))).toBe(0);
   });
 });
