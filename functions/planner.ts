@@ -12,7 +12,7 @@ import { AppError } from '../lib/errors';
 import { recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload } from '../lib/planner/payload';
 import { runPlanner } from '../lib/planner/run';
-import { awsRuntime } from '../lib/runtime/aws';
+import { awsRuntime, kafkaLogTo } from '../lib/runtime/aws';
 
 const logger = new Logger({ serviceName: 'planner' });
 const metrics = new Metrics({ namespace: process.env.METRICS_NAMESPACE ?? 'KafkaLambdaDirect', serviceName: 'planner' });
@@ -25,7 +25,7 @@ export class PlannerRunFailed extends AppError {
 }
 
 async function plan(event: unknown, context: Context) {
-  const rt = awsRuntime();
+  const rt = awsRuntime(process.env, { kafkaLog: kafkaLogTo(logger) });
   const req = parsePlannerPayload(event, rt.config);
   // A lease outlives the function timeout so a hard-killed run cannot overlap the next one.
   const plannerLeaseMs = Math.max(context.getRemainingTimeInMillis?.() ?? 60_000, 1000) + 10_000;
@@ -42,6 +42,7 @@ async function plan(event: unknown, context: Context) {
   for (const r of reports) {
     logger.info('planner run', { stream: r.stream, status: r.status, reason: r.reason, rangesPlanned: r.rangesPlanned, recordsPlanned: r.recordsPlanned, inFlight: r.inFlight, dispatchFailures: r.dispatchFailures, dataLoss: r.dataLoss, partitions: r.partitions });
   }
+  for (const r of reports) for (const w of r.warnings) logger.warn(w, { stream: r.stream });
   if (!req.dryRun) recordPlannerMetrics(metrics, reports);
   const failed = reports.filter((r) => r.status === 'failed');
   if (failed.length) throw new PlannerRunFailed(failed.map((r) => `${r.stream}: ${r.reason}`).join('; '));

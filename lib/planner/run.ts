@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
-import { topicSelector } from '../config/topics';
+import { topicSelector, unmatchedSubscription } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
 import { mapWithConcurrency } from '../concurrency';
 import { isNotReadyError } from '../kafka/errors';
@@ -56,6 +56,10 @@ export type StreamPlanReport = {
   durationMs: number;
   /** A bounded stream (replay) has nothing left to plan: every partition reached its stop offset. */
   finished?: boolean;
+  /** Listed topics Kafka does not have, or 1 for a topic pattern matching none (the `TopicsMissing` metric). */
+  topicsMissing: number;
+  /** Operator-facing warnings of this run (a missing topic, a pattern matching nothing). */
+  warnings: string[];
 };
 
 export type PlannerRunInput = { streams: StreamConfig[]; dryRun: boolean; nowMs: number };
@@ -93,6 +97,8 @@ export function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
     dataLoss: [],
     conditionsLost: 0,
     durationMs: 0,
+    topicsMissing: 0,
+    warnings: [],
   };
 }
 
@@ -157,6 +163,11 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     // 2-3. Discover partitions and read their offsets (one metadata call, batched offsets).
     const kafka = await deps.metadataFor(stream);
     const [discovered, known] = await Promise.all([kafka.describeTopics(topicSelector(stream)), ledger.readPartitions(stream.id)]);
+    const unmatched = unmatchedSubscription(stream, discovered.map((t) => t.topic));
+    if (unmatched) {
+      rep.topicsMissing = unmatched.count;
+      rep.warnings.push(unmatched.text);
+    }
     const { offsets, unavailable } = await fetchOffsetsTolerant(kafka, discovered, stream.isolationLevel);
     const initial = startedAtMs === undefined;
     const timestampOffsets = await timestampStarts(kafka, stream, initial, discovered, known);
