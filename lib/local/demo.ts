@@ -18,6 +18,9 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { parseDeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
+import { KAFKAJS_RETRY } from '../kafka/client';
+import { KafkaError, toKafkaError } from '../kafka/errors';
+import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
 import { createOpsContext, type OpsContext } from '../ops/context';
 import { duration } from '../ops/format';
@@ -110,12 +113,14 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint, KAFKA_BROKERS: deps.kafkaBrokers };
   const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
   const dynamo = dynamoClientFromEnv(env);
-  const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING, retry: KAFKAJS_RETRY });
   const admin = kafka.admin();
   let ctx: OpsContext | undefined;
 
   try {
-    await admin.connect();
+    await admin.connect().catch((err: unknown) => {
+      throw new KafkaError(`${toKafkaError('connect', err).message} [KAFKA_BROKERS]`, { cause: err });
+    });
     await Promise.all([ensureLedgerTable(dynamo, opts.ledgerTable), createSinkTable(dynamo, sinkTable), createTopic(admin, topic, opts.partitions)]);
     const input: DeploymentConfigInput = {
       ledgerTable: opts.ledgerTable,
@@ -368,7 +373,7 @@ async function createSinkTable(dynamo: DynamoDBClient, name: string): Promise<vo
       }),
     );
   } catch (err) {
-    if (!(err instanceof ResourceInUseException)) throw err;
+    if (!(err instanceof ResourceInUseException)) throw dynamoSetupError(err, `sink table ${name}`) ?? err;
   }
 }
 
