@@ -15,7 +15,7 @@ import { parseDeadLetterId, redriveDeadLetters, renderDeadLetters, renderRedrive
 import { operatorName } from '../ops/lease';
 import { peekJsonLines, peekRecords, renderPeek } from '../ops/peek';
 import { dryRunPlan, renderPlan } from '../ops/plan';
-import { createReplay, renderReplayPlan, runReplay } from '../ops/replay';
+import { createReplay, renderReplayPlan, renderReplayRun, runReplay } from '../ops/replay';
 import { parseRewindTarget, renderRewind, rewindStream } from '../ops/rewind';
 import { renderStatus, streamStatus } from '../ops/status';
 import { replayStreamId, resolveStream } from '../ops/streams';
@@ -194,7 +194,7 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
         }
         const res = await runReplay(ctx, plan, { log: (l) => io.err(`${l}\n`), timeoutMs, signal: deps.signal });
         if (opts.json) json({ replay: plan, run: res });
-        else io.out(`${res.finished ? 'finished' : 'stopped before the end'}: ${res.records} records applied by ${res.invocations} processor invocations in ${res.wallMs} ms\n`);
+        else io.out(`${renderReplayRun(res)}\n`);
         if (!res.finished) exitCode = deps.signal?.aborted ? EXIT.interrupted : EXIT.failed;
       });
     });
