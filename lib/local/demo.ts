@@ -150,7 +150,7 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
     }
     ctx = createOpsContext(config, env, dynamo);
     const ops = ctx;
-    view.event(`stream ${id}: topic ${topic} (${opts.partitions} partitions), sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
+    view.event(`stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
 
     const runner = createLocalRunner(
       { ledger: ops.ledger, metadataFor: (s) => ops.metadata.forStream(s), createReader: (s) => ops.createReader(s), handlerFor: (s) => ops.handlerFor(s), log: (l) => view.event(l) },
@@ -325,6 +325,7 @@ async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{
         topic: o.topic,
         partition: o.partition,
         committed: p?.committed,
+        earliest: o.earliest,
         latest: o.latest,
         lag: o.latest - (p?.committed ?? o.earliest),
         inFlight: inFlight.filter((r) => r.topic === o.topic && r.partition === o.partition).length,
