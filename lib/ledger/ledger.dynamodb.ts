@@ -88,9 +88,16 @@ export function dynamoSetupError(err: unknown, what: string): AppError | undefin
   if (e.message === 'Region is missing') {
     return new ConfigurationError(`${what}: DynamoDB has no AWS region: set AWS_REGION (or DYNAMODB_ENDPOINT for the local stack)`, { cause: err });
   }
+  const hint = '[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]';
   if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) {
     const where = typeof e.address === 'string' ? `${e.address}${e.port === undefined ? '' : `:${String(e.port)}`}` : typeof e.hostname === 'string' ? e.hostname : 'its endpoint';
-    return new StoreError(`${what}: cannot reach DynamoDB at ${where} (${e.code}) [DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]`, { cause: err });
+    return new StoreError(`${what}: cannot reach DynamoDB at ${where} (${e.code}) ${hint}`, { cause: err });
+  }
+  // The SDK's retry layer turns a socket error it does not recognise as an Error (one from another
+  // realm, e.g. a VM context) into a message-only wrapper: the code and address survive in the text.
+  const m = typeof e.message === 'string' ? /\b(E[A-Z_]+) (\S+)$/.exec(e.message) : null;
+  if (m && UNREACHABLE_CODES.has(m[1] as string)) {
+    return new StoreError(`${what}: cannot reach DynamoDB at ${m[2]} (${m[1]}) ${hint}`, { cause: err });
   }
   return undefined;
 }

@@ -35,6 +35,9 @@ describe('DynamoDB set-up errors', () => {
     expect(e).toBeInstanceOf(StoreError);
     expect(e.message).toBe('read meta of payments: cannot reach DynamoDB at 127.0.0.1:1 (ECONNREFUSED) [DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]');
     const dns = Object.assign(new Error('getaddrinfo ENOTFOUND dynamodb.nowhere'), { code: 'ENOTFOUND', hostname: 'dynamodb.nowhere' });
+    // The SDK's retry layer wraps a socket error from another realm into a message-only Error.
+    const wrapped = new Error('AWS SDK error wrapper for Error: connect ECONNREFUSED 127.0.0.1:1');
+    expect(translateDynamoError(wrapped, 'x', 'ledger').message).toBe('x: cannot reach DynamoDB at 127.0.0.1:1 (ECONNREFUSED) [DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]');
     expect(translateDynamoError(dns, 'x', 'ledger').message).toBe('x: cannot reach DynamoDB at dynamodb.nowhere (ENOTFOUND) [DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]');
   });
 });
