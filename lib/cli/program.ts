@@ -4,11 +4,11 @@
  * nothing. Exit codes: 0 done, 1 failed, 2 usage or invalid input, 3 refused by the current state
  * (e.g. ranges in flight), 130 interrupted.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { DeploymentConfig } from '../config/schema';
 import { AppError, PreconditionError, ValidationError } from '../errors';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { kafkaLogLines, quietKafkaLog } from '../kafka/client';
 import { createOpsContext, type OpsContext, type OpsContextOptions } from '../ops/context';
 import { parseDeadLetterId, redriveDeadLetters, renderDeadLetters, renderRedrive } from '../ops/dead-letters';

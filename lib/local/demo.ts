@@ -18,7 +18,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { parseDeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
-import { KAFKAJS_RETRY } from '../kafka/client';
+import { KAFKAJS_RETRY, kafkaLogLines } from '../kafka/client';
 import { KafkaError, toKafkaError } from '../kafka/errors';
 import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
@@ -148,7 +148,8 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
       mkdirSync(dirname(configFile), { recursive: true });
       writeFileSync(configFile, `${JSON.stringify(input, null, 2)}\n`);
     }
-    ctx = createOpsContext(config, env, dynamo);
+    // The Kafka client's own lines (a lost connection) join the run's events instead of raw JSON.
+    ctx = createOpsContext(config, env, dynamo, { kafkaLog: kafkaLogLines((l) => view.event(l)) });
     const ops = ctx;
     view.event(`stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
 
