@@ -117,15 +117,21 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint, KAFKA_BROKERS: deps.kafkaBrokers };
   const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
   const dynamo = dynamoClientFromEnv(env);
-  const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING, retry: KAFKAJS_RETRY });
-  const admin = kafka.admin();
+  const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
+  // The admin's connect is the run's first Kafka call: with the project's short retry a wrong
+  // KAFKA_BROKERS fails in a second, not after ~10 s of kafkajs's default retries. The producer keeps
+  // those defaults, so a broker hiccup delays events instead of dropping them.
+  const admin = new Kafka({ clientId: 'demo-admin', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING, retry: KAFKAJS_RETRY }).admin();
   let ctx: OpsContext | undefined;
 
   try {
     await admin.connect().catch((err: unknown) => {
       throw new KafkaError(`${toKafkaError('connect', err).message} [KAFKA_BROKERS]`, { cause: err });
     });
-    await Promise.all([ensureLedgerTable(dynamo, opts.ledgerTable), createSinkTable(dynamo, sinkTable), createTopic(admin, topic, opts.partitions)]);
+    // All settled before the first failure is thrown: a topic creation still in flight would reconnect
+    // the admin after the `finally` below disconnected it, and keep the process alive.
+    const setUp = await Promise.allSettled([ensureLedgerTable(dynamo, opts.ledgerTable), createSinkTable(dynamo, sinkTable), createTopic(admin, topic, opts.partitions)]);
+    for (const r of setUp) if (r.status === 'rejected') throw r.reason;
     const input: DeploymentConfigInput = {
       ledgerTable: opts.ledgerTable,
       streams: [
