@@ -1,6 +1,7 @@
 /** An unreachable broker becomes one line naming the broker, the cause and the setting to check. */
 import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
 import { kafkaLogLines } from '../../../lib/kafka/client';
+import { kafkaLogTo } from '../../../lib/runtime/aws';
 import { connectionFailure, KafkaError, kafkaFailureText, toKafkaError } from '../../../lib/kafka/errors';
 
 const refused = (broker: string, code = 'ECONNREFUSED') =>
@@ -34,5 +35,13 @@ describe('unreachable broker', () => {
       stack: 'Error: connect ECONNREFUSED\n    at TCPConnectWrap',
     });
     expect(lines).toEqual(['[kafkajs error] Connection: Connection error: connect ECONNREFUSED 127.0.0.1:1 (broker=127.0.0.1:1)']);
+  });
+
+  it("routes kafkajs's log entries into a Lambda's structured logger at their level, under `kafka`", () => {
+    const calls: Array<[string, string, unknown]> = [];
+    const at = (level: string) => (message: string, extra: Record<string, unknown>) => void calls.push([level, message, extra]);
+    const log = kafkaLogTo({ error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') });
+    log('warn', 'Connection timeout', { namespace: 'Connection', broker: 'b-1:9098' });
+    expect(calls).toEqual([['warn', 'kafkajs: Connection timeout', { kafka: { namespace: 'Connection', broker: 'b-1:9098' } }]]);
   });
 });
