@@ -8,6 +8,7 @@ import { upPersistent } from '../infra/local/stack';
 import { AppError, ValidationError } from '../lib/errors';
 import { runDemo } from '../lib/local/demo';
 import { parseStartArgs } from '../lib/local/demo-args';
+import { handleStartSignals } from '../lib/local/signals';
 
 const err = (s: string): void => void process.stderr.write(s);
 
@@ -26,28 +27,23 @@ async function main(): Promise<number> {
     process.stdout.write(parsed.help);
     return 0;
   }
-  const stop = new AbortController();
-  const hard = new AbortController();
-  const onSignal = () => {
-    if (!stop.signal.aborted) stop.abort();
-    else hard.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signals = handleStartSignals(process, err, (code) => process.exit(code));
 
   const env = process.env;
   const stack =
     env.KAFKA_BROKERS && env.DYNAMODB_ENDPOINT
       ? { kafkaBrokers: env.KAFKA_BROKERS, dynamodbEndpoint: env.DYNAMODB_ENDPOINT }
       : await upPersistent((line) => err(`[local] ${line}\n`));
+  if (signals.stop.aborted) return 130;
   const res = await runDemo(parsed.options, {
     kafkaBrokers: env.KAFKA_BROKERS ?? stack.kafkaBrokers,
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT ?? stack.dynamodbEndpoint,
     env,
     out: (s) => void process.stdout.write(s),
     err,
-    signal: stop.signal,
-    hardSignal: hard.signal,
+    signal: signals.stop,
+    hardSignal: signals.hard,
+    onRunning: signals.running,
     columns: () => process.stdout.columns,
   });
   return res.exitCode;

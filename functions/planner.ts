@@ -12,7 +12,7 @@ import { AppError } from '../lib/errors';
 import { recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload } from '../lib/planner/payload';
 import { runPlanner } from '../lib/planner/run';
-import { awsRuntime } from '../lib/runtime/aws';
+import { awsRuntime, kafkaLogTo } from '../lib/runtime/aws';
 
 const logger = new Logger({ serviceName: 'planner' });
 const metrics = new Metrics({ namespace: process.env.METRICS_NAMESPACE ?? 'KafkaLambdaDirect', serviceName: 'planner' });
@@ -25,7 +25,7 @@ export class PlannerRunFailed extends AppError {
 }
 
 async function plan(event: unknown, context: Context) {
-  const rt = awsRuntime();
+  const rt = awsRuntime(process.env, { kafkaLog: kafkaLogTo(logger) });
   const req = parsePlannerPayload(event, rt.config);
   // A lease outlives the function timeout so a hard-killed run cannot overlap the next one.
   const plannerLeaseMs = Math.max(context.getRemainingTimeInMillis?.() ?? 60_000, 1000) + 10_000;
@@ -42,7 +42,7 @@ async function plan(event: unknown, context: Context) {
   );
   for (const r of reports) {
     logger.info('planner run', { stream: r.stream, status: r.status, reason: r.reason, rangesPlanned: r.rangesPlanned, recordsPlanned: r.recordsPlanned, inFlight: r.inFlight, dispatchFailures: r.dispatchFailures, dataLoss: r.dataLoss, partitions: r.partitions });
-    // Re-created topics and brokers without topic ids are worth a warning of their own in the log.
+    // Re-created topics, missing topics and brokers without topic ids are worth warnings of their own.
     if (r.recreated.length) logger.warn('topic re-created', { stream: r.stream, closedIncarnations: r.recreated });
     for (const w of r.warnings) logger.warn(w, { stream: r.stream });
   }

@@ -11,13 +11,13 @@ import type { Context } from 'aws-lambda';
 import { parseProcessorPayload } from '../lib/processor/payload';
 import { peek } from '../lib/processor/peek';
 import { processRange } from '../lib/processor/process-range';
-import { awsRuntime } from '../lib/runtime/aws';
+import { awsRuntime, kafkaLogTo } from '../lib/runtime/aws';
 
 const logger = new Logger({ serviceName: 'processor' });
 const metrics = new Metrics({ namespace: process.env.METRICS_NAMESPACE ?? 'KafkaLambdaDirect', serviceName: 'processor' });
 
 async function processor(event: unknown, context: Context, opts?: { signal?: AbortSignal }) {
-  const rt = awsRuntime();
+  const rt = awsRuntime(process.env, { kafkaLog: kafkaLogTo(logger) });
   const req = parseProcessorPayload(event, rt.config);
   if (req.mode === 'peek') {
     const kafka = await rt.metadata.forStream(req.stream);

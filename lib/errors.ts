@@ -69,3 +69,10 @@ export class PreconditionError extends AppError {
     super('PRECONDITION', message, options);
   }
 }
+
+/** A client lacks a setting it needs from the environment (an AWS region, an endpoint); nothing was changed. */
+export class ConfigurationError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIGURATION', message, options);
+  }
+}

@@ -4,15 +4,18 @@
  * nothing. Exit codes: 0 done, 1 failed, 2 usage or invalid input, 3 refused by the current state
  * (e.g. ranges in flight), 130 interrupted.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { DeploymentConfig } from '../config/schema';
 import { AppError, PreconditionError, ValidationError } from '../errors';
-import { createOpsContext, type OpsContext } from '../ops/context';
+import { kafkaLogLines, quietKafkaLog } from '../kafka/client';
+import { createOpsContext, type OpsContext, type OpsContextOptions } from '../ops/context';
 import { parseDeadLetterId, redriveDeadLetters, renderDeadLetters, renderRedrive } from '../ops/dead-letters';
 import { operatorName } from '../ops/lease';
 import { peekJsonLines, peekRecords, renderPeek } from '../ops/peek';
 import { dryRunPlan, renderPlan } from '../ops/plan';
-import { createReplay, renderReplayPlan, runReplay } from '../ops/replay';
+import { createReplay, renderReplayPlan, renderReplayRun, runReplay } from '../ops/replay';
 import { parseRewindTarget, renderRewind, rewindStream } from '../ops/rewind';
 import { renderStatus, streamStatus } from '../ops/status';
 import { replayStreamId, resolveStream } from '../ops/streams';
@@ -29,10 +32,16 @@ export type CliDeps = {
   /** Loads the deployment config (tests inject one). */
   loadConfig?: (configPath: string | undefined, env: NodeJS.ProcessEnv) => CliConfig;
   /** Builds the operations context (tests inject fakes). */
-  contextFor?: (config: DeploymentConfig, env: NodeJS.ProcessEnv) => OpsContext;
+  contextFor?: (config: DeploymentConfig, env: NodeJS.ProcessEnv, options: OpsContextOptions) => OpsContext;
   /** Aborted on Ctrl-C (a running replay stops at a chunk boundary). */
   signal?: AbortSignal;
 };
+
+/** The package version, as `--version` prints it. */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version?: unknown };
+  return String(pkg.version);
+}
 
 const SINK_TABLE = /^[a-zA-Z0-9_.-]{3,255}$/;
 const REPLAY_NAME = /^[a-z0-9][a-z0-9_-]*$/;
@@ -45,9 +54,13 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
 
   /** Loads the config, builds the context, runs `fn`, closes the context. */
   const withContext = async <T>(cmd: Command, fn: (ctx: OpsContext, cfg: CliConfig) => Promise<T>): Promise<T> => {
-    const cfg = (deps.loadConfig ?? loadCliConfig)(cmd.optsWithGlobals<{ config?: string }>().config, deps.env);
+    const globals = cmd.optsWithGlobals<{ config?: string; verbose?: boolean }>();
+    const cfg = (deps.loadConfig ?? loadCliConfig)(globals.config, deps.env);
     if (cfg.note) io.err(`(${cfg.note})\n`);
-    const ctx = (deps.contextFor ?? createOpsContext)(cfg.config, cfg.env);
+    // kafkajs logs every failed connection attempt; the CLI reports the failure once, itself.
+    const kafkaLog = globals.verbose ? kafkaLogLines((l) => io.err(`${l}\n`)) : quietKafkaLog;
+    const contextFor = deps.contextFor ?? ((c: DeploymentConfig, e: NodeJS.ProcessEnv, o: OpsContextOptions) => createOpsContext(c, e, undefined, o));
+    const ctx = contextFor(cfg.config, cfg.env, { kafkaLog });
     try {
       return await fn(ctx, cfg);
     } finally {
@@ -59,6 +72,8 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
   const program = new Command('kafka-direct')
     .description('Operate kafka-lambda-direct streams (local stack or AWS: endpoints and credentials from the environment)')
     .option('--config <file>', 'deployment config file (default: STREAMS_CONFIG, else the local demo config)')
+    .option('--verbose', "also print the Kafka client's own log lines (stderr)")
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .exitOverride();
@@ -76,6 +91,12 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
         const s = await streamStatus(ctx, resolveStream(ctx.config, id), now());
         if (opts.json) json(s);
         else io.out(`${renderStatus(s)}\n`);
+        if (opts.json && s.topicsWarning) io.err(`warning: ${s.topicsWarning}\n`);
+        // The ledger's half of the table is still worth showing, but lag without Kafka is unknown.
+        if (s.kafkaError) {
+          io.err(`error: ${s.kafkaError}\n`);
+          exitCode = EXIT.failed;
+        }
       });
     });
 
@@ -94,6 +115,7 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
         const reports = await dryRunPlan(ctx, streams, now());
         if (opts.json) json(reports);
         else io.out(`${reports.map(renderPlan).join('\n\n')}\n`);
+        if (opts.json) for (const w of reports.flatMap((r) => r.warnings)) io.err(`warning: ${w}\n`);
         if (reports.some((r) => r.status === 'failed')) exitCode = EXIT.failed;
       });
     });
@@ -172,7 +194,7 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
         }
         const res = await runReplay(ctx, plan, { log: (l) => io.err(`${l}\n`), timeoutMs, signal: deps.signal });
         if (opts.json) json({ replay: plan, run: res });
-        else io.out(`${res.finished ? 'finished' : 'stopped before the end'}: ${res.records} records applied by ${res.invocations} processor invocations in ${res.wallMs} ms\n`);
+        else io.out(`${renderReplayRun(res)}\n`);
         if (!res.finished) exitCode = deps.signal?.aborted ? EXIT.interrupted : EXIT.failed;
       });
     });

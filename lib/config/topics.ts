@@ -67,3 +67,28 @@ export function topicSelector(stream: TopicSubscription): { topics: string[] } |
   if (stream.topicPattern !== undefined) return { pattern: anchoredTopicPattern(stream.topicPattern) };
   return { topics: [...(stream.topics ?? [])] };
 }
+
+/** What of a stream's subscription Kafka does not have: listed topics that do not exist, or a pattern matching none. */
+export type UnmatchedSubscription = {
+  /** Listed topics Kafka does not have (empty for a pattern). */
+  missingTopics: string[];
+  /** The value of the planner's `TopicsMissing` metric: missing listed topics, or 1 for a pattern matching none. */
+  count: number;
+  /** One line for an operator, e.g. `topic payments-x of stream payments does not exist in Kafka`. */
+  text: string;
+};
+
+/** Compares the subscription with the topics Kafka reported for it; undefined when everything is there. */
+export function unmatchedSubscription(stream: TopicSubscription & { id: string }, foundTopics: Iterable<string>): UnmatchedSubscription | undefined {
+  const found = new Set(foundTopics);
+  if (stream.topics !== undefined) {
+    const missingTopics = stream.topics.filter((t) => !found.has(t));
+    if (!missingTopics.length) return undefined;
+    const what = missingTopics.length === 1 ? `topic ${missingTopics[0]}` : `topics ${missingTopics.join(', ')}`;
+    return { missingTopics, count: missingTopics.length, text: `${what} of stream ${stream.id} ${missingTopics.length === 1 ? 'does' : 'do'} not exist in Kafka (topics in the stream config)` };
+  }
+  if (stream.topicPattern !== undefined && found.size === 0) {
+    return { missingTopics: [], count: 1, text: `topicPattern /${stream.topicPattern}/ of stream ${stream.id} matches no topic in Kafka` };
+  }
+  return undefined;
+}

@@ -41,6 +41,9 @@ export async function createKafka(config: KafkaConnectionConfig, deps: CreateKaf
 /** kafkajs's constructor config, narrowed to the built-in SASL mechanisms we configure. */
 export type KafkaClientConfig = Omit<KafkaConfig, 'sasl'> & { sasl?: SASLOptions };
 
+/** kafkajs's per-call retry (connect, metadata refresh): two retries, 200 ms then 400 ms. */
+export const KAFKAJS_RETRY = { retries: 2, initialRetryTime: 200, maxRetryTime: 1_000 } as const;
+
 /** The kafkajs constructor config for a validated connection config (pure; no I/O). */
 export function kafkaClientConfig(config: KafkaConnectionConfig, options: KafkaClientOptions = {}): KafkaClientConfig {
   const out: KafkaClientConfig = {
@@ -50,6 +53,11 @@ export function kafkaClientConfig(config: KafkaConnectionConfig, options: KafkaC
     requestTimeout: config.requestTimeoutMs,
     // kafkajs logs every reconnect and retry at INFO; at Lambda volume that is noise and cost.
     logLevel: logLevel.WARN,
+    // kafkajs's own retries sit inside the project's bounded retry loops (metadata, range reader),
+    // and its default (5 retries from 300 ms, doubling) keeps a caller of an unreachable broker
+    // waiting ~10 s per call before any error surfaces. Two quick retries bound the first failure
+    // to about 3 x connectionTimeoutMs (a refused connection: well under a second).
+    retry: KAFKAJS_RETRY,
   };
   const ssl = kafkaSsl(config.ssl, config.sasl?.mechanism === 'aws-msk-iam');
   if (ssl !== undefined) out.ssl = ssl;
@@ -106,4 +114,18 @@ export function logCreatorFor(log: KafkaLogFn): NonNullable<KafkaConfig['logCrea
       const { message, timestamp: _timestamp, logger: _logger, ...extra } = entry;
       log(LEVEL_NAMES[level] ?? 'warn', String(message), { namespace, ...extra });
     };
+}
+
+/** Drops kafkajs's log lines: the CLI's default, which reports the one failure that matters itself. */
+export const quietKafkaLog: KafkaLogFn = () => undefined;
+
+/** Writes kafkajs's log lines as plain text lines (the CLI's `--verbose`, the local runtime's log). */
+export function kafkaLogLines(write: (line: string) => void): KafkaLogFn {
+  return (level, message, context) => {
+    const { namespace, ...extra } = context;
+    const details = Object.entries(extra)
+      .filter(([k, v]) => v !== undefined && k !== 'stack')
+      .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
+    write(`[kafkajs ${level}] ${typeof namespace === 'string' && namespace ? `${namespace}: ` : ''}${message}${details.length ? ` (${details.join(', ')})` : ''}`);
+  };
 }

@@ -35,6 +35,15 @@ const asObject = (v: unknown): KafkajsLikeError => (typeof v === 'object' && v !
  */
 export function toKafkaError(operation: string, err: unknown): AppError {
   if (err instanceof AppError) return err;
+  const unreachable = connectionFailure(err);
+  if (unreachable) {
+    return new KafkaError(`Kafka: cannot reach ${unreachable.broker} (${unreachable.code}) during ${operation}`, {
+      cause: err,
+      type: 'CONNECTION',
+      // kafkajs already retried the connection; a caller retrying at once would only wait again.
+      retriable: false,
+    });
+  }
   const e = asObject(err);
   // kafkajs wraps the last error of an exhausted retry loop (KafkaJSNumberOfRetriesExceeded): keep
   // the protocol error type of the wrapped one.
@@ -123,4 +132,32 @@ export function isNotReadyError(err: unknown): boolean {
     e = asObject(e.cause);
   }
   return false;
+}
+
+type ConnectionLikeError = KafkajsLikeError & { broker?: unknown; code?: unknown; host?: unknown; port?: unknown };
+
+/**
+ * The broker and the socket error code when `err` (or an error it wraps, a few causes deep) is a
+ * failed connection: kafkajs's KafkaJSConnectionError carries `broker` ("host:port") and `code`
+ * (ECONNREFUSED, ENOTFOUND, ETIMEDOUT, ...); a connection timeout has no code.
+ */
+export function connectionFailure(err: unknown): { broker: string; code: string } | undefined {
+  let e = asObject(err) as ConnectionLikeError;
+  for (let depth = 0; depth < 5; depth++) {
+    if (e.name === 'KafkaJSConnectionError') {
+      const broker = typeof e.broker === 'string' ? e.broker : typeof e.host === 'string' ? `${e.host}:${String(e.port)}` : 'the broker';
+      const code = typeof e.code === 'string' ? e.code : /timeout/i.test(String(e.message)) ? 'connection timeout' : String(e.message);
+      return { broker, code };
+    }
+    if (e.cause === undefined) return undefined;
+    e = asObject(e.cause) as ConnectionLikeError;
+  }
+  return undefined;
+}
+
+/** `err`'s message with the configuration setting to check appended, e.g. `[kafka.brokers of stream payments]`. */
+export function kafkaFailureText(err: unknown, streamId: string): string {
+  const message = err instanceof AppError ? err.message : err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  const connection = err instanceof KafkaError && err.type === 'CONNECTION';
+  return connection ? `${message} [kafka.brokers of stream ${streamId}]` : message;
 }

@@ -20,7 +20,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
-import { AppError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
+import { AppError, ConfigurationError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
 import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RangeState, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import {
   advancePartitionAction,
@@ -70,9 +70,38 @@ export function translateDynamoError(err: unknown, what: string, tableName: stri
   if (err instanceof ResourceNotFoundException) {
     return new MissingResourceError(`${what}: DynamoDB table ${tableName} does not exist`, { cause: err });
   }
+  const reach = dynamoSetupError(err, what);
+  if (reach) return reach;
   const name = (err as { name?: string })?.name ?? '';
   if (THROTTLE_NAMES.has(name)) return new ThrottledError(`${what}: DynamoDB throttled after retries (${name})`, { cause: err });
   return new StoreError(`${what}: ${name || 'error'}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+}
+
+/** Socket error codes that mean "no DynamoDB answered at that address" (after the SDK's own retries). */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+
+/**
+ * A one-line error naming the setting to fix when `err` says DynamoDB was never reached: no region
+ * (the SDK's "Region is missing") or a refused/unresolvable endpoint. Undefined for anything else.
+ */
+export function dynamoSetupError(err: unknown, what: string): AppError | undefined {
+  if (err instanceof AppError) return err;
+  const e = (err ?? {}) as { message?: unknown; code?: unknown; address?: unknown; port?: unknown; hostname?: unknown };
+  if (e.message === 'Region is missing') {
+    return new ConfigurationError(`${what}: DynamoDB has no AWS region: set AWS_REGION (or DYNAMODB_ENDPOINT for the local stack)`, { cause: err });
+  }
+  const hint = '[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]';
+  if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) {
+    const where = typeof e.address === 'string' ? `${e.address}${e.port === undefined ? '' : `:${String(e.port)}`}` : typeof e.hostname === 'string' ? e.hostname : 'its endpoint';
+    return new StoreError(`${what}: cannot reach DynamoDB at ${where} (${e.code}) ${hint}`, { cause: err });
+  }
+  // The SDK's retry layer turns a socket error it does not recognise as an Error (one from another
+  // realm, e.g. a VM context) into a message-only wrapper: the code and address survive in the text.
+  const m = typeof e.message === 'string' ? /\b(E[A-Z_]+) (\S+)$/.exec(e.message) : null;
+  if (m && UNREACHABLE_CODES.has(m[1] as string)) {
+    return new StoreError(`${what}: cannot reach DynamoDB at ${m[2]} (${m[1]}) ${hint}`, { cause: err });
+  }
+  return undefined;
 }
 
 type ItemKey = string;

@@ -9,6 +9,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { OPEN_RANGES_INDEX } from './codec.dynamodb';
+import { dynamoSetupError } from './ledger.dynamodb';
 
 /** Key schema, the sparse open-ranges GSI and on-demand billing. */
 export function ledgerTableDefinition(tableName: string): CreateTableCommandInput {
@@ -43,7 +44,7 @@ export async function ensureLedgerTable(client: DynamoDBClient, tableName: strin
     await client.send(new DescribeTableCommand({ TableName: tableName }));
     return;
   } catch (err) {
-    if (!(err instanceof ResourceNotFoundException)) throw err;
+    if (!(err instanceof ResourceNotFoundException)) throw dynamoSetupError(err, `ledger table ${tableName}`) ?? err;
   }
   try {
     await client.send(new CreateTableCommand(ledgerTableDefinition(tableName)));

@@ -18,6 +18,9 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { parseDeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
+import { KAFKAJS_RETRY, kafkaLogLines } from '../kafka/client';
+import { KafkaError, toKafkaError } from '../kafka/errors';
+import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
 import { createOpsContext, type OpsContext } from '../ops/context';
 import { duration } from '../ops/format';
@@ -75,6 +78,8 @@ export type DemoSummary = {
   kafkaRecords: number;
   plannerRuns: number;
   deadLetters: number;
+  /** Records in Kafka the ledger does not show processed (interrupted or timed-out runs leave some). */
+  unapplied: number;
   processorErrors: number;
   caughtUp: boolean;
   interrupted: boolean;
@@ -99,6 +104,8 @@ export type DemoDeps = {
   hardSignal?: AbortSignal;
   /** Terminal width, for the live view. */
   columns?: () => number | undefined;
+  /** Called once set-up is done and the run starts (from then on the run reports its own stopping). */
+  onRunning?: () => void;
 };
 
 /** Runs the demo and returns its summary and exit code (0: success; 1: a check failed; 130: interrupted bounded run). */
@@ -111,12 +118,20 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
   const dynamo = dynamoClientFromEnv(env);
   const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
+  // The admin's connect is the run's first Kafka call: with the project's short retry a wrong
+  // KAFKA_BROKERS fails in a second, not after ~10 s of kafkajs's default retries. The producer keeps
+  // those defaults, so a broker hiccup delays events instead of dropping them.
+  const admin = new Kafka({ clientId: 'demo-admin', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING, retry: KAFKAJS_RETRY }).admin();
   let ctx: OpsContext | undefined;
 
   try {
-    await admin.connect();
-    await Promise.all([ensureLedgerTable(dynamo, opts.ledgerTable), createSinkTable(dynamo, sinkTable), createTopic(admin, topic, opts.partitions)]);
+    await admin.connect().catch((err: unknown) => {
+      throw new KafkaError(`${toKafkaError('connect', err).message} [KAFKA_BROKERS]`, { cause: err });
+    });
+    // All settled before the first failure is thrown: a topic creation still in flight would reconnect
+    // the admin after the `finally` below disconnected it, and keep the process alive.
+    const setUp = await Promise.allSettled([ensureLedgerTable(dynamo, opts.ledgerTable), createSinkTable(dynamo, sinkTable), createTopic(admin, topic, opts.partitions)]);
+    for (const r of setUp) if (r.status === 'rejected') throw r.reason;
     const input: DeploymentConfigInput = {
       ledgerTable: opts.ledgerTable,
       streams: [
@@ -139,9 +154,10 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
       mkdirSync(dirname(configFile), { recursive: true });
       writeFileSync(configFile, `${JSON.stringify(input, null, 2)}\n`);
     }
-    ctx = createOpsContext(config, env, dynamo);
+    // The Kafka client's own lines (a lost connection) join the run's events instead of raw JSON.
+    ctx = createOpsContext(config, env, dynamo, { kafkaLog: kafkaLogLines((l) => view.event(l)) });
     const ops = ctx;
-    view.event(`stream ${id}: topic ${topic} (${opts.partitions} partitions), sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
+    view.event(`stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
 
     const runner = createLocalRunner(
       { ledger: ops.ledger, storeClock: ops.storeClock, metadataFor: (s) => ops.metadata.forStream(s), createReader: (s) => ops.createReader(s), handlerFor: (s) => ops.handlerFor(s), log: (l) => view.event(l) },
@@ -151,6 +167,7 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
     deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
 
     const t0 = Date.now();
+    deps.onRunning?.();
     runner.start();
     producer.start();
     let phase: 'producing' | 'draining' | 'stopping' = 'producing';
@@ -257,6 +274,7 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
       kafkaRecords,
       plannerRuns: stats.plannerRuns,
       deadLetters,
+      unapplied: Math.max(0, kafkaRecords - ledgerProcessed),
       processorErrors: stats.byStatus.error ?? 0,
       caughtUp,
       interrupted,
@@ -275,11 +293,15 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   }
 }
 
-function humanSummary(s: DemoSummary, bounded: boolean): string {
+/** The summary printed when the demo ends (Ctrl-C or caught up). */
+export function humanSummary(s: DemoSummary, bounded: boolean): string {
   const lines = [
     '',
     `produced ${s.produced} events (Kafka holds ${s.kafkaRecords}) into ${s.partitions} partitions; the sink applied ${s.applied}; ${s.invocations} processor invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}`,
   ];
+  // What is not in the sink, and why: dead-lettered (needs an operator) or not processed yet.
+  if (s.deadLetters) lines.push(`${s.deadLetters} dead-lettered, not in the sink (see: npm run cli -- dead-letters ${s.stream})`);
+  if (s.unapplied) lines.push(`${s.unapplied} records left unapplied (not processed before the run stopped; the ledger keeps the position)`);
   if (bounded) lines.push(s.exact ? 'exactly once: every produced event is in the sink once, totals equal per account' : 'CHECK FAILED: the sink does not match what was produced (see the numbers above)');
   else lines.push(s.consistent ? `consistent: the sink holds exactly the ${s.applied} committed events (no loss, no duplicates)` : 'CHECK FAILED: the sink does not match the committed offsets');
   if (s.producerError) lines.push(`producer error seen: ${s.producerError}`);
@@ -310,6 +332,7 @@ async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{
         topic: o.topic,
         partition: o.partition,
         committed: p?.committed,
+        earliest: o.earliest,
         latest: o.latest,
         lag: o.latest - (p?.committed ?? o.earliest),
         inFlight: inFlight.filter((r) => r.topic === o.topic && r.partition === o.partition).length,
@@ -368,7 +391,7 @@ async function createSinkTable(dynamo: DynamoDBClient, name: string): Promise<vo
       }),
     );
   } catch (err) {
-    if (!(err instanceof ResourceInUseException)) throw err;
+    if (!(err instanceof ResourceInUseException)) throw dynamoSetupError(err, `sink table ${name}`) ?? err;
   }
 }
 

@@ -10,7 +10,10 @@ export type PartitionProgress = {
   partition: number;
   /** Undefined until the planner registered the partition. */
   committed?: number;
+  /** The partition's earliest offset: where an unregistered partition's lag counts from. */
+  earliest?: number;
   latest?: number;
+  /** latest - committed (latest - earliest until the partition is registered). */
   lag?: number;
   /** Committed records per second over the last few seconds. */
   recordsPerSec?: number;
@@ -34,19 +37,49 @@ export type ProgressFrame = {
   events: string[];
 };
 
+/** Lag of one partition: latest - committed, counted from earliest while it is not registered (never 0 by default). */
+export function partitionLag(p: Pick<PartitionProgress, 'committed' | 'earliest' | 'latest' | 'lag'>): number | undefined {
+  if (p.latest === undefined) return p.lag;
+  return Math.max(0, p.latest - (p.committed ?? p.earliest ?? 0));
+}
+
+/** Totals of a frame: the header's figures (lag = latest - committed, summed over what the table shows). */
+export function frameTotals(f: Pick<ProgressFrame, 'partitions'>): { partitions: number; unregistered: number; latest: number; committed: number; lag: number; ratePerSec: number } {
+  let latest = 0;
+  let committed = 0;
+  let lag = 0;
+  let ratePerSec = 0;
+  let unregistered = 0;
+  for (const p of f.partitions) {
+    if (p.committed === undefined) unregistered += 1;
+    latest += p.latest ?? 0;
+    committed += p.committed ?? p.earliest ?? 0;
+    lag += partitionLag(p) ?? 0;
+    ratePerSec += p.recordsPerSec ?? 0;
+  }
+  return { partitions: f.partitions.length, unregistered, latest, committed, lag, ratePerSec };
+}
+
 /** The frame as lines of text (the terminal view). */
 export function renderFrame(f: ProgressFrame): string[] {
-  const committed = f.partitions.reduce((s, p) => s + (p.committed ?? 0), 0);
-  const lag = f.partitions.reduce((s, p) => s + (p.lag ?? 0), 0);
-  const rate = f.partitions.reduce((s, p) => s + (p.recordsPerSec ?? 0), 0);
+  const t = frameTotals(f);
+  const parts = `${t.partitions} partition${t.partitions === 1 ? '' : 's'}${t.unregistered ? ` (${t.unregistered} not registered yet)` : ''}`;
   const lines = [
-    `stream ${f.stream}  ${f.phase}  ${duration(f.elapsedMs)}   ${f.phase === 'stopping' ? '(Ctrl-C again: abort at a chunk boundary)' : '(Ctrl-C stops cleanly)'}`,
-    `produced ${f.produced} (${Math.round(f.producedPerSec)}/s)   committed ${committed}   lag ${lag}   ${Math.round(rate)} records/s`,
+    `stream ${f.stream}  ${f.phase}  ${duration(f.elapsedMs)}  ${parts}   ${f.phase === 'stopping' ? '(Ctrl-C again: abort at a chunk boundary)' : '(Ctrl-C stops cleanly)'}`,
+    `produced ${f.produced} (${Math.round(f.producedPerSec)}/s)   latest ${t.latest}   committed ${t.committed}   lag ${t.lag}   ${Math.round(t.ratePerSec)} records/s`,
     `ranges in flight ${f.inFlight}   processor invocations ${f.invocations}   planner runs ${f.plannerRuns}`,
     '',
     ...table(
       ['topic', 'partition', 'committed', 'latest', 'lag', 'records/s', 'in flight'],
-      f.partitions.map((p) => [p.topic, p.partition, p.committed, p.latest, p.lag, p.recordsPerSec === undefined ? undefined : Math.round(p.recordsPerSec), p.inFlight]),
+      f.partitions.map((p) => [
+        p.topic,
+        p.partition,
+        p.committed ?? 'not registered yet',
+        p.latest,
+        partitionLag(p),
+        p.recordsPerSec === undefined ? undefined : Math.round(p.recordsPerSec),
+        p.inFlight,
+      ]),
     ).split('\n'),
   ];
   if (f.deadLetters || f.errors) lines.push('', `dead letters ${f.deadLetters}   processor errors ${f.errors}${f.lastError ? `   last: ${f.lastError.slice(0, 120)}` : ''}`);
@@ -56,10 +89,8 @@ export function renderFrame(f: ProgressFrame): string[] {
 
 /** The frame as one log line (non-terminal output). */
 export function frameLine(f: ProgressFrame): string {
-  const committed = f.partitions.reduce((s, p) => s + (p.committed ?? 0), 0);
-  const lag = f.partitions.reduce((s, p) => s + (p.lag ?? 0), 0);
-  const rate = f.partitions.reduce((s, p) => s + (p.recordsPerSec ?? 0), 0);
-  return `[${duration(f.elapsedMs)}] ${f.phase}: produced=${f.produced} committed=${committed} lag=${lag} records/s=${Math.round(rate)} partitions=${f.partitions.length} inFlight=${f.inFlight} invocations=${f.invocations}${f.errors ? ` errors=${f.errors}` : ''}`;
+  const t = frameTotals(f);
+  return `[${duration(f.elapsedMs)}] ${f.phase}: produced=${f.produced} latest=${t.latest} committed=${t.committed} lag=${t.lag} records/s=${Math.round(t.ratePerSec)} partitions=${t.partitions}${t.unregistered ? ` unregistered=${t.unregistered}` : ''} inFlight=${f.inFlight} invocations=${f.invocations}${f.errors ? ` errors=${f.errors}` : ''}`;
 }
 
 export type ProgressView = {

@@ -7,8 +7,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { resolveHandler } from '../handlers';
-import { createKafka } from '../kafka/client';
+import { createKafka, type KafkaLogFn } from '../kafka/client';
 import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
+import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import { createDynamoStoreClock } from '../ledger/clock.dynamodb';
 import { createDynamoLedger } from '../ledger/ledger.dynamodb';
@@ -33,11 +34,22 @@ export type OpsContext = {
   close(): Promise<void>;
 };
 
+export type OpsContextOptions = {
+  /** Where kafkajs's own log lines go (default: kafkajs's JSON lines on the console). */
+  kafkaLog?: KafkaLogFn;
+};
+
 /** Builds the context for a validated config; `close()` releases every connection it opened. */
-export function createOpsContext(config: DeploymentConfig, env: NodeJS.ProcessEnv = process.env, dynamo: DynamoDBClient = dynamoClientFromEnv(env)): OpsContext {
+export function createOpsContext(
+  config: DeploymentConfig,
+  env: NodeJS.ProcessEnv = process.env,
+  dynamo: DynamoDBClient = dynamoClientFromEnv(env),
+  options: OpsContextOptions = {},
+): OpsContext {
   const readers = new Map<string, Promise<RangeReader>>();
   const handlers = new Map<string, RecordsHandler>();
-  const metadata = createMetadataCache();
+  const kafkaDeps = { log: options.kafkaLog };
+  const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps)));
   return {
     config,
     env,
@@ -49,13 +61,13 @@ export function createOpsContext(config: DeploymentConfig, env: NodeJS.ProcessEn
       const key = JSON.stringify(stream.kafka);
       let r = readers.get(key);
       if (!r) {
-        r = createKafka(stream.kafka).then((kafka) => createKafkajsRangeReader(kafka));
+        r = createKafka(stream.kafka, kafkaDeps).then((kafka) => createKafkajsRangeReader(kafka));
         r.catch(() => readers.delete(key));
         readers.set(key, r);
       }
       return r;
     },
-    createReader: async (stream) => createKafkajsRangeReader(await createKafka(stream.kafka)),
+    createReader: async (stream) => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps)),
     handlerFor(stream) {
       // Keyed by stream id: a replay may differ from its source only in the sink table.
       let h = handlers.get(stream.id);

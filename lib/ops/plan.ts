@@ -1,5 +1,6 @@
 /** `plan --dry-run`: what the next planner run would do, computed by the planner itself with writes off. */
 import type { StreamConfig } from '../config/schema';
+import { KafkaError, kafkaFailureText } from '../kafka/errors';
 import { planStream, type StreamPlanReport } from '../planner/run';
 import type { OpsContext } from './context';
 import { table } from './format';
@@ -12,7 +13,17 @@ export async function dryRunPlan(ctx: OpsContext, streams: StreamConfig[], nowMs
     dispatcher: { dispatch: async () => [] },
     plannerLeaseMs: 60_000,
   };
-  return Promise.all(streams.map((s) => planStream(deps, s, { dryRun: true, nowMs })));
+  return Promise.all(
+    streams.map((s) =>
+      planStream(deps, s, { dryRun: true, nowMs }).catch((err: unknown) => {
+        // Name the setting to check: which stream's broker list could not be reached.
+        if (err instanceof KafkaError && err.type === 'CONNECTION') {
+          throw new KafkaError(kafkaFailureText(err, s.id), { cause: err, type: err.type, retriable: err.retriable });
+        }
+        throw err;
+      }),
+    ),
+  );
 }
 
 /** The dry-run report as text: one row per partition, what it would get and why. */
@@ -35,8 +46,8 @@ export function renderPlan(rep: StreamPlanReport): string {
       ]),
     ),
   ];
+  for (const w of rep.warnings) lines.push(`warning: ${w}`);
   for (const p of rep.partitions) if (p.note) lines.push(`  ${p.topic}/${p.partition}: ${p.note}`);
   for (const l of rep.dataLoss) lines.push(`  data loss ${l.topic}/${l.partition} [${l.from}, ${l.until}): ${l.reason}`);
-  for (const w of rep.warnings) lines.push(`  warning: ${w}`);
   return lines.join('\n');
 }

@@ -113,7 +113,18 @@ async function assertTable(ctx: OpsContext, tableName: string): Promise<void> {
   }
 }
 
-export type ReplayRunResult = { stream: string; finished: boolean; records: number; invocations: number; plannerRuns: number; wallMs: number };
+export type ReplayRunResult = {
+  stream: string;
+  finished: boolean;
+  records: number;
+  invocations: number;
+  plannerRuns: number;
+  wallMs: number;
+  /** Dead letters of the replay stream not yet re-driven (its records are not in the sink). */
+  deadLetters: number;
+  /** Offsets of the window not yet committed (the replay can be continued with the same command). */
+  unapplied: number;
+};
 
 /**
  * Drives the replay in this process until the planner reports it finished: plan, wait for the
@@ -158,7 +169,20 @@ export async function runReplay(
     await runner.stop({ graceMs: 5000 });
   }
   const s = runner.stats();
-  return { stream: plan.stream.id, finished, records: s.records, invocations: s.invocations, plannerRuns: s.plannerRuns, wallMs: Date.now() - t0 };
+  // From the ledger, not this run's counters: a continued replay also owns its earlier runs' results.
+  const [parts, letters] = await Promise.all([ctx.ledger.readPartitions(plan.stream.id), ctx.ledger.listDeadLetters(plan.stream.id)]);
+  const committedOf = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.committed]));
+  const unapplied = plan.partitions.reduce((n, p) => n + Math.max(0, p.stop - Math.max(p.start, committedOf.get(partitionKey(p.topic, p.partition)) ?? p.start)), 0);
+  const deadLetters = letters.filter((d) => d.redrivenAtMs === undefined).length;
+  return { stream: plan.stream.id, finished, records: s.records, invocations: s.invocations, plannerRuns: s.plannerRuns, wallMs: Date.now() - t0, deadLetters, unapplied };
+}
+
+/** The run's one-line outcome: records applied, dead letters and offsets left, each named. */
+export function renderReplayRun(res: ReplayRunResult): string {
+  const parts = [`${res.records} records applied by ${res.invocations} processor invocations in ${res.wallMs} ms`];
+  if (res.deadLetters) parts.push(`${res.deadLetters} dead-lettered, not in the sink (see: dead-letters ${res.stream})`);
+  if (res.unapplied) parts.push(`${res.unapplied} offsets left unapplied (run the same replay command again to continue)`);
+  return `${res.finished ? 'finished' : 'stopped before the end'}: ${parts.join('; ')}`;
 }
 
 /** The replay's partitions and window as text. */

@@ -1,6 +1,7 @@
 /** `status [stream]`: per-partition progress from the ledger against the latest offsets in Kafka. */
 import type { StreamConfig } from '../config/schema';
-import { topicSelector } from '../config/topics';
+import { topicSelector, unmatchedSubscription } from '../config/topics';
+import { kafkaFailureText } from '../kafka/errors';
 import type { PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
 import type { ClosedIncarnation, OperatorChange } from '../ports/ledger';
 import { partitionKey } from '../ranges';
@@ -50,6 +51,8 @@ export type StreamStatus = {
   kafkaError?: string;
   /** Closed incarnations: topics deleted and re-created under their name, and what the old one had reached. */
   recreated: ClosedIncarnation[];
+  /** Listed topics Kafka does not have, or a pattern matching none (one line). */
+  topicsWarning?: string;
 };
 
 /** One closed incarnation, as the status report prints it. */
@@ -76,14 +79,16 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
   let offsets = new Map<string, PartitionOffsets>();
   let discovered: TopicPartitions[] = [];
   let kafkaError: string | undefined;
+  let topicsWarning: string | undefined;
   try {
     const kafka = await ctx.metadata.forStream(stream);
     discovered = await kafka.describeTopics(topicSelector(stream));
+    topicsWarning = unmatchedSubscription(stream, discovered.map((t) => t.topic))?.text;
     // Offsets of what exists in Kafka now; a ledger partition Kafka no longer has shows no latest.
     const found = discovered.length ? await kafka.fetchOffsets(discovered, stream.isolationLevel) : [];
     offsets = new Map(found.map((o) => [partitionKey(o.topic, o.partition), o]));
   } catch (err) {
-    kafkaError = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    kafkaError = kafkaFailureText(err, stream.id);
   }
 
   const rows = new Map<string, PartitionStatusRow>();
@@ -166,6 +171,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     },
     kafkaError,
     recreated,
+    ...(topicsWarning ? { topicsWarning } : {}),
   };
 }
 
@@ -176,6 +182,7 @@ export function renderStatus(s: StreamStatus): string {
   lines.push(`stream ${s.stream}${s.bounded ? ' (bounded replay)' : ''}: ${state}, planner epoch ${s.epoch ?? 0}${s.leaseHeldUntilMs ? `, lease held for ${duration(s.leaseHeldUntilMs - s.atMs)}` : ''}`);
   if (s.lastChange) lines.push(`last operator change: ${s.lastChange.what} (by ${s.lastChange.by} at ${isoTime(s.lastChange.atMs)})`);
   if (s.kafkaError) lines.push(`Kafka offsets unavailable: ${s.kafkaError}`);
+  if (s.topicsWarning) lines.push(`warning: ${s.topicsWarning}`);
   lines.push('');
   const headers = ['topic', 'partition', 'status', 'committed', 'latest', 'lag', 'in flight', 'failures', 'dead letters', 'data loss'];
   if (s.bounded) headers.splice(5, 0, 'stop');
@@ -191,7 +198,8 @@ export function renderStatus(s: StreamStatus): string {
   );
   lines.push('');
   const t = s.totals;
-  lines.push(`total lag ${t.lag}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`);
+  // Without Kafka's offsets the lag is unknown, not zero.
+  lines.push(`total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : t.lag}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`);
   for (const c of s.recreated) lines.push(`  ${renderClosed(c)}`);
   for (const r of s.partitions) {
     if (r.reason) lines.push(`  ${r.topic}/${r.partition} ${r.status}: ${r.reason}`);

@@ -34,6 +34,8 @@ export function recordPlannerMetrics(
     m.addMetric('TotalLag', MetricUnit.Count, r.partitions.reduce((s, p) => s + p.lag, 0));
     m.addMetric('MaxPartitionLag', MetricUnit.Count, r.partitions.reduce((s, p) => Math.max(s, p.lag), 0));
     m.addMetric('PlannerFailed', MetricUnit.Count, r.status === 'failed' ? 1 : 0);
+    // A topic list naming a topic Kafka lacks, or a pattern matching none: plans nothing, fails nothing.
+    m.addMetric('TopicsMissing', MetricUnit.Count, r.topicsMissing);
     m.addMetric('PlannerDurationMs', MetricUnit.Milliseconds, r.durationMs);
     m.publishStoredMetrics(); // one EMF document per stream; also clears the stream dimension
     for (const p of r.partitions.slice(0, cap)) {

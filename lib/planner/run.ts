@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
-import { topicSelector } from '../config/topics';
+import { topicSelector, unmatchedSubscription } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
 import type { ClosedIncarnation, DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
@@ -53,13 +53,18 @@ export type StreamPlanReport = {
   dataLoss: DataLossEntry[];
   /** Incarnations closed in this run: topics deleted and re-created under their name (metric TopicRecreated). */
   recreated: ClosedIncarnation[];
-  /** Conditions worth an operator's eye that are not failures (e.g. a broker without topic ids). */
-  warnings: string[];
   /** Writes that lost their condition (another actor moved first); re-read next run. */
   conditionsLost: number;
   durationMs: number;
   /** A bounded stream (replay) has nothing left to plan: every partition reached its stop offset. */
   finished?: boolean;
+  /** Listed topics Kafka does not have, or 1 for a topic pattern matching none (the `TopicsMissing` metric). */
+  topicsMissing: number;
+  /**
+   * Conditions worth an operator's eye that are not failures: a missing topic, a pattern matching
+   * nothing, a broker without topic ids.
+   */
+  warnings: string[];
 };
 
 export type PlannerRunInput = { streams: StreamConfig[]; dryRun: boolean; nowMs: number };
@@ -97,9 +102,10 @@ export function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
     inFlight: 0,
     dataLoss: [],
     recreated: [],
-    warnings: [],
     conditionsLost: 0,
     durationMs: 0,
+    topicsMissing: 0,
+    warnings: [],
   };
 }
 
@@ -171,6 +177,11 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     // 2-3. Discover partitions and read their offsets (one metadata call, batched offsets).
     const kafka = await deps.metadataFor(stream);
     const [discovered, known] = await Promise.all([kafka.describeTopics(topicSelector(stream)), ledger.readPartitions(stream.id)]);
+    const unmatched = unmatchedSubscription(stream, discovered.map((t) => t.topic));
+    if (unmatched) {
+      rep.topicsMissing = unmatched.count;
+      rep.warnings.push(unmatched.text);
+    }
     // Partial: a dead leader costs its own partitions this run, not the stream's (retried next run).
     const { offsets, unavailable } = discovered.length
       ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)

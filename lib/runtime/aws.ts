@@ -12,8 +12,9 @@ import { ValidationError } from '../errors';
 import type { Admin } from 'kafkajs';
 import type { StreamConfig } from '../config/schema';
 import { resolveHandler } from '../handlers';
-import { createKafka } from '../kafka/client';
+import { createKafka, type CreateKafkaDeps, type KafkaLogFn } from '../kafka/client';
 import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
+import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import type { RecordsHandler } from '../processor/handler-api';
 import type { RangeReader } from '../ports/range-reader';
@@ -54,9 +55,18 @@ export type Runtime = {
 
 let cached: Runtime | undefined;
 
+/** The methods of a Powertools-like logger that kafkajs's log lines are routed to. */
+export type LevelLogger = Record<'error' | 'warn' | 'info' | 'debug', (message: string, extra: Record<string, unknown>) => void>;
+
+/** Routes kafkajs's log lines (WARN and ERROR) into a function's structured logger, under `kafka`. */
+export function kafkaLogTo(logger: LevelLogger): KafkaLogFn {
+  return (level, message, context) => logger[level](`kafkajs: ${message}`, { kafka: context });
+}
+
 /** The runtime of this container, created on first use (config errors surface on every invocation). */
-export function awsRuntime(env: NodeJS.ProcessEnv = process.env): Runtime {
+export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafkaLog?: KafkaLogFn } = {}): Runtime {
   if (cached) return cached;
+  const kafkaDeps: CreateKafkaDeps = { log: options.kafkaLog };
   const config = loadDeploymentConfig(env);
   const dynamo = dynamoClientFromEnv(env);
   let dispatcher: Dispatcher | undefined;
@@ -78,8 +88,8 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env): Runtime {
     dynamo,
     ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
     storeClock: createDynamoStoreClock({ client: dynamo, tableName: config.ledgerTable }),
-    metadata: createMetadataCache(),
-    readerFor: (stream) => perCluster(readers, stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka))),
+    metadata: createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps))),
+    readerFor: (stream) => perCluster(readers, stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps))),
     handlerFor(stream) {
       let h = handlers.get(stream.id);
       if (!h) {
@@ -91,7 +101,7 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env): Runtime {
     async commitGroupOffset(stream, group, topic, partition, offset) {
       const commit = async (): Promise<void> => {
         const admin = await perCluster(admins, stream, async () => {
-          const a = (await createKafka(stream.kafka)).admin();
+          const a = (await createKafka(stream.kafka, kafkaDeps)).admin();
           await a.connect();
           return a;
         });

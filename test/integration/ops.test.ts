@@ -14,6 +14,7 @@ import { createOpsContext, type OpsContext } from '../../lib/ops/context';
 import { planStream } from '../../lib/planner/run';
 import type { ExactlyOnceHandler } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
+import { freePort } from '../../infra/local/process';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
@@ -247,5 +248,62 @@ describe('operations CLI on the real broker and emulator', () => {
     const again = await cli(['replay', id, '--from', `@${t0 - 60_000}`, '--to', 'now', '--name', 'r1', '--sink-table', replaySink, '--json']);
     expect(JSON.parse(again.out).run).toMatchObject({ finished: true, records: 0, invocations: 0 });
     expect(await scanTotals(ddb, replaySink)).toEqual({ ...expected, 'acct-late': late });
+    // The two poison records are dead letters of the replay too, and the summary says so.
+    expect(out.run).toMatchObject({ deadLetters: 2, unapplied: 0 });
+    const text = await cli(['replay', id, '--from', `@${t0 - 60_000}`, '--to', 'now', '--name', 'r1', '--sink-table', replaySink]);
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(/^finished: 0 records applied by 0 processor invocations in \d+ ms; 2 dead-lettered, not in the sink \(see: dead-letters .*-replay-r1\)$/m);
+  });
+});
+
+describe('operations CLI: failures say what failed', () => {
+  /** The test's config with one stream changed. */
+  const withStream = (over: Partial<StreamConfig>) => ({ ...config, streams: [{ ...stream, ...over }] });
+  const quiet = () => ['log', 'info', 'warn', 'error'].map((m) => jest.spyOn(console, m as 'log').mockImplementation(() => undefined));
+
+  it('status and plan exit 1 with one line naming the unreachable broker and the setting, and no client log lines', async () => {
+    const port = await freePort(); // closed: nothing listens there
+    const bad = withStream({ kafka: { ...stream.kafka, brokers: [`127.0.0.1:${port}`] } });
+    const spies = quiet();
+    try {
+      const status = await cli(['status', id], { loadConfig: () => ({ config: bad, env }) });
+      expect(status.code).toBe(1);
+      expect(status.err).toBe(`error: Kafka: cannot reach 127.0.0.1:${port} (ECONNREFUSED) during describeTopics [kafka.brokers of stream ${id}]\n`);
+      expect(status.out).toMatch(/total lag unknown \(Kafka unavailable\)/);
+      const plan = await cli(['plan', '--dry-run', id], { loadConfig: () => ({ config: bad, env }) });
+      expect(plan.code).toBe(1);
+      expect(plan.err).toBe(`error (KAFKA): Kafka: cannot reach 127.0.0.1:${port} (ECONNREFUSED) during describeTopics [kafka.brokers of stream ${id}]\n`);
+      for (const spy of spies) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  });
+
+  it('status and plan warn about a listed topic the broker does not have', async () => {
+    const missing = `${id}-nope`;
+    const bad = withStream({ topics: [topic, missing] });
+    const status = await cli(['status', id], { loadConfig: () => ({ config: bad, env }) });
+    expect(status.code).toBe(0);
+    expect(status.out).toMatch(new RegExp(`^warning: topic ${missing} of stream ${id} does not exist in Kafka \\(topics in the stream config\\)$`, 'm'));
+    const plan = await cli(['plan', '--dry-run', id, '--json'], { loadConfig: () => ({ config: bad, env }) });
+    expect(plan.code).toBe(0);
+    expect(JSON.parse(plan.out)[0]).toMatchObject({ topicsMissing: 1 });
+    expect(plan.err).toMatch(new RegExp(`^warning: topic ${missing} of stream ${id} does not exist in Kafka`, 'm'));
+  });
+
+  it('status warns about a topic pattern matching nothing', async () => {
+    const { topics: _topics, ...rest } = stream;
+    const bad = { ...config, streams: [{ ...rest, topicPattern: `${id}-nothing-.*` }] };
+    const status = await cli(['status', id], { loadConfig: () => ({ config: bad, env }) });
+    expect(status.code).toBe(0);
+    expect(status.out).toMatch(new RegExp(`^warning: topicPattern /${id}-nothing-\\.\\*/ of stream ${id} matches no topic in Kafka$`, 'm'));
+  });
+
+  it('exits 1 with one line naming DYNAMODB_ENDPOINT when the endpoint does not answer', async () => {
+    const port = await freePort();
+    const res = await cli(['status', id], { loadConfig: () => ({ config, env: { ...env, DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` } }) });
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(new RegExp(`^error \\(STORE\\): read .* of ${id}: cannot reach DynamoDB at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) \\[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint\\]\\n$`));
+    expect(res.err.split('\n').filter(Boolean)).toHaveLength(1);
   });
 });

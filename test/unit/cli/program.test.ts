@@ -3,14 +3,18 @@
  * (no config is even loaded); refusals exit 3 and leave the ledger as it was.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded } from 'kafkajs';
 import { runCli, type CliDeps } from '../../../lib/cli/program';
 import { parseDeploymentConfig, type DeploymentConfig } from '../../../lib/config/schema';
 import { createRecordingDispatcher } from '../../../lib/dispatch/dispatcher.local';
 import { runningTotals } from '../../../lib/handlers/running-totals';
+import { toKafkaError } from '../../../lib/kafka/errors';
 import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
 import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
-import type { OpsContext } from '../../../lib/ops/context';
+import type { OpsContext, OpsContextOptions } from '../../../lib/ops/context';
 import { parseRewindTarget } from '../../../lib/ops/rewind';
 import { parseTimestamp } from '../../../lib/ops/time';
 import { planStream } from '../../../lib/planner/run';
@@ -38,7 +42,7 @@ function fakes(streams = ['s1']) {
   const reader = createMemoryRangeReader();
   reader.append('orders', 0, Array.from({ length: 30 }, (_, i) => ({ key: `k${i % 3}`, value: JSON.stringify({ amount: i }) })));
   const contexts: OpsContext[] = [];
-  const contextFor = jest.fn((cfg: DeploymentConfig): OpsContext => {
+  const contextFor = jest.fn((cfg: DeploymentConfig, _env: NodeJS.ProcessEnv, _options: OpsContextOptions): OpsContext => {
     const ctx: OpsContext = {
       config: cfg,
       env: {},
@@ -240,6 +244,74 @@ describe('CLI on in-memory fakes', () => {
     const [rep] = JSON.parse(t.out());
     expect(rep).toMatchObject({ dryRun: true, rangesPlanned: 2, recordsPlanned: 50 });
     expect(t.ledger.store('s1').partitions.size).toBe(0);
+  });
+});
+
+/** What kafkajs throws when every connection attempt to the seed broker was refused. */
+function refused(broker: string): KafkaJSNumberOfRetriesExceeded {
+  const cause = new KafkaJSConnectionError(`Connection error: connect ECONNREFUSED ${broker}`, { broker, code: 'ECONNREFUSED' });
+  return new KafkaJSNumberOfRetriesExceeded(cause, { retryCount: 2, retryTime: 400 });
+}
+
+describe('CLI failures say what failed', () => {
+  it('status exits 1 with one line naming the broker, the cause and the setting when Kafka cannot be reached; lag is unknown, not 0', async () => {
+    const t = fakes();
+    await t.plan();
+    jest.spyOn(t.kafka, 'describeTopics').mockRejectedValue(toKafkaError('describeTopics', refused('127.0.0.1:1')));
+    expect(await t.run('status')).toBe(1);
+    expect(t.err()).toBe('error: Kafka: cannot reach 127.0.0.1:1 (ECONNREFUSED) during describeTopics [kafka.brokers of stream s1]\n');
+    expect(t.out()).toMatch(/total lag unknown \(Kafka unavailable\)/);
+    expect(t.out()).not.toMatch(/total lag 0/);
+    expect(await t.run('status', '--json')).toBe(1);
+  });
+
+  it('plan --dry-run exits 1 naming the broker and the stream whose kafka.brokers to check', async () => {
+    const t = fakes();
+    jest.spyOn(t.kafka, 'describeTopics').mockRejectedValue(toKafkaError('describeTopics', refused('127.0.0.1:1')));
+    expect(await t.run('plan', '--dry-run')).toBe(1);
+    expect(t.err()).toBe('error (KAFKA): Kafka: cannot reach 127.0.0.1:1 (ECONNREFUSED) during describeTopics [kafka.brokers of stream s1]\n');
+  });
+
+  it('status and plan warn about a listed topic Kafka does not have (exit 0: the rest of the stream is fine)', async () => {
+    const t = fakes();
+    t.config.streams[0] = { ...t.config.streams[0]!, topics: ['orders', 'refunds'] };
+    expect(await t.run('status')).toBe(0);
+    expect(t.out()).toMatch(/^warning: topic refunds of stream s1 does not exist in Kafka \(topics in the stream config\)$/m);
+    expect(await t.run('plan', '--dry-run')).toBe(0);
+    expect(t.out()).toMatch(/^warning: topic refunds of stream s1 does not exist in Kafka/m);
+    expect(await t.run('plan', '--dry-run', '--json')).toBe(0);
+    expect(t.err()).toMatch(/^warning: topic refunds of stream s1 does not exist in Kafka/m);
+  });
+
+  it('status and plan warn about a topic pattern matching nothing', async () => {
+    const t = fakes();
+    const { topics: _topics, ...rest } = t.config.streams[0]!;
+    t.config.streams[0] = { ...rest, topicPattern: 'payments-.*' };
+    expect(await t.run('status', '--json')).toBe(0);
+    expect(JSON.parse(t.out()).topicsWarning).toBe('topicPattern /payments-.*/ of stream s1 matches no topic in Kafka');
+    expect(t.err()).toBe('warning: topicPattern /payments-.*/ of stream s1 matches no topic in Kafka\n');
+    expect(await t.run('plan', '--dry-run')).toBe(0);
+    expect(t.out()).toMatch(/^warning: topicPattern \/payments-\.\*\/ of stream s1 matches no topic in Kafka$/m);
+  });
+
+  it('--version prints the package version and exits 0', async () => {
+    const t = fakes();
+    const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string };
+    expect(await t.run('--version')).toBe(0);
+    expect(t.out()).toBe(`${version}\n`);
+    expect(t.contextFor).not.toHaveBeenCalled();
+  });
+
+  it("keeps the Kafka client's log lines quiet unless --verbose", async () => {
+    const t = fakes();
+    expect(await t.run('status')).toBe(0);
+    const quiet = t.contextFor.mock.calls[0]![2].kafkaLog!;
+    quiet('error', 'Connection error: connect ECONNREFUSED 127.0.0.1:1', { namespace: 'Connection', broker: '127.0.0.1:1' });
+    expect(t.err()).toBe('');
+    expect(await t.run('--verbose', 'status')).toBe(0);
+    const verbose = t.contextFor.mock.calls[1]![2].kafkaLog!;
+    verbose('error', 'Connection error: connect ECONNREFUSED 127.0.0.1:1', { namespace: 'Connection', broker: '127.0.0.1:1' });
+    expect(t.err()).toBe('[kafkajs error] Connection: Connection error: connect ECONNREFUSED 127.0.0.1:1 (broker=127.0.0.1:1)\n');
   });
 });
 

@@ -17,6 +17,7 @@ describe('kafkaClientConfig', () => {
       connectionTimeout: 3000,
       requestTimeout: 10000,
       logLevel: logLevel.WARN,
+      retry: { retries: 2, initialRetryTime: 200, maxRetryTime: 1000 },
     });
   });
 

@@ -43,6 +43,7 @@ describe('planner metrics (EMF)', () => {
               },
             ],
             partitions: [part(0, 7), part(1, 40), part(2, 0)],
+            topicsMissing: 2,
           }),
         ],
         { maxPartitionMetrics: 2 },
@@ -53,7 +54,9 @@ describe('planner metrics (EMF)', () => {
     }
     const docs = lines.map((l) => JSON.parse(l) as Record<string, unknown> & { _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][] }> } });
     const stream = docs.find((d) => 'RecordsPlanned' in d)!;
-    expect(stream).toMatchObject({ stream: 's1', RangesPlanned: 3, RecordsPlanned: 300, TotalLag: 47, MaxPartitionLag: 40, DataLossEvents: 1, DataLossRecords: 15, PartitionsUnavailable: 2, TopicRecreated: 1 });
+    expect(stream).toMatchObject({ stream: 's1', RangesPlanned: 3, RecordsPlanned: 300, TotalLag: 47, MaxPartitionLag: 40, DataLossEvents: 1, DataLossRecords: 15, PartitionsUnavailable: 2, TopicRecreated: 1, TopicsMissing: 2 });
+    // Per stream, so an alarm can watch TopicsMissing > 0 with the dimension stream.
+    expect(stream._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service', 'stream']]);
     expect(stream._aws.CloudWatchMetrics[0]?.Namespace).toBe('Test');
     const lags = docs.filter((d) => 'PartitionLag' in d).map((d) => [d.topic, d.partition, d.PartitionLag]);
     expect(lags).toEqual([

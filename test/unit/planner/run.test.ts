@@ -398,4 +398,24 @@ describe('planner run', () => {
     expect(reps.map((r) => [r.stream, r.status])).toEqual([['s1', 'planned'], ['bad', 'failed']]);
     expect(reps[1]?.reason).toMatch(/brokers unreachable/);
   });
+
+});
+
+describe('planner run: a subscription Kafka does not satisfy', () => {
+  it('counts listed topics Kafka does not have and warns, planning the others', async () => {
+    const { topicPattern: _p, ...rest } = stream();
+    const t = setup({ ...rest, topicPattern: undefined, topics: ['orders', 'refunds', 'chargebacks'] } as Partial<StreamConfigInput>);
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 5);
+    const rep = await t.run();
+    expect(rep).toMatchObject({ status: 'planned', rangesPlanned: 1, topicsMissing: 2 });
+    expect(rep.warnings).toEqual(['topics refunds, chargebacks of stream s1 do not exist in Kafka (topics in the stream config)']);
+  });
+
+  it('counts a pattern matching no topic as 1, and nothing once a topic matches', async () => {
+    const t = setup();
+    expect(await t.run()).toMatchObject({ status: 'planned', topicsMissing: 1, warnings: ['topicPattern /orders.*/ of stream s1 matches no topic in Kafka'] });
+    t.kafka.createTopic('orders-eu', 1);
+    expect(await t.run()).toMatchObject({ topicsMissing: 0, warnings: [] });
+  });
 });
