@@ -4,7 +4,7 @@ import { PartitionNotFoundError } from '../../../lib/kafka/errors';
 import type { FetchPartitionRequest } from '../../../lib/kafka/cluster.kafkajs';
 import type { FetchedBatch, FetchResponse } from '../../../lib/kafka/fetch-response';
 import type { KafkaRecord } from '../../../lib/ports/range-reader';
-import type { FetchTransport } from '../../../lib/kafka/range-reader.kafkajs';
+import type { FetchTransport } from '../../../lib/kafka/range-reader';
 import type { Clock } from '../../../lib/kafka/retry';
 
 export type BatchSpec = {

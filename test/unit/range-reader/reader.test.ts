@@ -1,7 +1,7 @@
 /** The range reading loop over a fake transport: exact ranges, chunking, retries, waits, errors. */
 import { TimeoutError, ValidationError } from '../../../lib/errors';
 import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/kafka/errors';
-import { createRangeReader, isRetriableFetchError, type RangeReaderOptions } from '../../../lib/kafka/range-reader.kafkajs';
+import { createRangeReader, isRetriableFetchError, type RangeReaderOptions } from '../../../lib/kafka/range-reader';
 import type { RangeReader, ReadRequest, RecordChunk } from '../../../lib/ports/range-reader';
 import { batch, FakeClock, FakeLog, record } from './fake-log';
 
@@ -75,6 +75,17 @@ describe('createRangeReader: exact ranges', () => {
     const { log, reader } = setup();
     log.add({ base: 0, offsets: [], last: 99, producerId: 1 });
     expect(await collect(reader, { from: 0, until: 100 })).toEqual([{ records: [], nextOffset: 100, bytes: 100 }]);
+  });
+
+  it("counts a batch's bytes once: in the chunk that takes its first record, else in the chunk pending at its end", async () => {
+    const { log, reader } = setup();
+    // Batch 0 still reaches the fetch offset (compacted tail up to 9) but has no record at or past it.
+    log.add({ base: 0, offsets: range(0, 5), last: 9, sizeBytes: 100 }, { base: 10, offsets: range(10, 16), sizeBytes: 60 });
+    const chunks = await collect(reader, { from: 5, until: 16, maxChunkRecords: 4 });
+    expect(chunks.map((c) => [c.records.map((r) => r.offset), c.bytes])).toEqual([
+      [[10, 11, 12, 13], 160],
+      [[14, 15], 0],
+    ]);
   });
 
   it('yields nothing and fetches nothing for an empty range', async () => {

@@ -1,0 +1,439 @@
+/**
+ * The range reading algorithm behind the kafkajs `RangeReader` (range-reader.kafkajs.ts), over a
+ * `FetchTransport`: leaders, Fetch and ListOffsets from Kafka (fetch-transport.kafkajs.ts), or a fake
+ * in unit tests. A read goes in phases: position (a cursor over [from, until)) -> Fetch at the
+ * position (`fetchAt`, retried) -> decode and filter the batches (`consumeBatches`, aborted
+ * transactions out) -> yield chunks as they fill (`appendRecords`) -> wait while stalled
+ * (`awaitReadable`).
+ *
+ * How a range is read:
+ * - Offsets advance by record batch ends (`baseOffset + lastOffsetDelta + 1`), never by
+ *   `offset + 1`: compaction leaves gaps and empty batches, transactions leave control batches,
+ *   aborted data is skipped. The Fetch response is decoded batch by batch (fetch-response.ts)
+ *   because kafkajs's decoder drops empty batches and would leave a compacted range stuck.
+ * - Only `from <= offset < until` is delivered, in order, each offset once. The first batch of a
+ *   response may start before the fetch offset (its earlier records are skipped) and the last may
+ *   run past `until` (the rest is left).
+ * - read_committed: the broker stops at the last stable offset (LSO); aborted transactions are
+ *   dropped the way Java's consumer does it (aborted.ts); control records are never delivered.
+ * - Lazy and bounded: a Fetch is sent only when the consumer asks for more, at most
+ *   `maxFetchBytes` each (partition and response limit; kafkajs would send a partition limit of 0;
+ *   the broker still returns one whole batch if that batch alone is larger). Records are decoded
+ *   (decompressed) one batch at a time as the chunk fills. A chunk may span fetches and closes at
+ *   `maxChunkRecords` records or once the batches it consumed reach `maxFetchBytes`, so memory holds
+ *   one response, one decoded batch and one chunk, whatever the range size.
+ * - Records: offsets and timestamps as numbers (an offset beyond Number.MAX_SAFE_INTEGER is an
+ *   error, never rounded), the timestamp type, key/value Buffers or null, headers as an ordered
+ *   list exactly as written (record-batch.ts).
+ * - Retriable failures (leader moved, broker restarting, connection lost, request timed out)
+ *   re-fetch the same offset after a metadata refresh, with exponential backoff bounded in total
+ *   time. OFFSET_OUT_OF_RANGE becomes `OffsetOutOfRangeError` with the current log start offset
+ *   (ListOffsets earliest); a topic or partition that stays gone from fresh metadata for
+ *   `missingGraceMs`, `PartitionNotFoundError` (a topic created a moment ago is missing too, from a
+ *   broker that has not caught up yet: within the grace that is retried like a leader change).
+ * - Waiting: if the readable end (LSO under read_committed, else the high watermark) is below
+ *   `until` (a transaction still open, or a leader whose high watermark lags), the reader hands
+ *   over what it has, then polls with the broker's long-poll (`maxWaitMs`: the broker holds the
+ *   Fetch until data becomes readable), never spinning, and gives up with `TimeoutError` after
+ *   `stallTimeoutMs` without progress.
+ * - `signal`: once aborted, the iteration ends at once, without an error, even mid-request or
+ *   mid-wait (a request in flight is abandoned); records read but not yet yielded are dropped (they
+ *   are read again next time). The last chunk's `nextOffset < until` tells the caller the range is
+ *   unfinished, as when it stops iterating on its own.
+ * - A failure after some records were read first yields them as a chunk, then throws.
+ */
+import { TimeoutError, ValidationError } from '../errors';
+import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../ports/range-reader';
+import { controlRecordType, createAbortedBatchFilter } from './aborted';
+import { ISOLATION_LEVEL, protocolError, type FetchPartitionRequest } from './cluster.kafkajs';
+import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from './errors';
+import type { FetchedPartition, FetchResponse } from './fetch-response';
+import {
+  backoffMs,
+  DEFAULT_RETRY_POLICY,
+  systemClock,
+  withRetries,
+  type Clock,
+  type RetryPolicy,
+} from './retry';
+
+export type RangeReaderOptions = {
+  /** Default of `ReadRequest.maxChunkRecords`. Default 500. */
+  maxChunkRecords?: number;
+  /** Default of `ReadRequest.maxFetchBytes`. Default 1 MiB (Java's max.partition.fetch.bytes). */
+  maxFetchBytes?: number;
+  /** Broker-side long poll of a Fetch that finds nothing readable yet. Default 500 ms. */
+  maxWaitMs?: number;
+  /** Longest wait without progress below `until` (open transaction, lagging leader). Default 30 s. */
+  stallTimeoutMs?: number;
+  /** Retries of one Fetch on retriable errors. Default 100 ms doubling to 2 s, 30 s in total. */
+  retry?: Partial<RetryPolicy>;
+  /**
+   * How long the topic or partition must stay missing from fresh metadata before the reader
+   * concludes it was deleted (`PartitionNotFoundError`). A broker that has not yet applied the
+   * metadata of a topic created a moment ago (or of partitions just added) answers exactly like one
+   * whose topic was deleted; until then it is retried like a leader change. Default 5 s.
+   */
+  missingGraceMs?: number;
+  clock?: Clock;
+  random?: () => number;
+};
+
+/** What the reader needs from Kafka: the kafkajs cluster in production, a fake in unit tests. */
+export type FetchTransport = {
+  /** Leader node id of the partition; `refresh` forces a Metadata request. Throws PartitionNotFoundError. */
+  leader(topic: string, partition: number, refresh: boolean): Promise<number>;
+  fetch(nodeId: number, req: FetchPartitionRequest): Promise<FetchResponse>;
+  /** The partition's log start offset and high watermark (ListOffsets earliest and latest). */
+  logOffsets(topic: string, partition: number): Promise<{ earliest: number; latest: number }>;
+  /** The topic's id now (fresh Metadata), undefined when the broker gives none or the topic is gone. */
+  topicId?(topic: string): Promise<string | undefined>;
+  close(): Promise<void>;
+};
+
+/** Kafka protocol error codes the reader and its transports tell apart. */
+export const NO_ERROR = 0;
+const OFFSET_OUT_OF_RANGE = 1;
+export const UNKNOWN_TOPIC_OR_PARTITION = 3;
+export const INVALID_TOPIC_EXCEPTION = 17;
+const DEFAULT_MAX_CHUNK_RECORDS = 500;
+const DEFAULT_MAX_FETCH_BYTES = 1024 * 1024;
+const MAX_INT32 = 2 ** 31 - 1;
+
+/** kafkajs errors that mean "the connection or the broker, not the request": retry elsewhere or later. */
+const RETRIABLE_KAFKAJS_ERRORS = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSLockTimeout',
+  'KafkaJSMetadataNotLoaded',
+]);
+
+/** Whether a failed fetch attempt may succeed if retried at the same offset after a metadata refresh. */
+export function isRetriableFetchError(error: unknown): boolean {
+  if (error instanceof PartitionNotFoundError || error instanceof OffsetOutOfRangeError) return false;
+  if (error instanceof KafkaError) return error.retriable;
+  const e = error as { name?: unknown; retriable?: unknown; cause?: unknown } | undefined;
+  if (typeof e?.name !== 'string') return false;
+  if (RETRIABLE_KAFKAJS_ERRORS.has(e.name)) return true;
+  if (e.name === 'KafkaJSProtocolError') return e.retriable === true;
+  // kafkajs's own connect/metadata retrier gave up: judge by what it gave up on (our budget bounds it).
+  if (e.name === 'KafkaJSNumberOfRetriesExceeded') return isRetriableFetchError(e.cause);
+  return false;
+}
+
+type ChunkLimits = { maxChunkRecords: number; maxFetchBytes: number };
+
+function checkRequest(req: ReadRequest, defaults: ChunkLimits): ChunkLimits {
+  if (typeof req?.topic !== 'string' || req.topic === '') throw new ValidationError('read: topic must be a non-empty string');
+  if (!Number.isInteger(req.partition) || req.partition < 0) {
+    throw new ValidationError(`read: partition must be a non-negative integer, not ${JSON.stringify(req.partition)}`);
+  }
+  for (const [name, v] of [
+    ['from', req.from],
+    ['until', req.until],
+  ] as const) {
+    if (!Number.isSafeInteger(v) || v < 0) {
+      throw new ValidationError(`read: ${name} must be a non-negative safe integer offset, not ${JSON.stringify(v)}`);
+    }
+  }
+  if (req.until < req.from) throw new ValidationError(`read: until ${req.until} is before from ${req.from}`);
+  if (req.isolationLevel !== 'read_committed' && req.isolationLevel !== 'read_uncommitted') {
+    throw new ValidationError(`read: isolation level must be read_committed or read_uncommitted, not ${JSON.stringify(req.isolationLevel)}`);
+  }
+  const maxChunkRecords = req.maxChunkRecords ?? defaults.maxChunkRecords;
+  const maxFetchBytes = req.maxFetchBytes ?? defaults.maxFetchBytes;
+  if (!Number.isInteger(maxChunkRecords) || maxChunkRecords < 1) {
+    throw new ValidationError(`read: maxChunkRecords must be a positive integer, not ${maxChunkRecords}`);
+  }
+  if (!Number.isInteger(maxFetchBytes) || maxFetchBytes < 1 || maxFetchBytes > MAX_INT32) {
+    throw new ValidationError(`read: maxFetchBytes must be an integer in [1, 2^31 - 1], not ${maxFetchBytes}`);
+  }
+  return { maxChunkRecords, maxFetchBytes };
+}
+
+/** A Kafka protocol error code as a `KafkaError` of the fetch of `where` (type and retriability from the code). */
+export function protocolFailure(where: string, code: number): KafkaError {
+  const cause = protocolError(code);
+  return new KafkaError(`fetch ${where}: ${cause.message}`, { cause, type: cause.type, retriable: cause.retriable });
+}
+
+/** A read that gets nothing at its position: since when (reset by progress), and how many waits so far. */
+type Stall = { since: number | undefined; waits: number };
+
+/**
+ * Where the read of [from, until) stands: every offset below `position` is consumed (delivered, in
+ * `chunk`, or legitimately skipped); `take` hands the pending chunk over.
+ */
+class RangeCursor {
+  position: number;
+  chunk: KafkaRecord[] = [];
+  chunkBytes = 0;
+  private yieldedUpTo: number;
+
+  constructor(
+    from: number,
+    readonly until: number,
+  ) {
+    this.position = from;
+    this.yieldedUpTo = from;
+  }
+
+  /** The pending records as a chunk that resumes at `nextOffset` (at most `until`); starts the next chunk. */
+  take(nextOffset: number): RecordChunk {
+    const out: RecordChunk = { records: this.chunk, nextOffset: Math.min(nextOffset, this.until), bytes: this.chunkBytes };
+    this.chunk = [];
+    this.chunkBytes = 0;
+    this.yieldedUpTo = out.nextOffset;
+    return out;
+  }
+
+  /** Whether records, or offsets consumed without a record, are not handed over yet. */
+  hasUnyielded(): boolean {
+    return this.chunk.length > 0 || Math.min(this.position, this.until) > this.yieldedUpTo;
+  }
+}
+
+/**
+ * One Fetch response into the cursor: batches in order through the aborted-transaction filter,
+ * control and aborted batches skipped, the position moved past each batch end; yields every chunk
+ * that fills up (records or bytes) on the way.
+ */
+async function* consumeBatches(
+  data: FetchedPartition,
+  cursor: RangeCursor,
+  committed: boolean,
+  limits: ChunkLimits,
+): AsyncGenerator<RecordChunk, void, undefined> {
+  const { until } = cursor;
+  const isAborted = committed ? createAbortedBatchFilter(data.abortedTransactions) : () => false;
+  for (const batch of data.batches) {
+    if (batch.baseOffset >= until) {
+      cursor.position = until;
+      break;
+    }
+    // Every batch goes through the filter, in order: it tracks which producers are aborted.
+    const controlType = committed && batch.isControl ? controlRecordType((await batch.records())[0]?.key) : undefined;
+    const aborted = isAborted({ ...batch, controlType });
+    if (batch.lastOffset < cursor.position) continue; // before the fetch offset (already consumed)
+    let unaccountedBytes = batch.sizeBytes;
+    if (!batch.isControl && !aborted && batch.recordCount > 0) {
+      unaccountedBytes = yield* appendRecords(await batch.records(), batch.sizeBytes, cursor, limits.maxChunkRecords);
+    }
+    cursor.chunkBytes += unaccountedBytes;
+    cursor.position = Math.max(cursor.position, batch.lastOffset + 1);
+    if (cursor.chunkBytes >= limits.maxFetchBytes && cursor.position < until) yield cursor.take(cursor.position);
+  }
+  if (cursor.position > until) cursor.position = until;
+}
+
+/**
+ * A batch's records in [position, until) into the chunk, yielding each full chunk. The batch's bytes
+ * count towards the chunk that takes its first record; returns those not counted yet (all of them
+ * if no record was taken: they go to the chunk pending at the batch's end).
+ */
+async function* appendRecords(
+  records: readonly KafkaRecord[],
+  batchBytes: number,
+  cursor: RangeCursor,
+  maxChunkRecords: number,
+): AsyncGenerator<RecordChunk, number, undefined> {
+  let unaccountedBytes = batchBytes;
+  for (const record of records) {
+    const offset = record.offset;
+    if (offset < cursor.position) continue;
+    if (offset >= cursor.until) break;
+    // A full chunk ends right before the next deliverable record: that record's offset is where
+    // reading resumes.
+    if (cursor.chunk.length >= maxChunkRecords) yield cursor.take(offset);
+    cursor.chunk.push(record);
+    cursor.chunkBytes += unaccountedBytes;
+    unaccountedBytes = 0;
+  }
+  return unaccountedBytes;
+}
+
+/** Why a read made no progress for `stalledMs`, as a TimeoutError naming the offsets involved. */
+function stallTimeout(req: ReadRequest, position: number, stalledMs: number, readableEnd: number): TimeoutError {
+  const committed = req.isolationLevel === 'read_committed';
+  const why =
+    position < readableEnd
+      ? `the broker returned no record batch at offset ${position} although its ${committed ? 'last stable offset' : 'high watermark'} is ${readableEnd}`
+      : committed
+        ? `the last stable offset stayed at ${readableEnd} (a transaction is still open)`
+        : `the high watermark stayed at ${readableEnd}`;
+  return new TimeoutError(
+    `read ${req.topic}/${req.partition} [${req.from}, ${req.until}): no progress at offset ${position} for ${stalledMs} ms: ${why}`,
+  );
+}
+
+/** A `RangeReader` over any `FetchTransport` (the kafkajs one, or a fake). */
+export function createRangeReader(transport: FetchTransport, opts: RangeReaderOptions = {}): RangeReader {
+  const defaults = {
+    maxChunkRecords: opts.maxChunkRecords ?? DEFAULT_MAX_CHUNK_RECORDS,
+    maxFetchBytes: opts.maxFetchBytes ?? DEFAULT_MAX_FETCH_BYTES,
+  };
+  const maxWaitMs = opts.maxWaitMs ?? 500;
+  const stallTimeoutMs = opts.stallTimeoutMs ?? 30_000;
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
+  const clock = opts.clock ?? systemClock;
+  const missingGraceMs = opts.missingGraceMs ?? 5_000;
+  let fetches = 0;
+
+  /** One Fetch at `offset`, retried on retriable errors; returns the partition's data without errors. */
+  async function fetchAt(
+    req: ReadRequest,
+    offset: number,
+    level: number,
+    maxBytes: number,
+  ): Promise<FetchedPartition> {
+    const { topic, partition, signal } = req;
+    const where = `${topic}/${partition}`;
+    /** When fresh metadata first lacked the partition (reset once it is back). */
+    let missingSince: number | undefined;
+    return withRetries(
+      async (retry) => {
+        let nodeId: number;
+        try {
+          nodeId = await transport.leader(topic, partition, retry > 0);
+          missingSince = undefined;
+        } catch (error) {
+          if (error instanceof PartitionNotFoundError) missingSince ??= clock.now();
+          throw error;
+        }
+        fetches += 1;
+        const response = await transport.fetch(nodeId, {
+          topic,
+          partition,
+          fetchOffset: offset,
+          isolationLevel: level,
+          maxWaitTimeMs: maxWaitMs,
+          minBytes: 1,
+          maxBytes,
+        });
+        if (response.errorCode !== NO_ERROR) throw protocolFailure(where, response.errorCode);
+        const data = response.partitions.find((p) => p.topic === topic && p.partition === partition);
+        if (!data) throw new KafkaError(`fetch ${where}: the response lacks the partition`, { retriable: true });
+        if (data.errorCode === OFFSET_OUT_OF_RANGE) throw await offsetOutOfRange(topic, partition, offset);
+        if (data.errorCode === UNKNOWN_TOPIC_OR_PARTITION || data.errorCode === INVALID_TOPIC_EXCEPTION) {
+          // Deleted, or metadata not yet propagated to this broker: the refreshed metadata of the
+          // retry tells which (PartitionNotFoundError when the cluster no longer knows it).
+          throw protocolFailure(where, UNKNOWN_TOPIC_OR_PARTITION);
+        }
+        if (data.errorCode !== NO_ERROR) throw protocolFailure(where, data.errorCode);
+        return data;
+      },
+      {
+        operation: `fetch ${where} at offset ${offset}`,
+        policy,
+        // Missing from the metadata: "not there yet" within the grace, "deleted" once it has passed.
+        isRetriable: (error) =>
+          error instanceof PartitionNotFoundError
+            ? missingSince !== undefined && clock.now() - missingSince < missingGraceMs
+            : isRetriableFetchError(error),
+        signal,
+        clock,
+        random: opts.random,
+      },
+    );
+  }
+
+  async function offsetOutOfRange(topic: string, partition: number, offset: number): Promise<OffsetOutOfRangeError> {
+    const where = `${topic}/${partition}`;
+    let log: { earliest: number; latest: number };
+    try {
+      log = await transport.logOffsets(topic, partition);
+    } catch (cause) {
+      return new OffsetOutOfRangeError(
+        `${where}: offset ${offset} is out of range (the log start offset could not be looked up)`,
+        { topic, partition, fetchOffset: offset, cause },
+      );
+    }
+    const message =
+      offset < log.earliest
+        ? `${where}: offset ${offset} is no longer in the log; retention or deleteRecords moved the log start offset to ${log.earliest}`
+        : `${where}: offset ${offset} is beyond the end of the log (high watermark ${log.latest})`;
+    return new OffsetOutOfRangeError(message, { topic, partition, fetchOffset: offset, logStartOffset: log.earliest });
+  }
+
+  /**
+   * A Fetch made no progress (nothing readable at `position` yet): fails with `TimeoutError` once
+   * stalled for `stallTimeoutMs`, else waits before the next Fetch unless the broker's long poll
+   * already did. False when the signal ended the wait.
+   */
+  async function awaitReadable(
+    req: ReadRequest,
+    data: FetchedPartition,
+    position: number,
+    startedAt: number,
+    stall: Stall,
+  ): Promise<boolean> {
+    const readableEnd = req.isolationLevel === 'read_committed' ? data.lastStableOffset : data.highWatermark;
+    stall.since ??= startedAt;
+    const stalledMs = clock.now() - stall.since;
+    if (stalledMs >= stallTimeoutMs) throw stallTimeout(req, position, stalledMs, readableEnd);
+    // The broker already held the Fetch for up to maxWaitMs waiting for readable data; only if it
+    // answered early (or the end offset was below `position` anyway) wait here, so as not to spin.
+    const elapsedMs = clock.now() - startedAt;
+    if (elapsedMs >= maxWaitMs / 2) return true;
+    const delayMs = Math.min(backoffMs(stall.waits, policy, opts.random), stallTimeoutMs - stalledMs);
+    stall.waits += 1;
+    try {
+      await clock.sleep(Math.max(delayMs, 0), req.signal);
+    } catch (error) {
+      if (req.signal?.aborted) return false;
+      throw error;
+    }
+    return true;
+  }
+
+  /** Reads [from, until) Fetch by Fetch: fetch at the cursor, decode and filter, yield chunks, wait while stalled. */
+  async function* readRange(req: ReadRequest, limits: ChunkLimits): AsyncGenerator<RecordChunk, void, undefined> {
+    const { until, signal } = req;
+    const committed = req.isolationLevel === 'read_committed';
+    const level = ISOLATION_LEVEL[req.isolationLevel];
+    const cursor = new RangeCursor(req.from, until);
+    const stall: Stall = { since: undefined, waits: 0 };
+
+    while (cursor.position < until) {
+      if (signal?.aborted) return;
+      const startedAt = clock.now();
+      let data: FetchedPartition;
+      try {
+        data = await fetchAt(req, cursor.position, level, limits.maxFetchBytes);
+      } catch (error) {
+        if (signal?.aborted) return;
+        // Hand over what was read before the failure, then report it.
+        if (cursor.hasUnyielded()) yield cursor.take(cursor.position);
+        throw error;
+      }
+
+      const before = cursor.position;
+      yield* consumeBatches(data, cursor, committed, limits);
+      if (cursor.position > before) {
+        stall.since = undefined;
+        stall.waits = 0;
+        if (cursor.chunk.length >= limits.maxChunkRecords) yield cursor.take(cursor.position);
+        continue;
+      }
+
+      // No progress: nothing readable at `position` yet. Deliver what is pending, then wait.
+      if (cursor.hasUnyielded()) yield cursor.take(cursor.position);
+      if (!(await awaitReadable(req, data, cursor.position, startedAt, stall))) return;
+    }
+    if (cursor.hasUnyielded()) yield cursor.take(until);
+  }
+
+  return {
+    read(req) {
+      const limits = checkRequest(req, defaults);
+      return {
+        [Symbol.asyncIterator]: () => readRange(req, limits),
+      };
+    },
+    requestCount: () => fetches,
+    ...(transport.topicId ? { topicId: (topic: string) => transport.topicId!(topic) } : {}),
+    close: () => transport.close(),
+  };
+}
