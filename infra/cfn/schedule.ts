@@ -13,61 +13,76 @@ const MIN_EVENT_AGE_SECONDS = 60;
  * missed one) and a dead-letter queue for ticks that could not be delivered. With the Scheduler,
  * a dedicated role (not the planner's) is the only principal allowed to invoke the planner.
  */
-export function schedule(s: Settings): { Resources: CfnResources; extensions: Record<string, { Properties: Record<string, Cfn> }> } {
-  const plannerArn = getAtt(IDS.plannerFunction, 'Arn');
-  const dlqArn = getAtt(IDS.scheduleDeadLetterQueue, 'Arn');
+export function schedule(s: Settings): ScheduleParts {
   const maxAge = Math.max(MIN_EVENT_AGE_SECONDS, Math.min(86_400, Math.floor((s.schedulePeriodMs ?? 60_000) / 1000)));
-  const retryPolicy = { MaximumRetryAttempts: s.scheduleMaximumRetryAttempts, MaximumEventAgeInSeconds: maxAge };
-  if (s.scheduleMethod === 'scheduler') {
-    return {
-      Resources: {
-        [IDS.scheduleRole]: {
-          Type: 'AWS::IAM::Role',
-          Properties: {
-            Description: `EventBridge Scheduler: invokes ${s.names.planner} only`,
-            AssumeRolePolicyDocument: {
-              Version: '2012-10-17',
-              Statement: [
-                {
-                  Effect: 'Allow',
-                  Principal: { Service: 'scheduler.amazonaws.com' },
-                  Action: 'sts:AssumeRole',
-                  Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
-                },
-              ],
-            },
-            Policies: [
+  const target: TargetSettings = {
+    plannerArn: getAtt(IDS.plannerFunction, 'Arn'),
+    dlqArn: getAtt(IDS.scheduleDeadLetterQueue, 'Arn'),
+    retryPolicy: { MaximumRetryAttempts: s.scheduleMaximumRetryAttempts, MaximumEventAgeInSeconds: maxAge },
+    description: `Plans the next Kafka offset ranges (${s.scheduleRate})`,
+  };
+  return s.scheduleMethod === 'scheduler' ? schedulerSchedule(s, target) : eventsRuleSchedule(target);
+}
+
+type ScheduleParts = { Resources: CfnResources; extensions: Record<string, { Properties: Record<string, Cfn> }> };
+
+/** What both kinds of schedule give their target: the planner, the retry window and the dead-letter queue. */
+type TargetSettings = { plannerArn: Cfn; dlqArn: Cfn; retryPolicy: Record<string, number>; description: string };
+
+/** EventBridge Scheduler: a role of its own that may invoke the planner and send to the dead-letter queue. */
+function schedulerSchedule(s: Settings, { plannerArn, dlqArn, retryPolicy, description }: TargetSettings): ScheduleParts {
+  return {
+    Resources: {
+      [IDS.scheduleRole]: {
+        Type: 'AWS::IAM::Role',
+        Properties: {
+          Description: `EventBridge Scheduler: invokes ${s.names.planner} only`,
+          AssumeRolePolicyDocument: {
+            Version: '2012-10-17',
+            Statement: [
               {
-                PolicyName: 'invoke-planner',
-                PolicyDocument: {
-                  Version: '2012-10-17',
-                  Statement: [
-                    { Sid: 'InvokePlanner', Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [plannerArn] },
-                    { Sid: 'DeadLetters', Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [dlqArn] },
-                  ],
-                },
+                Effect: 'Allow',
+                Principal: { Service: 'scheduler.amazonaws.com' },
+                Action: 'sts:AssumeRole',
+                Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
               },
             ],
           },
+          Policies: [
+            {
+              PolicyName: 'invoke-planner',
+              PolicyDocument: {
+                Version: '2012-10-17',
+                Statement: [
+                  { Sid: 'InvokePlanner', Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [plannerArn] },
+                  { Sid: 'DeadLetters', Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [dlqArn] },
+                ],
+              },
+            },
+          ],
         },
       },
-      extensions: {
-        [IDS.schedulerSchedule]: {
-          Properties: {
-            Description: `Plans the next Kafka offset ranges (${s.scheduleRate})`,
-            Target: {
-              Arn: plannerArn,
-              RoleArn: getAtt(IDS.scheduleRole, 'Arn'),
-              // The planner accepts exactly {} (plan every stream); unknown fields are refused.
-              Input: '{}',
-              RetryPolicy: retryPolicy,
-              DeadLetterConfig: { Arn: dlqArn },
-            },
+    },
+    extensions: {
+      [IDS.schedulerSchedule]: {
+        Properties: {
+          Description: description,
+          Target: {
+            Arn: plannerArn,
+            RoleArn: getAtt(IDS.scheduleRole, 'Arn'),
+            // The planner accepts exactly {} (plan every stream); unknown fields are refused.
+            Input: '{}',
+            RetryPolicy: retryPolicy,
+            DeadLetterConfig: { Arn: dlqArn },
           },
         },
       },
-    };
-  }
+    },
+  };
+}
+
+/** EventBridge rule: the rule itself (by its ARN) may send to the dead-letter queue. */
+function eventsRuleSchedule({ plannerArn, dlqArn, retryPolicy, description }: TargetSettings): ScheduleParts {
   return {
     Resources: {
       [IDS.scheduleDeadLetterQueuePolicy]: {
@@ -93,7 +108,7 @@ export function schedule(s: Settings): { Resources: CfnResources; extensions: Re
     extensions: {
       [IDS.eventsRule]: {
         Properties: {
-          Description: `Plans the next Kafka offset ranges (${s.scheduleRate})`,
+          Description: description,
           Targets: [{ Arn: plannerArn, Id: 'plannerSchedule', RetryPolicy: retryPolicy, DeadLetterConfig: { Arn: dlqArn } }],
         },
       },
