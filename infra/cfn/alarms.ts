@@ -5,6 +5,9 @@ import { dashboardBody } from './dashboard';
 import { IDS, streamLogicalNames } from './names';
 import type { Settings } from './settings';
 
+/** The function a custom metric comes from (its `service` dimension). */
+type Service = 'planner' | 'processor';
+
 /** One custom metric of a stream, for an alarm's metric math. */
 function metric(s: Settings, id: string, name: string, service: Service, stream: string, stat: string, periodSeconds: number) {
   return {
@@ -43,9 +46,7 @@ function alarm(props: Record<string, Cfn>): CfnResource {
 /** What every alarm of the stack shares: the name prefix `<service>-<stage>` and the period of the planner's metrics. */
 type AlarmContext = { s: Settings; prefix: string; periodSeconds: number };
 
-type Service = 'planner' | 'processor';
-
-/** A stream's count of something that needs an operator, on one custom metric: alarms after `evaluationPeriods` periods above 0. */
+/** A stream's count of something that needs an operator, on one custom metric: alarms after `evaluationPeriods` consecutive periods above 0. */
 type CountAlarm = { name: string; metricName: string; service: Service; evaluationPeriods: number; description: string };
 
 function countAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: string, what: CountAlarm): CfnResource {
@@ -264,7 +265,9 @@ function queueAlarms(ctx: AlarmContext): CfnResources {
 
 /** Alarms per stream on the custom metrics, stack-wide alarms on Lambda and SQS, and a dashboard. */
 export function observability(s: Settings, config: DeploymentConfig): { Resources: CfnResources } {
-  const ctx: AlarmContext = { s, prefix: `${s.service}-${s.stage}`, periodSeconds: Math.max(60, Math.floor((s.schedulePeriodMs ?? 60_000) / 1000)) };
+  // One planner run per period (at least CloudWatch's 60 s): a cron schedule counts as one minute.
+  const periodSeconds = Math.max(60, Math.floor((s.schedulePeriodMs ?? 60_000) / 1000));
+  const ctx: AlarmContext = { s, prefix: `${s.service}-${s.stage}`, periodSeconds };
   const alarms: CfnResources = { ...streamAlarms(ctx, config), ...plannerFunctionAlarms(ctx), ...queueAlarms(ctx) };
   const resources: CfnResources = {
     ...alarms,
