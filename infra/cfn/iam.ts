@@ -5,6 +5,7 @@ import { ACCOUNT_PREFIX, getAtt, NO_VALUE, sub, subLiteral, type Cfn, type CfnRe
 import { IDS } from './names';
 import { DeployConfigError, type Settings } from './settings';
 
+/** IAM resource of a sink table: the stack's own running-totals table, or any other table by name (never the ledger). */
 function tableArn(s: Settings, name: string): Cfn {
   if (name === s.names.runningTotalsTable) return getAtt(IDS.runningTotalsTable, 'Arn');
   if (name === s.names.ledgerTable) throw new DeployConfigError(`the ledger table ${name} cannot double as a sink table`);

@@ -6,7 +6,6 @@ import type { Settings } from './settings';
 /** Minimum Lambda async event age / EventBridge retry window, in seconds. */
 const MIN_EVENT_AGE_SECONDS = 60;
 
-
 /**
  * The planner schedule's target settings, applied as `resources.extensions` of the resource the
  * `schedule` event compiles to: a retry window of one trigger interval (a later tick replaces a

@@ -156,7 +156,6 @@ export function parseSettings(raw: RawSettings): Settings {
   };
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Checks that tie the streams config to the stack.
 
@@ -172,7 +171,6 @@ export function needsVpc(stream: Pick<StreamConfig, 'kafka'>): boolean {
   const onMsk = stream.kafka.sasl?.mechanism === 'aws-msk-iam' || hosts.some((h) => h.endsWith('.amazonaws.com'));
   return onMsk && !hosts.every((h) => /^[^.]+-public\./.test(h) && h.endsWith('.amazonaws.com'));
 }
-
 
 /**
  * What the processor checks before a stream's first range, run here with the processor's own code
