@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CreateTableCommand, ResourceInUseException } from '@aws-sdk/client-dynamodb';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { dynamoClientFromEnv } from '../../lib/runtime/aws';
 
@@ -28,7 +28,10 @@ function required(name: string): string {
   return value;
 }
 
-async function main(): Promise<void> {
+type Options = { brokers: string[]; topic: string; partitions: number; produce: number; ledgerTable: string; sinkTable: string };
+
+/** Command-line options and the local stack's addresses from the environment. */
+function readOptions(): Options {
   const { values } = parseArgs({
     options: {
       topic: { type: 'string', default: 'local-events' },
@@ -38,12 +41,18 @@ async function main(): Promise<void> {
   });
   const brokers = required('KAFKA_BROKERS').split(',');
   required('DYNAMODB_ENDPOINT');
-  const topic = values.topic;
-  const partitions = Number(values.partitions);
-  const produce = Number(values.produce);
-  const ledgerTable = `${PREFIX}-ledger`;
-  const sinkTable = `${PREFIX}-running-totals`;
+  return {
+    brokers,
+    topic: values.topic,
+    partitions: Number(values.partitions),
+    produce: Number(values.produce),
+    ledgerTable: `${PREFIX}-ledger`,
+    sinkTable: `${PREFIX}-running-totals`,
+  };
+}
 
+/** The local stage's ledger and running-totals tables in the DynamoDB emulator (kept when they exist). */
+async function createTables({ ledgerTable, sinkTable }: Options): Promise<void> {
   const dynamo = dynamoClientFromEnv();
   try {
     await ensureLedgerTable(dynamo, ledgerTable);
@@ -62,7 +71,36 @@ async function main(): Promise<void> {
   } finally {
     dynamo.destroy();
   }
+}
 
+/** Waits until every partition of the topic has a leader that answers ListOffsets (at most 30 s). */
+async function waitForLeaders(admin: Admin, topic: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if ((await admin.fetchTopicOffsets(topic)).length > 0) break;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader after 30 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** `count` small JSON records over five keys. */
+async function produceRecords(kafka: Kafka, topic: string, count: number): Promise<void> {
+  const producer = kafka.producer();
+  await producer.connect();
+  try {
+    const messages = Array.from({ length: count }, (_, i) => ({ key: `account-${i % 5}`, value: JSON.stringify({ amount: i }) }));
+    await producer.send({ topic, messages });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** The topic on the local broker (created when missing), ready to read, with `produce` records added. */
+async function prepareTopic({ brokers, topic, partitions, produce }: Options): Promise<void> {
   const kafka = new Kafka({ clientId: 'local-invoke-setup', brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
@@ -70,31 +108,15 @@ async function main(): Promise<void> {
     if (!(await admin.listTopics()).includes(topic)) {
       await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: false });
     }
-    // Wait until every partition has a leader that answers ListOffsets.
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      try {
-        if ((await admin.fetchTopicOffsets(topic)).length > 0) break;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-      }
-      if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader after 30 s`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    if (produce > 0) {
-      const producer = kafka.producer();
-      await producer.connect();
-      try {
-        const messages = Array.from({ length: produce }, (_, i) => ({ key: `account-${i % 5}`, value: JSON.stringify({ amount: i }) }));
-        await producer.send({ topic, messages });
-      } finally {
-        await producer.disconnect();
-      }
-    }
+    await waitForLeaders(admin, topic);
+    if (produce > 0) await produceRecords(kafka, topic, produce);
   } finally {
     await admin.disconnect();
   }
+}
 
+/** The local stage's streams config, where serverless.yml's `local` stage reads it. */
+function writeLocalConfig({ brokers, topic, ledgerTable, sinkTable }: Options): void {
   const config = {
     ledgerTable,
     streams: [
@@ -110,6 +132,14 @@ async function main(): Promise<void> {
   };
   mkdirSync(dirname(LOCAL_CONFIG_PATH), { recursive: true });
   writeFileSync(LOCAL_CONFIG_PATH, `${JSON.stringify(config, null, 2)}\n`);
+}
+
+async function main(): Promise<void> {
+  const options = readOptions();
+  await createTables(options);
+  await prepareTopic(options);
+  writeLocalConfig(options);
+  const { ledgerTable, sinkTable, topic, produce } = options;
   process.stderr.write(
     `[local-invoke] tables ${ledgerTable}, ${sinkTable}; topic ${topic}${produce ? ` (+${produce} records)` : ''}; config ${LOCAL_CONFIG_PATH}\n` +
       `[local-invoke] now: npx sls invoke local --stage local -f planner --data '{"dryRun":true}'\n`,

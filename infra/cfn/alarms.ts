@@ -1,0 +1,283 @@
+/** Alarms per stream on the custom metrics and stack-wide alarms on Lambda and SQS, with the dashboard. */
+import type { DeploymentConfig } from '../../lib/config/schema';
+import { getAtt, type Cfn, type CfnResource, type CfnResources } from './cfn';
+import { dashboardBody } from './dashboard';
+import { IDS, streamLogicalNames } from './names';
+import type { Settings } from './settings';
+
+/** The function a custom metric comes from (its `service` dimension). */
+type Service = 'planner' | 'processor';
+
+/** One custom metric of a stream, for an alarm's metric math. */
+function metric(s: Settings, id: string, name: string, service: Service, stream: string, stat: string, periodSeconds: number) {
+  return {
+    Id: id,
+    ReturnData: false,
+    MetricStat: {
+      Metric: {
+        Namespace: s.metricsNamespace,
+        MetricName: name,
+        // Powertools adds `service`; the handlers add `stream` (see lib/planner/metrics.ts, functions/processor.ts).
+        Dimensions: [
+          { Name: 'service', Value: service },
+          { Name: 'stream', Value: stream },
+        ],
+      },
+      Period: periodSeconds,
+      Stat: stat,
+    },
+  };
+}
+
+/** An alarm that notifies the alarm topic when it fires and when it clears. */
+function alarm(props: Record<string, Cfn>): CfnResource {
+  const actions = [{ Ref: IDS.alarmTopic }];
+  return {
+    Type: 'AWS::CloudWatch::Alarm',
+    Properties: {
+      ActionsEnabled: true,
+      AlarmActions: actions,
+      OKActions: actions,
+      ...props,
+    },
+  };
+}
+
+/** What every alarm of the stack shares: the name prefix `<service>-<stage>` and the period of the planner's metrics. */
+type AlarmContext = { s: Settings; prefix: string; periodSeconds: number };
+
+/** A stream's count of something that needs an operator, on one custom metric: alarms after `evaluationPeriods` consecutive periods above 0. */
+type CountAlarm = { name: string; metricName: string; service: Service; evaluationPeriods: number; description: string };
+
+function countAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: string, what: CountAlarm): CfnResource {
+  return alarm({
+    AlarmName: `${prefix}-${streamId}-${what.name}`,
+    AlarmDescription: `Stream ${streamId}: ${what.description}`,
+    Namespace: s.metricsNamespace,
+    MetricName: what.metricName,
+    Dimensions: [
+      { Name: 'service', Value: what.service },
+      { Name: 'stream', Value: streamId },
+    ],
+    Statistic: 'Sum',
+    Period: periodSeconds,
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: 0,
+    EvaluationPeriods: what.evaluationPeriods,
+    ...(what.evaluationPeriods > 1 ? { DatapointsToAlarm: what.evaluationPeriods } : {}),
+    TreatMissingData: 'notBreaching',
+  });
+}
+
+/** The sum of several custom metrics of a stream (a missing one counts 0): alarms on any period above 0. */
+type SumAlarm = {
+  name: string;
+  description: string;
+  /** [metric id in the expression, metric name, service, statistic] */
+  metrics: [string, string, Service, string][];
+  expressionId: string;
+  label: string;
+};
+
+function sumAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: string, what: SumAlarm): CfnResource {
+  return alarm({
+    AlarmName: `${prefix}-${streamId}-${what.name}`,
+    AlarmDescription: `Stream ${streamId}: ${what.description}`,
+    Metrics: [
+      ...what.metrics.map(([id, name, service, stat]) => metric(s, id, name, service, streamId, stat, periodSeconds)),
+      { Id: what.expressionId, Expression: what.metrics.map(([id]) => `FILL(${id}, 0)`).join(' + '), Label: what.label, ReturnData: true },
+    ],
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: 0,
+    EvaluationPeriods: 1,
+    TreatMissingData: 'notBreaching',
+  });
+}
+
+/** TotalLag above the threshold and still growing in most planner runs of lagAlarmMinutes. */
+function lagGrowingAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: string): CfnResource {
+  const lagPeriods = Math.max(2, Math.ceil((s.lagAlarmMinutes * 60) / periodSeconds));
+  return alarm({
+    AlarmName: `${prefix}-${streamId}-lag-growing`,
+    AlarmDescription: `Stream ${streamId}: TotalLag above ${s.lagAlarmThreshold} records and still growing in most planner runs of the last ${s.lagAlarmMinutes} minutes (processing falls behind).`,
+    Metrics: [
+      metric(s, 'lag', 'TotalLag', 'planner', streamId, 'Maximum', periodSeconds),
+      { Id: 'growing', Expression: `IF(lag > ${s.lagAlarmThreshold} AND DIFF(lag) > 0, 1, 0)`, Label: 'lag above threshold and growing', ReturnData: true },
+    ],
+    ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    Threshold: 1,
+    EvaluationPeriods: lagPeriods,
+    DatapointsToAlarm: Math.max(2, Math.ceil(lagPeriods * 0.6)),
+    TreatMissingData: 'notBreaching',
+  });
+}
+
+/** The alarms of every stream, in this order; logical ID `<kind><stream>Alarm`. */
+const STREAM_ALARMS: { kind: string; build: (ctx: AlarmContext, streamId: string) => CfnResource }[] = [
+  { kind: 'LagGrowing', build: lagGrowingAlarm },
+  {
+    kind: 'DataLoss',
+    build: (ctx, streamId) =>
+      sumAlarm(ctx, streamId, {
+        name: 'data-loss',
+        description:
+          'retention deleted offsets that were never processed (planner DataLossEvents/DataLossRecords, processor DataLossRecords). The ledger records the exact spans.',
+        metrics: [
+          ['plannerEvents', 'DataLossEvents', 'planner', 'Sum'],
+          ['plannerRecords', 'DataLossRecords', 'planner', 'Sum'],
+          ['processorRecords', 'DataLossRecords', 'processor', 'Sum'],
+        ],
+        expressionId: 'loss',
+        label: 'data loss',
+      }),
+  },
+  {
+    // The old topic's unread records are gone with it, and the stream now reads the new one; the ledger
+    // keeps what the old incarnation had committed and planned (`status` shows it).
+    kind: 'TopicRecreated',
+    build: (ctx, streamId) =>
+      countAlarm(ctx, streamId, {
+        name: 'topic-recreated',
+        metricName: 'TopicRecreated',
+        service: 'planner',
+        evaluationPeriods: 1,
+        description:
+          'a topic was deleted and re-created under the same name (planner TopicRecreated); the old incarnation was closed with a record of what it had committed and planned, and the new one is read per recreatedTopicOffsets.',
+      }),
+  },
+  {
+    kind: 'FailedRanges',
+    build: (ctx, streamId) =>
+      sumAlarm(ctx, streamId, {
+        name: 'failed-ranges',
+        description:
+          'ranges parked after maxAttempts, or partitions failed (planner RangesParked/PartitionsFailed, processor RangesParked). Nothing advances there until an operator acts.',
+        metrics: [
+          ['plannerParked', 'RangesParked', 'planner', 'Sum'],
+          ['processorParked', 'RangesParked', 'processor', 'Sum'],
+          ['partitionsFailed', 'PartitionsFailed', 'planner', 'Maximum'],
+        ],
+        expressionId: 'failed',
+        label: 'failed ranges',
+      }),
+  },
+  {
+    kind: 'DeadLetters',
+    build: (ctx, streamId) =>
+      countAlarm(ctx, streamId, {
+        name: 'dead-letters',
+        metricName: 'DeadLetters',
+        service: 'processor',
+        evaluationPeriods: 1,
+        description: 'the handler rejected records after maxAttempts and they were dead-lettered in the ledger (processor DeadLetters).',
+      }),
+  },
+  {
+    kind: 'PlannerFailed',
+    build: (ctx, streamId) =>
+      countAlarm(ctx, streamId, {
+        name: 'planner-failed',
+        metricName: 'PlannerFailed',
+        service: 'planner',
+        evaluationPeriods: 3,
+        description: "the planner run failed in 3 consecutive triggers (PlannerFailed); see the planner's log for the reason.",
+      }),
+  },
+];
+
+function streamAlarms(ctx: AlarmContext, config: DeploymentConfig): CfnResources {
+  const names = streamLogicalNames(config.streams);
+  const resources: CfnResources = {};
+  for (const stream of config.streams) {
+    const n = names.get(stream.id) as string;
+    for (const { kind, build } of STREAM_ALARMS) resources[`${kind}${n}Alarm`] = build(ctx, stream.id);
+  }
+  return resources;
+}
+
+/** The planner function's errors, and its invocations while the schedule is enabled. */
+function plannerFunctionAlarms({ s, prefix, periodSeconds }: AlarmContext): CfnResources {
+  const dimensions = [{ Name: 'FunctionName', Value: s.names.planner }];
+  const resources: CfnResources = {
+    PlannerErrorsAlarm: alarm({
+      AlarmName: `${prefix}-planner-errors`,
+      AlarmDescription: 'The planner function failed (error or timeout) in 3 consecutive periods.',
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: dimensions,
+      Statistic: 'Sum',
+      Period: periodSeconds,
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      TreatMissingData: 'notBreaching',
+    }),
+  };
+  if (s.scheduleEnabled) {
+    resources.PlannerNotRunningAlarm = alarm({
+      AlarmName: `${prefix}-planner-not-running`,
+      AlarmDescription: `The planner was not invoked for 3 periods although its schedule (${s.scheduleRate}) is enabled.`,
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Invocations',
+      Dimensions: dimensions,
+      Statistic: 'Sum',
+      Period: periodSeconds,
+      ComparisonOperator: 'LessThanThreshold',
+      Threshold: 1,
+      EvaluationPeriods: 3,
+      TreatMissingData: 'breaching',
+    });
+  }
+  return resources;
+}
+
+/** A message in a failure queue. */
+function queueAlarm({ prefix }: AlarmContext, queueId: string, what: { name: string; description: string }): CfnResource {
+  return alarm({
+    AlarmName: `${prefix}-${what.name}`,
+    AlarmDescription: what.description,
+    Namespace: 'AWS/SQS',
+    MetricName: 'ApproximateNumberOfMessagesVisible',
+    Dimensions: [{ Name: 'QueueName', Value: getAtt(queueId, 'QueueName') }],
+    Statistic: 'Maximum',
+    Period: 300,
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: 0,
+    EvaluationPeriods: 1,
+    TreatMissingData: 'notBreaching',
+  });
+}
+
+function queueAlarms(ctx: AlarmContext): CfnResources {
+  return {
+    ProcessorFailuresAlarm: queueAlarm(ctx, IDS.processorFailureQueue, {
+      name: 'processor-failures',
+      description:
+        'Processor invocations failed or expired in the async queue (on-failure destination). The planner re-dispatches their ranges; the messages tell why.',
+    }),
+    ScheduleDeadLettersAlarm: queueAlarm(ctx, IDS.scheduleDeadLetterQueue, {
+      name: 'schedule-dead-letters',
+      description: 'Planner schedule ticks could not be delivered to the planner function (dead-letter queue).',
+    }),
+  };
+}
+
+/** Alarms per stream on the custom metrics, stack-wide alarms on Lambda and SQS, and a dashboard. */
+export function observability(s: Settings, config: DeploymentConfig): { Resources: CfnResources } {
+  // One planner run per period (at least CloudWatch's 60 s): a cron schedule counts as one minute.
+  const periodSeconds = Math.max(60, Math.floor((s.schedulePeriodMs ?? 60_000) / 1000));
+  const ctx: AlarmContext = { s, prefix: `${s.service}-${s.stage}`, periodSeconds };
+  const alarms: CfnResources = { ...streamAlarms(ctx, config), ...plannerFunctionAlarms(ctx), ...queueAlarms(ctx) };
+  const resources: CfnResources = {
+    ...alarms,
+    [IDS.dashboard]: {
+      Type: 'AWS::CloudWatch::Dashboard',
+      Properties: { DashboardName: s.names.dashboard, DashboardBody: dashboardBody(s, config, Object.keys(alarms), ctx.periodSeconds) },
+    },
+  };
+  if (s.alarmEmail) {
+    resources.AlarmEmailSubscription = { Type: 'AWS::SNS::Subscription', Properties: { TopicArn: { Ref: IDS.alarmTopic }, Protocol: 'email', Endpoint: s.alarmEmail } };
+  }
+  return { Resources: resources };
+}

@@ -1,0 +1,33 @@
+/** Function settings that depend on the stage: VPC, reserved concurrency, extra environment, bundling. */
+import { NO_VALUE } from './cfn';
+import type { Settings } from './settings';
+
+/** The functions' `vpc` setting (Amazon MSK), or null without a VPC. */
+export function vpc(s: Settings): { subnetIds: string[]; securityGroupIds: string[] } | null {
+  return s.vpc ? { subnetIds: s.vpc.subnetIds, securityGroupIds: s.vpc.securityGroupIds } : null;
+}
+
+/** Processor ReservedConcurrentExecutions, or AWS::NoValue (unreserved). */
+export function reservedConcurrency(s: Settings): number | { Ref: string } {
+  return s.processorReservedConcurrency ?? NO_VALUE;
+}
+
+/**
+ * Packages the nodejs22.x runtime provides (it ships the AWS SDK v3 clients, lib-dynamodb,
+ * util-dynamodb and credential-providers), left out of the bundles. Everything else is bundled,
+ * including the small @aws-sdk utilities the MSK IAM signer pulls in (e.g. the deprecated
+ * util-utf8-browser, which recent runtimes no longer carry). Excluding clients and libraries as a
+ * set keeps one SDK copy: a bundled client next to the runtime's lib-dynamodb would break
+ * `instanceof` checks on SDK errors.
+ */
+export const RUNTIME_PROVIDED = ['@aws-sdk/client-*', '@aws-sdk/lib-*', '@aws-sdk/util-dynamodb', '@aws-sdk/credential-providers'];
+
+/** serverless-esbuild's `exclude`: the runtime's AWS SDK v3, unless bundleAwsSdk. */
+export function esbuildExclude(s: Settings): string[] {
+  return s.bundleAwsSdk ? [] : [...RUNTIME_PROVIDED];
+}
+
+/** Environment the stack gives the processor function beyond provider.environment. */
+export function processorEnvironment(s: Settings): Record<string, string> {
+  return s.auditLogTable ? { AUDIT_LOG_TABLE: s.auditLogTable } : {};
+}

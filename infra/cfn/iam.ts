@@ -1,0 +1,174 @@
+/** Per-function IAM roles: least privilege on the ledger, sink tables, Kafka secrets and MSK. */
+import type { DeploymentConfig } from '../../lib/config/schema';
+import { OPEN_RANGES_INDEX } from '../../lib/ledger/codec.dynamodb';
+import { ACCOUNT_PREFIX, getAtt, NO_VALUE, sub, subLiteral, type Cfn, type CfnResource, type CfnResources, type Statement } from './cfn';
+import { IDS } from './names';
+import { DeployConfigError, type Settings } from './settings';
+
+/** IAM resource of a sink table: the stack's own running-totals table, or any other table by name (never the ledger). */
+function tableArn(s: Settings, name: string): Cfn {
+  if (name === s.names.runningTotalsTable) return getAtt(IDS.runningTotalsTable, 'Arn');
+  if (name === s.names.ledgerTable) throw new DeployConfigError(`the ledger table ${name} cannot double as a sink table`);
+  return sub(`${ACCOUNT_PREFIX('dynamodb')}:table/${subLiteral(name)}`);
+}
+
+/** Sink tables the processor writes: every exactly-once handler's sinkTable, and AUDIT_LOG_TABLE when a stream uses audit-log. */
+export function sinkTables(s: Settings, config: DeploymentConfig): string[] {
+  const names = new Set<string>();
+  for (const stream of config.streams) {
+    if (stream.handler?.sinkTable) names.add(stream.handler.sinkTable);
+    if (stream.handler?.module === 'audit-log' && s.auditLogTable) names.add(s.auditLogTable);
+  }
+  return [...names].sort();
+}
+
+/** IAM resource ARNs of the Secrets Manager secrets and SSM parameters that hold Kafka passwords. */
+export function secretResources(s: Settings, config: DeploymentConfig): { secrets: Cfn[]; parameters: Cfn[] } {
+  const secrets: Cfn[] = [];
+  const parameters: Cfn[] = [];
+  const addSecret = (id: string) => {
+    if (id.startsWith('arn:')) {
+      // A complete secret ARN ends with "-" and 6 random characters; a partial one matches them by wildcard.
+      secrets.push(/:secret:.+-[A-Za-z0-9]{6}$/.test(id) ? id : `${id}-??????`);
+    } else {
+      secrets.push(sub(`${ACCOUNT_PREFIX('secretsmanager')}:secret:${subLiteral(id)}-??????`));
+    }
+  };
+  const addParameter = (name: string) => {
+    if (name.startsWith('arn:')) parameters.push(name);
+    else parameters.push(sub(`${ACCOUNT_PREFIX('ssm')}:parameter/${subLiteral(name.replace(/^\//, ''))}`));
+  };
+  for (const stream of config.streams) {
+    const sasl = stream.kafka.sasl;
+    if (!sasl || sasl.mechanism === 'aws-msk-iam') continue;
+    const ref = sasl.password;
+    if ('secretArn' in ref) addSecret(ref.secretArn);
+    else if ('ssmParameter' in ref) addParameter(ref.ssmParameter);
+  }
+  for (const arn of s.kafkaSecretArns) {
+    if (/^arn:aws[a-z-]*:secretsmanager:/.test(arn)) addSecret(arn);
+    else if (/^arn:aws[a-z-]*:ssm:/.test(arn)) addParameter(arn);
+    else throw new DeployConfigError(`param kafkaSecretArns: ${JSON.stringify(arn)} is neither a Secrets Manager secret ARN nor an SSM parameter ARN`);
+  }
+  const unique = (items: Cfn[]) => [...new Map(items.map((i) => [JSON.stringify(i), i])).values()];
+  return { secrets: unique(secrets), parameters: unique(parameters) };
+}
+
+function secretStatements(s: Settings, config: DeploymentConfig): Statement[] {
+  const { secrets, parameters } = secretResources(s, config);
+  const statements: Statement[] = [];
+  if (secrets.length) statements.push({ Sid: 'KafkaSecretsManager', Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: secrets });
+  if (parameters.length) statements.push({ Sid: 'KafkaSsmParameters', Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: parameters });
+  if (s.kafkaSecretsKmsKeyArn && (secrets.length || parameters.length)) {
+    statements.push({
+      Sid: 'KafkaSecretsKms',
+      Effect: 'Allow',
+      Action: ['kms:Decrypt'],
+      Resource: [s.kafkaSecretsKmsKeyArn],
+      Condition: {
+        StringEquals: { 'kms:ViaService': [sub('secretsmanager.${AWS::Region}.amazonaws.com'), sub('ssm.${AWS::Region}.amazonaws.com')] },
+      },
+    });
+  }
+  return statements;
+}
+
+/** MSK IAM: kafka-cluster:* scoped to the clusters, the streams' topics and (processor) consumer groups. */
+function mskStatements(s: Settings, config: DeploymentConfig, role: 'planner' | 'processor'): Statement[] {
+  const iamStreams = config.streams.filter((st) => st.kafka.sasl?.mechanism === 'aws-msk-iam');
+  if (iamStreams.length === 0) return [];
+  const clusters = s.mskClusterArns;
+  const topicArns = new Set<string>();
+  const groupArns = new Set<string>();
+  for (const cluster of clusters) {
+    const topicBase = cluster.replace(':cluster/', ':topic/');
+    const groupBase = cluster.replace(':cluster/', ':group/');
+    for (const stream of iamStreams) {
+      // A pattern is a regex, which IAM cannot express: every topic of the cluster.
+      for (const topic of stream.topics ?? ['*']) topicArns.add(`${topicBase}/${topic}`);
+      if (stream.consumerGroup) groupArns.add(`${groupBase}/${stream.consumerGroup}`);
+    }
+  }
+  const statements: Statement[] = [
+    { Sid: 'MskConnect', Effect: 'Allow', Action: ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'], Resource: [...clusters] },
+    {
+      Sid: 'MskTopics',
+      Effect: 'Allow',
+      Action: role === 'planner' ? ['kafka-cluster:DescribeTopic'] : ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'],
+      Resource: [...topicArns].sort(),
+    },
+  ];
+  if (role === 'processor' && groupArns.size) {
+    statements.push({ Sid: 'MskConsumerGroups', Effect: 'Allow', Action: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'], Resource: [...groupArns].sort() });
+  }
+  return statements;
+}
+
+function logStatement(functionName: string): Statement {
+  return {
+    Sid: 'Logs',
+    Effect: 'Allow',
+    Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+    Resource: [sub(`${ACCOUNT_PREFIX('logs')}:log-group:/aws/lambda/${functionName}:*`)],
+  };
+}
+
+/** DynamoDB actions a TransactWriteItems needs are those of its parts (there is no TransactWriteItems IAM action). */
+export const LEDGER_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
+export const SINK_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'];
+
+function ledgerStatement(): Statement {
+  return {
+    Sid: 'Ledger',
+    Effect: 'Allow',
+    Action: LEDGER_ACTIONS,
+    Resource: [getAtt(IDS.ledgerTable, 'Arn'), sub(`\${${IDS.ledgerTable}.Arn}/index/${OPEN_RANGES_INDEX}`)],
+  };
+}
+
+function lambdaRole(s: Settings, description: string, statements: Statement[]): CfnResource {
+  return {
+    Type: 'AWS::IAM::Role',
+    Properties: {
+      Description: description,
+      AssumeRolePolicyDocument: {
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+      },
+      // ENI management for functions in a VPC (Amazon MSK); needs "*" resources, hence AWS's managed policy.
+      ManagedPolicyArns: s.vpc ? [sub('arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole')] : NO_VALUE,
+      Policies: [{ PolicyName: 'least-privilege', PolicyDocument: { Version: '2012-10-17', Statement: statements } }],
+    },
+  };
+}
+
+/**
+ * One role per function. The planner reads and writes the ledger and invokes the processor, and
+ * nothing else (no sink table); the processor reads and writes the ledger and the sink tables and
+ * sends failed events to its on-failure queue, and cannot invoke any function.
+ */
+export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: CfnResources } {
+  const sinks = sinkTables(s, config);
+  const secrets = secretStatements(s, config);
+  const planner: Statement[] = [
+    logStatement(s.names.planner),
+    ledgerStatement(),
+    { Sid: 'DispatchRanges', Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [getAtt(IDS.processorFunction, 'Arn')] },
+    ...secrets,
+    ...mskStatements(s, config, 'planner'),
+  ];
+  const processor: Statement[] = [
+    logStatement(s.names.processor),
+    ledgerStatement(),
+    ...(sinks.length ? [{ Sid: 'SinkTables', Effect: 'Allow' as const, Action: SINK_ACTIONS, Resource: sinks.map((name) => tableArn(s, name)) }] : []),
+    { Sid: 'OnFailureDestination', Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [getAtt(IDS.processorFailureQueue, 'Arn')] },
+    ...secrets,
+    ...mskStatements(s, config, 'processor'),
+  ];
+  return {
+    Resources: {
+      [IDS.plannerRole]: lambdaRole(s, `${s.names.planner}: ledger, processor invoke, Kafka`, planner),
+      [IDS.processorRole]: lambdaRole(s, `${s.names.processor}: ledger, sink tables, Kafka`, processor),
+    },
+  };
+}

@@ -1,0 +1,250 @@
+/**
+ * The stage's settings: serverless params (strings or YAML scalars) parsed into typed values, and
+ * the checks that tie the streams config to the stack (what `sls package` refuses, and why).
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
+import { AppError } from '../../lib/errors';
+import { HANDLERS, resolveHandler } from '../../lib/handlers';
+import { createSecretResolver } from '../../lib/kafka/secrets';
+import { processorEnvironment } from './functions';
+
+/** The stage's params or streams config cannot be deployed as they are; the message says why. */
+export class DeployConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeployConfigError';
+    // serverless prints `stack` for a failed variable; the message is all a user needs here.
+    this.stack = `${this.name}: ${message}`;
+  }
+}
+
+/** Comma-separated list (the form a `--param` can carry), or a YAML list. */
+function list(value: unknown): string[] {
+  if (Array.isArray(value)) return value.map(String).map((s) => s.trim()).filter(Boolean);
+  if (value === undefined || value === null) return [];
+  return String(value)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+function bool(name: string, value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  const text = String(value).trim().toLowerCase();
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  throw new DeployConfigError(`param ${name} must be true or false, got ${JSON.stringify(value)}`);
+}
+
+function int(name: string, value: unknown, { min, max }: { min?: number; max?: number } = {}): number {
+  const n = typeof value === 'number' ? value : Number(String(value).trim());
+  if (!Number.isInteger(n) || (min !== undefined && n < min) || (max !== undefined && n > max)) {
+    const range = min !== undefined && max !== undefined ? ` between ${min} and ${max}` : min !== undefined ? ` >= ${min}` : '';
+    throw new DeployConfigError(`param ${name} must be a whole number${range}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/** `rate(5 minutes)` -> 300000; cron expressions have no fixed period (undefined). */
+export function schedulePeriodMs(expression: unknown): number | undefined {
+  const m = /^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$/.exec(String(expression).trim());
+  if (!m) {
+    if (/^cron\(.+\)$/.test(String(expression).trim())) return undefined;
+    throw new DeployConfigError(`param scheduleRate must be "rate(N minutes)" or "cron(...)", got ${JSON.stringify(expression)}`);
+  }
+  const n = Number(m[1]);
+  const plural = m[2] as string;
+  const unit = plural.replace(/s$/, '') as 'minute' | 'hour' | 'day';
+  if (n < 1) throw new DeployConfigError(`param scheduleRate: the rate must be at least 1, got ${JSON.stringify(expression)}`);
+  if ((n === 1) !== (plural === unit)) {
+    throw new DeployConfigError(`param scheduleRate: write "rate(1 ${unit})" or "rate(${n === 1 ? 2 : n} ${unit}s)" (EventBridge rejects ${JSON.stringify(expression)})`);
+  }
+  return n * { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[unit];
+}
+
+const MSK_CLUSTER_ARN = /^arn:(aws[a-z-]*):kafka:([a-z0-9-]+):(\d{12}):cluster\/([^/]+)\/([^/]+)$/;
+
+/** Raw inputs: `service`, `stage` and the serverless params (strings, numbers or booleans). */
+export type RawSettings = Record<string, unknown>;
+
+export type Settings = {
+  service: string;
+  stage: string;
+  names: { planner: string; processor: string; ledgerTable: string; runningTotalsTable: string; dashboard: string };
+  scheduleRate: string;
+  /** Undefined for a cron expression. */
+  schedulePeriodMs: number | undefined;
+  scheduleMethod: 'scheduler' | 'eventBus';
+  scheduleEnabled: boolean;
+  scheduleMaximumRetryAttempts: number;
+  plannerTimeoutSeconds: number;
+  processorTimeoutSeconds: number;
+  processorMaximumEventAgeSeconds: number;
+  processorReservedConcurrency: number | undefined;
+  mskClusterArns: string[];
+  kafkaSecretArns: string[];
+  kafkaSecretsKmsKeyArn: string | undefined;
+  tableKmsKeyArn: string | undefined;
+  vpc: { subnetIds: string[]; securityGroupIds: string[] } | undefined;
+  auditLogTable: string | undefined;
+  metricsNamespace: string;
+  lagAlarmThreshold: number;
+  lagAlarmMinutes: number;
+  alarmEmail: string | undefined;
+  bundleAwsSdk: boolean;
+};
+
+/**
+ * Typed settings from the raw serverless params (see `params` in serverless.yml for meanings and
+ * defaults). Throws DeployConfigError naming the param for a bad value.
+ */
+export function parseSettings(raw: RawSettings): Settings {
+  const service = String(raw.service);
+  const stage = String(raw.stage);
+  const prefix = `${service}-${stage}`;
+  const subnetIds = list(raw.vpcSubnetIds);
+  const securityGroupIds = list(raw.vpcSecurityGroupIds);
+  if ((subnetIds.length === 0) !== (securityGroupIds.length === 0)) {
+    throw new DeployConfigError('params vpcSubnetIds and vpcSecurityGroupIds go together: set both (for Amazon MSK) or neither');
+  }
+  const mskClusterArns = list(raw.mskClusterArns);
+  for (const arn of mskClusterArns) {
+    if (!MSK_CLUSTER_ARN.test(arn)) {
+      throw new DeployConfigError(`param mskClusterArns: ${JSON.stringify(arn)} is not an MSK cluster ARN (arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>)`);
+    }
+  }
+  const scheduleMethod = String(raw.scheduleMethod ?? 'scheduler');
+  if (scheduleMethod !== 'scheduler' && scheduleMethod !== 'eventBus') {
+    throw new DeployConfigError(`param scheduleMethod must be "scheduler" (EventBridge Scheduler) or "eventBus" (EventBridge rule), got ${JSON.stringify(scheduleMethod)}`);
+  }
+  const reserved = String(raw.processorReservedConcurrency ?? '').trim();
+  const kmsKey = String(raw.kafkaSecretsKmsKeyArn ?? '').trim();
+  if (kmsKey !== '' && !/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(kmsKey)) {
+    throw new DeployConfigError(`param kafkaSecretsKmsKeyArn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), got ${JSON.stringify(kmsKey)}`);
+  }
+  return {
+    service,
+    stage,
+    names: {
+      planner: `${prefix}-planner`,
+      processor: `${prefix}-processor`,
+      ledgerTable: `${prefix}-ledger`,
+      runningTotalsTable: `${prefix}-running-totals`,
+      dashboard: `${prefix}`,
+    },
+    scheduleRate: String(raw.scheduleRate),
+    schedulePeriodMs: schedulePeriodMs(raw.scheduleRate),
+    scheduleMethod: scheduleMethod as Settings['scheduleMethod'],
+    scheduleEnabled: bool('scheduleEnabled', raw.scheduleEnabled ?? true),
+    scheduleMaximumRetryAttempts: int('scheduleMaximumRetryAttempts', raw.scheduleMaximumRetryAttempts ?? 2, { min: 0, max: 185 }),
+    plannerTimeoutSeconds: int('plannerTimeout', raw.plannerTimeout, { min: 1, max: 900 }),
+    processorTimeoutSeconds: int('processorTimeout', raw.processorTimeout, { min: 1, max: 900 }),
+    processorMaximumEventAgeSeconds: int('processorMaximumEventAge', raw.processorMaximumEventAge, { min: 60, max: 21600 }),
+    processorReservedConcurrency: reserved === '' ? undefined : int('processorReservedConcurrency', reserved, { min: 1 }),
+    mskClusterArns,
+    kafkaSecretArns: list(raw.kafkaSecretArns),
+    kafkaSecretsKmsKeyArn: kmsKey === '' ? undefined : kmsKey,
+    tableKmsKeyArn: String(raw.tableKmsKeyArn ?? '').trim() || undefined,
+    vpc: subnetIds.length ? { subnetIds, securityGroupIds } : undefined,
+    auditLogTable: String(raw.auditLogTable ?? '').trim() || undefined,
+    metricsNamespace: String(raw.metricsNamespace || 'KafkaLambdaDirect'),
+    lagAlarmThreshold: int('lagAlarmThreshold', raw.lagAlarmThreshold ?? 10000, { min: 0 }),
+    lagAlarmMinutes: int('lagAlarmMinutes', raw.lagAlarmMinutes ?? 15, { min: 2, max: 1440 }),
+    alarmEmail: String(raw.alarmEmail ?? '').trim() || undefined,
+    bundleAwsSdk: bool('bundleAwsSdk', raw.bundleAwsSdk ?? false),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks that tie the streams config to the stack.
+
+/** Host of a `host:port` broker address. */
+const brokerHost = (broker: string) => broker.replace(/:\d+$/, '').toLowerCase();
+
+/**
+ * A stream on Amazon MSK that can only be reached from the cluster's VPC: IAM auth (MSK only), or a
+ * broker on `*.amazonaws.com`, unless every broker is a public-access endpoint (`b-1-public....`).
+ */
+export function needsVpc(stream: Pick<StreamConfig, 'kafka'>): boolean {
+  const hosts = stream.kafka.brokers.map(brokerHost);
+  const onMsk = stream.kafka.sasl?.mechanism === 'aws-msk-iam' || hosts.some((h) => h.endsWith('.amazonaws.com'));
+  return onMsk && !hosts.every((h) => /^[^.]+-public\./.test(h) && h.endsWith('.amazonaws.com'));
+}
+
+/**
+ * What the processor checks before a stream's first range, run here with the processor's own code
+ * and deployed environment: the handler resolves (registered module, declared mode, its environment
+ * variables) and every password read from the environment is set. Returns one line per problem.
+ */
+async function runtimeProblems(s: Settings, config: DeploymentConfig): Promise<string[]> {
+  const env = { LEDGER_TABLE: s.names.ledgerTable, ...processorEnvironment(s) };
+  // Handler factories keep the client for later; it never sends anything here.
+  const dynamo = new DynamoDBClient({ region: 'us-east-1' });
+  const refuse = () => Promise.reject(new Error('not read at package time'));
+  const secret = createSecretResolver({ env, readSecretsManager: refuse, readSsmParameter: refuse });
+  const problems: string[] = [];
+  const add = (stream: StreamConfig, err: unknown) => {
+    if (!(err instanceof AppError)) throw err;
+    if (stream.handler?.module === 'audit-log' && !s.auditLogTable && err.message.includes('AUDIT_LOG_TABLE')) {
+      // The processor names its variable; the stage sets it through a param.
+      problems.push(`stream ${stream.id}: handler "audit-log" writes to AUDIT_LOG_TABLE: set the auditLogTable param`);
+    } else {
+      problems.push(err.message.startsWith(`stream ${stream.id}`) ? err.message : `stream ${stream.id}: ${err.message}`);
+    }
+  };
+  try {
+    for (const stream of config.streams) {
+      // The local stage is never deployed: a stream without a handler can still be peeked there.
+      if (!(s.stage === 'local' && !stream.handler)) {
+        try {
+          resolveHandler(stream, { dynamo, env }, HANDLERS);
+        } catch (err) {
+          add(stream, err);
+        }
+      }
+      const sasl = stream.kafka.sasl;
+      if (sasl && sasl.mechanism !== 'aws-msk-iam' && 'env' in sasl.password) {
+        await secret(sasl.password).catch((err: unknown) => add(stream, err));
+      }
+    }
+  } finally {
+    dynamo.destroy();
+  }
+  return problems;
+}
+
+/**
+ * Fails packaging for a config the deployed functions could not run as intended: a schedule that
+ * does not match the streams' trigger interval (their rate budgets assume it), a stream processor
+ * timeout beyond the function's, handler tables without IAM, MSK IAM auth without a cluster, MSK
+ * without a VPC, and whatever the processor itself would refuse at its first range.
+ */
+export async function checkConfig(s: Settings, config: DeploymentConfig): Promise<void> {
+  const problems: string[] = [];
+  for (const stream of config.streams) {
+    if (s.schedulePeriodMs !== undefined && stream.triggerIntervalMs !== s.schedulePeriodMs) {
+      problems.push(
+        `stream ${stream.id}: triggerIntervalMs is ${stream.triggerIntervalMs} but the planner runs ${s.scheduleRate} (${s.schedulePeriodMs} ms); ` +
+          'make them equal (the planner sizes ranges for one trigger interval)',
+      );
+    }
+    if (stream.processor.timeoutMs > s.processorTimeoutSeconds * 1000) {
+      problems.push(
+        `stream ${stream.id}: processor.timeoutMs is ${stream.processor.timeoutMs} but the processor function times out after ${s.processorTimeoutSeconds} s; ` +
+          'lower processor.timeoutMs or raise the processorTimeout param',
+      );
+    }
+    if (stream.kafka.sasl?.mechanism === 'aws-msk-iam' && s.mskClusterArns.length === 0) {
+      problems.push(`stream ${stream.id}: aws-msk-iam needs the mskClusterArns param (the cluster ARN scopes the kafka-cluster:* permissions)`);
+    }
+    if (needsVpc(stream) && !s.vpc && s.stage !== 'local') {
+      problems.push(
+        `stream ${stream.id}: Amazon MSK brokers are reachable only from the cluster's VPC: set the vpcSubnetIds and vpcSecurityGroupIds params`,
+      );
+    }
+  }
+  problems.push(...(await runtimeProblems(s, config)));
+  if (problems.length === 1) throw new DeployConfigError(`the streams config does not fit stage ${s.stage}: ${problems[0]}`);
+  if (problems.length) throw new DeployConfigError(`the streams config does not fit stage ${s.stage}:\n  - ${problems.join('\n  - ')}`);
+}
