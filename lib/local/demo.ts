@@ -22,14 +22,14 @@ import { KAFKAJS_RETRY, kafkaLogLines } from '../kafka/client';
 import { KafkaError, toKafkaError } from '../kafka/errors';
 import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
-import { createOpsContext, type OpsContext } from '../ops/context';
+import type { OpsContext } from '../ops/context';
 import { duration } from '../ops/format';
 import { partitionKey } from '../ranges';
-import { dynamoClientFromEnv } from '../runtime/aws';
+import { composeAdapters, dynamoClientFromEnv } from '../runtime/compose';
 import { DEMO_CONFIG_FILE } from './paths';
 import { createDemoProducer, type KeyTotals } from './producer';
 import { createProgressView, type PartitionProgress, type ProgressFrame } from './progress';
-import { createLocalRunner } from './runner';
+import { createLocalRunner, runnerDepsFrom } from './runner';
 
 export type DemoOptions = {
   /** Bounded run: stop producing after `durationMs`, exit once lag is zero. */
@@ -155,14 +155,11 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
       writeFileSync(configFile, `${JSON.stringify(input, null, 2)}\n`);
     }
     // The Kafka client's own lines (a lost connection) join the run's events instead of raw JSON.
-    ctx = createOpsContext(config, env, dynamo, { kafkaLog: kafkaLogLines((l) => view.event(l)) });
+    ctx = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
     const ops = ctx;
     view.event(`stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
 
-    const runner = createLocalRunner(
-      { ledger: ops.ledger, storeClock: ops.storeClock, metadataFor: (s) => ops.metadata.forStream(s), createReader: (s) => ops.createReader(s), handlerFor: (s) => ops.handlerFor(s), log: (l) => view.event(l) },
-      [stream],
-    );
+    const runner = createLocalRunner(runnerDepsFrom(ops, (l) => view.event(l)), [stream]);
     const producer = createDemoProducer(kafka, admin, { topic, ratePerSec: opts.ratePerSec, accounts: opts.accounts });
     deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
 
