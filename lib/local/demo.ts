@@ -15,21 +15,21 @@ import { dirname } from 'node:path';
 import { CreateTableCommand, ResourceInUseException, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { parseDeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../config/schema';
+import { parseDeploymentConfig, type DeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
 import { KAFKAJS_RETRY, kafkaLogLines } from '../kafka/client';
 import { KafkaError, toKafkaError } from '../kafka/errors';
 import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
-import { createOpsContext, type OpsContext } from '../ops/context';
+import type { OpsContext } from '../ops/context';
 import { duration } from '../ops/format';
 import { partitionKey } from '../ranges';
-import { dynamoClientFromEnv } from '../runtime/aws';
+import { composeAdapters, dynamoClientFromEnv } from '../runtime/compose';
 import { DEMO_CONFIG_FILE } from './paths';
-import { createDemoProducer, type KeyTotals } from './producer';
-import { createProgressView, type PartitionProgress, type ProgressFrame } from './progress';
-import { createLocalRunner } from './runner';
+import { createDemoProducer, type DemoProducer, type KeyTotals } from './producer';
+import { createProgressView, type PartitionProgress, type ProgressFrame, type ProgressView } from './progress';
+import { createLocalRunner, runnerDepsFrom, type LocalRunner } from './runner';
 
 export type DemoOptions = {
   /** Bounded run: stop producing after `durationMs`, exit once lag is zero. */
@@ -108,12 +108,32 @@ export type DemoDeps = {
   onRunning?: () => void;
 };
 
+/** The run's names: a fresh stream, topic and sink table per run. */
+type DemoNames = { id: string; topic: string; sinkTable: string };
+
+/** What the phases of a started run share. */
+type DemoRun = {
+  opts: DemoOptions;
+  deps: DemoDeps;
+  names: DemoNames;
+  view: ProgressView;
+  ops: OpsContext;
+  stream: StreamConfig;
+  runner: LocalRunner;
+  producer: DemoProducer;
+  /** When producing started. */
+  t0: number;
+};
+
+type DemoPhase = 'producing' | 'draining' | 'stopping';
+
+/** Where the run loop ended: caught up, interrupted or given up, and what is still to settle. */
+type RunEnd = { caughtUp: boolean; caughtUpAtMs?: number; lastFrame?: ProgressFrame; adding?: Promise<void> };
+
 /** Runs the demo and returns its summary and exit code (0: success; 1: a check failed; 130: interrupted bounded run). */
 export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoResult> {
   const runId = Date.now().toString(36);
-  const id = `demo-${runId}`;
-  const topic = `demo-payments-${runId}`;
-  const sinkTable = `demo-totals-${runId}`;
+  const names: DemoNames = { id: `demo-${runId}`, topic: `demo-payments-${runId}`, sinkTable: `demo-totals-${runId}` };
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint, KAFKA_BROKERS: deps.kafkaBrokers };
   const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
   const dynamo = dynamoClientFromEnv(env);
@@ -125,172 +145,208 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   let ctx: OpsContext | undefined;
 
   try {
-    await admin.connect().catch((err: unknown) => {
-      throw new KafkaError(`${toKafkaError('connect', err).message} [KAFKA_BROKERS]`, { cause: err });
-    });
-    // All settled before the first failure is thrown: a topic creation still in flight would reconnect
-    // the admin after the `finally` below disconnected it, and keep the process alive.
-    const setUp = await Promise.allSettled([ensureLedgerTable(dynamo, opts.ledgerTable), createSinkTable(dynamo, sinkTable), createTopic(admin, topic, opts.partitions)]);
-    for (const r of setUp) if (r.status === 'rejected') throw r.reason;
-    const input: DeploymentConfigInput = {
-      ledgerTable: opts.ledgerTable,
-      streams: [
-        {
-          id,
-          kafka: { brokers: deps.kafkaBrokers.split(',') },
-          topics: [topic],
-          startingOffsets: 'earliest',
-          triggerIntervalMs: opts.triggerIntervalMs,
-          // Locally a "Lambda" is an async call in this process: a short timeout keeps leases short.
-          processor: { timeoutMs: 30_000 },
-          handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable },
-        },
-      ],
-    };
-    const config = parseDeploymentConfig(input, 'demo');
+    const { config, configFile } = await setUpDemo(opts, deps, names, dynamo, admin);
     const stream = config.streams[0] as StreamConfig;
-    const configFile = opts.configFile === undefined ? DEMO_CONFIG_FILE : opts.configFile;
-    if (configFile) {
-      mkdirSync(dirname(configFile), { recursive: true });
-      writeFileSync(configFile, `${JSON.stringify(input, null, 2)}\n`);
-    }
     // The Kafka client's own lines (a lost connection) join the run's events instead of raw JSON.
-    ctx = createOpsContext(config, env, dynamo, { kafkaLog: kafkaLogLines((l) => view.event(l)) });
-    const ops = ctx;
+    ctx = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
+    const { id, topic, sinkTable } = names;
     view.event(`stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
 
-    const runner = createLocalRunner(
-      { ledger: ops.ledger, storeClock: ops.storeClock, metadataFor: (s) => ops.metadata.forStream(s), createReader: (s) => ops.createReader(s), handlerFor: (s) => ops.handlerFor(s), log: (l) => view.event(l) },
-      [stream],
-    );
+    const runner = createLocalRunner(runnerDepsFrom(ctx, (l) => view.event(l)), [stream]);
     const producer = createDemoProducer(kafka, admin, { topic, ratePerSec: opts.ratePerSec, accounts: opts.accounts });
     deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
 
-    const t0 = Date.now();
+    const run: DemoRun = { opts, deps, names, view, ops: ctx, stream, runner, producer, t0: Date.now() };
     deps.onRunning?.();
     runner.start();
     producer.start();
-    let phase: 'producing' | 'draining' | 'stopping' = 'producing';
-    let adding: Promise<void> | undefined;
-    let caughtUp = false;
-    let caughtUpAtMs: number | undefined;
-    let stoppedProducingAtMs: number | undefined;
-    const history = new Map<string, Array<{ t: number; committed: number }>>();
-    let lastFrame: ProgressFrame | undefined;
-    const produceFor = opts.durationMs;
+    const end = await runUntilDone(run);
 
-    for (;;) {
-      const elapsed = Date.now() - t0;
-      if (opts.addPartitionAfterMs !== undefined && !adding && elapsed >= opts.addPartitionAfterMs && phase === 'producing') {
-        const total = opts.partitions + 1;
-        view.event(`adding partition ${total - 1} to ${topic} (now ${total} partitions)`);
-        adding = producer.addPartitions(total).then(
-          () => view.event(`partition ${total - 1} added; producing with a fresh producer`),
-          (err: unknown) => view.event(`adding a partition failed: ${(err as Error)?.message ?? String(err)}`),
-        );
-      }
-      if (phase === 'producing' && produceFor !== undefined && elapsed >= produceFor) {
-        await adding;
-        await producer.stop();
-        stoppedProducingAtMs = Date.now();
-        phase = 'draining';
-        view.event(`stopped producing after ${producer.produced()} events; waiting for lag 0`);
-      }
-      const snap = await snapshot(ops, stream, runner.inFlight()).catch(() => undefined);
-      if (snap) {
-        const now = Date.now();
-        const partitions: PartitionProgress[] = snap.rows.map((r) => {
-          const k = partitionKey(r.topic, r.partition);
-          const h = history.get(k) ?? [];
-          if (r.committed !== undefined) h.push({ t: now, committed: r.committed });
-          while (h.length > 1 && now - (h[0] as { t: number }).t > 5000) h.shift();
-          history.set(k, h);
-          const first = h[0];
-          const last = h[h.length - 1];
-          const rate = first && last && last.t > first.t ? ((last.committed - first.committed) * 1000) / (last.t - first.t) : undefined;
-          return { ...r, recordsPerSec: rate };
-        });
-        const s = runner.stats();
-        view.show(lastFrame = {
-          elapsedMs: now - t0,
-          stream: id,
-          phase,
-          produced: producer.produced(),
-          producedPerSec: phase === 'producing' ? producer.produced() / Math.max(0.001, (now - t0) / 1000) : 0,
-          partitions,
-          invocations: s.invocations,
-          plannerRuns: s.plannerRuns,
-          inFlight: runner.inFlight().length,
-          deadLetters: s.deadLetters,
-          errors: s.byStatus.error ?? 0,
-          lastError: s.lastError,
-          events: [],
-        });
-        if (phase === 'draining' && snap.caughtUp && snap.kafkaRecords >= producer.produced()) {
-          caughtUp = true;
-          caughtUpAtMs = Date.now();
-          view.event(`caught up: lag 0 on ${snap.rows.length} partitions`);
-          break;
-        }
-      }
-      if (deps.signal?.aborted) {
-        view.event('stopping: producer stopped, processors finishing their ranges');
-        break;
-      }
-      if (phase === 'draining' && stoppedProducingAtMs !== undefined && Date.now() - stoppedProducingAtMs > opts.timeoutMs) {
-        view.event(`gave up: lag not zero ${duration(opts.timeoutMs)} after producing stopped`);
-        break;
-      }
-      await sleep(phase === 'draining' ? 250 : 1000, deps.signal);
-    }
-
-    phase = 'stopping';
-    if (lastFrame) view.show({ ...lastFrame, phase, elapsedMs: Date.now() - t0 });
-    await adding;
+    if (end.lastFrame) view.show({ ...end.lastFrame, phase: 'stopping', elapsedMs: Date.now() - run.t0 });
+    await end.adding;
     await producer.stop();
     await runner.stop({ graceMs: 10_000 });
     view.close();
-    const endMs = caughtUpAtMs ?? Date.now();
-
-    const expected = producer.expected();
-    const [sink, ledgerProcessed, kafkaRecords] = await Promise.all([scanTotals(dynamo, sinkTable), processedOffsets(ops, id), countRecords(ops, stream)]);
-    const applied = Object.values(sink).reduce((s, v) => s + v.count, 0);
-    const stats = runner.stats();
-    const deadLetters = (await ops.ledger.listDeadLetters(id)).length;
-    const interrupted = deps.signal?.aborted ?? false;
-    const produced = producer.produced();
-    const consistent = applied + deadLetters === ledgerProcessed;
-    const exact = caughtUp && applied === produced && kafkaRecords === produced && deadLetters === 0 && sameTotals(expected, sink);
-    await producer.close();
-    const summary: DemoSummary = {
-      produced,
-      applied,
-      wallMs: endMs - t0,
-      invocations: stats.invocations,
-      stream: id,
-      topic,
-      sinkTable,
-      partitions: (await ops.metadata.forStream(stream).then((m) => m.describeTopics({ topics: [topic] }))).reduce((s, t) => s + t.partitions.length, 0),
-      kafkaRecords,
-      plannerRuns: stats.plannerRuns,
-      deadLetters,
-      unapplied: Math.max(0, kafkaRecords - ledgerProcessed),
-      processorErrors: stats.byStatus.error ?? 0,
-      caughtUp,
-      interrupted,
-      exact,
-      consistent,
-      ...(producer.lastError() ? { producerError: producer.lastError() } : {}),
-    };
-    const exitCode = opts.untilCaughtUp ? (interrupted ? 130 : exact ? 0 : 1) : consistent ? 0 : 1;
-    if (!opts.json) deps.out(`${humanSummary(summary, opts.untilCaughtUp)}\n`);
-    else deps.out(`${JSON.stringify(summary)}\n`);
-    return { summary, expected, sink, exitCode };
+    return await checkAndReport(run, dynamo, end);
   } finally {
     await ctx?.close().catch(() => undefined);
     if (!ctx) dynamo.destroy();
     await admin.disconnect().catch(() => undefined);
   }
+}
+
+/**
+ * Creates the ledger table, the sink table and the topic, and writes the demo's deployment config
+ * for the CLI; returns the parsed config.
+ */
+async function setUpDemo(
+  opts: DemoOptions,
+  deps: DemoDeps,
+  names: DemoNames,
+  dynamo: DynamoDBClient,
+  admin: Admin,
+): Promise<{ config: DeploymentConfig; configFile: string | null }> {
+  await admin.connect().catch((err: unknown) => {
+    throw new KafkaError(`${toKafkaError('connect', err).message} [KAFKA_BROKERS]`, { cause: err });
+  });
+  // All settled before the first failure is thrown: a topic creation still in flight would reconnect
+  // the admin after `runDemo`'s `finally` disconnected it, and keep the process alive.
+  const setUp = await Promise.allSettled([
+    ensureLedgerTable(dynamo, opts.ledgerTable),
+    createSinkTable(dynamo, names.sinkTable),
+    createTopic(admin, names.topic, opts.partitions),
+  ]);
+  for (const r of setUp) if (r.status === 'rejected') throw r.reason;
+  const input: DeploymentConfigInput = {
+    ledgerTable: opts.ledgerTable,
+    streams: [
+      {
+        id: names.id,
+        kafka: { brokers: deps.kafkaBrokers.split(',') },
+        topics: [names.topic],
+        startingOffsets: 'earliest',
+        triggerIntervalMs: opts.triggerIntervalMs,
+        // Locally a "Lambda" is an async call in this process: a short timeout keeps leases short.
+        processor: { timeoutMs: 30_000 },
+        handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: names.sinkTable },
+      },
+    ],
+  };
+  const config = parseDeploymentConfig(input, 'demo');
+  const configFile = opts.configFile === undefined ? DEMO_CONFIG_FILE : opts.configFile;
+  if (configFile) {
+    mkdirSync(dirname(configFile), { recursive: true });
+    writeFileSync(configFile, `${JSON.stringify(input, null, 2)}\n`);
+  }
+  return { config, configFile };
+}
+
+/**
+ * Produces (adding a partition when due) and shows progress until the run is caught up after
+ * producing stopped (bounded), Ctrl-C, or the drain timeout.
+ */
+async function runUntilDone(run: DemoRun): Promise<RunEnd> {
+  const { opts, deps, view, producer } = run;
+  let phase: DemoPhase = 'producing';
+  let adding: Promise<void> | undefined;
+  let stoppedProducingAtMs: number | undefined;
+  let lastFrame: ProgressFrame | undefined;
+  const history: RateHistory = new Map();
+  for (;;) {
+    const elapsed = Date.now() - run.t0;
+    if (opts.addPartitionAfterMs !== undefined && !adding && elapsed >= opts.addPartitionAfterMs && phase === 'producing') adding = addPartition(run);
+    if (phase === 'producing' && opts.durationMs !== undefined && elapsed >= opts.durationMs) {
+      await adding;
+      await producer.stop();
+      stoppedProducingAtMs = Date.now();
+      phase = 'draining';
+      view.event(`stopped producing after ${producer.produced()} events; waiting for lag 0`);
+    }
+    const snap = await snapshot(run.ops, run.stream, run.runner.inFlight()).catch(() => undefined);
+    if (snap) {
+      view.show((lastFrame = progressFrame(run, phase, snap.rows, history)));
+      if (phase === 'draining' && snap.caughtUp && snap.kafkaRecords >= producer.produced()) {
+        const caughtUpAtMs = Date.now();
+        view.event(`caught up: lag 0 on ${snap.rows.length} partitions`);
+        return { caughtUp: true, caughtUpAtMs, lastFrame, adding };
+      }
+    }
+    if (deps.signal?.aborted) {
+      view.event('stopping: producer stopped, processors finishing their ranges');
+      return { caughtUp: false, lastFrame, adding };
+    }
+    if (phase === 'draining' && stoppedProducingAtMs !== undefined && Date.now() - stoppedProducingAtMs > opts.timeoutMs) {
+      view.event(`gave up: lag not zero ${duration(opts.timeoutMs)} after producing stopped`);
+      return { caughtUp: false, lastFrame, adding };
+    }
+    await sleep(phase === 'draining' ? 250 : 1000, deps.signal);
+  }
+}
+
+/** Adds one partition to the topic (a fresh producer then writes to it too); failures become an event. */
+function addPartition(run: DemoRun): Promise<void> {
+  const total = run.opts.partitions + 1;
+  run.view.event(`adding partition ${total - 1} to ${run.names.topic} (now ${total} partitions)`);
+  return run.producer.addPartitions(total).then(
+    () => run.view.event(`partition ${total - 1} added; producing with a fresh producer`),
+    (err: unknown) => run.view.event(`adding a partition failed: ${(err as Error)?.message ?? String(err)}`),
+  );
+}
+
+/** Committed offsets seen in the last 5 s, per partition, for the records-per-second column. */
+type RateHistory = Map<string, Array<{ t: number; committed: number }>>;
+
+/** One frame of the live view: the snapshot's rows with their recent rates, and the runner's counters. */
+function progressFrame(run: DemoRun, phase: DemoPhase, rows: Snapshot['rows'], history: RateHistory): ProgressFrame {
+  const { producer, runner } = run;
+  const now = Date.now();
+  const partitions: PartitionProgress[] = rows.map((r) => {
+    const k = partitionKey(r.topic, r.partition);
+    const h = history.get(k) ?? [];
+    if (r.committed !== undefined) h.push({ t: now, committed: r.committed });
+    while (h.length > 1 && now - (h[0] as { t: number }).t > 5000) h.shift();
+    history.set(k, h);
+    const first = h[0];
+    const last = h[h.length - 1];
+    const rate = first && last && last.t > first.t ? ((last.committed - first.committed) * 1000) / (last.t - first.t) : undefined;
+    return { ...r, recordsPerSec: rate };
+  });
+  const s = runner.stats();
+  return {
+    elapsedMs: now - run.t0,
+    stream: run.names.id,
+    phase,
+    produced: producer.produced(),
+    producedPerSec: phase === 'producing' ? producer.produced() / Math.max(0.001, (now - run.t0) / 1000) : 0,
+    partitions,
+    invocations: s.invocations,
+    plannerRuns: s.plannerRuns,
+    inFlight: runner.inFlight().length,
+    deadLetters: s.deadLetters,
+    errors: s.byStatus.error ?? 0,
+    lastError: s.lastError,
+    events: [],
+  };
+}
+
+/** Checks the sink against what was produced and what the ledger committed, prints the summary, picks the exit code. */
+async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd): Promise<DemoResult> {
+  const { opts, deps, ops, stream, runner, producer, names } = run;
+  const endMs = end.caughtUpAtMs ?? Date.now();
+  const expected = producer.expected();
+  const [sink, ledgerProcessed, kafkaRecords] = await Promise.all([scanTotals(dynamo, names.sinkTable), processedOffsets(ops, names.id), countRecords(ops, stream)]);
+  const applied = Object.values(sink).reduce((s, v) => s + v.count, 0);
+  const stats = runner.stats();
+  const deadLetters = (await ops.ledger.listDeadLetters(names.id)).length;
+  const interrupted = deps.signal?.aborted ?? false;
+  const produced = producer.produced();
+  const consistent = applied + deadLetters === ledgerProcessed;
+  const exact = end.caughtUp && applied === produced && kafkaRecords === produced && deadLetters === 0 && sameTotals(expected, sink);
+  await producer.close();
+  const summary: DemoSummary = {
+    produced,
+    applied,
+    wallMs: endMs - run.t0,
+    invocations: stats.invocations,
+    stream: names.id,
+    topic: names.topic,
+    sinkTable: names.sinkTable,
+    partitions: (await ops.metadata.forStream(stream).then((m) => m.describeTopics({ topics: [names.topic] }))).reduce((s, t) => s + t.partitions.length, 0),
+    kafkaRecords,
+    plannerRuns: stats.plannerRuns,
+    deadLetters,
+    unapplied: Math.max(0, kafkaRecords - ledgerProcessed),
+    processorErrors: stats.byStatus.error ?? 0,
+    caughtUp: end.caughtUp,
+    interrupted,
+    exact,
+    consistent,
+    ...(producer.lastError() ? { producerError: producer.lastError() } : {}),
+  };
+  const exitCode = opts.untilCaughtUp ? (interrupted ? 130 : exact ? 0 : 1) : consistent ? 0 : 1;
+  if (!opts.json) deps.out(`${humanSummary(summary, opts.untilCaughtUp)}\n`);
+  else deps.out(`${JSON.stringify(summary)}\n`);
+  return { summary, expected, sink, exitCode };
 }
 
 /** The summary printed when the demo ends (Ctrl-C or caught up). */
@@ -318,6 +374,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, { once: true });
   });
 }
+
+type Snapshot = Awaited<ReturnType<typeof snapshot>>;
 
 /** Kafka's offsets against the ledger's, per partition, and whether everything is committed. */
 async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{ topic: string; partition: number }>) {

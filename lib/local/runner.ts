@@ -13,6 +13,7 @@ import { emptyReport, planStream, type StreamPlanReport } from '../planner/run';
 import type { RecordsHandler } from '../processor/handler-api';
 import { processRange, type ProcessResult } from '../processor/process-range';
 import type { RangePayload } from '../ranges';
+import type { Adapters } from '../runtime/compose';
 
 export type RunnerDeps = {
   ledger: Ledger;
@@ -32,6 +33,21 @@ export type RunnerDeps = {
   maxChunkRecords?: number;
   log?: (line: string) => void;
 };
+
+/** The runner's deps from the shared adapters (`composeAdapters`), logging to `log`. */
+export function runnerDepsFrom(
+  adapters: Pick<Adapters, 'ledger' | 'storeClock' | 'metadata' | 'createReader' | 'handlerFor'>,
+  log?: (line: string) => void,
+): RunnerDeps {
+  return {
+    ledger: adapters.ledger,
+    storeClock: adapters.storeClock,
+    metadataFor: (s) => adapters.metadata.forStream(s),
+    createReader: (s) => adapters.createReader(s),
+    handlerFor: (s) => adapters.handlerFor(s),
+    log,
+  };
+}
 
 export type RunnerStats = {
   plannerRuns: number;

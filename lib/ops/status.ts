@@ -3,7 +3,7 @@ import type { StreamConfig } from '../config/schema';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
 import { kafkaFailureText } from '../kafka/errors';
 import type { PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
-import type { ClosedIncarnation, OperatorChange } from '../ports/ledger';
+import type { ClosedIncarnation, OperatorChange, PartitionState, RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
@@ -76,77 +76,16 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     ledger.listDeadLetters(stream.id),
     ledger.readClosedIncarnations(stream.id),
   ]);
-  let offsets = new Map<string, PartitionOffsets>();
-  let discovered: TopicPartitions[] = [];
-  let kafkaError: string | undefined;
-  let topicsWarning: string | undefined;
-  try {
-    const kafka = await ctx.metadata.forStream(stream);
-    discovered = await kafka.describeTopics(topicSelector(stream));
-    topicsWarning = unmatchedSubscription(stream, discovered.map((t) => t.topic))?.text;
-    // Offsets of what exists in Kafka now; a ledger partition Kafka no longer has shows no latest.
-    const found = discovered.length ? await kafka.fetchOffsets(discovered, stream.isolationLevel) : [];
-    offsets = new Map(found.map((o) => [partitionKey(o.topic, o.partition), o]));
-  } catch (err) {
-    kafkaError = kafkaFailureText(err, stream.id);
-  }
-
-  const rows = new Map<string, PartitionStatusRow>();
-  for (const p of parts) {
-    const k = partitionKey(p.topic, p.partition);
-    const o = offsets.get(k);
-    const end = o && (p.stopOffset === undefined ? o.latest : Math.min(o.latest, p.stopOffset));
-    rows.set(k, {
-      topic: p.topic,
-      partition: p.partition,
-      status: p.status,
-      committed: p.committed,
-      nextFrom: p.nextFrom,
-      latest: o?.latest,
-      lag: end === undefined || p.status === 'retired' ? undefined : Math.max(0, end - p.committed),
-      inFlight: 0,
-      failures: 0,
-      parked: 0,
-      deadLetters: 0,
-      dataLossRecords: 0,
-      stopOffset: p.stopOffset,
-      reason: p.reason,
-    });
-  }
+  const kafka = await kafkaOffsets(ctx, stream);
   const bounded = parts.some((p) => p.stopOffset !== undefined);
-  if (!bounded) {
-    // Partitions the next planner run will register (new topics or partitions).
-    for (const t of discovered) {
-      for (const partition of t.partitions) {
-        const k = partitionKey(t.topic, partition);
-        if (rows.has(k)) continue;
-        const o = offsets.get(k);
-        rows.set(k, { topic: t.topic, partition, status: 'unregistered', latest: o?.latest, inFlight: 0, failures: 0, parked: 0, deadLetters: 0, dataLossRecords: 0 });
-      }
-    }
-  }
-  const rowOf = (topic: string, partition: number): PartitionStatusRow | undefined => rows.get(partitionKey(topic, partition));
-  const incarnation = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.incarnation ?? 0]));
-  for (const r of open) {
-    const row = rowOf(r.topic, r.partition);
-    // A closed incarnation's range is never read again (see the re-created line below).
-    if (!row || (r.incarnation ?? 0) !== (incarnation.get(partitionKey(r.topic, r.partition)) ?? 0)) continue;
-    if (r.status === 'parked') {
-      row.parked += 1;
-      row.failures += 1;
-      row.parkedAt = Math.min(row.parkedAt ?? Number.MAX_SAFE_INTEGER, r.progress);
-    } else {
-      row.inFlight += 1;
-      if (r.status === 'failed') row.failures += 1;
-    }
-    if (r.lastError && (r.status === 'failed' || r.status === 'parked')) row.lastError = r.lastError;
-  }
+  const rows = partitionRows(parts, kafka, bounded);
+  countOpenWork(rows, parts, open);
   for (const l of losses) {
-    const row = rowOf(l.topic, l.partition);
+    const row = rows.get(partitionKey(l.topic, l.partition));
     if (row) row.dataLossRecords += l.until - l.from;
   }
   for (const d of dead) {
-    const row = rowOf(d.topic, d.partition);
+    const row = rows.get(partitionKey(d.topic, d.partition));
     if (row && d.redrivenAtMs === undefined) row.deadLetters += 1;
   }
   const partitions = [...rows.values()].sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
@@ -169,10 +108,91 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
       deadLetters: sum((r) => r.deadLetters),
       dataLossRecords: sum((r) => r.dataLossRecords),
     },
-    kafkaError,
+    kafkaError: kafka.kafkaError,
     recreated,
-    ...(topicsWarning ? { topicsWarning } : {}),
+    ...(kafka.topicsWarning ? { topicsWarning: kafka.topicsWarning } : {}),
   };
+}
+
+/** What Kafka says about the stream's topics: a failure is reported as text, not thrown. */
+type KafkaView = {
+  discovered: TopicPartitions[];
+  offsets: Map<string, PartitionOffsets>;
+  kafkaError?: string;
+  topicsWarning?: string;
+};
+
+/** The stream's topics and their offsets in Kafka now (empty, with `kafkaError`, when Kafka cannot be asked). */
+async function kafkaOffsets(ctx: OpsContext, stream: StreamConfig): Promise<KafkaView> {
+  let discovered: TopicPartitions[] = [];
+  let topicsWarning: string | undefined;
+  try {
+    const kafka = await ctx.metadata.forStream(stream);
+    discovered = await kafka.describeTopics(topicSelector(stream));
+    topicsWarning = unmatchedSubscription(stream, discovered.map((t) => t.topic))?.text;
+    // Offsets of what exists in Kafka now; a ledger partition Kafka no longer has shows no latest.
+    const found = discovered.length ? await kafka.fetchOffsets(discovered, stream.isolationLevel) : [];
+    return { discovered, offsets: new Map(found.map((o) => [partitionKey(o.topic, o.partition), o])), topicsWarning };
+  } catch (err) {
+    return { discovered, offsets: new Map(), kafkaError: kafkaFailureText(err, stream.id), topicsWarning };
+  }
+}
+
+/** One row per ledger partition, plus (unbounded streams) the partitions the next planner run will register. */
+function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boolean): Map<string, PartitionStatusRow> {
+  const rows = new Map<string, PartitionStatusRow>();
+  for (const p of parts) {
+    const k = partitionKey(p.topic, p.partition);
+    const o = kafka.offsets.get(k);
+    const end = o && (p.stopOffset === undefined ? o.latest : Math.min(o.latest, p.stopOffset));
+    rows.set(k, {
+      topic: p.topic,
+      partition: p.partition,
+      status: p.status,
+      committed: p.committed,
+      nextFrom: p.nextFrom,
+      latest: o?.latest,
+      lag: end === undefined || p.status === 'retired' ? undefined : Math.max(0, end - p.committed),
+      inFlight: 0,
+      failures: 0,
+      parked: 0,
+      deadLetters: 0,
+      dataLossRecords: 0,
+      stopOffset: p.stopOffset,
+      reason: p.reason,
+    });
+  }
+  if (bounded) return rows;
+  // Partitions the next planner run will register (new topics or partitions).
+  for (const t of kafka.discovered) {
+    for (const partition of t.partitions) {
+      const k = partitionKey(t.topic, partition);
+      if (rows.has(k)) continue;
+      const o = kafka.offsets.get(k);
+      rows.set(k, { topic: t.topic, partition, status: 'unregistered', latest: o?.latest, inFlight: 0, failures: 0, parked: 0, deadLetters: 0, dataLossRecords: 0 });
+    }
+  }
+  return rows;
+}
+
+/** Counts the current incarnation's open ranges into their rows: in flight, failed, parked. */
+function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionState[], open: RangeState[]): void {
+  const incarnation = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.incarnation ?? 0]));
+  for (const r of open) {
+    const k = partitionKey(r.topic, r.partition);
+    const row = rows.get(k);
+    // A closed incarnation's range is never read again (the status lists re-created partitions separately).
+    if (!row || (r.incarnation ?? 0) !== (incarnation.get(k) ?? 0)) continue;
+    if (r.status === 'parked') {
+      row.parked += 1;
+      row.failures += 1;
+      row.parkedAt = Math.min(row.parkedAt ?? Number.MAX_SAFE_INTEGER, r.progress);
+    } else {
+      row.inFlight += 1;
+      if (r.status === 'failed') row.failures += 1;
+    }
+    if (r.lastError && (r.status === 'failed' || r.status === 'parked')) row.lastError = r.lastError;
+  }
 }
 
 /** The status as a table with a header and the notes an operator acts on. */

@@ -1,41 +1,22 @@
 /**
- * Composition root for the Lambda functions: SDK clients and adapters built once per container and
- * reused by warm invocations. Endpoints come from the environment, so the same code runs against
- * AWS or the local stack (DYNAMODB_ENDPOINT, KAFKA_BROKERS in the stream config).
+ * The Lambda runtime: the shared adapters (`composeAdapters`) built once per container and reused by
+ * warm invocations, plus what only the Lambdas need (the Lambda dispatcher, group-offset commits).
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { loadDeploymentConfig } from '../config/load';
-import type { DeploymentConfig } from '../config/schema';
+import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { createLambdaDispatcher } from '../dispatch/dispatcher.lambda';
 import { ValidationError } from '../errors';
-import type { Admin } from 'kafkajs';
-import type { StreamConfig } from '../config/schema';
-import { resolveHandler } from '../handlers';
-import { createKafka, type CreateKafkaDeps, type KafkaLogFn } from '../kafka/client';
-import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
-import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
-import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
+import type { KafkaLogFn } from '../kafka/client';
+import type { MetadataCache } from '../kafka/metadata-cache';
 import type { RecordsHandler } from '../processor/handler-api';
 import type { RangeReader } from '../ports/range-reader';
-import { createDynamoStoreClock } from '../ledger/clock.dynamodb';
-import { createDynamoLedger } from '../ledger/ledger.dynamodb';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { Ledger, StoreClock } from '../ports/ledger';
+import { composeAdapters, type Adapters } from './compose';
 
-/** A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set. */
-export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env): DynamoDBClient {
-  const endpoint = env.DYNAMODB_ENDPOINT;
-  return new DynamoDBClient(
-    endpoint
-      ? {
-          endpoint,
-          region: env.AWS_REGION ?? 'us-east-1',
-          credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID ?? 'local', secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? 'local' },
-        }
-      : {},
-  );
-}
+export { dynamoClientFromEnv } from './compose';
 
 export type Runtime = {
   config: DeploymentConfig;
@@ -66,66 +47,19 @@ export function kafkaLogTo(logger: LevelLogger): KafkaLogFn {
 /** The runtime of this container, created on first use (config errors surface on every invocation). */
 export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafkaLog?: KafkaLogFn } = {}): Runtime {
   if (cached) return cached;
-  const kafkaDeps: CreateKafkaDeps = { log: options.kafkaLog };
-  const config = loadDeploymentConfig(env);
-  const dynamo = dynamoClientFromEnv(env);
+  const adapters = composeAdapters({ config: loadDeploymentConfig(env), env, kafkaLog: options.kafkaLog });
   let dispatcher: Dispatcher | undefined;
-  const readers = new Map<string, Promise<RangeReader>>();
-  const admins = new Map<string, Promise<Admin>>();
-  const handlers = new Map<string, RecordsHandler>();
-  const perCluster = <T>(cache: Map<string, Promise<T>>, stream: StreamConfig, make: () => Promise<T>): Promise<T> => {
-    const key = JSON.stringify(stream.kafka);
-    let v = cache.get(key);
-    if (!v) {
-      v = make();
-      v.catch(() => cache.delete(key));
-      cache.set(key, v);
-    }
-    return v;
-  };
   cached = {
-    config,
-    dynamo,
-    ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
-    storeClock: createDynamoStoreClock({ client: dynamo, tableName: config.ledgerTable }),
-    metadata: createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps))),
-    readerFor: (stream) => perCluster(readers, stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps))),
-    handlerFor(stream) {
-      let h = handlers.get(stream.id);
-      if (!h) {
-        h = resolveHandler(stream, { dynamo, env });
-        handlers.set(stream.id, h);
-      }
-      return h;
-    },
-    async commitGroupOffset(stream, group, topic, partition, offset) {
-      const commit = async (): Promise<void> => {
-        const admin = await perCluster(admins, stream, async () => {
-          const a = (await createKafka(stream.kafka, kafkaDeps)).admin();
-          await a.connect();
-          return a;
-        });
-        await admin.setOffsets({ groupId: group, topic, partitions: [{ partition, offset: String(offset) }] });
-      };
-      try {
-        await commit();
-      } catch {
-        // kafkajs's admin keeps every topic it ever set offsets for among the topics its metadata
-        // refreshes ask for; once one of them is deleted, every later refresh fails with
-        // UNKNOWN_TOPIC_OR_PARTITION. A fresh admin starts with none: drop this one, try once more.
-        const key = JSON.stringify(stream.kafka);
-        const stale = admins.get(key);
-        admins.delete(key);
-        void stale?.then((a) => a.disconnect()).catch(() => undefined);
-        await commit();
-      }
-    },
-    async close() {
-      await Promise.allSettled([...readers.values()].map(async (r) => (await r).close()));
-      await Promise.allSettled([...admins.values()].map(async (a) => (await a).disconnect()));
-      readers.clear();
-      admins.clear();
-    },
+    config: adapters.config,
+    dynamo: adapters.dynamo,
+    ledger: adapters.ledger,
+    storeClock: adapters.storeClock,
+    metadata: adapters.metadata,
+    readerFor: adapters.readerFor,
+    handlerFor: adapters.handlerFor,
+    commitGroupOffset: (stream, group, topic, partition, offset) => commitGroupOffset(adapters, stream, group, { topic, partition, offset }),
+    // A warm container keeps its metadata connections and DynamoDB client (`resetAwsRuntime` releases them).
+    close: adapters.closeConnections,
     dispatcher() {
       const functionName = env.PROCESSOR_FUNCTION_NAME;
       if (!functionName) throw new ValidationError('PROCESSOR_FUNCTION_NAME is not set: the planner cannot dispatch ranges');
@@ -133,6 +67,28 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
     },
   };
   return cached;
+}
+
+/** Sets a group's offset through the cluster's cached admin, with one retry on a fresh admin. */
+async function commitGroupOffset(
+  adapters: Adapters,
+  stream: StreamConfig,
+  group: string,
+  at: { topic: string; partition: number; offset: number },
+): Promise<void> {
+  const commit = async (): Promise<void> => {
+    const admin = await adapters.groupAdminFor(stream);
+    await admin.setOffsets({ groupId: group, topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset) }] });
+  };
+  try {
+    await commit();
+  } catch {
+    // kafkajs's admin keeps every topic it ever set offsets for among the topics its metadata
+    // refreshes ask for; once one of them is deleted, every later refresh fails with
+    // UNKNOWN_TOPIC_OR_PARTITION. A fresh admin starts with none: drop this one, try once more.
+    adapters.dropGroupAdmin(stream);
+    await commit();
+  }
 }
 
 /** Closes and forgets the cached runtime (tests that change the environment, local shutdown). */

@@ -1,0 +1,143 @@
+/**
+ * The one composition root: the adapters every entry point uses (DynamoDB client, ledger, store
+ * clock, Kafka metadata cache, range readers, group-offset admins, handlers), with their
+ * per-cluster caches. The Lambda runtime keeps them for the container's life; the CLI and the local
+ * runtime close them when they are done (`close`). Endpoints come from the environment, so the same
+ * adapters run against AWS or the local stack (DYNAMODB_ENDPOINT, KAFKA_BROKERS in the stream config).
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Admin } from 'kafkajs';
+import type { DeploymentConfig, StreamConfig } from '../config/schema';
+import { resolveHandler } from '../handlers';
+import { createKafka, type CreateKafkaDeps, type KafkaLogFn } from '../kafka/client';
+import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
+import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
+import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
+import { createDynamoStoreClock } from '../ledger/clock.dynamodb';
+import { createDynamoLedger } from '../ledger/ledger.dynamodb';
+import type { Ledger, StoreClock } from '../ports/ledger';
+import type { RangeReader } from '../ports/range-reader';
+import type { RecordsHandler } from '../processor/handler-api';
+
+/** A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set. */
+export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env): DynamoDBClient {
+  const endpoint = env.DYNAMODB_ENDPOINT;
+  return new DynamoDBClient(
+    endpoint
+      ? {
+          endpoint,
+          region: env.AWS_REGION ?? 'us-east-1',
+          credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID ?? 'local', secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? 'local' },
+        }
+      : {},
+  );
+}
+
+export type ComposeOptions = {
+  config: DeploymentConfig;
+  env: NodeJS.ProcessEnv;
+  /** The DynamoDB client to build on (default: one for the environment); `close` destroys it either way. */
+  dynamo?: DynamoDBClient;
+  /** Where kafkajs's own log lines go (default: kafkajs's JSON lines on the console). */
+  kafkaLog?: KafkaLogFn;
+};
+
+export type Adapters = {
+  config: DeploymentConfig;
+  env: NodeJS.ProcessEnv;
+  dynamo: DynamoDBClient;
+  ledger: Ledger;
+  /** DynamoDB's time: every lease decision uses it (never this process's own clock). */
+  storeClock: StoreClock;
+  metadata: MetadataCache;
+  /** One range reader per cluster connection, reused (warm invocations, peek, re-drive). */
+  readerFor(stream: StreamConfig): Promise<RangeReader>;
+  /** A new range reader the caller owns and closes (the local runner's pool). */
+  createReader(stream: StreamConfig): Promise<RangeReader>;
+  /** The stream's handler, one per stream id: a replay may differ from its source only in the sink table. */
+  handlerFor(stream: StreamConfig): RecordsHandler;
+  /** A connected admin per cluster connection, for group offsets. */
+  groupAdminFor(stream: StreamConfig): Promise<Admin>;
+  /** Forgets (and disconnects in the background) the cluster's admin: the next `groupAdminFor` makes a fresh one. */
+  dropGroupAdmin(stream: StreamConfig): void;
+  /** Closes the cached readers and admins; metadata and the DynamoDB client stay (a warm container's). */
+  closeConnections(): Promise<void>;
+  /** Releases everything: readers, admins, metadata connections and the DynamoDB client. */
+  close(): Promise<void>;
+};
+
+/** Builds the adapters for a validated config; nothing connects until first use. */
+export function composeAdapters(options: ComposeOptions): Adapters {
+  const { config, env } = options;
+  const dynamo = options.dynamo ?? dynamoClientFromEnv(env);
+  const kafkaDeps: CreateKafkaDeps = { log: options.kafkaLog };
+  const readers = perClusterCache<RangeReader>();
+  const admins = perClusterCache<Admin>();
+  const handlers = new Map<string, RecordsHandler>();
+  const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps)));
+  const closeConnections = async (): Promise<void> => {
+    await Promise.allSettled(readers.values().map(async (r) => (await r).close()));
+    await Promise.allSettled(admins.values().map(async (a) => (await a).disconnect()));
+    readers.clear();
+    admins.clear();
+  };
+  return {
+    config,
+    env,
+    dynamo,
+    ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
+    storeClock: createDynamoStoreClock({ client: dynamo, tableName: config.ledgerTable }),
+    metadata,
+    readerFor: (stream) => readers.get(stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps))),
+    createReader: async (stream) => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps)),
+    handlerFor(stream) {
+      let h = handlers.get(stream.id);
+      if (!h) {
+        h = resolveHandler(stream, { dynamo, env });
+        handlers.set(stream.id, h);
+      }
+      return h;
+    },
+    groupAdminFor: (stream) =>
+      admins.get(stream, async () => {
+        const a = (await createKafka(stream.kafka, kafkaDeps)).admin();
+        await a.connect();
+        return a;
+      }),
+    dropGroupAdmin(stream) {
+      void admins.take(stream)?.then((a) => a.disconnect()).catch(() => undefined);
+    },
+    closeConnections,
+    async close() {
+      await closeConnections();
+      await metadata.closeAll().catch(() => undefined);
+      dynamo.destroy();
+    },
+  };
+}
+
+/** Promises keyed by a stream's cluster connection; a rejected one is forgotten so the next call retries. */
+function perClusterCache<T>() {
+  const cache = new Map<string, Promise<T>>();
+  const keyOf = (stream: StreamConfig) => JSON.stringify(stream.kafka);
+  return {
+    get(stream: StreamConfig, make: () => Promise<T>): Promise<T> {
+      const key = keyOf(stream);
+      let v = cache.get(key);
+      if (!v) {
+        v = make();
+        v.catch(() => cache.delete(key));
+        cache.set(key, v);
+      }
+      return v;
+    },
+    take(stream: StreamConfig): Promise<T> | undefined {
+      const key = keyOf(stream);
+      const v = cache.get(key);
+      cache.delete(key);
+      return v;
+    },
+    values: () => [...cache.values()],
+    clear: () => cache.clear(),
+  };
+}
