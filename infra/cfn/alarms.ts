@@ -146,6 +146,34 @@ const STREAM_ALARMS: { kind: string; build: (ctx: AlarmContext, streamId: string
       }),
   },
   {
+    // A listed topic Kafka does not have, or a pattern matching none: the stream plans nothing and
+    // fails nothing, so without this alarm a typo in the config is silent.
+    kind: 'TopicsMissing',
+    build: (ctx, streamId) =>
+      countAlarm(ctx, streamId, {
+        name: 'topics-missing',
+        metricName: 'TopicsMissing',
+        service: 'planner',
+        evaluationPeriods: 1,
+        description:
+          'a topic of the stream config does not exist in Kafka, or its topicPattern matches no topic (planner TopicsMissing); those topics are not read.',
+      }),
+  },
+  {
+    // A dead leader stalls its partitions until re-election (about 10 s); longer means a broker is down
+    // for good or a partition has no in-sync replica.
+    kind: 'PartitionsUnavailable',
+    build: (ctx, streamId) =>
+      countAlarm(ctx, streamId, {
+        name: 'partitions-unavailable',
+        metricName: 'PartitionsUnavailable',
+        service: 'planner',
+        evaluationPeriods: 3,
+        description:
+          'partitions whose offsets could not be read (leader unreachable, no leader) in 3 consecutive periods (planner PartitionsUnavailable); the run plans the others.',
+      }),
+  },
+  {
     kind: 'FailedRanges',
     build: (ctx, streamId) =>
       sumAlarm(ctx, streamId, {

@@ -250,6 +250,25 @@ describe('IAM resources', () => {
     expect(statements.find((s) => s.Sid === 'SinkTables')).toBeUndefined();
   });
 
+  it.each([
+    ['TopicsMissing', 'topics-missing', 1],
+    ['PartitionsUnavailable', 'partitions-unavailable', 3],
+  ] as const)('alarms per stream on the planner metric %s', (metricName, name, periods) => {
+    const { Resources } = observability(settings(), config([{ id: 'orders' }]));
+    expect(Resources[`${metricName}OrdersAlarm`]?.Properties).toMatchObject({
+      AlarmName: expect.stringMatching(new RegExp(`-orders-${name}$`)),
+      MetricName: metricName,
+      Dimensions: [
+        { Name: 'service', Value: 'planner' },
+        { Name: 'stream', Value: 'orders' },
+      ],
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      EvaluationPeriods: periods,
+      AlarmActions: [{ Ref: 'AlarmTopic' }],
+    });
+  });
+
   it('alarms on a topic re-created under its name, per stream (planner TopicRecreated)', () => {
     const { Resources } = observability(settings(), config([{ id: 'orders' }]));
     expect(Resources.TopicRecreatedOrdersAlarm?.Properties).toMatchObject({

@@ -389,7 +389,7 @@ describe('alarms and dashboard', () => {
     const alarms = ofType(ci.template, 'AWS::CloudWatch::Alarm');
     const names = alarms.map(([, a]) => a.Properties.AlarmName);
     for (const s of ciConfig.streams) {
-      for (const kind of ['lag-growing', 'data-loss', 'topic-recreated', 'failed-ranges', 'dead-letters', 'planner-failed']) {
+      for (const kind of ['lag-growing', 'data-loss', 'topic-recreated', 'topics-missing', 'partitions-unavailable', 'failed-ranges', 'dead-letters', 'planner-failed']) {
         expect(names).toContain(`kafka-lambda-direct-ci-${s.id}-${kind}`);
       }
     }
@@ -401,6 +401,8 @@ describe('alarms and dashboard', () => {
     expect(metricNames('kafka-lambda-direct-ci-payments-dead-letters')).toEqual(['processor:DeadLetters']);
     expect(metricNames('kafka-lambda-direct-ci-payments-planner-failed')).toEqual(['planner:PlannerFailed']);
     expect(metricNames('kafka-lambda-direct-ci-payments-topic-recreated')).toEqual(['planner:TopicRecreated']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-topics-missing')).toEqual(['planner:TopicsMissing']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-partitions-unavailable')).toEqual(['planner:PartitionsUnavailable']);
   });
 
   it('use only metrics the functions emit, with exactly their dimensions (service, stream)', () => {
