@@ -1,7 +1,8 @@
 /**
- * One planner run (DESIGN.md "Planning, one run"): fence, discover, read offsets, decide (pure),
- * persist ranges (recorded as sent), dispatch, record the exceptions. Every write is fenced by the run's epoch, so a second planner
- * at the same instant, or a stale one, changes nothing (I5).
+ * One planner run (docs/architecture.md, "Planning, one run"): fence, discover, read offsets,
+ * decide (pure), persist ranges (recorded as sent), dispatch, record the exceptions. Every write is
+ * fenced by the run's epoch, so a second planner at the same instant, or a stale one, changes
+ * nothing (invariant I5 in the same document).
  */
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
