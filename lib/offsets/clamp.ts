@@ -1,7 +1,8 @@
 /**
- * The planner's clamp (DESIGN.md, planning step 4): how far each partition's next range may reach.
- * It combines Spark Streaming Direct's rate limit (maxRatePerPartition, backpressure), Structured
- * Streaming's maxOffsetsPerTrigger and a Lambda-specific time budget, taking the tightest.
+ * The planner's clamp (docs/architecture.md, "Planning, one run", decide: clamp): how far each
+ * partition's next range may reach. It combines Spark Streaming Direct's rate limit
+ * (maxRatePerPartition, backpressure), Structured Streaming's maxOffsetsPerTrigger and a
+ * Lambda-specific time budget, taking the tightest.
  */
 import { lagOf, requireFinite, requireInteger, requirePartitions } from './internal';
 import { splitMaxOffsets } from './rate-split';

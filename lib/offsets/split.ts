@@ -1,6 +1,7 @@
 /**
- * Splitting one planned range into sub-ranges processed in parallel (DESIGN.md, planning step 6,
- * order-insensitive streams only), sized like Structured Streaming's KafkaOffsetRangeCalculator.
+ * Splitting one planned range into sub-ranges processed in parallel (docs/architecture.md,
+ * "Planning, one run", decide: split; order-insensitive streams only), sized like Structured
+ * Streaming's KafkaOffsetRangeCalculator.
  */
 import { ValidationError } from '../errors';
 import { ceilDiv, floorMulDiv, requireInteger, roundMulDiv } from './internal';

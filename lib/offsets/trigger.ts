@@ -1,7 +1,7 @@
 /**
- * Whether a run should plan a partition now (DESIGN.md, planning step 5): Structured Streaming's
- * minOffsetsPerTrigger / maxTriggerDelay, so a trickle of records does not cost one Lambda
- * invocation per planner tick.
+ * Whether a run should plan a partition now (docs/architecture.md, "Planning, one run", decide:
+ * check): Structured Streaming's minOffsetsPerTrigger / maxTriggerDelay, so a trickle of records
+ * does not cost one Lambda invocation per planner tick.
  */
 
 /** Why `shouldTrigger` decided as it did (for logs and metrics). */

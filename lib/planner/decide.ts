@@ -5,7 +5,7 @@
 import type { StreamConfig } from '../config/schema';
 import { topicMatcher } from '../config/topics';
 import { clampRanges, computePidRate, initialPidState, partsForMinPartitions, shouldTrigger, splitRange, timeBudget } from '../offsets';
-import type { PartitionClampInput } from '../offsets';
+import type { OffsetRange, PartitionClampInput } from '../offsets';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../ports/kafka-metadata';
 import { CLOSE_MAX_OPEN_RANGES, type ClosedIncarnation, type PartitionState, type PlanWrite, type RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
@@ -88,6 +88,114 @@ export type PlanDecision = {
   noTopicIds: boolean;
 };
 
+/**
+ * A partition missing from the metadata within this long of its registration is not retired yet
+ * (metadata of a topic created a moment ago reaches brokers one by one; see docs/architecture.md).
+ */
+export const MISSING_AFTER_REGISTRATION_GRACE_MS = 5_000;
+
+/**
+ * The pure planning step: registrations, retirements, data loss, clamped ranges and re-dispatches.
+ * Its phases (docs/architecture.md, "Planning, one run"): discover -> classify known -> check
+ * candidates -> clamp and split -> redispatch and park. Linear in the partitions and open ranges:
+ * every look-up by partition goes through the index built once.
+ */
+export function decidePlan(input: PlanInput): PlanDecision {
+  const ix = indexInput(input);
+  const draft: Draft = { writes: [], reports: new Map() };
+  const registrations = discoverNew(input, ix, draft);
+  const known = classifyKnown(input, ix, draft);
+  // New partitions are candidates too, ahead of the known ones.
+  const candidates = [...registrations, ...known.candidates];
+  const { eligible, checkCommitted } = checkCandidates(input, ix, candidates, draft);
+  const { newRanges, recordsPlanned } = clampAndSplit(input, ix, eligible, draft);
+  const { redispatch, parks } = redispatchOpen(input, candidates);
+  return {
+    registrations,
+    writes: draft.writes,
+    newRanges,
+    redispatch,
+    parks,
+    checkCommitted,
+    partitions: sortedReports(draft.reports, registrations),
+    recordsPlanned,
+    finished: ix.bounded && boundedFinished(input.known, draft.writes),
+    recreated: known.recreated,
+    noTopicIds: input.discovered.length > 0 && input.discovered.every((t) => t.topicId === undefined),
+  };
+}
+
+/** What the phases look up by partition (key `partitionKey(topic, partition)`), indexed once per run. */
+type PlanIndex = {
+  matches: (topic: string) => boolean;
+  offsets: Map<string, PartitionOffsets>;
+  /** The partitions of each discovered topic. */
+  discovered: Map<string, Set<number>>;
+  topicIds: Map<string, string | undefined>;
+  known: Map<string, PartitionState>;
+  openByKey: Map<string, RangeState[]>;
+  /** A bounded stream (replay) reads exactly the partitions and offsets it was created with. */
+  bounded: boolean;
+};
+
+/** What the phases decided so far: the writes in the order they must apply, and each partition's latest report. */
+type Draft = { writes: PlanWrite[]; reports: Map<string, PartitionReport> };
+
+/** A partition to clamp: its clamp input and the backpressure state to persist with its range. */
+type Eligible = { p: PartitionState; input: PartitionClampInput; pidUpdate?: Pick<PartitionState, 'pid' | 'backpressureRatePerSec'> };
+
+function indexInput(input: PlanInput): PlanIndex {
+  const openByKey = new Map<string, RangeState[]>();
+  for (const r of input.openRanges) {
+    const k = partitionKey(r.topic, r.partition);
+    const list = openByKey.get(k);
+    if (list) list.push(r);
+    else openByKey.set(k, [r]);
+  }
+  return {
+    matches: topicMatcher(input.stream),
+    offsets: new Map(input.offsets.map((o) => [partitionKey(o.topic, o.partition), o])),
+    discovered: new Map(input.discovered.map((t) => [t.topic, new Set(t.partitions)])),
+    topicIds: new Map(input.discovered.map((t) => [t.topic, t.topicId])),
+    known: new Map(input.known.map((p) => [partitionKey(p.topic, p.partition), p])),
+    openByKey,
+    bounded: input.known.some((p) => p.stopOffset !== undefined),
+  };
+}
+
+/** Discover: partitions seen for the first time are registered at their start offset (never in a bounded stream). */
+function discoverNew(input: PlanInput, ix: PlanIndex, draft: Draft): PartitionState[] {
+  const { stream, nowMs } = input;
+  const registrations: PartitionState[] = [];
+  if (ix.bounded) return registrations;
+  for (const t of input.discovered) {
+    for (const partition of t.partitions) {
+      const k = partitionKey(t.topic, partition);
+      if (ix.known.has(k)) continue;
+      const o = ix.offsets.get(k);
+      if (!o) {
+        // No offsets this run (leader moving, topic just deleted): registered on a later run.
+        const pending = { stream: stream.id, topic: t.topic, partition, status: 'active' as const, startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: nowMs };
+        draft.reports.set(k, { ...report(pending, undefined, 'no-offsets', 'not registered yet: no offsets this run'), status: 'new' });
+        continue;
+      }
+      const start = startOffsetFor(input, { topic: t.topic, partition }, o);
+      registrations.push({
+        stream: stream.id,
+        topic: t.topic,
+        partition,
+        status: 'active',
+        startOffset: start,
+        committed: start,
+        nextFrom: start,
+        firstSeenAtMs: nowMs,
+        ...(t.topicId !== undefined ? { topicId: t.topicId } : {}),
+      });
+    }
+  }
+  return registrations;
+}
+
 function startOffsetFor(input: PlanInput, tp: { topic: string; partition: number }, o: PartitionOffsets): number {
   if (!input.initial) return o.earliest; // found mid-run: earliest, or data written before discovery is lost
   const so = input.stream.startingOffsets;
@@ -100,193 +208,161 @@ function startOffsetFor(input: PlanInput, tp: { topic: string; partition: number
   return Math.min(explicit, o.latest);
 }
 
-/**
- * A partition missing from the metadata within this long of its registration is not retired yet
- * (metadata of a topic created a moment ago reaches brokers one by one; see docs/architecture.md).
- */
-export const MISSING_AFTER_REGISTRATION_GRACE_MS = 5_000;
-
-/** The pure planning step: registrations, retirements, data loss, clamped ranges and re-dispatches. */
-export function decidePlan(input: PlanInput): PlanDecision {
-  const { stream, nowMs, epoch } = input;
-  const matches = topicMatcher(stream);
-  const offsets = new Map(input.offsets.map((o) => [partitionKey(o.topic, o.partition), o]));
-  const discoveredTopics = new Map(input.discovered.map((t) => [t.topic, new Set(t.partitions)]));
-  const known = new Map(input.known.map((p) => [partitionKey(p.topic, p.partition), p]));
-  const openByKey = new Map<string, RangeState[]>();
-  for (const r of input.openRanges) {
-    const k = partitionKey(r.topic, r.partition);
-    openByKey.set(k, [...(openByKey.get(k) ?? []), r]);
-  }
-
-  const registrations: PartitionState[] = [];
-  const writes: PlanWrite[] = [];
-  const reports = new Map<string, PartitionReport>();
+/** Classify known partitions: re-created, retired, unavailable, inactive, or active (a candidate to plan). */
+function classifyKnown(input: PlanInput, ix: PlanIndex, draft: Draft): { candidates: PartitionState[]; recreated: ClosedIncarnation[] } {
   const candidates: PartitionState[] = [];
-  // A bounded stream (replay) reads exactly the partitions and offsets it was created with.
-  const bounded = input.known.some((p) => p.stopOffset !== undefined);
-
-  // 1. Discovery: new partitions are registered with their start offset.
-  for (const t of input.discovered) {
-    for (const partition of t.partitions) {
-      const k = partitionKey(t.topic, partition);
-      if (known.has(k) || bounded) continue;
-      const o = offsets.get(k);
-      if (!o) {
-        // No offsets this run (leader moving, topic just deleted): registered on a later run.
-        const pending = { stream: stream.id, topic: t.topic, partition, status: 'active' as const, startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: nowMs };
-        reports.set(k, { ...report(pending, undefined, 'no-offsets', 'not registered yet: no offsets this run'), status: 'new' });
-        continue;
-      }
-      const start = startOffsetFor(input, { topic: t.topic, partition }, o);
-      const state: PartitionState = {
-        stream: stream.id,
-        topic: t.topic,
-        partition,
-        status: 'active',
-        startOffset: start,
-        committed: start,
-        nextFrom: start,
-        firstSeenAtMs: nowMs,
-        ...(t.topicId !== undefined ? { topicId: t.topicId } : {}),
-      };
-      registrations.push(state);
-      candidates.push(state);
-    }
-  }
-
-  // 2. Known partitions: close re-created topics' incarnations, retire what vanished, keep the rest as candidates.
   const recreated: ClosedIncarnation[] = [];
-  const topicIds = new Map(input.discovered.map((t) => [t.topic, t.topicId]));
   for (const p of input.known) {
     const k = partitionKey(p.topic, p.partition);
-    const idNow = topicIds.get(p.topic);
-    const exists = discoveredTopics.get(p.topic)?.has(p.partition) && matches(p.topic);
-    const identity = exists ? topicIdentity(input, p, idNow, offsets.get(k), openByKey.get(k) ?? [], bounded) : {};
-    if (identity.write) writes.push(identity.write);
-    if (identity.write?.kind === 'close-incarnation') recreated.push(identity.write.closed);
-    if (identity.report) {
-      reports.set(k, identity.report);
-      continue;
+    const c = classifyKnownPartition(input, ix, p, k);
+    for (const w of c.writes) {
+      draft.writes.push(w);
+      if (w.kind === 'close-incarnation') recreated.push(w.closed);
     }
-    if (p.status !== 'active') {
-      reports.set(k, report(p, offsets.get(k), 'inactive', p.reason));
-      continue;
-    }
-    const topicParts = discoveredTopics.get(p.topic);
-    if ((!topicParts || !topicParts.has(p.partition)) && matches(p.topic) && nowMs - p.firstSeenAtMs < MISSING_AFTER_REGISTRATION_GRACE_MS) {
-      // Registered a moment ago from one broker's metadata: a broker that has not caught up with the
-      // new topic yet answers as if it were gone. Retirement is final, so it waits for the grace.
-      reports.set(k, report(p, undefined, 'no-offsets', 'missing from the metadata a moment after registration: retired only if still missing later'));
-      continue;
-    }
-    if (!topicParts || !topicParts.has(p.partition)) {
-      const why = !matches(p.topic)
-        ? 'UNSUBSCRIBED: the topic no longer matches the stream configuration'
-        : !topicParts
-          ? 'TOPIC_DELETED: the topic no longer exists'
-          : 'PARTITION_DELETED: the topic no longer has this partition';
-      const reason = `${why} (committed ${p.committed}, planned up to ${p.nextFrom})`;
-      writes.push({ kind: 'retire-partition', topic: p.topic, partition: p.partition, reason, nowMs });
-      reports.set(k, report(p, undefined, 'retired', reason));
-      continue;
-    }
-    candidates.push(p);
+    if (c.report) draft.reports.set(k, c.report);
+    else candidates.push(p);
   }
+  return { candidates, recreated };
+}
 
-  // 3. Per active partition: offset anomalies, in-flight check, trigger rule.
-  const eligible: Array<{ p: PartitionState; input: PartitionClampInput; pidUpdate?: Pick<PartitionState, 'pid' | 'backpressureRatePerSec'> }> = [];
+/**
+ * One known partition: the writes its class needs (close the incarnation, record the topic id,
+ * retire) and, unless it is an active candidate, its report (nothing else is decided for it this run).
+ */
+function classifyKnownPartition(input: PlanInput, ix: PlanIndex, p: PartitionState, k: string): { writes: PlanWrite[]; report?: PartitionReport } {
+  const topicParts = ix.discovered.get(p.topic);
+  const listed = topicParts?.has(p.partition) === true;
+  const subscribed = ix.matches(p.topic);
+  const o = ix.offsets.get(k);
+  const identity = listed && subscribed ? topicIdentity(input, p, ix.topicIds.get(p.topic), o, ix.openByKey.get(k) ?? [], ix.bounded) : {};
+  const writes = identity.write ? [identity.write] : [];
+  if (identity.report) return { writes, report: identity.report };
+  if (p.status !== 'active') return { writes, report: report(p, o, 'inactive', p.reason) };
+  if (listed) return { writes };
+  if (subscribed && input.nowMs - p.firstSeenAtMs < MISSING_AFTER_REGISTRATION_GRACE_MS) {
+    // Registered a moment ago from one broker's metadata: a broker that has not caught up with the
+    // new topic yet answers as if it were gone. Retirement is final, so it waits for the grace.
+    return { writes, report: report(p, undefined, 'no-offsets', 'missing from the metadata a moment after registration: retired only if still missing later') };
+  }
+  const why = !subscribed
+    ? 'UNSUBSCRIBED: the topic no longer matches the stream configuration'
+    : !topicParts
+      ? 'TOPIC_DELETED: the topic no longer exists'
+      : 'PARTITION_DELETED: the topic no longer has this partition';
+  const reason = `${why} (committed ${p.committed}, planned up to ${p.nextFrom})`;
+  writes.push({ kind: 'retire-partition', topic: p.topic, partition: p.partition, reason, nowMs: input.nowMs });
+  return { writes, report: report(p, undefined, 'retired', reason) };
+}
+
+/** Check candidates: offset anomalies, in-flight ranges and the trigger rule decide which partitions get a range. */
+function checkCandidates(
+  input: PlanInput,
+  ix: PlanIndex,
+  candidates: PartitionState[],
+  draft: Draft,
+): { eligible: Eligible[]; checkCommitted: PartitionState[] } {
+  const eligible: Eligible[] = [];
   const checkCommitted: PartitionState[] = [];
-  const splitting = stream.split.orderInsensitive;
-  for (const p0 of candidates) {
-    const k = partitionKey(p0.topic, p0.partition);
-    const o = offsets.get(k);
-    const isNew = !known.has(k);
-    if (!o) {
-      reports.set(k, report(p0, undefined, 'no-offsets', 'no offsets for this partition in this run'));
-      continue;
-    }
-    let p = p0;
-    const inFlight = p.committed < p.nextFrom;
-    const stop = p.stopOffset;
-    if (stop !== undefined && p.committed >= stop) {
-      reports.set(k, report(p, o, 'finished'));
-      continue;
-    }
-    if (o.latest < p.nextFrom) {
-      const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} with the same topic id (the log was truncated, e.g. by an unclean leader election); rewind the stream to continue`;
-      writes.push({ kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs });
-      reports.set(k, report(p, o, 'failed', reason));
-      continue;
-    }
-    if (o.earliest > p.nextFrom && !inFlight && (stop === undefined || p.nextFrom < stop)) {
-      // A bounded partition only lost what lies below its stop offset.
-      const lostUntil = stop === undefined ? o.earliest : Math.min(o.earliest, stop);
-      const span = `[${p.nextFrom}, ${lostUntil})`;
-      if (stream.failOnDataLoss) {
-        const reason = `DATA_LOSS: offsets ${span} were deleted by retention before they were processed (failOnDataLoss=true)`;
-        writes.push({ kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs });
-        reports.set(k, report(p, o, 'failed', reason));
-        continue;
-      }
-      writes.push({
-        kind: 'record-data-loss',
-        expectFrom: p.nextFrom,
-        loss: {
-          stream: stream.id,
-          topic: p.topic,
-          partition: p.partition,
-          from: p.nextFrom,
-          until: lostUntil,
-          detectedAtMs: nowMs,
-          reason: 'retention deleted offsets before they were processed',
-        },
-      });
-      p = { ...p, committed: lostUntil, nextFrom: lostUntil };
-      reports.set(k, report(p, o, 'data-loss', `lost ${span}`));
-    }
-    if (inFlight) {
-      const open = openByKey.get(k) ?? [];
-      if (!open.some((r) => r.from === p.committed && sameIncarnation(r, p))) checkCommitted.push(p);
-      if (!splitting) {
-        reports.set(k, report(p, o, 'in-flight'));
-        continue;
-      }
-    }
-    // A bounded partition plans nothing at or past its stop offset (Spark's endingOffsets).
-    const end = stop === undefined ? o.latest : Math.min(o.latest, stop);
-    const lag = end - p.nextFrom;
-    if (lag <= 0) {
-      if (!reports.has(k)) reports.set(k, report(p, o, isNew ? 'registered' : 'idle'));
-      continue;
-    }
-    const trig = shouldTrigger({
-      lag,
-      minOffsetsPerTrigger: stream.minOffsetsPerTrigger,
-      maxTriggerDelayMs: stream.maxTriggerDelayMs,
-      lastTriggerMs: p.lastPlannedAtMs,
-      firstSeenMs: p.firstSeenAtMs,
-      nowMs,
-    });
-    if (!trig.trigger) {
-      reports.set(k, report(p, o, 'waiting-for-min-offsets', `lag ${lag} < minOffsetsPerTrigger ${stream.minOffsetsPerTrigger}`));
-      continue;
-    }
-    const bp = backpressure(stream, p, nowMs);
-    eligible.push({
-      p,
-      input: {
-        key: k,
-        from: p.nextFrom,
-        latest: end,
-        pidRatePerSec: bp?.ratePerSec,
-        timeBudget: timeBudget(p.observedRecordsPerSec, stream.processor.timeoutMs, stream.processor.safetyFactor),
-      },
-      pidUpdate: bp ? { pid: bp.pid, backpressureRatePerSec: bp.ratePerSec } : undefined,
-    });
+  for (const p of candidates) {
+    const k = partitionKey(p.topic, p.partition);
+    const c = checkCandidate(input, ix, p, k);
+    draft.writes.push(...c.writes);
+    if (c.report) draft.reports.set(k, c.report);
+    if (c.checkCommitted) checkCommitted.push(c.checkCommitted);
+    if (c.eligible) eligible.push(c.eligible);
   }
+  return { eligible, checkCommitted };
+}
 
-  // 4. Clamp across the stream, then optionally split.
+type CandidateCheck = { writes: PlanWrite[]; report?: PartitionReport; checkCommitted?: PartitionState; eligible?: Eligible };
+
+/** One active partition: what its offsets say about it, and whether it is due a range now. */
+function checkCandidate(input: PlanInput, ix: PlanIndex, p0: PartitionState, k: string): CandidateCheck {
+  const { stream, nowMs } = input;
+  const o = ix.offsets.get(k);
+  if (!o) return { writes: [], report: report(p0, undefined, 'no-offsets', 'no offsets for this partition in this run') };
+  const stop = p0.stopOffset;
+  if (stop !== undefined && p0.committed >= stop) return { writes: [], report: report(p0, o, 'finished') };
+  const anomaly = offsetAnomaly(stream, p0, o, nowMs);
+  if (anomaly && anomaly.skipTo === undefined) return { writes: [anomaly.write], report: anomaly.report };
+  const p = anomaly?.skipTo !== undefined ? { ...p0, committed: anomaly.skipTo, nextFrom: anomaly.skipTo } : p0;
+  // The data-loss report stands unless a later check says more.
+  const base: CandidateCheck = { writes: anomaly ? [anomaly.write] : [], report: anomaly?.report };
+  if (p.committed < p.nextFrom) {
+    const open = ix.openByKey.get(k) ?? [];
+    if (!open.some((r) => r.from === p.committed && sameIncarnation(r, p))) base.checkCommitted = p;
+    if (!stream.split.orderInsensitive) return { ...base, report: report(p, o, 'in-flight') };
+  }
+  // A bounded partition plans nothing at or past its stop offset (Spark's endingOffsets).
+  const end = stop === undefined ? o.latest : Math.min(o.latest, stop);
+  const lag = end - p.nextFrom;
+  if (lag <= 0) return { ...base, report: base.report ?? report(p, o, ix.known.has(k) ? 'idle' : 'registered') };
+  const trig = shouldTrigger({
+    lag,
+    minOffsetsPerTrigger: stream.minOffsetsPerTrigger,
+    maxTriggerDelayMs: stream.maxTriggerDelayMs,
+    lastTriggerMs: p.lastPlannedAtMs,
+    firstSeenMs: p.firstSeenAtMs,
+    nowMs,
+  });
+  if (!trig.trigger) {
+    return { ...base, report: report(p, o, 'waiting-for-min-offsets', `lag ${lag} < minOffsetsPerTrigger ${stream.minOffsetsPerTrigger}`) };
+  }
+  const bp = backpressure(stream, p, nowMs);
+  const clampInput: PartitionClampInput = {
+    key: k,
+    from: p.nextFrom,
+    latest: end,
+    pidRatePerSec: bp?.ratePerSec,
+    timeBudget: timeBudget(p.observedRecordsPerSec, stream.processor.timeoutMs, stream.processor.safetyFactor),
+  };
+  return { ...base, eligible: { p, input: clampInput, pidUpdate: bp ? { pid: bp.pid, backpressureRatePerSec: bp.ratePerSec } : undefined } };
+}
+
+/**
+ * Offsets the cursor cannot continue from, for a partition not finished: a log that ends below the
+ * cursor fails it; retention past the cursor (nothing in flight) fails it under failOnDataLoss, or
+ * records the lost span and moves the cursor to `skipTo`.
+ */
+function offsetAnomaly(
+  stream: StreamConfig,
+  p: PartitionState,
+  o: PartitionOffsets,
+  nowMs: number,
+): { write: PlanWrite; report: PartitionReport; skipTo?: number } | undefined {
+  if (o.latest < p.nextFrom) {
+    const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} with the same topic id (the log was truncated, e.g. by an unclean leader election); rewind the stream to continue`;
+    return { write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs }, report: report(p, o, 'failed', reason) };
+  }
+  const stop = p.stopOffset;
+  const inFlight = p.committed < p.nextFrom;
+  if (!(o.earliest > p.nextFrom && !inFlight && (stop === undefined || p.nextFrom < stop))) return undefined;
+  // A bounded partition only lost what lies below its stop offset.
+  const lostUntil = stop === undefined ? o.earliest : Math.min(o.earliest, stop);
+  const span = `[${p.nextFrom}, ${lostUntil})`;
+  if (stream.failOnDataLoss) {
+    const reason = `DATA_LOSS: offsets ${span} were deleted by retention before they were processed (failOnDataLoss=true)`;
+    return { write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs }, report: report(p, o, 'failed', reason) };
+  }
+  const write: PlanWrite = {
+    kind: 'record-data-loss',
+    expectFrom: p.nextFrom,
+    loss: {
+      stream: stream.id,
+      topic: p.topic,
+      partition: p.partition,
+      from: p.nextFrom,
+      until: lostUntil,
+      detectedAtMs: nowMs,
+      reason: 'retention deleted offsets before they were processed',
+    },
+  };
+  return { write, report: report({ ...p, committed: lostUntil, nextFrom: lostUntil }, o, 'data-loss', `lost ${span}`), skipTo: lostUntil };
+}
+
+/** Clamp and split: how far each eligible partition's next range reaches under the stream's limits, cut into pieces if asked. */
+function clampAndSplit(input: PlanInput, ix: PlanIndex, eligible: Eligible[], draft: Draft): { newRanges: RangeState[]; recordsPlanned: number } {
+  const { stream, nowMs } = input;
   const clamped = eligible.length
     ? clampRanges(
         eligible.map((e) => e.input),
@@ -297,7 +373,8 @@ export function decidePlan(input: PlanInput): PlanDecision {
           maxOffsetsPerTrigger: stream.maxOffsetsPerTrigger,
         },
       )
-    : new Map<string, { from: number; until: number }>();
+    : new Map<string, OffsetRange>();
+  const splitting = stream.split.orderInsensitive;
   const parts =
     splitting && stream.split.minPartitions
       ? partsForMinPartitions(new Map([...clamped].map(([k, r]) => [k, r.until - r.from])), stream.split.minPartitions)
@@ -313,38 +390,41 @@ export function decidePlan(input: PlanInput): PlanDecision {
         ? splitRange(r, { maxRangeSize: stream.split.maxRangeSize, parts: parts?.get(k) })
         : [r];
     for (const piece of pieces) {
-      const range: RangeState = {
-        stream: stream.id,
-        topic: e.p.topic,
-        partition: e.p.partition,
-        from: piece.from,
-        until: piece.until,
-        status: 'planned',
-        epoch,
-        plannedAtMs: nowMs,
-        // Persisted as sent (one write per range); run.ts clears it for a range the dispatcher refuses.
-        dispatchedAtMs: nowMs,
-        dispatches: 1,
-        attempts: 0,
-        progress: piece.from,
-        ...(e.p.incarnation ? { incarnation: e.p.incarnation } : {}),
-        ...(topicIds.get(e.p.topic) !== undefined ? { topicId: topicIds.get(e.p.topic) } : {}),
-      };
+      const range = newRange(input, e.p, piece, ix.topicIds.get(e.p.topic));
       newRanges.push(range);
-      writes.push({
-        kind: 'plan-range',
-        range,
-        partitionUpdate: { lastPlannedAtMs: nowMs, ...(e.pidUpdate ?? {}) },
-      });
+      draft.writes.push({ kind: 'plan-range', range, partitionUpdate: { lastPlannedAtMs: nowMs, ...(e.pidUpdate ?? {}) } });
     }
     recordsPlanned += r.until - r.from;
-    const prev = reports.get(k);
-    const rep = report({ ...e.p }, offsets.get(k), 'planned', prev?.note);
+    const rep = report({ ...e.p }, ix.offsets.get(k), 'planned', draft.reports.get(k)?.note);
     rep.planned = pieces.map((x) => ({ from: x.from, until: x.until }));
-    reports.set(k, rep);
+    draft.reports.set(k, rep);
   }
+  return { newRanges, recordsPlanned };
+}
 
-  // 5. Open ranges: dispatch again what was never dispatched, expired or failed; park at the limit.
+function newRange({ stream, epoch, nowMs }: PlanInput, p: PartitionState, piece: OffsetRange, topicId: string | undefined): RangeState {
+  return {
+    stream: stream.id,
+    topic: p.topic,
+    partition: p.partition,
+    from: piece.from,
+    until: piece.until,
+    status: 'planned',
+    epoch,
+    plannedAtMs: nowMs,
+    // Persisted as sent (one write per range); run.ts clears it for a range the dispatcher refuses.
+    dispatchedAtMs: nowMs,
+    dispatches: 1,
+    attempts: 0,
+    progress: piece.from,
+    ...(p.incarnation ? { incarnation: p.incarnation } : {}),
+    ...(topicId !== undefined ? { topicId } : {}),
+  };
+}
+
+/** Redispatch and park: open ranges never dispatched, unconfirmed, expired or failed are sent again, or parked at the attempt limit. */
+function redispatchOpen(input: PlanInput, candidates: PartitionState[]): Pick<PlanDecision, 'redispatch' | 'parks'> {
+  const { stream } = input;
   const redispatch: PlanDecision['redispatch'] = [];
   const parks: PlanWrite[] = [];
   const activeKeys = new Map(candidates.filter((p) => p.status === 'active').map((p) => [partitionKey(p.topic, p.partition), p]));
@@ -365,38 +445,33 @@ export function decidePlan(input: PlanInput): PlanDecision {
     }
     redispatch.push({ range: r, reason });
   }
+  return { redispatch, parks };
+}
 
-  const partitionsReport = [...reports.values()].sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
-  for (const rep of partitionsReport) {
-    if (registrations.some((x) => x.topic === rep.topic && x.partition === rep.partition)) {
-      rep.status = 'new';
-      if (rep.action === 'idle') rep.action = 'registered';
-    }
+/** The reports by topic and partition; a partition registered this run reads as new. */
+function sortedReports(reports: Map<string, PartitionReport>, registrations: PartitionState[]): PartitionReport[] {
+  const registered = new Set(registrations.map((p) => partitionKey(p.topic, p.partition)));
+  const sorted = [...reports.values()].sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
+  for (const rep of sorted) {
+    if (!registered.has(partitionKey(rep.topic, rep.partition))) continue;
+    rep.status = 'new';
+    if (rep.action === 'idle') rep.action = 'registered';
   }
-  const finished =
-    bounded &&
-    input.known.every((p) => {
-      if (p.status === 'retired') return true;
-      if (p.status !== 'active' || p.stopOffset === undefined) return false;
-      const k = partitionKey(p.topic, p.partition);
-      // A partition retired or failed in this very run is judged next run.
-      if (writes.some((w) => (w.kind === 'retire-partition' || w.kind === 'fail-partition') && partitionKey(w.topic, w.partition) === k)) return false;
-      return p.committed >= p.stopOffset;
-    });
-  const noTopicIds = input.discovered.length > 0 && input.discovered.every((t) => t.topicId === undefined);
-  return {
-    registrations,
-    writes,
-    newRanges,
-    redispatch,
-    parks,
-    checkCommitted,
-    partitions: partitionsReport,
-    recordsPlanned,
-    finished,
-    recreated,
-    noTopicIds,
-  };
+  return sorted;
+}
+
+/** A bounded stream is finished when every partition is retired or committed up to its stop offset. */
+function boundedFinished(known: PartitionState[], writes: PlanWrite[]): boolean {
+  // A partition retired or failed in this very run is judged next run.
+  const endedNow = new Set(
+    writes.flatMap((w) => (w.kind === 'retire-partition' || w.kind === 'fail-partition' ? [partitionKey(w.topic, w.partition)] : [])),
+  );
+  return known.every((p) => {
+    if (p.status === 'retired') return true;
+    if (p.status !== 'active' || p.stopOffset === undefined) return false;
+    if (endedNow.has(partitionKey(p.topic, p.partition))) return false;
+    return p.committed >= p.stopOffset;
+  });
 }
 
 const sameIncarnation = (a: { incarnation?: number }, b: { incarnation?: number }): boolean => (a.incarnation ?? 0) === (b.incarnation ?? 0);

@@ -1,16 +1,17 @@
 /**
- * One planner run (DESIGN.md "Planning, one run"): fence, discover, read offsets, decide (pure),
- * persist ranges (recorded as sent), dispatch, record the exceptions. Every write is fenced by the run's epoch, so a second planner
- * at the same instant, or a stale one, changes nothing (I5).
+ * One planner run (docs/architecture.md, "Planning, one run"): fence, discover, read offsets,
+ * decide (pure), persist ranges (recorded as sent), dispatch, record the exceptions. Every write is
+ * fenced by the run's epoch, so a second planner at the same instant, or a stale one, changes
+ * nothing (invariant I5 in the same document).
  */
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
-import type { KafkaMetadata, PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
+import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
 import type { ClosedIncarnation, DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
 import { partitionKey, type RangePayload } from '../ranges';
-import { decidePlan, type PartitionReport } from './decide';
+import { decidePlan, type PartitionReport, type PlanDecision } from './decide';
 
 /** Checkpoints of a run, in order; tests inject crashes at each. */
 export const PLANNER_STEPS = ['leased', 'registered', 'persisted', 'dispatched', 'recorded'] as const;
@@ -118,167 +119,233 @@ const payloadOf = (r: RangeState): RangePayload => ({
   ...(r.incarnation ? { incarnation: r.incarnation } : {}),
 });
 
-/** One stream, one run. */
+/**
+ * One stream, one run, in phases: fence -> discover -> offsets -> decide (pure) -> persist ->
+ * dispatch -> record. The lease is released whatever happens, saying whether every dispatch of
+ * the run has its outcome recorded.
+ */
 export async function planStream(deps: PlannerDeps, stream: StreamConfig, input: { dryRun: boolean; nowMs: number }): Promise<StreamPlanReport> {
   const t0 = Date.now();
-  const { ledger } = deps;
   const { nowMs, dryRun } = input;
   const rep = emptyReport(stream.id, dryRun);
   const ownerToken = deps.ownerToken ?? randomUUID();
-  const step = async (s: PlannerStep): Promise<void> => {
-    await deps.afterStep?.(s, stream.id);
-  };
-
-  // 1. Fence. A dry run takes no lease and writes nothing.
-  let epoch = 0;
-  let startedAtMs: number | undefined;
-  let finishedAtMs: number | undefined;
-  let confirmedEpoch: number | undefined;
+  const fenced = await fence(deps, stream, { dryRun, nowMs, ownerToken });
+  if (!fenced.acquired) return { ...rep, status: 'skipped', reason: fenced.reason, durationMs: Date.now() - t0 };
+  if (!dryRun) rep.epoch = fenced.epoch;
+  const run = runContext(deps, stream, nowMs, { stream: stream.id, epoch: fenced.epoch, ownerToken }, rep);
   // Set once every dispatch of this run has its outcome recorded; the lease release says so.
   let confirmed = false;
-  if (dryRun) {
-    const meta = await ledger.readMeta(stream.id);
-    epoch = (meta?.epoch ?? 0) + 1;
-    startedAtMs = meta?.startedAtMs;
-    finishedAtMs = meta?.finishedAtMs;
-    confirmedEpoch = meta?.confirmedEpoch;
-  } else {
-    const lease = await ledger.acquirePlannerLease({ stream: stream.id, ownerToken, nowMs, leaseMs: deps.plannerLeaseMs });
-    if (!lease.acquired) {
-      return {
-        ...rep,
-        status: 'skipped',
-        reason: `another planner run holds the lease until ${new Date(lease.leaseExpiresAtMs).toISOString()}`,
-        durationMs: Date.now() - t0,
-      };
-    }
-    epoch = lease.epoch;
-    startedAtMs = lease.meta.startedAtMs;
-    finishedAtMs = lease.meta.finishedAtMs;
-    confirmedEpoch = lease.meta.confirmedEpoch;
-    rep.epoch = epoch;
-  }
-  const ctx = { stream: stream.id, epoch, ownerToken };
-  const apply = async (writes: PlanWrite[]): Promise<WriteOutcome[]> => {
-    if (!writes.length) return [];
-    const out = await ledger.applyPlan({ ...ctx, writes });
-    if (out.includes('fenced')) throw new FencedOut(stream.id, epoch);
-    rep.conditionsLost += out.filter((o) => o === 'condition-failed').length;
-    return out;
-  };
-
   try {
-    if (finishedAtMs !== undefined) {
+    if (fenced.finishedAtMs !== undefined) {
       // A finished bounded stream (replay) costs its lease and release, and no Kafka request.
       confirmed = true;
-      return { ...rep, status: 'skipped', finished: true, reason: `bounded stream finished at ${new Date(finishedAtMs).toISOString()}`, durationMs: Date.now() - t0 };
+      return { ...rep, status: 'skipped', finished: true, reason: `bounded stream finished at ${new Date(fenced.finishedAtMs).toISOString()}`, durationMs: Date.now() - t0 };
     }
-    await step('leased');
-    // 2-3. Discover partitions and read their offsets (one metadata call, batched offsets).
-    const kafka = await deps.metadataFor(stream);
-    const [discovered, known] = await Promise.all([kafka.describeTopics(topicSelector(stream)), ledger.readPartitions(stream.id)]);
-    const unmatched = unmatchedSubscription(stream, discovered.map((t) => t.topic));
-    if (unmatched) {
-      rep.topicsMissing = unmatched.count;
-      rep.warnings.push(unmatched.text);
-    }
-    // Partial: a dead leader costs its own partitions this run, not the stream's (retried next run).
-    const { offsets, unavailable } = discovered.length
-      ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)
-      : { offsets: [], unavailable: [] };
-    const initial = startedAtMs === undefined;
-    const timestampOffsets = await timestampStarts(kafka, stream, initial, available(discovered, offsets), known);
-    const present = new Set(discovered.map((t) => t.topic));
-    // Open ranges of a partition not active are read only while its topic exists (it may have been re-created).
-    const needOpenRanges = known.some((p) => p.committed < p.nextFrom && (p.status === 'active' || present.has(p.topic)));
-    const openRanges = needOpenRanges ? await ledger.readOpenRanges(stream.id) : [];
-
-    const decision = decidePlan({ stream, nowMs, epoch, initial, known, discovered, offsets, timestampOffsets, openRanges, confirmedEpoch });
-    const why = new Map(unavailable.map((u) => [partitionKey(u.topic, u.partition), u]));
-    rep.partitions = decision.partitions.map((p) => {
-      const u = why.get(partitionKey(p.topic, p.partition));
-      return u && p.action === 'no-offsets' ? { ...p, unavailable: u.code, note: `offsets unavailable this run: ${u.code}: ${u.reason}` } : p;
-    });
-    rep.unavailablePartitions = unavailable.length;
-    rep.registered = decision.registrations.length;
-    rep.retired = decision.writes.filter((w) => w.kind === 'retire-partition').length;
-    rep.failedPartitions = decision.writes.filter((w) => w.kind === 'fail-partition').length;
-    rep.dataLoss = decision.writes.flatMap((w) => (w.kind === 'record-data-loss' ? [w.loss] : []));
-    if (decision.finished) rep.finished = true;
-    if (decision.noTopicIds) rep.warnings.push(NO_TOPIC_IDS);
-
+    await run.step('leased');
+    const initial = fenced.startedAtMs === undefined;
+    const { kafka, discovered, known } = await discover(run);
+    const { offsets, unavailable, timestampOffsets } = await readOffsets(kafka, stream, initial, discovered, known);
+    const openRanges = await readOpenRanges(deps.ledger, stream.id, known, discovered);
+    const decision = decidePlan({ stream, nowMs, epoch: fenced.epoch, initial, known, discovered, offsets, timestampOffsets, openRanges, confirmedEpoch: fenced.confirmedEpoch });
+    reportDecision(rep, decision, unavailable);
     if (dryRun) {
-      rep.recreated = decision.recreated;
-      rep.rangesPlanned = decision.newRanges.length;
-      rep.recordsPlanned = decision.recordsPlanned;
-      rep.redispatched = decision.redispatch.length;
-      rep.parked = decision.parks.length;
-      rep.inFlight = openRanges.filter((r) => r.status !== 'parked').length;
+      reportDryRun(rep, decision, openRanges);
       rep.durationMs = Date.now() - t0;
       return rep;
     }
-
-    // 4. Persist new partitions before anything is planned for them.
-    const regOut = await apply(decision.registrations.map((partition) => ({ kind: 'register-partition' as const, partition })));
-    const notRegistered = new Set(
-      decision.registrations.filter((_, i) => regOut[i] !== 'applied').map((p) => partitionKey(p.topic, p.partition)),
-    );
-    if (initial) {
-      const started = await ledger.markStreamStarted({ ...ctx, nowMs });
-      if (started === 'fenced') throw new FencedOut(stream.id, epoch);
-    }
-    await step('registered');
-
-    // 5. Retire/fail/data loss and the new ranges, in one ordered batch.
-    const writes = decision.writes.filter((w) => {
-      const tp = w.kind === 'plan-range' ? w.range : w.kind === 'record-data-loss' ? w.loss : w;
-      return !('topic' in tp) || !notRegistered.has(partitionKey(tp.topic, tp.partition));
-    });
-    const out = await apply(writes);
-    const planned: RangeState[] = [];
-    writes.forEach((w, i) => {
-      if (w.kind === 'plan-range' && out[i] === 'applied') planned.push(w.range);
-      if (w.kind === 'close-incarnation' && out[i] === 'applied') rep.recreated.push(w.closed);
-    });
-    rep.rangesPlanned = planned.length;
-    rep.recordsPlanned = planned.reduce((s, r) => s + (r.until - r.from), 0);
-    await step('persisted');
-
-    // 6. Dispatch new ranges (persisted as sent) and those due again; record the exceptions: new
-    // ranges the dispatcher refused, and re-dispatches it accepted.
-    const toDispatch = [...planned, ...decision.redispatch.map((x) => x.range)];
-    const results = toDispatch.length ? await deps.dispatcher.dispatch(toDispatch.map(payloadOf)) : [];
-    await step('dispatched');
-    const marks: PlanWrite[] = [];
-    results.forEach((res, i) => {
-      const r = toDispatch[i] as RangeState;
-      const isNew = i < planned.length;
-      if (!res.ok) rep.dispatchFailures.push({ range: `${r.topic}/${r.partition}/${r.from}`, error: res.error });
-      if (isNew && !res.ok) marks.push({ kind: 'unmark-dispatch', range: r, expect: { dispatches: r.dispatches } });
-      if (!isNew && res.ok) marks.push({ kind: 'mark-dispatched', range: r, expect: { dispatches: r.dispatches }, nowMs });
-    });
-    rep.dispatched = results.filter((r) => r.ok).length;
-    rep.redispatched = results.slice(planned.length).filter((r) => r.ok).length;
-    const repaired = await repairCommitted(ledger, stream.id, decision.checkCommitted);
-    const closing = await apply([...marks, ...decision.parks, ...repaired]);
-    rep.parked = decision.parks.filter((_, i) => closing[marks.length + i] === 'applied').length;
-    rep.inFlight = openRanges.filter((r) => r.status !== 'parked').length - rep.parked + planned.length;
+    const planned = await persist(run, decision, initial);
+    const marks = await dispatch(run, decision, planned);
+    await record(run, decision, { planned, marks, openRanges });
     confirmed = true;
     if (decision.finished) {
-      const marked = await ledger.markStreamFinished({ ...ctx, nowMs });
-      if (marked === 'fenced') throw new FencedOut(stream.id, epoch);
+      const marked = await deps.ledger.markStreamFinished({ ...run.ctx, nowMs });
+      if (marked === 'fenced') throw new FencedOut(stream.id, fenced.epoch);
     }
-    await step('recorded');
+    await run.step('recorded');
   } catch (err) {
     if (err instanceof FencedOut) {
       return { ...rep, status: 'skipped', reason: err.message, durationMs: Date.now() - t0 };
     }
     throw err;
   } finally {
-    if (!dryRun) await ledger.releasePlannerLease({ ...ctx, confirmDispatches: confirmed }).catch(() => undefined);
+    if (!dryRun) await deps.ledger.releasePlannerLease({ ...run.ctx, confirmDispatches: confirmed }).catch(() => undefined);
   }
   rep.durationMs = Date.now() - t0;
   return rep;
+}
+
+/** What the phases of one run share: its fence, its report, its crash seam and its fenced writes. */
+type Run = {
+  deps: PlannerDeps;
+  stream: StreamConfig;
+  nowMs: number;
+  ctx: { stream: string; epoch: number; ownerToken: string };
+  rep: StreamPlanReport;
+  step: (s: PlannerStep) => Promise<void>;
+  /** Applies writes under the fence; a fenced-out batch stops the run, lost conditions are counted. */
+  apply: (writes: PlanWrite[]) => Promise<WriteOutcome[]>;
+};
+
+function runContext(deps: PlannerDeps, stream: StreamConfig, nowMs: number, ctx: Run['ctx'], rep: StreamPlanReport): Run {
+  return {
+    deps,
+    stream,
+    nowMs,
+    ctx,
+    rep,
+    step: async (s) => {
+      await deps.afterStep?.(s, stream.id);
+    },
+    apply: async (writes) => {
+      if (!writes.length) return [];
+      const out = await deps.ledger.applyPlan({ ...ctx, writes });
+      if (out.includes('fenced')) throw new FencedOut(stream.id, ctx.epoch);
+      rep.conditionsLost += out.filter((o) => o === 'condition-failed').length;
+      return out;
+    },
+  };
+}
+
+type Fence =
+  | { acquired: true; epoch: number; startedAtMs?: number; finishedAtMs?: number; confirmedEpoch?: number }
+  | { acquired: false; reason: string };
+
+/** Fence: take the stream's planner lease (a new epoch). A dry run takes no lease, writes nothing, and reads as the next epoch. */
+async function fence(deps: PlannerDeps, stream: StreamConfig, run: { dryRun: boolean; nowMs: number; ownerToken: string }): Promise<Fence> {
+  if (run.dryRun) {
+    const meta = await deps.ledger.readMeta(stream.id);
+    return { acquired: true, epoch: (meta?.epoch ?? 0) + 1, startedAtMs: meta?.startedAtMs, finishedAtMs: meta?.finishedAtMs, confirmedEpoch: meta?.confirmedEpoch };
+  }
+  const lease = await deps.ledger.acquirePlannerLease({ stream: stream.id, ownerToken: run.ownerToken, nowMs: run.nowMs, leaseMs: deps.plannerLeaseMs });
+  if (!lease.acquired) return { acquired: false, reason: `another planner run holds the lease until ${new Date(lease.leaseExpiresAtMs).toISOString()}` };
+  const { startedAtMs, finishedAtMs, confirmedEpoch } = lease.meta;
+  return { acquired: true, epoch: lease.epoch, startedAtMs, finishedAtMs, confirmedEpoch };
+}
+
+/** Discover: the stream's topics and partitions (one metadata call), with what the ledger knows of them. */
+async function discover(run: Run): Promise<{ kafka: KafkaMetadata; discovered: TopicPartitions[]; known: PartitionState[] }> {
+  const kafka = await run.deps.metadataFor(run.stream);
+  const [discovered, known] = await Promise.all([kafka.describeTopics(topicSelector(run.stream)), run.deps.ledger.readPartitions(run.stream.id)]);
+  // A listed topic Kafka does not have, or a pattern matching none: not a failure, but worth an alarm.
+  const unmatched = unmatchedSubscription(run.stream, discovered.map((t) => t.topic));
+  if (unmatched) {
+    run.rep.topicsMissing = unmatched.count;
+    run.rep.warnings.push(unmatched.text);
+  }
+  return { kafka, discovered, known };
+}
+
+/** Offsets: earliest and latest of every discovered partition (batched), and the timestamp start offsets of a first run. */
+async function readOffsets(
+  kafka: KafkaMetadata,
+  stream: StreamConfig,
+  initial: boolean,
+  discovered: TopicPartitions[],
+  known: PartitionState[],
+): Promise<{ offsets: PartitionOffsets[]; unavailable: UnavailablePartition[]; timestampOffsets?: Map<string, number> }> {
+  // Partial: a dead leader costs its own partitions this run, not the stream's (retried next run).
+  const { offsets, unavailable } = discovered.length
+    ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)
+    : { offsets: [], unavailable: [] };
+  const timestampOffsets = await timestampStarts(kafka, stream, initial, available(discovered, offsets), known);
+  return { offsets, unavailable, timestampOffsets };
+}
+
+/** The open ranges, read only when a partition has one: active and in flight, or of a topic that exists (it may have been re-created). */
+async function readOpenRanges(ledger: Ledger, stream: string, known: PartitionState[], discovered: TopicPartitions[]): Promise<RangeState[]> {
+  const present = new Set(discovered.map((t) => t.topic));
+  const needed = known.some((p) => p.committed < p.nextFrom && (p.status === 'active' || present.has(p.topic)));
+  return needed ? ledger.readOpenRanges(stream) : [];
+}
+
+/** What the decision says about partitions, for every run (dry or not); unavailable partitions carry their reason. */
+function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailable: UnavailablePartition[]): void {
+  const why = new Map(unavailable.map((u) => [partitionKey(u.topic, u.partition), u]));
+  rep.partitions = decision.partitions.map((p) => {
+    const u = why.get(partitionKey(p.topic, p.partition));
+    return u && p.action === 'no-offsets' ? { ...p, unavailable: u.code, note: `offsets unavailable this run: ${u.code}: ${u.reason}` } : p;
+  });
+  rep.unavailablePartitions = unavailable.length;
+  rep.registered = decision.registrations.length;
+  rep.retired = decision.writes.filter((w) => w.kind === 'retire-partition').length;
+  rep.failedPartitions = decision.writes.filter((w) => w.kind === 'fail-partition').length;
+  rep.dataLoss = decision.writes.flatMap((w) => (w.kind === 'record-data-loss' ? [w.loss] : []));
+  if (decision.finished) rep.finished = true;
+  if (decision.noTopicIds) rep.warnings.push(NO_TOPIC_IDS);
+}
+
+/** A dry run reports what the decision would write and send. */
+function reportDryRun(rep: StreamPlanReport, decision: PlanDecision, openRanges: RangeState[]): void {
+  rep.recreated = decision.recreated;
+  rep.rangesPlanned = decision.newRanges.length;
+  rep.recordsPlanned = decision.recordsPlanned;
+  rep.redispatched = decision.redispatch.length;
+  rep.parked = decision.parks.length;
+  rep.inFlight = openRanges.filter((r) => r.status !== 'parked').length;
+}
+
+/**
+ * Persist: new partitions first (nothing is planned for one whose registration did not apply),
+ * then retire/fail/data loss/incarnation closes and the new ranges, in one ordered batch. Returns
+ * the ranges written.
+ */
+async function persist(run: Run, decision: PlanDecision, initial: boolean): Promise<RangeState[]> {
+  const { rep } = run;
+  const regOut = await run.apply(decision.registrations.map((partition) => ({ kind: 'register-partition' as const, partition })));
+  const notRegistered = new Set(
+    decision.registrations.filter((_, i) => regOut[i] !== 'applied').map((p) => partitionKey(p.topic, p.partition)),
+  );
+  if (initial) {
+    const started = await run.deps.ledger.markStreamStarted({ ...run.ctx, nowMs: run.nowMs });
+    if (started === 'fenced') throw new FencedOut(run.stream.id, run.ctx.epoch);
+  }
+  await run.step('registered');
+
+  const writes = decision.writes.filter((w) => {
+    const tp = w.kind === 'plan-range' ? w.range : w.kind === 'record-data-loss' ? w.loss : w;
+    return !('topic' in tp) || !notRegistered.has(partitionKey(tp.topic, tp.partition));
+  });
+  const out = await run.apply(writes);
+  const planned: RangeState[] = [];
+  writes.forEach((w, i) => {
+    if (w.kind === 'plan-range' && out[i] === 'applied') planned.push(w.range);
+    if (w.kind === 'close-incarnation' && out[i] === 'applied') rep.recreated.push(w.closed);
+  });
+  rep.rangesPlanned = planned.length;
+  rep.recordsPlanned = planned.reduce((s, r) => s + (r.until - r.from), 0);
+  await run.step('persisted');
+  return planned;
+}
+
+/**
+ * Dispatch: the new ranges (persisted as sent) and those due again. Returns the exceptions to
+ * record: new ranges the dispatcher refused, and re-dispatches it accepted.
+ */
+async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[]): Promise<PlanWrite[]> {
+  const { rep } = run;
+  const toDispatch = [...planned, ...decision.redispatch.map((x) => x.range)];
+  const results = toDispatch.length ? await run.deps.dispatcher.dispatch(toDispatch.map(payloadOf)) : [];
+  await run.step('dispatched');
+  const marks: PlanWrite[] = [];
+  results.forEach((res, i) => {
+    const r = toDispatch[i] as RangeState;
+    const isNew = i < planned.length;
+    if (!res.ok) rep.dispatchFailures.push({ range: `${r.topic}/${r.partition}/${r.from}`, error: res.error });
+    if (isNew && !res.ok) marks.push({ kind: 'unmark-dispatch', range: r, expect: { dispatches: r.dispatches } });
+    if (!isNew && res.ok) marks.push({ kind: 'mark-dispatched', range: r, expect: { dispatches: r.dispatches }, nowMs: run.nowMs });
+  });
+  rep.dispatched = results.filter((r) => r.ok).length;
+  rep.redispatched = results.slice(planned.length).filter((r) => r.ok).length;
+  return marks;
+}
+
+/** Record: the dispatch exceptions, the parks and the committed offsets repaired, in one batch. */
+async function record(run: Run, decision: PlanDecision, done: { planned: RangeState[]; marks: PlanWrite[]; openRanges: RangeState[] }): Promise<void> {
+  const { rep } = run;
+  const repaired = await repairCommitted(run.deps.ledger, run.stream.id, decision.checkCommitted);
+  const closing = await run.apply([...done.marks, ...decision.parks, ...repaired]);
+  rep.parked = decision.parks.filter((_, i) => closing[done.marks.length + i] === 'applied').length;
+  rep.inFlight = done.openRanges.filter((r) => r.status !== 'parked').length - rep.parked + done.planned.length;
 }
 
 /** The warning of a run whose broker gives no topic ids (Metadata below v10). */
