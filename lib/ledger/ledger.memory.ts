@@ -130,7 +130,7 @@ function applyClose(s: StreamStore, w: Extract<PlanWrite, { kind: 'close-incarna
   return true;
 }
 
-/** Creates an empty in-memory ledger. `state()` exposes the raw store for assertions. */
+/** Creates an empty in-memory ledger. `store(stream)` exposes the raw store for assertions. */
 export function createMemoryLedger(): Ledger & { store(stream: string): StreamStore } {
   const streams = new Map<string, StreamStore>();
   let requests = 0;

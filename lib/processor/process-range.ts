@@ -1,5 +1,5 @@
 /**
- * One processor invocation (DESIGN.md "Processing, one range"): take the range's lease, read exactly
+ * One processor invocation (docs/architecture.md, "One micro-batch"): take the range's lease, read exactly
  * `[progress, until)`, hand records to the handler in chunks, commit each chunk conditionally, and
  * complete the range. Duplicate or stale invocations lose a condition and stop without effects.
  */
