@@ -19,6 +19,7 @@ import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib
 import { ValidationError } from '../errors';
 import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
 import type {
+  LedgerLimits,
   ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
@@ -35,6 +36,18 @@ import type {
 } from '../ports/ledger';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
+
+/**
+ * What one commit may carry on DynamoDB. A transaction holds 100 actions (one is the progress update)
+ * and 4 MB, with one action per item; keep a margin. Dead letters stay under the 400 KB item limit
+ * after base64 (x4/3): value 200 KB (267 KB encoded) + key 16 KB (22 KB) + headers 64 KB encoded +
+ * error 4 KB + fields < 400 KB.
+ */
+export const DYNAMODB_LIMITS: LedgerLimits = {
+  maxSinkWrites: 98,
+  maxSinkBytes: 3_500_000,
+  deadLetter: { maxValueBytes: 200 * 1024, maxKeyBytes: 16 * 1024, maxHeaderBytes: 64 * 1024, maxErrorChars: 4000 },
+};
 /** The ledger table's TTL attribute (epoch seconds): finished ranges and dead letters carry it. */
 export const TTL_ATTRIBUTE = 'expiresAt';
 /** Finished ranges expire after this long (DynamoDB TTL attribute `expiresAt`, epoch seconds). */

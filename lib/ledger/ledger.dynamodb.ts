@@ -20,13 +20,15 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
-import { AppError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
+import { ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
+import { CommitTooLargeError, fitsOneCommit, SinkConditionError } from '../ports/ledger';
 import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RangeState, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import {
   advancePartitionAction,
   codec,
   completeAction,
   deleteRangeAction,
+  DYNAMODB_LIMITS,
   fenceCheck,
   fencedChangeAction,
   keys,
@@ -39,13 +41,6 @@ import {
   takeLeaseUpdate,
   type TxAction,
 } from './codec.dynamodb';
-
-/** A sink write's own condition failed: the handler asked for something the sink table refuses. */
-export class SinkConditionError extends AppError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('SINK_CONDITION', message, options);
-  }
-}
 
 const MAX_TX_ACTIONS = 100;
 const CONFLICT_RETRIES = 6;
@@ -293,6 +288,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   };
 
   return {
+    limits: DYNAMODB_LIMITS,
     requestCount: () => requests,
 
     async readMeta(stream) {
@@ -420,6 +416,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
 
     async commitChunk({ range, expectProgress, to, nowMs, leaseMs, sinkWrites = [], deadLetters = [], dataLoss }) {
+      if (!fitsOneCommit(sinkWrites, DYNAMODB_LIMITS)) throw new CommitTooLargeError(sinkWrites.length, DYNAMODB_LIMITS);
       const items: TxAction[] = [
         progressAction(table, range, expectProgress, to, nowMs + leaseMs),
         ...sinkWrites.map(sinkAction),
