@@ -297,146 +297,151 @@ export function fenceCheck(table: string, stream: string, epoch: number, ownerTo
   };
 }
 
+/** The condition of every item that is written once: its key is not taken. */
+export const ABSENT = 'attribute_not_exists(pk)';
+
+/** Puts `item` only if nothing is stored under its key. */
+export function putIfAbsent(table: string, item: Item): TxAction {
+  return { Put: { TableName: table, Item: item, ConditionExpression: ABSENT } };
+}
+
+type PlanWriteOf<K extends PlanWrite['kind']> = Extract<PlanWrite, { kind: K }>;
+type PlanWriteBuilder<K extends PlanWrite['kind']> = (table: string, stream: string, w: PlanWriteOf<K>) => TxAction[];
+
+/** Persists a newly discovered partition (only if absent). */
+const registerPartition: PlanWriteBuilder<'register-partition'> = (table, _stream, w) => [putIfAbsent(table, codec.partitionItem(w.partition))];
+
+/** Persists a range and moves its partition's planning cursor from `range.from` to `range.until`. */
+const planRange: PlanWriteBuilder<'plan-range'> = (table, stream, w) => {
+  const r = w.range;
+  const values: Item = { ':from': r.from, ':until': r.until, ':now': w.partitionUpdate.lastPlannedAtMs, ':active': 'active' };
+  let set = 'nextFrom = :until, lastPlannedAtMs = :now';
+  if (w.partitionUpdate.pid) {
+    set += ', pid = :pid';
+    values[':pid'] = w.partitionUpdate.pid;
+  }
+  if (w.partitionUpdate.backpressureRatePerSec !== undefined) {
+    set += ', backpressureRatePerSec = :bpRate';
+    values[':bpRate'] = w.partitionUpdate.backpressureRatePerSec;
+  }
+  const inc = incarnationCondition(r.incarnation, ':inc');
+  return [
+    putIfAbsent(table, codec.rangeItem(r)),
+    {
+      Update: {
+        TableName: table,
+        Key: keys.partition(stream, r.topic, r.partition),
+        UpdateExpression: `SET ${set}`,
+        ConditionExpression: `#st = :active AND nextFrom = :from AND ${inc.expression}`,
+        ExpressionAttributeNames: { '#st': 'status' },
+        ExpressionAttributeValues: { ...values, ...inc.values },
+      },
+    },
+  ];
+};
+
+/** Records a dispatch unless the range finished or was parked, from the dispatch count seen. */
+const markDispatched: PlanWriteBuilder<'mark-dispatched'> = (table, stream, w) => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.range(stream, w.range),
+      UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one',
+      ConditionExpression: 'NOT #st IN (:done, :parked) AND dispatches = :expectDispatches',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':now': w.nowMs, ':one': 1, ':done': 'done', ':parked': 'parked', ':expectDispatches': w.expect.dispatches },
+    },
+  },
+];
+
+/** Clears a dispatch the dispatcher refused, so the next run sends the range at once. */
+const unmarkDispatch: PlanWriteBuilder<'unmark-dispatch'> = (table, stream, w) => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.range(stream, w.range),
+      UpdateExpression: 'REMOVE dispatchedAtMs SET dispatches = dispatches - :one',
+      ConditionExpression: '#st = :planned AND dispatches = :expectDispatches',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':one': 1, ':planned': 'planned', ':expectDispatches': w.expect.dispatches },
+    },
+  },
+];
+
+/** Parks a range from the status and attempt count seen. */
+const parkRange: PlanWriteBuilder<'park-range'> = (table, stream, w) => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.range(stream, w.range),
+      UpdateExpression: 'SET #st = :parked, lastError = :err',
+      ConditionExpression: '#st = :expectStatus AND attempts = :expectAttempts',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':parked': 'parked', ':err': w.error, ':expectStatus': w.expect.status, ':expectAttempts': w.expect.attempts },
+    },
+  },
+];
+
+/** Moves an active partition to `retired` or `failed`, with its reason. */
+const endPartition = (to: 'retired' | 'failed') => (table: string, stream: string, w: PlanWriteOf<'retire-partition' | 'fail-partition'>): TxAction[] => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, w.topic, w.partition),
+      UpdateExpression: 'SET #st = :to, reason = :reason, statusChangedAtMs = :now',
+      ConditionExpression: '#st = :active',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':to': to, ':reason': w.reason, ':now': w.nowMs, ':active': 'active' },
+    },
+  },
+];
+
+/** Records a lost span and moves an idle partition past it. */
+const recordDataLoss: PlanWriteBuilder<'record-data-loss'> = (table, stream, w) => [
+  putIfAbsent(table, codec.lossItem(w.loss)),
+  {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, w.loss.topic, w.loss.partition),
+      UpdateExpression: 'SET nextFrom = :to, committed = :to',
+      ConditionExpression: '#st = :active AND nextFrom = :expect AND committed = :expect',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':to': w.loss.until, ':expect': w.expectFrom, ':active': 'active' },
+    },
+  },
+];
+
+/** Advances the committed offset forward only, within the planning cursor. */
+const advanceCommitted: PlanWriteBuilder<'advance-committed'> = (table, stream, w) => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, w.topic, w.partition),
+      UpdateExpression: 'SET committed = :to',
+      ConditionExpression: 'committed = :expect AND nextFrom >= :to AND :to >= :expect',
+      ExpressionAttributeValues: { ':to': w.to, ':expect': w.expect },
+    },
+  },
+];
+
+/** One builder per planner write kind. */
+const PLAN_WRITE_BUILDERS: { [K in PlanWrite['kind']]: PlanWriteBuilder<K> } = {
+  'register-partition': registerPartition,
+  'plan-range': planRange,
+  'close-incarnation': (table, stream, w) => closeIncarnationActions(table, stream, w.closed, w.next),
+  'record-topic-id': (table, stream, w) => [recordTopicIdAction(table, stream, w)],
+  'mark-dispatched': markDispatched,
+  'unmark-dispatch': unmarkDispatch,
+  'park-range': parkRange,
+  'retire-partition': endPartition('retired'),
+  'fail-partition': endPartition('failed'),
+  'record-data-loss': recordDataLoss,
+  'advance-committed': advanceCommitted,
+};
+
 /** The transaction actions (one or two, always in the same transaction) of one planner write. */
 export function planWriteActions(table: string, stream: string, w: PlanWrite): TxAction[] {
-  switch (w.kind) {
-    case 'register-partition':
-      return [
-        {
-          Put: {
-            TableName: table,
-            Item: codec.partitionItem(w.partition),
-            ConditionExpression: 'attribute_not_exists(pk)',
-          },
-        },
-      ];
-    case 'plan-range': {
-      const r = w.range;
-      const values: Item = { ':from': r.from, ':until': r.until, ':now': w.partitionUpdate.lastPlannedAtMs, ':active': 'active' };
-      let set = 'nextFrom = :until, lastPlannedAtMs = :now';
-      if (w.partitionUpdate.pid) {
-        set += ', pid = :pid';
-        values[':pid'] = w.partitionUpdate.pid;
-      }
-      if (w.partitionUpdate.backpressureRatePerSec !== undefined) {
-        set += ', backpressureRatePerSec = :bpRate';
-        values[':bpRate'] = w.partitionUpdate.backpressureRatePerSec;
-      }
-      const inc = incarnationCondition(r.incarnation, ':inc');
-      return [
-        { Put: { TableName: table, Item: codec.rangeItem(r), ConditionExpression: 'attribute_not_exists(pk)' } },
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, r.topic, r.partition),
-            UpdateExpression: `SET ${set}`,
-            ConditionExpression: `#st = :active AND nextFrom = :from AND ${inc.expression}`,
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ...values, ...inc.values },
-          },
-        },
-      ];
-    }
-    case 'close-incarnation':
-      return closeIncarnationActions(table, stream, w.closed, w.next);
-    case 'record-topic-id':
-      return [recordTopicIdAction(table, stream, w)];
-    case 'mark-dispatched':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.range(stream, w.range),
-            UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one',
-            ConditionExpression: 'NOT #st IN (:done, :parked) AND dispatches = :expectDispatches',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: {
-              ':now': w.nowMs,
-              ':one': 1,
-              ':done': 'done',
-              ':parked': 'parked',
-              ':expectDispatches': w.expect.dispatches,
-            },
-          },
-        },
-      ];
-    case 'unmark-dispatch':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.range(stream, w.range),
-            UpdateExpression: 'REMOVE dispatchedAtMs SET dispatches = dispatches - :one',
-            ConditionExpression: '#st = :planned AND dispatches = :expectDispatches',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ':one': 1, ':planned': 'planned', ':expectDispatches': w.expect.dispatches },
-          },
-        },
-      ];
-    case 'park-range':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.range(stream, w.range),
-            UpdateExpression: 'SET #st = :parked, lastError = :err',
-            ConditionExpression: '#st = :expectStatus AND attempts = :expectAttempts',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: {
-              ':parked': 'parked',
-              ':err': w.error,
-              ':expectStatus': w.expect.status,
-              ':expectAttempts': w.expect.attempts,
-            },
-          },
-        },
-      ];
-    case 'retire-partition':
-    case 'fail-partition':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, w.topic, w.partition),
-            UpdateExpression: 'SET #st = :to, reason = :reason, statusChangedAtMs = :now',
-            ConditionExpression: '#st = :active',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: {
-              ':to': w.kind === 'retire-partition' ? 'retired' : 'failed',
-              ':reason': w.reason,
-              ':now': w.nowMs,
-              ':active': 'active',
-            },
-          },
-        },
-      ];
-    case 'record-data-loss':
-      return [
-        { Put: { TableName: table, Item: codec.lossItem(w.loss), ConditionExpression: 'attribute_not_exists(pk)' } },
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, w.loss.topic, w.loss.partition),
-            UpdateExpression: 'SET nextFrom = :to, committed = :to',
-            ConditionExpression: '#st = :active AND nextFrom = :expect AND committed = :expect',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ':to': w.loss.until, ':expect': w.expectFrom, ':active': 'active' },
-          },
-        },
-      ];
-    case 'advance-committed':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, w.topic, w.partition),
-            UpdateExpression: 'SET committed = :to',
-            ConditionExpression: 'committed = :expect AND nextFrom >= :to AND :to >= :expect',
-            ExpressionAttributeValues: { ':to': w.to, ':expect': w.expect },
-          },
-        },
-      ];
-  }
+  return (PLAN_WRITE_BUILDERS[w.kind] as PlanWriteBuilder<typeof w.kind>)(table, stream, w);
 }
 
 /** Records the topic id of a partition that has none (a ledger written before topic ids). */
