@@ -15,7 +15,7 @@
  * planner reads only unfinished ranges however many finished ones the table holds.
  * Kafka topic names are [a-zA-Z0-9._-], so '#' never occurs inside a topic.
  */
-import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { QueryCommandInput, TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '../errors';
 import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
 import type {
@@ -295,6 +295,105 @@ export function fenceCheck(table: string, stream: string, epoch: number, ownerTo
       ExpressionAttributeValues: { ':epoch': epoch, ':owner': ownerToken },
     },
   };
+}
+
+/** Sets a one-time timestamp on the META item, fenced by the planner epoch; ALL_OLD tells fenced from set. */
+export function markMetaOnceUpdate(
+  table: string,
+  m: { stream: string; epoch: number; ownerToken: string; nowMs: number },
+  attribute: 'startedAtMs' | 'finishedAtMs',
+): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.meta(m.stream),
+    UpdateExpression: `SET ${attribute} = :now`,
+    ConditionExpression: `epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(${attribute})`,
+    ExpressionAttributeValues: { ':now': m.nowMs, ':epoch': m.epoch, ':owner': m.ownerToken },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
+
+/** Takes the planner lease if it is free, expired or already ours, bumping the epoch (I5). */
+export function acquirePlannerLeaseUpdate(table: string, a: { stream: string; ownerToken: string; nowMs: number; leaseMs: number }): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.meta(a.stream),
+    UpdateExpression: 'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream',
+    ConditionExpression: 'attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner',
+    ExpressionAttributeNames: { '#s': 'stream' },
+    ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':owner': a.ownerToken, ':until': a.nowMs + a.leaseMs, ':now': a.nowMs, ':stream': a.stream },
+    ReturnValues: 'ALL_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
+
+/** Frees the planner lease, conditional on still holding `epoch`; optionally confirms the run's dispatches. */
+export function releasePlannerLeaseUpdate(table: string, r: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean }): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.meta(r.stream),
+    UpdateExpression: r.confirmDispatches ? 'SET leaseExpiresAtMs = :zero, confirmedEpoch = :epoch' : 'SET leaseExpiresAtMs = :zero',
+    ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
+    ExpressionAttributeValues: { ':zero': 0, ':epoch': r.epoch, ':owner': r.ownerToken },
+  };
+}
+
+/** Records a processor's failure on its range (`failed` or `parked`), conditional on its lease (I3). */
+export function failRangeUpdate(table: string, range: LeasedRange, status: 'failed' | 'parked', error: string, nowMs: number): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.range(range.stream, range),
+    UpdateExpression: 'SET #st = :status, lastError = :err, failedAtMs = :now, leaseExpiresAtMs = :zero',
+    ConditionExpression: HOLDS_LEASE,
+    ExpressionAttributeNames: { '#st': 'status' },
+    ExpressionAttributeValues: { ':status': status, ':err': error.slice(0, 4000), ':now': nowMs, ':zero': 0, ':leased': 'leased', ':token': range.leaseToken },
+  };
+}
+
+/** Gives a range back before the deadline, conditional on its lease (I3); progress is kept. */
+export function releaseRangeUpdate(table: string, range: LeasedRange, nowMs: number, progressed: boolean): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.range(range.stream, range),
+    // Back to `planned` and not dispatched: the next planner run dispatches it again at once.
+    // A deadline that still made progress is not a failed attempt.
+    UpdateExpression: `SET #st = :planned, leaseExpiresAtMs = :zero, releasedAtMs = :now${progressed ? ', attempts = attempts - :one' : ''} REMOVE dispatchedAtMs`,
+    ConditionExpression: HOLDS_LEASE,
+    ExpressionAttributeNames: { '#st': 'status' },
+    ExpressionAttributeValues: {
+      ':planned': 'planned',
+      ':zero': 0,
+      ':now': nowMs,
+      ':leased': 'leased',
+      ':token': range.leaseToken,
+      ...(progressed ? { ':one': 1 } : {}),
+    },
+  };
+}
+
+/** A strongly consistent query of the stream's items whose sort key lies in `[lo, hi]`. */
+export function spanQuery(table: string, stream: string, span: { lo: string; hi: string }): QueryCommandInput {
+  return {
+    TableName: table,
+    KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+    ExpressionAttributeValues: { ':pk': keys.pk(stream), ':lo': span.lo, ':hi': span.hi },
+    ConsistentRead: true,
+  };
+}
+
+/** A strongly consistent query of the stream's items whose sort key starts with `prefix`. */
+export function prefixQuery(table: string, stream: string, prefix: string): QueryCommandInput {
+  return {
+    TableName: table,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': keys.pk(stream), ':prefix': prefix },
+    ConsistentRead: true,
+  };
+}
+
+/** The stream's open ranges, from the sparse index (eventually consistent). */
+export function openRangesQuery(table: string, stream: string): QueryCommandInput {
+  return { TableName: table, IndexName: OPEN_RANGES_INDEX, KeyConditionExpression: 'openPk = :pk', ExpressionAttributeValues: { ':pk': keys.pk(stream) } };
 }
 
 /** The condition of every item that is written once: its key is not taken. */

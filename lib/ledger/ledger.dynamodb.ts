@@ -24,20 +24,28 @@ import { ConflictError, MissingResourceError, StoreError, ThrottledError } from 
 import { CommitTooLargeError, fitsOneCommit, SinkConditionError } from '../ports/ledger';
 import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RangeState, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import {
+  acquirePlannerLeaseUpdate,
   advancePartitionAction,
   codec,
   completeAction,
   deleteRangeAction,
   DYNAMODB_LIMITS,
+  failRangeUpdate,
   fenceCheck,
   fencedChangeAction,
   keys,
-  OPEN_RANGES_INDEX,
+  markMetaOnceUpdate,
+  openRangesQuery,
   planWriteActions,
+  prefixQuery,
   progressAction,
+  putIfAbsent,
   redriveAction,
+  releasePlannerLeaseUpdate,
+  releaseRangeUpdate,
   rewindPartitionAction,
   sinkAction,
+  spanQuery,
   takeLeaseUpdate,
   type TxAction,
 } from './codec.dynamodb';
@@ -160,21 +168,9 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   };
 
   /** Items of the stream whose sort key lies in `[lo, hi]` (strongly consistent). */
-  const querySpan = (stream: string, span: { lo: string; hi: string }) =>
-    queryAll(`read ${span.lo}.. of ${stream}`, {
-      TableName: table,
-      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
-      ExpressionAttributeValues: { ':pk': keys.pk(stream), ':lo': span.lo, ':hi': span.hi },
-      ConsistentRead: true,
-    });
+  const querySpan = (stream: string, span: { lo: string; hi: string }) => queryAll(`read ${span.lo}.. of ${stream}`, spanQuery(table, stream, span));
 
-  const queryPrefix = (stream: string, prefix: string) =>
-    queryAll(`read ${prefix} items of ${stream}`, {
-      TableName: table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': keys.pk(stream), ':prefix': prefix },
-      ConsistentRead: true,
-    });
+  const queryPrefix = (stream: string, prefix: string) => queryAll(`read ${prefix} items of ${stream}`, prefixQuery(table, stream, prefix));
 
   /**
    * Sends one transaction, retrying only when it was cancelled by a concurrent write
@@ -198,22 +194,12 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
   /** Sets a one-time timestamp on the stream's META item, fenced by the planner epoch. */
   const markMetaOnce = async (
-    { stream, epoch, ownerToken, nowMs }: { stream: string; epoch: number; ownerToken: string; nowMs: number },
+    input: { stream: string; epoch: number; ownerToken: string; nowMs: number },
     attribute: 'startedAtMs' | 'finishedAtMs',
   ): Promise<WriteOutcome> => {
+    const { stream, epoch, ownerToken } = input;
     try {
-      await send(`set ${attribute} of ${stream}`, () =>
-        doc.send(
-          new UpdateCommand({
-            TableName: table,
-            Key: keys.meta(stream),
-            UpdateExpression: `SET ${attribute} = :now`,
-            ConditionExpression: `epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(${attribute})`,
-            ExpressionAttributeValues: { ':now': nowMs, ':epoch': epoch, ':owner': ownerToken },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        ),
-      );
+      await send(`set ${attribute} of ${stream}`, () => doc.send(new UpdateCommand(markMetaOnceUpdate(table, input, attribute))));
       return 'applied';
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
@@ -298,30 +284,9 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return res.Item ? codec.metaFromItem(res.Item) : undefined;
     },
 
-    async acquirePlannerLease({ stream, ownerToken, nowMs, leaseMs }): Promise<PlannerLease> {
+    async acquirePlannerLease(input): Promise<PlannerLease> {
       try {
-        const res = await send(`acquire planner lease of ${stream}`, () =>
-          doc.send(
-            new UpdateCommand({
-              TableName: table,
-              Key: keys.meta(stream),
-              UpdateExpression:
-                'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream',
-              ConditionExpression: 'attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner',
-              ExpressionAttributeNames: { '#s': 'stream' },
-              ExpressionAttributeValues: {
-                ':zero': 0,
-                ':one': 1,
-                ':owner': ownerToken,
-                ':until': nowMs + leaseMs,
-                ':now': nowMs,
-                ':stream': stream,
-              },
-              ReturnValues: 'ALL_NEW',
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            }),
-          ),
-        );
+        const res = await send(`acquire planner lease of ${input.stream}`, () => doc.send(new UpdateCommand(acquirePlannerLeaseUpdate(table, input))));
         const meta = codec.metaFromItem(res.Attributes ?? {});
         return { acquired: true, epoch: meta.epoch, meta };
       } catch (err) {
@@ -337,19 +302,9 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     markStreamStarted: (input) => markMetaOnce(input, 'startedAtMs'),
 
-    async releasePlannerLease({ stream, epoch, ownerToken, confirmDispatches }) {
+    async releasePlannerLease(input) {
       try {
-        await send(`release planner lease of ${stream}`, () =>
-          doc.send(
-            new UpdateCommand({
-              TableName: table,
-              Key: keys.meta(stream),
-              UpdateExpression: confirmDispatches ? 'SET leaseExpiresAtMs = :zero, confirmedEpoch = :epoch' : 'SET leaseExpiresAtMs = :zero',
-              ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
-              ExpressionAttributeValues: { ':zero': 0, ':epoch': epoch, ':owner': ownerToken },
-            }),
-          ),
-        );
+        await send(`release planner lease of ${input.stream}`, () => doc.send(new UpdateCommand(releasePlannerLeaseUpdate(table, input))));
         return 'applied';
       } catch (err) {
         if (err instanceof ConditionalCheckFailedException) return 'fenced';
@@ -362,12 +317,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
 
     async readOpenRanges(stream) {
-      const items = await queryAll(`read open ranges of ${stream}`, {
-        TableName: table,
-        IndexName: OPEN_RANGES_INDEX,
-        KeyConditionExpression: 'openPk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.pk(stream) },
-      });
+      const items = await queryAll(`read open ranges of ${stream}`, openRangesQuery(table, stream));
       // The index is eventually consistent: a range done a moment ago may still be listed.
       return items.map(codec.rangeFromItem).filter((r) => r.status !== 'done');
     },
@@ -420,8 +370,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       const items: TxAction[] = [
         progressAction(table, range, expectProgress, to, nowMs + leaseMs),
         ...sinkWrites.map(sinkAction),
-        ...deadLetters.map((d) => ({ Put: { TableName: table, Item: codec.deadLetterItem(d), ConditionExpression: 'attribute_not_exists(pk)' } })),
-        ...(dataLoss ? [{ Put: { TableName: table, Item: codec.lossItem(dataLoss), ConditionExpression: 'attribute_not_exists(pk)' } }] : []),
+        ...deadLetters.map((d) => putIfAbsent(table, codec.deadLetterItem(d))),
+        ...(dataLoss ? [putIfAbsent(table, codec.lossItem(dataLoss))] : []),
       ];
       const res = await transact(`commit ${range.topic}/${range.partition} ${expectProgress}->${to}`, items);
       if (res.ok) return 'applied';
@@ -445,34 +395,11 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
 
     async failRange({ range, status, error, nowMs }) {
-      return updateHoldingLease(`fail ${range.topic}/${range.partition}/${range.from}`, {
-        TableName: table,
-        Key: keys.range(range.stream, range),
-        UpdateExpression: 'SET #st = :status, lastError = :err, failedAtMs = :now, leaseExpiresAtMs = :zero',
-        ConditionExpression: '#st = :leased AND leaseToken = :token',
-        ExpressionAttributeNames: { '#st': 'status' },
-        ExpressionAttributeValues: { ':status': status, ':err': error.slice(0, 4000), ':now': nowMs, ':zero': 0, ':leased': 'leased', ':token': range.leaseToken },
-      });
+      return updateHoldingLease(`fail ${range.topic}/${range.partition}/${range.from}`, failRangeUpdate(table, range, status, error, nowMs));
     },
 
     async releaseRange({ range, nowMs, progressed }) {
-      return updateHoldingLease(`release ${range.topic}/${range.partition}/${range.from}`, {
-        TableName: table,
-        Key: keys.range(range.stream, range),
-        // Back to `planned` and not dispatched: the next planner run dispatches it again at once.
-        // A deadline that still made progress is not a failed attempt.
-        UpdateExpression: `SET #st = :planned, leaseExpiresAtMs = :zero, releasedAtMs = :now${progressed ? ', attempts = attempts - :one' : ''} REMOVE dispatchedAtMs`,
-        ConditionExpression: '#st = :leased AND leaseToken = :token',
-        ExpressionAttributeNames: { '#st': 'status' },
-        ExpressionAttributeValues: {
-          ':planned': 'planned',
-          ':zero': 0,
-          ':now': nowMs,
-          ':leased': 'leased',
-          ':token': range.leaseToken,
-          ...(progressed ? { ':one': 1 } : {}),
-        },
-      });
+      return updateHoldingLease(`release ${range.topic}/${range.partition}/${range.from}`, releaseRangeUpdate(table, range, nowMs, progressed));
     },
 
     async listDeadLetters(stream) {
