@@ -8,6 +8,7 @@ import {
   ConditionalCheckFailedException,
   ResourceNotFoundException,
   TransactionCanceledException,
+  type CancellationReason,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import {
@@ -109,6 +110,16 @@ function batchWrites(table: string, stream: string, writes: PlanWrite[]): Array<
 
 type Batch = Array<{ index: number; actions: TxAction[] }>;
 
+/** How one caller of the transaction retry loop builds its transaction and judges a cancellation. */
+type TxRetryPolicy<T> = {
+  /** The transaction to send now; undefined when nothing is left to send. */
+  items: () => TxAction[] | undefined;
+  /** The result once the transaction committed (or nothing was left). */
+  applied: () => T;
+  /** A cancellation: finish with a value, or retry at once or after a backoff (or throw). */
+  cancelled: (reasons: CancellationReason[], attempt: number, err: TransactionCanceledException) => { done: T } | { retry: 'backoff' | 'now' };
+};
+
 /** Splits batches into waves whose transactions share no item. */
 function waves(batches: Batch[]): Batch[][] {
   const out: Batch[][] = [];
@@ -173,24 +184,42 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const queryPrefix = (stream: string, prefix: string) => queryAll(`read ${prefix} items of ${stream}`, prefixQuery(table, stream, prefix));
 
   /**
-   * Sends one transaction, retrying only when it was cancelled by a concurrent write
-   * (TransactionConflict); returns the cancellation codes when a condition failed.
+   * The one transaction retry loop: sends `tx.items()` (until it has none left) and lets the caller
+   * judge each cancellation: finish with a value, retry at once, or retry after a jittered backoff.
    */
-  const transact = async (what: string, items: TxAction[]): Promise<{ ok: true } | { ok: false; codes: string[] }> => {
-    const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
+  const transactLoop = async <T>(what: string, tx: TxRetryPolicy<T>): Promise<T> => {
     for (let attempt = 0; ; attempt++) {
+      const items = tx.items();
+      if (!items) return tx.applied();
+      // Same content, same token: an SDK retry of a transaction that did commit is a no-op (10 min).
+      const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
       try {
         await send(what, () => doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token })));
-        return { ok: true };
+        return tx.applied();
       } catch (err) {
         if (!(err instanceof TransactionCanceledException)) throw err;
-        const codes = (err.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
-        if (codes.includes('ConditionalCheckFailed')) return { ok: false, codes };
-        if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting (${codes.join(',')})`, { cause: err });
-        await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
+        const step = tx.cancelled(err.CancellationReasons ?? [], attempt, err);
+        if ('done' in step) return step.done;
+        if (step.retry === 'backoff') await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
       }
     }
   };
+
+  /**
+   * Sends one transaction, retrying whenever it was cancelled for another reason than a failed
+   * condition (a concurrent write, throttling); returns the cancellation codes when a condition failed.
+   */
+  const transact = (what: string, items: TxAction[]): Promise<{ ok: true } | { ok: false; codes: string[] }> =>
+    transactLoop<{ ok: true } | { ok: false; codes: string[] }>(what, {
+      items: () => items,
+      applied: () => ({ ok: true }),
+      cancelled: (reasons, attempt, err) => {
+        const codes = reasons.map((r) => r.Code ?? 'None');
+        if (codes.includes('ConditionalCheckFailed')) return { done: { ok: false, codes } };
+        if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting (${codes.join(',')})`, { cause: err });
+        return { retry: 'backoff' };
+      },
+    });
 
   /** Sets a one-time timestamp on the stream's META item, fenced by the planner epoch. */
   const markMetaOnce = async (
@@ -220,34 +249,28 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     }
   };
 
-  /** Sends one transaction; returns per-write outcomes or 'retry' for writes cancelled only by others. */
-  const sendBatch = async (
-    stream: string,
-    epoch: number,
-    ownerToken: string,
-    batch: Array<{ index: number; actions: TxAction[] }>,
-  ): Promise<Map<number, WriteOutcome>> => {
+  /**
+   * Sends one planner transaction (the fence first, then the batch's writes) and returns each write's
+   * outcome: all `fenced` when the fence failed, `condition-failed` for writes whose own condition
+   * failed; the others are sent again, after a backoff when a concurrent write or throttling cancelled them.
+   */
+  const sendBatch = async (stream: string, epoch: number, ownerToken: string, batch: Batch): Promise<Map<number, WriteOutcome>> => {
     const out = new Map<number, WriteOutcome>();
     let pending = batch;
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const items = [fenceCheck(table, stream, epoch, ownerToken), ...pending.flatMap((b) => b.actions)];
-      // Same content, same token: an SDK retry of a transaction that did commit is a no-op (10 min).
-      const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
-      try {
-        await send(`plan transaction for ${stream}`, () =>
-          doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token })),
-        );
+    const what = `plan transaction for ${stream}`;
+    return transactLoop<Map<number, WriteOutcome>>(what, {
+      items: () => (pending.length > 0 ? [fenceCheck(table, stream, epoch, ownerToken), ...pending.flatMap((b) => b.actions)] : undefined),
+      applied: () => {
         pending.forEach((b) => out.set(b.index, 'applied'));
         return out;
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        const reasons = err.CancellationReasons ?? [];
+      },
+      cancelled: (reasons, attempt, err) => {
         if (reasons[0]?.Code === 'ConditionalCheckFailed') {
           pending.forEach((b) => out.set(b.index, 'fenced'));
-          return out;
+          return { done: out };
         }
         let pos = 1;
-        const retry: typeof pending = [];
+        const retry: Batch = [];
         for (const b of pending) {
           const codes = b.actions.map((_, i) => reasons[pos + i]?.Code ?? 'None');
           pos += b.actions.length;
@@ -255,22 +278,17 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
           else retry.push(b);
         }
         const conflicted = reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError');
-        if (conflicted) {
-          if (attempt >= CONFLICT_RETRIES) {
-            throw new ConflictError(`plan transaction for ${stream} kept conflicting after ${attempt + 1} tries`, { cause: err });
-          }
-          await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
-        } else if (retry.length === pending.length) {
+        if (conflicted && attempt >= CONFLICT_RETRIES) {
+          throw new ConflictError(`${what} kept conflicting after ${attempt + 1} tries`, { cause: err });
+        }
+        if (!conflicted && retry.length === pending.length) {
           // Cancelled for a reason that is neither a condition nor a conflict: do not loop.
-          throw new StoreError(
-            `plan transaction for ${stream} cancelled: ${reasons.map((r) => r.Code).join(',')}`,
-            { cause: err },
-          );
+          throw new StoreError(`${what} cancelled: ${reasons.map((r) => r.Code).join(',')}`, { cause: err });
         }
         pending = retry;
-      }
-    }
-    return out;
+        return { retry: conflicted ? 'backoff' : 'now' };
+      },
+    });
   };
 
   return {
