@@ -155,10 +155,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const table = opts.tableName;
   const doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  let requests = 0;
 
   const send = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-    requests++;
     try {
       return await fn();
     } catch (err) {
@@ -293,7 +291,6 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
   return {
     limits: DYNAMODB_LIMITS,
-    requestCount: () => requests,
 
     async readMeta(stream) {
       const res = await send(`read meta of ${stream}`, () =>

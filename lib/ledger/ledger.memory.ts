@@ -133,10 +133,11 @@ function applyClose(s: StreamStore, w: Extract<PlanWrite, { kind: 'close-incarna
 }
 
 /**
- * Creates an empty in-memory ledger. `store(stream)` exposes the raw store for assertions. It enforces
+ * Creates an empty in-memory ledger. `store(stream)` exposes the raw store for assertions and
+ * `requestCount()` the calls made (not part of the port: a test's request budget). It enforces
  * the limits of the store it stands in for (DynamoDB's by default), so unit tests see chunks split.
  */
-export function createMemoryLedger(opts: { limits?: LedgerLimits } = {}): Ledger & { store(stream: string): StreamStore } {
+export function createMemoryLedger(opts: { limits?: LedgerLimits } = {}): Ledger & { store(stream: string): StreamStore; requestCount(): number } {
   const limits = opts.limits ?? DYNAMODB_LIMITS;
   const streams = new Map<string, StreamStore>();
   let requests = 0;

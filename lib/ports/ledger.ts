@@ -419,8 +419,6 @@ export type Ledger = {
    * after it is `'fenced'` too and nothing more is written.
    */
   applyPlan(input: { stream: string; epoch: number; ownerToken: string; writes: PlanWrite[] }): Promise<WriteOutcome[]>;
-  /** Requests sent to the store so far (benchmarks and the idle-run budget). */
-  requestCount(): number;
 
   // Processor side. Every write is conditional on the lease token (I3) and the progress it replaces (I2).
 
