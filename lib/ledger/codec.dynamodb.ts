@@ -314,7 +314,10 @@ export function markMetaOnceUpdate(
 }
 
 /** Takes the planner lease if it is free, expired or already ours, bumping the epoch (I5). */
-export function acquirePlannerLeaseUpdate(table: string, a: { stream: string; ownerToken: string; nowMs: number; leaseMs: number }): UpdateCommandInput {
+export function acquirePlannerLeaseUpdate(
+  table: string,
+  a: { stream: string; ownerToken: string; nowMs: number; leaseMs: number },
+): UpdateCommandInput {
   return {
     TableName: table,
     Key: keys.meta(a.stream),
@@ -328,7 +331,10 @@ export function acquirePlannerLeaseUpdate(table: string, a: { stream: string; ow
 }
 
 /** Frees the planner lease, conditional on still holding `epoch`; optionally confirms the run's dispatches. */
-export function releasePlannerLeaseUpdate(table: string, r: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean }): UpdateCommandInput {
+export function releasePlannerLeaseUpdate(
+  table: string,
+  r: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean },
+): UpdateCommandInput {
   return {
     TableName: table,
     Key: keys.meta(r.stream),
@@ -393,7 +399,12 @@ export function prefixQuery(table: string, stream: string, prefix: string): Quer
 
 /** The stream's open ranges, from the sparse index (eventually consistent). */
 export function openRangesQuery(table: string, stream: string): QueryCommandInput {
-  return { TableName: table, IndexName: OPEN_RANGES_INDEX, KeyConditionExpression: 'openPk = :pk', ExpressionAttributeValues: { ':pk': keys.pk(stream) } };
+  return {
+    TableName: table,
+    IndexName: OPEN_RANGES_INDEX,
+    KeyConditionExpression: 'openPk = :pk',
+    ExpressionAttributeValues: { ':pk': keys.pk(stream) },
+  };
 }
 
 /** The condition of every item that is written once: its key is not taken. */

@@ -228,7 +228,8 @@ export class CommitTooLargeError extends AppError {
   constructor(writes: number, limits: LedgerLimits) {
     super(
       'COMMIT_TOO_LARGE',
-      `${writes} sink writes do not fit one commit (at most ${limits.maxSinkWrites}, ${limits.maxSinkBytes} bytes, one write per item); nothing was written`,
+      `${writes} sink writes do not fit one commit (at most ${limits.maxSinkWrites}, ${limits.maxSinkBytes} bytes, ` +
+        'one write per item); nothing was written',
     );
   }
 }

@@ -6,7 +6,8 @@
  */
 import type { StreamConfig } from '../config/schema';
 import { AppError } from '../errors';
-import { fitsOneCommit, SinkConditionError, type DataLossEntry, type DeadLetter, type LeasedRange, type Ledger, type SinkWrite, type StoreClock } from '../ports/ledger';
+import { fitsOneCommit, SinkConditionError } from '../ports/ledger';
+import type { DataLossEntry, DeadLetter, LeasedRange, Ledger, SinkWrite, StoreClock } from '../ports/ledger';
 import type { KafkaRecord } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import { deadLetterOf, retained } from './dead-letter';
@@ -33,6 +34,9 @@ export type CommitterInput = {
   retryBaseMs: number;
   afterStep?: (step: 'handled' | 'committed', detail: { from: number; to: number }) => void | Promise<void>;
 };
+
+/** How often a record was tried, and its last error. */
+type Attempts = { attempts: number; lastError: unknown };
 
 /** Commits a leased range chunk by chunk; `progress` and the counts say where it stands. */
 export class ChunkCommitter {
@@ -107,7 +111,8 @@ export class ChunkCommitter {
       return;
     }
     if (!fitsOneCommit(writes, limits)) {
-      const error = `the writes for one record do not fit one ledger commit (${writes.length} writes; at most ${limits.maxSinkWrites}, ${limits.maxSinkBytes} bytes, one write per item)`;
+      const error = `the writes for one record do not fit one ledger commit (${writes.length} writes; at most ${limits.maxSinkWrites}, ` +
+        `${limits.maxSinkBytes} bytes, one write per item)`;
       return this.isolate(batch, to, new Error(error));
     }
     try {
@@ -137,14 +142,14 @@ export class ChunkCommitter {
       const rec = batch[i] as HandlerRecord;
       const recTo = i + 1 < batch.length ? (batch[i + 1] as HandlerRecord).offset : to;
       // A batch of one already failed once: that counts as its first attempt.
-      const tried = batch.length === 1 ? { attempts: 1, lastError: firstError } : { attempts: 0, lastError: undefined };
+      const tried: Attempts = batch.length === 1 ? { attempts: 1, lastError: firstError } : { attempts: 0, lastError: undefined };
       const failed = await this.retryRecord(rec, recTo, tried);
       if (failed) await this.reject(rec, recTo, failed);
     }
   }
 
   /** Tries one record until it commits or the attempt limit is reached; returns how it failed, if it did. */
-  private async retryRecord(rec: HandlerRecord, to: number, tried: { attempts: number; lastError: unknown }): Promise<{ attempts: number; lastError: unknown } | undefined> {
+  private async retryRecord(rec: HandlerRecord, to: number, tried: Attempts): Promise<Attempts | undefined> {
     let { attempts, lastError } = tried;
     while (attempts < this.c.stream.maxAttempts) {
       if (attempts > 0) await this.c.sleep(this.c.retryBaseMs * 2 ** (attempts - 1));
@@ -166,7 +171,7 @@ export class ChunkCommitter {
   }
 
   /** A record failed every attempt: dead-letter it and move past it, or stop the partition. */
-  private async reject(rec: HandlerRecord, to: number, failed: { attempts: number; lastError: unknown }): Promise<void> {
+  private async reject(rec: HandlerRecord, to: number, failed: Attempts): Promise<void> {
     const { stream, range, clock } = this.c;
     const message = `handler rejected ${rec.idempotencyKey} ${failed.attempts} times: ${errorText(failed.lastError)}`;
     if (stream.poisonPolicy === 'stop-partition') throw new PoisonStop(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);

@@ -165,7 +165,13 @@ async function leaseRange(run: Run): Promise<{ taken: RangeState } | { result: P
  * Phase 2: reads `[progress, until)` chunk by chunk into the committer until the range is read or
  * the deadline nears. Returns a result when the range had to be parked instead.
  */
-async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, leased: RangeState, abort: AbortController): Promise<ProcessResult | undefined> {
+async function readLoop(
+  run: Run,
+  committer: ChunkCommitter,
+  held: LeasedRange,
+  leased: RangeState,
+  abort: AbortController,
+): Promise<ProcessResult | undefined> {
   const { deps, stream, range, clock } = run;
   const reader = await deps.readerFor(stream);
   const recreated = await topicRecreatedSince(reader, range.topic, leased.topicId);
