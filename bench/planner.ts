@@ -10,7 +10,8 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Kafka, logLevel } from 'kafkajs';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { parseStreamConfig } from '../lib/config/schema';
 import { createRecordingDispatcher } from '../lib/dispatch/dispatcher.local';
 import { createKafka } from '../lib/kafka/client';
@@ -18,6 +19,7 @@ import { createMetadataCache } from '../lib/kafka/metadata-cache';
 import { createKafkajsMetadata } from '../lib/kafka/metadata.kafkajs';
 import { createDynamoLedger } from '../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../lib/ledger/table';
+import type { KafkaMetadata } from '../lib/ports/kafka-metadata';
 import { planStream, type PlannerDeps } from '../lib/planner/run';
 import { dynamoClientFromEnv } from '../lib/runtime/aws';
 import { LOCAL_DIR, startStack, stopStack, type StackState } from '../infra/local/stack';
@@ -25,6 +27,62 @@ import { LOCAL_DIR, startStack, stopStack, type StackState } from '../infra/loca
 const log = (line: string): void => {
   process.stderr.write(`[bench:planner] ${line}\n`);
 };
+
+/**
+ * Counts the DynamoDB commands sent through `client` (once each, the SDK's own retries aside) and the
+ * wall time with at least one in flight (transactions overlap), to tell the emulator's cost from the
+ * planner's own.
+ */
+function instrument(client: DynamoDBClient): { requests: () => number; busyMs: () => number } {
+  let requests = 0;
+  let busyMs = 0;
+  let inFlight = 0;
+  let busySince = 0;
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      requests++;
+      if (inFlight++ === 0) busySince = performance.now();
+      try {
+        return await next(args);
+      } finally {
+        if (--inFlight === 0) busyMs += performance.now() - busySince;
+      }
+    },
+    { step: 'initialize', name: 'benchTimer' },
+  );
+  return { requests: () => requests, busyMs: () => busyMs };
+}
+
+/** Creates the bench's topics, 50 per request. */
+async function createTopics(admin: Admin, names: string[], partitions: number): Promise<void> {
+  for (let i = 0; i < names.length; i += 50) {
+    await admin.createTopics({
+      topics: names.slice(i, i + 50).map((topic) => ({ topic, numPartitions: partitions, configEntries: [{ name: 'segment.bytes', value: String(1024 * 1024) }] })),
+      // kafkajs's waitForLeaders throws on the first topic not yet hosted; waitForLeaders below waits instead.
+      waitForLeaders: false,
+      timeout: 120_000,
+    });
+  }
+}
+
+/**
+ * Warm-up: connects, and waits until every new partition's leader answers ListOffsets (a freshly
+ * created partition briefly replies NOT_LEADER_OR_FOLLOWER), so the runs measure planning.
+ */
+async function waitForLeaders(warm: KafkaMetadata, prefix: string, n: number): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      const discovered = await warm.describeTopics({ pattern: new RegExp(`${prefix}-.*`) });
+      const found = discovered.reduce((s, t) => s + t.partitions.length, 0);
+      if (found !== n) throw new Error(`${found} of ${n} partitions visible`);
+      await warm.fetchOffsets(discovered, 'read_committed');
+      return;
+    } catch (err) {
+      if (i >= 120) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { topics: { type: 'string', default: '500' }, partitions: { type: 'string', default: '20' } } });
@@ -56,36 +114,14 @@ async function main(): Promise<void> {
   };
   const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, { log: countLog })));
   const ddb = dynamoClientFromEnv();
-  // Wall time with at least one emulator request in flight (transactions overlap), to tell the
-  // emulator's cost from the planner's own.
-  let dynamoMs = 0;
-  let inFlight = 0;
-  let busySince = 0;
-  ddb.middlewareStack.add(
-    (next) => async (args) => {
-      if (inFlight++ === 0) busySince = performance.now();
-      try {
-        return await next(args);
-      } finally {
-        if (--inFlight === 0) dynamoMs += performance.now() - busySince;
-      }
-    },
-    { step: 'initialize', name: 'benchTimer' },
-  );
+  const dynamo = instrument(ddb);
   try {
     await admin.connect();
     await producer.connect();
     const prefix = `bench${Date.now().toString(36)}`;
     const names = Array.from({ length: topics }, (_, i) => `${prefix}-${String(i).padStart(4, '0')}`);
     const tCreate = Date.now();
-    for (let i = 0; i < names.length; i += 50) {
-      await admin.createTopics({
-        topics: names.slice(i, i + 50).map((topic) => ({ topic, numPartitions: partitions, configEntries: [{ name: 'segment.bytes', value: String(1024 * 1024) }] })),
-        // kafkajs's waitForLeaders throws on the first topic not yet hosted; the warm-up below waits instead.
-        waitForLeaders: false,
-        timeout: 120_000,
-      });
-    }
+    await createTopics(admin, names, partitions);
     const n = topics * partitions;
     log(`created ${topics} topics x ${partitions} partitions = ${n} in ${Date.now() - tCreate} ms`);
 
@@ -95,36 +131,22 @@ async function main(): Promise<void> {
     const dispatcher = createRecordingDispatcher();
     const stream = parseStreamConfig({ id: prefix, kafka: { brokers, requestTimeoutMs: 120_000 }, topicPattern: `${prefix}-.*` }, 'bench');
     const deps: PlannerDeps = { ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 300_000 };
-    // Warm up: connect, and wait until every new partition's leader answers ListOffsets (a freshly
-    // created partition briefly replies NOT_LEADER_OR_FOLLOWER), so the runs measure planning.
-    const warm = await metadata.forStream(stream);
     const tWarm = Date.now();
-    for (let i = 0; ; i++) {
-      try {
-        const discovered = await warm.describeTopics({ pattern: new RegExp(`${prefix}-.*`) });
-        const found = discovered.reduce((s, t) => s + t.partitions.length, 0);
-        if (found !== n) throw new Error(`${found} of ${n} partitions visible`);
-        await warm.fetchOffsets(discovered, 'read_committed');
-        break;
-      } catch (err) {
-        if (i >= 120) throw err;
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
+    await waitForLeaders(await metadata.forStream(stream), prefix, n);
     log(`all ${n} partitions have leaders after ${Date.now() - tWarm} ms`);
     flushKafkaLogs('while leaders were elected');
 
     const measure = async (label: string) => {
-      const d0 = ledger.requestCount();
-      const dms0 = dynamoMs;
+      const d0 = dynamo.requests();
+      const dms0 = dynamo.busyMs();
       const k0 = metadata.requestCount();
       const t0 = Date.now();
       const rep = await planStream(deps, stream, { dryRun: false, nowMs: Date.now() });
       const res = {
         wallMs: Date.now() - t0,
-        dynamoRequests: ledger.requestCount() - d0,
+        dynamoRequests: dynamo.requests() - d0,
         kafkaRequests: metadata.requestCount() - k0,
-        dynamoWaitMs: Math.round(dynamoMs - dms0),
+        dynamoWaitMs: Math.round(dynamo.busyMs() - dms0),
       };
       log(`${label}: ${JSON.stringify(res)} status=${rep.status} registered=${rep.registered} ranges=${rep.rangesPlanned} records=${rep.recordsPlanned} dispatched=${rep.dispatched}`);
       if (rep.status !== 'planned') throw new Error(`${label} run did not plan: ${rep.reason}`);

@@ -15,10 +15,11 @@
  * planner reads only unfinished ranges however many finished ones the table holds.
  * Kafka topic names are [a-zA-Z0-9._-], so '#' never occurs inside a topic.
  */
-import type { TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { QueryCommandInput, TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '../errors';
 import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
 import type {
+  LedgerLimits,
   ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
@@ -35,6 +36,18 @@ import type {
 } from '../ports/ledger';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
+
+/**
+ * What one commit may carry on DynamoDB. A transaction holds 100 actions (one is the progress update)
+ * and 4 MB, with one action per item; keep a margin. Dead letters stay under the 400 KB item limit
+ * after base64 (x4/3): value 200 KB (267 KB encoded) + key 16 KB (22 KB) + headers 64 KB encoded +
+ * error 4 KB + fields < 400 KB.
+ */
+export const DYNAMODB_LIMITS: LedgerLimits = {
+  maxSinkWrites: 98,
+  maxSinkBytes: 3_500_000,
+  deadLetter: { maxValueBytes: 200 * 1024, maxKeyBytes: 16 * 1024, maxHeaderBytes: 64 * 1024, maxErrorChars: 4000 },
+};
 /** The ledger table's TTL attribute (epoch seconds): finished ranges and dead letters carry it. */
 export const TTL_ATTRIBUTE = 'expiresAt';
 /** Finished ranges expire after this long (DynamoDB TTL attribute `expiresAt`, epoch seconds). */
@@ -284,146 +297,261 @@ export function fenceCheck(table: string, stream: string, epoch: number, ownerTo
   };
 }
 
+/** Sets a one-time timestamp on the META item, fenced by the planner epoch; ALL_OLD tells fenced from set. */
+export function markMetaOnceUpdate(
+  table: string,
+  m: { stream: string; epoch: number; ownerToken: string; nowMs: number },
+  attribute: 'startedAtMs' | 'finishedAtMs',
+): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.meta(m.stream),
+    UpdateExpression: `SET ${attribute} = :now`,
+    ConditionExpression: `epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(${attribute})`,
+    ExpressionAttributeValues: { ':now': m.nowMs, ':epoch': m.epoch, ':owner': m.ownerToken },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
+
+/** Takes the planner lease if it is free, expired or already ours, bumping the epoch (I5). */
+export function acquirePlannerLeaseUpdate(
+  table: string,
+  a: { stream: string; ownerToken: string; nowMs: number; leaseMs: number },
+): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.meta(a.stream),
+    UpdateExpression: 'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream',
+    ConditionExpression: 'attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner',
+    ExpressionAttributeNames: { '#s': 'stream' },
+    ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':owner': a.ownerToken, ':until': a.nowMs + a.leaseMs, ':now': a.nowMs, ':stream': a.stream },
+    ReturnValues: 'ALL_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
+
+/** Frees the planner lease, conditional on still holding `epoch`; optionally confirms the run's dispatches. */
+export function releasePlannerLeaseUpdate(
+  table: string,
+  r: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean },
+): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.meta(r.stream),
+    UpdateExpression: r.confirmDispatches ? 'SET leaseExpiresAtMs = :zero, confirmedEpoch = :epoch' : 'SET leaseExpiresAtMs = :zero',
+    ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
+    ExpressionAttributeValues: { ':zero': 0, ':epoch': r.epoch, ':owner': r.ownerToken },
+  };
+}
+
+/** Records a processor's failure on its range (`failed` or `parked`), conditional on its lease (I3). */
+export function failRangeUpdate(table: string, range: LeasedRange, status: 'failed' | 'parked', error: string, nowMs: number): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.range(range.stream, range),
+    UpdateExpression: 'SET #st = :status, lastError = :err, failedAtMs = :now, leaseExpiresAtMs = :zero',
+    ConditionExpression: HOLDS_LEASE,
+    ExpressionAttributeNames: { '#st': 'status' },
+    ExpressionAttributeValues: { ':status': status, ':err': error.slice(0, 4000), ':now': nowMs, ':zero': 0, ':leased': 'leased', ':token': range.leaseToken },
+  };
+}
+
+/** Gives a range back before the deadline, conditional on its lease (I3); progress is kept. */
+export function releaseRangeUpdate(table: string, range: LeasedRange, nowMs: number, progressed: boolean): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.range(range.stream, range),
+    // Back to `planned` and not dispatched: the next planner run dispatches it again at once.
+    // A deadline that still made progress is not a failed attempt.
+    UpdateExpression: `SET #st = :planned, leaseExpiresAtMs = :zero, releasedAtMs = :now${progressed ? ', attempts = attempts - :one' : ''} REMOVE dispatchedAtMs`,
+    ConditionExpression: HOLDS_LEASE,
+    ExpressionAttributeNames: { '#st': 'status' },
+    ExpressionAttributeValues: {
+      ':planned': 'planned',
+      ':zero': 0,
+      ':now': nowMs,
+      ':leased': 'leased',
+      ':token': range.leaseToken,
+      ...(progressed ? { ':one': 1 } : {}),
+    },
+  };
+}
+
+/** A strongly consistent query of the stream's items whose sort key lies in `[lo, hi]`. */
+export function spanQuery(table: string, stream: string, span: { lo: string; hi: string }): QueryCommandInput {
+  return {
+    TableName: table,
+    KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+    ExpressionAttributeValues: { ':pk': keys.pk(stream), ':lo': span.lo, ':hi': span.hi },
+    ConsistentRead: true,
+  };
+}
+
+/** A strongly consistent query of the stream's items whose sort key starts with `prefix`. */
+export function prefixQuery(table: string, stream: string, prefix: string): QueryCommandInput {
+  return {
+    TableName: table,
+    KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+    ExpressionAttributeValues: { ':pk': keys.pk(stream), ':prefix': prefix },
+    ConsistentRead: true,
+  };
+}
+
+/** The stream's open ranges, from the sparse index (eventually consistent). */
+export function openRangesQuery(table: string, stream: string): QueryCommandInput {
+  return {
+    TableName: table,
+    IndexName: OPEN_RANGES_INDEX,
+    KeyConditionExpression: 'openPk = :pk',
+    ExpressionAttributeValues: { ':pk': keys.pk(stream) },
+  };
+}
+
+/** The condition of every item that is written once: its key is not taken. */
+export const ABSENT = 'attribute_not_exists(pk)';
+
+/** Puts `item` only if nothing is stored under its key. */
+export function putIfAbsent(table: string, item: Item): TxAction {
+  return { Put: { TableName: table, Item: item, ConditionExpression: ABSENT } };
+}
+
+type PlanWriteOf<K extends PlanWrite['kind']> = Extract<PlanWrite, { kind: K }>;
+type PlanWriteBuilder<K extends PlanWrite['kind']> = (table: string, stream: string, w: PlanWriteOf<K>) => TxAction[];
+
+/** Persists a newly discovered partition (only if absent). */
+const registerPartition: PlanWriteBuilder<'register-partition'> = (table, _stream, w) => [putIfAbsent(table, codec.partitionItem(w.partition))];
+
+/** Persists a range and moves its partition's planning cursor from `range.from` to `range.until`. */
+const planRange: PlanWriteBuilder<'plan-range'> = (table, stream, w) => {
+  const r = w.range;
+  const values: Item = { ':from': r.from, ':until': r.until, ':now': w.partitionUpdate.lastPlannedAtMs, ':active': 'active' };
+  let set = 'nextFrom = :until, lastPlannedAtMs = :now';
+  if (w.partitionUpdate.pid) {
+    set += ', pid = :pid';
+    values[':pid'] = w.partitionUpdate.pid;
+  }
+  if (w.partitionUpdate.backpressureRatePerSec !== undefined) {
+    set += ', backpressureRatePerSec = :bpRate';
+    values[':bpRate'] = w.partitionUpdate.backpressureRatePerSec;
+  }
+  const inc = incarnationCondition(r.incarnation, ':inc');
+  return [
+    putIfAbsent(table, codec.rangeItem(r)),
+    {
+      Update: {
+        TableName: table,
+        Key: keys.partition(stream, r.topic, r.partition),
+        UpdateExpression: `SET ${set}`,
+        ConditionExpression: `#st = :active AND nextFrom = :from AND ${inc.expression}`,
+        ExpressionAttributeNames: { '#st': 'status' },
+        ExpressionAttributeValues: { ...values, ...inc.values },
+      },
+    },
+  ];
+};
+
+/** Records a dispatch unless the range finished or was parked, from the dispatch count seen. */
+const markDispatched: PlanWriteBuilder<'mark-dispatched'> = (table, stream, w) => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.range(stream, w.range),
+      UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one',
+      ConditionExpression: 'NOT #st IN (:done, :parked) AND dispatches = :expectDispatches',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':now': w.nowMs, ':one': 1, ':done': 'done', ':parked': 'parked', ':expectDispatches': w.expect.dispatches },
+    },
+  },
+];
+
+/** Clears a dispatch the dispatcher refused, so the next run sends the range at once. */
+const unmarkDispatch: PlanWriteBuilder<'unmark-dispatch'> = (table, stream, w) => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.range(stream, w.range),
+      UpdateExpression: 'REMOVE dispatchedAtMs SET dispatches = dispatches - :one',
+      ConditionExpression: '#st = :planned AND dispatches = :expectDispatches',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':one': 1, ':planned': 'planned', ':expectDispatches': w.expect.dispatches },
+    },
+  },
+];
+
+/** Parks a range from the status and attempt count seen. */
+const parkRange: PlanWriteBuilder<'park-range'> = (table, stream, w) => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.range(stream, w.range),
+      UpdateExpression: 'SET #st = :parked, lastError = :err',
+      ConditionExpression: '#st = :expectStatus AND attempts = :expectAttempts',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':parked': 'parked', ':err': w.error, ':expectStatus': w.expect.status, ':expectAttempts': w.expect.attempts },
+    },
+  },
+];
+
+/** Moves an active partition to `retired` or `failed`, with its reason. */
+const endPartition = (to: 'retired' | 'failed') => (table: string, stream: string, w: PlanWriteOf<'retire-partition' | 'fail-partition'>): TxAction[] => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, w.topic, w.partition),
+      UpdateExpression: 'SET #st = :to, reason = :reason, statusChangedAtMs = :now',
+      ConditionExpression: '#st = :active',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':to': to, ':reason': w.reason, ':now': w.nowMs, ':active': 'active' },
+    },
+  },
+];
+
+/** Records a lost span and moves an idle partition past it. */
+const recordDataLoss: PlanWriteBuilder<'record-data-loss'> = (table, stream, w) => [
+  putIfAbsent(table, codec.lossItem(w.loss)),
+  {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, w.loss.topic, w.loss.partition),
+      UpdateExpression: 'SET nextFrom = :to, committed = :to',
+      ConditionExpression: '#st = :active AND nextFrom = :expect AND committed = :expect',
+      ExpressionAttributeNames: { '#st': 'status' },
+      ExpressionAttributeValues: { ':to': w.loss.until, ':expect': w.expectFrom, ':active': 'active' },
+    },
+  },
+];
+
+/** Advances the committed offset forward only, within the planning cursor. */
+const advanceCommitted: PlanWriteBuilder<'advance-committed'> = (table, stream, w) => [
+  {
+    Update: {
+      TableName: table,
+      Key: keys.partition(stream, w.topic, w.partition),
+      UpdateExpression: 'SET committed = :to',
+      ConditionExpression: 'committed = :expect AND nextFrom >= :to AND :to >= :expect',
+      ExpressionAttributeValues: { ':to': w.to, ':expect': w.expect },
+    },
+  },
+];
+
+/** One builder per planner write kind. */
+const PLAN_WRITE_BUILDERS: { [K in PlanWrite['kind']]: PlanWriteBuilder<K> } = {
+  'register-partition': registerPartition,
+  'plan-range': planRange,
+  'close-incarnation': (table, stream, w) => closeIncarnationActions(table, stream, w.closed, w.next),
+  'record-topic-id': (table, stream, w) => [recordTopicIdAction(table, stream, w)],
+  'mark-dispatched': markDispatched,
+  'unmark-dispatch': unmarkDispatch,
+  'park-range': parkRange,
+  'retire-partition': endPartition('retired'),
+  'fail-partition': endPartition('failed'),
+  'record-data-loss': recordDataLoss,
+  'advance-committed': advanceCommitted,
+};
+
 /** The transaction actions (one or two, always in the same transaction) of one planner write. */
 export function planWriteActions(table: string, stream: string, w: PlanWrite): TxAction[] {
-  switch (w.kind) {
-    case 'register-partition':
-      return [
-        {
-          Put: {
-            TableName: table,
-            Item: codec.partitionItem(w.partition),
-            ConditionExpression: 'attribute_not_exists(pk)',
-          },
-        },
-      ];
-    case 'plan-range': {
-      const r = w.range;
-      const values: Item = { ':from': r.from, ':until': r.until, ':now': w.partitionUpdate.lastPlannedAtMs, ':active': 'active' };
-      let set = 'nextFrom = :until, lastPlannedAtMs = :now';
-      if (w.partitionUpdate.pid) {
-        set += ', pid = :pid';
-        values[':pid'] = w.partitionUpdate.pid;
-      }
-      if (w.partitionUpdate.backpressureRatePerSec !== undefined) {
-        set += ', backpressureRatePerSec = :bpRate';
-        values[':bpRate'] = w.partitionUpdate.backpressureRatePerSec;
-      }
-      const inc = incarnationCondition(r.incarnation, ':inc');
-      return [
-        { Put: { TableName: table, Item: codec.rangeItem(r), ConditionExpression: 'attribute_not_exists(pk)' } },
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, r.topic, r.partition),
-            UpdateExpression: `SET ${set}`,
-            ConditionExpression: `#st = :active AND nextFrom = :from AND ${inc.expression}`,
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ...values, ...inc.values },
-          },
-        },
-      ];
-    }
-    case 'close-incarnation':
-      return closeIncarnationActions(table, stream, w.closed, w.next);
-    case 'record-topic-id':
-      return [recordTopicIdAction(table, stream, w)];
-    case 'mark-dispatched':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.range(stream, w.range),
-            UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one',
-            ConditionExpression: 'NOT #st IN (:done, :parked) AND dispatches = :expectDispatches',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: {
-              ':now': w.nowMs,
-              ':one': 1,
-              ':done': 'done',
-              ':parked': 'parked',
-              ':expectDispatches': w.expect.dispatches,
-            },
-          },
-        },
-      ];
-    case 'unmark-dispatch':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.range(stream, w.range),
-            UpdateExpression: 'REMOVE dispatchedAtMs SET dispatches = dispatches - :one',
-            ConditionExpression: '#st = :planned AND dispatches = :expectDispatches',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ':one': 1, ':planned': 'planned', ':expectDispatches': w.expect.dispatches },
-          },
-        },
-      ];
-    case 'park-range':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.range(stream, w.range),
-            UpdateExpression: 'SET #st = :parked, lastError = :err',
-            ConditionExpression: '#st = :expectStatus AND attempts = :expectAttempts',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: {
-              ':parked': 'parked',
-              ':err': w.error,
-              ':expectStatus': w.expect.status,
-              ':expectAttempts': w.expect.attempts,
-            },
-          },
-        },
-      ];
-    case 'retire-partition':
-    case 'fail-partition':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, w.topic, w.partition),
-            UpdateExpression: 'SET #st = :to, reason = :reason, statusChangedAtMs = :now',
-            ConditionExpression: '#st = :active',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: {
-              ':to': w.kind === 'retire-partition' ? 'retired' : 'failed',
-              ':reason': w.reason,
-              ':now': w.nowMs,
-              ':active': 'active',
-            },
-          },
-        },
-      ];
-    case 'record-data-loss':
-      return [
-        { Put: { TableName: table, Item: codec.lossItem(w.loss), ConditionExpression: 'attribute_not_exists(pk)' } },
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, w.loss.topic, w.loss.partition),
-            UpdateExpression: 'SET nextFrom = :to, committed = :to',
-            ConditionExpression: '#st = :active AND nextFrom = :expect AND committed = :expect',
-            ExpressionAttributeNames: { '#st': 'status' },
-            ExpressionAttributeValues: { ':to': w.loss.until, ':expect': w.expectFrom, ':active': 'active' },
-          },
-        },
-      ];
-    case 'advance-committed':
-      return [
-        {
-          Update: {
-            TableName: table,
-            Key: keys.partition(stream, w.topic, w.partition),
-            UpdateExpression: 'SET committed = :to',
-            ConditionExpression: 'committed = :expect AND nextFrom >= :to AND :to >= :expect',
-            ExpressionAttributeValues: { ':to': w.to, ':expect': w.expect },
-          },
-        },
-      ];
-  }
+  return (PLAN_WRITE_BUILDERS[w.kind] as PlanWriteBuilder<typeof w.kind>)(table, stream, w);
 }
 
 /** Records the topic id of a partition that has none (a ledger written before topic ids). */

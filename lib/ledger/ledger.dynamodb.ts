@@ -8,6 +8,7 @@ import {
   ConditionalCheckFailedException,
   ResourceNotFoundException,
   TransactionCanceledException,
+  type CancellationReason,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import {
@@ -21,31 +22,34 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConfigurationError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
+import { CommitTooLargeError, fitsOneCommit, SinkConditionError } from '../ports/ledger';
 import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RangeState, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import {
+  acquirePlannerLeaseUpdate,
   advancePartitionAction,
   codec,
   completeAction,
   deleteRangeAction,
+  DYNAMODB_LIMITS,
+  failRangeUpdate,
   fenceCheck,
   fencedChangeAction,
   keys,
-  OPEN_RANGES_INDEX,
+  markMetaOnceUpdate,
+  openRangesQuery,
   planWriteActions,
+  prefixQuery,
   progressAction,
+  putIfAbsent,
   redriveAction,
+  releasePlannerLeaseUpdate,
+  releaseRangeUpdate,
   rewindPartitionAction,
   sinkAction,
+  spanQuery,
   takeLeaseUpdate,
   type TxAction,
 } from './codec.dynamodb';
-
-/** A sink write's own condition failed: the handler asked for something the sink table refuses. */
-export class SinkConditionError extends AppError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('SINK_CONDITION', message, options);
-  }
-}
 
 const MAX_TX_ACTIONS = 100;
 const CONFLICT_RETRIES = 6;
@@ -135,6 +139,16 @@ function batchWrites(table: string, stream: string, writes: PlanWrite[]): Array<
 
 type Batch = Array<{ index: number; actions: TxAction[] }>;
 
+/** How one caller of the transaction retry loop builds its transaction and judges a cancellation. */
+type TxRetryPolicy<T> = {
+  /** The transaction to send now; undefined when nothing is left to send. */
+  items: () => TxAction[] | undefined;
+  /** The result once the transaction committed (or nothing was left). */
+  applied: () => T;
+  /** A cancellation: finish with a value, or retry at once or after a backoff (or throw). */
+  cancelled: (reasons: CancellationReason[], attempt: number, err: TransactionCanceledException) => { done: T } | { retry: 'backoff' | 'now' };
+};
+
 /** Splits batches into waves whose transactions share no item. */
 function waves(batches: Batch[]): Batch[][] {
   const out: Batch[][] = [];
@@ -170,10 +184,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const table = opts.tableName;
   const doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  let requests = 0;
 
   const send = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-    requests++;
     try {
       return await fn();
     } catch (err) {
@@ -194,60 +206,56 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   };
 
   /** Items of the stream whose sort key lies in `[lo, hi]` (strongly consistent). */
-  const querySpan = (stream: string, span: { lo: string; hi: string }) =>
-    queryAll(`read ${span.lo}.. of ${stream}`, {
-      TableName: table,
-      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
-      ExpressionAttributeValues: { ':pk': keys.pk(stream), ':lo': span.lo, ':hi': span.hi },
-      ConsistentRead: true,
-    });
+  const querySpan = (stream: string, span: { lo: string; hi: string }) => queryAll(`read ${span.lo}.. of ${stream}`, spanQuery(table, stream, span));
 
-  const queryPrefix = (stream: string, prefix: string) =>
-    queryAll(`read ${prefix} items of ${stream}`, {
-      TableName: table,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': keys.pk(stream), ':prefix': prefix },
-      ConsistentRead: true,
-    });
+  const queryPrefix = (stream: string, prefix: string) => queryAll(`read ${prefix} items of ${stream}`, prefixQuery(table, stream, prefix));
 
   /**
-   * Sends one transaction, retrying only when it was cancelled by a concurrent write
-   * (TransactionConflict); returns the cancellation codes when a condition failed.
+   * The one transaction retry loop: sends `tx.items()` (until it has none left) and lets the caller
+   * judge each cancellation: finish with a value, retry at once, or retry after a jittered backoff.
    */
-  const transact = async (what: string, items: TxAction[]): Promise<{ ok: true } | { ok: false; codes: string[] }> => {
-    const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
+  const transactLoop = async <T>(what: string, tx: TxRetryPolicy<T>): Promise<T> => {
     for (let attempt = 0; ; attempt++) {
+      const items = tx.items();
+      if (!items) return tx.applied();
+      // Same content, same token: an SDK retry of a transaction that did commit is a no-op (10 min).
+      const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
       try {
         await send(what, () => doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token })));
-        return { ok: true };
+        return tx.applied();
       } catch (err) {
         if (!(err instanceof TransactionCanceledException)) throw err;
-        const codes = (err.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
-        if (codes.includes('ConditionalCheckFailed')) return { ok: false, codes };
-        if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting (${codes.join(',')})`, { cause: err });
-        await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
+        const step = tx.cancelled(err.CancellationReasons ?? [], attempt, err);
+        if ('done' in step) return step.done;
+        if (step.retry === 'backoff') await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
       }
     }
   };
 
+  /**
+   * Sends one transaction, retrying whenever it was cancelled for another reason than a failed
+   * condition (a concurrent write, throttling); returns the cancellation codes when a condition failed.
+   */
+  const transact = (what: string, items: TxAction[]): Promise<{ ok: true } | { ok: false; codes: string[] }> =>
+    transactLoop<{ ok: true } | { ok: false; codes: string[] }>(what, {
+      items: () => items,
+      applied: () => ({ ok: true }),
+      cancelled: (reasons, attempt, err) => {
+        const codes = reasons.map((r) => r.Code ?? 'None');
+        if (codes.includes('ConditionalCheckFailed')) return { done: { ok: false, codes } };
+        if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting (${codes.join(',')})`, { cause: err });
+        return { retry: 'backoff' };
+      },
+    });
+
   /** Sets a one-time timestamp on the stream's META item, fenced by the planner epoch. */
   const markMetaOnce = async (
-    { stream, epoch, ownerToken, nowMs }: { stream: string; epoch: number; ownerToken: string; nowMs: number },
+    input: { stream: string; epoch: number; ownerToken: string; nowMs: number },
     attribute: 'startedAtMs' | 'finishedAtMs',
   ): Promise<WriteOutcome> => {
+    const { stream, epoch, ownerToken } = input;
     try {
-      await send(`set ${attribute} of ${stream}`, () =>
-        doc.send(
-          new UpdateCommand({
-            TableName: table,
-            Key: keys.meta(stream),
-            UpdateExpression: `SET ${attribute} = :now`,
-            ConditionExpression: `epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(${attribute})`,
-            ExpressionAttributeValues: { ':now': nowMs, ':epoch': epoch, ':owner': ownerToken },
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        ),
-      );
+      await send(`set ${attribute} of ${stream}`, () => doc.send(new UpdateCommand(markMetaOnceUpdate(table, input, attribute))));
       return 'applied';
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
@@ -268,34 +276,28 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     }
   };
 
-  /** Sends one transaction; returns per-write outcomes or 'retry' for writes cancelled only by others. */
-  const sendBatch = async (
-    stream: string,
-    epoch: number,
-    ownerToken: string,
-    batch: Array<{ index: number; actions: TxAction[] }>,
-  ): Promise<Map<number, WriteOutcome>> => {
+  /**
+   * Sends one planner transaction (the fence first, then the batch's writes) and returns each write's
+   * outcome: all `fenced` when the fence failed, `condition-failed` for writes whose own condition
+   * failed; the others are sent again, after a backoff when a concurrent write or throttling cancelled them.
+   */
+  const sendBatch = async (stream: string, epoch: number, ownerToken: string, batch: Batch): Promise<Map<number, WriteOutcome>> => {
     const out = new Map<number, WriteOutcome>();
     let pending = batch;
-    for (let attempt = 0; pending.length > 0; attempt++) {
-      const items = [fenceCheck(table, stream, epoch, ownerToken), ...pending.flatMap((b) => b.actions)];
-      // Same content, same token: an SDK retry of a transaction that did commit is a no-op (10 min).
-      const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
-      try {
-        await send(`plan transaction for ${stream}`, () =>
-          doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token })),
-        );
+    const what = `plan transaction for ${stream}`;
+    return transactLoop<Map<number, WriteOutcome>>(what, {
+      items: () => (pending.length > 0 ? [fenceCheck(table, stream, epoch, ownerToken), ...pending.flatMap((b) => b.actions)] : undefined),
+      applied: () => {
         pending.forEach((b) => out.set(b.index, 'applied'));
         return out;
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        const reasons = err.CancellationReasons ?? [];
+      },
+      cancelled: (reasons, attempt, err) => {
         if (reasons[0]?.Code === 'ConditionalCheckFailed') {
           pending.forEach((b) => out.set(b.index, 'fenced'));
-          return out;
+          return { done: out };
         }
         let pos = 1;
-        const retry: typeof pending = [];
+        const retry: Batch = [];
         for (const b of pending) {
           const codes = b.actions.map((_, i) => reasons[pos + i]?.Code ?? 'None');
           pos += b.actions.length;
@@ -303,26 +305,21 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
           else retry.push(b);
         }
         const conflicted = reasons.some((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError');
-        if (conflicted) {
-          if (attempt >= CONFLICT_RETRIES) {
-            throw new ConflictError(`plan transaction for ${stream} kept conflicting after ${attempt + 1} tries`, { cause: err });
-          }
-          await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
-        } else if (retry.length === pending.length) {
+        if (conflicted && attempt >= CONFLICT_RETRIES) {
+          throw new ConflictError(`${what} kept conflicting after ${attempt + 1} tries`, { cause: err });
+        }
+        if (!conflicted && retry.length === pending.length) {
           // Cancelled for a reason that is neither a condition nor a conflict: do not loop.
-          throw new StoreError(
-            `plan transaction for ${stream} cancelled: ${reasons.map((r) => r.Code).join(',')}`,
-            { cause: err },
-          );
+          throw new StoreError(`${what} cancelled: ${reasons.map((r) => r.Code).join(',')}`, { cause: err });
         }
         pending = retry;
-      }
-    }
-    return out;
+        return { retry: conflicted ? 'backoff' : 'now' };
+      },
+    });
   };
 
   return {
-    requestCount: () => requests,
+    limits: DYNAMODB_LIMITS,
 
     async readMeta(stream) {
       const res = await send(`read meta of ${stream}`, () =>
@@ -331,30 +328,9 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return res.Item ? codec.metaFromItem(res.Item) : undefined;
     },
 
-    async acquirePlannerLease({ stream, ownerToken, nowMs, leaseMs }): Promise<PlannerLease> {
+    async acquirePlannerLease(input): Promise<PlannerLease> {
       try {
-        const res = await send(`acquire planner lease of ${stream}`, () =>
-          doc.send(
-            new UpdateCommand({
-              TableName: table,
-              Key: keys.meta(stream),
-              UpdateExpression:
-                'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream',
-              ConditionExpression: 'attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner',
-              ExpressionAttributeNames: { '#s': 'stream' },
-              ExpressionAttributeValues: {
-                ':zero': 0,
-                ':one': 1,
-                ':owner': ownerToken,
-                ':until': nowMs + leaseMs,
-                ':now': nowMs,
-                ':stream': stream,
-              },
-              ReturnValues: 'ALL_NEW',
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            }),
-          ),
-        );
+        const res = await send(`acquire planner lease of ${input.stream}`, () => doc.send(new UpdateCommand(acquirePlannerLeaseUpdate(table, input))));
         const meta = codec.metaFromItem(res.Attributes ?? {});
         return { acquired: true, epoch: meta.epoch, meta };
       } catch (err) {
@@ -370,19 +346,9 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     markStreamStarted: (input) => markMetaOnce(input, 'startedAtMs'),
 
-    async releasePlannerLease({ stream, epoch, ownerToken, confirmDispatches }) {
+    async releasePlannerLease(input) {
       try {
-        await send(`release planner lease of ${stream}`, () =>
-          doc.send(
-            new UpdateCommand({
-              TableName: table,
-              Key: keys.meta(stream),
-              UpdateExpression: confirmDispatches ? 'SET leaseExpiresAtMs = :zero, confirmedEpoch = :epoch' : 'SET leaseExpiresAtMs = :zero',
-              ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
-              ExpressionAttributeValues: { ':zero': 0, ':epoch': epoch, ':owner': ownerToken },
-            }),
-          ),
-        );
+        await send(`release planner lease of ${input.stream}`, () => doc.send(new UpdateCommand(releasePlannerLeaseUpdate(table, input))));
         return 'applied';
       } catch (err) {
         if (err instanceof ConditionalCheckFailedException) return 'fenced';
@@ -395,12 +361,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
 
     async readOpenRanges(stream) {
-      const items = await queryAll(`read open ranges of ${stream}`, {
-        TableName: table,
-        IndexName: OPEN_RANGES_INDEX,
-        KeyConditionExpression: 'openPk = :pk',
-        ExpressionAttributeValues: { ':pk': keys.pk(stream) },
-      });
+      const items = await queryAll(`read open ranges of ${stream}`, openRangesQuery(table, stream));
       // The index is eventually consistent: a range done a moment ago may still be listed.
       return items.map(codec.rangeFromItem).filter((r) => r.status !== 'done');
     },
@@ -449,11 +410,12 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
 
     async commitChunk({ range, expectProgress, to, nowMs, leaseMs, sinkWrites = [], deadLetters = [], dataLoss }) {
+      if (!fitsOneCommit(sinkWrites, DYNAMODB_LIMITS)) throw new CommitTooLargeError(sinkWrites.length, DYNAMODB_LIMITS);
       const items: TxAction[] = [
         progressAction(table, range, expectProgress, to, nowMs + leaseMs),
         ...sinkWrites.map(sinkAction),
-        ...deadLetters.map((d) => ({ Put: { TableName: table, Item: codec.deadLetterItem(d), ConditionExpression: 'attribute_not_exists(pk)' } })),
-        ...(dataLoss ? [{ Put: { TableName: table, Item: codec.lossItem(dataLoss), ConditionExpression: 'attribute_not_exists(pk)' } }] : []),
+        ...deadLetters.map((d) => putIfAbsent(table, codec.deadLetterItem(d))),
+        ...(dataLoss ? [putIfAbsent(table, codec.lossItem(dataLoss))] : []),
       ];
       const res = await transact(`commit ${range.topic}/${range.partition} ${expectProgress}->${to}`, items);
       if (res.ok) return 'applied';
@@ -477,34 +439,11 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
 
     async failRange({ range, status, error, nowMs }) {
-      return updateHoldingLease(`fail ${range.topic}/${range.partition}/${range.from}`, {
-        TableName: table,
-        Key: keys.range(range.stream, range),
-        UpdateExpression: 'SET #st = :status, lastError = :err, failedAtMs = :now, leaseExpiresAtMs = :zero',
-        ConditionExpression: '#st = :leased AND leaseToken = :token',
-        ExpressionAttributeNames: { '#st': 'status' },
-        ExpressionAttributeValues: { ':status': status, ':err': error.slice(0, 4000), ':now': nowMs, ':zero': 0, ':leased': 'leased', ':token': range.leaseToken },
-      });
+      return updateHoldingLease(`fail ${range.topic}/${range.partition}/${range.from}`, failRangeUpdate(table, range, status, error, nowMs));
     },
 
     async releaseRange({ range, nowMs, progressed }) {
-      return updateHoldingLease(`release ${range.topic}/${range.partition}/${range.from}`, {
-        TableName: table,
-        Key: keys.range(range.stream, range),
-        // Back to `planned` and not dispatched: the next planner run dispatches it again at once.
-        // A deadline that still made progress is not a failed attempt.
-        UpdateExpression: `SET #st = :planned, leaseExpiresAtMs = :zero, releasedAtMs = :now${progressed ? ', attempts = attempts - :one' : ''} REMOVE dispatchedAtMs`,
-        ConditionExpression: '#st = :leased AND leaseToken = :token',
-        ExpressionAttributeNames: { '#st': 'status' },
-        ExpressionAttributeValues: {
-          ':planned': 'planned',
-          ':zero': 0,
-          ':now': nowMs,
-          ':leased': 'leased',
-          ':token': range.leaseToken,
-          ...(progressed ? { ':one': 1 } : {}),
-        },
-      });
+      return updateHoldingLease(`release ${range.topic}/${range.partition}/${range.from}`, releaseRangeUpdate(table, range, nowMs, progressed));
     },
 
     async listDeadLetters(stream) {

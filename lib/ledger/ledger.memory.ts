@@ -2,8 +2,10 @@
  * In-memory Ledger for fast unit tests of planner logic. Same conditional semantics as the DynamoDB
  * adapter (the shared contract test runs against both), with none of its batching.
  */
-import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
+import { DYNAMODB_LIMITS } from './codec.dynamodb';
+import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit } from '../ports/ledger';
 import type {
+  LedgerLimits,
   ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
@@ -130,8 +132,13 @@ function applyClose(s: StreamStore, w: Extract<PlanWrite, { kind: 'close-incarna
   return true;
 }
 
-/** Creates an empty in-memory ledger. `state()` exposes the raw store for assertions. */
-export function createMemoryLedger(): Ledger & { store(stream: string): StreamStore } {
+/**
+ * Creates an empty in-memory ledger. `store(stream)` exposes the raw store for assertions and
+ * `requestCount()` the calls made (not part of the port: a test's request budget). It enforces
+ * the limits of the store it stands in for (DynamoDB's by default), so unit tests see chunks split.
+ */
+export function createMemoryLedger(opts: { limits?: LedgerLimits } = {}): Ledger & { store(stream: string): StreamStore; requestCount(): number } {
+  const limits = opts.limits ?? DYNAMODB_LIMITS;
   const streams = new Map<string, StreamStore>();
   let requests = 0;
   const store = (stream: string): StreamStore => {
@@ -152,6 +159,7 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
 
   return {
     store,
+    limits,
     requestCount: () => requests,
     async readMeta(stream) {
       requests++;
@@ -225,6 +233,7 @@ export function createMemoryLedger(): Ledger & { store(stream: string): StreamSt
     },
     async commitChunk({ range, expectProgress, to, nowMs, leaseMs, sinkWrites, deadLetters, dataLoss }): Promise<ProcessorWriteOutcome> {
       requests++;
+      if (!fitsOneCommit(sinkWrites ?? [], limits)) throw new CommitTooLargeError(sinkWrites?.length ?? 0, limits);
       const r = held(range);
       if (!r || r.progress !== expectProgress || to < expectProgress || to > r.until) return 'lease-lost';
       r.progress = to;

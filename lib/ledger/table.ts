@@ -1,4 +1,7 @@
-/** The ledger table's definition, shared by local set-up, tests and the CloudFormation resource. */
+/**
+ * The ledger table's definition, used by local set-up and tests. `infra/cfn/resources.yml` repeats it
+ * for CloudFormation; test/deploy/package.test.ts keeps the two equal (keys, attributes, index, TTL).
+ */
 import {
   CreateTableCommand,
   DescribeTableCommand,

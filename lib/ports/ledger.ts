@@ -6,6 +6,7 @@
  * `'fenced'`), never thrown: the caller re-reads and decides, like the KCL's lease table.
  * The `nowMs` of every lease decision (taking, renewing) is a `StoreClock` reading.
  */
+import { AppError } from '../errors';
 import type { PidState } from '../offsets/pid';
 import type { TimestampType } from './range-reader';
 
@@ -185,6 +186,54 @@ export type SinkWrite =
 
 export type SinkCondition = { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
 
+/**
+ * What one commit may carry, as the store publishes it (`Ledger.limits`): the processor splits a chunk
+ * whose sink writes do not fit, and sizes dead letters to fit one item. Both adapters refuse a commit
+ * over them (CommitTooLargeError) before writing anything.
+ */
+export type LedgerLimits = {
+  /** Sink writes in one `commitChunk` (beside the progress update and the chunk's dead letters). */
+  maxSinkWrites: number;
+  /** Their serialized size, in bytes of JSON. */
+  maxSinkBytes: number;
+  /** Largest parts of a dead letter, raw bytes (before base64), so that one fits one stored item. */
+  deadLetter: { maxValueBytes: number; maxKeyBytes: number; maxHeaderBytes: number; maxErrorChars: number };
+};
+
+/** Whether `writes` fit one commit: at most `limits`' count and bytes, and one write per item (puts excepted). */
+export function fitsOneCommit(writes: SinkWrite[], limits: LedgerLimits): boolean {
+  if (writes.length > limits.maxSinkWrites) return false;
+  const items = new Set<string>();
+  let bytes = 0;
+  for (const w of writes) {
+    const spec = 'put' in w ? w.put : 'delete' in w ? w.delete : w.update;
+    const key = 'put' in w ? w.put.item : 'key' in spec ? spec.key : {};
+    const id = `${spec.table ?? ''}|${JSON.stringify(key)}`;
+    if (items.has(id) && !('put' in w)) return false;
+    items.add(id);
+    bytes += JSON.stringify(w).length;
+  }
+  return bytes <= limits.maxSinkBytes;
+}
+
+/** A sink write's own condition failed: the handler asked for something the sink refuses; nothing was written. */
+export class SinkConditionError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SINK_CONDITION', message, options);
+  }
+}
+
+/** A commit over the store's published `limits`; nothing was written (the caller splits it). */
+export class CommitTooLargeError extends AppError {
+  constructor(writes: number, limits: LedgerLimits) {
+    super(
+      'COMMIT_TOO_LARGE',
+      `${writes} sink writes do not fit one commit (at most ${limits.maxSinkWrites}, ${limits.maxSinkBytes} bytes, ` +
+        'one write per item); nothing was written',
+    );
+  }
+}
+
 /** A record header as a dead letter stores it: its value as base64, null kept as null. */
 export type DeadLetterHeader = { key: string; valueBase64: string | null };
 
@@ -342,6 +391,8 @@ export type RewindOutcome =
   | { outcome: 'fenced' };
 
 export type Ledger = {
+  /** What one commit may carry (see LedgerLimits); the same for every adapter of one store. */
+  readonly limits: LedgerLimits;
   readMeta(stream: string): Promise<StreamMeta | undefined>;
   /**
    * Takes the stream's planner lease if it is free or expired, bumping the epoch. Losing is a value:
@@ -369,8 +420,6 @@ export type Ledger = {
    * after it is `'fenced'` too and nothing more is written.
    */
   applyPlan(input: { stream: string; epoch: number; ownerToken: string; writes: PlanWrite[] }): Promise<WriteOutcome[]>;
-  /** Requests sent to the store so far (benchmarks and the idle-run budget). */
-  requestCount(): number;
 
   // Processor side. Every write is conditional on the lease token (I3) and the progress it replaces (I2).
 
@@ -396,7 +445,8 @@ export type Ledger = {
   }): Promise<LeaseOutcome>;
   /**
    * Moves progress from `expectProgress` to `to` and renews the lease, together with the chunk's sink
-   * writes and dead letters, in one transaction (I4).
+   * writes and dead letters, in one transaction (I4). Sink writes over `limits` throw CommitTooLargeError,
+   * a sink write's own failed condition throws SinkConditionError; either way nothing was written.
    */
   commitChunk(input: {
     range: LeasedRange;

@@ -2,7 +2,7 @@
  * The Ledger contract: conditional semantics every adapter must have. Run against the in-memory
  * fake (unit) and the DynamoDB adapter on the emulator (integration).
  */
-import type { ClosedIncarnation, Ledger, PartitionState, PlanWrite, RangeState } from '../../lib/ports/ledger';
+import { CommitTooLargeError, fitsOneCommit, type ClosedIncarnation, type Ledger, type PartitionState, type PlanWrite, type RangeState, type SinkWrite } from '../../lib/ports/ledger';
 
 export type LedgerFactory = () => Promise<Ledger>;
 
@@ -313,6 +313,27 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(await ledger.readPartition(r.stream, 't', 0)).toMatchObject({ committed: 110, lastRange: stats, observedRecordsPerSec: 128 });
     expect(await ledger.readOpenRanges(r.stream)).toEqual([]);
     expect(await take(r, 'B', 99_000)).toMatchObject({ kind: 'done', range: { records: 90 } });
+  });
+
+  it('refuses a commit over its published limits and writes nothing', async () => {
+    const r = await plannedRange(streamName(), 0, 10);
+    await take(r, 'A', 1000);
+    const held = { ...r, leaseToken: 'A' };
+    const { limits } = ledger;
+    const puts = (n: number): SinkWrite[] => Array.from({ length: n }, (_, i) => ({ put: { table: 'sink', item: { pk: `k${i}` } } }));
+    const bump: SinkWrite = { update: { table: 'sink', key: { pk: 'k' }, expression: 'ADD #n :one', names: { '#n': 'n' }, values: { ':one': 1 } } };
+    const tooLarge: SinkWrite[][] = [
+      puts(limits.maxSinkWrites + 1),
+      [{ put: { table: 'sink', item: { pk: 'big', blob: 'x'.repeat(limits.maxSinkBytes) } } }],
+      [bump, bump], // two writes on one item
+    ];
+    expect(fitsOneCommit(puts(limits.maxSinkWrites), limits)).toBe(true);
+    for (const sinkWrites of tooLarge) {
+      expect(fitsOneCommit(sinkWrites, limits)).toBe(false);
+      await expect(ledger.commitChunk({ range: held, expectProgress: 0, to: 5, nowMs: 1500, leaseMs: 1000, sinkWrites })).rejects.toBeInstanceOf(CommitTooLargeError);
+    }
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'leased', progress: 0 });
+    expect(limits.deadLetter.maxValueBytes).toBeGreaterThan(0);
   });
 
   it('fails, parks and releases ranges only for the lease holder', async () => {

@@ -2,9 +2,12 @@
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { ledgerContract, partitionFixture, rangeFixture } from '../contract/ledger.contract';
+import { countRequests } from '../support/dynamo-requests';
 import { testDynamo, uniqueName } from '../support/env';
 
 const client = testDynamo();
+/** Requests sent through `client` (tests run one at a time, so a difference is one ledger's). */
+const requestCount = countRequests(client);
 const tableName = uniqueName('ledger');
 
 beforeAll(() => ensureLedgerTable(client, tableName));
@@ -16,7 +19,7 @@ describe('DynamoDB ledger (contract)', () => {
 
 describe('DynamoDB ledger batching', () => {
   it('writes 2 actions per planned range in transactions of 1 fence + 99 actions', async () => {
-    const ledger = createDynamoLedger({ client, tableName });
+    const ledger = Object.assign(createDynamoLedger({ client, tableName }), { requestCount });
     const stream = uniqueName('batch');
     const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
     if (!lease.acquired) throw new Error('lease');
@@ -45,7 +48,7 @@ describe('DynamoDB ledger batching', () => {
 
 describe('DynamoDB ledger lease takes', () => {
   it('tells a refused take (wrong until, held) from the condition failure itself: one request each', async () => {
-    const ledger = createDynamoLedger({ client, tableName });
+    const ledger = Object.assign(createDynamoLedger({ client, tableName }), { requestCount });
     const stream = uniqueName('take');
     const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
     if (!lease.acquired) throw new Error('lease');

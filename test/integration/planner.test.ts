@@ -8,9 +8,12 @@ import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream, type PlannerDeps } from '../../lib/planner/run';
+import { countRequests } from '../support/dynamo-requests';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
+/** Requests sent through `ddb` (tests run one at a time, so a difference is one ledger's). */
+const ddbRequests = countRequests(ddb);
 const tableName = uniqueName('planner-ledger');
 const kafka = testKafka('planner-it');
 const admin = kafka.admin();
@@ -31,7 +34,7 @@ function setup() {
     { id: prefix, kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') }, topicPattern: `${prefix}-.*`, triggerIntervalMs: 10_000 },
     'test',
   );
-  const ledger = createDynamoLedger({ client: ddb, tableName });
+  const ledger = Object.assign(createDynamoLedger({ client: ddb, tableName }), { requestCount: ddbRequests });
   const dispatcher = createRecordingDispatcher();
   const deps: PlannerDeps = { ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 };
   let now = Date.now();

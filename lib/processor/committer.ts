@@ -1,0 +1,197 @@
+/**
+ * The commit path of one leased range: it owns the range's progress and counts, commits each chunk
+ * with its sink writes in one ledger commit, splits a chunk whose writes do not fit the ledger's
+ * published limits, and isolates records the handler (or the sink) rejects, retrying them one by one
+ * before they are dead-lettered or stop the partition.
+ */
+import type { StreamConfig } from '../config/schema';
+import { AppError } from '../errors';
+import { fitsOneCommit, SinkConditionError } from '../ports/ledger';
+import type { DataLossEntry, DeadLetter, LeasedRange, Ledger, SinkWrite, StoreClock } from '../ports/ledger';
+import type { KafkaRecord } from '../ports/range-reader';
+import type { RangePayload } from '../ranges';
+import { deadLetterOf, retained } from './dead-letter';
+import { idempotencyKeyOf, type HandlerContext, type HandlerRecord, type RecordsHandler } from './handler-api';
+
+/** A commit's condition showed another processor holds the lease: stop without further writes. */
+export class LeaseLost extends Error {}
+/** A record kept failing under `poisonPolicy: stop-partition`: park the range. */
+export class PoisonStop extends Error {}
+
+export type CommitterInput = {
+  ledger: Ledger;
+  stream: StreamConfig;
+  range: RangePayload;
+  held: LeasedRange;
+  /** The range's progress when the lease was taken. */
+  progress: number;
+  handler: RecordsHandler;
+  ctx: HandlerContext;
+  clock: () => number;
+  storeClock: StoreClock;
+  sleep: (ms: number) => Promise<void>;
+  /** Backoff before the first handler retry (doubles each time). */
+  retryBaseMs: number;
+  afterStep?: (step: 'handled' | 'committed', detail: { from: number; to: number }) => void | Promise<void>;
+};
+
+/** How often a record was tried, and its last error. */
+type Attempts = { attempts: number; lastError: unknown };
+
+/** Commits a leased range chunk by chunk; `progress` and the counts say where it stands. */
+export class ChunkCommitter {
+  progress: number;
+  records = 0;
+  chunks = 0;
+  deadLetters = 0;
+
+  constructor(private readonly c: CommitterInput) {
+    this.progress = c.progress;
+  }
+
+  /** Hands one fetched chunk to the handler and commits it, isolating poison records if needed. */
+  async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
+    const to = Math.min(nextOffset, this.c.range.until);
+    const batch = records.map((r) => toHandlerRecord(r, this.c.range.incarnation));
+    if (batch.length === 0) return this.commit(to, [], []);
+    await this.c.afterStep?.('handled', { from: this.progress, to: nextOffset });
+    await this.deliver(batch, to);
+    this.chunks += 1;
+  }
+
+  /** Records that retention removed `[progress, until)` and moves past it. */
+  async skipLost(until: number): Promise<void> {
+    await this.commit(until, [], [], { from: this.progress, until });
+  }
+
+  /** Commits `[progress, to)` with its writes; throws LeaseLost when a condition shows we lost the lease. */
+  private async commit(to: number, sinkWrites: SinkWrite[], deadLetters: DeadLetter[], dataLoss?: { from: number; until: number }): Promise<void> {
+    const { ledger, stream, range, held } = this.c;
+    const outcome = await ledger.commitChunk({
+      range: held,
+      expectProgress: this.progress,
+      to,
+      nowMs: await this.c.storeClock(),
+      leaseMs: stream.processor.leaseMs,
+      sinkWrites: sinkWrites.map((w) => withTable(w, stream.handler?.sinkTable)),
+      deadLetters: range.incarnation ? deadLetters.map((d) => ({ ...d, incarnation: range.incarnation })) : deadLetters,
+      dataLoss: dataLoss && this.lossEntry(dataLoss),
+    });
+    if (outcome === 'lease-lost') throw new LeaseLost();
+    await this.c.afterStep?.('committed', { from: this.progress, to });
+    this.progress = to;
+  }
+
+  private lossEntry(span: { from: number; until: number }): DataLossEntry {
+    const { stream, range } = this.c;
+    return {
+      stream: stream.id,
+      topic: range.topic,
+      partition: range.partition,
+      ...span,
+      detectedAtMs: this.c.clock(),
+      reason: 'retention deleted offsets before they were processed',
+      ...(range.incarnation ? { incarnation: range.incarnation } : {}),
+    };
+  }
+
+  /** Delivers `batch` and commits up to `to`, splitting when the writes do not fit one commit. */
+  private async deliver(batch: HandlerRecord[], to: number): Promise<void> {
+    let writes: SinkWrite[];
+    try {
+      writes = await this.callHandler(batch);
+    } catch (err) {
+      return this.isolate(batch, to, err);
+    }
+    const limits = this.c.ledger.limits;
+    if (!fitsOneCommit(writes, limits) && batch.length > 1) {
+      const half = Math.ceil(batch.length / 2);
+      await this.deliver(batch.slice(0, half), (batch[half] as HandlerRecord).offset);
+      await this.deliver(batch.slice(half), to);
+      return;
+    }
+    if (!fitsOneCommit(writes, limits)) {
+      const error = `the writes for one record do not fit one ledger commit (${writes.length} writes; at most ${limits.maxSinkWrites}, ` +
+        `${limits.maxSinkBytes} bytes, one write per item)`;
+      return this.isolate(batch, to, new Error(error));
+    }
+    try {
+      await this.commit(to, writes, []);
+    } catch (err) {
+      // One of the records asked for a write the sink refuses: find it record by record.
+      if (err instanceof SinkConditionError) return this.isolate(batch, to, err);
+      throw err;
+    }
+    this.records += batch.length;
+  }
+
+  private async callHandler(batch: HandlerRecord[]): Promise<SinkWrite[]> {
+    const { handler, ctx } = this.c;
+    const out = await handler.handle(batch, ctx);
+    if (handler.mode === 'at-least-once') return [];
+    if (!Array.isArray(out)) throw new Error('an exactly-once handler must return an array of sink writes');
+    return out;
+  }
+
+  /**
+   * A chunk failed: retry record by record with backoff; a record that still fails after the
+   * stream's attempt limit is dead-lettered (the range continues) or stops the partition.
+   */
+  private async isolate(batch: HandlerRecord[], to: number, firstError: unknown): Promise<void> {
+    for (let i = 0; i < batch.length; i++) {
+      const rec = batch[i] as HandlerRecord;
+      const recTo = i + 1 < batch.length ? (batch[i + 1] as HandlerRecord).offset : to;
+      // A batch of one already failed once: that counts as its first attempt.
+      const tried: Attempts = batch.length === 1 ? { attempts: 1, lastError: firstError } : { attempts: 0, lastError: undefined };
+      const failed = await this.retryRecord(rec, recTo, tried);
+      if (failed) await this.reject(rec, recTo, failed);
+    }
+  }
+
+  /** Tries one record until it commits or the attempt limit is reached; returns how it failed, if it did. */
+  private async retryRecord(rec: HandlerRecord, to: number, tried: Attempts): Promise<Attempts | undefined> {
+    let { attempts, lastError } = tried;
+    while (attempts < this.c.stream.maxAttempts) {
+      if (attempts > 0) await this.c.sleep(this.c.retryBaseMs * 2 ** (attempts - 1));
+      attempts++;
+      try {
+        const writes = await this.callHandler([rec]);
+        if (!fitsOneCommit(writes, this.c.ledger.limits)) throw new Error(`the writes for record ${rec.idempotencyKey} do not fit one ledger commit`);
+        await this.commit(to, writes, []);
+        this.records += 1;
+        return undefined;
+      } catch (err) {
+        // Our own infrastructure errors (store, Kafka, config) are not the record's fault.
+        if (err instanceof LeaseLost) throw err;
+        if (err instanceof AppError && !(err instanceof SinkConditionError)) throw err;
+        lastError = err;
+      }
+    }
+    return { attempts, lastError };
+  }
+
+  /** A record failed every attempt: dead-letter it and move past it, or stop the partition. */
+  private async reject(rec: HandlerRecord, to: number, failed: Attempts): Promise<void> {
+    const { stream, range, clock } = this.c;
+    const message = `handler rejected ${rec.idempotencyKey} ${failed.attempts} times: ${errorText(failed.lastError)}`;
+    if (stream.poisonPolicy === 'stop-partition') throw new PoisonStop(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
+    const letter = deadLetterOf(this.c.ledger.limits.deadLetter, { stream: stream.id, rangeFrom: range.from, nowMs: clock() }, rec, message, failed.attempts);
+    await this.commit(to, [], [retained(letter, stream.deadLetters)]);
+    this.deadLetters += 1;
+  }
+}
+
+/** `Name: message` of an error, or the thrown value as text. */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+function toHandlerRecord(r: KafkaRecord, incarnation: number | undefined): HandlerRecord {
+  return { ...r, idempotencyKey: idempotencyKeyOf(r.topic, r.partition, r.offset, incarnation) };
+}
+
+function withTable(w: SinkWrite, table: string | undefined): SinkWrite {
+  if ('put' in w) return { put: { ...w.put, table: w.put.table ?? table } };
+  if ('delete' in w) return { delete: { ...w.delete, table: w.delete.table ?? table } };
+  return { update: { ...w.update, table: w.update.table ?? table } };
+}

@@ -1,0 +1,83 @@
+/**
+ * The DynamoDB ledger's transaction retry loop, on a client whose TransactWriteItems answers are
+ * scripted by a middleware (nothing leaves the process): what is retried, after a backoff or at once,
+ * with the same request token, and where it gives up.
+ */
+import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ConflictError, StoreError } from '../../lib/errors';
+import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
+import type { PlanWrite } from '../../lib/ports/ledger';
+
+type Sent = { items: unknown[]; token: string };
+
+/** A ledger whose n-th transaction gets `answers[n]` (cancellation codes) or succeeds when none is left. */
+function scripted(answers: string[][]) {
+  const client = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const sent: Sent[] = [];
+  client.middlewareStack.add(
+    () => async (args) => {
+      const input = args.input as { TransactItems: unknown[]; ClientRequestToken: string };
+      sent.push({ items: input.TransactItems, token: input.ClientRequestToken });
+      const codes = answers[sent.length - 1];
+      if (!codes) return { output: { $metadata: {} } as never, response: {} };
+      throw new TransactionCanceledException({ message: 'cancelled', $metadata: {}, CancellationReasons: codes.map((Code) => ({ Code })) });
+    },
+    { step: 'initialize', name: 'scripted', priority: 'high' },
+  );
+  const sleeps: number[] = [];
+  const ledger = createDynamoLedger({ client, tableName: 'ledger', sleep: async (ms) => void sleeps.push(ms) });
+  return { ledger, sent, sleeps };
+}
+
+const register = (partition: number): PlanWrite => ({
+  kind: 'register-partition',
+  partition: { stream: 's', topic: 't', partition, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
+});
+const plan = (writes: PlanWrite[]) => ({ stream: 's', epoch: 1, ownerToken: 'o', writes });
+const held = { stream: 's', topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'A' };
+const commit = { range: held, expectProgress: 0, to: 5, nowMs: 0, leaseMs: 1000 };
+
+describe('DynamoDB ledger transaction retries', () => {
+  it('planner writes: a conflict is retried after a backoff with the same token', async () => {
+    const t = scripted([['None', 'TransactionConflict', 'None']]);
+    expect(await t.ledger.applyPlan(plan([register(0), register(1)]))).toEqual(['applied', 'applied']);
+    expect(t.sent).toHaveLength(2);
+    expect(t.sent[1]?.token).toBe(t.sent[0]?.token);
+    expect(t.sleeps).toHaveLength(1);
+  });
+
+  it('planner writes: a failed write condition is reported and the others are resent at once without it', async () => {
+    const t = scripted([['None', 'ConditionalCheckFailed', 'None']]);
+    expect(await t.ledger.applyPlan(plan([register(0), register(1)]))).toEqual(['condition-failed', 'applied']);
+    expect(t.sent.map((s) => s.items.length)).toEqual([3, 2]);
+    expect(t.sleeps).toEqual([]);
+  });
+
+  it('planner writes: the fence failing fences them all; another reason on every write is a StoreError', async () => {
+    const fenced = scripted([['ConditionalCheckFailed', 'None']]);
+    expect(await fenced.ledger.applyPlan(plan([register(0)]))).toEqual(['fenced']);
+    const refused = scripted([['None', 'ValidationError']]);
+    await expect(refused.ledger.applyPlan(plan([register(0)]))).rejects.toBeInstanceOf(StoreError);
+    expect(refused.sent).toHaveLength(1);
+  });
+
+  it('planner writes: throttling is retried like a conflict, then gives up with a ConflictError', async () => {
+    const t = scripted(Array.from({ length: 7 }, () => ['None', 'ThrottlingError']));
+    await expect(t.ledger.applyPlan(plan([register(0)]))).rejects.toBeInstanceOf(ConflictError);
+    expect(t.sent).toHaveLength(7);
+    expect(t.sleeps).toHaveLength(6);
+  });
+
+  it('processor commits: any cancellation but a condition is retried after a backoff, then a ConflictError', async () => {
+    const once = scripted([['TransactionConflict']]);
+    expect(await once.ledger.commitChunk(commit)).toBe('applied');
+    expect(once.sent).toHaveLength(2);
+    expect(once.sent[1]?.token).toBe(once.sent[0]?.token);
+    const always = scripted(Array.from({ length: 7 }, () => ['None']));
+    await expect(always.ledger.commitChunk(commit)).rejects.toBeInstanceOf(ConflictError);
+    expect(always.sleeps).toHaveLength(6);
+    const lost = scripted([['ConditionalCheckFailed']]);
+    expect(await lost.ledger.commitChunk(commit)).toBe('lease-lost');
+    expect(lost.sent).toHaveLength(1);
+  });
+});
