@@ -195,9 +195,13 @@ describe('a dead leader on a 3-broker cluster', () => {
 
     // 5. Records written after the failover, then drain: every offset exactly once.
     await produce(topic, all, 3, 'c');
-    await run();
-    await dispatcher.idle();
-    const final = await run();
+    // Drained when a run finds no lag; on a loaded machine a partition may need a round more (one
+    // range in flight per partition), so allow a few.
+    let final = await run();
+    for (let round = 0; round < 5 && final.partitions.some((p) => p.lag > 0); round++) {
+      await dispatcher.idle();
+      final = await run();
+    }
     await dispatcher.idle();
     expect(final.partitions.map((p) => p.lag)).toEqual(all.map(() => 0));
     expect(errors).toEqual([]);
@@ -225,7 +229,7 @@ describe('a dead leader on a 3-broker cluster', () => {
     expect(unavailable.map((p) => p.partition).sort()).toEqual(dead);
     if (coldResult instanceof Error) throw coldResult;
     const { topics: coldTopics, answer: coldAnswer } = coldResult;
-    expect(coldTopics).toEqual([{ topic, partitions: all }]);
+    expect(coldTopics).toEqual([{ topic, partitions: all, topicId: expect.any(String) }]);
     expect(coldAnswer.offsets.map((o) => o.partition).sort()).toEqual(live);
     expect(coldAnswer.unavailable.map((u) => u.partition).sort()).toEqual(dead);
   });
