@@ -5,11 +5,13 @@
  * is selected, so `npm run test:unit` never starts the local stack.
  */
 const swc = ['@swc/jest', { jsc: { target: 'es2023', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
-// middy ships ESM only; jest (CommonJS) needs it transformed like our own sources.
+// middy ships ESM only; jest (CommonJS) needs it transformed like our own sources and mapped to its file.
 const common = {
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': swc },
   transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  // middy 7 exports only an `import` condition, which jest's CommonJS resolver does not take.
+  moduleNameMapper: { '^@middy/([a-z-]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
   setupFiles: ['<rootDir>/test/setup/env.ts'],
 };
 
