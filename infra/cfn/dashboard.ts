@@ -4,58 +4,80 @@ import { sub, subLiteral, type Cfn } from './cfn';
 import { IDS } from './names';
 import type { Settings } from './settings';
 
-/** Dashboard JSON as an Fn::Sub string (region and alarm ARNs filled in by CloudFormation). */
-export function dashboardBody(s: Settings, config: DeploymentConfig, alarmIds: string[], period: number): Cfn {
-  const ns = s.metricsNamespace;
-  const widgets: Record<string, unknown>[] = [];
+type Widget = Record<string, unknown>;
+
+/** Widgets laid out top to bottom on CloudWatch's 24-column grid. */
+function dashboardGrid(period: number) {
+  const widgets: Widget[] = [];
   let y = 0;
-  const text = (markdown: string) => {
-    widgets.push({ type: 'text', x: 0, y, width: 24, height: 2, properties: { markdown } });
-    y += 2;
+  return {
+    widgets,
+    text(markdown: string): void {
+      widgets.push({ type: 'text', x: 0, y, width: 24, height: 2, properties: { markdown } });
+      y += 2;
+    },
+    alarms(alarmIds: string[]): void {
+      widgets.push({ type: 'alarm', x: 0, y, width: 24, height: 4, properties: { title: 'Alarms', alarms: alarmIds.map((id) => `\${${id}.Arn}`) } });
+      y += 4;
+    },
+    /** One row of metric graphs sharing the width. */
+    row(items: Widget[]): void {
+      const width = Math.floor(24 / items.length);
+      items.forEach((props, i) => widgets.push({ type: 'metric', x: i * width, y, width, height: 6, properties: { region: '${AWS::Region}', period, ...props } }));
+      y += 6;
+    },
   };
-  const row = (items: Record<string, unknown>[]) => {
-    const width = Math.floor(24 / items.length);
-    items.forEach((props, i) => widgets.push({ type: 'metric', x: i * width, y, width, height: 6, properties: { region: '${AWS::Region}', period, ...props } }));
-    y += 6;
-  };
-  text(`# ${subLiteral(s.service)} (${subLiteral(s.stage)})\nPlanner schedule: \`${subLiteral(s.scheduleRate)}\`. Metrics namespace \`${subLiteral(ns)}\`.`);
-  widgets.push({ type: 'alarm', x: 0, y, width: 24, height: 4, properties: { title: 'Alarms', alarms: alarmIds.map((id) => `\${${id}.Arn}`) } });
-  y += 4;
-  for (const stream of config.streams) {
-    const id = subLiteral(stream.id);
-    const p = (name: string, extra: Record<string, string> = {}) => [ns, name, 'service', 'planner', 'stream', id, extra];
-    const q = (name: string, extra: Record<string, string> = {}) => [ns, name, 'service', 'processor', 'stream', id, extra];
-    text(`## Stream \`${id}\``);
-    row([
-      { title: `${id}: lag (records)`, stat: 'Maximum', metrics: [p('TotalLag'), p('MaxPartitionLag')] },
-      { title: `${id}: records planned / processed`, stat: 'Sum', metrics: [p('RecordsPlanned'), q('RecordsProcessed')] },
-      {
-        title: `${id}: ranges`,
-        stat: 'Sum',
-        metrics: [p('RangesPlanned'), p('RangesInFlight', { stat: 'Maximum' }), p('RangesRedispatched'), q('RangesCompleted'), q('RangesPartial')],
-      },
-      {
-        title: `${id}: failures`,
-        stat: 'Sum',
-        metrics: [
-          p('RangesParked', { label: 'parked (planner)' }),
-          q('RangesParked', { label: 'parked (processor)' }),
-          p('PartitionsFailed'),
-          p('DispatchFailures'),
-          q('DeadLetters'),
-          p('DataLossRecords', { label: 'data loss (planner)' }),
-          q('DataLossRecords', { label: 'data loss (processor)' }),
-          p('PlannerFailed'),
-        ],
-      },
-    ]);
-  }
-  text('## Functions and queues');
+}
+type DashboardGrid = ReturnType<typeof dashboardGrid>;
+
+/** A stream's row: lag, records, ranges and failures from the planner's and processor's metrics. */
+function streamWidgets(grid: DashboardGrid, ns: string, streamId: string): void {
+  const id = subLiteral(streamId);
+  const p = (name: string, extra: Record<string, string> = {}) => [ns, name, 'service', 'planner', 'stream', id, extra];
+  const q = (name: string, extra: Record<string, string> = {}) => [ns, name, 'service', 'processor', 'stream', id, extra];
+  grid.text(`## Stream \`${id}\``);
+  grid.row([
+    { title: `${id}: lag (records)`, stat: 'Maximum', metrics: [p('TotalLag'), p('MaxPartitionLag')] },
+    { title: `${id}: records planned / processed`, stat: 'Sum', metrics: [p('RecordsPlanned'), q('RecordsProcessed')] },
+    {
+      title: `${id}: ranges`,
+      stat: 'Sum',
+      metrics: [p('RangesPlanned'), p('RangesInFlight', { stat: 'Maximum' }), p('RangesRedispatched'), q('RangesCompleted'), q('RangesPartial')],
+    },
+    {
+      title: `${id}: failures`,
+      stat: 'Sum',
+      metrics: [
+        p('RangesParked', { label: 'parked (planner)' }),
+        q('RangesParked', { label: 'parked (processor)' }),
+        p('PartitionsFailed'),
+        p('DispatchFailures'),
+        q('DeadLetters'),
+        p('DataLossRecords', { label: 'data loss (planner)' }),
+        q('DataLossRecords', { label: 'data loss (processor)' }),
+        p('PlannerFailed'),
+      ],
+    },
+  ]);
+}
+
+/** The functions' Lambda metrics and the two failure queues. */
+function functionWidgets(grid: DashboardGrid, s: Settings): void {
   const fn = (name: string, metricName: string, extra: Record<string, string> = {}) => ['AWS/Lambda', metricName, 'FunctionName', name, extra];
-  row([
-    { title: 'Invocations / errors / throttles', stat: 'Sum', metrics: [fn(s.names.planner, 'Invocations'), fn(s.names.planner, 'Errors'), fn(s.names.processor, 'Invocations'), fn(s.names.processor, 'Errors'), fn(s.names.processor, 'Throttles')] },
-    { title: 'Duration (p99, ms)', stat: 'p99', metrics: [fn(s.names.planner, 'Duration'), fn(s.names.processor, 'Duration')] },
-    { title: 'Processor concurrency and async queue', stat: 'Maximum', metrics: [fn(s.names.processor, 'ConcurrentExecutions'), fn(s.names.processor, 'AsyncEventAge'), fn(s.names.processor, 'AsyncEventsDropped', { stat: 'Sum' })] },
+  const { planner, processor } = s.names;
+  grid.text('## Functions and queues');
+  grid.row([
+    {
+      title: 'Invocations / errors / throttles',
+      stat: 'Sum',
+      metrics: [fn(planner, 'Invocations'), fn(planner, 'Errors'), fn(processor, 'Invocations'), fn(processor, 'Errors'), fn(processor, 'Throttles')],
+    },
+    { title: 'Duration (p99, ms)', stat: 'p99', metrics: [fn(planner, 'Duration'), fn(processor, 'Duration')] },
+    {
+      title: 'Processor concurrency and async queue',
+      stat: 'Maximum',
+      metrics: [fn(processor, 'ConcurrentExecutions'), fn(processor, 'AsyncEventAge'), fn(processor, 'AsyncEventsDropped', { stat: 'Sum' })],
+    },
     {
       title: 'Failure queues (messages)',
       stat: 'Maximum',
@@ -65,5 +87,14 @@ export function dashboardBody(s: Settings, config: DeploymentConfig, alarmIds: s
       ],
     },
   ]);
-  return sub(JSON.stringify({ widgets }));
+}
+
+/** Dashboard JSON as an Fn::Sub string (region and alarm ARNs filled in by CloudFormation). */
+export function dashboardBody(s: Settings, config: DeploymentConfig, alarmIds: string[], period: number): Cfn {
+  const grid = dashboardGrid(period);
+  grid.text(`# ${subLiteral(s.service)} (${subLiteral(s.stage)})\nPlanner schedule: \`${subLiteral(s.scheduleRate)}\`. Metrics namespace \`${subLiteral(s.metricsNamespace)}\`.`);
+  grid.alarms(alarmIds);
+  for (const stream of config.streams) streamWidgets(grid, s.metricsNamespace, stream.id);
+  functionWidgets(grid, s);
+  return sub(JSON.stringify({ widgets: grid.widgets }));
 }
