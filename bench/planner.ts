@@ -57,7 +57,9 @@ function instrument(client: DynamoDBClient): { requests: () => number; busyMs: (
 async function createTopics(admin: Admin, names: string[], partitions: number): Promise<void> {
   for (let i = 0; i < names.length; i += 50) {
     await admin.createTopics({
-      topics: names.slice(i, i + 50).map((topic) => ({ topic, numPartitions: partitions, configEntries: [{ name: 'segment.bytes', value: String(1024 * 1024) }] })),
+      topics: names
+        .slice(i, i + 50)
+        .map((topic) => ({ topic, numPartitions: partitions, configEntries: [{ name: 'segment.bytes', value: String(1024 * 1024) }] })),
       // kafkajs's waitForLeaders throws on the first topic not yet hosted; waitForLeaders below waits instead.
       waitForLeaders: false,
       timeout: 120_000,
@@ -148,7 +150,9 @@ async function main(): Promise<void> {
         kafkaRequests: metadata.requestCount() - k0,
         dynamoWaitMs: Math.round(dynamo.busyMs() - dms0),
       };
-      log(`${label}: ${JSON.stringify(res)} status=${rep.status} registered=${rep.registered} ranges=${rep.rangesPlanned} records=${rep.recordsPlanned} dispatched=${rep.dispatched}`);
+      log(
+        `${label}: ${JSON.stringify(res)} status=${rep.status} registered=${rep.registered} ranges=${rep.rangesPlanned} records=${rep.recordsPlanned} dispatched=${rep.dispatched}`,
+      );
       if (rep.status !== 'planned') throw new Error(`${label} run did not plan: ${rep.reason}`);
       return { res, rep };
     };

@@ -12,12 +12,21 @@ async function main(): Promise<void> {
   const noop = (records: unknown[]): number => records.length;
   let records = 0;
   const t0 = performance.now();
-  for await (const chunk of reader.read({ topic, partition: 0, from: 0, until: Number(untilText), isolationLevel: 'read_uncommitted', maxChunkRecords: 500 })) {
+  for await (const chunk of reader.read({
+    topic,
+    partition: 0,
+    from: 0,
+    until: Number(untilText),
+    isolationLevel: 'read_uncommitted',
+    maxChunkRecords: 500,
+  })) {
     records += noop(chunk.records);
   }
   const ms = performance.now() - t0;
   await reader.close();
-  process.stdout.write(`${JSON.stringify({ records, ms: Math.round(ms), peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ records, ms: Math.round(ms), peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) })}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -20,7 +20,12 @@ const log = (line: string): void => {
 
 function run(cmd: string, args: string[], timeoutMs: number): { ms: number; stdout: string } {
   const t0 = performance.now();
-  const res = spawnSync(cmd, args, { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
+  const res = spawnSync(cmd, args, {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    maxBuffer: 64 * 1024 * 1024,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const ms = performance.now() - t0;
   if (res.status !== 0) throw new Error(`${cmd} failed (${res.status ?? res.signal}): ${res.stderr?.slice(-2000)}`);
   return { ms, stdout: res.stdout };
@@ -43,12 +48,32 @@ async function main(): Promise<void> {
   const admin = new Kafka({ clientId: 'bench-processor', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
   try {
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'segment.bytes', value: String(256 * 1024 * 1024) }] }], waitForLeaders: true });
+    await admin.createTopics({
+      topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'segment.bytes', value: String(256 * 1024 * 1024) }] }],
+      waitForLeaders: true,
+    });
     // Kafka's producer perf tool fills the partition fastest (uncompressed, as the readers will see it).
     const produce = run(
       java,
-      ['-Xmx512m', '-cp', `${libs}/*`, 'org.apache.kafka.tools.ProducerPerformance', '--topic', topic, '--num-records', String(records),
-        '--record-size', String(size), '--throughput', '-1', '--producer-props', `bootstrap.servers=${brokers}`, 'linger.ms=20', 'batch.size=524288', 'acks=1'],
+      [
+        '-Xmx512m',
+        '-cp',
+        `${libs}/*`,
+        'org.apache.kafka.tools.ProducerPerformance',
+        '--topic',
+        topic,
+        '--num-records',
+        String(records),
+        '--record-size',
+        String(size),
+        '--throughput',
+        '-1',
+        '--producer-props',
+        `bootstrap.servers=${brokers}`,
+        'linger.ms=20',
+        'batch.size=524288',
+        'acks=1',
+      ],
       15 * 60_000,
     );
     log(`produced ${records} records of ${size} B in ${Math.round(produce.ms)} ms`);
@@ -56,7 +81,11 @@ async function main(): Promise<void> {
     const until = Number(offsets?.high);
     if (until !== records) throw new Error(`expected ${records} records, the partition ends at ${until}`);
 
-    const reader = run(process.execPath, ['--import', 'tsx', resolve(__dirname, 'processor-reader.ts'), brokers, topic, String(until)], 15 * 60_000);
+    const reader = run(
+      process.execPath,
+      ['--import', 'tsx', resolve(__dirname, 'processor-reader.ts'), brokers, topic, String(until)],
+      15 * 60_000,
+    );
     const readerOut = JSON.parse(reader.stdout.trim().split('\n').at(-1) as string) as { records: number; ms: number; peakRssMb: number };
     if (readerOut.records !== records) throw new Error(`reader delivered ${readerOut.records} of ${records}`);
     const readerRps = Math.round(records / (readerOut.ms / 1000));
@@ -70,8 +99,22 @@ async function main(): Promise<void> {
 
     const perf = run(
       java,
-      ['-Xmx512m', '-cp', `${libs}/*`, 'org.apache.kafka.tools.ConsumerPerformance', '--bootstrap-server', brokers, '--topic', topic,
-        '--messages', String(records), '--timeout', '60000', '--group', `${topic}-perf`],
+      [
+        '-Xmx512m',
+        '-cp',
+        `${libs}/*`,
+        'org.apache.kafka.tools.ConsumerPerformance',
+        '--bootstrap-server',
+        brokers,
+        '--topic',
+        topic,
+        '--messages',
+        String(records),
+        '--timeout',
+        '60000',
+        '--group',
+        `${topic}-perf`,
+      ],
       15 * 60_000,
     );
     // CSV: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
@@ -81,7 +124,14 @@ async function main(): Promise<void> {
     if (!Number.isFinite(javaRps)) throw new Error(`could not read ConsumerPerformance output: ${perf.stdout}`);
     log(`java ConsumerPerformance: fetch ${javaRps}/s (its own figure, group join excluded); wall ${Math.round(perf.ms)} ms`);
 
-    const out = { records, readerRps, kcatRps, javaRps, ratioKcat: Math.round((readerRps / kcatRps) * 100) / 100, peakRssMb: readerOut.peakRssMb };
+    const out = {
+      records,
+      readerRps,
+      kcatRps,
+      javaRps,
+      ratioKcat: Math.round((readerRps / kcatRps) * 100) / 100,
+      peakRssMb: readerOut.peakRssMb,
+    };
     log(`goal: readerRps >= kcatRps / 2 and peakRssMb < 256`);
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } finally {

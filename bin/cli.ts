@@ -8,7 +8,11 @@ process.once('SIGINT', () => {
   process.once('SIGINT', () => process.exit(130));
 });
 
-runCli(process.argv.slice(2), { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) }, { env: process.env, signal: interrupt.signal }).then(
+runCli(
+  process.argv.slice(2),
+  { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) },
+  { env: process.env, signal: interrupt.signal },
+).then(
   (code) => {
     process.exitCode = code;
   },

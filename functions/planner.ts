@@ -41,7 +41,17 @@ async function plan(event: unknown, context: Context) {
     { streams: req.streams, dryRun: req.dryRun, nowMs: await rt.storeClock() },
   );
   for (const r of reports) {
-    logger.info('planner run', { stream: r.stream, status: r.status, reason: r.reason, rangesPlanned: r.rangesPlanned, recordsPlanned: r.recordsPlanned, inFlight: r.inFlight, dispatchFailures: r.dispatchFailures, dataLoss: r.dataLoss, partitions: r.partitions });
+    logger.info('planner run', {
+      stream: r.stream,
+      status: r.status,
+      reason: r.reason,
+      rangesPlanned: r.rangesPlanned,
+      recordsPlanned: r.recordsPlanned,
+      inFlight: r.inFlight,
+      dispatchFailures: r.dispatchFailures,
+      dataLoss: r.dataLoss,
+      partitions: r.partitions,
+    });
     // Re-created topics, missing topics and brokers without topic ids are worth warnings of their own.
     if (r.recreated.length) logger.warn('topic re-created', { stream: r.stream, closedIncarnations: r.recreated });
     for (const w of r.warnings) logger.warn(w, { stream: r.stream });

@@ -22,7 +22,11 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
   if (req.mode === 'peek') {
     const kafka = await rt.metadata.forStream(req.stream);
     const [o] = await kafka.fetchOffsets([{ topic: req.topic, partitions: [req.partition] }], req.stream.isolationLevel);
-    const records = await peek(await rt.readerFor(req.stream), { ...req, latest: o?.latest ?? 0, isolationLevel: req.stream.isolationLevel });
+    const records = await peek(await rt.readerFor(req.stream), {
+      ...req,
+      latest: o?.latest ?? 0,
+      isolationLevel: req.stream.isolationLevel,
+    });
     return { peek: { topic: req.topic, partition: req.partition, offset: req.offset }, records };
   }
   const { stream, range } = req;
@@ -52,4 +56,6 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
   return result;
 }
 
-export const handler = middy(processor, { timeoutEarlyInMillis: 2000 }).use(injectLambdaContext(logger, { resetKeys: true })).use(logMetrics(metrics));
+export const handler = middy(processor, { timeoutEarlyInMillis: 2000 })
+  .use(injectLambdaContext(logger, { resetKeys: true }))
+  .use(logMetrics(metrics));

@@ -102,7 +102,12 @@ function lagGrowingAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: s
     AlarmDescription: `Stream ${streamId}: TotalLag above ${s.lagAlarmThreshold} records and still growing in most planner runs of the last ${s.lagAlarmMinutes} minutes (processing falls behind).`,
     Metrics: [
       metric(s, 'lag', 'TotalLag', 'planner', streamId, 'Maximum', periodSeconds),
-      { Id: 'growing', Expression: `IF(lag > ${s.lagAlarmThreshold} AND DIFF(lag) > 0, 1, 0)`, Label: 'lag above threshold and growing', ReturnData: true },
+      {
+        Id: 'growing',
+        Expression: `IF(lag > ${s.lagAlarmThreshold} AND DIFF(lag) > 0, 1, 0)`,
+        Label: 'lag above threshold and growing',
+        ReturnData: true,
+      },
     ],
     ComparisonOperator: 'GreaterThanOrEqualToThreshold',
     Threshold: 1,
@@ -305,7 +310,10 @@ export function observability(s: Settings, config: DeploymentConfig): { Resource
     },
   };
   if (s.alarmEmail) {
-    resources.AlarmEmailSubscription = { Type: 'AWS::SNS::Subscription', Properties: { TopicArn: { Ref: IDS.alarmTopic }, Protocol: 'email', Endpoint: s.alarmEmail } };
+    resources.AlarmEmailSubscription = {
+      Type: 'AWS::SNS::Subscription',
+      Properties: { TopicArn: { Ref: IDS.alarmTopic }, Protocol: 'email', Endpoint: s.alarmEmail },
+    };
   }
   return { Resources: resources };
 }

@@ -17,13 +17,22 @@ function dashboardGrid(period: number) {
       y += 2;
     },
     alarms(alarmIds: string[]): void {
-      widgets.push({ type: 'alarm', x: 0, y, width: 24, height: 4, properties: { title: 'Alarms', alarms: alarmIds.map((id) => `\${${id}.Arn}`) } });
+      widgets.push({
+        type: 'alarm',
+        x: 0,
+        y,
+        width: 24,
+        height: 4,
+        properties: { title: 'Alarms', alarms: alarmIds.map((id) => `\${${id}.Arn}`) },
+      });
       y += 4;
     },
     /** One row of metric graphs sharing the width. */
     row(items: Widget[]): void {
       const width = Math.floor(24 / items.length);
-      items.forEach((props, i) => widgets.push({ type: 'metric', x: i * width, y, width, height: 6, properties: { region: '${AWS::Region}', period, ...props } }));
+      items.forEach((props, i) =>
+        widgets.push({ type: 'metric', x: i * width, y, width, height: 6, properties: { region: '${AWS::Region}', period, ...props } }),
+      );
       y += 6;
     },
   };
@@ -42,7 +51,13 @@ function streamWidgets(grid: DashboardGrid, ns: string, streamId: string): void 
     {
       title: `${id}: ranges`,
       stat: 'Sum',
-      metrics: [p('RangesPlanned'), p('RangesInFlight', { stat: 'Maximum' }), p('RangesRedispatched'), q('RangesCompleted'), q('RangesPartial')],
+      metrics: [
+        p('RangesPlanned'),
+        p('RangesInFlight', { stat: 'Maximum' }),
+        p('RangesRedispatched'),
+        q('RangesCompleted'),
+        q('RangesPartial'),
+      ],
     },
     {
       title: `${id}: failures`,
@@ -63,27 +78,55 @@ function streamWidgets(grid: DashboardGrid, ns: string, streamId: string): void 
 
 /** The functions' Lambda metrics and the two failure queues. */
 function functionWidgets(grid: DashboardGrid, s: Settings): void {
-  const fn = (name: string, metricName: string, extra: Record<string, string> = {}) => ['AWS/Lambda', metricName, 'FunctionName', name, extra];
+  const fn = (name: string, metricName: string, extra: Record<string, string> = {}) => [
+    'AWS/Lambda',
+    metricName,
+    'FunctionName',
+    name,
+    extra,
+  ];
   const { planner, processor } = s.names;
   grid.text('## Functions and queues');
   grid.row([
     {
       title: 'Invocations / errors / throttles',
       stat: 'Sum',
-      metrics: [fn(planner, 'Invocations'), fn(planner, 'Errors'), fn(processor, 'Invocations'), fn(processor, 'Errors'), fn(processor, 'Throttles')],
+      metrics: [
+        fn(planner, 'Invocations'),
+        fn(planner, 'Errors'),
+        fn(processor, 'Invocations'),
+        fn(processor, 'Errors'),
+        fn(processor, 'Throttles'),
+      ],
     },
     { title: 'Duration (p99, ms)', stat: 'p99', metrics: [fn(planner, 'Duration'), fn(processor, 'Duration')] },
     {
       title: 'Processor concurrency and async queue',
       stat: 'Maximum',
-      metrics: [fn(processor, 'ConcurrentExecutions'), fn(processor, 'AsyncEventAge'), fn(processor, 'AsyncEventsDropped', { stat: 'Sum' })],
+      metrics: [
+        fn(processor, 'ConcurrentExecutions'),
+        fn(processor, 'AsyncEventAge'),
+        fn(processor, 'AsyncEventsDropped', { stat: 'Sum' }),
+      ],
     },
     {
       title: 'Failure queues (messages)',
       stat: 'Maximum',
       metrics: [
-        ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', `\${${IDS.processorFailureQueue}.QueueName}`, { label: 'processor on-failure' }],
-        ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', `\${${IDS.scheduleDeadLetterQueue}.QueueName}`, { label: 'schedule dead letters' }],
+        [
+          'AWS/SQS',
+          'ApproximateNumberOfMessagesVisible',
+          'QueueName',
+          `\${${IDS.processorFailureQueue}.QueueName}`,
+          { label: 'processor on-failure' },
+        ],
+        [
+          'AWS/SQS',
+          'ApproximateNumberOfMessagesVisible',
+          'QueueName',
+          `\${${IDS.scheduleDeadLetterQueue}.QueueName}`,
+          { label: 'schedule dead letters' },
+        ],
       ],
     },
   ]);
@@ -92,7 +135,9 @@ function functionWidgets(grid: DashboardGrid, s: Settings): void {
 /** Dashboard JSON as an Fn::Sub string (region and alarm ARNs filled in by CloudFormation). */
 export function dashboardBody(s: Settings, config: DeploymentConfig, alarmIds: string[], period: number): Cfn {
   const grid = dashboardGrid(period);
-  grid.text(`# ${subLiteral(s.service)} (${subLiteral(s.stage)})\nPlanner schedule: \`${subLiteral(s.scheduleRate)}\`. Metrics namespace \`${subLiteral(s.metricsNamespace)}\`.`);
+  grid.text(
+    `# ${subLiteral(s.service)} (${subLiteral(s.stage)})\nPlanner schedule: \`${subLiteral(s.scheduleRate)}\`. Metrics namespace \`${subLiteral(s.metricsNamespace)}\`.`,
+  );
   grid.alarms(alarmIds);
   for (const stream of config.streams) streamWidgets(grid, s.metricsNamespace, stream.id);
   functionWidgets(grid, s);

@@ -48,7 +48,10 @@ export function secretResources(s: Settings, config: DeploymentConfig): { secret
   for (const arn of s.kafkaSecretArns) {
     if (/^arn:aws[a-z-]*:secretsmanager:/.test(arn)) addSecret(arn);
     else if (/^arn:aws[a-z-]*:ssm:/.test(arn)) addParameter(arn);
-    else throw new DeployConfigError(`param kafkaSecretArns: ${JSON.stringify(arn)} is neither a Secrets Manager secret ARN nor an SSM parameter ARN`);
+    else
+      throw new DeployConfigError(
+        `param kafkaSecretArns: ${JSON.stringify(arn)} is neither a Secrets Manager secret ARN nor an SSM parameter ARN`,
+      );
   }
   const unique = (items: Cfn[]) => [...new Map(items.map((i) => [JSON.stringify(i), i])).values()];
   return { secrets: unique(secrets), parameters: unique(parameters) };
@@ -57,8 +60,10 @@ export function secretResources(s: Settings, config: DeploymentConfig): { secret
 function secretStatements(s: Settings, config: DeploymentConfig): Statement[] {
   const { secrets, parameters } = secretResources(s, config);
   const statements: Statement[] = [];
-  if (secrets.length) statements.push({ Sid: 'KafkaSecretsManager', Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: secrets });
-  if (parameters.length) statements.push({ Sid: 'KafkaSsmParameters', Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: parameters });
+  if (secrets.length)
+    statements.push({ Sid: 'KafkaSecretsManager', Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: secrets });
+  if (parameters.length)
+    statements.push({ Sid: 'KafkaSsmParameters', Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: parameters });
   if (s.kafkaSecretsKmsKeyArn && (secrets.length || parameters.length)) {
     statements.push({
       Sid: 'KafkaSecretsKms',
@@ -99,7 +104,12 @@ function mskStatements(s: Settings, config: DeploymentConfig, role: 'planner' | 
     },
   ];
   if (role === 'processor' && groupArns.size) {
-    statements.push({ Sid: 'MskConsumerGroups', Effect: 'Allow', Action: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'], Resource: [...groupArns].sort() });
+    statements.push({
+      Sid: 'MskConsumerGroups',
+      Effect: 'Allow',
+      Action: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'],
+      Resource: [...groupArns].sort(),
+    });
   }
   return statements;
 }
@@ -114,8 +124,21 @@ function logStatement(functionName: string): Statement {
 }
 
 /** DynamoDB actions a TransactWriteItems needs are those of its parts (there is no TransactWriteItems IAM action). */
-export const LEDGER_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
-export const SINK_ACTIONS = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'];
+export const LEDGER_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:Query',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:ConditionCheckItem',
+];
+export const SINK_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:Query',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:ConditionCheckItem',
+];
 
 function ledgerStatement(): Statement {
   return {
@@ -160,7 +183,9 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
   const processor: Statement[] = [
     logStatement(s.names.processor),
     ledgerStatement(),
-    ...(sinks.length ? [{ Sid: 'SinkTables', Effect: 'Allow' as const, Action: SINK_ACTIONS, Resource: sinks.map((name) => tableArn(s, name)) }] : []),
+    ...(sinks.length
+      ? [{ Sid: 'SinkTables', Effect: 'Allow' as const, Action: SINK_ACTIONS, Resource: sinks.map((name) => tableArn(s, name)) }]
+      : []),
     { Sid: 'OnFailureDestination', Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [getAtt(IDS.processorFailureQueue, 'Arn')] },
     ...secrets,
     ...mskStatements(s, config, 'processor'),

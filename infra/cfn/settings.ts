@@ -21,7 +21,11 @@ export class DeployConfigError extends Error {
 
 /** Comma-separated list (the form a `--param` can carry), or a YAML list. */
 function list(value: unknown): string[] {
-  if (Array.isArray(value)) return value.map(String).map((s) => s.trim()).filter(Boolean);
+  if (Array.isArray(value))
+    return value
+      .map(String)
+      .map((s) => s.trim())
+      .filter(Boolean);
   if (value === undefined || value === null) return [];
   return String(value)
     .split(',')
@@ -58,7 +62,9 @@ export function schedulePeriodMs(expression: unknown): number | undefined {
   const unit = plural.replace(/s$/, '') as 'minute' | 'hour' | 'day';
   if (n < 1) throw new DeployConfigError(`param scheduleRate: the rate must be at least 1, got ${JSON.stringify(expression)}`);
   if ((n === 1) !== (plural === unit)) {
-    throw new DeployConfigError(`param scheduleRate: write "rate(1 ${unit})" or "rate(${n === 1 ? 2 : n} ${unit}s)" (EventBridge rejects ${JSON.stringify(expression)})`);
+    throw new DeployConfigError(
+      `param scheduleRate: write "rate(1 ${unit})" or "rate(${n === 1 ? 2 : n} ${unit}s)" (EventBridge rejects ${JSON.stringify(expression)})`,
+    );
   }
   return n * { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[unit];
 }
@@ -111,17 +117,23 @@ export function parseSettings(raw: RawSettings): Settings {
   const mskClusterArns = list(raw.mskClusterArns);
   for (const arn of mskClusterArns) {
     if (!MSK_CLUSTER_ARN.test(arn)) {
-      throw new DeployConfigError(`param mskClusterArns: ${JSON.stringify(arn)} is not an MSK cluster ARN (arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>)`);
+      throw new DeployConfigError(
+        `param mskClusterArns: ${JSON.stringify(arn)} is not an MSK cluster ARN (arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>)`,
+      );
     }
   }
   const scheduleMethod = String(raw.scheduleMethod ?? 'scheduler');
   if (scheduleMethod !== 'scheduler' && scheduleMethod !== 'eventBus') {
-    throw new DeployConfigError(`param scheduleMethod must be "scheduler" (EventBridge Scheduler) or "eventBus" (EventBridge rule), got ${JSON.stringify(scheduleMethod)}`);
+    throw new DeployConfigError(
+      `param scheduleMethod must be "scheduler" (EventBridge Scheduler) or "eventBus" (EventBridge rule), got ${JSON.stringify(scheduleMethod)}`,
+    );
   }
   const reserved = String(raw.processorReservedConcurrency ?? '').trim();
   const kmsKey = String(raw.kafkaSecretsKmsKeyArn ?? '').trim();
   if (kmsKey !== '' && !/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(kmsKey)) {
-    throw new DeployConfigError(`param kafkaSecretsKmsKeyArn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), got ${JSON.stringify(kmsKey)}`);
+    throw new DeployConfigError(
+      `param kafkaSecretsKmsKeyArn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), got ${JSON.stringify(kmsKey)}`,
+    );
   }
   return {
     service,
@@ -236,7 +248,9 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
       );
     }
     if (stream.kafka.sasl?.mechanism === 'aws-msk-iam' && s.mskClusterArns.length === 0) {
-      problems.push(`stream ${stream.id}: aws-msk-iam needs the mskClusterArns param (the cluster ARN scopes the kafka-cluster:* permissions)`);
+      problems.push(
+        `stream ${stream.id}: aws-msk-iam needs the mskClusterArns param (the cluster ARN scopes the kafka-cluster:* permissions)`,
+      );
     }
     if (needsVpc(stream) && !s.vpc && s.stage !== 'local') {
       problems.push(

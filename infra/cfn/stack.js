@@ -82,8 +82,12 @@ function loadStreamsConfig(settings, streamsConfig) {
     return loadDeploymentConfig({ STREAMS_CONFIG: inline ? setting : file, LEDGER_TABLE: settings.names.ledgerTable });
   } catch (err) {
     const hint =
-      settings.stage === 'local' && !inline ? ' (for the local stack, run: npx tsx infra/serverless/local-invoke-setup.ts, or set STREAMS_CONFIG)' : '';
-    throw new builders.DeployConfigError(`streams config for stage ${settings.stage} (${inline ? 'inline JSON' : setting}): ${err.message}${hint}`);
+      settings.stage === 'local' && !inline
+        ? ' (for the local stack, run: npx tsx infra/serverless/local-invoke-setup.ts, or set STREAMS_CONFIG)'
+        : '';
+    throw new builders.DeployConfigError(
+      `streams config for stage ${settings.stage} (${inline ? 'inline JSON' : setting}): ${err.message}${hint}`,
+    );
   }
 }
 

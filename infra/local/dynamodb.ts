@@ -33,9 +33,7 @@ export function ensureMoto(cacheDir: string): string {
   process.stderr.write('installing moto (DynamoDB emulator) into a virtualenv (first use only)...\n');
   const mk = spawnSync(python, ['-m', 'venv', venv], { encoding: 'utf8', timeout: 120_000 });
   if (mk.status !== 0) {
-    throw new PrerequisiteError(
-      `could not create a Python virtualenv (Debian: apt-get install python3-venv):\n${mk.stdout}${mk.stderr}`,
-    );
+    throw new PrerequisiteError(`could not create a Python virtualenv (Debian: apt-get install python3-venv):\n${mk.stdout}${mk.stderr}`);
   }
   const pip = spawnSync(join(venv, 'bin', 'pip'), ['install', '--disable-pip-version-check', '-q', '-r', REQUIREMENTS], {
     encoding: 'utf8',

@@ -97,11 +97,10 @@ export function ensureKafkaJars(cacheDir: string): string {
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   process.stderr.write(`resolving Apache Kafka ${kafkaVersion()} jars with Maven (first use only)...\n`);
-  const res = spawnSync(
-    'mvn',
-    ['-B', '-q', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`],
-    { encoding: 'utf8', timeout: 15 * 60_000 },
-  );
+  const res = spawnSync('mvn', ['-B', '-q', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`], {
+    encoding: 'utf8',
+    timeout: 15 * 60_000,
+  });
   if (res.status !== 0) {
     rmSync(tmp, { recursive: true, force: true });
     const why = res.error ? String(res.error) : `${res.stdout}${res.stderr}`.trim().split('\n').slice(-15).join('\n');
@@ -238,7 +237,10 @@ export function minHeap(maxHeap: string): string {
  */
 async function requireFreePorts(propsFile: string, port: number): Promise<void> {
   const controller = /^listeners=.*CONTROLLER:\/\/[^:]+:(\d+)/m.exec(readFileSync(propsFile, 'utf8'))?.[1];
-  for (const [p, what] of [[port, 'client'], [Number(controller), 'controller']] as const) {
+  for (const [p, what] of [
+    [port, 'client'],
+    [Number(controller), 'controller'],
+  ] as const) {
     if (Number.isInteger(p) && (await portInUse(p))) {
       throw new PrerequisiteError(
         `Kafka's ${what} port ${p} (recorded in ${propsFile}) is taken by another process: cannot restart the broker on its data`,
@@ -407,7 +409,13 @@ export async function startKafkaCluster(opts: KafkaClusterOptions): Promise<Kafk
     await stopKafkaCluster({ brokers: '', nodes });
     throw failed.reason;
   }
-  return { brokers: ports.slice(0, n).map((p) => `${LOOPBACK}:${p}`).join(','), nodes };
+  return {
+    brokers: ports
+      .slice(0, n)
+      .map((p) => `${LOOPBACK}:${p}`)
+      .join(','),
+    nodes,
+  };
 }
 
 /** Kills one node with SIGKILL (no controlled shutdown: its partitions keep it as leader until the controller notices). */

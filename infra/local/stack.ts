@@ -350,15 +350,21 @@ export async function upPersistent(
     dynamoFor(plan, prev, join(place.dir, 'dynamodb'), o).then((p) => (plan.dynamodb === 'reuse' ? p : keep(p))),
   ]);
   const state = stateOf(place.dir, kafka, dynamo);
-  const topics = plan.kafka === 'fresh' ? 0 : await countTopics(state.kafkaBrokers).catch(async (err: unknown) => {
-    await stopParts(started);
-    throw err;
-  });
+  const topics =
+    plan.kafka === 'fresh'
+      ? 0
+      : await countTopics(state.kafkaBrokers).catch(async (err: unknown) => {
+          await stopParts(started);
+          throw err;
+        });
   writeFileSync(place.stateFile, JSON.stringify(state, null, 2));
   const moved = (was: string | undefined, now: string): string | undefined => (was && was !== now ? now : undefined);
   const movedTo = plan.wipeReason
     ? undefined
-    : { kafkaBrokers: moved(prev?.kafkaBrokers, state.kafkaBrokers), dynamodbEndpoint: moved(prev?.dynamodbEndpoint, state.dynamodbEndpoint) };
+    : {
+        kafkaBrokers: moved(prev?.kafkaBrokers, state.kafkaBrokers),
+        dynamodbEndpoint: moved(prev?.dynamodbEndpoint, state.dynamodbEndpoint),
+      };
   upReport(plan, { hadState: prev !== undefined, topics, kafkaNodes: nodes, movedTo }).forEach(log);
   return state;
 }

@@ -66,7 +66,11 @@ function rewound(meta: StreamMeta | undefined): boolean {
 }
 
 /** I6: every incarnation below a partition's current one has its closed-incarnation record. */
-function unrecordedIncarnations(partitions: PartitionState[], closed: ClosedIncarnation[], keyOf: (p: PartitionState) => string): Violation[] {
+function unrecordedIncarnations(
+  partitions: PartitionState[],
+  closed: ClosedIncarnation[],
+  keyOf: (p: PartitionState) => string,
+): Violation[] {
   const out: Violation[] = [];
   for (const p of partitions) {
     for (let i = 0; i < (p.incarnation ?? 0); i++) {
@@ -82,7 +86,9 @@ function unrecordedIncarnations(partitions: PartitionState[], closed: ClosedInca
 function closedState(c: ClosedIncarnation): { state: PartitionState; removed: RangeState[] } {
   return {
     state: { ...c, firstSeenAtMs: 0 },
-    removed: c.openRanges.map((r) => ({ ...r, stream: c.stream, topic: c.topic, partition: c.partition, incarnation: c.incarnation }) as RangeState),
+    removed: c.openRanges.map(
+      (r) => ({ ...r, stream: c.stream, topic: c.topic, partition: c.partition, incarnation: c.incarnation }) as RangeState,
+    ),
   };
 }
 
@@ -114,11 +120,15 @@ export function checkInvariants(snap: LedgerSnapshot): Violation[] {
   const closed = snap.closed ?? [];
   const known = new Set([...snap.partitions, ...closed].map(keyOf));
   for (const k of rangesBy.keys()) {
-    if (!known.has(k)) out.push({ invariant: 'I1', partition: k, message: 'ranges exist for a partition (or incarnation) the ledger does not know' });
+    if (!known.has(k))
+      out.push({ invariant: 'I1', partition: k, message: 'ranges exist for a partition (or incarnation) the ledger does not know' });
   }
   out.push(...unrecordedIncarnations(snap.partitions, closed, keyOf));
 
-  for (const { state: p, removed } of [...snap.partitions.map((state) => ({ state, removed: [] as RangeState[] })), ...closed.map(closedState)]) {
+  for (const { state: p, removed } of [
+    ...snap.partitions.map((state) => ({ state, removed: [] as RangeState[] })),
+    ...closed.map(closedState),
+  ]) {
     const k = keyOf(p);
     const v = (invariant: InvariantId, message: string) => out.push({ invariant, partition: k, message });
     const ranges = [...(rangesBy.get(k) ?? []), ...removed].sort((a, b) => a.from - b.from || a.until - b.until);
@@ -144,7 +154,8 @@ export function checkInvariants(snap: LedgerSnapshot): Violation[] {
         v('I1', `${rs} overlaps the previous range or starts below startOffset (expected from >= ${cursor})`);
       } else if (r.from > cursor) {
         const holes = uncovered(cursor, r.from, lossCover);
-        if (holes.length && !allowGaps) v('I1', `gap ${holes.map(fmt).join(', ')} before ${rs} is covered by neither a range nor a data-loss entry`);
+        if (holes.length && !allowGaps)
+          v('I1', `gap ${holes.map(fmt).join(', ')} before ${rs} is covered by neither a range nor a data-loss entry`);
       }
       if (r.until > p.nextFrom) v('I1', `${rs} reaches past the planning cursor nextFrom ${p.nextFrom}`);
       cursor = Math.max(cursor, r.until);
@@ -156,13 +167,18 @@ export function checkInvariants(snap: LedgerSnapshot): Violation[] {
     }
     if (cursor < p.nextFrom) {
       const holes = uncovered(cursor, p.nextFrom, lossCover);
-      if (holes.length && !allowGaps) v('I1', `gap ${holes.map(fmt).join(', ')} below nextFrom ${p.nextFrom} is covered by neither a range nor a data-loss entry`);
+      if (holes.length && !allowGaps)
+        v('I1', `gap ${holes.map(fmt).join(', ')} below nextFrom ${p.nextFrom} is covered by neither a range nor a data-loss entry`);
     }
 
     // I6: every offset in [startOffset, committed) is in a done range or a recorded data-loss span.
     const doneCover = merge([...ranges.filter((r) => r.status === 'done'), ...losses]);
     const skipped = uncovered(p.startOffset, p.committed, doneCover);
-    if (skipped.length && !allowGaps) v('I6', `offsets ${skipped.map(fmt).join(', ')} below committed ${p.committed} are neither processed (done range) nor recorded as data loss`);
+    if (skipped.length && !allowGaps)
+      v(
+        'I6',
+        `offsets ${skipped.map(fmt).join(', ')} below committed ${p.committed} are neither processed (done range) nor recorded as data loss`,
+      );
   }
   return out;
 }

@@ -97,7 +97,9 @@ const COMMANDS: Record<string, CommandDef<never>> = {
         .option('--json', 'the planner reports as JSON'),
     async run(inv, [id], opts, cmd) {
       if (!opts.dryRun) {
-        throw new ValidationError('plan only runs with --dry-run: the planner itself runs on its schedule (npm start locally, EventBridge on AWS)');
+        throw new ValidationError(
+          'plan only runs with --dry-run: the planner itself runs on its schedule (npm start locally, EventBridge on AWS)',
+        );
       }
       await inv.withContext(cmd, async (ctx) => {
         const streams = id === undefined ? ctx.config.streams : [resolveStream(ctx.config, id)];
@@ -118,7 +120,7 @@ const COMMANDS: Record<string, CommandDef<never>> = {
         .argument('<partition>')
         .argument('<offset>')
         .option('--count <n>', 'records to show (1-1000)', '10')
-        .option('--stream <id>', "whose cluster and isolation level to use (default: the stream reading the topic)")
+        .option('--stream <id>', 'whose cluster and isolation level to use (default: the stream reading the topic)')
         .option('--json', 'one JSON object per record and line: offset, key, value (UTF-8, or base64), headers, timestamp'),
     async run(inv, [topicArg, partitionText, offsetText], opts, cmd) {
       const topic = topicArg as string;
@@ -151,7 +153,15 @@ const COMMANDS: Record<string, CommandDef<never>> = {
       await inv.withContext(cmd, async (ctx) => {
         const stream = resolveStream(ctx.config, id);
         const who = operatorName(inv.deps.env);
-        const res = await rewindStream(ctx, { stream, target, topic: opts.topic, partition, dryRun: opts.dryRun ?? false, who, nowMs: inv.now() });
+        const res = await rewindStream(ctx, {
+          stream,
+          target,
+          topic: opts.topic,
+          partition,
+          dryRun: opts.dryRun ?? false,
+          who,
+          nowMs: inv.now(),
+        });
         if (opts.json) inv.json(res);
         else inv.io.out(`${renderRewind(res)}\n`);
       });
@@ -210,18 +220,29 @@ async function replayCommand(inv: Invocation, [idArg]: Array<string | undefined>
   const fromMs = parseTimestamp(opts.from, nowMs, '--from');
   const toMs = parseTimestamp(opts.to, nowMs, '--to');
   if (fromMs >= toMs) throw new ValidationError(`--from must be before --to`);
-  if (opts.name !== undefined && !REPLAY_NAME.test(opts.name)) throw new ValidationError(`invalid --name "${opts.name}": lowercase letters, digits, '_' and '-'`);
-  if (opts.sinkTable !== undefined && !SINK_TABLE.test(opts.sinkTable)) throw new ValidationError(`invalid --sink-table "${opts.sinkTable}"`);
+  if (opts.name !== undefined && !REPLAY_NAME.test(opts.name))
+    throw new ValidationError(`invalid --name "${opts.name}": lowercase letters, digits, '_' and '-'`);
+  if (opts.sinkTable !== undefined && !SINK_TABLE.test(opts.sinkTable))
+    throw new ValidationError(`invalid --sink-table "${opts.sinkTable}"`);
   const timeoutMs = opts.timeout === undefined ? undefined : parseWhole(opts.timeout, '--timeout') * 1000;
   if (opts.name !== undefined) replayStreamId(id, opts.name); // length check before anything runs
   await inv.withContext(cmd, async (ctx) => {
     const source = ctx.config.streams.find((s) => s.id === id);
     if (!source) throw new ValidationError(`unknown stream "${id}" (configured: ${ctx.config.streams.map((s) => s.id).join(', ')})`);
-    const plan = await createReplay(ctx, { source, fromMs, toMs, name: opts.name, sinkTable: opts.sinkTable, who: operatorName(inv.deps.env), nowMs });
+    const plan = await createReplay(ctx, {
+      source,
+      fromMs,
+      toMs,
+      name: opts.name,
+      sinkTable: opts.sinkTable,
+      who: operatorName(inv.deps.env),
+      nowMs,
+    });
     if (!opts.json) inv.io.out(`${renderReplayPlan(plan)}\n`);
     if (!opts.run) {
       if (opts.json) inv.json({ replay: plan });
-      else inv.io.out(`\nnot run (--no-run). To run it on AWS, add this stream to STREAMS_CONFIG:\n${JSON.stringify(plan.stream, null, 2)}\n`);
+      else
+        inv.io.out(`\nnot run (--no-run). To run it on AWS, add this stream to STREAMS_CONFIG:\n${JSON.stringify(plan.stream, null, 2)}\n`);
       return;
     }
     const res = await runReplay(ctx, plan, { log: (l) => inv.io.err(`${l}\n`), timeoutMs, signal: inv.deps.signal });
@@ -258,9 +279,11 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
   });
   for (const [name, def] of Object.entries(COMMANDS)) {
     // commander passes the declared arguments, then the options, then the command itself.
-    def.define(program.command(name)).action((...a: unknown[]) =>
-      def.run(inv, a.slice(0, -2) as Array<string | undefined>, a[a.length - 2] as never, a[a.length - 1] as Command),
-    );
+    def
+      .define(program.command(name))
+      .action((...a: unknown[]) =>
+        def.run(inv, a.slice(0, -2) as Array<string | undefined>, a[a.length - 2] as never, a[a.length - 1] as Command),
+      );
   }
   try {
     if (argv.length === 0) {
@@ -281,7 +304,8 @@ async function withContext<T>(io: CliIo, deps: CliDeps, cmd: Command, fn: (ctx: 
   if (cfg.note) io.err(`(${cfg.note})\n`);
   // kafkajs logs every failed connection attempt; the CLI reports the failure once, itself.
   const kafkaLog = globals.verbose ? kafkaLogLines((l) => io.err(`${l}\n`)) : quietKafkaLog;
-  const contextFor = deps.contextFor ?? ((c: DeploymentConfig, e: NodeJS.ProcessEnv, o: OpsContextOptions) => createOpsContext(c, e, undefined, o));
+  const contextFor =
+    deps.contextFor ?? ((c: DeploymentConfig, e: NodeJS.ProcessEnv, o: OpsContextOptions) => createOpsContext(c, e, undefined, o));
   const ctx = contextFor(cfg.config, cfg.env, { kafkaLog });
   try {
     return await fn(ctx, cfg);

@@ -76,14 +76,14 @@ export function locateJsonError(text: string): { position: number; reason: strin
   class Stop {
     constructor(readonly reason: string) {}
   }
-  const unexpected = (): Stop =>
-    new Stop(i >= text.length ? 'unexpected end of input' : `unexpected ${JSON.stringify(text[i])}`);
+  const unexpected = (): Stop => new Stop(i >= text.length ? 'unexpected end of input' : `unexpected ${JSON.stringify(text[i])}`);
   const skipSpace = () => {
     while (i < text.length && ' \t\n\r'.includes(text[i] ?? '')) i++;
   };
   const expect = (ch: string) => {
     skipSpace();
-    if (text[i] !== ch) throw new Stop(i >= text.length ? `unexpected end of input, expected "${ch}"` : `expected "${ch}", found ${JSON.stringify(text[i])}`);
+    if (text[i] !== ch)
+      throw new Stop(i >= text.length ? `unexpected end of input, expected "${ch}"` : `expected "${ch}", found ${JSON.stringify(text[i])}`);
     i++;
   };
   const string = () => {
@@ -111,7 +111,8 @@ export function locateJsonError(text: string): { position: number; reason: strin
       if (text[i] === '}') return void i++;
       for (;;) {
         skipSpace();
-        if (text[i] !== '"') throw new Stop(i >= text.length ? 'unexpected end of input' : `expected a quoted key, found ${JSON.stringify(text[i])}`);
+        if (text[i] !== '"')
+          throw new Stop(i >= text.length ? 'unexpected end of input' : `expected a quoted key, found ${JSON.stringify(text[i])}`);
         string();
         expect(':');
         value();

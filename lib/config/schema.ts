@@ -121,9 +121,12 @@ export const sslSchema = z.union([
   strictObject({
     rejectUnauthorized: z.boolean().optional(),
     /** PEM text of the CA bundle (not a file path: Lambda bundles have no stable paths). */
-    ca: z.string().refine((pem) => pem.includes('-----BEGIN '), {
-      error: 'must be PEM text ("-----BEGIN CERTIFICATE-----..."), not a file path',
-    }).optional(),
+    ca: z
+      .string()
+      .refine((pem) => pem.includes('-----BEGIN '), {
+        error: 'must be PEM text ("-----BEGIN CERTIFICATE-----..."), not a file path',
+      })
+      .optional(),
   }),
 ]);
 export type SslConfig = z.output<typeof sslSchema>;

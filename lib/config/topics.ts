@@ -79,13 +79,20 @@ export type UnmatchedSubscription = {
 };
 
 /** Compares the subscription with the topics Kafka reported for it; undefined when everything is there. */
-export function unmatchedSubscription(stream: TopicSubscription & { id: string }, foundTopics: Iterable<string>): UnmatchedSubscription | undefined {
+export function unmatchedSubscription(
+  stream: TopicSubscription & { id: string },
+  foundTopics: Iterable<string>,
+): UnmatchedSubscription | undefined {
   const found = new Set(foundTopics);
   if (stream.topics !== undefined) {
     const missingTopics = stream.topics.filter((t) => !found.has(t));
     if (!missingTopics.length) return undefined;
     const what = missingTopics.length === 1 ? `topic ${missingTopics[0]}` : `topics ${missingTopics.join(', ')}`;
-    return { missingTopics, count: missingTopics.length, text: `${what} of stream ${stream.id} ${missingTopics.length === 1 ? 'does' : 'do'} not exist in Kafka (topics in the stream config)` };
+    return {
+      missingTopics,
+      count: missingTopics.length,
+      text: `${what} of stream ${stream.id} ${missingTopics.length === 1 ? 'does' : 'do'} not exist in Kafka (topics in the stream config)`,
+    };
   }
   if (stream.topicPattern !== undefined && found.size === 0) {
     return { missingTopics: [], count: 1, text: `topicPattern /${stream.topicPattern}/ of stream ${stream.id} matches no topic in Kafka` };

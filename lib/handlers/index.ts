@@ -22,12 +22,19 @@ export const HANDLERS: Record<string, HandlerFactory> = {
 };
 
 /** The handler for a stream, checked against the mode the stream declares. */
-export function resolveHandler(stream: StreamConfig, deps: { dynamo: DynamoDBClient; env: NodeJS.ProcessEnv }, registry = HANDLERS): RecordsHandler {
+export function resolveHandler(
+  stream: StreamConfig,
+  deps: { dynamo: DynamoDBClient; env: NodeJS.ProcessEnv },
+  registry = HANDLERS,
+): RecordsHandler {
   const spec = stream.handler;
-  if (!spec) throw new ValidationError(`stream ${stream.id} has no handler: set handler.module to one of ${Object.keys(registry).join(', ')}`);
+  if (!spec)
+    throw new ValidationError(`stream ${stream.id} has no handler: set handler.module to one of ${Object.keys(registry).join(', ')}`);
   const factory = registry[spec.module];
   if (!factory) {
-    throw new ValidationError(`stream ${stream.id}: unknown handler.module "${spec.module}" (registered: ${Object.keys(registry).join(', ')})`);
+    throw new ValidationError(
+      `stream ${stream.id}: unknown handler.module "${spec.module}" (registered: ${Object.keys(registry).join(', ')})`,
+    );
   }
   const handler = factory(deps);
   if (handler.mode !== spec.mode) {

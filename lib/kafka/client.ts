@@ -32,9 +32,7 @@ export type CreateKafkaDeps = {
 export async function createKafka(config: KafkaConnectionConfig, deps: CreateKafkaDeps = {}): Promise<Kafka> {
   const sasl = config.sasl;
   const password =
-    sasl !== undefined && sasl.mechanism !== 'aws-msk-iam'
-      ? await (deps.resolveSecret ?? processSecretResolver)(sasl.password)
-      : undefined;
+    sasl !== undefined && sasl.mechanism !== 'aws-msk-iam' ? await (deps.resolveSecret ?? processSecretResolver)(sasl.password) : undefined;
   return new Kafka(kafkaClientConfig(config, { password, log: deps.log, mskToken: deps.mskToken }));
 }
 
@@ -126,6 +124,8 @@ export function kafkaLogLines(write: (line: string) => void): KafkaLogFn {
     const details = Object.entries(extra)
       .filter(([k, v]) => v !== undefined && k !== 'stack')
       .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
-    write(`[kafkajs ${level}] ${typeof namespace === 'string' && namespace ? `${namespace}: ` : ''}${message}${details.length ? ` (${details.join(', ')})` : ''}`);
+    write(
+      `[kafkajs ${level}] ${typeof namespace === 'string' && namespace ? `${namespace}: ` : ''}${message}${details.length ? ` (${details.join(', ')})` : ''}`,
+    );
   };
 }

@@ -326,9 +326,7 @@ export class KafkajsCluster {
     const build = broker.lookupRequest(FETCH_API_KEY, requests.Fetch);
     const built = build({ replicaId: -1, ...fetchArgs(req) }) as ProtocolRequest;
     if (built.request.apiVersion !== FETCH_VERSION) {
-      throw new Error(
-        `broker ${nodeId} negotiated Fetch v${built.request.apiVersion}; the reader needs v${FETCH_VERSION} (Kafka >= 2.3)`,
-      );
+      throw new Error(`broker ${nodeId} negotiated Fetch v${built.request.apiVersion}; the reader needs v${FETCH_VERSION} (Kafka >= 2.3)`);
     }
     return (await sendRaw(broker, {
       request: built.request,

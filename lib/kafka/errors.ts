@@ -50,13 +50,7 @@ export function toKafkaError(operation: string, err: unknown): AppError {
   const inner = asObject(e.cause);
   const message = typeof e.message === 'string' ? e.message : String(err);
   const type =
-    typeof e.type === 'string'
-      ? e.type
-      : typeof inner.type === 'string'
-        ? inner.type
-        : typeof e.name === 'string'
-          ? e.name
-          : undefined;
+    typeof e.type === 'string' ? e.type : typeof inner.type === 'string' ? inner.type : typeof e.name === 'string' ? e.name : undefined;
   return new KafkaError(`Kafka ${operation} failed: ${message}`, {
     cause: err,
     type,
@@ -77,10 +71,7 @@ export class OffsetOutOfRangeError extends KafkaError {
   readonly fetchOffset: number;
   readonly logStartOffset: number | undefined;
 
-  constructor(
-    message: string,
-    details: PartitionRef & { fetchOffset: number; logStartOffset?: number; cause?: unknown },
-  ) {
+  constructor(message: string, details: PartitionRef & { fetchOffset: number; logStartOffset?: number; cause?: unknown }) {
     super(message, { cause: details.cause, type: 'OFFSET_OUT_OF_RANGE', retriable: false });
     this.topic = details.topic;
     this.partition = details.partition;

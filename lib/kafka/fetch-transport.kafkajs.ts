@@ -8,13 +8,7 @@ import type { Kafka } from 'kafkajs';
 import { EARLIEST_TIMESTAMP, ISOLATION_LEVEL, KafkajsCluster, LATEST_TIMESTAMP } from './cluster.kafkajs';
 import { KafkaError, PartitionNotFoundError } from './errors';
 import { toSafeOffset } from './metadata.kafkajs';
-import {
-  INVALID_TOPIC_EXCEPTION,
-  NO_ERROR,
-  protocolFailure,
-  UNKNOWN_TOPIC_OR_PARTITION,
-  type FetchTransport,
-} from './range-reader';
+import { INVALID_TOPIC_EXCEPTION, NO_ERROR, protocolFailure, UNKNOWN_TOPIC_OR_PARTITION, type FetchTransport } from './range-reader';
 import { systemClock, type Clock } from './retry';
 
 /** The kafkajs transport: leaders from (cached) metadata, Fetch and ListOffsets to the leader. */

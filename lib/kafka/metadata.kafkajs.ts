@@ -185,7 +185,12 @@ function groupByLeader(metadata: RawMetadata, tps: TP[]): { leaders: Map<number,
       const err = topicError(topic, t.topicErrorCode);
       missing.set(k, { code: 'ERROR', reason: err.message, retriable: err.retriable, type: err.type, cause: err });
     } else if (!p) {
-      missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `partition ${topic}/${partition} does not exist`, retriable: false, type: UNKNOWN });
+      missing.set(k, {
+        code: 'UNKNOWN_PARTITION',
+        reason: `partition ${topic}/${partition} does not exist`,
+        retriable: false,
+        type: UNKNOWN,
+      });
     } else if (p.leader < 0 || !brokers.has(p.leader)) {
       const why = p.leader < 0 ? 'no leader (election under way)' : `leader ${p.leader} is not among the live brokers`;
       missing.set(k, { code: 'NO_LEADER', reason: why, retriable: true, type: 'LEADER_NOT_AVAILABLE' });

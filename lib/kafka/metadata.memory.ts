@@ -63,11 +63,7 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
     for (const t of parts) {
       for (const partition of t.partitions) {
         const young = notReady.get(t.topic);
-        const code = failing.has(t.topic)
-          ? 'NOT_LEADER'
-          : young
-            ? NOT_READY_CODES[young]
-            : down.get(`${t.topic}/${partition}`);
+        const code = failing.has(t.topic) ? 'NOT_LEADER' : young ? NOT_READY_CODES[young] : down.get(`${t.topic}/${partition}`);
         if (code) {
           unavailable.push({ topic: t.topic, partition, code, reason: `${code} (simulated)` });
           continue;
@@ -82,7 +78,10 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
     requestCount: () => requests,
     async close() {},
     createTopic(topic, partitions) {
-      topics.set(topic, Array.from({ length: partitions }, () => ({ earliest: 0, latest: 0, timestamps: [] })));
+      topics.set(
+        topic,
+        Array.from({ length: partitions }, () => ({ earliest: 0, latest: 0, timestamps: [] })),
+      );
       if (opts.topicIds !== false) ids.set(topic, randomBytes(16).toString('base64url'));
     },
     addPartitions(topic, count) {
@@ -122,7 +121,9 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
     async describeTopics(selector): Promise<TopicPartitions[]> {
       requests++;
       return [...topics.entries()]
-        .filter(([t]) => !t.startsWith('__') && !hidden.has(t) && ('topics' in selector ? selector.topics.includes(t) : selector.pattern.test(t)))
+        .filter(
+          ([t]) => !t.startsWith('__') && !hidden.has(t) && ('topics' in selector ? selector.topics.includes(t) : selector.pattern.test(t)),
+        )
         .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i), ...(ids.has(topic) ? { topicId: ids.get(topic) } : {}) }));
     },
     async fetchOffsets(parts): Promise<PartitionOffsets[]> {

@@ -7,7 +7,13 @@ export type MemoryRangeReader = RangeReader & {
   append(
     topic: string,
     partition: number,
-    values: Array<{ key?: string; value: string | null; offset?: number; headers?: RecordHeader[]; timestampType?: KafkaRecord['timestampType'] }>,
+    values: Array<{
+      key?: string;
+      value: string | null;
+      offset?: number;
+      headers?: RecordHeader[];
+      timestampType?: KafkaRecord['timestampType'];
+    }>,
   ): void;
   /** Retention: offsets below `earliest` are gone. */
   truncate(topic: string, partition: number, earliest: number): void;
@@ -64,7 +70,11 @@ export function createMemoryRangeReader(): MemoryRangeReader {
         const log = logs.get(k(req.topic, req.partition));
         if (!log) throw new PartitionNotFoundError(`partition ${req.topic}/${req.partition} does not exist`, req);
         if (at < log.earliest) {
-          throw new OffsetOutOfRangeError(`offset ${at} is below the log start ${log.earliest}`, { ...req, fetchOffset: at, logStartOffset: log.earliest });
+          throw new OffsetOutOfRangeError(`offset ${at} is below the log start ${log.earliest}`, {
+            ...req,
+            fetchOffset: at,
+            logStartOffset: log.earliest,
+          });
         }
         const max = req.maxChunkRecords ?? 500;
         const records = log.records.filter((r) => r.offset >= at && r.offset < req.until).slice(0, max);

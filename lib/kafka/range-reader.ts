@@ -48,14 +48,7 @@ import { controlRecordType, createAbortedBatchFilter } from './aborted';
 import { ISOLATION_LEVEL, protocolError, type FetchPartitionRequest } from './cluster.kafkajs';
 import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from './errors';
 import type { FetchedPartition, FetchResponse } from './fetch-response';
-import {
-  backoffMs,
-  DEFAULT_RETRY_POLICY,
-  systemClock,
-  withRetries,
-  type Clock,
-  type RetryPolicy,
-} from './retry';
+import { backoffMs, DEFAULT_RETRY_POLICY, systemClock, withRetries, type Clock, type RetryPolicy } from './retry';
 
 export type RangeReaderOptions = {
   /** Default of `ReadRequest.maxChunkRecords`. Default 500. */
@@ -140,7 +133,9 @@ function checkRequest(req: ReadRequest, defaults: ChunkLimits): ChunkLimits {
   }
   if (req.until < req.from) throw new ValidationError(`read: until ${req.until} is before from ${req.from}`);
   if (req.isolationLevel !== 'read_committed' && req.isolationLevel !== 'read_uncommitted') {
-    throw new ValidationError(`read: isolation level must be read_committed or read_uncommitted, not ${JSON.stringify(req.isolationLevel)}`);
+    throw new ValidationError(
+      `read: isolation level must be read_committed or read_uncommitted, not ${JSON.stringify(req.isolationLevel)}`,
+    );
   }
   const maxChunkRecords = req.maxChunkRecords ?? defaults.maxChunkRecords;
   const maxFetchBytes = req.maxFetchBytes ?? defaults.maxFetchBytes;
@@ -282,12 +277,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
   let fetches = 0;
 
   /** One Fetch at `offset`, retried on retriable errors; returns the partition's data without errors. */
-  async function fetchAt(
-    req: ReadRequest,
-    offset: number,
-    level: number,
-    maxBytes: number,
-  ): Promise<FetchedPartition> {
+  async function fetchAt(req: ReadRequest, offset: number, level: number, maxBytes: number): Promise<FetchedPartition> {
     const { topic, partition, signal } = req;
     const where = `${topic}/${partition}`;
     /** When fresh metadata first lacked the partition (reset once it is back). */
@@ -345,10 +335,12 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
     try {
       log = await transport.logOffsets(topic, partition);
     } catch (cause) {
-      return new OffsetOutOfRangeError(
-        `${where}: offset ${offset} is out of range (the log start offset could not be looked up)`,
-        { topic, partition, fetchOffset: offset, cause },
-      );
+      return new OffsetOutOfRangeError(`${where}: offset ${offset} is out of range (the log start offset could not be looked up)`, {
+        topic,
+        partition,
+        fetchOffset: offset,
+        cause,
+      });
     }
     const message =
       offset < log.earliest

@@ -30,9 +30,7 @@ export type SecretSources = {
 };
 
 /** A caching resolver over the given sources (AWS and process.env unless replaced). */
-export function createSecretResolver(
-  options: Partial<SecretSources> & { ttlMs?: number; nowMs?: () => number } = {},
-): SecretResolver {
+export function createSecretResolver(options: Partial<SecretSources> & { ttlMs?: number; nowMs?: () => number } = {}): SecretResolver {
   const readSecretsManager = options.readSecretsManager ?? ((id: string) => readSecretsManagerByArnRegion(id));
   const readSsmParameter = options.readSsmParameter ?? ((name: string) => readSsmParameterByArnRegion(name));
   const env = options.env ?? process.env;
@@ -76,7 +74,9 @@ export function secretField(secretString: string, secretId: string, field: strin
     parsed = JSON.parse(secretString);
   } catch {
     // Never echo the secret text or the parser message (which quotes it).
-    throw new ValidationError(`secret ${secretId} is not JSON, so it has no field ${JSON.stringify(field)}; drop "field" to use the whole secret`);
+    throw new ValidationError(
+      `secret ${secretId} is not JSON, so it has no field ${JSON.stringify(field)}; drop "field" to use the whole secret`,
+    );
   }
   const value = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>)[field] : undefined;
   if (typeof value !== 'string') {

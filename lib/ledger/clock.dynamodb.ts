@@ -46,7 +46,12 @@ export function createDynamoStoreClock(opts: { client: DynamoDBClient; tableName
   const sample = (dateHeader: string | undefined, sentAtMs: number, receivedAtMs: number): void => {
     const stampedMs = dateHeader === undefined ? NaN : Date.parse(dateHeader);
     if (!Number.isFinite(stampedMs)) return;
-    const fresh = { loMs: stampedMs - receivedAtMs, hiMs: stampedMs + DATE_RESOLUTION_MS - sentAtMs, sinceMs: receivedAtMs, sampledAtMs: receivedAtMs };
+    const fresh = {
+      loMs: stampedMs - receivedAtMs,
+      hiMs: stampedMs + DATE_RESOLUTION_MS - sentAtMs,
+      sinceMs: receivedAtMs,
+      sampledAtMs: receivedAtMs,
+    };
     const loMs = Math.max(fresh.loMs, bounds?.loMs ?? -Infinity);
     const hiMs = Math.min(fresh.hiMs, bounds?.hiMs ?? Infinity);
     const age = bounds === undefined ? Infinity : receivedAtMs - bounds.sinceMs;

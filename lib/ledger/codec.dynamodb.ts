@@ -148,7 +148,10 @@ function deadLetterExpiry(d: DeadLetter): Item {
 /** Retention fields of a stored dead letter (items written before retention existed kept the record, forever). */
 function deadLetterRetention(item: Item): Pick<DeadLetter, 'kept' | 'expiresAtMs'> {
   const expiresAt = typeof item[TTL_ATTRIBUTE] === 'number' ? item[TTL_ATTRIBUTE] : undefined;
-  return compact({ kept: (item.kept as DeadLetter['kept'] | undefined) ?? 'record', expiresAtMs: expiresAt === undefined ? undefined : expiresAt * 1000 });
+  return compact({
+    kept: (item.kept as DeadLetter['kept'] | undefined) ?? 'record',
+    expiresAtMs: expiresAt === undefined ? undefined : expiresAt * 1000,
+  });
 }
 
 /**
@@ -238,7 +241,13 @@ export function completeAction(table: string, range: LeasedRange, expect: number
 }
 
 /** The partition's committed offset moves from the range's start to its end, with the range's stats. */
-export function advancePartitionAction(table: string, range: LeasedRange, stats: RangeStats, observedRecordsPerSec: number | undefined, withAdvance: boolean): TxAction {
+export function advancePartitionAction(
+  table: string,
+  range: LeasedRange,
+  stats: RangeStats,
+  observedRecordsPerSec: number | undefined,
+  withAdvance: boolean,
+): TxAction {
   const values: Item = { ':stats': stats };
   const inc = incarnationCondition(range.incarnation, ':inc');
   let set = 'lastRange = :stats';
@@ -324,7 +333,14 @@ export function acquirePlannerLeaseUpdate(
     UpdateExpression: 'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream',
     ConditionExpression: 'attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner',
     ExpressionAttributeNames: { '#s': 'stream' },
-    ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':owner': a.ownerToken, ':until': a.nowMs + a.leaseMs, ':now': a.nowMs, ':stream': a.stream },
+    ExpressionAttributeValues: {
+      ':zero': 0,
+      ':one': 1,
+      ':owner': a.ownerToken,
+      ':until': a.nowMs + a.leaseMs,
+      ':now': a.nowMs,
+      ':stream': a.stream,
+    },
     ReturnValues: 'ALL_NEW',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
@@ -345,14 +361,27 @@ export function releasePlannerLeaseUpdate(
 }
 
 /** Records a processor's failure on its range (`failed` or `parked`), conditional on its lease (I3). */
-export function failRangeUpdate(table: string, range: LeasedRange, status: 'failed' | 'parked', error: string, nowMs: number): UpdateCommandInput {
+export function failRangeUpdate(
+  table: string,
+  range: LeasedRange,
+  status: 'failed' | 'parked',
+  error: string,
+  nowMs: number,
+): UpdateCommandInput {
   return {
     TableName: table,
     Key: keys.range(range.stream, range),
     UpdateExpression: 'SET #st = :status, lastError = :err, failedAtMs = :now, leaseExpiresAtMs = :zero',
     ConditionExpression: HOLDS_LEASE,
     ExpressionAttributeNames: { '#st': 'status' },
-    ExpressionAttributeValues: { ':status': status, ':err': error.slice(0, 4000), ':now': nowMs, ':zero': 0, ':leased': 'leased', ':token': range.leaseToken },
+    ExpressionAttributeValues: {
+      ':status': status,
+      ':err': error.slice(0, 4000),
+      ':now': nowMs,
+      ':zero': 0,
+      ':leased': 'leased',
+      ':token': range.leaseToken,
+    },
   };
 }
 
@@ -419,7 +448,9 @@ type PlanWriteOf<K extends PlanWrite['kind']> = Extract<PlanWrite, { kind: K }>;
 type PlanWriteBuilder<K extends PlanWrite['kind']> = (table: string, stream: string, w: PlanWriteOf<K>) => TxAction[];
 
 /** Persists a newly discovered partition (only if absent). */
-const registerPartition: PlanWriteBuilder<'register-partition'> = (table, _stream, w) => [putIfAbsent(table, codec.partitionItem(w.partition))];
+const registerPartition: PlanWriteBuilder<'register-partition'> = (table, _stream, w) => [
+  putIfAbsent(table, codec.partitionItem(w.partition)),
+];
 
 /** Persists a range and moves its partition's planning cursor from `range.from` to `range.until`. */
 const planRange: PlanWriteBuilder<'plan-range'> = (table, stream, w) => {
@@ -459,7 +490,13 @@ const markDispatched: PlanWriteBuilder<'mark-dispatched'> = (table, stream, w) =
       UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one',
       ConditionExpression: 'NOT #st IN (:done, :parked) AND dispatches = :expectDispatches',
       ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ':now': w.nowMs, ':one': 1, ':done': 'done', ':parked': 'parked', ':expectDispatches': w.expect.dispatches },
+      ExpressionAttributeValues: {
+        ':now': w.nowMs,
+        ':one': 1,
+        ':done': 'done',
+        ':parked': 'parked',
+        ':expectDispatches': w.expect.dispatches,
+      },
     },
   },
 ];
@@ -487,24 +524,31 @@ const parkRange: PlanWriteBuilder<'park-range'> = (table, stream, w) => [
       UpdateExpression: 'SET #st = :parked, lastError = :err',
       ConditionExpression: '#st = :expectStatus AND attempts = :expectAttempts',
       ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ':parked': 'parked', ':err': w.error, ':expectStatus': w.expect.status, ':expectAttempts': w.expect.attempts },
+      ExpressionAttributeValues: {
+        ':parked': 'parked',
+        ':err': w.error,
+        ':expectStatus': w.expect.status,
+        ':expectAttempts': w.expect.attempts,
+      },
     },
   },
 ];
 
 /** Moves an active partition to `retired` or `failed`, with its reason. */
-const endPartition = (to: 'retired' | 'failed') => (table: string, stream: string, w: PlanWriteOf<'retire-partition' | 'fail-partition'>): TxAction[] => [
-  {
-    Update: {
-      TableName: table,
-      Key: keys.partition(stream, w.topic, w.partition),
-      UpdateExpression: 'SET #st = :to, reason = :reason, statusChangedAtMs = :now',
-      ConditionExpression: '#st = :active',
-      ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ':to': to, ':reason': w.reason, ':now': w.nowMs, ':active': 'active' },
+const endPartition =
+  (to: 'retired' | 'failed') =>
+  (table: string, stream: string, w: PlanWriteOf<'retire-partition' | 'fail-partition'>): TxAction[] => [
+    {
+      Update: {
+        TableName: table,
+        Key: keys.partition(stream, w.topic, w.partition),
+        UpdateExpression: 'SET #st = :to, reason = :reason, statusChangedAtMs = :now',
+        ConditionExpression: '#st = :active',
+        ExpressionAttributeNames: { '#st': 'status' },
+        ExpressionAttributeValues: { ':to': to, ':reason': w.reason, ':now': w.nowMs, ':active': 'active' },
+      },
     },
-  },
-];
+  ];
 
 /** Records a lost span and moves an idle partition past it. */
 const recordDataLoss: PlanWriteBuilder<'record-data-loss'> = (table, stream, w) => [
@@ -599,7 +643,10 @@ function closeIncarnationActions(table: string, stream: string, c: ClosedIncarna
     },
     { Put: { TableName: table, Item: codec.closedItem(c), ConditionExpression: 'attribute_not_exists(pk)' } },
     ...c.openRanges.map((r): TxAction => ({
-      Delete: { TableName: table, Key: keys.range(stream, { topic: c.topic, partition: c.partition, from: r.from, incarnation: c.incarnation }) },
+      Delete: {
+        TableName: table,
+        Key: keys.range(stream, { topic: c.topic, partition: c.partition, from: r.from, incarnation: c.incarnation }),
+      },
     })),
   ];
 }
@@ -617,7 +664,14 @@ export function rewindPartitionAction(table: string, stream: string, p: RewindPa
       UpdateExpression: 'SET committed = :to, nextFrom = :to, #st = :active REMOVE reason',
       ConditionExpression: `attribute_exists(pk) AND committed = :c AND nextFrom = :n AND #st <> :retired AND ${inc.expression}`,
       ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ':to': p.to, ':c': p.expect.committed, ':n': p.expect.nextFrom, ':active': 'active', ':retired': 'retired', ...inc.values },
+      ExpressionAttributeValues: {
+        ':to': p.to,
+        ':c': p.expect.committed,
+        ':n': p.expect.nextFrom,
+        ':active': 'active',
+        ':retired': 'retired',
+        ...inc.values,
+      },
     },
   };
 }
@@ -636,7 +690,12 @@ export function fencedChangeAction(table: string, stream: string, epoch: number,
 }
 
 /** Removes a range item only in the status the operator's read saw (done history, or a parked range). */
-export function deleteRangeAction(table: string, stream: string, r: { topic: string; partition: number; from: number; incarnation?: number }, status: 'done' | 'parked'): TxAction {
+export function deleteRangeAction(
+  table: string,
+  stream: string,
+  r: { topic: string; partition: number; from: number; incarnation?: number },
+  status: 'done' | 'parked',
+): TxAction {
   return {
     Delete: {
       TableName: table,
@@ -649,7 +708,12 @@ export function deleteRangeAction(table: string, stream: string, r: { topic: str
 }
 
 /** Marks a dead letter re-driven, once: a second re-drive (or a missing item) fails the condition. */
-export function redriveAction(table: string, stream: string, d: { topic: string; partition: number; offset: number; incarnation?: number }, nowMs: number): TxAction {
+export function redriveAction(
+  table: string,
+  stream: string,
+  d: { topic: string; partition: number; offset: number; incarnation?: number },
+  nowMs: number,
+): TxAction {
   return {
     Update: {
       TableName: table,

@@ -23,7 +23,16 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConfigurationError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
 import { CommitTooLargeError, fitsOneCommit, SinkConditionError } from '../ports/ledger';
-import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RangeState, RewindOutcome, WriteOutcome } from '../ports/ledger';
+import type {
+  LeaseOutcome,
+  Ledger,
+  PlannerLease,
+  PlanWrite,
+  ProcessorWriteOutcome,
+  RangeState,
+  RewindOutcome,
+  WriteOutcome,
+} from '../ports/ledger';
 import {
   acquirePlannerLeaseUpdate,
   advancePartitionAction,
@@ -63,11 +72,7 @@ export type DynamoLedgerOptions = {
   concurrency?: number;
 };
 
-const THROTTLE_NAMES = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-]);
+const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 
 /** Translates an SDK error into the project's error classes (the edge of the adapter). */
 export function translateDynamoError(err: unknown, what: string, tableName: string): Error {
@@ -92,11 +97,18 @@ export function dynamoSetupError(err: unknown, what: string): AppError | undefin
   if (err instanceof AppError) return err;
   const e = (err ?? {}) as { message?: unknown; code?: unknown; address?: unknown; port?: unknown; hostname?: unknown };
   if (e.message === 'Region is missing') {
-    return new ConfigurationError(`${what}: DynamoDB has no AWS region: set AWS_REGION (or DYNAMODB_ENDPOINT for the local stack)`, { cause: err });
+    return new ConfigurationError(`${what}: DynamoDB has no AWS region: set AWS_REGION (or DYNAMODB_ENDPOINT for the local stack)`, {
+      cause: err,
+    });
   }
   const hint = '[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]';
   if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) {
-    const where = typeof e.address === 'string' ? `${e.address}${e.port === undefined ? '' : `:${String(e.port)}`}` : typeof e.hostname === 'string' ? e.hostname : 'its endpoint';
+    const where =
+      typeof e.address === 'string'
+        ? `${e.address}${e.port === undefined ? '' : `:${String(e.port)}`}`
+        : typeof e.hostname === 'string'
+          ? e.hostname
+          : 'its endpoint';
     return new StoreError(`${what}: cannot reach DynamoDB at ${where} (${e.code}) ${hint}`, { cause: err });
   }
   // The SDK's retry layer turns a socket error it does not recognise as an Error (one from another
@@ -146,7 +158,11 @@ type TxRetryPolicy<T> = {
   /** The result once the transaction committed (or nothing was left). */
   applied: () => T;
   /** A cancellation: finish with a value, or retry at once or after a backoff (or throw). */
-  cancelled: (reasons: CancellationReason[], attempt: number, err: TransactionCanceledException) => { done: T } | { retry: 'backoff' | 'now' };
+  cancelled: (
+    reasons: CancellationReason[],
+    attempt: number,
+    err: TransactionCanceledException,
+  ) => { done: T } | { retry: 'backoff' | 'now' };
 };
 
 /** Splits batches into waves whose transactions share no item. */
@@ -206,7 +222,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   };
 
   /** Items of the stream whose sort key lies in `[lo, hi]` (strongly consistent). */
-  const querySpan = (stream: string, span: { lo: string; hi: string }) => queryAll(`read ${span.lo}.. of ${stream}`, spanQuery(table, stream, span));
+  const querySpan = (stream: string, span: { lo: string; hi: string }) =>
+    queryAll(`read ${span.lo}.. of ${stream}`, spanQuery(table, stream, span));
 
   const queryPrefix = (stream: string, prefix: string) => queryAll(`read ${prefix} items of ${stream}`, prefixQuery(table, stream, prefix));
 
@@ -266,7 +283,10 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   };
 
   /** A conditional UpdateItem whose failed condition means the lease is gone. */
-  const updateHoldingLease = async (what: string, input: ConstructorParameters<typeof UpdateCommand>[0]): Promise<ProcessorWriteOutcome> => {
+  const updateHoldingLease = async (
+    what: string,
+    input: ConstructorParameters<typeof UpdateCommand>[0],
+  ): Promise<ProcessorWriteOutcome> => {
     try {
       await send(what, () => doc.send(new UpdateCommand(input)));
       return 'applied';
@@ -330,7 +350,9 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     async acquirePlannerLease(input): Promise<PlannerLease> {
       try {
-        const res = await send(`acquire planner lease of ${input.stream}`, () => doc.send(new UpdateCommand(acquirePlannerLeaseUpdate(table, input))));
+        const res = await send(`acquire planner lease of ${input.stream}`, () =>
+          doc.send(new UpdateCommand(acquirePlannerLeaseUpdate(table, input))),
+        );
         const meta = codec.metaFromItem(res.Attributes ?? {});
         return { acquired: true, epoch: meta.epoch, meta };
       } catch (err) {
@@ -388,7 +410,18 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return res.Item ? codec.partitionFromItem(res.Item) : undefined;
     },
 
-    async takeRangeLease({ stream, topic, partition, from, incarnation, until, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+    async takeRangeLease({
+      stream,
+      topic,
+      partition,
+      from,
+      incarnation,
+      until,
+      leaseToken,
+      nowMs,
+      leaseMs,
+      maxAttempts,
+    }): Promise<LeaseOutcome> {
       const key = keys.range(stream, { topic, partition, from, incarnation });
       try {
         const res = await send(`take lease of ${topic}/${partition}/${from}`, () =>
@@ -439,11 +472,17 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
 
     async failRange({ range, status, error, nowMs }) {
-      return updateHoldingLease(`fail ${range.topic}/${range.partition}/${range.from}`, failRangeUpdate(table, range, status, error, nowMs));
+      return updateHoldingLease(
+        `fail ${range.topic}/${range.partition}/${range.from}`,
+        failRangeUpdate(table, range, status, error, nowMs),
+      );
     },
 
     async releaseRange({ range, nowMs, progressed }) {
-      return updateHoldingLease(`release ${range.topic}/${range.partition}/${range.from}`, releaseRangeUpdate(table, range, nowMs, progressed));
+      return updateHoldingLease(
+        `release ${range.topic}/${range.partition}/${range.from}`,
+        releaseRangeUpdate(table, range, nowMs, progressed),
+      );
     },
 
     async listDeadLetters(stream) {
@@ -466,7 +505,10 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
         const ranges = (await querySpan(stream, keys.partitionSpan('R', p.topic, p.partition, lo, p.incarnation))).map(codec.rangeFromItem);
         const busy = ranges.find((r) => r.status !== 'done' && r.status !== 'parked');
         if (busy) {
-          return { outcome: 'condition-failed', reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}` };
+          return {
+            outcome: 'condition-failed',
+            reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}`,
+          };
         }
         const parked = ranges.filter((r) => r.status === 'parked');
         abandoned += parked.length;
@@ -503,7 +545,10 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
       // 3. History cleanup, fenced too; an interrupted rewind is completed by running it again.
       for (let i = 0; i < cleanup.length; i += MAX_TX_ACTIONS - 1) {
-        const res = await transact(`rewind ${stream} (cleanup)`, [fenceCheck(table, stream, epoch, ownerToken), ...cleanup.slice(i, i + MAX_TX_ACTIONS - 1)]);
+        const res = await transact(`rewind ${stream} (cleanup)`, [
+          fenceCheck(table, stream, epoch, ownerToken),
+          ...cleanup.slice(i, i + MAX_TX_ACTIONS - 1),
+        ]);
         if (!res.ok && res.codes[0] === 'ConditionalCheckFailed') return { outcome: 'fenced' };
         // A done range deleted by someone else meanwhile is what we wanted anyway.
       }

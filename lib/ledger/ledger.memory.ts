@@ -93,7 +93,9 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
     case 'record-data-loss': {
       const p = s.partitions.get(pKey(w.loss.topic, w.loss.partition));
       if (!p || p.status !== 'active' || p.nextFrom !== w.expectFrom || p.committed !== w.expectFrom) return false;
-      if (s.losses.some((l) => l.topic === w.loss.topic && l.partition === w.loss.partition && l.from === w.loss.from && sameInc(l, w.loss))) {
+      if (
+        s.losses.some((l) => l.topic === w.loss.topic && l.partition === w.loss.partition && l.from === w.loss.from && sameInc(l, w.loss))
+      ) {
         return false;
       }
       s.losses.push(clone(w.loss));
@@ -137,7 +139,9 @@ function applyClose(s: StreamStore, w: Extract<PlanWrite, { kind: 'close-incarna
  * `requestCount()` the calls made (not part of the port: a test's request budget). It enforces
  * the limits of the store it stands in for (DynamoDB's by default), so unit tests see chunks split.
  */
-export function createMemoryLedger(opts: { limits?: LedgerLimits } = {}): Ledger & { store(stream: string): StreamStore; requestCount(): number } {
+export function createMemoryLedger(
+  opts: { limits?: LedgerLimits } = {},
+): Ledger & { store(stream: string): StreamStore; requestCount(): number } {
   const limits = opts.limits ?? DYNAMODB_LIMITS;
   const streams = new Map<string, StreamStore>();
   let requests = 0;
@@ -218,7 +222,18 @@ export function createMemoryLedger(opts: { limits?: LedgerLimits } = {}): Ledger
       const p = store(stream).partitions.get(pKey(topic, partition));
       return p ? clone(p) : undefined;
     },
-    async takeRangeLease({ stream, topic, partition, from, incarnation, until, leaseToken, nowMs, leaseMs, maxAttempts }): Promise<LeaseOutcome> {
+    async takeRangeLease({
+      stream,
+      topic,
+      partition,
+      from,
+      incarnation,
+      until,
+      leaseToken,
+      nowMs,
+      leaseMs,
+      maxAttempts,
+    }): Promise<LeaseOutcome> {
       requests++;
       const r = store(stream).ranges.get(rKey({ topic, partition, from, incarnation }));
       if (!r) return { kind: 'missing' };
@@ -287,11 +302,22 @@ export function createMemoryLedger(opts: { limits?: LedgerLimits } = {}): Ledger
           return { outcome: 'condition-failed', reason: `partition ${p.topic}/${p.partition} changed since it was read` };
         }
         const lo = Math.min(p.to, p.expect.committed);
-        if (!sameInc(cur, p)) return { outcome: 'condition-failed', reason: `partition ${p.topic}/${p.partition} changed since it was read` };
+        if (!sameInc(cur, p))
+          return { outcome: 'condition-failed', reason: `partition ${p.topic}/${p.partition} changed since it was read` };
         const busy = [...s.ranges.values()].find(
-          (r) => r.topic === p.topic && r.partition === p.partition && sameInc(r, p) && r.from >= lo && r.status !== 'done' && r.status !== 'parked',
+          (r) =>
+            r.topic === p.topic &&
+            r.partition === p.partition &&
+            sameInc(r, p) &&
+            r.from >= lo &&
+            r.status !== 'done' &&
+            r.status !== 'parked',
         );
-        if (busy) return { outcome: 'condition-failed', reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}` };
+        if (busy)
+          return {
+            outcome: 'condition-failed',
+            reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}`,
+          };
       }
       let removedRanges = 0;
       let abandonedParkedRanges = 0;
@@ -312,7 +338,9 @@ export function createMemoryLedger(opts: { limits?: LedgerLimits } = {}): Ledger
           }
         }
         const before = s.deadLetters.length;
-        s.deadLetters = s.deadLetters.filter((d) => !(d.topic === p.topic && d.partition === p.partition && sameInc(d, p) && d.offset >= p.to));
+        s.deadLetters = s.deadLetters.filter(
+          (d) => !(d.topic === p.topic && d.partition === p.partition && sameInc(d, p) && d.offset >= p.to),
+        );
         removedDeadLetters += before - s.deadLetters.length;
       }
       s.meta!.lastChange = clone(change);
@@ -336,7 +364,9 @@ export function createMemoryLedger(opts: { limits?: LedgerLimits } = {}): Ledger
     async redriveDeadLetter({ stream, topic, partition, offset, incarnation, nowMs, sinkWrites }) {
       requests++;
       const s = store(stream);
-      const d = s.deadLetters.find((x) => x.topic === topic && x.partition === partition && x.offset === offset && sameInc(x, { incarnation }));
+      const d = s.deadLetters.find(
+        (x) => x.topic === topic && x.partition === partition && x.offset === offset && sameInc(x, { incarnation }),
+      );
       if (!d || d.redrivenAtMs !== undefined) return 'condition-failed';
       d.redrivenAtMs = nowMs;
       s.sinkWrites.push(...clone(sinkWrites ?? []));

@@ -39,7 +39,18 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
 }
 
 function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
-  const o = cmd.opts<{ untilCaughtUp?: boolean; json?: boolean; rate: string; duration?: string; partitions: string; addPartitionAfter?: string; accounts: string; timeout: string; progress: boolean; demoConfig?: string }>();
+  const o = cmd.opts<{
+    untilCaughtUp?: boolean;
+    json?: boolean;
+    rate: string;
+    duration?: string;
+    partitions: string;
+    addPartitionAfter?: string;
+    accounts: string;
+    timeout: string;
+    progress: boolean;
+    demoConfig?: string;
+  }>();
   const bounded = o.untilCaughtUp ?? false;
   const positive = (text: string, what: string, max: number): number => {
     const n = parseWhole(text, what);
@@ -47,7 +58,8 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     return n;
   };
   const ratePerSec = positive(o.rate, '--rate', 100_000);
-  const durationMs = o.duration !== undefined ? positive(o.duration, '--duration', 86_400) * 1000 : bounded ? DEMO_DEFAULTS.boundedDurationMs : undefined;
+  const durationMs =
+    o.duration !== undefined ? positive(o.duration, '--duration', 86_400) * 1000 : bounded ? DEMO_DEFAULTS.boundedDurationMs : undefined;
   const partitions = positive(o.partitions, '--partitions', 1000);
   const accounts = positive(o.accounts, '--accounts', 1_000_000);
   const timeoutMs = positive(o.timeout, '--timeout', 86_400) * 1000;

@@ -141,7 +141,12 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   // The admin's connect is the run's first Kafka call: with the project's short retry a wrong
   // KAFKA_BROKERS fails in a second, not after ~10 s of kafkajs's default retries. The producer keeps
   // those defaults, so a broker hiccup delays events instead of dropping them.
-  const admin = new Kafka({ clientId: 'demo-admin', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING, retry: KAFKAJS_RETRY }).admin();
+  const admin = new Kafka({
+    clientId: 'demo-admin',
+    brokers: deps.kafkaBrokers.split(','),
+    logLevel: logLevel.NOTHING,
+    retry: KAFKAJS_RETRY,
+  }).admin();
   let ctx: OpsContext | undefined;
 
   try {
@@ -150,9 +155,14 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
     // The Kafka client's own lines (a lost connection) join the run's events instead of raw JSON.
     ctx = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
     const { id, topic, sinkTable } = names;
-    view.event(`stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`);
+    view.event(
+      `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`,
+    );
 
-    const runner = createLocalRunner(runnerDepsFrom(ctx, (l) => view.event(l)), [stream]);
+    const runner = createLocalRunner(
+      runnerDepsFrom(ctx, (l) => view.event(l)),
+      [stream],
+    );
     const producer = createDemoProducer(kafka, admin, { topic, ratePerSec: opts.ratePerSec, accounts: opts.accounts });
     deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
 
@@ -234,7 +244,8 @@ async function runUntilDone(run: DemoRun): Promise<RunEnd> {
   const history: RateHistory = new Map();
   for (;;) {
     const elapsed = Date.now() - run.t0;
-    if (opts.addPartitionAfterMs !== undefined && !adding && elapsed >= opts.addPartitionAfterMs && phase === 'producing') adding = addPartition(run);
+    if (opts.addPartitionAfterMs !== undefined && !adding && elapsed >= opts.addPartitionAfterMs && phase === 'producing')
+      adding = addPartition(run);
     if (phase === 'producing' && opts.durationMs !== undefined && elapsed >= opts.durationMs) {
       await adding;
       await producer.stop();
@@ -314,7 +325,11 @@ async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd)
   const { opts, deps, ops, stream, runner, producer, names } = run;
   const endMs = end.caughtUpAtMs ?? Date.now();
   const expected = producer.expected();
-  const [sink, ledgerProcessed, kafkaRecords] = await Promise.all([scanTotals(dynamo, names.sinkTable), processedOffsets(ops, names.id), countRecords(ops, stream)]);
+  const [sink, ledgerProcessed, kafkaRecords] = await Promise.all([
+    scanTotals(dynamo, names.sinkTable),
+    processedOffsets(ops, names.id),
+    countRecords(ops, stream),
+  ]);
   const applied = Object.values(sink).reduce((s, v) => s + v.count, 0);
   const stats = runner.stats();
   const deadLetters = (await ops.ledger.listDeadLetters(names.id)).length;
@@ -331,7 +346,10 @@ async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd)
     stream: names.id,
     topic: names.topic,
     sinkTable: names.sinkTable,
-    partitions: (await ops.metadata.forStream(stream).then((m) => m.describeTopics({ topics: [names.topic] }))).reduce((s, t) => s + t.partitions.length, 0),
+    partitions: (await ops.metadata.forStream(stream).then((m) => m.describeTopics({ topics: [names.topic] }))).reduce(
+      (s, t) => s + t.partitions.length,
+      0,
+    ),
     kafkaRecords,
     plannerRuns: stats.plannerRuns,
     deadLetters,
@@ -357,9 +375,20 @@ export function humanSummary(s: DemoSummary, bounded: boolean): string {
   ];
   // What is not in the sink, and why: dead-lettered (needs an operator) or not processed yet.
   if (s.deadLetters) lines.push(`${s.deadLetters} dead-lettered, not in the sink (see: npm run cli -- dead-letters ${s.stream})`);
-  if (s.unapplied) lines.push(`${s.unapplied} records left unapplied (not processed before the run stopped; the ledger keeps the position)`);
-  if (bounded) lines.push(s.exact ? 'exactly once: every produced event is in the sink once, totals equal per account' : 'CHECK FAILED: the sink does not match what was produced (see the numbers above)');
-  else lines.push(s.consistent ? `consistent: the sink holds exactly the ${s.applied} committed events (no loss, no duplicates)` : 'CHECK FAILED: the sink does not match the committed offsets');
+  if (s.unapplied)
+    lines.push(`${s.unapplied} records left unapplied (not processed before the run stopped; the ledger keeps the position)`);
+  if (bounded)
+    lines.push(
+      s.exact
+        ? 'exactly once: every produced event is in the sink once, totals equal per account'
+        : 'CHECK FAILED: the sink does not match what was produced (see the numbers above)',
+    );
+  else
+    lines.push(
+      s.consistent
+        ? `consistent: the sink holds exactly the ${s.applied} committed events (no loss, no duplicates)`
+        : 'CHECK FAILED: the sink does not match the committed offsets',
+    );
   if (s.producerError) lines.push(`producer error seen: ${s.producerError}`);
   lines.push(`inspect: npm run cli -- status ${s.stream}   (the local stack keeps running; npm run local:down stops it)`);
   return lines.join('\n');
@@ -368,10 +397,14 @@ export function humanSummary(s: DemoSummary, bounded: boolean): string {
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((r) => {
     const t = setTimeout(r, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      r();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        r();
+      },
+      { once: true },
+    );
   });
 }
 
@@ -398,7 +431,10 @@ async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{
       };
     })
     .sort((a, b) => a.partition - b.partition);
-  const caughtUp = inFlight.length === 0 && rows.length > 0 && rows.every((r) => r.committed !== undefined && r.committed === r.latest && r.nextFrom === r.latest);
+  const caughtUp =
+    inFlight.length === 0 &&
+    rows.length > 0 &&
+    rows.every((r) => r.committed !== undefined && r.committed === r.latest && r.nextFrom === r.latest);
   const kafkaRecords = offsets.reduce((s, o) => s + o.latest - o.earliest, 0);
   return { rows, caughtUp, kafkaRecords };
 }

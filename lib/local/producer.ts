@@ -31,7 +31,11 @@ export type DemoProducer = {
 const MERCHANTS = ['grocer', 'fuel', 'pharmacy', 'bookshop', 'cafe', 'rail', 'cinema', 'hardware', 'bakery', 'airline'];
 
 /** Creates the producer for `topic`; `accounts` keys with a skewed (Zipf-like) popularity. */
-export function createDemoProducer(kafka: Kafka, admin: Admin, opts: { topic: string; ratePerSec: number; accounts: number; random?: () => number }): DemoProducer {
+export function createDemoProducer(
+  kafka: Kafka,
+  admin: Admin,
+  opts: { topic: string; ratePerSec: number; accounts: number; random?: () => number },
+): DemoProducer {
   const random = opts.random ?? Math.random;
   const keys = Array.from({ length: opts.accounts }, (_, i) => `acct-${String(i + 1).padStart(4, '0')}`);
   // A few accounts are busy, most are quiet: weight 1 / rank^0.8.
@@ -57,7 +61,12 @@ export function createDemoProducer(kafka: Kafka, admin: Admin, opts: { topic: st
 
   const newProducer = async (): Promise<Producer> => {
     // Idempotent: a retried batch is written once, so "acknowledged" means "in the log exactly once".
-    const p = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 });
+    const p = kafka.producer({
+      createPartitioner: Partitioners.DefaultPartitioner,
+      allowAutoTopicCreation: false,
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
     await p.connect();
     return p;
   };
@@ -132,7 +141,8 @@ export function createDemoProducer(kafka: Kafka, admin: Admin, opts: { topic: st
           const md = await admin.fetchTopicMetadata({ topics: [opts.topic] }).catch(() => undefined);
           const parts = md?.topics[0]?.partitions ?? [];
           if (parts.length === total && parts.every((p) => p.leader >= 0)) break;
-          if (Date.now() > deadline) throw new TimeoutError(`topic ${opts.topic} did not show ${total} partitions with leaders within 30 s`);
+          if (Date.now() > deadline)
+            throw new TimeoutError(`topic ${opts.topic} did not show ${total} partitions with leaders within 30 s`);
           await new Promise((r) => setTimeout(r, 100));
         }
         const old = producer;

@@ -44,7 +44,14 @@ export function partitionLag(p: Pick<PartitionProgress, 'committed' | 'earliest'
 }
 
 /** Totals of a frame: the header's figures (lag = latest - committed, summed over what the table shows). */
-export function frameTotals(f: Pick<ProgressFrame, 'partitions'>): { partitions: number; unregistered: number; latest: number; committed: number; lag: number; ratePerSec: number } {
+export function frameTotals(f: Pick<ProgressFrame, 'partitions'>): {
+  partitions: number;
+  unregistered: number;
+  latest: number;
+  committed: number;
+  lag: number;
+  ratePerSec: number;
+} {
   let latest = 0;
   let committed = 0;
   let lag = 0;
@@ -82,7 +89,11 @@ export function renderFrame(f: ProgressFrame): string[] {
       ]),
     ).split('\n'),
   ];
-  if (f.deadLetters || f.errors) lines.push('', `dead letters ${f.deadLetters}   processor errors ${f.errors}${f.lastError ? `   last: ${f.lastError.slice(0, 120)}` : ''}`);
+  if (f.deadLetters || f.errors)
+    lines.push(
+      '',
+      `dead letters ${f.deadLetters}   processor errors ${f.errors}${f.lastError ? `   last: ${f.lastError.slice(0, 120)}` : ''}`,
+    );
   if (f.events.length) lines.push('', ...f.events.slice(-5).map((e) => `  ${e}`));
   return lines;
 }

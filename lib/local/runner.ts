@@ -144,7 +144,11 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
       streams.map((s) =>
         (deps.storeClock ? deps.storeClock() : Promise.resolve(Date.now()))
           .then((nowMs) =>
-            planStream({ ledger: deps.ledger, metadataFor: deps.metadataFor, dispatcher, plannerLeaseMs: deps.plannerLeaseMs ?? 30_000 }, s, { dryRun: false, nowMs }),
+            planStream(
+              { ledger: deps.ledger, metadataFor: deps.metadataFor, dispatcher, plannerLeaseMs: deps.plannerLeaseMs ?? 30_000 },
+              s,
+              { dryRun: false, nowMs },
+            ),
           )
           .catch((err: unknown): StreamPlanReport => {
             const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);

@@ -17,7 +17,11 @@ export type StartSignals = {
 };
 
 /** Installs the handlers on `proc` (the process); `exit` ends the process (injected by tests). */
-export function handleStartSignals(proc: Pick<EventEmitter, 'on'>, err: (text: string) => void, exit: (code: number) => void): StartSignals {
+export function handleStartSignals(
+  proc: Pick<EventEmitter, 'on'>,
+  err: (text: string) => void,
+  exit: (code: number) => void,
+): StartSignals {
   const stop = new AbortController();
   const hard = new AbortController();
   let starting = true;

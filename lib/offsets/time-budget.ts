@@ -6,7 +6,11 @@ import { ValidationError } from '../errors';
 import { requireFinite } from './internal';
 
 /** Max records per range from the observed processor rate: floor(rate x timeout x safety), at least 1; undefined before any observation. */
-export function timeBudget(observedRecordsPerSec: number | undefined, processorTimeoutMs: number, safetyFactor: number): number | undefined {
+export function timeBudget(
+  observedRecordsPerSec: number | undefined,
+  processorTimeoutMs: number,
+  safetyFactor: number,
+): number | undefined {
   requireFinite('processorTimeoutMs', processorTimeoutMs, 0, true);
   requireFinite('safetyFactor', safetyFactor, 0, true);
   if (observedRecordsPerSec === undefined) return undefined;

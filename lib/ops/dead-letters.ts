@@ -71,7 +71,8 @@ export async function redriveDeadLetters(
       let writes: SinkWrite[] = [];
       if (handler.mode === 'dynamodb-exactly-once') {
         writes = (await handler.handle([rec], hctx)).map((w) => withTable(w, stream.handler?.sinkTable));
-        if (writes.length > 98) throw new Error(`the handler returned ${writes.length} writes for one record; one transaction holds at most 98`);
+        if (writes.length > 98)
+          throw new Error(`the handler returned ${writes.length} writes for one record; one transaction holds at most 98`);
       } else {
         await handler.handle([rec], hctx);
       }
@@ -93,10 +94,20 @@ export async function redriveDeadLetters(
 }
 
 /** The dead-lettered record from Kafka by offset, else from the stored copy (when complete). */
-async function recordOf(ctx: OpsContext, stream: StreamConfig, d: DeadLetter): Promise<{ record: KafkaRecord; source: 'kafka' | 'stored' }> {
+async function recordOf(
+  ctx: OpsContext,
+  stream: StreamConfig,
+  d: DeadLetter,
+): Promise<{ record: KafkaRecord; source: 'kafka' | 'stored' }> {
   try {
     const reader = await ctx.readerFor(stream);
-    for await (const chunk of reader.read({ topic: d.topic, partition: d.partition, from: d.offset, until: d.offset + 1, isolationLevel: stream.isolationLevel })) {
+    for await (const chunk of reader.read({
+      topic: d.topic,
+      partition: d.partition,
+      from: d.offset,
+      until: d.offset + 1,
+      isolationLevel: stream.isolationLevel,
+    })) {
       const r = chunk.records.find((x) => x.offset === d.offset);
       if (r) return { record: r, source: 'kafka' };
     }
@@ -104,7 +115,9 @@ async function recordOf(ctx: OpsContext, stream: StreamConfig, d: DeadLetter): P
     if (!(err instanceof OffsetOutOfRangeError) && !(err instanceof PartitionNotFoundError)) throw err;
   }
   if (d.kept === 'coordinates') {
-    throw new Error(`Kafka no longer has ${deadLetterId(d)} and its dead letter keeps only coordinates (deadLetters.keep = "coordinates"): nothing to re-drive`);
+    throw new Error(
+      `Kafka no longer has ${deadLetterId(d)} and its dead letter keeps only coordinates (deadLetters.keep = "coordinates"): nothing to re-drive`,
+    );
   }
   if (d.truncated) throw new Error(`Kafka no longer has ${deadLetterId(d)} and its stored copy is truncated (${d.valueBytes} bytes)`);
   const record: KafkaRecord = {
@@ -154,5 +167,8 @@ export function renderDeadLetters(stream: string, letters: DeadLetter[]): string
 /** Re-drive outcomes as text. */
 export function renderRedrive(results: RedriveResult[]): string {
   if (!results.length) return 'nothing to re-drive';
-  return table(['id', 'outcome', 'source', 'error'], results.map((r) => [r.id, r.outcome, r.source, r.error]));
+  return table(
+    ['id', 'outcome', 'source', 'error'],
+    results.map((r) => [r.id, r.outcome, r.source, r.error]),
+  );
 }

@@ -4,7 +4,9 @@
 export function table(headers: string[], rows: Array<Array<string | number | undefined>>): string {
   const cells = rows.map((r) => headers.map((_, i) => cellText(r[i])));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => (r[i] as string).length)));
-  const numeric = headers.map((_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number' || r[i] === undefined || r[i] === '-'));
+  const numeric = headers.map(
+    (_, i) => rows.length > 0 && rows.every((r) => typeof r[i] === 'number' || r[i] === undefined || r[i] === '-'),
+  );
   const line = (r: string[]) =>
     r
       .map((c, i) => (numeric[i] ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number)))

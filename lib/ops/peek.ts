@@ -35,7 +35,9 @@ export async function peekRecords(ctx: OpsContext, req: PeekRequest): Promise<Pe
   const earliest = o?.earliest ?? 0;
   const latest = o?.latest ?? 0;
   if (req.offset < earliest) {
-    throw new ValidationError(`offset ${req.offset} of ${req.topic}/${req.partition} is gone (retention): the earliest offset is ${earliest}`);
+    throw new ValidationError(
+      `offset ${req.offset} of ${req.topic}/${req.partition} is gone (retention): the earliest offset is ${earliest}`,
+    );
   }
   const records = await peek(await ctx.readerFor(stream), { ...req, latest, isolationLevel: stream.isolationLevel });
   return { stream: stream.id, topic: req.topic, partition: req.partition, earliest, latest, records };
@@ -63,8 +65,10 @@ export function peekJsonLines(res: PeekResult): string[] {
 
 /** The records as a table (values cut at 80 characters; headers as `name=value`, base64 values marked). */
 export function renderPeek(res: PeekResult): string {
-  const cut = (s: string | null, enc: string | null) => (s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`);
-  const headersText = (r: PeekedRecord) => (r.headers.length ? r.headers.map((h) => `${h.key}=${cut(h.value, h.valueEncoding)}`).join(', ') : '-');
+  const cut = (s: string | null, enc: string | null) =>
+    s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`;
+  const headersText = (r: PeekedRecord) =>
+    r.headers.length ? r.headers.map((h) => `${h.key}=${cut(h.value, h.valueEncoding)}`).join(', ') : '-';
   const head = `${res.topic}/${res.partition}: offsets [${res.earliest}, ${res.latest}), ${res.records.length} record(s) shown (nothing committed)`;
   if (!res.records.length) return `${head}\n(no records at or after this offset)`;
   return `${head}\n\n${table(

@@ -53,8 +53,14 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
 
   const existing = await ctx.ledger.readPartitions(id);
   if (existing.length) {
-    if (!existing.every((p) => p.stopOffset !== undefined)) throw new ValidationError(`stream ${id} exists and is not a replay: choose another --name`);
-    const partitions = existing.map((p) => ({ topic: p.topic, partition: p.partition, start: p.startOffset, stop: p.stopOffset as number }));
+    if (!existing.every((p) => p.stopOffset !== undefined))
+      throw new ValidationError(`stream ${id} exists and is not a replay: choose another --name`);
+    const partitions = existing.map((p) => ({
+      topic: p.topic,
+      partition: p.partition,
+      start: p.startOffset,
+      stop: p.stopOffset as number,
+    }));
     return { stream, partitions, offsets: partitions.reduce((s, p) => s + p.stop - p.start, 0), created: false };
   }
 
@@ -67,7 +73,8 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
     kafka.fetchOffsetsForTimestamp(discovered, req.fromMs, level),
     kafka.fetchOffsetsForTimestamp(discovered, req.toMs, level),
   ]);
-  const at = (list: Array<{ topic: string; partition: number; offset: number }>) => new Map(list.map((o) => [partitionKey(o.topic, o.partition), o.offset]));
+  const at = (list: Array<{ topic: string; partition: number; offset: number }>) =>
+    new Map(list.map((o) => [partitionKey(o.topic, o.partition), o.offset]));
   const startAt = at(starts);
   const stopAt = at(stops);
   const partitions: ReplayPartition[] = offsets.map((o) => {
@@ -91,8 +98,12 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
       firstSeenAtMs: req.nowMs,
       stopOffset: p.stop,
     }));
-    const out = await ctx.ledger.applyPlan({ ...lease, writes: registrations.map((partition) => ({ kind: 'register-partition' as const, partition })) });
-    if (out.includes('fenced')) throw new PreconditionError(`a planner run took over ${id} while it was being created; run the command again`);
+    const out = await ctx.ledger.applyPlan({
+      ...lease,
+      writes: registrations.map((partition) => ({ kind: 'register-partition' as const, partition })),
+    });
+    if (out.includes('fenced'))
+      throw new PreconditionError(`a planner run took over ${id} while it was being created; run the command again`);
     if ((await ctx.ledger.markStreamStarted({ ...lease, nowMs: req.nowMs })) === 'fenced') {
       throw new PreconditionError(`a planner run took over ${id} while it was being created; run the command again`);
     }
@@ -107,7 +118,9 @@ async function assertTable(ctx: OpsContext, tableName: string): Promise<void> {
     await ctx.dynamo.send(new DescribeTableCommand({ TableName: tableName }));
   } catch (err) {
     if (err instanceof ResourceNotFoundException) {
-      throw new MissingResourceError(`sink table ${tableName} does not exist: create it (key pk, string) before replaying into it`, { cause: err });
+      throw new MissingResourceError(`sink table ${tableName} does not exist: create it (key pk, string) before replaying into it`, {
+        cause: err,
+      });
     }
     throw err;
   }
@@ -138,7 +151,14 @@ export async function runReplay(
   const t0 = Date.now();
   const log = opts.log ?? (() => undefined);
   const runner = createLocalRunner(
-    { ledger: ctx.ledger, storeClock: ctx.storeClock, metadataFor: (s) => ctx.metadata.forStream(s), createReader: (s) => ctx.createReader(s), handlerFor: (s) => ctx.handlerFor(s), log },
+    {
+      ledger: ctx.ledger,
+      storeClock: ctx.storeClock,
+      metadataFor: (s) => ctx.metadata.forStream(s),
+      createReader: (s) => ctx.createReader(s),
+      handlerFor: (s) => ctx.handlerFor(s),
+      log,
+    },
     [plan.stream],
   );
   const stopOf = new Map(plan.partitions.map((p) => [partitionKey(p.topic, p.partition), p]));
@@ -154,12 +174,22 @@ export async function runReplay(
       }
       if (rep.status === 'failed') throw new PreconditionError(`replay ${plan.stream.id}: planner failed: ${rep.reason}`);
       const stuck = rep.partitions.filter((p) => p.status === 'failed');
-      if (stuck.length) throw new PreconditionError(`replay ${plan.stream.id} cannot finish: ${stuck.map((p) => `${p.topic}/${p.partition} ${p.note ?? 'failed'}`).join('; ')}`);
-      const done = rep.partitions.reduce((s, p) => s + (p.committed - (stopOf.get(partitionKey(p.topic, p.partition))?.start ?? p.committed)), 0);
-      log(`replay ${plan.stream.id}: ${done}/${plan.offsets} offsets committed, ${rep.rangesPlanned} range(s) planned, ${runner.inFlight().length} in flight (${duration(Date.now() - t0)})`);
+      if (stuck.length)
+        throw new PreconditionError(
+          `replay ${plan.stream.id} cannot finish: ${stuck.map((p) => `${p.topic}/${p.partition} ${p.note ?? 'failed'}`).join('; ')}`,
+        );
+      const done = rep.partitions.reduce(
+        (s, p) => s + (p.committed - (stopOf.get(partitionKey(p.topic, p.partition))?.start ?? p.committed)),
+        0,
+      );
+      log(
+        `replay ${plan.stream.id}: ${done}/${plan.offsets} offsets committed, ${rep.rangesPlanned} range(s) planned, ${runner.inFlight().length} in flight (${duration(Date.now() - t0)})`,
+      );
       idleRuns = rep.rangesPlanned + rep.redispatched === 0 && runner.inFlight().length === 0 ? idleRuns + 1 : 0;
       if (idleRuns >= 5) {
-        throw new PreconditionError(`replay ${plan.stream.id} makes no progress (parked ranges? see: status ${plan.stream.id}); it can be continued by running the same replay command again`);
+        throw new PreconditionError(
+          `replay ${plan.stream.id} makes no progress (parked ranges? see: status ${plan.stream.id}); it can be continued by running the same replay command again`,
+        );
       }
       if (opts.timeoutMs !== undefined && Date.now() - t0 > opts.timeoutMs) break;
       await runner.idle();
@@ -172,9 +202,21 @@ export async function runReplay(
   // From the ledger, not this run's counters: a continued replay also owns its earlier runs' results.
   const [parts, letters] = await Promise.all([ctx.ledger.readPartitions(plan.stream.id), ctx.ledger.listDeadLetters(plan.stream.id)]);
   const committedOf = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.committed]));
-  const unapplied = plan.partitions.reduce((n, p) => n + Math.max(0, p.stop - Math.max(p.start, committedOf.get(partitionKey(p.topic, p.partition)) ?? p.start)), 0);
+  const unapplied = plan.partitions.reduce(
+    (n, p) => n + Math.max(0, p.stop - Math.max(p.start, committedOf.get(partitionKey(p.topic, p.partition)) ?? p.start)),
+    0,
+  );
   const deadLetters = letters.filter((d) => d.redrivenAtMs === undefined).length;
-  return { stream: plan.stream.id, finished, records: s.records, invocations: s.invocations, plannerRuns: s.plannerRuns, wallMs: Date.now() - t0, deadLetters, unapplied };
+  return {
+    stream: plan.stream.id,
+    finished,
+    records: s.records,
+    invocations: s.invocations,
+    plannerRuns: s.plannerRuns,
+    wallMs: Date.now() - t0,
+    deadLetters,
+    unapplied,
+  };
 }
 
 /** The run's one-line outcome: records applied, dead letters and offsets left, each named. */
@@ -190,6 +232,9 @@ export function renderReplayPlan(p: ReplayPlan): string {
   return [
     `${p.created ? 'created' : 'continuing'} replay stream ${p.stream.id}: ${p.offsets} offsets${p.stream.handler?.sinkTable ? `, sink ${p.stream.handler.sinkTable}` : ''}`,
     '',
-    table(['topic', 'partition', 'start', 'stop', 'offsets'], p.partitions.map((x) => [x.topic, x.partition, x.start, x.stop, x.stop - x.start])),
+    table(
+      ['topic', 'partition', 'start', 'stop', 'offsets'],
+      p.partitions.map((x) => [x.topic, x.partition, x.start, x.stop, x.stop - x.start]),
+    ),
   ].join('\n');
 }

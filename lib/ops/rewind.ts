@@ -13,7 +13,8 @@ import { isoTime, table } from './format';
 import { withOperatorLease } from './lease';
 import { parseTimestamp, parseWhole } from './time';
 
-export type RewindTarget = { kind: 'earliest' } | { kind: 'latest' } | { kind: 'timestamp'; ms: number } | { kind: 'offset'; offset: number };
+export type RewindTarget =
+  { kind: 'earliest' } | { kind: 'latest' } | { kind: 'timestamp'; ms: number } | { kind: 'offset'; offset: number };
 
 /** `earliest`, `latest`, a whole number (an offset), or a timestamp (see parseTimestamp). */
 export function parseRewindTarget(text: string, nowMs: number): RewindTarget {
@@ -45,7 +46,16 @@ export type RewindRequest = {
   nowMs: number;
 };
 
-export type RewindRow = { topic: string; partition: number; status: string; committed: number; nextFrom: number; earliest: number; latest: number; to: number };
+export type RewindRow = {
+  topic: string;
+  partition: number;
+  status: string;
+  committed: number;
+  nextFrom: number;
+  earliest: number;
+  latest: number;
+  to: number;
+};
 
 export type RewindResult = {
   stream: string;
@@ -65,13 +75,21 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
   const { ledger } = ctx;
   const { stream } = req;
   const all = await ledger.readPartitions(stream.id);
-  if (!all.length) throw new ValidationError(`stream ${stream.id} has no partitions in the ledger yet (no planner run so far): nothing to rewind`);
-  if (all.some((p) => p.stopOffset !== undefined)) throw new ValidationError(`stream ${stream.id} is a bounded replay: start a new replay instead of rewinding it`);
-  const selected = all.filter((p) => (req.topic === undefined || p.topic === req.topic) && (req.partition === undefined || p.partition === req.partition));
+  if (!all.length)
+    throw new ValidationError(`stream ${stream.id} has no partitions in the ledger yet (no planner run so far): nothing to rewind`);
+  if (all.some((p) => p.stopOffset !== undefined))
+    throw new ValidationError(`stream ${stream.id} is a bounded replay: start a new replay instead of rewinding it`);
+  const selected = all.filter(
+    (p) => (req.topic === undefined || p.topic === req.topic) && (req.partition === undefined || p.partition === req.partition),
+  );
   if (!selected.length) {
-    throw new ValidationError(`no partition of stream ${stream.id} matches${req.topic ? ` topic ${req.topic}` : ''}${req.partition !== undefined ? ` partition ${req.partition}` : ''}`);
+    throw new ValidationError(
+      `no partition of stream ${stream.id} matches${req.topic ? ` topic ${req.topic}` : ''}${req.partition !== undefined ? ` partition ${req.partition}` : ''}`,
+    );
   }
-  const skipped = selected.filter((p) => p.status === 'retired').map((p) => ({ topic: p.topic, partition: p.partition, reason: p.reason ?? 'retired' }));
+  const skipped = selected
+    .filter((p) => p.status === 'retired')
+    .map((p) => ({ topic: p.topic, partition: p.partition, reason: p.reason ?? 'retired' }));
   const targets = selected.filter((p) => p.status !== 'retired');
   if (!targets.length) throw new ValidationError(`every selected partition of ${stream.id} is retired: nothing to rewind`);
   if (req.target.kind === 'offset' && targets.length > 1) {
@@ -83,7 +101,11 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
   const result: RewindResult = { stream: stream.id, target: describeTarget(req.target), dryRun: req.dryRun, partitions: rows, skipped };
   if (req.dryRun) return result;
 
-  const what = `rewind to ${describeTarget(req.target)}: ${rows.map((r) => `${r.topic}/${r.partition} ${r.committed}->${r.to}`).join(', ')}`.slice(0, 2000);
+  const what =
+    `rewind to ${describeTarget(req.target)}: ${rows.map((r) => `${r.topic}/${r.partition} ${r.committed}->${r.to}`).join(', ')}`.slice(
+      0,
+      2000,
+    );
   const change = { by: req.who, atMs: req.nowMs, what };
   return withOperatorLease(ledger, { stream: stream.id, who: req.who, storeClock: ctx.storeClock }, async (lease) => {
     // Re-read under the lease: the cursors the change names must be the ones no planner can move now.
@@ -91,12 +113,26 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
     assertIdle(await ledger.readOpenRanges(stream.id), targets);
     const partitions: RewindPartition[] = rows.map((r) => {
       const p = fresh.get(partitionKey(r.topic, r.partition)) as PartitionState;
-      return { topic: r.topic, partition: r.partition, expect: { committed: p.committed, nextFrom: p.nextFrom }, to: r.to, incarnation: p.incarnation };
+      return {
+        topic: r.topic,
+        partition: r.partition,
+        expect: { committed: p.committed, nextFrom: p.nextFrom },
+        to: r.to,
+        incarnation: p.incarnation,
+      };
     });
     const out = await ledger.rewindPartitions({ ...lease, partitions, change });
-    if (out.outcome === 'fenced') throw new PreconditionError(`a planner run took over stream ${stream.id} during the rewind; nothing was changed, try again`);
-    if (out.outcome === 'condition-failed') throw new PreconditionError(`rewind of ${stream.id} refused: ${out.reason}; nothing was changed`);
-    return { ...result, removedRanges: out.removedRanges, abandonedParkedRanges: out.abandonedParkedRanges, removedDeadLetters: out.removedDeadLetters, change };
+    if (out.outcome === 'fenced')
+      throw new PreconditionError(`a planner run took over stream ${stream.id} during the rewind; nothing was changed, try again`);
+    if (out.outcome === 'condition-failed')
+      throw new PreconditionError(`rewind of ${stream.id} refused: ${out.reason}; nothing was changed`);
+    return {
+      ...result,
+      removedRanges: out.removedRanges,
+      abandonedParkedRanges: out.abandonedParkedRanges,
+      removedDeadLetters: out.removedDeadLetters,
+      change,
+    };
   });
 }
 
@@ -109,7 +145,12 @@ async function targetOffsets(ctx: OpsContext, stream: StreamConfig, parts: Parti
   const offsets = new Map((await kafka.fetchOffsets(ask, stream.isolationLevel)).map((o) => [partitionKey(o.topic, o.partition), o]));
   const atTime =
     target.kind === 'timestamp'
-      ? new Map((await kafka.fetchOffsetsForTimestamp(ask, target.ms, stream.isolationLevel)).map((o) => [partitionKey(o.topic, o.partition), o.offset]))
+      ? new Map(
+          (await kafka.fetchOffsetsForTimestamp(ask, target.ms, stream.isolationLevel)).map((o) => [
+            partitionKey(o.topic, o.partition),
+            o.offset,
+          ]),
+        )
       : undefined;
   return parts.map((p) => {
     const k = partitionKey(p.topic, p.partition);
@@ -125,16 +166,31 @@ async function targetOffsets(ctx: OpsContext, stream: StreamConfig, parts: Parti
       }
       to = target.offset;
     }
-    return { topic: p.topic, partition: p.partition, status: p.status, committed: p.committed, nextFrom: p.nextFrom, earliest: o.earliest, latest: o.latest, to };
+    return {
+      topic: p.topic,
+      partition: p.partition,
+      status: p.status,
+      committed: p.committed,
+      nextFrom: p.nextFrom,
+      earliest: o.earliest,
+      latest: o.latest,
+      to,
+    };
   });
 }
 
 /** Refuses while any range of the partitions is planned, leased or failed (parked ranges are abandoned). */
-function assertIdle(open: Array<{ topic: string; partition: number; from: number; until: number; status: string }>, parts: PartitionState[]): void {
+function assertIdle(
+  open: Array<{ topic: string; partition: number; from: number; until: number; status: string }>,
+  parts: PartitionState[],
+): void {
   const keys = new Set(parts.map((p) => partitionKey(p.topic, p.partition)));
   const busy = open.filter((r) => r.status !== 'parked' && keys.has(partitionKey(r.topic, r.partition)));
   if (busy.length) {
-    const list = busy.slice(0, 5).map((r) => `${r.topic}/${r.partition} [${r.from}, ${r.until}) ${r.status}`).join(', ');
+    const list = busy
+      .slice(0, 5)
+      .map((r) => `${r.topic}/${r.partition} [${r.from}, ${r.until}) ${r.status}`)
+      .join(', ');
     throw new PreconditionError(
       `rewind refused: ${busy.length} range(s) in flight (${list}${busy.length > 5 ? ', ...' : ''}); wait until they finish (status shows them) and retry; nothing was changed`,
     );
@@ -146,11 +202,16 @@ export function renderRewind(r: RewindResult): string {
   const lines = [
     `${r.dryRun ? 'would rewind' : 'rewound'} stream ${r.stream} to ${r.target}${r.change ? ` (recorded: by ${r.change.by} at ${isoTime(r.change.atMs)})` : ''}`,
     '',
-    table(['topic', 'partition', 'status', 'committed', 'earliest', 'latest', 'new offset'], r.partitions.map((p) => [p.topic, p.partition, p.status, p.committed, p.earliest, p.latest, p.to])),
+    table(
+      ['topic', 'partition', 'status', 'committed', 'earliest', 'latest', 'new offset'],
+      r.partitions.map((p) => [p.topic, p.partition, p.status, p.committed, p.earliest, p.latest, p.to]),
+    ),
   ];
   for (const s of r.skipped) lines.push(`  skipped ${s.topic}/${s.partition}: ${s.reason}`);
   if (!r.dryRun) {
-    lines.push(`removed ${r.removedRanges ?? 0} finished range(s) and ${r.removedDeadLetters ?? 0} dead letter(s) at or after the new offsets; abandoned ${r.abandonedParkedRanges ?? 0} parked range(s)`);
+    lines.push(
+      `removed ${r.removedRanges ?? 0} finished range(s) and ${r.removedDeadLetters ?? 0} dead letter(s) at or after the new offsets; abandoned ${r.abandonedParkedRanges ?? 0} parked range(s)`,
+    );
   }
   return lines.join('\n');
 }

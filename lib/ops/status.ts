@@ -129,7 +129,10 @@ async function kafkaOffsets(ctx: OpsContext, stream: StreamConfig): Promise<Kafk
   try {
     const kafka = await ctx.metadata.forStream(stream);
     discovered = await kafka.describeTopics(topicSelector(stream));
-    topicsWarning = unmatchedSubscription(stream, discovered.map((t) => t.topic))?.text;
+    topicsWarning = unmatchedSubscription(
+      stream,
+      discovered.map((t) => t.topic),
+    )?.text;
     // Offsets of what exists in Kafka now; a ledger partition Kafka no longer has shows no latest.
     const found = discovered.length ? await kafka.fetchOffsets(discovered, stream.isolationLevel) : [];
     return { discovered, offsets: new Map(found.map((o) => [partitionKey(o.topic, o.partition), o])), topicsWarning };
@@ -169,7 +172,17 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
       const k = partitionKey(t.topic, partition);
       if (rows.has(k)) continue;
       const o = kafka.offsets.get(k);
-      rows.set(k, { topic: t.topic, partition, status: 'unregistered', latest: o?.latest, inFlight: 0, failures: 0, parked: 0, deadLetters: 0, dataLossRecords: 0 });
+      rows.set(k, {
+        topic: t.topic,
+        partition,
+        status: 'unregistered',
+        latest: o?.latest,
+        inFlight: 0,
+        failures: 0,
+        parked: 0,
+        deadLetters: 0,
+        dataLossRecords: 0,
+      });
     }
   }
   return rows;
@@ -198,8 +211,15 @@ function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionSt
 /** The status as a table with a header and the notes an operator acts on. */
 export function renderStatus(s: StreamStatus): string {
   const lines: string[] = [];
-  const state = s.finishedAtMs !== undefined ? `finished at ${isoTime(s.finishedAtMs)}` : s.startedAtMs !== undefined ? `started ${isoTime(s.startedAtMs)}` : 'not started (no planner run yet)';
-  lines.push(`stream ${s.stream}${s.bounded ? ' (bounded replay)' : ''}: ${state}, planner epoch ${s.epoch ?? 0}${s.leaseHeldUntilMs ? `, lease held for ${duration(s.leaseHeldUntilMs - s.atMs)}` : ''}`);
+  const state =
+    s.finishedAtMs !== undefined
+      ? `finished at ${isoTime(s.finishedAtMs)}`
+      : s.startedAtMs !== undefined
+        ? `started ${isoTime(s.startedAtMs)}`
+        : 'not started (no planner run yet)';
+  lines.push(
+    `stream ${s.stream}${s.bounded ? ' (bounded replay)' : ''}: ${state}, planner epoch ${s.epoch ?? 0}${s.leaseHeldUntilMs ? `, lease held for ${duration(s.leaseHeldUntilMs - s.atMs)}` : ''}`,
+  );
   if (s.lastChange) lines.push(`last operator change: ${s.lastChange.what} (by ${s.lastChange.by} at ${isoTime(s.lastChange.atMs)})`);
   if (s.kafkaError) lines.push(`Kafka offsets unavailable: ${s.kafkaError}`);
   if (s.topicsWarning) lines.push(`warning: ${s.topicsWarning}`);
@@ -210,7 +230,18 @@ export function renderStatus(s: StreamStatus): string {
     table(
       headers,
       s.partitions.map((r) => {
-        const row: Array<string | number | undefined> = [r.topic, r.partition, r.status, r.committed, r.latest, r.lag, r.inFlight, r.failures, r.deadLetters, r.dataLossRecords];
+        const row: Array<string | number | undefined> = [
+          r.topic,
+          r.partition,
+          r.status,
+          r.committed,
+          r.latest,
+          r.lag,
+          r.inFlight,
+          r.failures,
+          r.deadLetters,
+          r.dataLossRecords,
+        ];
         if (s.bounded) row.splice(5, 0, r.stopOffset);
         return row;
       }),
@@ -219,13 +250,17 @@ export function renderStatus(s: StreamStatus): string {
   lines.push('');
   const t = s.totals;
   // Without Kafka's offsets the lag is unknown, not zero.
-  lines.push(`total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : t.lag}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`);
+  lines.push(
+    `total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : t.lag}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`,
+  );
   for (const c of s.recreated) lines.push(`  ${renderClosed(c)}`);
   for (const r of s.partitions) {
     if (r.reason) lines.push(`  ${r.topic}/${r.partition} ${r.status}: ${r.reason}`);
     if (r.lastError) lines.push(`  ${r.topic}/${r.partition} last range error: ${r.lastError}`);
     if (r.parkedAt !== undefined) {
-      lines.push(`  ${r.topic}/${r.partition} is stopped by a parked range at offset ${r.parkedAt}: once fixed, rewind ${s.stream} --topic ${r.topic} --partition ${r.partition} --to ${r.parkedAt}`);
+      lines.push(
+        `  ${r.topic}/${r.partition} is stopped by a parked range at offset ${r.parkedAt}: once fixed, rewind ${s.stream} --topic ${r.topic} --partition ${r.partition} --to ${r.parkedAt}`,
+      );
     }
   }
   return lines.join('\n');

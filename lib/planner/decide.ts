@@ -175,7 +175,16 @@ function discoverNew(input: PlanInput, ix: PlanIndex, draft: Draft): PartitionSt
       const o = ix.offsets.get(k);
       if (!o) {
         // No offsets this run (leader moving, topic just deleted): registered on a later run.
-        const pending = { stream: stream.id, topic: t.topic, partition, status: 'active' as const, startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: nowMs };
+        const pending = {
+          stream: stream.id,
+          topic: t.topic,
+          partition,
+          status: 'active' as const,
+          startOffset: 0,
+          committed: 0,
+          nextFrom: 0,
+          firstSeenAtMs: nowMs,
+        };
         draft.reports.set(k, { ...report(pending, undefined, 'no-offsets', 'not registered yet: no offsets this run'), status: 'new' });
         continue;
       }
@@ -229,7 +238,12 @@ function classifyKnown(input: PlanInput, ix: PlanIndex, draft: Draft): { candida
  * One known partition: the writes its class needs (close the incarnation, record the topic id,
  * retire) and, unless it is an active candidate, its report (nothing else is decided for it this run).
  */
-function classifyKnownPartition(input: PlanInput, ix: PlanIndex, p: PartitionState, k: string): { writes: PlanWrite[]; report?: PartitionReport } {
+function classifyKnownPartition(
+  input: PlanInput,
+  ix: PlanIndex,
+  p: PartitionState,
+  k: string,
+): { writes: PlanWrite[]; report?: PartitionReport } {
   const topicParts = ix.discovered.get(p.topic);
   const listed = topicParts?.has(p.partition) === true;
   const subscribed = ix.matches(p.topic);
@@ -242,7 +256,15 @@ function classifyKnownPartition(input: PlanInput, ix: PlanIndex, p: PartitionSta
   if (subscribed && input.nowMs - p.firstSeenAtMs < MISSING_AFTER_REGISTRATION_GRACE_MS) {
     // Registered a moment ago from one broker's metadata: a broker that has not caught up with the
     // new topic yet answers as if it were gone. Retirement is final, so it waits for the grace.
-    return { writes, report: report(p, undefined, 'no-offsets', 'missing from the metadata a moment after registration: retired only if still missing later') };
+    return {
+      writes,
+      report: report(
+        p,
+        undefined,
+        'no-offsets',
+        'missing from the metadata a moment after registration: retired only if still missing later',
+      ),
+    };
   }
   const why = !subscribed
     ? 'UNSUBSCRIBED: the topic no longer matches the stream configuration'
@@ -316,7 +338,10 @@ function checkCandidate(input: PlanInput, ix: PlanIndex, p0: PartitionState, k: 
     pidRatePerSec: bp?.ratePerSec,
     timeBudget: timeBudget(p.observedRecordsPerSec, stream.processor.timeoutMs, stream.processor.safetyFactor),
   };
-  return { ...base, eligible: { p, input: clampInput, pidUpdate: bp ? { pid: bp.pid, backpressureRatePerSec: bp.ratePerSec } : undefined } };
+  return {
+    ...base,
+    eligible: { p, input: clampInput, pidUpdate: bp ? { pid: bp.pid, backpressureRatePerSec: bp.ratePerSec } : undefined },
+  };
 }
 
 /**
@@ -332,7 +357,10 @@ function offsetAnomaly(
 ): { write: PlanWrite; report: PartitionReport; skipTo?: number } | undefined {
   if (o.latest < p.nextFrom) {
     const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} with the same topic id (the log was truncated, e.g. by an unclean leader election); rewind the stream to continue`;
-    return { write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs }, report: report(p, o, 'failed', reason) };
+    return {
+      write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs },
+      report: report(p, o, 'failed', reason),
+    };
   }
   const stop = p.stopOffset;
   const inFlight = p.committed < p.nextFrom;
@@ -342,7 +370,10 @@ function offsetAnomaly(
   const span = `[${p.nextFrom}, ${lostUntil})`;
   if (stream.failOnDataLoss) {
     const reason = `DATA_LOSS: offsets ${span} were deleted by retention before they were processed (failOnDataLoss=true)`;
-    return { write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs }, report: report(p, o, 'failed', reason) };
+    return {
+      write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs },
+      report: report(p, o, 'failed', reason),
+    };
   }
   const write: PlanWrite = {
     kind: 'record-data-loss',
@@ -361,7 +392,12 @@ function offsetAnomaly(
 }
 
 /** Clamp and split: how far each eligible partition's next range reaches under the stream's limits, cut into pieces if asked. */
-function clampAndSplit(input: PlanInput, ix: PlanIndex, eligible: Eligible[], draft: Draft): { newRanges: RangeState[]; recordsPlanned: number } {
+function clampAndSplit(
+  input: PlanInput,
+  ix: PlanIndex,
+  eligible: Eligible[],
+  draft: Draft,
+): { newRanges: RangeState[]; recordsPlanned: number } {
   const { stream, nowMs } = input;
   const clamped = eligible.length
     ? clampRanges(
@@ -474,7 +510,8 @@ function boundedFinished(known: PartitionState[], writes: PlanWrite[]): boolean 
   });
 }
 
-const sameIncarnation = (a: { incarnation?: number }, b: { incarnation?: number }): boolean => (a.incarnation ?? 0) === (b.incarnation ?? 0);
+const sameIncarnation = (a: { incarnation?: number }, b: { incarnation?: number }): boolean =>
+  (a.incarnation ?? 0) === (b.incarnation ?? 0);
 
 /**
  * Why a known partition of a topic that exists now reads a re-created topic (a new log under the
@@ -537,7 +574,10 @@ function closeIncarnation(
   const reason = `TOPIC_RECREATED: ${why} (committed ${p.committed}, planned up to ${p.nextFrom})`;
   if (bounded) {
     if (p.status !== 'active') return { report: report(p, o, 'inactive', p.reason) };
-    return { write: { kind: 'retire-partition', topic: p.topic, partition: p.partition, reason, nowMs }, report: report(p, o, 'retired', reason) };
+    return {
+      write: { kind: 'retire-partition', topic: p.topic, partition: p.partition, reason, nowMs },
+      report: report(p, o, 'retired', reason),
+    };
   }
   if (!o) return { report: report(p, undefined, 'no-offsets', `${reason}; no offsets for the new topic this run`) };
   const start = stream.recreatedTopicOffsets === 'latest' ? o.latest : o.earliest;
@@ -638,4 +678,3 @@ function report(p: PartitionState, o: PartitionOffsets | undefined, action: Part
     ...(p.stopOffset !== undefined ? { stopOffset: p.stopOffset } : {}),
   };
 }
-

@@ -9,11 +9,7 @@ import type { StreamPlanReport } from './run';
 export const DEFAULT_MAX_PARTITION_METRICS = 1000;
 
 /** Publishes one run's metrics: one EMF document per stream and one per partition (up to the cap). */
-export function recordPlannerMetrics(
-  metrics: Metrics,
-  reports: StreamPlanReport[],
-  opts: { maxPartitionMetrics?: number } = {},
-): void {
+export function recordPlannerMetrics(metrics: Metrics, reports: StreamPlanReport[], opts: { maxPartitionMetrics?: number } = {}): void {
   const cap = opts.maxPartitionMetrics ?? DEFAULT_MAX_PARTITION_METRICS;
   for (const r of reports) {
     const m = metrics;
@@ -28,11 +24,23 @@ export function recordPlannerMetrics(
     m.addMetric('PartitionsRetired', MetricUnit.Count, r.retired);
     m.addMetric('PartitionsUnavailable', MetricUnit.Count, r.unavailablePartitions);
     m.addMetric('DataLossEvents', MetricUnit.Count, r.dataLoss.length);
-    m.addMetric('DataLossRecords', MetricUnit.Count, r.dataLoss.reduce((s, l) => s + (l.until - l.from), 0));
+    m.addMetric(
+      'DataLossRecords',
+      MetricUnit.Count,
+      r.dataLoss.reduce((s, l) => s + (l.until - l.from), 0),
+    );
     // Topics deleted and re-created under their name: the old incarnation's unread records are gone with it.
     m.addMetric('TopicRecreated', MetricUnit.Count, r.recreated.length);
-    m.addMetric('TotalLag', MetricUnit.Count, r.partitions.reduce((s, p) => s + p.lag, 0));
-    m.addMetric('MaxPartitionLag', MetricUnit.Count, r.partitions.reduce((s, p) => Math.max(s, p.lag), 0));
+    m.addMetric(
+      'TotalLag',
+      MetricUnit.Count,
+      r.partitions.reduce((s, p) => s + p.lag, 0),
+    );
+    m.addMetric(
+      'MaxPartitionLag',
+      MetricUnit.Count,
+      r.partitions.reduce((s, p) => Math.max(s, p.lag), 0),
+    );
     m.addMetric('PlannerFailed', MetricUnit.Count, r.status === 'failed' ? 1 : 0);
     // A topic list naming a topic Kafka lacks, or a pattern matching none: plans nothing, fails nothing.
     m.addMetric('TopicsMissing', MetricUnit.Count, r.topicsMissing);

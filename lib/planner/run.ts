@@ -124,7 +124,11 @@ const payloadOf = (r: RangeState): RangePayload => ({
  * dispatch -> record. The lease is released whatever happens, saying whether every dispatch of
  * the run has its outcome recorded.
  */
-export async function planStream(deps: PlannerDeps, stream: StreamConfig, input: { dryRun: boolean; nowMs: number }): Promise<StreamPlanReport> {
+export async function planStream(
+  deps: PlannerDeps,
+  stream: StreamConfig,
+  input: { dryRun: boolean; nowMs: number },
+): Promise<StreamPlanReport> {
   const t0 = Date.now();
   const { nowMs, dryRun } = input;
   const rep = emptyReport(stream.id, dryRun);
@@ -139,14 +143,31 @@ export async function planStream(deps: PlannerDeps, stream: StreamConfig, input:
     if (fenced.finishedAtMs !== undefined) {
       // A finished bounded stream (replay) costs its lease and release, and no Kafka request.
       confirmed = true;
-      return { ...rep, status: 'skipped', finished: true, reason: `bounded stream finished at ${new Date(fenced.finishedAtMs).toISOString()}`, durationMs: Date.now() - t0 };
+      return {
+        ...rep,
+        status: 'skipped',
+        finished: true,
+        reason: `bounded stream finished at ${new Date(fenced.finishedAtMs).toISOString()}`,
+        durationMs: Date.now() - t0,
+      };
     }
     await run.step('leased');
     const initial = fenced.startedAtMs === undefined;
     const { kafka, discovered, known } = await discover(run);
     const { offsets, unavailable, timestampOffsets } = await readOffsets(kafka, stream, initial, discovered, known);
     const openRanges = await readOpenRanges(deps.ledger, stream.id, known, discovered);
-    const decision = decidePlan({ stream, nowMs, epoch: fenced.epoch, initial, known, discovered, offsets, timestampOffsets, openRanges, confirmedEpoch: fenced.confirmedEpoch });
+    const decision = decidePlan({
+      stream,
+      nowMs,
+      epoch: fenced.epoch,
+      initial,
+      known,
+      discovered,
+      offsets,
+      timestampOffsets,
+      openRanges,
+      confirmedEpoch: fenced.confirmedEpoch,
+    });
     reportDecision(rep, decision, unavailable);
     if (dryRun) {
       reportDryRun(rep, decision, openRanges);
@@ -214,10 +235,22 @@ type Fence =
 async function fence(deps: PlannerDeps, stream: StreamConfig, run: { dryRun: boolean; nowMs: number; ownerToken: string }): Promise<Fence> {
   if (run.dryRun) {
     const meta = await deps.ledger.readMeta(stream.id);
-    return { acquired: true, epoch: (meta?.epoch ?? 0) + 1, startedAtMs: meta?.startedAtMs, finishedAtMs: meta?.finishedAtMs, confirmedEpoch: meta?.confirmedEpoch };
+    return {
+      acquired: true,
+      epoch: (meta?.epoch ?? 0) + 1,
+      startedAtMs: meta?.startedAtMs,
+      finishedAtMs: meta?.finishedAtMs,
+      confirmedEpoch: meta?.confirmedEpoch,
+    };
   }
-  const lease = await deps.ledger.acquirePlannerLease({ stream: stream.id, ownerToken: run.ownerToken, nowMs: run.nowMs, leaseMs: deps.plannerLeaseMs });
-  if (!lease.acquired) return { acquired: false, reason: `another planner run holds the lease until ${new Date(lease.leaseExpiresAtMs).toISOString()}` };
+  const lease = await deps.ledger.acquirePlannerLease({
+    stream: stream.id,
+    ownerToken: run.ownerToken,
+    nowMs: run.nowMs,
+    leaseMs: deps.plannerLeaseMs,
+  });
+  if (!lease.acquired)
+    return { acquired: false, reason: `another planner run holds the lease until ${new Date(lease.leaseExpiresAtMs).toISOString()}` };
   const { startedAtMs, finishedAtMs, confirmedEpoch } = lease.meta;
   return { acquired: true, epoch: lease.epoch, startedAtMs, finishedAtMs, confirmedEpoch };
 }
@@ -225,9 +258,15 @@ async function fence(deps: PlannerDeps, stream: StreamConfig, run: { dryRun: boo
 /** Discover: the stream's topics and partitions (one metadata call), with what the ledger knows of them. */
 async function discover(run: Run): Promise<{ kafka: KafkaMetadata; discovered: TopicPartitions[]; known: PartitionState[] }> {
   const kafka = await run.deps.metadataFor(run.stream);
-  const [discovered, known] = await Promise.all([kafka.describeTopics(topicSelector(run.stream)), run.deps.ledger.readPartitions(run.stream.id)]);
+  const [discovered, known] = await Promise.all([
+    kafka.describeTopics(topicSelector(run.stream)),
+    run.deps.ledger.readPartitions(run.stream.id),
+  ]);
   // A listed topic Kafka does not have, or a pattern matching none: not a failure, but worth an alarm.
-  const unmatched = unmatchedSubscription(run.stream, discovered.map((t) => t.topic));
+  const unmatched = unmatchedSubscription(
+    run.stream,
+    discovered.map((t) => t.topic),
+  );
   if (unmatched) {
     run.rep.topicsMissing = unmatched.count;
     run.rep.warnings.push(unmatched.text);
@@ -252,7 +291,12 @@ async function readOffsets(
 }
 
 /** The open ranges, read only when a partition has one: active and in flight, or of a topic that exists (it may have been re-created). */
-async function readOpenRanges(ledger: Ledger, stream: string, known: PartitionState[], discovered: TopicPartitions[]): Promise<RangeState[]> {
+async function readOpenRanges(
+  ledger: Ledger,
+  stream: string,
+  known: PartitionState[],
+  discovered: TopicPartitions[],
+): Promise<RangeState[]> {
   const present = new Set(discovered.map((t) => t.topic));
   const needed = known.some((p) => p.committed < p.nextFrom && (p.status === 'active' || present.has(p.topic)));
   return needed ? ledger.readOpenRanges(stream) : [];
@@ -340,7 +384,11 @@ async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[])
 }
 
 /** Record: the dispatch exceptions, the parks and the committed offsets repaired, in one batch. */
-async function record(run: Run, decision: PlanDecision, done: { planned: RangeState[]; marks: PlanWrite[]; openRanges: RangeState[] }): Promise<void> {
+async function record(
+  run: Run,
+  decision: PlanDecision,
+  done: { planned: RangeState[]; marks: PlanWrite[]; openRanges: RangeState[] },
+): Promise<void> {
   const { rep } = run;
   const repaired = await repairCommitted(run.deps.ledger, run.stream.id, decision.checkCommitted);
   const closing = await run.apply([...done.marks, ...decision.parks, ...repaired]);

@@ -309,8 +309,7 @@ export type RangeRef = Pick<RangeState, 'topic' | 'partition' | 'from' | 'incarn
 export type ProcessorWriteOutcome = 'applied' | 'lease-lost';
 
 export type PlannerLease =
-  | { acquired: true; epoch: number; meta: StreamMeta }
-  | { acquired: false; holder: string; leaseExpiresAtMs: number };
+  { acquired: true; epoch: number; meta: StreamMeta } | { acquired: false; holder: string; leaseExpiresAtMs: number };
 
 /** One atomic, conditional change made by a planner run. */
 export type PlanWrite =

@@ -65,7 +65,12 @@ export class ChunkCommitter {
   }
 
   /** Commits `[progress, to)` with its writes; throws LeaseLost when a condition shows we lost the lease. */
-  private async commit(to: number, sinkWrites: SinkWrite[], deadLetters: DeadLetter[], dataLoss?: { from: number; until: number }): Promise<void> {
+  private async commit(
+    to: number,
+    sinkWrites: SinkWrite[],
+    deadLetters: DeadLetter[],
+    dataLoss?: { from: number; until: number },
+  ): Promise<void> {
     const { ledger, stream, range, held } = this.c;
     const outcome = await ledger.commitChunk({
       range: held,
@@ -111,7 +116,8 @@ export class ChunkCommitter {
       return;
     }
     if (!fitsOneCommit(writes, limits)) {
-      const error = `the writes for one record do not fit one ledger commit (${writes.length} writes; at most ${limits.maxSinkWrites}, ` +
+      const error =
+        `the writes for one record do not fit one ledger commit (${writes.length} writes; at most ${limits.maxSinkWrites}, ` +
         `${limits.maxSinkBytes} bytes, one write per item)`;
       return this.isolate(batch, to, new Error(error));
     }
@@ -156,7 +162,8 @@ export class ChunkCommitter {
       attempts++;
       try {
         const writes = await this.callHandler([rec]);
-        if (!fitsOneCommit(writes, this.c.ledger.limits)) throw new Error(`the writes for record ${rec.idempotencyKey} do not fit one ledger commit`);
+        if (!fitsOneCommit(writes, this.c.ledger.limits))
+          throw new Error(`the writes for record ${rec.idempotencyKey} do not fit one ledger commit`);
         await this.commit(to, writes, []);
         this.records += 1;
         return undefined;
@@ -175,7 +182,13 @@ export class ChunkCommitter {
     const { stream, range, clock } = this.c;
     const message = `handler rejected ${rec.idempotencyKey} ${failed.attempts} times: ${errorText(failed.lastError)}`;
     if (stream.poisonPolicy === 'stop-partition') throw new PoisonStop(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
-    const letter = deadLetterOf(this.c.ledger.limits.deadLetter, { stream: stream.id, rangeFrom: range.from, nowMs: clock() }, rec, message, failed.attempts);
+    const letter = deadLetterOf(
+      this.c.ledger.limits.deadLetter,
+      { stream: stream.id, rangeFrom: range.from, nowMs: clock() },
+      rec,
+      message,
+      failed.attempts,
+    );
     await this.commit(to, [], [retained(letter, stream.deadLetters)]);
     this.deadLetters += 1;
   }

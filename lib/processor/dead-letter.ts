@@ -40,7 +40,10 @@ export function deadLetterOf(
     keyBase64,
     valueBase64: value ? value.subarray(0, limits.maxValueBytes).toString('base64') : null,
     valueBytes: value?.length ?? 0,
-    truncated: headersDropped > 0 || (value !== null && value.length > limits.maxValueBytes) || (r.key !== null && r.key.length > limits.maxKeyBytes),
+    truncated:
+      headersDropped > 0 ||
+      (value !== null && value.length > limits.maxValueBytes) ||
+      (r.key !== null && r.key.length > limits.maxKeyBytes),
     headers,
     headersDropped: headersDropped > 0 ? headersDropped : undefined,
     error: error.slice(0, limits.maxErrorChars),
@@ -58,5 +61,14 @@ export function deadLetterOf(
 export function retained(d: DeadLetter, policy: DeadLettersConfig): DeadLetter {
   const expiresAtMs = d.createdAtMs + policy.retentionDays * DAY_MS;
   if (policy.keep === 'record') return { ...d, expiresAtMs };
-  return { ...d, keyBase64: null, valueBase64: null, headers: [], headersDropped: undefined, truncated: false, kept: 'coordinates', expiresAtMs };
+  return {
+    ...d,
+    keyBase64: null,
+    valueBase64: null,
+    headers: [],
+    headersDropped: undefined,
+    truncated: false,
+    kept: 'coordinates',
+    expiresAtMs,
+  };
 }

@@ -40,10 +40,15 @@ function fail(issues: z.core.$ZodIssue[]): never {
 function streamOf(config: DeploymentConfig, id: string | undefined): StreamConfig {
   if (id === undefined) {
     if (config.streams.length === 1) return config.streams[0] as StreamConfig;
-    throw new ValidationError(`invalid processor payload: peek.stream is required with several streams (${config.streams.map((s) => s.id).join(', ')})`);
+    throw new ValidationError(
+      `invalid processor payload: peek.stream is required with several streams (${config.streams.map((s) => s.id).join(', ')})`,
+    );
   }
   const s = config.streams.find((x) => x.id === id);
-  if (!s) throw new ValidationError(`invalid processor payload: unknown stream ${id} (configured: ${config.streams.map((x) => x.id).join(', ')})`);
+  if (!s)
+    throw new ValidationError(
+      `invalid processor payload: unknown stream ${id} (configured: ${config.streams.map((x) => x.id).join(', ')})`,
+    );
   return s;
 }
 

@@ -62,7 +62,9 @@ export function toPeeked(r: KafkaRecord): PeekedRecord {
  */
 export function requirePeekTopic(stream: StreamConfig, topic: string): void {
   if (!topicMatcher(stream)(topic)) {
-    throw new ValidationError(`stream ${stream.id} does not consume topic ${topic} (its ${describeSubscription(stream)}): peek reads only a stream's own topics`);
+    throw new ValidationError(
+      `stream ${stream.id} does not consume topic ${topic} (its ${describeSubscription(stream)}): peek reads only a stream's own topics`,
+    );
   }
 }
 
@@ -75,7 +77,14 @@ export async function peek(
   const until = req.latest;
   if (until <= req.offset) return [];
   const out: PeekedRecord[] = [];
-  for await (const chunk of reader.read({ topic: req.topic, partition: req.partition, from: req.offset, until, isolationLevel: req.isolationLevel, maxChunkRecords: req.count })) {
+  for await (const chunk of reader.read({
+    topic: req.topic,
+    partition: req.partition,
+    from: req.offset,
+    until,
+    isolationLevel: req.isolationLevel,
+    maxChunkRecords: req.count,
+  })) {
     for (const r of chunk.records) {
       out.push(toPeeked(r));
       if (out.length >= req.count) return out;

@@ -229,13 +229,22 @@ async function onRetentionLoss(run: Run, committer: ChunkCommitter, held: Leased
  * Phase 3: gives the range back when the deadline stopped the read, or marks it done, advances the
  * partition and (best effort) the consumer group.
  */
-async function complete(run: Run, committer: ChunkCommitter, held: LeasedRange, leased: RangeState, started: number): Promise<ProcessResult> {
+async function complete(
+  run: Run,
+  committer: ChunkCommitter,
+  held: LeasedRange,
+  leased: RangeState,
+  started: number,
+): Promise<ProcessResult> {
   const { deps, stream, range, clock } = run;
   const progress = committer.progress;
   if (progress < range.until) {
     const progressed = progress > leased.progress;
     if ((await deps.ledger.releaseRange({ range: held, nowMs: clock(), progressed })) === 'lease-lost') throw new LeaseLost();
-    return finish(run, 'partial', committer, { remaining: range.until - progress, reason: 'stopped before the deadline; the planner dispatches the remainder' });
+    return finish(run, 'partial', committer, {
+      remaining: range.until - progress,
+      reason: 'stopped before the deadline; the planner dispatches the remainder',
+    });
   }
   const processingMs = Math.max(1, clock() - started);
   const partition = await deps.ledger.readPartition(stream.id, range.topic, range.partition);
@@ -269,7 +278,8 @@ async function mapError(run: Run, committer: ChunkCommitter, held: LeasedRange, 
     await ledger.failRange({ range: held, status: 'parked', error: reason, nowMs: run.clock() });
     return finish(run, 'parked', committer, { reason });
   };
-  if (err instanceof LeaseLost) return finish(run, 'lease-lost', committer, { reason: 'another processor took the lease; stopped without further writes' });
+  if (err instanceof LeaseLost)
+    return finish(run, 'lease-lost', committer, { reason: 'another processor took the lease; stopped without further writes' });
   if (err instanceof PoisonStop) return park(err.message);
   if (err instanceof PartitionNotFoundError) return park(`PARTITION_DELETED: ${err.message}`);
   // Anything else (broker down, throttling): record it for the planner, then fail the invocation.

@@ -57,7 +57,8 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
     metadata: adapters.metadata,
     readerFor: adapters.readerFor,
     handlerFor: adapters.handlerFor,
-    commitGroupOffset: (stream, group, topic, partition, offset) => commitGroupOffset(adapters, stream, group, { topic, partition, offset }),
+    commitGroupOffset: (stream, group, topic, partition, offset) =>
+      commitGroupOffset(adapters, stream, group, { topic, partition, offset }),
     // A warm container keeps its metadata connections and DynamoDB client (`resetAwsRuntime` releases them).
     close: adapters.closeConnections,
     dispatcher() {

@@ -105,7 +105,10 @@ export function composeAdapters(options: ComposeOptions): Adapters {
         return a;
       }),
     dropGroupAdmin(stream) {
-      void admins.take(stream)?.then((a) => a.disconnect()).catch(() => undefined);
+      void admins
+        .take(stream)
+        ?.then((a) => a.disconnect())
+        .catch(() => undefined);
     },
     closeConnections,
     async close() {

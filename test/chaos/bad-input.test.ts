@@ -33,7 +33,10 @@ const VALID_STREAM = {
   topics: ['orders'],
   handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'totals' },
 };
-const config: DeploymentConfig = parseDeploymentConfig({ ledgerTable: 'ledger', streams: [VALID_STREAM, { ...VALID_STREAM, id: 's2' }] }, 'test');
+const config: DeploymentConfig = parseDeploymentConfig(
+  { ledgerTable: 'ledger', streams: [VALID_STREAM, { ...VALID_STREAM, id: 's2' }] },
+  'test',
+);
 
 /** Runs `fn`; passes if it returns or throws a ValidationError with a message, fails on anything else. */
 function onlyValidationErrors(fn: () => unknown): boolean {
@@ -41,7 +44,8 @@ function onlyValidationErrors(fn: () => unknown): boolean {
     fn();
     return true;
   } catch (err) {
-    if (!(err instanceof ValidationError)) throw new Error(`expected a ValidationError, got ${(err as Error)?.name}: ${(err as Error)?.message}`, { cause: err });
+    if (!(err instanceof ValidationError))
+      throw new Error(`expected a ValidationError, got ${(err as Error)?.name}: ${(err as Error)?.message}`, { cause: err });
     expect(err.message.length).toBeGreaterThan(10);
     return true;
   }
@@ -50,7 +54,27 @@ function onlyValidationErrors(fn: () => unknown): boolean {
 /** Values that look almost right: right keys, wrong types and ranges. */
 const nasty = fc.oneof(
   fc.anything(),
-  fc.constantFrom(-1, 0, 1, 1.5, NaN, Infinity, -Infinity, 2 ** 53, '', ' ', '0', 'true', null, undefined, [], {}, '__proto__', 's1', 'orders'),
+  fc.constantFrom(
+    -1,
+    0,
+    1,
+    1.5,
+    NaN,
+    Infinity,
+    -Infinity,
+    2 ** 53,
+    '',
+    ' ',
+    '0',
+    'true',
+    null,
+    undefined,
+    [],
+    {},
+    '__proto__',
+    's1',
+    'orders',
+  ),
   fc.string(),
   fc.integer(),
   fc.double(),
@@ -58,7 +82,10 @@ const nasty = fc.oneof(
 
 describe('bad ad hoc payloads', () => {
   it('the planner refuses anything but {dryRun?, streams?} of known streams with a ValidationError', () => {
-    fc.assert(fc.property(fc.anything(), (event) => onlyValidationErrors(() => parsePlannerPayload(event, config))), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.anything(), (event) => onlyValidationErrors(() => parsePlannerPayload(event, config))),
+      { numRuns: 500 },
+    );
     fc.assert(
       fc.property(fc.record({ dryRun: nasty, streams: fc.oneof(nasty, fc.array(nasty)) }, { requiredKeys: [] }), (event) =>
         onlyValidationErrors(() => parsePlannerPayload(event, config)),
@@ -68,11 +95,28 @@ describe('bad ad hoc payloads', () => {
   });
 
   it('the processor refuses malformed ranges and peeks with a ValidationError', () => {
-    fc.assert(fc.property(fc.anything(), (event) => onlyValidationErrors(() => parseProcessorPayload(event, config))), { numRuns: 500 });
-    const range = fc.record({ stream: nasty, topic: nasty, partition: nasty, from: nasty, until: nasty, extra: nasty }, { requiredKeys: [] });
-    fc.assert(fc.property(range, (event) => onlyValidationErrors(() => parseProcessorPayload(event, config))), { numRuns: 1000 });
-    const peek = fc.record({ peek: fc.oneof(nasty, fc.record({ stream: nasty, topic: nasty, partition: nasty, offset: nasty, count: nasty }, { requiredKeys: [] })) });
-    fc.assert(fc.property(peek, (event) => onlyValidationErrors(() => parseProcessorPayload(event, config))), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.anything(), (event) => onlyValidationErrors(() => parseProcessorPayload(event, config))),
+      { numRuns: 500 },
+    );
+    const range = fc.record(
+      { stream: nasty, topic: nasty, partition: nasty, from: nasty, until: nasty, extra: nasty },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(range, (event) => onlyValidationErrors(() => parseProcessorPayload(event, config))),
+      { numRuns: 1000 },
+    );
+    const peek = fc.record({
+      peek: fc.oneof(
+        nasty,
+        fc.record({ stream: nasty, topic: nasty, partition: nasty, offset: nasty, count: nasty }, { requiredKeys: [] }),
+      ),
+    });
+    fc.assert(
+      fc.property(peek, (event) => onlyValidationErrors(() => parseProcessorPayload(event, config))),
+      { numRuns: 500 },
+    );
   });
 
   it('a range is accepted only when it is well-formed', () => {
@@ -89,22 +133,53 @@ describe('bad ad hoc payloads', () => {
 
 describe('bad stream configs', () => {
   const keys = [
-    'id', 'kafka', 'topics', 'topicPattern', 'startingOffsets', 'isolationLevel', 'triggerIntervalMs', 'maxRatePerPartition', 'minRatePerPartition',
-    'maxOffsetsPerTrigger', 'minOffsetsPerTrigger', 'maxTriggerDelayMs', 'backpressure', 'processor', 'split', 'failOnDataLoss', 'maxAttempts',
-    'handler', 'poisonPolicy', 'consumerGroup', 'bogus',
+    'id',
+    'kafka',
+    'topics',
+    'topicPattern',
+    'startingOffsets',
+    'isolationLevel',
+    'triggerIntervalMs',
+    'maxRatePerPartition',
+    'minRatePerPartition',
+    'maxOffsetsPerTrigger',
+    'minOffsetsPerTrigger',
+    'maxTriggerDelayMs',
+    'backpressure',
+    'processor',
+    'split',
+    'failOnDataLoss',
+    'maxAttempts',
+    'handler',
+    'poisonPolicy',
+    'consumerGroup',
+    'bogus',
   ];
   it('any value refuses with a ValidationError', () => {
-    fc.assert(fc.property(fc.anything(), (input) => onlyValidationErrors(() => parseDeploymentConfig(input, 'fuzz'))), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.anything(), (input) => onlyValidationErrors(() => parseDeploymentConfig(input, 'fuzz'))),
+      { numRuns: 300 },
+    );
   });
 
   it('a valid stream with one field replaced by junk parses or refuses with a ValidationError', () => {
     fc.assert(
-      fc.property(fc.constantFrom(...keys), nasty, fc.constantFrom('timeoutMs', 'leaseMs', 'safetyFactor', 'brokers', 'module', 'sinkTable', 'mode'), (key, junk, inner) => {
-        const stream: Record<string, unknown> = { ...VALID_STREAM, [key]: junk };
-        onlyValidationErrors(() => parseDeploymentConfig({ ledgerTable: 'ledger', streams: [stream] }, 'fuzz'));
-        const nested = { ...VALID_STREAM, processor: { [inner]: junk }, kafka: { brokers: inner === 'brokers' ? junk : ['h:1'] }, handler: { ...VALID_STREAM.handler, [inner]: junk } };
-        return onlyValidationErrors(() => parseStreamConfig(nested, 'fuzz'));
-      }),
+      fc.property(
+        fc.constantFrom(...keys),
+        nasty,
+        fc.constantFrom('timeoutMs', 'leaseMs', 'safetyFactor', 'brokers', 'module', 'sinkTable', 'mode'),
+        (key, junk, inner) => {
+          const stream: Record<string, unknown> = { ...VALID_STREAM, [key]: junk };
+          onlyValidationErrors(() => parseDeploymentConfig({ ledgerTable: 'ledger', streams: [stream] }, 'fuzz'));
+          const nested = {
+            ...VALID_STREAM,
+            processor: { [inner]: junk },
+            kafka: { brokers: inner === 'brokers' ? junk : ['h:1'] },
+            handler: { ...VALID_STREAM.handler, [inner]: junk },
+          };
+          return onlyValidationErrors(() => parseStreamConfig(nested, 'fuzz'));
+        },
+      ),
       { numRuns: 1000 },
     );
   });
@@ -146,23 +221,68 @@ describe('bad CLI arguments', () => {
     return { ledger, kafka, single, contextFor };
   }
   const word = fc.oneof(
-    fc.constantFrom('s1', 's2', 'orders', '0', '1', '-1', '1e3', 'NaN', 'earliest', 'latest', 'now', '-1h', '2026-13-45', 'orders/0/5', 'Bad Name', ''),
-    fc.constantFrom('--to', '--from', '--partition', '--count', '--json', '--name', '--sink-table', '--redrive', '--redrive-all', '--dry-run', '--yes', '--bogus', '-x', '--'),
+    fc.constantFrom(
+      's1',
+      's2',
+      'orders',
+      '0',
+      '1',
+      '-1',
+      '1e3',
+      'NaN',
+      'earliest',
+      'latest',
+      'now',
+      '-1h',
+      '2026-13-45',
+      'orders/0/5',
+      'Bad Name',
+      '',
+    ),
+    fc.constantFrom(
+      '--to',
+      '--from',
+      '--partition',
+      '--count',
+      '--json',
+      '--name',
+      '--sink-table',
+      '--redrive',
+      '--redrive-all',
+      '--dry-run',
+      '--yes',
+      '--bogus',
+      '-x',
+      '--',
+    ),
     fc.string({ maxLength: 12 }),
   );
-  const argv = fc.tuple(fc.constantFrom('status', 'plan', 'peek', 'rewind', 'replay', 'dead-letters', 'frobnicate', '--help', ''), fc.array(word, { maxLength: 6 })).map(([c, rest]) => [c, ...rest]);
+  const argv = fc
+    .tuple(
+      fc.constantFrom('status', 'plan', 'peek', 'rewind', 'replay', 'dead-letters', 'frobnicate', '--help', ''),
+      fc.array(word, { maxLength: 6 }),
+    )
+    .map(([c, rest]) => [c, ...rest]);
 
   it('never throws; usage errors exit 2 before any client exists; refusals leave the ledger as it was', async () => {
     const t = fakes();
     // Some state to protect: a planned range in flight.
-    await planStream({ ledger: t.ledger, metadataFor: async () => t.kafka, dispatcher: createRecordingDispatcher(), plannerLeaseMs: 1000 }, t.single.streams[0]!, { dryRun: false, nowMs: NOW - 10_000 });
+    await planStream(
+      { ledger: t.ledger, metadataFor: async () => t.kafka, dispatcher: createRecordingDispatcher(), plannerLeaseMs: 1000 },
+      t.single.streams[0]!,
+      { dryRun: false, nowMs: NOW - 10_000 },
+    );
     const exits = new Set<number>(Object.values(EXIT));
     await fc.assert(
       fc.asyncProperty(argv, async (args) => {
         t.contextFor.mockClear();
         const before = JSON.stringify(t.ledger.store('s1'), (_k, v: unknown) => (v instanceof Map ? [...v.entries()] : v));
         const err: string[] = [];
-        const code = await runCli(args, { out: () => undefined, err: (s) => err.push(s) }, { env: { USER: 'fuzz' }, now: () => NOW, loadConfig: () => ({ config: t.single, env: {} }), contextFor: t.contextFor });
+        const code = await runCli(
+          args,
+          { out: () => undefined, err: (s) => err.push(s) },
+          { env: { USER: 'fuzz' }, now: () => NOW, loadConfig: () => ({ config: t.single, env: {} }), contextFor: t.contextFor },
+        );
         expect(exits.has(code)).toBe(true);
         // A usage error names the problem (unknown streams are found once the config is loaded).
         if (code === EXIT.usage) expect(err.join('')).toMatch(/\S/);
@@ -199,15 +319,28 @@ describe('malformed records on the real broker', () => {
     await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
     const sinkTable = await createSinkTable(ddb, 'bad-sink');
     const stream = parseStreamConfig(
-      { id, kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') }, topics: [topic], handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable }, maxAttempts: 2 },
+      {
+        id,
+        kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') },
+        topics: [topic],
+        handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable },
+        maxAttempts: 2,
+      },
       'test',
     );
     await producer.send({ topic, messages });
     const dispatcher = createRecordingDispatcher();
-    await planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs: Date.now() });
+    await planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, {
+      dryRun: false,
+      nowMs: Date.now(),
+    });
     expect(dispatcher.dispatched).toHaveLength(1);
     const range = dispatcher.dispatched[0]!;
-    const invoke = () => processRange({ ledger, readerFor: async () => reader, handlerFor: () => runningTotals, retryBaseMs: 1 }, { stream, range, deadlineAtMs: Date.now() + 60_000 });
+    const invoke = () =>
+      processRange(
+        { ledger, readerFor: async () => reader, handlerFor: () => runningTotals, retryBaseMs: 1 },
+        { stream, range, deadlineAtMs: Date.now() + 60_000 },
+      );
     return { id, invoke };
   }
   const good = (n: number) => ({ key: `g-${n}`, value: JSON.stringify({ amount: n }) });
@@ -238,7 +371,11 @@ describe('malformed records on the real broker', () => {
   // used to be impossible to dead-letter (the range stalled, then was parked); the dead letter is
   // now cut to fit and flagged.
   it('a rejected record with huge headers is dead-lettered, cut to fit and flagged', async () => {
-    const t = await runOne([good(1), { key: 'huge-headers', value: 'not json', headers: { big: Buffer.alloc(300_000, 0xab), more: 'x'.repeat(100_000), small: 'kept' } }, good(2)]);
+    const t = await runOne([
+      good(1),
+      { key: 'huge-headers', value: 'not json', headers: { big: Buffer.alloc(300_000, 0xab), more: 'x'.repeat(100_000), small: 'kept' } },
+      good(2),
+    ]);
     const res = await t.invoke();
     expect(res).toMatchObject({ status: 'done', deadLetters: 1, records: 2 });
     const [dl] = await ledger.listDeadLetters(t.id);

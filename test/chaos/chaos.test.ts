@@ -23,22 +23,30 @@ afterAll(async () => {
   if (process.env.CHAOS_WRITE_REPORT === '1' && results.length === SCENARIOS.length) {
     writeFileSync(
       resolve(__dirname, '..', '..', 'docs', 'RELIABILITY.md'),
-      reportMarkdown(results, { seed: SEED, wallMs: Date.now() - t0, command: 'CHAOS_WRITE_REPORT=1 npx jest test/chaos/chaos.test.ts --selectProjects integration' }),
+      reportMarkdown(results, {
+        seed: SEED,
+        wallMs: Date.now() - t0,
+        command: 'CHAOS_WRITE_REPORT=1 npx jest test/chaos/chaos.test.ts --selectProjects integration',
+      }),
     );
   }
 });
 
 describe('chaos: every produced record applied exactly once, invariants hold', () => {
   SCENARIOS.forEach((scenario, i) => {
-    it(scenario, async () => {
-      // leader-killed starts a private 3-broker cluster first (not counted in its budget).
-      const res = await runScenario(env, scenario, SEED * 1000 + i, { budgetMs: scenario === 'leader-killed' ? 90_000 : 40_000 });
-      results.push(res);
-      if (!res.ok || process.env.CHAOS_VERBOSE) console.log(JSON.stringify(res, null, 2));
-      expect({ problems: res.problems, violations: res.violations }).toEqual({ problems: [], violations: [] });
-      expect(res).toMatchObject({ duplicates: 0, losses: 0, auditLosses: 0 });
-      expect(res.applied).toBe(res.expected);
-      expect(res.ok).toBe(true);
-    }, scenario === 'leader-killed' ? 240_000 : 60_000);
+    it(
+      scenario,
+      async () => {
+        // leader-killed starts a private 3-broker cluster first (not counted in its budget).
+        const res = await runScenario(env, scenario, SEED * 1000 + i, { budgetMs: scenario === 'leader-killed' ? 90_000 : 40_000 });
+        results.push(res);
+        if (!res.ok || process.env.CHAOS_VERBOSE) console.log(JSON.stringify(res, null, 2));
+        expect({ problems: res.problems, violations: res.violations }).toEqual({ problems: [], violations: [] });
+        expect(res).toMatchObject({ duplicates: 0, losses: 0, auditLosses: 0 });
+        expect(res.applied).toBe(res.expected);
+        expect(res.ok).toBe(true);
+      },
+      scenario === 'leader-killed' ? 240_000 : 60_000,
+    );
   });
 });

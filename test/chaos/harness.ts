@@ -146,14 +146,24 @@ export async function openChaosEnv(kafka: Kafka, ddb: DynamoDBClient): Promise<C
 }
 
 export async function closeChaosEnv(env: ChaosEnv): Promise<void> {
-  await Promise.allSettled([env.metadata.closeAll(), ...env.allReaders.map((r) => r.close()), env.admin.disconnect(), env.producer.disconnect()]);
+  await Promise.allSettled([
+    env.metadata.closeAll(),
+    ...env.allReaders.map((r) => r.close()),
+    env.admin.disconnect(),
+    env.producer.disconnect(),
+  ]);
 }
 
 /** A DynamoDB client whose requests fail, before they are sent, with the given probability. */
 export function faultyDynamo(endpoint: string, rng: () => number, fraction: number, counter: { injected: number }): DynamoDBClient {
   // Two SDK attempts: most injected failures are absorbed by the SDK's retry, a few reach our own
   // retries (failed range -> re-dispatch, failed planner run -> next run).
-  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 2 });
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 2,
+  });
   client.middlewareStack.add(
     (next) => async (args) => {
       if (rng() < fraction) {
@@ -161,7 +171,9 @@ export function faultyDynamo(endpoint: string, rng: () => number, fraction: numb
         const throttle = rng() < 0.5;
         throw throttle
           ? new ProvisionedThroughputExceededException({ message: 'chaos: throttled', $metadata: { httpStatusCode: 400 } })
-          : Object.assign(new InternalServerError({ message: 'chaos: internal server error', $metadata: { httpStatusCode: 500 } }), { $fault: 'server' as const });
+          : Object.assign(new InternalServerError({ message: 'chaos: internal server error', $metadata: { httpStatusCode: 500 } }), {
+              $fault: 'server' as const,
+            });
       }
       return next(args);
     },
@@ -228,7 +240,12 @@ type ClusterControl = { brokers: string; startMs: number; killLeaderOf(topic: st
  * `broker-restart` runs against a private broker of its own (started here, stopped in `finally`), so
  * the shared test broker other test files use is never restarted.
  */
-export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
+export async function runScenario(
+  env: ChaosEnv,
+  scenario: ScenarioName,
+  seed: number,
+  opts: { budgetMs?: number } = {},
+): Promise<ScenarioResult> {
   if (scenario === 'leader-killed') return runOnCluster(env, scenario, seed, opts);
   if (scenario === 'topic-recreated') return runTopicRecreated(env, seed, opts);
   if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
@@ -238,7 +255,13 @@ export async function runScenario(env: ChaosEnv, scenario: ScenarioName, seed: n
   let priv: ChaosEnv | undefined;
   try {
     // The watchdog kills the JVM if this test process dies before `finally` runs.
-    broker = await startKafka({ dir: join(dir, 'kafka'), cacheDir: CACHE_DIR, ownerPid: process.pid, port: String(await freePort()), startTimeoutMs: 60_000 });
+    broker = await startKafka({
+      dir: join(dir, 'kafka'),
+      cacheDir: CACHE_DIR,
+      ownerPid: process.pid,
+      port: String(await freePort()),
+      startTimeoutMs: 60_000,
+    });
     const kafka = new Kafka({ clientId: 'chaos-private', brokers: [broker.brokers], logLevel: logLevel.NOTHING });
     priv = await openChaosEnv(kafka, env.ddb);
     const control: BrokerControl = {
@@ -312,11 +335,14 @@ function failoverFigures(log: FailoverLog, partitions: number, startMs: number):
   const back = after.find((r) => r.planned.some((p) => log.dead.includes(p)));
   const first = stalled[0];
   const problems: string[] = [];
-  if (failed.length) problems.push(`${failed.length} planner runs failed after the kill (${Math.max(...failed.map((r) => r.durationMs))} ms at most)`);
-  if (!first) problems.push('no planner run saw the dead leader\'s partitions unavailable (re-election before the next run?)');
-  else if (!stalled.some((r) => live(r).length > 0)) problems.push('no run planned the live leaders\' partitions while the dead leader\'s were unavailable');
-  if (stalled.some((r) => r.unavailable.some((p) => !log.dead.includes(p)))) problems.push('a partition of a live leader was reported unavailable');
-  if (!back) problems.push('the dead leader\'s partitions were never planned again');
+  if (failed.length)
+    problems.push(`${failed.length} planner runs failed after the kill (${Math.max(...failed.map((r) => r.durationMs))} ms at most)`);
+  if (!first) problems.push("no planner run saw the dead leader's partitions unavailable (re-election before the next run?)");
+  else if (!stalled.some((r) => live(r).length > 0))
+    problems.push("no run planned the live leaders' partitions while the dead leader's were unavailable");
+  if (stalled.some((r) => r.unavailable.some((p) => !log.dead.includes(p))))
+    problems.push('a partition of a live leader was reported unavailable');
+  if (!back) problems.push("the dead leader's partitions were never planned again");
   const codes = [...new Set(stalled.flatMap((r) => r.codes))].join(', ');
   const injected =
     `private 3-broker cluster (replication factor 3, min.insync.replicas 2, started in ${startMs} ms); after round 1 the leader (broker ${log.victim}) ` +
@@ -452,7 +478,10 @@ async function runIn(
         id: `${id}-${suffix}`,
         kafka: { brokers: (opts.broker?.brokers ?? opts.cluster?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(',') },
         ...(pattern ? { topicPattern: `${id}-t[0-9]+` } : { topics: [topic1] }),
-        handler: suffix === 'eo' ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable } : { module: 'audit-log', mode: 'at-least-once' },
+        handler:
+          suffix === 'eo'
+            ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable }
+            : { module: 'audit-log', mode: 'at-least-once' },
         ...Object.fromEntries(Object.entries(spec.config).filter(([, v]) => v !== undefined)),
       },
       `chaos ${scenario}`,
@@ -475,11 +504,16 @@ async function runIn(
     const sender = topic === deletedTopic && doomedProducer ? doomedProducer : producer;
     const [meta] = await sender.send({
       topic,
-      messages: batch.map((b) => ({ key: `r-${b.id}`, value: b.poison ? `not json ${b.id}` : JSON.stringify({ amount: b.id }), partition })),
+      messages: batch.map((b) => ({
+        key: `r-${b.id}`,
+        value: b.poison ? `not json ${b.id}` : JSON.stringify({ amount: b.id }),
+        partition,
+      })),
     });
     const base = Number(meta?.baseOffset);
     // kafkajs drops messages for a partition its metadata does not know yet, without an error.
-    if (meta?.partition !== partition || !Number.isSafeInteger(base)) throw new Error(`chaos harness: produce to ${topic}/${partition} was not acknowledged`);
+    if (meta?.partition !== partition || !Number.isSafeInteger(base))
+      throw new Error(`chaos harness: produce to ${topic}/${partition} was not acknowledged`);
     batch.forEach((b, i) => produced.push({ topic, partition, offset: base + i, ...b }));
   };
   if (scenario === 'topic-deleted') {
@@ -498,7 +532,9 @@ async function runIn(
     const wrap = async (records: HandlerRecord[], ctx: Parameters<RecordsHandler['handle']>[1]) => {
       if (dead.v) throw new StoreError('chaos: the process was killed');
       if (handlerDelayMs) await new Promise((r) => setTimeout(r, handlerDelayMs));
-      if (skew) for (const r of records) skew.handed.set(`${stream.id}/${r.idempotencyKey}`, (skew.handed.get(`${stream.id}/${r.idempotencyKey}`) ?? 0) + 1);
+      if (skew)
+        for (const r of records)
+          skew.handed.set(`${stream.id}/${r.idempotencyKey}`, (skew.handed.get(`${stream.id}/${r.idempotencyKey}`) ?? 0) + 1);
       const out = await (inner.handle as (r: HandlerRecord[], c: typeof ctx) => unknown)(records, ctx);
       if (killAfterHandler()) {
         dead.v = true;
@@ -634,7 +670,9 @@ async function runIn(
       for (const p of parts) {
         if (p.status !== 'active') continue;
         if (!ends.has(`${p.topic}/${p.partition}`)) return false;
-        const parked = open.some((r) => r.topic === p.topic && r.partition === p.partition && r.status === 'parked' && r.from === p.committed);
+        const parked = open.some(
+          (r) => r.topic === p.topic && r.partition === p.partition && r.status === 'parked' && r.from === p.committed,
+        );
         if (!parked && p.committed < (ends.get(`${p.topic}/${p.partition}`) ?? 0)) return false;
       }
     }
@@ -691,7 +729,10 @@ async function runIn(
       const before = await env.admin.fetchTopicMetadata({ topics: [topic1] });
       failover.victim = await opts.cluster.killLeaderOf(topic1, 0);
       failover.killedAtMs = Date.now();
-      failover.dead = (before.topics[0]?.partitions ?? []).filter((p) => p.leader === failover.victim).map((p) => p.partitionId).sort();
+      failover.dead = (before.topics[0]?.partitions ?? [])
+        .filter((p) => p.leader === failover.victim)
+        .map((p) => p.partitionId)
+        .sort();
     }
     const queue: Array<{ stream: StreamConfig; range: RangePayload }> = [];
     await Promise.all(streams.flatMap((s) => Array.from({ length: planners }, () => plan(s, queue))));
@@ -720,7 +761,10 @@ async function runIn(
     }
     // Processors run in any order, several at once (Lambda async invokes).
     if (forge) await sendForgedPayloads(env, ledger, queue, forge);
-    const order = queue.map((q) => ({ q, k: rng() })).sort((a, b) => a.k - b.k).map((x) => x.q);
+    const order = queue
+      .map((q) => ({ q, k: rng() }))
+      .sort((a, b) => a.k - b.k)
+      .map((x) => x.q);
     const s = skew;
     await mapWithConcurrency(order, 8, (q) =>
       s
@@ -771,7 +815,8 @@ async function runIn(
     case 'forged-payload': {
       const f = forge as ForgeTally;
       injected = `${f.sent} forged payloads (a planned from with a wrong until, 3 per dispatched range, maxAttempts 3) sent before the genuine invocations: ${f.refused} refused with ValidationError; a full ledger scan before and after them equal in ${f.rounds - f.roundsChanged} of ${f.rounds} rounds`;
-      if (f.refused !== f.sent) problems.push(`${f.sent - f.refused} forged payloads were not refused: ${f.otherOutcomes.slice(0, 3).join('; ')}`);
+      if (f.refused !== f.sent)
+        problems.push(`${f.sent - f.refused} forged payloads were not refused: ${f.otherOutcomes.slice(0, 3).join('; ')}`);
       if (f.roundsChanged) problems.push(`forged payloads changed the ledger in ${f.roundsChanged} rounds`);
       if (!f.sent) problems.push('no payload was forged');
       break;
@@ -806,20 +851,27 @@ async function runIn(
   const violations = [...checkInvariants(snapEo), ...checkInvariants(snapAl)];
   const deadLetters = await cleanLedger.listDeadLetters(eo.id);
   const dlKeys = new Set(deadLetters.map((d) => `${d.topic}/${d.partition}/${d.offset}`));
-  const lostIn = (snap: typeof snapEo, r: Produced) => snap.dataLoss.some((l) => l.topic === r.topic && l.partition === r.partition && r.offset >= l.from && r.offset < l.until);
-  const partOf = (snap: typeof snapEo, r: Produced): PartitionState | undefined => snap.partitions.find((p) => p.topic === r.topic && p.partition === r.partition);
+  const lostIn = (snap: typeof snapEo, r: Produced) =>
+    snap.dataLoss.some((l) => l.topic === r.topic && l.partition === r.partition && r.offset >= l.from && r.offset < l.until);
+  const partOf = (snap: typeof snapEo, r: Produced): PartitionState | undefined =>
+    snap.partitions.find((p) => p.topic === r.topic && p.partition === r.partition);
 
   const sink = new Map<string, { total: number; count: number }>();
   let start: Record<string, AttributeValue> | undefined;
   do {
-    const page: ScanCommandOutput = await env.ddb.send(new ScanCommand({ TableName: sinkTable, ConsistentRead: true, ExclusiveStartKey: start }));
-    for (const i of (page.Items ?? []).map((x) => unmarshall(x))) sink.set(i.pk as string, { total: i.total as number, count: i.count as number });
+    const page: ScanCommandOutput = await env.ddb.send(
+      new ScanCommand({ TableName: sinkTable, ConsistentRead: true, ExclusiveStartKey: start }),
+    );
+    for (const i of (page.Items ?? []).map((x) => unmarshall(x)))
+      sink.set(i.pk as string, { total: i.total as number, count: i.count as number });
     start = page.LastEvaluatedKey;
   } while (start);
   const auditKeys = new Set<string>();
   start = undefined;
   do {
-    const page: ScanCommandOutput = await env.ddb.send(new ScanCommand({ TableName: auditTable, ConsistentRead: true, ExclusiveStartKey: start }));
+    const page: ScanCommandOutput = await env.ddb.send(
+      new ScanCommand({ TableName: auditTable, ConsistentRead: true, ExclusiveStartKey: start }),
+    );
     for (const i of page.Items ?? []) auditKeys.add(i.pk?.S as string);
     start = page.LastEvaluatedKey;
   } while (start);
@@ -873,7 +925,8 @@ async function runIn(
         const k = `${p.topic}/${p.partition}`;
         const ranges = snap.ranges.filter((r) => r.topic === p.topic && r.partition === p.partition);
         if (p.topic === deletedTopic) {
-          if (p.status !== 'retired' || !p.reason?.includes('TOPIC_DELETED')) problems.push(`${name}: ${k} of the deleted topic is ${p.status} (${p.reason ?? 'no reason'}), not retired with TOPIC_DELETED`);
+          if (p.status !== 'retired' || !p.reason?.includes('TOPIC_DELETED'))
+            problems.push(`${name}: ${k} of the deleted topic is ${p.status} (${p.reason ?? 'no reason'}), not retired with TOPIC_DELETED`);
           // Everything it had planned ends done, or parked because the partition is gone.
           for (const r of ranges) {
             if (r.status !== 'done' && !(r.status === 'parked' && r.lastError?.includes('PARTITION_DELETED'))) {
@@ -882,10 +935,12 @@ async function runIn(
           }
         } else {
           const end = produced.filter((r) => r.topic === p.topic && r.partition === p.partition).length;
-          if (p.status !== 'active' || p.committed !== end) problems.push(`${name}: surviving ${k} is ${p.status} at ${p.committed}, expected active at ${end}`);
+          if (p.status !== 'active' || p.committed !== end)
+            problems.push(`${name}: surviving ${k} is ${p.status} at ${p.committed}, expected active at ${end}`);
         }
       }
-      if (!snap.ranges.some((r) => r.topic === deletedTopic && r.status === 'parked')) problems.push(`${name}: no in-flight range of the deleted topic was parked (the deletion hit nothing in flight)`);
+      if (!snap.ranges.some((r) => r.topic === deletedTopic && r.status === 'parked'))
+        problems.push(`${name}: no in-flight range of the deleted topic was parked (the deletion hit nothing in flight)`);
     }
     if (!produced.some((r) => r.topic === deletedTopic && retiredPart(snapEo, r))) problems.push('deleted topic: no retired partition');
   } else if (retired) problems.push(`${retired} records on retired partitions`);
@@ -900,7 +955,8 @@ async function runIn(
       const p0 = snap.ranges.find((r) => r.partition === 0 && r.status === 'parked');
       const p1 = snap.partitions.find((p) => p.partition === 1);
       if (!p0?.lastError?.includes('DATA_LOSS')) problems.push(`${snap.meta?.stream}: p0 range not parked with DATA_LOSS`);
-      if (p1?.status !== 'failed' || !p1.reason?.includes('DATA_LOSS')) problems.push(`${snap.meta?.stream}: p1 not failed with DATA_LOSS (status ${p1?.status})`);
+      if (p1?.status !== 'failed' || !p1.reason?.includes('DATA_LOSS'))
+        problems.push(`${snap.meta?.stream}: p1 not failed with DATA_LOSS (status ${p1?.status})`);
     }
   } else if (dataLoss) problems.push(`unexpected data loss recorded: ${dataLoss} records`);
   if (scenario === 'poison-record') {
@@ -934,9 +990,20 @@ async function runIn(
   };
   if (process.env.CHAOS_DEBUG) {
     const missing = produced.filter((r) => !r.poison && !sink.has(`r-${r.id}`));
-    console.log(JSON.stringify({ missing: missing.slice(0, 5), ranges: snapEo.ranges.filter((r) => missing.some((m) => m.topic === r.topic && m.partition === r.partition)), parts: snapEo.partitions }, null, 1));
+    console.log(
+      JSON.stringify(
+        {
+          missing: missing.slice(0, 5),
+          ranges: snapEo.ranges.filter((r) => missing.some((m) => m.topic === r.topic && m.partition === r.partition)),
+          parts: snapEo.partitions,
+        },
+        null,
+        1,
+      ),
+    );
   }
-  result.ok = problems.length === 0 && violations.length === 0 && duplicates === 0 && losses === 0 && auditLosses === 0 && applied === expected;
+  result.ok =
+    problems.length === 0 && violations.length === 0 && duplicates === 0 && losses === 0 && auditLosses === 0 && applied === expected;
   faulty?.destroy();
   if (producer !== env.producer) await producer.disconnect();
   await doomedProducer?.disconnect();
@@ -950,17 +1017,38 @@ type ForgeTally = { sent: number; refused: number; otherOutcomes: string[]; roun
  * wrong `until` (one past it, far past it, inside it), one at a time, and compares a full scan of
  * both streams' ledger items before and after: a forgery must be refused and change nothing.
  */
-async function sendForgedPayloads(env: ChaosEnv, ledger: Ledger, queue: Array<{ stream: StreamConfig; range: RangePayload }>, tally: ForgeTally): Promise<void> {
-  const scan = async () => JSON.stringify(await Promise.all([...new Set(queue.map((q) => q.stream.id))].sort().map((s) => readLedgerSnapshot(env.ddb, env.ledgerTable, s))));
+async function sendForgedPayloads(
+  env: ChaosEnv,
+  ledger: Ledger,
+  queue: Array<{ stream: StreamConfig; range: RangePayload }>,
+  tally: ForgeTally,
+): Promise<void> {
+  const scan = async () =>
+    JSON.stringify(
+      await Promise.all([...new Set(queue.map((q) => q.stream.id))].sort().map((s) => readLedgerSnapshot(env.ddb, env.ledgerTable, s))),
+    );
   const before = await scan();
-  const untouchable: RangeReader = { read: () => { throw new Error('a forged payload reached the reader'); }, close: async () => undefined } as unknown as RangeReader;
-  const refuse: RecordsHandler = { mode: 'at-least-once', handle: () => { throw new Error('a forged payload reached the handler'); } };
+  const untouchable: RangeReader = {
+    read: () => {
+      throw new Error('a forged payload reached the reader');
+    },
+    close: async () => undefined,
+  } as unknown as RangeReader;
+  const refuse: RecordsHandler = {
+    mode: 'at-least-once',
+    handle: () => {
+      throw new Error('a forged payload reached the handler');
+    },
+  };
   for (const { stream, range } of queue) {
     const wrong = [range.until + 1, range.until + 1_000_000, range.from + 1 === range.until ? range.until + 2 : range.from + 1];
     for (const until of wrong) {
       tally.sent++;
       try {
-        const res = await processRange({ ledger, readerFor: async () => untouchable, handlerFor: () => refuse }, { stream, range: { ...range, until }, deadlineAtMs: Date.now() + 60_000 });
+        const res = await processRange(
+          { ledger, readerFor: async () => untouchable, handlerFor: () => refuse },
+          { stream, range: { ...range, until }, deadlineAtMs: Date.now() + 60_000 },
+        );
         tally.otherOutcomes.push(`${range.topic}/${range.partition} [${range.from}, ${until}): ${res.status}`);
       } catch (err) {
         if (err instanceof ValidationError) tally.refused++;
@@ -973,7 +1061,14 @@ async function sendForgedPayloads(env: ChaosEnv, ledger: Ledger, queue: Array<{ 
 }
 
 type ProcessorClocks = { ledger: Ledger; clock: () => number; storeClock: StoreClock; whileLeased?: () => Promise<void> };
-type SkewedClocks = { ahead: ProcessorClocks; behind: ProcessorClocks; aheadMs: number; behindMs: number; handed: Map<string, number>; close(): void };
+type SkewedClocks = {
+  ahead: ProcessorClocks;
+  behind: ProcessorClocks;
+  aheadMs: number;
+  behindMs: number;
+  handed: Map<string, number>;
+  close(): void;
+};
 
 /**
  * skewed-clock: two "containers" (own DynamoDB client, own store clock) whose local clocks run
@@ -983,7 +1078,12 @@ function skewedClocks(endpoint: string, tableName: string, leaseMs: number): Ske
   const container = (offsetMs: number): ProcessorClocks & { client: DynamoDBClient } => {
     const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
     const clock = () => Date.now() + offsetMs;
-    return { client, clock, ledger: createDynamoLedger({ client, tableName }), storeClock: createDynamoStoreClock({ client, tableName, localClock: clock }) };
+    return {
+      client,
+      clock,
+      ledger: createDynamoLedger({ client, tableName }),
+      storeClock: createDynamoStoreClock({ client, tableName, localClock: clock }),
+    };
   };
   const ahead = container(3 * leaseMs);
   const behind = container(-leaseMs);

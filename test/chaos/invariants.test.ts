@@ -27,17 +27,43 @@ const range = (from: number, until: number, over: Partial<RangeState> = {}): Ran
   progress: over.status && over.status !== 'done' ? from : until,
   ...over,
 });
-const loss = (from: number, until: number): DataLossEntry => ({ stream: 's', topic: 't', partition: 0, from, until, detectedAtMs: 1, reason: 'retention' });
-const snap = (partitions: PartitionState[], ranges: RangeState[], dataLoss: DataLossEntry[] = []): LedgerSnapshot => ({ partitions, ranges, dataLoss });
+const loss = (from: number, until: number): DataLossEntry => ({
+  stream: 's',
+  topic: 't',
+  partition: 0,
+  from,
+  until,
+  detectedAtMs: 1,
+  reason: 'retention',
+});
+const snap = (partitions: PartitionState[], ranges: RangeState[], dataLoss: DataLossEntry[] = []): LedgerSnapshot => ({
+  partitions,
+  ranges,
+  dataLoss,
+});
 
 describe('checkInvariants', () => {
   it('accepts a sound ledger: tiled ranges, a range in flight, a recorded data-loss gap', () => {
     const s = snap(
       [part({ startOffset: 10, committed: 40, nextFrom: 60 }), part({ partition: 1, startOffset: 0, committed: 0, nextFrom: 0 })],
-      [range(10, 20), range(20, 30), range(35, 40), range(40, 50, { status: 'leased', progress: 45 }), range(50, 60, { status: 'planned' })],
+      [
+        range(10, 20),
+        range(20, 30),
+        range(35, 40),
+        range(40, 50, { status: 'leased', progress: 45 }),
+        range(50, 60, { status: 'planned' }),
+      ],
       [loss(30, 35)],
     );
-    expect(checkInvariants(snap(s.partitions, s.ranges.map((r) => ({ ...r })), s.dataLoss))).toEqual([]);
+    expect(
+      checkInvariants(
+        snap(
+          s.partitions,
+          s.ranges.map((r) => ({ ...r })),
+          s.dataLoss,
+        ),
+      ),
+    ).toEqual([]);
   });
 
   it('accepts a processor-recorded loss inside a done range and a trailing planner loss', () => {
@@ -56,10 +82,12 @@ describe('checkInvariants', () => {
   });
 
   it('I1: a range past nextFrom, and a cursor past the last range', () => {
-    expect(checkInvariants(snap([part({ committed: 0, nextFrom: 10 })], [range(0, 20, { status: 'planned' })])).map((x) => x.message)).toEqual([
-      expect.stringContaining('past the planning cursor'),
+    expect(
+      checkInvariants(snap([part({ committed: 0, nextFrom: 10 })], [range(0, 20, { status: 'planned' })])).map((x) => x.message),
+    ).toEqual([expect.stringContaining('past the planning cursor')]);
+    expect(checkInvariants(snap([part({ committed: 10, nextFrom: 25 })], [range(0, 10)])).map((x) => x.message)).toEqual([
+      expect.stringContaining('gap [10, 25) below nextFrom'),
     ]);
-    expect(checkInvariants(snap([part({ committed: 10, nextFrom: 25 })], [range(0, 10)])).map((x) => x.message)).toEqual([expect.stringContaining('gap [10, 25) below nextFrom')]);
   });
 
   it('I1: ranges of an unknown partition', () => {
@@ -68,12 +96,18 @@ describe('checkInvariants', () => {
 
   it('I2: committed past nextFrom, or below startOffset', () => {
     expect(checkInvariants(snap([part({ committed: 20, nextFrom: 10 })], [range(0, 10)])).map((x) => x.invariant)).toContain('I2');
-    expect(checkInvariants(snap([part({ startOffset: 5, committed: 3, nextFrom: 5 })], [])).map((x) => x.message)).toEqual([expect.stringContaining('below startOffset')]);
+    expect(checkInvariants(snap([part({ startOffset: 5, committed: 3, nextFrom: 5 })], [])).map((x) => x.message)).toEqual([
+      expect.stringContaining('below startOffset'),
+    ]);
   });
 
   it('I2: progress outside the range, done without reaching until', () => {
-    expect(checkInvariants(snap([part({ nextFrom: 10 })], [range(0, 10, { status: 'leased', progress: 11 })])).map((x) => x.message)).toEqual([expect.stringContaining('progress 11 outside')]);
-    expect(checkInvariants(snap([part({ nextFrom: 10 })], [range(0, 10, { status: 'done', progress: 5 })])).map((x) => x.message)).toEqual([expect.stringContaining('done with progress 5')]);
+    expect(
+      checkInvariants(snap([part({ nextFrom: 10 })], [range(0, 10, { status: 'leased', progress: 11 })])).map((x) => x.message),
+    ).toEqual([expect.stringContaining('progress 11 outside')]);
+    expect(checkInvariants(snap([part({ nextFrom: 10 })], [range(0, 10, { status: 'done', progress: 5 })])).map((x) => x.message)).toEqual([
+      expect.stringContaining('done with progress 5'),
+    ]);
   });
 
   it('I2: a range below committed that is not done (and I6 for its offsets)', () => {
@@ -83,7 +117,9 @@ describe('checkInvariants', () => {
   });
 
   it('I6: committed beyond what was processed or recorded lost', () => {
-    const v = checkInvariants(snap([part({ committed: 15, nextFrom: 20 })], [range(0, 10), range(10, 20, { status: 'leased', progress: 15 })]));
+    const v = checkInvariants(
+      snap([part({ committed: 15, nextFrom: 20 })], [range(0, 10), range(10, 20, { status: 'leased', progress: 15 })]),
+    );
     expect(v).toEqual([expect.objectContaining({ invariant: 'I6', message: expect.stringContaining('[10, 15)') })]);
   });
 
@@ -102,7 +138,12 @@ describe('checkInvariants', () => {
   it('tolerates gaps after an operator rewind', () => {
     const s = snap([part({ committed: 50, nextFrom: 50 })], [range(0, 10)]);
     expect(checkInvariants(s).length).toBeGreaterThan(0);
-    expect(checkInvariants({ ...s, meta: { stream: 's', epoch: 3, ownerToken: 'x', leaseExpiresAtMs: 0, lastChange: { by: 'op', atMs: 1, what: 'rewind t/0 to 50' } } })).toEqual([]);
+    expect(
+      checkInvariants({
+        ...s,
+        meta: { stream: 's', epoch: 3, ownerToken: 'x', leaseExpiresAtMs: 0, lastChange: { by: 'op', atMs: 1, what: 'rewind t/0 to 50' } },
+      }),
+    ).toEqual([]);
   });
 
   it('data-loss entries that are empty are reported', () => {
@@ -111,8 +152,21 @@ describe('checkInvariants', () => {
 
   describe('re-created topics (incarnations)', () => {
     const closedRec = (over: Partial<ClosedIncarnation> = {}): ClosedIncarnation => ({
-      stream: 's', topic: 't', partition: 0, incarnation: 0, topicId: 'A', newTopicId: 'B', status: 'active', startOffset: 0, committed: 20, nextFrom: 30,
-      openRanges: [{ from: 20, until: 30, status: 'leased', progress: 25 }], newStartOffset: 0, detectedAtMs: 5, reason: 'TOPIC_RECREATED: test', ...over,
+      stream: 's',
+      topic: 't',
+      partition: 0,
+      incarnation: 0,
+      topicId: 'A',
+      newTopicId: 'B',
+      status: 'active',
+      startOffset: 0,
+      committed: 20,
+      nextFrom: 30,
+      openRanges: [{ from: 20, until: 30, status: 'leased', progress: 25 }],
+      newStartOffset: 0,
+      detectedAtMs: 5,
+      reason: 'TOPIC_RECREATED: test',
+      ...over,
     });
     const current = part({ incarnation: 1, topicId: 'B', committed: 10, nextFrom: 15 });
     const newRanges = [range(0, 10, { incarnation: 1 }), range(10, 15, { incarnation: 1, status: 'planned' })];
@@ -124,7 +178,10 @@ describe('checkInvariants', () => {
 
     it('a closed incarnation is still checked: a gap in its ranges is reported', () => {
       const v = checkInvariants({ ...snap([current], [range(0, 10), ...newRanges]), closed: [closedRec()] });
-      expect(v).toEqual([expect.objectContaining({ invariant: 'I1', partition: 't/0', message: expect.stringContaining('gap [10, 20)') }), expect.objectContaining({ invariant: 'I6' })]);
+      expect(v).toEqual([
+        expect.objectContaining({ invariant: 'I1', partition: 't/0', message: expect.stringContaining('gap [10, 20)') }),
+        expect.objectContaining({ invariant: 'I6' }),
+      ]);
     });
 
     it('I6: an incarnation replaced without a record, and ranges of an incarnation nobody knows', () => {

@@ -38,32 +38,30 @@ async function main(): Promise<void> {
         if (Date.now() >= endAt) break;
         const seed = seed0 + runs;
         runs++;
-        const res = await runScenario(env, scenario, seed, { budgetMs: 90_000 }).catch(
-          (err: unknown): ScenarioResult => ({
-            scenario,
-            seed,
-            injected: 'harness error',
-            produced: 0,
-            expected: 0,
-            applied: 0,
-            duplicates: 0,
-            losses: 0,
-            auditLosses: 0,
-            auditDuplicates: 0,
-            dataLoss: 0,
-            deadLetters: 0,
-            stopped: 0,
-            retired: 0,
-            violations: [],
-            problems: [`harness error: ${err instanceof Error ? err.stack : String(err)}`],
-            rounds: 0,
-            invocations: 0,
-            processorErrors: 0,
-            statuses: {},
-            wallMs: 0,
-            ok: false,
-          }),
-        );
+        const res = await runScenario(env, scenario, seed, { budgetMs: 90_000 }).catch((err: unknown): ScenarioResult => ({
+          scenario,
+          seed,
+          injected: 'harness error',
+          produced: 0,
+          expected: 0,
+          applied: 0,
+          duplicates: 0,
+          losses: 0,
+          auditLosses: 0,
+          auditDuplicates: 0,
+          dataLoss: 0,
+          deadLetters: 0,
+          stopped: 0,
+          retired: 0,
+          violations: [],
+          problems: [`harness error: ${err instanceof Error ? err.stack : String(err)}`],
+          rounds: 0,
+          invocations: 0,
+          processorErrors: 0,
+          statuses: {},
+          wallMs: 0,
+          ok: false,
+        }));
         const s = (perScenario[scenario] ??= { runs: 0, failed: 0, produced: 0, auditDuplicates: 0, maxWallMs: 0 });
         s.runs++;
         s.produced += res.produced;
@@ -81,7 +79,9 @@ async function main(): Promise<void> {
     await closeChaosEnv(env);
     ddb.destroy();
   }
-  console.log(JSON.stringify({ seed: seed0, minutes, wallMs: Date.now() - t0, runs, pass, failed: failures.length, perScenario, failures }));
+  console.log(
+    JSON.stringify({ seed: seed0, minutes, wallMs: Date.now() - t0, runs, pass, failed: failures.length, perScenario, failures }),
+  );
   process.exitCode = failures.length ? 1 : 0;
 }
 

@@ -62,7 +62,10 @@ function topicControl(env: ChaosEnv, id: string) {
     await producer.connect();
     try {
       const ids = Array.from({ length: n }, () => nextId++);
-      const [meta] = await producer.send({ topic: topicOf(o), messages: ids.map((i) => ({ key: `r-${i}`, value: JSON.stringify({ amount: i }), partition: 0 })) });
+      const [meta] = await producer.send({
+        topic: topicOf(o),
+        messages: ids.map((i) => ({ key: `r-${i}`, value: JSON.stringify({ amount: i }), partition: 0 })),
+      });
       const base = Number(meta?.baseOffset);
       if (!Number.isSafeInteger(base)) throw new Error(`chaos topic-recreated: produce to ${topicOf(o)} was not acknowledged`);
       ids.forEach((i, k) => produced.push({ topic: topicOf(o), offset: base + k, id: i, life: life[o] }));
@@ -103,7 +106,10 @@ function streamConfig(id: string, suffix: 'eo' | 'al', sinkTable: string): Strea
       id: `${id}-${suffix}`,
       kafka: { brokers: (process.env.KAFKA_BROKERS as string).split(',') },
       topicPattern: `${id}-(more|fewer|retired|twice)`,
-      handler: suffix === 'eo' ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable } : { module: 'audit-log', mode: 'at-least-once' },
+      handler:
+        suffix === 'eo'
+          ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable }
+          : { module: 'audit-log', mode: 'at-least-once' },
       // Small ranges, so ranges of every topic are in flight when the topics go.
       maxOffsetsPerTrigger: 200,
       maxAttempts: 12,
@@ -149,7 +155,13 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
     const reader = takeReader();
     try {
       const res = await processRange(
-        { ledger, readerFor: async () => reader, handlerFor: (s) => (s.handler?.module === 'running-totals' ? runningTotals : audit), maxChunkRecords: 50, retryBaseMs: 5 },
+        {
+          ledger,
+          readerFor: async () => reader,
+          handlerFor: (s) => (s.handler?.module === 'running-totals' ? runningTotals : audit),
+          maxChunkRecords: 50,
+          retryBaseMs: 5,
+        },
         { stream, range, deadlineAtMs: Date.now() + 60_000 },
       );
       statuses[res.status] = (statuses[res.status] ?? 0) + 1;
@@ -183,7 +195,10 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
     }
     // Topics change while the ranges just planned are not read yet.
     await between?.();
-    const order = queue.map((q) => ({ q, k: random() })).sort((a, b) => a.k - b.k).map((x) => x.q);
+    const order = queue
+      .map((q) => ({ q, k: random() }))
+      .sort((a, b) => a.k - b.k)
+      .map((x) => x.q);
     await mapWithConcurrency(order, 8, (q) => invoke(q.stream, q.range));
   };
 
@@ -238,7 +253,11 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
     rounds++;
     if (process.env.CHAOS_DEBUG) {
       const parts = await ledger.readPartitions(streams[0]!.id);
-      console.log(Date.now() - t0, JSON.stringify(parts.map((p) => [p.topic.slice(-6), p.status, p.incarnation, p.committed, p.nextFrom])), JSON.stringify([...(await ends())]));
+      console.log(
+        Date.now() - t0,
+        JSON.stringify(parts.map((p) => [p.topic.slice(-6), p.status, p.incarnation, p.committed, p.nextFrom])),
+        JSON.stringify([...(await ends())]),
+      );
     }
     if (await complete()) {
       finished = true;
@@ -256,7 +275,8 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
   const auditKeys = await scanKeys(env, auditTable, (i) => [i.pk?.S as string, 1]);
   const counts = account({ produced, life, unseenLives, snaps, sink, auditKeys, topicOf, problems });
   const { expected, applied, duplicates, losses, auditLosses, gone, vanished } = counts;
-  if (recreatedReported !== 8) problems.push(`planner runs reported ${recreatedReported} re-created incarnations (TopicRecreated), expected 8 (4 topics x 2 streams)`);
+  if (recreatedReported !== 8)
+    problems.push(`planner runs reported ${recreatedReported} re-created incarnations (TopicRecreated), expected 8 (4 topics x 2 streams)`);
   if (failedPartitions) problems.push(`${failedPartitions} partitions failed (OFFSET_REGRESSION?)`);
   const refused = statuses.parked ?? 0;
 
@@ -288,7 +308,8 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
     wallMs: Date.now() - t0,
     ok: false,
   };
-  result.ok = problems.length === 0 && violations.length === 0 && duplicates === 0 && losses === 0 && auditLosses === 0 && applied === expected;
+  result.ok =
+    problems.length === 0 && violations.length === 0 && duplicates === 0 && losses === 0 && auditLosses === 0 && applied === expected;
   return result;
 }
 
@@ -343,15 +364,22 @@ function account(c: {
     gone++;
     for (const snap of snaps) {
       const c = (snap.closed ?? []).find((x) => x.topic === r.topic && x.incarnation === incarnationOf(r));
-      if (!c) problems.push(`${snap.meta?.stream}: record ${r.topic}/0/${r.offset} of a deleted topic was not read and no closed incarnation records it`);
-      else if (r.offset < c.committed) problems.push(`${snap.meta?.stream}: record ${r.topic}/0/${r.offset} lies below the closed incarnation's committed ${c.committed} but was not applied`);
+      if (!c)
+        problems.push(
+          `${snap.meta?.stream}: record ${r.topic}/0/${r.offset} of a deleted topic was not read and no closed incarnation records it`,
+        );
+      else if (r.offset < c.committed)
+        problems.push(
+          `${snap.meta?.stream}: record ${r.topic}/0/${r.offset} lies below the closed incarnation's committed ${c.committed} but was not applied`,
+        );
     }
   }
   for (const snap of snaps) {
     for (const o of ORDERINGS) {
       const p = snap.partitions.find((x) => x.topic === topicOf(o));
       const closed = (snap.closed ?? []).filter((x) => x.topic === topicOf(o));
-      if (p?.incarnation !== 1 || p.status !== 'active') problems.push(`${snap.meta?.stream}: ${o} is ${p?.status} incarnation ${p?.incarnation}, expected active incarnation 1`);
+      if (p?.incarnation !== 1 || p.status !== 'active')
+        problems.push(`${snap.meta?.stream}: ${o} is ${p?.status} incarnation ${p?.incarnation}, expected active incarnation 1`);
       if (closed.length !== 1) problems.push(`${snap.meta?.stream}: ${o} has ${closed.length} closed incarnations, expected 1`);
     }
   }
@@ -359,11 +387,17 @@ function account(c: {
 }
 
 /** Every item of a table as key -> value (consistent scan). */
-async function scanKeys(env: ChaosEnv, table: string, entry: (item: Record<string, AttributeValue>) => [string, number]): Promise<Map<string, number>> {
+async function scanKeys(
+  env: ChaosEnv,
+  table: string,
+  entry: (item: Record<string, AttributeValue>) => [string, number],
+): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   let start: Record<string, AttributeValue> | undefined;
   do {
-    const page: ScanCommandOutput = await env.ddb.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
+    const page: ScanCommandOutput = await env.ddb.send(
+      new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }),
+    );
     for (const i of page.Items ?? []) {
       const [k, v] = entry(i);
       out.set(k, v);

@@ -2,7 +2,16 @@
  * The Ledger contract: conditional semantics every adapter must have. Run against the in-memory
  * fake (unit) and the DynamoDB adapter on the emulator (integration).
  */
-import { CommitTooLargeError, fitsOneCommit, type ClosedIncarnation, type Ledger, type PartitionState, type PlanWrite, type RangeState, type SinkWrite } from '../../lib/ports/ledger';
+import {
+  CommitTooLargeError,
+  fitsOneCommit,
+  type ClosedIncarnation,
+  type Ledger,
+  type PartitionState,
+  type PlanWrite,
+  type RangeState,
+  type SinkWrite,
+} from '../../lib/ports/ledger';
 
 export type LedgerFactory = () => Promise<Ledger>;
 
@@ -143,10 +152,16 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     ).toEqual(['applied']);
 
     expect(
-      await ledger.applyPlan({ ...ctx, writes: [{ kind: 'park-range', range: r, expect: { status: 'planned', attempts: 1 }, error: 'x' }] }),
+      await ledger.applyPlan({
+        ...ctx,
+        writes: [{ kind: 'park-range', range: r, expect: { status: 'planned', attempts: 1 }, error: 'x' }],
+      }),
     ).toEqual(['condition-failed']);
     expect(
-      await ledger.applyPlan({ ...ctx, writes: [{ kind: 'park-range', range: r, expect: { status: 'planned', attempts: 0 }, error: 'boom' }] }),
+      await ledger.applyPlan({
+        ...ctx,
+        writes: [{ kind: 'park-range', range: r, expect: { status: 'planned', attempts: 0 }, error: 'boom' }],
+      }),
     ).toEqual(['applied']);
     expect(await ledger.readRange(stream, r)).toMatchObject({ status: 'parked', lastError: 'boom' });
     expect((await ledger.readOpenRanges(stream)).map((x) => x.status)).toEqual(['parked']);
@@ -214,7 +229,10 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   it('applies hundreds of writes in one call and reports each outcome in order', async () => {
     const stream = streamName();
     const { ctx } = await plannerContext(stream);
-    const regs = Array.from({ length: 250 }, (_, i) => ({ kind: 'register-partition' as const, partition: partitionFixture(stream, `t${i % 5}`, i) }));
+    const regs = Array.from({ length: 250 }, (_, i) => ({
+      kind: 'register-partition' as const,
+      partition: partitionFixture(stream, `t${i % 5}`, i),
+    }));
     expect(await ledger.applyPlan({ ...ctx, writes: regs })).toEqual(regs.map(() => 'applied'));
     // One already-planned range in the middle loses; the others still apply.
     const plans = regs.map((r, i) => ({
@@ -241,8 +259,12 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     });
     return { stream, topic: 't', partition: 0, from, until };
   }
-  const take = (r: { stream: string; topic: string; partition: number; from: number; until: number }, leaseToken: string, nowMs: number, maxAttempts = 3) =>
-    ledger.takeRangeLease({ ...r, leaseToken, nowMs, leaseMs: 1000, maxAttempts });
+  const take = (
+    r: { stream: string; topic: string; partition: number; from: number; until: number },
+    leaseToken: string,
+    nowMs: number,
+    maxAttempts = 3,
+  ) => ledger.takeRangeLease({ ...r, leaseToken, nowMs, leaseMs: 1000, maxAttempts });
 
   it('refuses a lease take naming the wrong until, whatever the range state, and writes nothing', async () => {
     const r = await plannedRange(streamName(), 0, 100);
@@ -263,12 +285,17 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   it('gives a range lease to one processor at a time and counts attempts (I3)', async () => {
     const r = await plannedRange(streamName());
     const a = await take(r, 'A', 10_000);
-    expect(a).toMatchObject({ kind: 'taken', range: { status: 'leased', leaseToken: 'A', attempts: 1, leaseExpiresAtMs: 11_000, firstLeasedAtMs: 10_000 } });
+    expect(a).toMatchObject({
+      kind: 'taken',
+      range: { status: 'leased', leaseToken: 'A', attempts: 1, leaseExpiresAtMs: 11_000, firstLeasedAtMs: 10_000 },
+    });
     expect(await take(r, 'B', 10_500)).toMatchObject({ kind: 'held', range: { leaseToken: 'A' } });
     const b = await take(r, 'B', 11_001);
     expect(b).toMatchObject({ kind: 'taken', range: { leaseToken: 'B', attempts: 2, firstLeasedAtMs: 10_000 } });
     // A's lease is gone: its writes fail their condition and change nothing.
-    expect(await ledger.commitChunk({ range: { ...r, leaseToken: 'A' }, expectProgress: 0, to: 50, nowMs: 11_002, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.commitChunk({ range: { ...r, leaseToken: 'A' }, expectProgress: 0, to: 50, nowMs: 11_002, leaseMs: 1000 })).toBe(
+      'lease-lost',
+    );
     expect(await ledger.failRange({ range: { ...r, leaseToken: 'A' }, status: 'failed', error: 'x', nowMs: 11_002 })).toBe('lease-lost');
     expect(await take(r, 'C', 20_000, 2)).toMatchObject({ kind: 'exhausted' });
     expect(await take({ ...r, from: 999 }, 'C', 20_000)).toEqual({ kind: 'missing' });
@@ -289,26 +316,65 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
       { key: '', valueBase64: 'eA==' },
     ];
     const dl = {
-      stream: r.stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, timestampType: 'LogAppendTime' as const, keyBase64: null, valueBase64: 'eA==',
-      valueBytes: 1, truncated: true, headers, headersDropped: 2, error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 1000,
-      kept: 'record' as const, expiresAtMs: 4_102_444_800_000,
+      stream: r.stream,
+      topic: 't',
+      partition: 0,
+      offset: 12,
+      timestampMs: 5,
+      timestampType: 'LogAppendTime' as const,
+      keyBase64: null,
+      valueBase64: 'eA==',
+      valueBytes: 1,
+      truncated: true,
+      headers,
+      headersDropped: 2,
+      error: 'bad',
+      attempts: 3,
+      rangeFrom: 10,
+      createdAtMs: 1000,
+      kept: 'record' as const,
+      expiresAtMs: 4_102_444_800_000,
     };
     // Only where the record is and why it failed: no key, value or headers (personal data).
     const coordinates = {
-      ...dl, offset: 13, keyBase64: null, valueBase64: null, headers: [], headersDropped: undefined, truncated: false,
-      kept: 'coordinates' as const, expiresAtMs: undefined,
+      ...dl,
+      offset: 13,
+      keyBase64: null,
+      valueBase64: null,
+      headers: [],
+      headersDropped: undefined,
+      truncated: false,
+      kept: 'coordinates' as const,
+      expiresAtMs: undefined,
     };
-    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl, coordinates] })).toBe('applied');
+    expect(
+      await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1500, leaseMs: 1000, deadLetters: [dl, coordinates] }),
+    ).toBe('applied');
     expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 40, nowMs: 1600, leaseMs: 1000 })).toBe('lease-lost');
     expect(await ledger.readRange(r.stream, r)).toMatchObject({ progress: 40, leaseExpiresAtMs: 2500 });
     expect(await ledger.listDeadLetters(r.stream)).toEqual([dl, coordinates]);
 
     expect(
-      await ledger.completeRange({ range: held, expectProgress: 39, nowMs: 1700, stats: { records: 90, processingMs: 700, schedulingDelayMs: 5, finishedAtMs: 1700 }, advancePartition: true }),
+      await ledger.completeRange({
+        range: held,
+        expectProgress: 39,
+        nowMs: 1700,
+        stats: { records: 90, processingMs: 700, schedulingDelayMs: 5, finishedAtMs: 1700 },
+        advancePartition: true,
+      }),
     ).toBe('lease-lost');
     expect(await ledger.commitChunk({ range: held, expectProgress: 40, to: 110, nowMs: 1700, leaseMs: 1000 })).toBe('applied');
     const stats = { records: 90, processingMs: 700, schedulingDelayMs: 5, finishedAtMs: 1800 };
-    expect(await ledger.completeRange({ range: held, expectProgress: 110, nowMs: 1800, stats, observedRecordsPerSec: 128, advancePartition: true })).toBe('applied');
+    expect(
+      await ledger.completeRange({
+        range: held,
+        expectProgress: 110,
+        nowMs: 1800,
+        stats,
+        observedRecordsPerSec: 128,
+        advancePartition: true,
+      }),
+    ).toBe('applied');
     expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'done', progress: 110, records: 90, finishedAtMs: 1800 });
     expect(await ledger.readPartition(r.stream, 't', 0)).toMatchObject({ committed: 110, lastRange: stats, observedRecordsPerSec: 128 });
     expect(await ledger.readOpenRanges(r.stream)).toEqual([]);
@@ -321,7 +387,9 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     const held = { ...r, leaseToken: 'A' };
     const { limits } = ledger;
     const puts = (n: number): SinkWrite[] => Array.from({ length: n }, (_, i) => ({ put: { table: 'sink', item: { pk: `k${i}` } } }));
-    const bump: SinkWrite = { update: { table: 'sink', key: { pk: 'k' }, expression: 'ADD #n :one', names: { '#n': 'n' }, values: { ':one': 1 } } };
+    const bump: SinkWrite = {
+      update: { table: 'sink', key: { pk: 'k' }, expression: 'ADD #n :one', names: { '#n': 'n' }, values: { ':one': 1 } },
+    };
     const tooLarge: SinkWrite[][] = [
       puts(limits.maxSinkWrites + 1),
       [{ put: { table: 'sink', item: { pk: 'big', blob: 'x'.repeat(limits.maxSinkBytes) } } }],
@@ -330,7 +398,9 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(fitsOneCommit(puts(limits.maxSinkWrites), limits)).toBe(true);
     for (const sinkWrites of tooLarge) {
       expect(fitsOneCommit(sinkWrites, limits)).toBe(false);
-      await expect(ledger.commitChunk({ range: held, expectProgress: 0, to: 5, nowMs: 1500, leaseMs: 1000, sinkWrites })).rejects.toBeInstanceOf(CommitTooLargeError);
+      await expect(
+        ledger.commitChunk({ range: held, expectProgress: 0, to: 5, nowMs: 1500, leaseMs: 1000, sinkWrites }),
+      ).rejects.toBeInstanceOf(CommitTooLargeError);
     }
     expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'leased', progress: 0 });
     expect(limits.deadLetter.maxValueBytes).toBeGreaterThan(0);
@@ -339,7 +409,9 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   it('fails, parks and releases ranges only for the lease holder', async () => {
     const r = await plannedRange(streamName());
     await take(r, 'A', 1000);
-    expect(await ledger.failRange({ range: { ...r, leaseToken: 'A' }, status: 'failed', error: 'broker down', nowMs: 1100 })).toBe('applied');
+    expect(await ledger.failRange({ range: { ...r, leaseToken: 'A' }, status: 'failed', error: 'broker down', nowMs: 1100 })).toBe(
+      'applied',
+    );
     expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'failed', lastError: 'broker down' });
     await take(r, 'B', 1200);
     expect(await ledger.releaseRange({ range: { ...r, leaseToken: 'B' }, nowMs: 1300, progressed: true })).toBe('applied');
@@ -361,7 +433,12 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition: partitionFixture(stream, 't', 0, bounds[0]) }] });
     for (let i = 0; i + 1 < bounds.length; i++) {
       const [from, until] = [bounds[i] as number, bounds[i + 1] as number];
-      await ledger.applyPlan({ ...ctx, writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, from, until, lease.epoch), partitionUpdate: { lastPlannedAtMs: 1 } }] });
+      await ledger.applyPlan({
+        ...ctx,
+        writes: [
+          { kind: 'plan-range', range: rangeFixture(stream, 't', 0, from, until, lease.epoch), partitionUpdate: { lastPlannedAtMs: 1 } },
+        ],
+      });
       const held = { stream, topic: 't', partition: 0, from, until, leaseToken: `p${i}` };
       await take(held, held.leaseToken, 1000);
       await ledger.commitChunk({ range: held, expectProgress: from, to: until, nowMs: 1001, leaseMs: 1000 });
@@ -370,8 +447,21 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     }
   }
   const deadLetterAt = (stream: string, offset: number) => ({
-    stream, topic: 't', partition: 0, offset, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1,
-    truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000, kept: 'record' as const,
+    stream,
+    topic: 't',
+    partition: 0,
+    offset,
+    timestampMs: 5,
+    keyBase64: null,
+    valueBase64: 'eA==',
+    valueBytes: 1,
+    truncated: false,
+    headers: [],
+    error: 'bad',
+    attempts: 3,
+    rangeFrom: 0,
+    createdAtMs: 1000,
+    kept: 'record' as const,
   });
   const operatorLease = async (stream: string, nowMs = 50_000) => {
     const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'operator', nowMs, leaseMs: 60_000 });
@@ -387,14 +477,36 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     await ledger.acquirePlannerLease({ stream, ownerToken: 'planner', nowMs: 2000, leaseMs: 1 });
     const l = await ledger.acquirePlannerLease({ stream, ownerToken: 'planner2', nowMs: 3000, leaseMs: 1 });
     if (!l.acquired) throw new Error('lease');
-    await ledger.applyPlan({ stream, epoch: l.epoch, ownerToken: 'planner2', writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 100, 120, l.epoch), partitionUpdate: { lastPlannedAtMs: 1 } }] });
+    await ledger.applyPlan({
+      stream,
+      epoch: l.epoch,
+      ownerToken: 'planner2',
+      writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 100, 120, l.epoch), partitionUpdate: { lastPlannedAtMs: 1 } }],
+    });
     const held = { stream, topic: 't', partition: 0, from: 100, until: 120, leaseToken: 'dl' };
     await take(held, 'dl', 4000);
-    await ledger.commitChunk({ range: held, expectProgress: 100, to: 120, nowMs: 4001, leaseMs: 1000, deadLetters: [deadLetterAt(stream, 30), deadLetterAt(stream, 110)] });
-    await ledger.completeRange({ range: held, expectProgress: 120, nowMs: 4002, stats: { records: 19, processingMs: 1, schedulingDelayMs: 0, finishedAtMs: 4002 }, advancePartition: true });
+    await ledger.commitChunk({
+      range: held,
+      expectProgress: 100,
+      to: 120,
+      nowMs: 4001,
+      leaseMs: 1000,
+      deadLetters: [deadLetterAt(stream, 30), deadLetterAt(stream, 110)],
+    });
+    await ledger.completeRange({
+      range: held,
+      expectProgress: 120,
+      nowMs: 4002,
+      stats: { records: 19, processingMs: 1, schedulingDelayMs: 0, finishedAtMs: 4002 },
+      advancePartition: true,
+    });
 
     const ctx = await operatorLease(stream);
-    const out = await ledger.rewindPartitions({ ...ctx, partitions: [{ topic: 't', partition: 0, expect: { committed: 120, nextFrom: 120 }, to: 40 }], change });
+    const out = await ledger.rewindPartitions({
+      ...ctx,
+      partitions: [{ topic: 't', partition: 0, expect: { committed: 120, nextFrom: 120 }, to: 40 }],
+      change,
+    });
     expect(out).toEqual({ outcome: 'applied', removedRanges: 2, abandonedParkedRanges: 0, removedDeadLetters: 1 });
     expect(await ledger.readPartition(stream, 't', 0)).toMatchObject({ committed: 40, nextFrom: 40, status: 'active' });
     expect((await ledger.readMeta(stream))?.lastChange).toEqual(change);
@@ -402,9 +514,17 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0 })).toMatchObject({ status: 'done' });
     expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 50 })).toBeUndefined();
     // The offsets after the cursor can be planned again, with the same deterministic range keys.
-    const again = await ledger.applyPlan({ ...ctx, writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 40, 50, ctx.epoch), partitionUpdate: { lastPlannedAtMs: 9 } }] });
+    const again = await ledger.applyPlan({
+      ...ctx,
+      writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 40, 50, ctx.epoch), partitionUpdate: { lastPlannedAtMs: 9 } }],
+    });
     expect(again).toEqual(['applied']);
-    expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 50, 100, ctx.epoch), partitionUpdate: { lastPlannedAtMs: 9 } }] })).toEqual(['applied']);
+    expect(
+      await ledger.applyPlan({
+        ...ctx,
+        writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 50, 100, ctx.epoch), partitionUpdate: { lastPlannedAtMs: 9 } }],
+      }),
+    ).toEqual(['applied']);
   });
 
   it('refuses a rewind while a range is in flight, on a stale cursor, or without the planner lease', async () => {
@@ -428,8 +548,15 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     await take(r, 'A', 1000);
     await ledger.failRange({ range: { ...r, leaseToken: 'A' }, status: 'parked', error: 'POISON_RECORD', nowMs: 1100 });
     const ctx = await operatorLease(stream);
-    await ledger.applyPlan({ ...ctx, writes: [{ kind: 'fail-partition', topic: 't', partition: 0, reason: 'OFFSET_REGRESSION', nowMs: 2 }] });
-    const out = await ledger.rewindPartitions({ ...ctx, partitions: [{ topic: 't', partition: 0, expect: { committed: 0, nextFrom: 100 }, to: 1 }], change });
+    await ledger.applyPlan({
+      ...ctx,
+      writes: [{ kind: 'fail-partition', topic: 't', partition: 0, reason: 'OFFSET_REGRESSION', nowMs: 2 }],
+    });
+    const out = await ledger.rewindPartitions({
+      ...ctx,
+      partitions: [{ topic: 't', partition: 0, expect: { committed: 0, nextFrom: 100 }, to: 1 }],
+      change,
+    });
     expect(out).toEqual({ outcome: 'applied', removedRanges: 0, abandonedParkedRanges: 1, removedDeadLetters: 0 });
     const p = await ledger.readPartition(stream, 't', 0);
     expect(p).toMatchObject({ status: 'active', committed: 1, nextFrom: 1 });
@@ -459,7 +586,14 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
   it('re-drives a dead letter once', async () => {
     const r = await plannedRange(streamName());
     await take(r, 'A', 1000);
-    await ledger.commitChunk({ range: { ...r, leaseToken: 'A' }, expectProgress: 0, to: 20, nowMs: 1001, leaseMs: 1000, deadLetters: [deadLetterAt(r.stream, 12)] });
+    await ledger.commitChunk({
+      range: { ...r, leaseToken: 'A' },
+      expectProgress: 0,
+      to: 20,
+      nowMs: 1001,
+      leaseMs: 1000,
+      deadLetters: [deadLetterAt(r.stream, 12)],
+    });
     const dl = { stream: r.stream, topic: 't', partition: 0, offset: 12 };
     expect(await ledger.redriveDeadLetter({ ...dl, nowMs: 5000 })).toBe('applied');
     expect(await ledger.redriveDeadLetter({ ...dl, nowMs: 6000 })).toBe('condition-failed');
@@ -476,27 +610,59 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
       range: { ...rangeFixture(stream, 't', 0, from, until, lease.epoch), ...(incarnation ? { incarnation } : {}), topicId },
       partitionUpdate: { lastPlannedAtMs: 3000 },
     });
-    expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition: old }, plan(0, 10), plan(10, 20)] })).toEqual([
-      'applied',
-      'applied',
-      'applied',
-    ]);
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition: old }, plan(0, 10), plan(10, 20)] })).toEqual(
+      ['applied', 'applied', 'applied'],
+    );
     // [0, 10) done by its processor; [10, 20) still open when the topic is re-created.
-    await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'P', nowMs: 1, leaseMs: 1000, maxAttempts: 3 });
+    await ledger.takeRangeLease({
+      stream,
+      topic: 't',
+      partition: 0,
+      from: 0,
+      until: 10,
+      leaseToken: 'P',
+      nowMs: 1,
+      leaseMs: 1000,
+      maxAttempts: 3,
+    });
     const held0 = { stream, topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'P' };
     await ledger.commitChunk({ range: held0, expectProgress: 0, to: 10, nowMs: 2, leaseMs: 1000 });
     const stats = { records: 10, processingMs: 1, schedulingDelayMs: 0, finishedAtMs: 3 };
     expect(await ledger.completeRange({ range: held0, expectProgress: 10, nowMs: 3, stats, advancePartition: true })).toBe('applied');
-    await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 10, until: 20, leaseToken: 'Q', nowMs: 4, leaseMs: 1000, maxAttempts: 3 });
+    await ledger.takeRangeLease({
+      stream,
+      topic: 't',
+      partition: 0,
+      from: 10,
+      until: 20,
+      leaseToken: 'Q',
+      nowMs: 4,
+      leaseMs: 1000,
+      maxAttempts: 3,
+    });
 
     const closed: ClosedIncarnation = {
-      stream, topic: 't', partition: 0, incarnation: 0, topicId: 'OLD', newTopicId: 'NEW', status: 'active', startOffset: 0, committed: 10, nextFrom: 20,
-      openRanges: [{ from: 10, until: 20, status: 'leased', progress: 10 }], newStartOffset: 0, detectedAtMs: 5, reason: 'TOPIC_RECREATED: test',
+      stream,
+      topic: 't',
+      partition: 0,
+      incarnation: 0,
+      topicId: 'OLD',
+      newTopicId: 'NEW',
+      status: 'active',
+      startOffset: 0,
+      committed: 10,
+      nextFrom: 20,
+      openRanges: [{ from: 10, until: 20, status: 'leased', progress: 10 }],
+      newStartOffset: 0,
+      detectedAtMs: 5,
+      reason: 'TOPIC_RECREATED: test',
     };
     const next: PartitionState = { ...partitionFixture(stream, 't', 0, 0), topicId: 'NEW', incarnation: 1 };
     const close = { kind: 'close-incarnation' as const, closed, next };
     // Conditional on what was read: a stale topic id or cursor changes nothing.
-    expect(await ledger.applyPlan({ ...ctx, writes: [{ ...close, closed: { ...closed, topicId: 'OTHER' } }] })).toEqual(['condition-failed']);
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ ...close, closed: { ...closed, topicId: 'OTHER' } }] })).toEqual([
+      'condition-failed',
+    ]);
     expect(await ledger.applyPlan({ ...ctx, writes: [{ ...close, closed: { ...closed, committed: 0 } }] })).toEqual(['condition-failed']);
     expect(await ledger.applyPlan({ ...ctx, epoch: 999, writes: [close] })).toEqual(['fenced']);
     expect(await ledger.applyPlan({ ...ctx, writes: [close] })).toEqual(['applied']);
@@ -512,10 +678,36 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     expect(await ledger.applyPlan({ ...ctx, writes: [plan(0, 10)] })).toEqual(['condition-failed']); // incarnation 0 is closed
     expect(await ledger.applyPlan({ ...ctx, writes: [plan(0, 10, 1, 'NEW')] })).toEqual(['applied']);
     expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0 })).toMatchObject({ status: 'done', topicId: 'OLD' });
-    expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0, incarnation: 1 })).toMatchObject({ status: 'planned', topicId: 'NEW' });
+    expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0, incarnation: 1 })).toMatchObject({
+      status: 'planned',
+      topicId: 'NEW',
+    });
     // A stale payload of incarnation 0 names the old item, never the new one.
-    expect(await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'R', nowMs: 7, leaseMs: 1000, maxAttempts: 3 })).toMatchObject({ kind: 'done' });
-    const taken = await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 0, until: 10, incarnation: 1, leaseToken: 'S', nowMs: 7, leaseMs: 1000, maxAttempts: 3 });
+    expect(
+      await ledger.takeRangeLease({
+        stream,
+        topic: 't',
+        partition: 0,
+        from: 0,
+        until: 10,
+        leaseToken: 'R',
+        nowMs: 7,
+        leaseMs: 1000,
+        maxAttempts: 3,
+      }),
+    ).toMatchObject({ kind: 'done' });
+    const taken = await ledger.takeRangeLease({
+      stream,
+      topic: 't',
+      partition: 0,
+      from: 0,
+      until: 10,
+      incarnation: 1,
+      leaseToken: 'S',
+      nowMs: 7,
+      leaseMs: 1000,
+      maxAttempts: 3,
+    });
     expect(taken).toMatchObject({ kind: 'taken', range: { incarnation: 1 } });
     const held1 = { stream, topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'S', incarnation: 1 };
     const loss = { stream, topic: 't', partition: 0, from: 0, until: 4, detectedAtMs: 8, reason: 'retention', incarnation: 1 };
@@ -527,11 +719,40 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
 
     // Dead letters at the same offset in two incarnations are two items, re-driven one by one.
     await ledger.applyPlan({ ...ctx, writes: [plan(10, 20, 1, 'NEW')] });
-    await ledger.takeRangeLease({ stream, topic: 't', partition: 0, from: 10, until: 20, incarnation: 1, leaseToken: 'T', nowMs: 10, leaseMs: 1000, maxAttempts: 3 });
+    await ledger.takeRangeLease({
+      stream,
+      topic: 't',
+      partition: 0,
+      from: 10,
+      until: 20,
+      incarnation: 1,
+      leaseToken: 'T',
+      nowMs: 10,
+      leaseMs: 1000,
+      maxAttempts: 3,
+    });
     const held2 = { stream, topic: 't', partition: 0, from: 10, until: 20, leaseToken: 'T', incarnation: 1 };
     const dead = { stream, topic: 't', partition: 0, offset: 12, timestampMs: 5, keyBase64: null, valueBase64: 'eA==', valueBytes: 1 };
-    const letter = { ...dead, truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 10, createdAtMs: 10, kept: 'record' as const };
-    expect(await ledger.commitChunk({ range: held2, expectProgress: 10, to: 20, nowMs: 11, leaseMs: 1000, deadLetters: [{ ...letter, incarnation: 1 }] })).toBe('applied');
+    const letter = {
+      ...dead,
+      truncated: false,
+      headers: [],
+      error: 'bad',
+      attempts: 3,
+      rangeFrom: 10,
+      createdAtMs: 10,
+      kept: 'record' as const,
+    };
+    expect(
+      await ledger.commitChunk({
+        range: held2,
+        expectProgress: 10,
+        to: 20,
+        nowMs: 11,
+        leaseMs: 1000,
+        deadLetters: [{ ...letter, incarnation: 1 }],
+      }),
+    ).toBe('applied');
     expect(await ledger.redriveDeadLetter({ stream, topic: 't', partition: 0, offset: 12, nowMs: 12 })).toBe('condition-failed');
     expect(await ledger.redriveDeadLetter({ stream, topic: 't', partition: 0, offset: 12, incarnation: 1, nowMs: 12 })).toBe('applied');
     expect(await ledger.listDeadLetters(stream)).toEqual([expect.objectContaining({ offset: 12, incarnation: 1, redrivenAtMs: 12 })]);

@@ -65,7 +65,10 @@ async function configProblem(s: ReturnType<typeof settings>, c: DeploymentConfig
 }
 
 const HANDLED = { handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'svc-test-running-totals' } } as const;
-const MSK_IAM = { brokers: ['b-1.c.abc123.c2.kafka.us-east-1.amazonaws.com:9098'], sasl: { mechanism: 'aws-msk-iam' as const, region: 'us-east-1' } };
+const MSK_IAM = {
+  brokers: ['b-1.c.abc123.c2.kafka.us-east-1.amazonaws.com:9098'],
+  sasl: { mechanism: 'aws-msk-iam' as const, region: 'us-east-1' },
+};
 const MSK_CLUSTER = 'arn:aws:kafka:us-east-1:123456789012:cluster/c/11111111-2222-3333-4444-555555555555-1';
 
 describe('stage params', () => {
@@ -114,7 +117,11 @@ describe('streams config against the stage', () => {
         { triggerIntervalMs: 120_000, processor: { timeoutMs: 300_000 }, ...HANDLED },
         { processor: { timeoutMs: 600_000 }, ...HANDLED },
         { processor: { timeoutMs: 300_000 }, handler: { module: 'audit-log', mode: 'at-least-once' } },
-        { processor: { timeoutMs: 300_000 }, kafka: { brokers: ['b-1:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1' } }, ...HANDLED },
+        {
+          processor: { timeoutMs: 300_000 },
+          kafka: { brokers: ['b-1:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1' } },
+          ...HANDLED,
+        },
       ]),
     );
     expect(message).toContain('stream s0: triggerIntervalMs is 120000 but the planner runs rate(1 minute)');
@@ -128,12 +135,16 @@ describe('streams config against the stage', () => {
 
   it('puts a single problem on one line, naming the stage', async () => {
     const message = await configProblem(settings(), config([{ triggerIntervalMs: 120_000, ...HANDLED }]));
-    expect(message).toMatch(/^the streams config does not fit stage test: stream s0: triggerIntervalMs is 120000 but the planner runs rate\(1 minute\)/);
+    expect(message).toMatch(
+      /^the streams config does not fit stage test: stream s0: triggerIntervalMs is 120000 but the planner runs rate\(1 minute\)/,
+    );
     expect(message).not.toContain('\n');
   });
 
   it('does not tie the trigger interval to a cron schedule', async () => {
-    await expect(checkConfig(settings({ scheduleRate: 'cron(*/2 * * * ? *)' }), config([{ triggerIntervalMs: 120_000, ...HANDLED }]))).resolves.toBeUndefined();
+    await expect(
+      checkConfig(settings({ scheduleRate: 'cron(*/2 * * * ? *)' }), config([{ triggerIntervalMs: 120_000, ...HANDLED }])),
+    ).resolves.toBeUndefined();
   });
 });
 
@@ -142,7 +153,9 @@ describe('Amazon MSK needs a VPC', () => {
     expect(needsVpc({ kafka: { ...MSK_IAM } } as never)).toBe(true);
     expect(needsVpc({ kafka: { brokers: ['b-1.c.abc123.c2.kafka.eu-west-1.amazonaws.com:9096'] } } as never)).toBe(true);
     expect(needsVpc({ kafka: { brokers: ['boot-abc.c2.kafka-serverless.us-east-1.amazonaws.com:9098'] } } as never)).toBe(true);
-    expect(needsVpc({ kafka: { brokers: ['b-1-public.c.abc123.c2.kafka.us-east-1.amazonaws.com:9198'], sasl: MSK_IAM.sasl } } as never)).toBe(false);
+    expect(
+      needsVpc({ kafka: { brokers: ['b-1-public.c.abc123.c2.kafka.us-east-1.amazonaws.com:9198'], sasl: MSK_IAM.sasl } } as never),
+    ).toBe(false);
     expect(needsVpc({ kafka: { brokers: ['kafka-1.example.com:9093'] } } as never)).toBe(false);
   });
 
@@ -152,7 +165,10 @@ describe('Amazon MSK needs a VPC', () => {
       "the streams config does not fit stage test: stream s0: Amazon MSK brokers are reachable only from the cluster's VPC: set the vpcSubnetIds and vpcSecurityGroupIds params",
     );
     await expect(
-      checkConfig(settings({ mskClusterArns: MSK_CLUSTER, vpcSubnetIds: 'subnet-1', vpcSecurityGroupIds: 'sg-1' }), config([{ kafka: MSK_IAM, ...HANDLED }])),
+      checkConfig(
+        settings({ mskClusterArns: MSK_CLUSTER, vpcSubnetIds: 'subnet-1', vpcSecurityGroupIds: 'sg-1' }),
+        config([{ kafka: MSK_IAM, ...HANDLED }]),
+      ),
     ).resolves.toBeUndefined();
   });
 });
@@ -160,7 +176,9 @@ describe('Amazon MSK needs a VPC', () => {
 describe('what the processor refuses at its first range, refused at package time', () => {
   it('an unknown handler.module, naming the stream, the module and the registered ones', async () => {
     const message = await configProblem(settings(), config([{ id: 'clicks', handler: { module: 'click-count', mode: 'at-least-once' } }]));
-    expect(message).toBe('the streams config does not fit stage test: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log)');
+    expect(message).toBe(
+      'the streams config does not fit stage test: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log)',
+    );
   });
 
   it('a handler whose mode is not the one declared', async () => {
@@ -169,18 +187,25 @@ describe('what the processor refuses at its first range, refused at package time
   });
 
   it('a stream without a handler, except on the local stage (never deployed; peeks and dry runs need none)', async () => {
-    expect(await configProblem(settings(), config([{}]))).toContain('stream s0 has no handler: set handler.module to one of running-totals, audit-log');
+    expect(await configProblem(settings(), config([{}]))).toContain(
+      'stream s0 has no handler: set handler.module to one of running-totals, audit-log',
+    );
     await expect(checkConfig(settings({ stage: 'local' }), config([{}]))).resolves.toBeUndefined();
   });
 
   it('a password read from an environment variable the deployed functions do not have', async () => {
-    const kafka = { brokers: ['b:9096'], sasl: { mechanism: 'scram-sha-512' as const, username: 'u', password: { env: 'KAFKA_PASSWORD' } } };
+    const kafka = {
+      brokers: ['b:9096'],
+      sasl: { mechanism: 'scram-sha-512' as const, username: 'u', password: { env: 'KAFKA_PASSWORD' } },
+    };
     const message = await configProblem(settings(), config([{ kafka, ...HANDLED }]));
     expect(message).toContain('stream s0: environment variable KAFKA_PASSWORD (a Kafka password reference) is not set');
   });
 
   it('accepts audit-log once auditLogTable is set (the processor gets AUDIT_LOG_TABLE)', async () => {
-    await expect(checkConfig(settings({ auditLogTable: 'audit' }), config([{ handler: { module: 'audit-log', mode: 'at-least-once' } }]))).resolves.toBeUndefined();
+    await expect(
+      checkConfig(settings({ auditLogTable: 'audit' }), config([{ handler: { module: 'audit-log', mode: 'at-least-once' } }])),
+    ).resolves.toBeUndefined();
   });
 });
 
@@ -219,8 +244,26 @@ describe('IAM resources', () => {
       settings({ kafkaSecretArns: 'arn:aws:ssm:us-east-1:123456789012:parameter/extra' }),
       config([
         { kafka: { brokers: ['b:9096'], sasl: { mechanism: 'scram-sha-512', username: 'u', password: { secretArn: 'kafka/app' } } } },
-        { kafka: { brokers: ['b:9096'], sasl: { mechanism: 'scram-sha-512', username: 'u', password: { secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka/app2' } } } },
-        { kafka: { brokers: ['b:9096'], sasl: { mechanism: 'scram-sha-512', username: 'u', password: { secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka/app3-Ab12Cd' } } } },
+        {
+          kafka: {
+            brokers: ['b:9096'],
+            sasl: {
+              mechanism: 'scram-sha-512',
+              username: 'u',
+              password: { secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka/app2' },
+            },
+          },
+        },
+        {
+          kafka: {
+            brokers: ['b:9096'],
+            sasl: {
+              mechanism: 'scram-sha-512',
+              username: 'u',
+              password: { secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:kafka/app3-Ab12Cd' },
+            },
+          },
+        },
         { kafka: { brokers: ['b:9096'], sasl: { mechanism: 'plain', username: 'u', password: { ssmParameter: 'kafka-password' } } } },
         { kafka: { brokers: ['b:9096'], sasl: { mechanism: 'plain', username: 'u', password: { env: 'KAFKA_PASSWORD' } } } },
       ]),
@@ -241,11 +284,22 @@ describe('IAM resources', () => {
     const cluster = 'arn:aws:kafka:us-east-1:123456789012:cluster/c/11111111-2222-3333-4444-555555555555-1';
     const roles = iamRoles(
       settings({ mskClusterArns: cluster }),
-      config([{ topics: undefined, topicPattern: 'orders-.*', kafka: { brokers: ['b:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1' } } }]),
+      config([
+        {
+          topics: undefined,
+          topicPattern: 'orders-.*',
+          kafka: { brokers: ['b:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1' } },
+        },
+      ]),
     );
-    const statements = (roles.Resources.ProcessorRole!.Properties.Policies as Array<{ PolicyDocument: { Statement: Array<{ Sid: string; Resource: unknown[] }> } }>)[0]!
-      .PolicyDocument.Statement;
-    expect(statements.find((s) => s.Sid === 'MskTopics')!.Resource).toEqual(['arn:aws:kafka:us-east-1:123456789012:topic/c/11111111-2222-3333-4444-555555555555-1/*']);
+    const statements = (
+      roles.Resources.ProcessorRole!.Properties.Policies as Array<{
+        PolicyDocument: { Statement: Array<{ Sid: string; Resource: unknown[] }> };
+      }>
+    )[0]!.PolicyDocument.Statement;
+    expect(statements.find((s) => s.Sid === 'MskTopics')!.Resource).toEqual([
+      'arn:aws:kafka:us-east-1:123456789012:topic/c/11111111-2222-3333-4444-555555555555-1/*',
+    ]);
     expect(statements.find((s) => s.Sid === 'MskConsumerGroups')).toBeUndefined();
     expect(statements.find((s) => s.Sid === 'SinkTables')).toBeUndefined();
   });

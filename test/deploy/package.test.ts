@@ -53,7 +53,9 @@ const SELF_HOSTED_CONFIG = JSON.stringify({
 });
 
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
-const subArn = (service: string, rest: string) => ({ 'Fn::Sub': `arn:\${AWS::Partition}:${service}:\${AWS::Region}:\${AWS::AccountId}:${rest}` });
+const subArn = (service: string, rest: string) => ({
+  'Fn::Sub': `arn:\${AWS::Partition}:${service}:\${AWS::Region}:\${AWS::AccountId}:${rest}`,
+});
 
 type Statement = { Sid: string; Effect: string; Action: string[]; Resource: unknown[]; Condition?: unknown };
 
@@ -174,7 +176,12 @@ describe('schedule', () => {
   it('lets the schedule role invoke the planner and write its DLQ, nothing else', () => {
     const role = resource(ci.template, 'PlannerScheduleRole').Properties;
     const trust = (role.AssumeRolePolicyDocument as { Statement: Array<{ Principal: unknown; Condition: unknown }> }).Statement;
-    expect(trust).toEqual([expect.objectContaining({ Principal: { Service: 'scheduler.amazonaws.com' }, Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } } })]);
+    expect(trust).toEqual([
+      expect.objectContaining({
+        Principal: { Service: 'scheduler.amazonaws.com' },
+        Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+      }),
+    ]);
     expect(statements(ci.template, 'PlannerScheduleRole').map((s) => [s.Action, s.Resource])).toEqual([
       [['lambda:InvokeFunction'], [getAtt('PlannerLambdaFunction')]],
       [['sqs:SendMessage'], [getAtt('ScheduleDeadLetterQueue')]],
@@ -198,14 +205,34 @@ describe('schedule', () => {
     ]);
     // The rule sends the scheduled-event envelope, which the planner takes as "plan every stream".
     const ruleConfig = loadDeploymentConfig({ STREAMS_CONFIG: SELF_HOSTED_CONFIG });
-    const envelope = { version: '0', id: 'x', 'detail-type': 'Scheduled Event', source: 'aws.events', account: '1', time: 't', region: 'us-east-1', resources: [], detail: {} };
+    const envelope = {
+      version: '0',
+      id: 'x',
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      account: '1',
+      time: 't',
+      region: 'us-east-1',
+      resources: [],
+      detail: {},
+    };
     expect(parsePlannerPayload(envelope, ruleConfig).dryRun).toBe(false);
     const permissions = ofType(rule.template, 'AWS::Lambda::Permission').map(([, p]) => p.Properties);
     expect(permissions).toEqual([
-      { FunctionName: getAtt('PlannerLambdaFunction'), Action: 'lambda:InvokeFunction', Principal: 'events.amazonaws.com', SourceArn: getAtt(ruleId) },
+      {
+        FunctionName: getAtt('PlannerLambdaFunction'),
+        Action: 'lambda:InvokeFunction',
+        Principal: 'events.amazonaws.com',
+        SourceArn: getAtt(ruleId),
+      },
     ]);
     const dlqPolicy = resource(rule.template, 'ScheduleDeadLetterQueuePolicy').Properties.PolicyDocument as { Statement: unknown[] };
-    expect(dlqPolicy.Statement).toEqual([expect.objectContaining({ Principal: { Service: 'events.amazonaws.com' }, Condition: { ArnEquals: { 'aws:SourceArn': getAtt(ruleId) } } })]);
+    expect(dlqPolicy.Statement).toEqual([
+      expect.objectContaining({
+        Principal: { Service: 'events.amazonaws.com' },
+        Condition: { ArnEquals: { 'aws:SourceArn': getAtt(ruleId) } },
+      }),
+    ]);
   });
 
   it('matches the streams trigger interval (dev: every minute)', () => {
@@ -220,9 +247,21 @@ describe('IAM, one least-privilege role per function', () => {
 
   it('planner: ledger (table and open-ranges index), invoke the processor only, no sink table, no Kafka data', () => {
     const planner = statements(ci.template, 'PlannerRole');
-    expect(planner.map((s) => s.Sid)).toEqual(['Logs', 'Ledger', 'DispatchRanges', 'KafkaSecretsManager', 'KafkaSsmParameters', 'KafkaSecretsKms', 'MskConnect', 'MskTopics']);
+    expect(planner.map((s) => s.Sid)).toEqual([
+      'Logs',
+      'Ledger',
+      'DispatchRanges',
+      'KafkaSecretsManager',
+      'KafkaSsmParameters',
+      'KafkaSecretsKms',
+      'MskConnect',
+      'MskTopics',
+    ]);
     expect(bySid(planner, 'Ledger')).toMatchObject({ Action: LEDGER_ACTIONS, Resource: ledgerResources });
-    expect(bySid(planner, 'DispatchRanges')).toMatchObject({ Action: ['lambda:InvokeFunction'], Resource: [getAtt('ProcessorLambdaFunction')] });
+    expect(bySid(planner, 'DispatchRanges')).toMatchObject({
+      Action: ['lambda:InvokeFunction'],
+      Resource: [getAtt('ProcessorLambdaFunction')],
+    });
     // DynamoDB only on the ledger; lambda only for dispatch.
     for (const s of planner) {
       if (s.Action.some((a) => a.startsWith('dynamodb:'))) expect(s.Resource).toEqual(ledgerResources);
@@ -251,9 +290,16 @@ describe('IAM, one least-privilege role per function', () => {
     expect(bySid(processor, 'SinkTables')).toMatchObject({
       Action: SINK_ACTIONS,
       // audit-log's AUDIT_LOG_TABLE, the stack's running-totals table, and an external sink table.
-      Resource: [subArn('dynamodb', 'table/kafka-lambda-direct-ci-audit-log'), getAtt('RunningTotalsTable'), subArn('dynamodb', 'table/legacy-totals')],
+      Resource: [
+        subArn('dynamodb', 'table/kafka-lambda-direct-ci-audit-log'),
+        getAtt('RunningTotalsTable'),
+        subArn('dynamodb', 'table/legacy-totals'),
+      ],
     });
-    expect(bySid(processor, 'OnFailureDestination')).toMatchObject({ Action: ['sqs:SendMessage'], Resource: [getAtt('ProcessorFailureQueue')] });
+    expect(bySid(processor, 'OnFailureDestination')).toMatchObject({
+      Action: ['sqs:SendMessage'],
+      Resource: [getAtt('ProcessorFailureQueue')],
+    });
   });
 
   it('both: Kafka passwords only from the secrets the streams name, decrypted only through those services', () => {
@@ -263,13 +309,23 @@ describe('IAM, one least-privilege role per function', () => {
         Action: ['secretsmanager:GetSecretValue'],
         Resource: ['arn:aws:secretsmanager:eu-west-1:123456789012:secret:AmazonMSK_audit-AbC123'],
       });
-      expect(bySid(list, 'KafkaSsmParameters')).toMatchObject({ Action: ['ssm:GetParameter'], Resource: [subArn('ssm', 'parameter/kafka/legacy/password')] });
+      expect(bySid(list, 'KafkaSsmParameters')).toMatchObject({
+        Action: ['ssm:GetParameter'],
+        Resource: [subArn('ssm', 'parameter/kafka/legacy/password')],
+      });
       expect(bySid(list, 'KafkaSecretsKms')).toEqual({
         Sid: 'KafkaSecretsKms',
         Effect: 'Allow',
         Action: ['kms:Decrypt'],
         Resource: [KMS_KEY],
-        Condition: { StringEquals: { 'kms:ViaService': [{ 'Fn::Sub': 'secretsmanager.${AWS::Region}.amazonaws.com' }, { 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' }] } },
+        Condition: {
+          StringEquals: {
+            'kms:ViaService': [
+              { 'Fn::Sub': 'secretsmanager.${AWS::Region}.amazonaws.com' },
+              { 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' },
+            ],
+          },
+        },
       });
     }
   });
@@ -279,7 +335,10 @@ describe('IAM, one least-privilege role per function', () => {
     const planner = statements(ci.template, 'PlannerRole');
     const processor = statements(ci.template, 'ProcessorRole');
     for (const list of [planner, processor]) {
-      expect(bySid(list, 'MskConnect')).toMatchObject({ Action: ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'], Resource: [MSK_CLUSTER] });
+      expect(bySid(list, 'MskConnect')).toMatchObject({
+        Action: ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'],
+        Resource: [MSK_CLUSTER],
+      });
       expect(bySid(list, 'MskTopics').Resource).toEqual([topic('payments'), topic('refunds')]);
     }
     expect(bySid(planner, 'MskTopics').Action).toEqual(['kafka-cluster:DescribeTopic']);
@@ -303,7 +362,11 @@ describe('IAM, one least-privilege role per function', () => {
     expect(resource(ci.template, 'ProcessorRole').Properties.ManagedPolicyArns).toEqual(vpcPolicy);
     expect(resource(rule.template, 'ProcessorRole').Properties.ManagedPolicyArns).toEqual({ Ref: 'AWS::NoValue' });
     // Only the two function roles and the schedule role: no framework default role with shared rights.
-    expect(ofType(ci.template, 'AWS::IAM::Role').map(([id]) => id).sort()).toEqual(['PlannerRole', 'PlannerScheduleRole', 'ProcessorRole']);
+    expect(
+      ofType(ci.template, 'AWS::IAM::Role')
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual(['PlannerRole', 'PlannerScheduleRole', 'ProcessorRole']);
   });
 
   it('dev: no secret or KMS statements when no stream uses a secret store', () => {
@@ -329,7 +392,9 @@ describe('tables', () => {
       DeletionProtectionEnabled: false,
     });
     // ensureLedgerTable (local stack, tests) enables TTL on this attribute; the stack must too.
-    const ttl = /TimeToLiveSpecification:\s*\{\s*AttributeName:\s*'([^']+)',\s*Enabled:\s*true/.exec(readFileSync(join(ROOT, 'lib/ledger/table.ts'), 'utf8'))?.[1];
+    const ttl = /TimeToLiveSpecification:\s*\{\s*AttributeName:\s*'([^']+)',\s*Enabled:\s*true/.exec(
+      readFileSync(join(ROOT, 'lib/ledger/table.ts'), 'utf8'),
+    )?.[1];
     expect(ledger.Properties.TimeToLiveSpecification).toEqual({ AttributeName: ttl, Enabled: true });
     expect(ledger.DeletionPolicy).toBe('Delete');
   });
@@ -338,8 +403,22 @@ describe('tables', () => {
     const ledger = resource(ci.template, 'LedgerTable');
     expect(ledger.Properties.TimeToLiveSpecification).toEqual({ AttributeName: TTL_ATTRIBUTE, Enabled: true });
     const item = codec.deadLetterItem({
-      stream: 's', topic: 't', partition: 0, offset: 1, timestampMs: 0, keyBase64: null, valueBase64: null, valueBytes: 0, truncated: false,
-      headers: [], error: 'e', attempts: 1, rangeFrom: 0, createdAtMs: 0, kept: 'coordinates', expiresAtMs: 86_400_000,
+      stream: 's',
+      topic: 't',
+      partition: 0,
+      offset: 1,
+      timestampMs: 0,
+      keyBase64: null,
+      valueBase64: null,
+      valueBytes: 0,
+      truncated: false,
+      headers: [],
+      error: 'e',
+      attempts: 1,
+      rangeFrom: 0,
+      createdAtMs: 0,
+      kept: 'coordinates',
+      expiresAtMs: 86_400_000,
     });
     expect(item[TTL_ATTRIBUTE]).toBe(86_400);
     // docs/operations.md names who can read dead letters: keep it true. Any policy in the stack
@@ -348,14 +427,18 @@ describe('tables', () => {
     const readers: string[] = [];
     for (const [id, r] of Object.entries(ci.template.Resources)) {
       const docs = [
-        ...((r.Properties?.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }> | undefined) ?? []).map((p) => p.PolicyDocument),
+        ...((r.Properties?.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }> | undefined) ?? []).map(
+          (p) => p.PolicyDocument,
+        ),
         ...(r.Properties?.PolicyDocument ? [r.Properties.PolicyDocument as { Statement: Statement[] }] : []),
       ];
-      const grants = docs.flatMap((d) => d.Statement).some((st) => {
-        const actions = ([] as string[]).concat(st.Action);
-        const onLedger = JSON.stringify(st.Resource).includes('LedgerTable') || JSON.stringify(st.Resource) === '["*"]';
-        return onLedger && actions.some((a) => reads.has(a));
-      });
+      const grants = docs
+        .flatMap((d) => d.Statement)
+        .some((st) => {
+          const actions = ([] as string[]).concat(st.Action);
+          const onLedger = JSON.stringify(st.Resource).includes('LedgerTable') || JSON.stringify(st.Resource) === '["*"]';
+          return onLedger && actions.some((a) => reads.has(a));
+        });
       if (grants) readers.push(id);
     }
     expect(readers.sort()).toEqual(['PlannerRole', 'ProcessorRole']);
@@ -375,13 +458,17 @@ describe('tables', () => {
 
 describe('alarms and dashboard', () => {
   /** Metric names each function emits, read from the code that emits them. */
-  const emitted = (file: string) => new Set([...readFileSync(join(ROOT, file), 'utf8').matchAll(/addMetric\('([A-Za-z]+)'/g)].map((m) => m[1]));
+  const emitted = (file: string) =>
+    new Set([...readFileSync(join(ROOT, file), 'utf8').matchAll(/addMetric\('([A-Za-z]+)'/g)].map((m) => m[1]));
   const emittedBy = { planner: emitted('lib/planner/metrics.ts'), processor: emitted('functions/processor.ts') };
 
   type MetricRef = { Namespace: string; MetricName: string; Dimensions: Array<{ Name: string; Value: unknown }> };
   function metricsOf(alarm: CfnResource): MetricRef[] {
     const p = alarm.Properties;
-    if (p.MetricName) return [{ Namespace: p.Namespace as string, MetricName: p.MetricName as string, Dimensions: p.Dimensions as MetricRef['Dimensions'] }];
+    if (p.MetricName)
+      return [
+        { Namespace: p.Namespace as string, MetricName: p.MetricName as string, Dimensions: p.Dimensions as MetricRef['Dimensions'] },
+      ];
     return (p.Metrics as Array<{ MetricStat?: { Metric: MetricRef } }>).flatMap((m) => (m.MetricStat ? [m.MetricStat.Metric] : []));
   }
 
@@ -389,15 +476,32 @@ describe('alarms and dashboard', () => {
     const alarms = ofType(ci.template, 'AWS::CloudWatch::Alarm');
     const names = alarms.map(([, a]) => a.Properties.AlarmName);
     for (const s of ciConfig.streams) {
-      for (const kind of ['lag-growing', 'data-loss', 'topic-recreated', 'topics-missing', 'partitions-unavailable', 'failed-ranges', 'dead-letters', 'planner-failed']) {
+      for (const kind of [
+        'lag-growing',
+        'data-loss',
+        'topic-recreated',
+        'topics-missing',
+        'partitions-unavailable',
+        'failed-ranges',
+        'dead-letters',
+        'planner-failed',
+      ]) {
         expect(names).toContain(`kafka-lambda-direct-ci-${s.id}-${kind}`);
       }
     }
     const byName = (name: string) => alarms.find(([, a]) => a.Properties.AlarmName === name)![1];
     const metricNames = (name: string) => metricsOf(byName(name)).map((m) => `${m.Dimensions[0]!.Value}:${m.MetricName}`);
     expect(metricNames('kafka-lambda-direct-ci-payments-lag-growing')).toEqual(['planner:TotalLag']);
-    expect(metricNames('kafka-lambda-direct-ci-payments-data-loss')).toEqual(['planner:DataLossEvents', 'planner:DataLossRecords', 'processor:DataLossRecords']);
-    expect(metricNames('kafka-lambda-direct-ci-payments-failed-ranges')).toEqual(['planner:RangesParked', 'processor:RangesParked', 'planner:PartitionsFailed']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-data-loss')).toEqual([
+      'planner:DataLossEvents',
+      'planner:DataLossRecords',
+      'processor:DataLossRecords',
+    ]);
+    expect(metricNames('kafka-lambda-direct-ci-payments-failed-ranges')).toEqual([
+      'planner:RangesParked',
+      'processor:RangesParked',
+      'planner:PartitionsFailed',
+    ]);
     expect(metricNames('kafka-lambda-direct-ci-payments-dead-letters')).toEqual(['processor:DeadLetters']);
     expect(metricNames('kafka-lambda-direct-ci-payments-planner-failed')).toEqual(['planner:PlannerFailed']);
     expect(metricNames('kafka-lambda-direct-ci-payments-topic-recreated')).toEqual(['planner:TopicRecreated']);
@@ -430,8 +534,13 @@ describe('alarms and dashboard', () => {
 
   it('watch the planner itself and both failure queues, and notify the alarm topic', () => {
     const names = ofType(ci.template, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties.AlarmName);
-    for (const n of ['planner-errors', 'planner-not-running', 'processor-failures', 'schedule-dead-letters']) expect(names).toContain(`kafka-lambda-direct-ci-${n}`);
-    expect(resource(ci.template, 'AlarmEmailSubscription').Properties).toEqual({ TopicArn: { Ref: 'AlarmTopic' }, Protocol: 'email', Endpoint: CI_PARAMS.alarmEmail });
+    for (const n of ['planner-errors', 'planner-not-running', 'processor-failures', 'schedule-dead-letters'])
+      expect(names).toContain(`kafka-lambda-direct-ci-${n}`);
+    expect(resource(ci.template, 'AlarmEmailSubscription').Properties).toEqual({
+      TopicArn: { Ref: 'AlarmTopic' },
+      Protocol: 'email',
+      Endpoint: CI_PARAMS.alarmEmail,
+    });
   });
 
   it('a dashboard with every stream, whose body is valid JSON once CloudFormation substitutes it', () => {
@@ -447,37 +556,49 @@ describe('encryption that the writing services can use', () => {
   type PolicyStatement = { Sid?: string; Effect: string; Principal?: unknown; Action: unknown; Resource?: unknown; Condition?: unknown };
   const stackAlarms = (stage: string) => ({
     StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
-    ArnLike: { 'aws:SourceArn': { 'Fn::Sub': `arn:\${AWS::Partition}:cloudwatch:\${AWS::Region}:\${AWS::AccountId}:alarm:kafka-lambda-direct-${stage}-*` } },
+    ArnLike: {
+      'aws:SourceArn': {
+        'Fn::Sub': `arn:\${AWS::Partition}:cloudwatch:\${AWS::Region}:\${AWS::AccountId}:alarm:kafka-lambda-direct-${stage}-*`,
+      },
+    },
   });
 
   it.each([
     ['ci', () => ci],
     ['dev', () => dev],
-  ] as const)('%s: the alarm topic is encrypted with a key of the stack whose policy lets its CloudWatch alarms publish', (stage, packaged) => {
-    const t = packaged().template;
-    const topicKey = resource(t, 'AlarmTopic').Properties.KmsMasterKeyId;
-    // alias/aws/sns (the AWS managed key) cannot grant CloudWatch anything: alarms would deliver nothing.
-    expect(topicKey).toEqual({ Ref: 'AlarmTopicKey' });
-    const key = resource(t, 'AlarmTopicKey');
-    expect(key.Type).toBe('AWS::KMS::Key');
-    expect(key.Properties.EnableKeyRotation).toBe(true);
-    const policy = key.Properties.KeyPolicy as { Statement: PolicyStatement[] };
-    expect(policy.Statement).toContainEqual({
-      Sid: 'CloudWatchAlarmsPublish',
-      Effect: 'Allow',
-      Principal: { Service: 'cloudwatch.amazonaws.com' },
-      Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-      Resource: '*',
-      Condition: stackAlarms(stage),
-    });
-    const topicPolicy = resource(t, 'AlarmTopicPolicy').Properties;
-    expect(topicPolicy.Topics).toEqual([{ Ref: 'AlarmTopic' }]);
-    expect((topicPolicy.PolicyDocument as { Statement: PolicyStatement[] }).Statement).toEqual([
-      expect.objectContaining({ Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: 'sns:Publish', Condition: stackAlarms(stage) }),
-    ]);
-    // Every alarm of the stack is covered by the key policy's alarm ARN pattern.
-    for (const [, alarm] of ofType(t, 'AWS::CloudWatch::Alarm')) expect(alarm.Properties.AlarmName).toMatch(new RegExp(`^kafka-lambda-direct-${stage}-`));
-  });
+  ] as const)(
+    '%s: the alarm topic is encrypted with a key of the stack whose policy lets its CloudWatch alarms publish',
+    (stage, packaged) => {
+      const t = packaged().template;
+      const topicKey = resource(t, 'AlarmTopic').Properties.KmsMasterKeyId;
+      // alias/aws/sns (the AWS managed key) cannot grant CloudWatch anything: alarms would deliver nothing.
+      expect(topicKey).toEqual({ Ref: 'AlarmTopicKey' });
+      const key = resource(t, 'AlarmTopicKey');
+      expect(key.Type).toBe('AWS::KMS::Key');
+      expect(key.Properties.EnableKeyRotation).toBe(true);
+      const policy = key.Properties.KeyPolicy as { Statement: PolicyStatement[] };
+      expect(policy.Statement).toContainEqual({
+        Sid: 'CloudWatchAlarmsPublish',
+        Effect: 'Allow',
+        Principal: { Service: 'cloudwatch.amazonaws.com' },
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        Resource: '*',
+        Condition: stackAlarms(stage),
+      });
+      const topicPolicy = resource(t, 'AlarmTopicPolicy').Properties;
+      expect(topicPolicy.Topics).toEqual([{ Ref: 'AlarmTopic' }]);
+      expect((topicPolicy.PolicyDocument as { Statement: PolicyStatement[] }).Statement).toEqual([
+        expect.objectContaining({
+          Principal: { Service: 'cloudwatch.amazonaws.com' },
+          Action: 'sns:Publish',
+          Condition: stackAlarms(stage),
+        }),
+      ]);
+      // Every alarm of the stack is covered by the key policy's alarm ARN pattern.
+      for (const [, alarm] of ofType(t, 'AWS::CloudWatch::Alarm'))
+        expect(alarm.Properties.AlarmName).toMatch(new RegExp(`^kafka-lambda-direct-${stage}-`));
+    },
+  );
 
   it('the queues that Lambda and EventBridge write use SQS-managed encryption, which needs no key policy', () => {
     for (const t of [ci.template, dev.template, rule.template]) {
@@ -503,7 +624,9 @@ describe('encryption that the writing services can use', () => {
 
 describe('packages', () => {
   const builtins = new Set(builtinModules);
-  const provided = RUNTIME_PROVIDED.map((p) => new RegExp(`^${p.replace(/[.*+?^${}()|[\]\\/]/g, (c) => (c === '*' ? '[^/]+' : `\\${c}`))}$`));
+  const provided = RUNTIME_PROVIDED.map(
+    (p) => new RegExp(`^${p.replace(/[.*+?^${}()|[\]\\/]/g, (c) => (c === '*' ? '[^/]+' : `\\${c}`))}$`),
+  );
 
   it.each(['planner', 'processor'])('%s: one minified bundle with its source map and the streams config, under 5 MB', (name) => {
     for (const [stage, p, config] of [
@@ -513,10 +636,15 @@ describe('packages', () => {
       const zipPath = join(p.dir, `${name}.zip`);
       const entries = readZip(zipPath);
       const total = readFileSync(zipPath).length;
-      sizes.push(`  ${stage}/${name}.zip: ${(total / 1024).toFixed(0)} KiB (${entries.map((e) => `${e.name} ${(e.size / 1024).toFixed(0)} KiB`).join(', ')})`);
+      sizes.push(
+        `  ${stage}/${name}.zip: ${(total / 1024).toFixed(0)} KiB (${entries.map((e) => `${e.name} ${(e.size / 1024).toFixed(0)} KiB`).join(', ')})`,
+      );
       expect(total).toBeLessThan(MAX_ZIP_BYTES);
       expect(entries.map((e) => e.name).sort()).toEqual([`functions/${name}.js`, `functions/${name}.js.map`, config].sort());
-      const code = entries.find((e) => e.name === `functions/${name}.js`)!.data().toString('utf8');
+      const code = entries
+        .find((e) => e.name === `functions/${name}.js`)!
+        .data()
+        .toString('utf8');
       // Minified: long lines (newlines are left only inside template literals).
       expect(code.length / code.split('\n').length).toBeGreaterThan(2000);
       expect(code).toContain(`//# sourceMappingURL=${name}.js.map`);
@@ -601,7 +729,10 @@ describe('bad input fails packaging with one line and exit code 1', () => {
     streams: [
       {
         id: 'payments',
-        kafka: { brokers: ['b-1.ci.abc123.c2.kafka.eu-west-1.amazonaws.com:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'eu-west-1' } },
+        kafka: {
+          brokers: ['b-1.ci.abc123.c2.kafka.eu-west-1.amazonaws.com:9098'],
+          sasl: { mechanism: 'aws-msk-iam', region: 'eu-west-1' },
+        },
         topics: ['payments'],
         processor: { timeoutMs: 300_000 },
         handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'kafka-lambda-direct-ci-running-totals' },
@@ -611,7 +742,13 @@ describe('bad input fails packaging with one line and exit code 1', () => {
   const UNKNOWN_HANDLER = JSON.stringify({
     ledgerTable: 'unused',
     streams: [
-      { id: 'clicks', kafka: { brokers: ['kafka-1.example.com:9093'] }, topics: ['clicks'], processor: { timeoutMs: 300_000 }, handler: { module: 'click-count', mode: 'at-least-once' } },
+      {
+        id: 'clicks',
+        kafka: { brokers: ['kafka-1.example.com:9093'] },
+        topics: ['clicks'],
+        processor: { timeoutMs: 300_000 },
+        handler: { module: 'click-count', mode: 'at-least-once' },
+      },
     ],
   });
 
@@ -669,8 +806,12 @@ describe('cfn-lint', () => {
     ['ci', () => ci, REGION],
     ['dev', () => dev, 'us-east-1'],
     ['self-hosted Kafka (EventBridge rule)', () => rule, 'us-east-1'],
-  ] as const)('%s template has no errors or warnings', (stage, packaged, region) => {
-    const { status, output } = cfnLint(packaged().templatePath, region);
-    if (status !== 0) throw new Error(`cfn-lint on the ${stage} template exited ${status}:\n${output}`);
-  }, 300_000);
+  ] as const)(
+    '%s template has no errors or warnings',
+    (stage, packaged, region) => {
+      const { status, output } = cfnLint(packaged().templatePath, region);
+      if (status !== 0) throw new Error(`cfn-lint on the ${stage} template exited ${status}:\n${output}`);
+    },
+    300_000,
+  );
 });

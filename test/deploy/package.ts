@@ -20,7 +20,13 @@ export type Packaged = { dir: string; templatePath: string; template: Template; 
 
 /** Offline: dummy credentials, no profile, no telemetry. */
 function offlineEnv(region: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_REGION: region, SLS_TELEMETRY_DISABLED: '1' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    AWS_ACCESS_KEY_ID: 'x',
+    AWS_SECRET_ACCESS_KEY: 'x',
+    AWS_REGION: region,
+    SLS_TELEMETRY_DISABLED: '1',
+  };
   for (const name of ['AWS_PROFILE', 'AWS_DEFAULT_PROFILE', 'AWS_SESSION_TOKEN', 'STREAMS_CONFIG', 'LEDGER_TABLE']) delete env[name];
   return env;
 }
@@ -51,7 +57,11 @@ export function slsPackage(stage: string, region: string, params: Record<string,
  * `sls invoke local --stage local -f <fn> --data <payload>` (offline, unreachable endpoints); returns the
  * exit status and the JSON osls prints last (the handler's result or error).
  */
-export function slsInvokeLocal(fn: string, payload: unknown, env: NodeJS.ProcessEnv): { status: number | null; result: unknown; log: string } {
+export function slsInvokeLocal(
+  fn: string,
+  payload: unknown,
+  env: NodeJS.ProcessEnv,
+): { status: number | null; result: unknown; log: string } {
   const run = spawnSync(process.execPath, [SLS, 'invoke', 'local', '--stage', 'local', '-f', fn, '--data', JSON.stringify(payload)], {
     cwd: ROOT,
     env: { ...offlineEnv('us-east-1'), DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', POWERTOOLS_METRICS_DISABLED: 'true', ...env },

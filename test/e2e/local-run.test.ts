@@ -32,7 +32,13 @@ describe('local runtime, bounded run', () => {
         ledgerTable: DEMO_DEFAULTS.ledgerTable,
         configFile: null,
       },
-      { kafkaBrokers: process.env.KAFKA_BROKERS!, dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT!, env: process.env, out: (s) => out.push(s), err: () => undefined },
+      {
+        kafkaBrokers: process.env.KAFKA_BROKERS!,
+        dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT!,
+        env: process.env,
+        out: (s) => out.push(s),
+        err: () => undefined,
+      },
     );
     const s = res.summary;
     expect(res.exitCode).toBe(0);
@@ -52,14 +58,35 @@ describe('local runtime, bounded run', () => {
     expect(parts.reduce((sum, p) => sum + p.committed, 0)).toBe(s.produced);
     expect(await ledger.readOpenRanges(s.stream)).toEqual([]);
     // The last line of output is the JSON summary.
-    expect(JSON.parse(out.join('').trim().split('\n').at(-1)!)).toMatchObject({ produced: s.produced, applied: s.applied, wallMs: s.wallMs, invocations: s.invocations });
+    expect(JSON.parse(out.join('').trim().split('\n').at(-1)!)).toMatchObject({
+      produced: s.produced,
+      applied: s.applied,
+      wallMs: s.wallMs,
+      invocations: s.invocations,
+    });
   }, 90_000);
 
   it('`npm start -- --until-caught-up --json` exits 0 with the JSON summary as its last line', async () => {
     const root = resolve(__dirname, '..', '..');
     const demoConfig = join(mkdtempSync(join(tmpdir(), 'demo-')), 'streams.json');
-    const args = ['bin/start.ts', '--until-caught-up', '--json', '--duration', '4', '--rate', '150', '--add-partition-after', '2', '--demo-config', demoConfig];
-    const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), args, { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = [
+      'bin/start.ts',
+      '--until-caught-up',
+      '--json',
+      '--duration',
+      '4',
+      '--rate',
+      '150',
+      '--add-partition-after',
+      '2',
+      '--demo-config',
+      demoConfig,
+    ];
+    const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), args, {
+      cwd: root,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

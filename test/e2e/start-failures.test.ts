@@ -16,7 +16,12 @@ async function start(kafkaBrokers: string, dynamodbEndpoint: string): Promise<{ 
   const env = { ...process.env, KAFKA_BROKERS: kafkaBrokers, DYNAMODB_ENDPOINT: dynamodbEndpoint };
   const args = ['bin/start.ts', '--until-caught-up', '--no-progress', '--duration', '1', '--demo-config', demoConfig];
   // A child that hangs is killed (and the test fails on its exit code) rather than outliving the run.
-  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 45_000 });
+  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), args, {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 45_000,
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -39,7 +44,9 @@ describe('npm start: unreachable services', () => {
     const res = await start(process.env.KAFKA_BROKERS!, `http://127.0.0.1:${port}`);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(
-      new RegExp(`^error: (ledger|sink) table [\\w-]+: cannot reach DynamoDB at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) \\[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint\\]\\n$`),
+      new RegExp(
+        `^error: (ledger|sink) table [\\w-]+: cannot reach DynamoDB at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) \\[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint\\]\\n$`,
+      ),
     );
   }, 60_000);
 });

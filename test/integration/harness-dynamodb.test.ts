@@ -177,7 +177,9 @@ describe('local DynamoDB emulator', () => {
   const get = async (sk: string) => (await ddb.send(new GetItemCommand({ TableName: table, Key: key(sk), ConsistentRead: true }))).Item;
 
   it('rolls back updates, replacing puts and deletes that ran before the failing action', async () => {
-    await ddb.send(new PutItemCommand({ TableName: table, Item: { ...key('rb-upd'), n: { N: '1' }, m: { M: { a: { L: [{ S: 'x' }] } } } } }));
+    await ddb.send(
+      new PutItemCommand({ TableName: table, Item: { ...key('rb-upd'), n: { N: '1' }, m: { M: { a: { L: [{ S: 'x' }] } } } } }),
+    );
     await ddb.send(new PutItemCommand({ TableName: table, Item: { ...key('rb-put'), v: { S: 'old' } } }));
     await ddb.send(new PutItemCommand({ TableName: table, Item: { ...key('rb-del'), v: { S: 'keep me' } } }));
     const before = await Promise.all(['rb-upd', 'rb-put', 'rb-del'].map(get));
@@ -185,7 +187,14 @@ describe('local DynamoDB emulator', () => {
       .send(
         new TransactWriteItemsCommand({
           TransactItems: [
-            { Update: { TableName: table, Key: key('rb-upd'), UpdateExpression: 'SET n = n + :one, m.a[0] = :y', ExpressionAttributeValues: { ':one': { N: '1' }, ':y': { S: 'y' } } } },
+            {
+              Update: {
+                TableName: table,
+                Key: key('rb-upd'),
+                UpdateExpression: 'SET n = n + :one, m.a[0] = :y',
+                ExpressionAttributeValues: { ':one': { N: '1' }, ':y': { S: 'y' } },
+              },
+            },
             { Put: { TableName: table, Item: { ...key('rb-put'), v: { S: 'new' } } } },
             { Delete: { TableName: table, Key: key('rb-del') } },
             { Put: { TableName: table, Item: { ...key('rb-new'), v: { S: 'never' } } } },
@@ -216,12 +225,16 @@ describe('local DynamoDB emulator', () => {
     await ddb.send(new PutItemCommand({ TableName: table, Item: item }));
     expect(await get('types')).toEqual(item);
     const q = await ddb.send(
-      new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :p AND sk = :s', ExpressionAttributeValues: { ':p': { S: 'p' }, ':s': { S: 'types' } } }),
+      new QueryCommand({
+        TableName: table,
+        KeyConditionExpression: 'pk = :p AND sk = :s',
+        ExpressionAttributeValues: { ':p': { S: 'p' }, ':s': { S: 'types' } },
+      }),
     );
     expect(q.Items).toEqual([item]);
   });
 
-  it('evaluates a reused condition and update expression with each request\'s own values', async () => {
+  it("evaluates a reused condition and update expression with each request's own values", async () => {
     await ddb.send(new PutItemCommand({ TableName: table, Item: { ...key('reuse'), v: { N: '0' } } }));
     const bump = (expected: number) =>
       ddb
@@ -238,7 +251,13 @@ describe('local DynamoDB emulator', () => {
           () => 'applied',
           (e: unknown) => (e instanceof ConditionalCheckFailedException ? 'lost' : String(e)),
         );
-    expect([await bump(0), await bump(0), await bump(1), await bump(2), await bump(1)]).toEqual(['applied', 'lost', 'applied', 'applied', 'lost']);
+    expect([await bump(0), await bump(0), await bump(1), await bump(2), await bump(1)]).toEqual([
+      'applied',
+      'lost',
+      'applied',
+      'applied',
+      'lost',
+    ]);
     expect((await get('reuse'))?.v).toEqual({ N: '3' });
   });
 

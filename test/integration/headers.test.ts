@@ -35,14 +35,43 @@ function hostileRecords(compression: (typeof CODECS)[number]): JavaProducedRecor
       value: 'v',
       headers: ['constructor', 'toString', 'hasOwnProperty', 'valueOf', '__proto__'].map((key) => ({ key, value: `${key}-value` })),
     },
-    { ...base, key: 'interleaved', value: 'v', headers: [{ key: 'a', value: 'a1' }, { key: 'b', value: 'b1' }, { key: 'a', value: 'a2' }] },
-    { ...base, key: 'null-in-repeat', value: 'v', headers: [{ key: 'd', value: 'd1' }, { key: 'd', value: null }] },
-    { ...base, key: 'empty', value: '', headers: [{ key: 'e', value: '' }, { key: '', value: 'nameless' }, { key: 'n', value: null }] },
+    {
+      ...base,
+      key: 'interleaved',
+      value: 'v',
+      headers: [
+        { key: 'a', value: 'a1' },
+        { key: 'b', value: 'b1' },
+        { key: 'a', value: 'a2' },
+      ],
+    },
+    {
+      ...base,
+      key: 'null-in-repeat',
+      value: 'v',
+      headers: [
+        { key: 'd', value: 'd1' },
+        { key: 'd', value: null },
+      ],
+    },
+    {
+      ...base,
+      key: 'empty',
+      value: '',
+      headers: [
+        { key: 'e', value: '' },
+        { key: '', value: 'nameless' },
+        { key: 'n', value: null },
+      ],
+    },
     {
       ...base,
       keyBase64: b64([0xff, 0x00, 0xfe]),
       valueBase64: b64([0xc3, 0x28, 0x80]), // invalid UTF-8
-      headers: [{ key: 'bin', valueBase64: b64([0x80, 0xff, 0x00]) }, { key: 'bom', valueBase64: b64([0xef, 0xbb, 0xbf, 0x41]) }],
+      headers: [
+        { key: 'bin', valueBase64: b64([0x80, 0xff, 0x00]) },
+        { key: 'bom', valueBase64: b64([0xef, 0xbb, 0xbf, 0x41]) },
+      ],
     },
     { ...base, key: null, value: null, timestampMs: 1_600_000_000_123 },
     { ...base, key: 'unicode', value: 'héllo ✓', headers: [{ key: 'naïve ✓', value: '日本' }] },
@@ -66,7 +95,8 @@ function asJava(r: KafkaRecord): JavaConsumedRecord {
 
 async function readAll(reader: RangeReader, topic: string, until: number): Promise<KafkaRecord[]> {
   const out: KafkaRecord[] = [];
-  for await (const chunk of reader.read({ topic, partition: 0, from: 0, until, isolationLevel: 'read_committed' })) out.push(...chunk.records);
+  for await (const chunk of reader.read({ topic, partition: 0, from: 0, until, isolationLevel: 'read_committed' }))
+    out.push(...chunk.records);
   return out;
 }
 
@@ -100,10 +130,17 @@ describe('records byte-exact against the Java client (real broker)', () => {
       await admin.disconnect();
     }
     const produced = CODECS.flatMap(hostileRecords);
-    await javaProduce(brokers(), [...produced.map((r) => ({ ...r, topic: createTime })), ...produced.map((r) => ({ ...r, topic: appendTime }))]);
+    await javaProduce(brokers(), [
+      ...produced.map((r) => ({ ...r, topic: createTime })),
+      ...produced.map((r) => ({ ...r, topic: appendTime })),
+    ]);
     const n = produced.length;
 
-    const java = await javaConsume(brokers(), [createTime, appendTime].map((topic) => ({ topic, partition: 0, from: 0, until: n })), 'read_committed');
+    const java = await javaConsume(
+      brokers(),
+      [createTime, appendTime].map((topic) => ({ topic, partition: 0, from: 0, until: n })),
+      'read_committed',
+    );
     for (const topic of [createTime, appendTime]) {
       const ours = (await readAll(reader, topic, n)).map(asJava);
       const theirs = java.filter((r) => r.topic === topic);
@@ -132,7 +169,7 @@ describe('records byte-exact against the Java client (real broker)', () => {
     expect(appended.filter((r) => r.key === null).every((r) => r.timestampMs !== 1_600_000_000_123)).toBe(true);
   });
 
-  it('peek JSON is lossless: every key, value and header value decodes back to the Java consumer\'s bytes', async () => {
+  it("peek JSON is lossless: every key, value and header value decodes back to the Java consumer's bytes", async () => {
     const topic = uniqueName('hdr-peek');
     const admin = kafka.admin();
     await admin.connect();
@@ -142,11 +179,20 @@ describe('records byte-exact against the Java client (real broker)', () => {
       await admin.disconnect();
     }
     const produced = hostileRecords('none');
-    await javaProduce(brokers(), produced.map((r) => ({ ...r, topic })));
+    await javaProduce(
+      brokers(),
+      produced.map((r) => ({ ...r, topic })),
+    );
     const java = await javaConsume(brokers(), [{ topic, partition: 0, from: 0, until: produced.length }]);
     const decode = (text: string | null, encoding: string | null): string | null =>
-      text === null ? (encoding === null ? null : 'encoding without a value') : Buffer.from(text, encoding === 'utf8' ? 'utf8' : 'base64').toString('base64');
-    const peeked = (await readAll(reader, topic, produced.length)).map((r) => JSON.parse(JSON.stringify(toPeeked(r))) as ReturnType<typeof toPeeked>);
+      text === null
+        ? encoding === null
+          ? null
+          : 'encoding without a value'
+        : Buffer.from(text, encoding === 'utf8' ? 'utf8' : 'base64').toString('base64');
+    const peeked = (await readAll(reader, topic, produced.length)).map(
+      (r) => JSON.parse(JSON.stringify(toPeeked(r))) as ReturnType<typeof toPeeked>,
+    );
     expect(
       peeked.map((p) => ({
         offset: p.offset,
@@ -159,7 +205,10 @@ describe('records byte-exact against the Java client (real broker)', () => {
     ).toEqual(java.map(({ topic: _t, partition: _p, ...rest }) => rest));
     // Text only when it round-trips: the BOM-prefixed value stays text (BOM kept), invalid UTF-8 is base64.
     const binary = peeked.find((p) => p.headers.some((h) => h.key === 'bom'))!;
-    expect(binary.headers.map((h) => [h.key, h.valueEncoding])).toEqual([['bin', 'base64'], ['bom', 'utf8']]);
+    expect(binary.headers.map((h) => [h.key, h.valueEncoding])).toEqual([
+      ['bin', 'base64'],
+      ['bom', 'utf8'],
+    ]);
     expect(binary.valueEncoding).toBe('base64');
   });
 
@@ -175,7 +224,10 @@ describe('records byte-exact against the Java client (real broker)', () => {
       await createTopicsReady(admin, [{ topic }]);
       // running-totals rejects the hostile records (no JSON amount), except the last one.
       const produced = [...hostileRecords('zstd').filter((r) => r.key !== null), { key: 'ok', value: '{"amount":1}', partition: 0 }];
-      await javaProduce(brokers(), produced.map((r) => ({ ...r, topic })));
+      await javaProduce(
+        brokers(),
+        produced.map((r) => ({ ...r, topic })),
+      );
       const java = await javaConsume(brokers(), [{ topic, partition: 0, from: 0, until: produced.length }]);
       const ledger = createDynamoLedger({ client: ddb, tableName: ledgerTable });
       const stream = parseStreamConfig(
@@ -189,7 +241,10 @@ describe('records byte-exact against the Java client (real broker)', () => {
         'test',
       );
       const dispatcher = createRecordingDispatcher();
-      await planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs: Date.now() });
+      await planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, {
+        dryRun: false,
+        nowMs: Date.now(),
+      });
       // The one valid record's sink write goes nowhere real: a handler that accepts it with no writes.
       const rejectOrSkip: RecordsHandler = {
         mode: 'dynamodb-exactly-once',

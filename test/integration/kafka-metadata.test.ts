@@ -84,7 +84,9 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     // Anchored at both ends: a prefix or a suffix of a name does not match it.
     expect(await meta.describeTopics({ pattern: new RegExp(escapeRe(base)) })).toEqual([]);
     expect(await meta.describeTopics({ pattern: new RegExp(escapeRe(`${base}-a`.slice(1))) })).toEqual([]);
-    expect(await meta.describeTopics({ pattern: /kmeta-re-.*-(a|b)/ })).toContainEqual(expect.objectContaining({ topic: `${base}-a`, partitions: [0, 1] }));
+    expect(await meta.describeTopics({ pattern: /kmeta-re-.*-(a|b)/ })).toContainEqual(
+      expect.objectContaining({ topic: `${base}-a`, partitions: [0, 1] }),
+    );
 
     await createTopics([{ topic: `${base}-b`, numPartitions: 1 }]);
     // A global regex keeps lastIndex between test() calls; the adapter must not be affected by it.
@@ -120,7 +122,9 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     expect(second?.topicId).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(second?.topicId).not.toBe(first?.topicId);
     // Offsets still resolve through the leaders the v10+ answer cached.
-    expect(await meta.fetchOffsets([{ topic, partitions: [0] }], 'read_uncommitted')).toEqual([{ topic, partition: 0, earliest: 0, latest: 0 }]);
+    expect(await meta.fetchOffsets([{ topic, partitions: [0] }], 'read_uncommitted')).toEqual([
+      { topic, partition: 0, earliest: 0, latest: 0 },
+    ]);
   });
 
   it('never returns internal topics, even for .*', async () => {
@@ -283,8 +287,7 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     const tp = [{ topic, partitions: [0, 1] }];
 
     for (const level of ['read_committed', 'read_uncommitted'] as const) {
-      const at = async (ts: number): Promise<number[]> =>
-        (await meta.fetchOffsetsForTimestamp(tp, ts, level)).map((o) => o.offset);
+      const at = async (ts: number): Promise<number[]> => (await meta.fetchOffsetsForTimestamp(tp, ts, level)).map((o) => o.offset);
       expect(await at(0)).toEqual([0, 0]);
       expect(await at(base)).toEqual([0, 0]);
       expect(await at(base + 4500)).toEqual([5, 0]); // partition 1 is empty: its latest, 0

@@ -51,7 +51,9 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await Promise.all([admin?.disconnect(), producer?.disconnect(), metadata.closeAll(), reader?.close()].map((p) => p?.catch(() => undefined)));
+  await Promise.all(
+    [admin?.disconnect(), producer?.disconnect(), metadata.closeAll(), reader?.close()].map((p) => p?.catch(() => undefined)),
+  );
   if (cluster) await stopKafkaCluster(cluster, 5_000);
   rmSync(dir, { recursive: true, force: true });
   ddb.destroy();
@@ -90,7 +92,10 @@ async function streamOn(c: KafkaCluster, topic: string) {
   const errors: string[] = [];
   const dispatcher = createInProcessDispatcher(
     (range: RangePayload) =>
-      processRange({ ledger, readerFor: async () => reader!, handlerFor: () => handler }, { stream, range, deadlineAtMs: Date.now() + 120_000 }),
+      processRange(
+        { ledger, readerFor: async () => reader!, handlerFor: () => handler },
+        { stream, range, deadlineAtMs: Date.now() + 120_000 },
+      ),
     (range, err) => errors.push(`${range.partition}/${range.from}: ${String(err)}`),
   );
   let nowMs = Date.now();
@@ -123,10 +128,10 @@ async function coldLookup(c: KafkaCluster, victim: number, stream: StreamConfig,
 async function readThrough(topic: string, partition: number, until: number): Promise<{ records: number; ms: number }> {
   const t = Date.now();
   let records = 0;
-  for await (const chunk of reader!.read({ topic, partition, from: 0, until, isolationLevel: 'read_committed' })) records += chunk.records.length;
+  for await (const chunk of reader!.read({ topic, partition, from: 0, until, isolationLevel: 'read_committed' }))
+    records += chunk.records.length;
   return { records, ms: Date.now() - t };
 }
-
 
 describe('a dead leader on a 3-broker cluster', () => {
   it('stalls only its own partitions: the others are planned in the same run, nothing is lost or read twice', async () => {
@@ -184,7 +189,8 @@ describe('a dead leader on a 3-broker cluster', () => {
       const r0 = Date.now();
       const rep = await run();
       runs.push({ ms: Date.now() - r0, status: rep.status, unavailable: rep.unavailablePartitions, planned: rep.rangesPlanned });
-      if (rep.status === 'planned' && dead.every((p) => rep.partitions.find((x) => x.partition === p)?.action === 'planned')) recovered = rep;
+      if (rep.status === 'planned' && dead.every((p) => rep.partitions.find((x) => x.partition === p)?.action === 'planned'))
+        recovered = rep;
     }
     const stalledMs = Date.now() - killedAt;
     process.stderr.write(
@@ -206,7 +212,10 @@ describe('a dead leader on a 3-broker cluster', () => {
     expect(final.partitions.map((p) => p.lag)).toEqual(all.map(() => 0));
     expect(errors).toEqual([]);
     for (const p of all) {
-      const offsets = [...seen.keys()].filter((k) => k.startsWith(`${p}/`)).map((k) => Number(k.split('/')[1])).sort((a, b) => a - b);
+      const offsets = [...seen.keys()]
+        .filter((k) => k.startsWith(`${p}/`))
+        .map((k) => Number(k.split('/')[1]))
+        .sort((a, b) => a - b);
       expect({ p, offsets }).toEqual({ p, offsets: Array.from({ length: 18 }, (_, i) => i) });
     }
     expect([...seen.values()].every((n) => n === 1)).toBe(true);

@@ -52,10 +52,14 @@ describe('persistent local stack', () => {
     try {
       let high = 0;
       // A restarted broker may take a moment to lead its partitions again.
-      await waitUntil(`topic ${topic} readable`, async () => {
-        high = Number((await admin.fetchTopicOffsets(topic))[0]?.high ?? 0);
-        return true;
-      }, { timeoutMs: 30_000 });
+      await waitUntil(
+        `topic ${topic} readable`,
+        async () => {
+          high = Number((await admin.fetchTopicOffsets(topic))[0]?.high ?? 0);
+          return true;
+        },
+        { timeoutMs: 30_000 },
+      );
       if (high === 0) return [];
       const consumer = kafka(s).consumer({ groupId: uniqueName('local-persistent') });
       await consumer.connect();
@@ -63,10 +67,14 @@ describe('persistent local stack', () => {
       try {
         await consumer.subscribe({ topic, fromBeginning: true });
         await new Promise<void>((resolve, reject) => {
-          consumer.run({ eachMessage: async ({ message }) => {
-            got.push(String(message.value));
-            if (got.length >= high) resolve();
-          } }).catch(reject);
+          consumer
+            .run({
+              eachMessage: async ({ message }) => {
+                got.push(String(message.value));
+                if (got.length >= high) resolve();
+              },
+            })
+            .catch(reject);
         });
       } finally {
         await consumer.disconnect();
@@ -115,7 +123,9 @@ describe('persistent local stack', () => {
     const [kafkaPid] = first.kafkaPids ?? [];
     await killProcess(kafkaPid as number);
     const s = await up();
-    expect(lines).toContain('Kafka broker had stopped: restarted on its data dir and ports; Kafka topics kept (1 topic); DynamoDB tables kept');
+    expect(lines).toContain(
+      'Kafka broker had stopped: restarted on its data dir and ports; Kafka topics kept (1 topic); DynamoDB tables kept',
+    );
     expect(s.kafkaBrokers).toBe(first.kafkaBrokers);
     expect(s.dynamodbPids).toEqual(first.dynamodbPids);
     expect(await readAll(s)).toEqual(values);
@@ -157,8 +167,10 @@ describe('persistent local stack', () => {
     });
     try {
       await expect(up()).rejects.toThrow(
-        new RegExp(`^Kafka's client port ${port} \\(recorded in .*\\) is taken by another process: cannot restart the broker on its data; ` +
-          'npm run local:reset deletes the Kafka data and starts fresh$'),
+        new RegExp(
+          `^Kafka's client port ${port} \\(recorded in .*\\) is taken by another process: cannot restart the broker on its data; ` +
+            'npm run local:reset deletes the Kafka data and starts fresh$',
+        ),
       );
     } finally {
       squatter.close();

@@ -39,7 +39,10 @@ describe('moto launcher version guard', () => {
     process.env.PYTHONPATH = fake;
     const started = startDynamo({ dir: join(dir, 'run'), cacheDir: CACHE_DIR, ownerPid: process.pid, startTimeoutMs: 20_000 });
     // Should it start after all, stop it rather than leave an emulator behind.
-    started.then((instance) => stopProcess(instance.pid), () => undefined);
+    started.then(
+      (instance) => stopProcess(instance.pid),
+      () => undefined,
+    );
     await expect(started).rejects.toThrow(PrerequisiteError);
     await expect(started).rejects.toThrow(/exited during start-up: moto_server\.py: moto 9\.9\.9 found, .*install moto==\d/);
   });

@@ -54,14 +54,23 @@ const expected: Record<string, { total: number; count: number }> = {};
 async function cli(argv: string[], over: Partial<CliDeps> = {}) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runCli(argv, { out: (s) => out.push(s), err: (s) => err.push(s) }, { env, loadConfig: () => ({ config, env }), ...over });
+  const code = await runCli(
+    argv,
+    { out: (s) => out.push(s), err: (s) => err.push(s) },
+    { env, loadConfig: () => ({ config, env }), ...over },
+  );
   return { code, out: out.join(''), err: err.join('') };
 }
 
 /** Planner and in-process processors until every partition is committed up to its latest offset. */
 async function catchUp(): Promise<void> {
   const runner = createLocalRunner(
-    { ledger: ctx.ledger, metadataFor: (s) => ctx.metadata.forStream(s), createReader: (s) => ctx.createReader(s), handlerFor: (s) => ctx.handlerFor(s) },
+    {
+      ledger: ctx.ledger,
+      metadataFor: (s) => ctx.metadata.forStream(s),
+      createReader: (s) => ctx.createReader(s),
+      handlerFor: (s) => ctx.handlerFor(s),
+    },
     [stream],
   );
   try {
@@ -88,7 +97,13 @@ async function createSink(name: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  await Promise.all([ensureLedgerTable(ddb, ledgerTable), createSink(sinkTable), createSink(replaySink), admin.connect(), producer.connect()]);
+  await Promise.all([
+    ensureLedgerTable(ddb, ledgerTable),
+    createSink(sinkTable),
+    createSink(replaySink),
+    admin.connect(),
+    producer.connect(),
+  ]);
   await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
   ctx = createOpsContext(config, env);
   const good = Array.from({ length: 60 }, (_, i) => ({ key: `acct-${i % 5}`, amount: (i + 1) * 10, partition: i % 2 }));
@@ -97,7 +112,10 @@ beforeAll(async () => {
     e.total += g.amount;
     e.count += 1;
   }
-  await producer.send({ topic, messages: good.slice(0, 30).map((g) => ({ key: g.key, value: JSON.stringify({ amount: g.amount }), partition: g.partition })) });
+  await producer.send({
+    topic,
+    messages: good.slice(0, 30).map((g) => ({ key: g.key, value: JSON.stringify({ amount: g.amount }), partition: g.partition })),
+  });
   // Two poison records on partition 0 (offsets 15 and 16): not JSON, and not even UTF-8.
   await producer.send({
     topic,
@@ -106,7 +124,10 @@ beforeAll(async () => {
       { key: 'acct-bad', value: BINARY, partition: 0 },
     ],
   });
-  await producer.send({ topic, messages: good.slice(30).map((g) => ({ key: g.key, value: JSON.stringify({ amount: g.amount }), partition: g.partition })) });
+  await producer.send({
+    topic,
+    messages: good.slice(30).map((g) => ({ key: g.key, value: JSON.stringify({ amount: g.amount }), partition: g.partition })),
+  });
   await catchUp();
 });
 
@@ -121,10 +142,12 @@ describe('operations CLI on the real broker and emulator', () => {
     const res = await cli(['status', id, '--json']);
     expect(res.code).toBe(0);
     const s = JSON.parse(res.out);
-    expect(s.partitions.map((p: Record<string, number>) => [p.partition, p.committed, p.latest, p.lag, p.inFlight, p.deadLetters])).toEqual([
-      [0, 32, 32, 0, 0, 2],
-      [1, 30, 30, 0, 0, 0],
-    ]);
+    expect(s.partitions.map((p: Record<string, number>) => [p.partition, p.committed, p.latest, p.lag, p.inFlight, p.deadLetters])).toEqual(
+      [
+        [0, 32, 32, 0, 0, 2],
+        [1, 30, 30, 0, 0, 0],
+      ],
+    );
     expect(await scanTotals(ddb, sinkTable)).toEqual(expected);
     const table = await cli(['status', id]);
     expect(table.out).toMatch(/total lag 0, ranges in flight 0, failures 0 \(parked 0\), dead letters 2/);
@@ -134,8 +157,17 @@ describe('operations CLI on the real broker and emulator', () => {
     const before = await ctx.ledger.readPartitions(id);
     const res = await cli(['peek', topic, '0', '15', '--count', '3', '--json']);
     expect(res.code).toBe(0);
-    const lines = res.out.trim().split('\n').map((l) => JSON.parse(l));
-    expect(lines[0]).toMatchObject({ offset: 15, key: 'acct-bad', value: 'not json', headers: [{ key: 'trace', value: 'abc', valueEncoding: 'utf8' }], valueEncoding: 'utf8' });
+    const lines = res.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({
+      offset: 15,
+      key: 'acct-bad',
+      value: 'not json',
+      headers: [{ key: 'trace', value: 'abc', valueEncoding: 'utf8' }],
+      valueEncoding: 'utf8',
+    });
     expect(lines[0].timestamp).toBeGreaterThanOrEqual(t0 - 1000);
     expect(lines[1]).toMatchObject({ offset: 16, value: BINARY.toString('base64'), valueEncoding: 'base64' });
     expect(lines[2]).toMatchObject({ offset: 17, key: 'acct-0' });
@@ -147,7 +179,10 @@ describe('operations CLI on the real broker and emulator', () => {
     const unrelated = `${id}-cards`;
     await createTopicsReady(admin, [{ topic: unrelated }]);
     await producer.send({ topic: unrelated, messages: [{ value: '4111111111111111' }] });
-    for (const argv of [['peek', unrelated, '0', '0', '--json'], ['peek', unrelated, '0', '0', '--stream', id]]) {
+    for (const argv of [
+      ['peek', unrelated, '0', '0', '--json'],
+      ['peek', unrelated, '0', '0', '--stream', id],
+    ]) {
       const res = await cli(argv);
       expect(res.code).toBe(2);
       expect(res.out).toBe('');
@@ -176,7 +211,12 @@ describe('operations CLI on the real broker and emulator', () => {
       mode: 'dynamodb-exactly-once',
       handle: (records) =>
         records.map((r) => ({
-          update: { key: { pk: r.key!.toString() }, expression: 'ADD #t :t, #c :c', names: { '#t': 'total', '#c': 'count' }, values: { ':t': 0, ':c': 1 } },
+          update: {
+            key: { pk: r.key!.toString() },
+            expression: 'ADD #t :t, #c :c',
+            names: { '#t': 'total', '#c': 'count' },
+            values: { ':t': 0, ':c': 1 },
+          },
         })),
     };
     const withFix: Partial<CliDeps> = {
@@ -201,9 +241,15 @@ describe('operations CLI on the real broker and emulator', () => {
   });
 
   it('rewind: refused while a range is in flight, then applied, recorded, and processed again from the new offset', async () => {
-    await producer.send({ topic, messages: Array.from({ length: 10 }, (_, i) => ({ key: 'acct-late', value: JSON.stringify({ amount: i }), partition: 1 })) });
+    await producer.send({
+      topic,
+      messages: Array.from({ length: 10 }, (_, i) => ({ key: 'acct-late', value: JSON.stringify({ amount: i }), partition: 1 })),
+    });
     const dispatcher = createRecordingDispatcher();
-    await planStream({ ledger: ctx.ledger, metadataFor: (s) => ctx.metadata.forStream(s), dispatcher, plannerLeaseMs: 30_000 }, stream, { dryRun: false, nowMs: Date.now() });
+    await planStream({ ledger: ctx.ledger, metadataFor: (s) => ctx.metadata.forStream(s), dispatcher, plannerLeaseMs: 30_000 }, stream, {
+      dryRun: false,
+      nowMs: Date.now(),
+    });
     expect(dispatcher.dispatched).toEqual([expect.objectContaining({ partition: 1, from: 30, until: 40 })]);
     const before = await ctx.ledger.readPartition(id, topic, 1);
 
@@ -245,14 +291,28 @@ describe('operations CLI on the real broker and emulator', () => {
     expect(status).toMatchObject({ bounded: true, finishedAtMs: expect.any(Number), totals: { lag: 0, deadLetters: 2 } });
     expect(status.lastChange.what).toMatch(/^replay of .* 72 offsets in 2 partition\(s\) into /);
     // Running the same replay again changes nothing: it is finished.
-    const again = await cli(['replay', id, '--from', `@${t0 - 60_000}`, '--to', 'now', '--name', 'r1', '--sink-table', replaySink, '--json']);
+    const again = await cli([
+      'replay',
+      id,
+      '--from',
+      `@${t0 - 60_000}`,
+      '--to',
+      'now',
+      '--name',
+      'r1',
+      '--sink-table',
+      replaySink,
+      '--json',
+    ]);
     expect(JSON.parse(again.out).run).toMatchObject({ finished: true, records: 0, invocations: 0 });
     expect(await scanTotals(ddb, replaySink)).toEqual({ ...expected, 'acct-late': late });
     // The two poison records are dead letters of the replay too, and the summary says so.
     expect(out.run).toMatchObject({ deadLetters: 2, unapplied: 0 });
     const text = await cli(['replay', id, '--from', `@${t0 - 60_000}`, '--to', 'now', '--name', 'r1', '--sink-table', replaySink]);
     expect(text.code).toBe(0);
-    expect(text.out).toMatch(/^finished: 0 records applied by 0 processor invocations in \d+ ms; 2 dead-lettered, not in the sink \(see: dead-letters .*-replay-r1\)$/m);
+    expect(text.out).toMatch(
+      /^finished: 0 records applied by 0 processor invocations in \d+ ms; 2 dead-lettered, not in the sink \(see: dead-letters .*-replay-r1\)$/m,
+    );
   });
 });
 
@@ -268,11 +328,15 @@ describe('operations CLI: failures say what failed', () => {
     try {
       const status = await cli(['status', id], { loadConfig: () => ({ config: bad, env }) });
       expect(status.code).toBe(1);
-      expect(status.err).toBe(`error: Kafka: cannot reach 127.0.0.1:${port} (ECONNREFUSED) during describeTopics [kafka.brokers of stream ${id}]\n`);
+      expect(status.err).toBe(
+        `error: Kafka: cannot reach 127.0.0.1:${port} (ECONNREFUSED) during describeTopics [kafka.brokers of stream ${id}]\n`,
+      );
       expect(status.out).toMatch(/total lag unknown \(Kafka unavailable\)/);
       const plan = await cli(['plan', '--dry-run', id], { loadConfig: () => ({ config: bad, env }) });
       expect(plan.code).toBe(1);
-      expect(plan.err).toBe(`error (KAFKA): Kafka: cannot reach 127.0.0.1:${port} (ECONNREFUSED) during describeTopics [kafka.brokers of stream ${id}]\n`);
+      expect(plan.err).toBe(
+        `error (KAFKA): Kafka: cannot reach 127.0.0.1:${port} (ECONNREFUSED) during describeTopics [kafka.brokers of stream ${id}]\n`,
+      );
       for (const spy of spies) expect(spy).not.toHaveBeenCalled();
     } finally {
       for (const spy of spies) spy.mockRestore();
@@ -284,7 +348,9 @@ describe('operations CLI: failures say what failed', () => {
     const bad = withStream({ topics: [topic, missing] });
     const status = await cli(['status', id], { loadConfig: () => ({ config: bad, env }) });
     expect(status.code).toBe(0);
-    expect(status.out).toMatch(new RegExp(`^warning: topic ${missing} of stream ${id} does not exist in Kafka \\(topics in the stream config\\)$`, 'm'));
+    expect(status.out).toMatch(
+      new RegExp(`^warning: topic ${missing} of stream ${id} does not exist in Kafka \\(topics in the stream config\\)$`, 'm'),
+    );
     const plan = await cli(['plan', '--dry-run', id, '--json'], { loadConfig: () => ({ config: bad, env }) });
     expect(plan.code).toBe(0);
     expect(JSON.parse(plan.out)[0]).toMatchObject({ topicsMissing: 1 });
@@ -301,9 +367,15 @@ describe('operations CLI: failures say what failed', () => {
 
   it('exits 1 with one line naming DYNAMODB_ENDPOINT when the endpoint does not answer', async () => {
     const port = await freePort();
-    const res = await cli(['status', id], { loadConfig: () => ({ config, env: { ...env, DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` } }) });
+    const res = await cli(['status', id], {
+      loadConfig: () => ({ config, env: { ...env, DYNAMODB_ENDPOINT: `http://127.0.0.1:${port}` } }),
+    });
     expect(res.code).toBe(1);
-    expect(res.err).toMatch(new RegExp(`^error \\(STORE\\): read .* of ${id}: cannot reach DynamoDB at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) \\[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint\\]\\n$`));
+    expect(res.err).toMatch(
+      new RegExp(
+        `^error \\(STORE\\): read .* of ${id}: cannot reach DynamoDB at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) \\[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint\\]\\n$`,
+      ),
+    );
     expect(res.err.split('\n').filter(Boolean)).toHaveLength(1);
   });
 });

@@ -16,7 +16,11 @@ const saved = { ...process.env };
 beforeAll(async () => {
   await Promise.all([ensureLedgerTable(ddb, tableName), admin.connect()]);
   await createTopicsReady(admin, [{ topic: `${prefix}-t`, numPartitions: 2 }]);
-  const streams = ['one', 'two'].map((id) => ({ id: `${prefix}-${id}`, kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') }, topics: [`${prefix}-t`] }));
+  const streams = ['one', 'two'].map((id) => ({
+    id: `${prefix}-${id}`,
+    kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') },
+    topics: [`${prefix}-t`],
+  }));
   process.env.STREAMS_CONFIG = JSON.stringify({ ledgerTable: tableName, streams });
   await resetAwsRuntime();
 });
@@ -55,7 +59,14 @@ describe('planner handler', () => {
 
   it('treats an EventBridge scheduled event as a run of every stream', async () => {
     process.env.PROCESSOR_FUNCTION_NAME = 'unused-no-ranges';
-    const event = { version: '0', id: 'e1', 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), detail: {} };
+    const event = {
+      version: '0',
+      id: 'e1',
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      time: new Date().toISOString(),
+      detail: {},
+    };
     const res = (await handler(event, context)) as { streams: Array<{ stream: string; status: string; registered: number }> };
     expect(res.streams.map((s) => [s.stream, s.status, s.registered])).toEqual([
       [`${prefix}-one`, 'planned', 2],
@@ -71,10 +82,31 @@ describe('planner handler', () => {
     expect(held.acquired).toBe(true);
     await resetAwsRuntime(); // a fresh container, skewed from its first request on
     // Only Date is faked: the container's clock runs ahead; timers and sockets stay real.
-    jest.useFakeTimers({ now: Date.now() + 600_000, advanceTimers: true, doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'] });
+    jest.useFakeTimers({
+      now: Date.now() + 600_000,
+      advanceTimers: true,
+      doNotFake: [
+        'nextTick',
+        'setImmediate',
+        'clearImmediate',
+        'setTimeout',
+        'clearTimeout',
+        'setInterval',
+        'clearInterval',
+        'queueMicrotask',
+        'hrtime',
+        'performance',
+      ],
+    });
     try {
-      const res = (await handler({ streams: [stream] }, context)) as { streams: Array<{ stream: string; status: string; reason?: string }> };
-      expect(res.streams[0]).toMatchObject({ stream, status: 'skipped', reason: expect.stringMatching(/another planner run holds the lease/) });
+      const res = (await handler({ streams: [stream] }, context)) as {
+        streams: Array<{ stream: string; status: string; reason?: string }>;
+      };
+      expect(res.streams[0]).toMatchObject({
+        stream,
+        status: 'skipped',
+        reason: expect.stringMatching(/another planner run holds the lease/),
+      });
     } finally {
       jest.useRealTimers();
       await resetAwsRuntime();

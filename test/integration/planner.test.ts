@@ -44,8 +44,7 @@ function setup() {
   };
   const produce = (topic: string, partition: number, n: number) =>
     producer.send({ topic, messages: Array.from({ length: n }, (_, i) => ({ value: `v${i}`, partition })) });
-  const createTopic = (topic: string, numPartitions: number) =>
-    createTopicsReady(admin, [{ topic, numPartitions }]);
+  const createTopic = (topic: string, numPartitions: number) => createTopicsReady(admin, [{ topic, numPartitions }]);
   return { prefix, stream, ledger, dispatcher, deps, run, produce, createTopic, at: () => now };
 }
 

@@ -56,16 +56,27 @@ describe('processor handler', () => {
     [{ stream: 'nope', topic, partition: 0, from: 0, until: 2 }, /unknown stream nope/],
     [{ stream: id, topic, partition: 0, from: 0, until: 2, extra: 1 }, /Unrecognized key: "extra"/],
     [{ peek: { topic, partition: 0 } }, /peek.offset/],
-    [{ peek: { topic: `${id}-other`, partition: 0, offset: 0 } }, /stream .* does not consume topic .*-other \(its topics .*\): peek reads only/],
+    [
+      { peek: { topic: `${id}-other`, partition: 0, offset: 0 } },
+      /stream .* does not consume topic .*-other \(its topics .*\): peek reads only/,
+    ],
   ])('rejects %j with a clear error and changes nothing', async (payload, message) => {
     await expect(handler(payload, context)).rejects.toThrow(message);
     expect(await createDynamoLedger({ client: ddb, tableName }).readOpenRanges(id)).toEqual([]);
   });
 
   it('peeks records as UTF-8 or base64 without committing anything', async () => {
-    const res = (await handler({ peek: { topic, partition: 0, offset: 0, count: 2 } }, context)) as { records: Array<Record<string, unknown>> };
+    const res = (await handler({ peek: { topic, partition: 0, offset: 0, count: 2 } }, context)) as {
+      records: Array<Record<string, unknown>>;
+    };
     expect(res.records).toEqual([
-      expect.objectContaining({ offset: 0, key: 'a', value: '{"amount":5}', valueEncoding: 'utf8', headers: [{ key: 'source', value: 'test', valueEncoding: 'utf8' }] }),
+      expect.objectContaining({
+        offset: 0,
+        key: 'a',
+        value: '{"amount":5}',
+        valueEncoding: 'utf8',
+        headers: [{ key: 'source', value: 'test', valueEncoding: 'utf8' }],
+      }),
       expect.objectContaining({ offset: 1, key: 'b', value: Buffer.from([0xff, 0xfe, 0x00]).toString('base64'), valueEncoding: 'base64' }),
     ]);
     expect(await createDynamoLedger({ client: ddb, tableName }).readPartitions(id)).toEqual([]);
@@ -84,20 +95,41 @@ describe('processor handler', () => {
       epoch: lease.epoch,
       ownerToken: 't',
       writes: [
-        { kind: 'register-partition', partition: { stream: id, topic, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 } },
+        {
+          kind: 'register-partition',
+          partition: { stream: id, topic, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
+        },
         {
           kind: 'plan-range',
-          range: { stream: id, topic, partition: 0, from: 0, until: 3, status: 'planned', epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 0 },
+          range: {
+            stream: id,
+            topic,
+            partition: 0,
+            from: 0,
+            until: 3,
+            status: 'planned',
+            epoch: lease.epoch,
+            plannedAtMs: Date.now(),
+            dispatches: 1,
+            attempts: 0,
+            progress: 0,
+          },
           partitionUpdate: { lastPlannedAtMs: Date.now() },
         },
       ],
     });
-    const res = (await handler({ stream: id, topic, partition: 0, from: 0, until: 3 }, context)) as { status: string; records: number; deadLetters: number };
+    const res = (await handler({ stream: id, topic, partition: 0, from: 0, until: 3 }, context)) as {
+      status: string;
+      records: number;
+      deadLetters: number;
+    };
     expect(res).toMatchObject({ status: 'done', records: 2, deadLetters: 1 });
     const [dl] = await ledger.listDeadLetters(id);
     expect(dl).toMatchObject({ offset: 1, error: expect.stringMatching(/value is not JSON/) });
     // Dead letters are data too: they carry the table's TTL attribute (default retention 14 days).
-    const raw = await DynamoDBDocumentClient.from(ddb).send(new GetCommand({ TableName: tableName, Key: { pk: `S#${id}`, sk: `D#${topic}#000000#${'1'.padStart(16, '0')}` } }));
+    const raw = await DynamoDBDocumentClient.from(ddb).send(
+      new GetCommand({ TableName: tableName, Key: { pk: `S#${id}`, sk: `D#${topic}#000000#${'1'.padStart(16, '0')}` } }),
+    );
     expect(raw.Item?.expiresAt).toBe(Math.ceil((dl!.createdAtMs + 14 * 86_400_000) / 1000));
     expect(dl).toMatchObject({ kept: 'record', expiresAtMs: raw.Item!.expiresAt * 1000 });
     expect((await ledger.readPartition(id, topic, 0))?.committed).toBe(3);
@@ -107,8 +139,25 @@ describe('processor handler', () => {
     const ledger = createDynamoLedger({ client: ddb, tableName });
     const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
     if (!lease.acquired) throw new Error('lease');
-    const planned = { stream: id, topic, partition: 0, from: 3, until: 6, status: 'planned' as const, epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 3 };
-    await ledger.applyPlan({ stream: id, epoch: lease.epoch, ownerToken: 't', writes: [{ kind: 'plan-range', range: planned, partitionUpdate: { lastPlannedAtMs: Date.now() } }] });
+    const planned = {
+      stream: id,
+      topic,
+      partition: 0,
+      from: 3,
+      until: 6,
+      status: 'planned' as const,
+      epoch: lease.epoch,
+      plannedAtMs: Date.now(),
+      dispatches: 1,
+      attempts: 0,
+      progress: 3,
+    };
+    await ledger.applyPlan({
+      stream: id,
+      epoch: lease.epoch,
+      ownerToken: 't',
+      writes: [{ kind: 'plan-range', range: planned, partitionUpdate: { lastPlannedAtMs: Date.now() } }],
+    });
     const doc = DynamoDBDocumentClient.from(ddb);
     const scan = async () => {
       const items: Record<string, unknown>[] = [];
@@ -129,7 +178,9 @@ describe('processor handler', () => {
     }
     // A `from` that starts no range, or a topic the ledger does not know: no such range, nothing written.
     expect(await handler({ stream: id, topic, partition: 0, from: 4, until: 6 }, context)).toMatchObject({ status: 'unknown-range' });
-    expect(await handler({ stream: id, topic: `${topic}-other`, partition: 0, from: 3, until: 6 }, context)).toMatchObject({ status: 'unknown-range' });
+    expect(await handler({ stream: id, topic: `${topic}-other`, partition: 0, from: 3, until: 6 }, context)).toMatchObject({
+      status: 'unknown-range',
+    });
     expect(await scan()).toEqual(before);
     expect(await ledger.readRange(id, planned)).toMatchObject({ status: 'planned', attempts: 0 });
     expect(before.length).toBeGreaterThan(3);
@@ -146,7 +197,10 @@ describe('processor handler', () => {
       epoch: lease.epoch,
       ownerToken: 't',
       writes: [
-        { kind: 'register-partition', partition: { stream: id, topic, partition: 7, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 } },
+        {
+          kind: 'register-partition',
+          partition: { stream: id, topic, partition: 7, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
+        },
         {
           kind: 'plan-range',
           range: { ...range, status: 'planned', epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 0 },
@@ -159,7 +213,22 @@ describe('processor handler', () => {
     expect(taken.kind).toBe('taken');
     await resetAwsRuntime(); // a fresh container, skewed from its first request on
     // Only Date is faked: the container's clock runs ahead; timers and sockets stay real.
-    jest.useFakeTimers({ now: Date.now() + 600_000, advanceTimers: true, doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'] });
+    jest.useFakeTimers({
+      now: Date.now() + 600_000,
+      advanceTimers: true,
+      doNotFake: [
+        'nextTick',
+        'setImmediate',
+        'clearImmediate',
+        'setTimeout',
+        'clearTimeout',
+        'setInterval',
+        'clearInterval',
+        'queueMicrotask',
+        'hrtime',
+        'performance',
+      ],
+    });
     try {
       expect(await handler(range, context)).toMatchObject({ status: 'held-elsewhere', records: 0 });
     } finally {

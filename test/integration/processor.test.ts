@@ -40,7 +40,9 @@ const sinkTable = () => createSinkTable(ddb, 'totals');
 
 async function totalsIn(table: string): Promise<Record<string, { total: number; count: number }>> {
   const res = await ddb.send(new ScanCommand({ TableName: table, ConsistentRead: true }));
-  return Object.fromEntries((res.Items ?? []).map((i) => unmarshall(i)).map((i) => [i.pk as string, { total: i.total as number, count: i.count as number }]));
+  return Object.fromEntries(
+    (res.Items ?? []).map((i) => unmarshall(i)).map((i) => [i.pk as string, { total: i.total as number, count: i.count as number }]),
+  );
 }
 
 function expectedTotals(values: Array<{ key: string; amount: number }>): Record<string, { total: number; count: number }> {
@@ -69,7 +71,11 @@ async function setup(over: Partial<StreamConfigInput> = {}, partitions = 2) {
     'test',
   );
   const dispatcher = createRecordingDispatcher();
-  const plan = () => planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs: Date.now() });
+  const plan = () =>
+    planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, {
+      dryRun: false,
+      nowMs: Date.now(),
+    });
   const deps: ProcessorDeps = { ledger, readerFor: async () => reader, handlerFor: () => runningTotals, maxChunkRecords: 50 };
   const processOne = (range: RangePayload, extra: Partial<ProcessorDeps> = {}) =>
     processRange({ ...deps, ...extra }, { stream, range, deadlineAtMs: Date.now() + 120_000 });
@@ -78,7 +84,10 @@ async function setup(over: Partial<StreamConfigInput> = {}, partitions = 2) {
 
 async function produceAmounts(topic: string, n: number, partitions = 2): Promise<Array<{ key: string; amount: number }>> {
   const values = Array.from({ length: n }, (_, i) => ({ key: `acct-${i % 7}`, amount: i + 1, partition: i % partitions }));
-  await producer.send({ topic, messages: values.map((v) => ({ key: v.key, value: JSON.stringify({ amount: v.amount }), partition: v.partition })) });
+  await producer.send({
+    topic,
+    messages: values.map((v) => ({ key: v.key, value: JSON.stringify({ amount: v.amount }), partition: v.partition })),
+  });
   return values;
 }
 
@@ -191,7 +200,10 @@ describe('processor on the real broker and emulator', () => {
       ],
     });
     for (let round = 0; round < 5; round++) {
-      await producer.send({ topic: t.topic, messages: Array.from({ length: 40 }, (_, i) => ({ key: `acct-${i % 4}`, value: JSON.stringify({ amount: 1 }), partition: 0 })) });
+      await producer.send({
+        topic: t.topic,
+        messages: Array.from({ length: 40 }, (_, i) => ({ key: `acct-${i % 4}`, value: JSON.stringify({ amount: 1 }), partition: 0 })),
+      });
       await new Promise((r) => setTimeout(r, 150));
     }
     // Roll the last segment and give the cleaner time to compact (bounded).
@@ -243,13 +255,19 @@ describe('processor on the real broker and emulator', () => {
   });
 
   it('skewed clock: a processor whose clock runs ahead by more than leaseMs cannot take a held lease; no record is handed twice', async () => {
-    const t = await setup({ handler: { module: 'audit-log', mode: 'at-least-once' }, processor: { timeoutMs: 20_000, leaseMs: 30_000 } }, 1);
+    const t = await setup(
+      { handler: { module: 'audit-log', mode: 'at-least-once' }, processor: { timeoutMs: 20_000, leaseMs: 30_000 } },
+      1,
+    );
     await produceAmounts(t.topic, 50, 1);
     await t.plan();
     const [range] = t.dispatcher.dispatched;
     const skewMs = 3 * t.stream.processor.leaseMs;
     const handed: number[] = [];
-    const counting = { mode: 'at-least-once' as const, handle: async (records: Array<{ offset: number }>) => void handed.push(...records.map((r) => r.offset)) };
+    const counting = {
+      mode: 'at-least-once' as const,
+      handle: async (records: Array<{ offset: number }>) => void handed.push(...records.map((r) => r.offset)),
+    };
     // The skewed processor has its own client, clock and store clock, as another Lambda container would.
     const ddbAhead = testDynamo();
     const aheadClock = () => Date.now() + skewMs;
@@ -268,7 +286,10 @@ describe('processor on the real broker and emulator', () => {
         if (step !== 'committed' || second) return;
         // Mid-range, lease held: the processor running ahead is invoked for the same range.
         leaseSeen = (await ledger.readRange(t.id, range!))?.leaseExpiresAtMs;
-        second = await processRange({ ...ahead, readerFor: async () => reader }, { stream: t.stream, range: range!, deadlineAtMs: aheadClock() + 120_000 });
+        second = await processRange(
+          { ...ahead, readerFor: async () => reader },
+          { stream: t.stream, range: range!, deadlineAtMs: aheadClock() + 120_000 },
+        );
       },
     });
     ddbAhead.destroy();

@@ -110,7 +110,15 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
       });
     }
     // 1 KiB per fetch is less than one 100-record batch: the broker still sends one whole batch (KIP-74).
-    const req: ReadRequest = { topic, partition: 0, from: 123, until: 877, isolationLevel: 'read_committed', maxChunkRecords: 64, maxFetchBytes: 1024 };
+    const req: ReadRequest = {
+      topic,
+      partition: 0,
+      from: 123,
+      until: 877,
+      isolationLevel: 'read_committed',
+      maxChunkRecords: 64,
+      maxFetchBytes: 1024,
+    };
     const before = reader.requestCount();
     const iterator = reader.read(req)[Symbol.asyncIterator]();
     const first = await iterator.next();
@@ -135,7 +143,11 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
       expect(r.timestampMs).toBe(at + n);
       expect(r.timestampType).toBe('CreateTime');
       if (n % 2 === 0) {
-        expect(r.headers.map((h) => [h.key, text(h.value)])).toEqual([['h', `h${n}`], ['multi', 'a'], ['multi', 'b']]);
+        expect(r.headers.map((h) => [h.key, text(h.value)])).toEqual([
+          ['h', `h${n}`],
+          ['multi', 'a'],
+          ['multi', 'b'],
+        ]);
       } else {
         expect(r.headers).toEqual([]);
       }
@@ -215,24 +227,27 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     ['snappy', CompressionTypes.Snappy],
     ['lz4', CompressionTypes.LZ4],
     ['zstd', CompressionTypes.ZSTD],
-  ])('reads %s-compressed batches byte-exact (kafkajs producer; the broker validates them with Java codecs)', async (_name, compression) => {
-    const topic = uniqueName('rr-codec');
-    await createTopic(topic);
-    // Random bytes (incompressible) and long repetitive values, batches well over 64 KiB (several
-    // LZ4 blocks and snappy chunks).
-    const values = Array.from({ length: 300 }, (_, i) =>
-      i % 3 === 0
-        ? Buffer.from(Array.from({ length: 200 + i }, () => Math.floor(Math.random() * 256)))
-        : Buffer.from(`value ${i} `.repeat(50 + i)),
-    );
-    await producer.send({ topic, compression, messages: values.slice(0, 150).map((value, i) => ({ key: `k${i}`, value })) });
-    await producer.send({ topic, compression, messages: values.slice(150).map((value, i) => ({ key: `k${150 + i}`, value })) });
-    const req: ReadRequest = { topic, partition: 0, from: 0, until: 300, isolationLevel: 'read_uncommitted', maxChunkRecords: 100 };
-    const { records, chunks } = await readAll(reader, req);
-    expectWellFormed(req, chunks);
-    expect(records.map((r) => r.value)).toEqual(values);
-    expect(records.map((r) => text(r.key))).toEqual(values.map((_, i) => `k${i}`));
-  });
+  ])(
+    'reads %s-compressed batches byte-exact (kafkajs producer; the broker validates them with Java codecs)',
+    async (_name, compression) => {
+      const topic = uniqueName('rr-codec');
+      await createTopic(topic);
+      // Random bytes (incompressible) and long repetitive values, batches well over 64 KiB (several
+      // LZ4 blocks and snappy chunks).
+      const values = Array.from({ length: 300 }, (_, i) =>
+        i % 3 === 0
+          ? Buffer.from(Array.from({ length: 200 + i }, () => Math.floor(Math.random() * 256)))
+          : Buffer.from(`value ${i} `.repeat(50 + i)),
+      );
+      await producer.send({ topic, compression, messages: values.slice(0, 150).map((value, i) => ({ key: `k${i}`, value })) });
+      await producer.send({ topic, compression, messages: values.slice(150).map((value, i) => ({ key: `k${150 + i}`, value })) });
+      const req: ReadRequest = { topic, partition: 0, from: 0, until: 300, isolationLevel: 'read_uncommitted', maxChunkRecords: 100 };
+      const { records, chunks } = await readAll(reader, req);
+      expectWellFormed(req, chunks);
+      expect(records.map((r) => r.value)).toEqual(values);
+      expect(records.map((r) => text(r.key))).toEqual(values.map((_, i) => `k${i}`));
+    },
+  );
 
   it.each(['gzip', 'snappy', 'lz4', 'zstd'])(
     'reads batches the broker compressed with Java codecs (topic compression.type=%s)',
@@ -286,8 +301,16 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     const leader = await leaderOf(topic);
     const scan = async () => {
       const batches = [];
-      for (let offset = 0; offset < until; ) {
-        const response = await cluster.fetch(leader, { topic, partition: 0, fetchOffset: offset, isolationLevel: 0, maxWaitTimeMs: 100, minBytes: 1, maxBytes: 1 << 20 });
+      for (let offset = 0; offset < until;) {
+        const response = await cluster.fetch(leader, {
+          topic,
+          partition: 0,
+          fetchOffset: offset,
+          isolationLevel: 0,
+          maxWaitTimeMs: 100,
+          minBytes: 1,
+          maxBytes: 1 << 20,
+        });
         const found = response.partitions[0]!.batches;
         if (found.length === 0) throw new Error(`no batch at ${offset}`);
         batches.push(...found);
@@ -297,7 +320,11 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     };
     let batches = await scan();
     const deadline = Date.now() + 20_000;
-    const remaining = async () => (await Promise.all(batches.map((b) => b.records()))).flat().map((r) => Number(r.offset)).join();
+    const remaining = async () =>
+      (await Promise.all(batches.map((b) => b.records())))
+        .flat()
+        .map((r) => Number(r.offset))
+        .join();
     while ((await remaining()) !== survivors.join()) {
       if (Date.now() > deadline) throw new Error(`the cleaner did not compact ${topic} within 20 s: ${await remaining()}`);
       await sleep(300);
@@ -325,7 +352,15 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     const expected = survivors.map((offset) => ({ offset, kv: produced[offset] }));
     for (const maxFetchBytes of [1, 300, 1 << 20]) {
       // maxFetchBytes 1: one batch per fetch, so one fetch returns only the empty batch.
-      const req: ReadRequest = { topic, partition: 0, from: 0, until, isolationLevel: 'read_uncommitted', maxFetchBytes, maxChunkRecords: 4 };
+      const req: ReadRequest = {
+        topic,
+        partition: 0,
+        from: 0,
+        until,
+        isolationLevel: 'read_uncommitted',
+        maxFetchBytes,
+        maxChunkRecords: 4,
+      };
       const { records, chunks } = await readAll(reader, req);
       expectWellFormed(req, chunks);
       expect(records.map((r) => ({ offset: r.offset, kv: `${text(r.key)}=${text(r.value)}` }))).toEqual(expected);
@@ -414,8 +449,17 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
       }
       // kafkajs's own decoder and filter on the same data deliver aborted records (and control records).
       const leader = await leaderOf(topic);
-      const viaKafkajs = (await cluster.fetchWithKafkajsDecoder(leader, { topic, partition: 0, fetchOffset: 0, isolationLevel: 1, maxWaitTimeMs: 10, minBytes: 1, maxBytes: 1 << 20 }))
-        .responses[0]!.partitions[0]! as unknown as { messages: unknown[]; abortedTransactions: unknown[] };
+      const viaKafkajs = (
+        await cluster.fetchWithKafkajsDecoder(leader, {
+          topic,
+          partition: 0,
+          fetchOffset: 0,
+          isolationLevel: 1,
+          maxWaitTimeMs: 10,
+          minBytes: 1,
+          maxBytes: 1 << 20,
+        })
+      ).responses[0]!.partitions[0]! as unknown as { messages: unknown[]; abortedTransactions: unknown[] };
       const kafkajsKept = (filterAbortedMessages(viaKafkajs) as Array<{ value: Buffer | null; isControlRecord: boolean }>)
         .filter((m) => !m.isControlRecord)
         .map((m) => text(m.value));
@@ -423,7 +467,10 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
 
       // A range starting inside an aborted transaction (after its first offset) still drops it.
       const offsets = new Map(
-        (await readAll(reader, { topic, partition: 0, from: 0, until, isolationLevel: 'read_uncommitted' })).records.map((r) => [text(r.value), r.offset]),
+        (await readAll(reader, { topic, partition: 0, from: 0, until, isolationLevel: 'read_uncommitted' })).records.map((r) => [
+          text(r.value),
+          r.offset,
+        ]),
       );
       const from = offsets.get('a1-3')!;
       const inside = await readAll(reader, { topic, partition: 0, from, until, isolationLevel: 'read_committed', maxFetchBytes: 1 });
@@ -446,7 +493,14 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
         const seen: RecordChunk[] = [];
         const fetchesBefore = reader.requestCount();
         const waiting = (async () => {
-          for await (const chunk of reader.read({ topic, partition: 0, from: 0, until, isolationLevel: 'read_committed', signal: controller.signal })) {
+          for await (const chunk of reader.read({
+            topic,
+            partition: 0,
+            from: 0,
+            until,
+            isolationLevel: 'read_committed',
+            signal: controller.signal,
+          })) {
             seen.push(chunk);
           }
         })();
@@ -465,7 +519,9 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
         const impatient = createKafkajsRangeReader(kafka, { stallTimeoutMs: 800, maxWaitMs: 200 });
         try {
           const t0 = Date.now();
-          await expect(readAll(impatient, { topic, partition: 0, from: 1, until, isolationLevel: 'read_committed' })).rejects.toBeInstanceOf(TimeoutError);
+          await expect(
+            readAll(impatient, { topic, partition: 0, from: 1, until, isolationLevel: 'read_committed' }),
+          ).rejects.toBeInstanceOf(TimeoutError);
           expect(Date.now() - t0).toBeLessThan(3000);
           expect(impatient.requestCount()).toBeLessThanOrEqual(8); // ~800 ms / 200 ms long polls, no spinning
         } finally {
@@ -492,7 +548,15 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
       await producer.send({ topic, messages: Array.from({ length: 10 }, (_, j) => ({ value: `v${i * 10 + j}` })) });
     }
     // Mid-range: the first chunk is read, then retention removes what comes next.
-    const chunks = reader.read({ topic, partition: 0, from: 0, until: 100, isolationLevel: 'read_uncommitted', maxFetchBytes: 1, maxChunkRecords: 10 });
+    const chunks = reader.read({
+      topic,
+      partition: 0,
+      from: 0,
+      until: 100,
+      isolationLevel: 'read_uncommitted',
+      maxFetchBytes: 1,
+      maxChunkRecords: 10,
+    });
     const iterator = chunks[Symbol.asyncIterator]();
     const first = await iterator.next();
     expect((first.value as RecordChunk).records.map((r) => r.offset)).toEqual(Array.from({ length: 10 }, (_, i) => i));
@@ -531,7 +595,13 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
           read.catch(() => undefined);
           await sleep(lateMs);
           await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
-          await fresh.send({ topic, messages: [{ value: 'a', partition: 1 }, { value: 'b', partition: 1 }] });
+          await fresh.send({
+            topic,
+            messages: [
+              { value: 'a', partition: 1 },
+              { value: 'b', partition: 1 },
+            ],
+          });
           expect((await read).records.map((r) => text(r.value))).toEqual(['a', 'b']);
         } finally {
           await young.close();
@@ -551,7 +621,9 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
 
     const topic = uniqueName('rr-parts');
     await createTopic(topic, [], 2);
-    const error = await readAll(reader, { topic, partition: 2, from: 0, until: 10, isolationLevel: 'read_committed' }).catch((e: unknown) => e);
+    const error = await readAll(reader, { topic, partition: 2, from: 0, until: 10, isolationLevel: 'read_committed' }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(PartitionNotFoundError);
     expect(error).toMatchObject({ topic, partition: 2, message: expect.stringMatching(/has 2 partitions/) });
   });

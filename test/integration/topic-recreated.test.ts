@@ -93,7 +93,11 @@ function setup(opts: { topicIds?: boolean } = {}) {
   const deps: ProcessorDeps = { ledger, readerFor: async () => reader, handlerFor: () => handler };
   let now = Date.now();
   const plan = (): Promise<StreamPlanReport> =>
-    planStream({ ledger, dispatcher, metadataFor: async (s) => (opts.topicIds === false ? noIds : metadata.forStream(s)), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs: (now += 10_000) });
+    planStream(
+      { ledger, dispatcher, metadataFor: async (s) => (opts.topicIds === false ? noIds : metadata.forStream(s)), plannerLeaseMs: 60_000 },
+      stream,
+      { dryRun: false, nowMs: (now += 10_000) },
+    );
   const processOne = (range: RangePayload) => processRange(deps, { stream, range, deadlineAtMs: Date.now() + 120_000 });
   /** Planner runs and processors until a run plans nothing; returns the reports. */
   const pump = async (): Promise<StreamPlanReport[]> => {
@@ -109,7 +113,8 @@ function setup(opts: { topicIds?: boolean } = {}) {
     throw new Error('the stream did not settle in 10 planner runs');
   };
   const tagged = (tag: string) => seen.filter((v) => v.startsWith(`${tag}-`));
-  const expectEach = (tag: string, n: number) => expect(tagged(tag).sort()).toEqual(Array.from({ length: n }, (_, i) => `${tag}-${i}`).sort());
+  const expectEach = (tag: string, n: number) =>
+    expect(tagged(tag).sort()).toEqual(Array.from({ length: n }, (_, i) => `${tag}-${i}`).sort());
   return { id, topic, stream, dispatcher, seen, keys, plan, process: processOne, pump, tagged, expectEach };
 }
 
@@ -136,12 +141,24 @@ describe('topic deleted and re-created under the same name (real broker, emulato
     expect([...t.keys].filter((k) => k.endsWith('#1'))).toHaveLength(300);
     const closed = recreatedIn(reports);
     expect(closed).toEqual([
-      expect.objectContaining({ incarnation: 0, topicId: before?.topicId, committed: 100, nextFrom: 100, newStartOffset: 0, openRanges: [] }),
+      expect.objectContaining({
+        incarnation: 0,
+        topicId: before?.topicId,
+        committed: 100,
+        nextFrom: 100,
+        newStartOffset: 0,
+        openRanges: [],
+      }),
     ]);
     expect(closed[0]?.newTopicId).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(closed[0]?.newTopicId).not.toBe(before?.topicId);
     expect(await ledger.readClosedIncarnations(t.id)).toEqual(closed);
-    expect(await ledger.readPartition(t.id, t.topic, 0)).toMatchObject({ status: 'active', incarnation: 1, committed: 300, topicId: closed[0]?.newTopicId });
+    expect(await ledger.readPartition(t.id, t.topic, 0)).toMatchObject({
+      status: 'active',
+      incarnation: 1,
+      committed: 300,
+      topicId: closed[0]?.newTopicId,
+    });
   });
 
   it('re-created after a planner run saw it gone: the retired partition comes back and all 300 records are read', async () => {
@@ -207,7 +224,9 @@ describe('topic deleted and re-created under the same name (real broker, emulato
     const reports = await t.pump();
     t.expectEach('new', 30);
     expect(recreatedIn(reports)).toEqual([expect.objectContaining({ committed: 100, nextFrom: 100, newStartOffset: 0 })]);
-    expect(recreatedIn(reports)[0]?.reason).toMatch(/latest offset 30 is below planned offset 100 \(no topic ids from this broker: detected by offset regression\)/);
+    expect(recreatedIn(reports)[0]?.reason).toMatch(
+      /latest offset 30 is below planned offset 100 \(no topic ids from this broker: detected by offset regression\)/,
+    );
   });
 
   it('a processor never reads a range planned against the old topic id from the new topic', async () => {
@@ -227,7 +246,11 @@ describe('topic deleted and re-created under the same name (real broker, emulato
 
     const reports = await t.pump();
     expect(recreatedIn(reports)).toEqual([
-      expect.objectContaining({ committed: 0, nextFrom: 40, openRanges: [expect.objectContaining({ from: 0, until: 40, status: 'parked' })] }),
+      expect.objectContaining({
+        committed: 0,
+        nextFrom: 40,
+        openRanges: [expect.objectContaining({ from: 0, until: 40, status: 'parked' })],
+      }),
     ]);
     t.expectEach('new', 60);
     expect(t.tagged('old')).toEqual([]); // the old incarnation's records went with its topic

@@ -55,9 +55,13 @@ export function recordToolClasspath(): string {
     const tmp = `${out}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
-    const compileClasspath = readdirSync(libs).filter((f) => COMPILE_JARS.test(f)).map((f) => join(libs, f)).join(delimiter);
+    const compileClasspath = readdirSync(libs)
+      .filter((f) => COMPILE_JARS.test(f))
+      .map((f) => join(libs, f))
+      .join(delimiter);
     const res = spawnSync(javac, [...flags, '-d', tmp, '-cp', compileClasspath, SOURCE], { encoding: 'utf8' });
-    if (res.error) throw new Error(`javac not found (${res.error.message}): install a JDK 17+ (Debian: openjdk-17-jdk-headless) or set JAVA_HOME`);
+    if (res.error)
+      throw new Error(`javac not found (${res.error.message}): install a JDK 17+ (Debian: openjdk-17-jdk-headless) or set JAVA_HOME`);
     if (res.status !== 0) throw new Error(`javac failed on ${SOURCE}:\n${res.stderr}`);
     rmSync(out, { recursive: true, force: true });
     renameSync(tmp, out); // last, so an interrupted compilation never looks complete
@@ -68,9 +72,13 @@ export function recordToolClasspath(): string {
 
 function runTool(args: string[], input: string): Promise<string> {
   const java = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
-  const child = spawn(java, ['-Xss1m', '-XX:TieredStopAtLevel=1', '-Dlog4j2.level=ERROR', '-cp', recordToolClasspath(), 'RecordTool', ...args], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    java,
+    ['-Xss1m', '-XX:TieredStopAtLevel=1', '-Dlog4j2.level=ERROR', '-cp', recordToolClasspath(), 'RecordTool', ...args],
+    {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
   child.stdout.on('data', (b: Buffer) => stdout.push(b));

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { functionLengths, longFunctions } from '../../scripts/function-lengths';
 
 describe('function lengths', () => {
-  it('counts a function\'s own lines: its span minus the functions nested in it', () => {
+  it("counts a function's own lines: its span minus the functions nested in it", () => {
     const text = [
       'export function outer() {', // 1
       '  const a = 1;', // 2
@@ -28,7 +28,11 @@ describe('function lengths', () => {
   it('finds a long function, longest first', () => {
     const body = (n: number) => Array.from({ length: n }, (_, i) => `  const v${i} = ${i};`).join('\n');
     const text = `function long() {\n${body(90)}\n}\nfunction short() {\n${body(3)}\n}\n`;
-    expect(functionLengths('y.ts', text).filter((f) => f.ownLines > 80).map((f) => [f.name, f.ownLines])).toEqual([['long', 92]]);
+    expect(
+      functionLengths('y.ts', text)
+        .filter((f) => f.ownLines > 80)
+        .map((f) => [f.name, f.ownLines]),
+    ).toEqual([['long', 92]]);
   });
 
   it('no function in lib/, functions/, bin/ or infra/ has over 80 lines of its own', () => {

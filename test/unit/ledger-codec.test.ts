@@ -3,8 +3,22 @@ import { codec } from '../../lib/ledger/codec.dynamodb';
 import type { DeadLetter } from '../../lib/ports/ledger';
 
 const base: DeadLetter = {
-  stream: 's', topic: 't', partition: 0, offset: 7, timestampMs: 5, timestampType: 'CreateTime', keyBase64: null, valueBase64: 'eA==',
-  valueBytes: 1, truncated: false, headers: [], error: 'bad', attempts: 3, rangeFrom: 0, createdAtMs: 1000, kept: 'record',
+  stream: 's',
+  topic: 't',
+  partition: 0,
+  offset: 7,
+  timestampMs: 5,
+  timestampType: 'CreateTime',
+  keyBase64: null,
+  valueBase64: 'eA==',
+  valueBytes: 1,
+  truncated: false,
+  headers: [],
+  error: 'bad',
+  attempts: 3,
+  rangeFrom: 0,
+  createdAtMs: 1000,
+  kept: 'record',
 };
 
 describe('dead-letter codec', () => {
@@ -19,7 +33,7 @@ describe('dead-letter codec', () => {
     expect(codec.deadLetterFromItem(item)).toEqual({ ...base, headers });
   });
 
-  it('reads a dead letter stored as `name -> comma-separated base64 values`, each name\'s values in order', () => {
+  it("reads a dead letter stored as `name -> comma-separated base64 values`, each name's values in order", () => {
     const { headers: _h, ...rest } = base;
     const item = { ...codec.deadLetterItem(base), ...rest, headers: { trace: 'YWJj', multi: 'MQ==,Mg==' } };
     expect(codec.deadLetterFromItem(item).headers).toEqual([

@@ -12,7 +12,11 @@ type Sent = { items: unknown[]; token: string };
 
 /** A ledger whose n-th transaction gets `answers[n]` (cancellation codes) or succeeds when none is left. */
 function scripted(answers: string[][]) {
-  const client = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  const client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: 'http://127.0.0.1:9',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  });
   const sent: Sent[] = [];
   client.middlewareStack.add(
     () => async (args) => {

@@ -89,12 +89,19 @@ describe('local multi-broker cluster config', () => {
 
   it('keeps the single node as it was: one voter, one replica', () => {
     const p = props(serverProperties('/d', 9002, 9102, { dir: '/d', cacheDir: '/c' }));
-    expect(p).toMatchObject({ 'node.id': '1', 'controller.quorum.voters': '1@127.0.0.1:9102', 'default.replication.factor': '1', 'min.insync.replicas': '1' });
+    expect(p).toMatchObject({
+      'node.id': '1',
+      'controller.quorum.voters': '1@127.0.0.1:9102',
+      'default.replication.factor': '1',
+      'min.insync.replicas': '1',
+    });
   });
 
   it('rejects replication settings the cluster cannot hold, in one line', () => {
     expect(() => clusterRoles([1, 2], { replicationFactor: 3 })).toThrow('replication factor 3 needs 1 to 2 brokers');
-    expect(() => clusterRoles([1, 2, 3], { minInsyncReplicas: 4 })).toThrow(/min.insync.replicas 4 must be between 1 and the replication factor 3/);
+    expect(() => clusterRoles([1, 2, 3], { minInsyncReplicas: 4 })).toThrow(
+      /min.insync.replicas 4 must be between 1 and the replication factor 3/,
+    );
     expect(() => clusterRoles([])).toThrow(/at least one node/);
     expect(clusterRoles([1]).map((r) => [r.replicationFactor, r.minInsyncReplicas])).toEqual([[1, 1]]);
   });
@@ -133,8 +140,7 @@ describe('persistent local stack after a restart', () => {
     kafkaDataNodes: 1,
     ...over,
   });
-  const report = (o: Observed, topics = 3) =>
-    upReport(planUp(o), { hadState: o.prev !== undefined, topics, kafkaNodes: o.kafkaNodes });
+  const report = (o: Observed, topics = 3) => upReport(planUp(o), { hadState: o.prev !== undefined, topics, kafkaNodes: o.kafkaNodes });
 
   it('reuses a stack whose services both answer', () => {
     expect(planUp(seen())).toEqual({ kafka: 'reuse', dynamodb: 'reuse', stopPids: [] });
@@ -155,7 +161,9 @@ describe('persistent local stack after a restart', () => {
   it('restarts a dead broker on its data dir without touching the emulator', () => {
     const o = seen({ kafkaUp: false });
     expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'reuse', stopPids: [11] });
-    expect(report(o, 1)).toEqual(['Kafka broker had stopped: restarted on its data dir and ports; Kafka topics kept (1 topic); DynamoDB tables kept']);
+    expect(report(o, 1)).toEqual([
+      'Kafka broker had stopped: restarted on its data dir and ports; Kafka topics kept (1 topic); DynamoDB tables kept',
+    ]);
   });
 
   it('after local:down restarts Kafka on its data and says the tables from before are gone', () => {
@@ -190,7 +198,9 @@ describe('persistent local stack after a restart', () => {
       stopPids: [11, 22],
       wipeReason: 'the local stack has 1 Kafka node, not 3',
     });
-    expect(report(o)).toEqual(['the local stack has 1 Kafka node, not 3: starting a fresh stack; its Kafka data and DynamoDB tables are gone']);
+    expect(report(o)).toEqual([
+      'the local stack has 1 Kafka node, not 3: starting a fresh stack; its Kafka data and DynamoDB tables are gone',
+    ]);
     expect(planUp(seen({ prev: undefined, kafkaNodes: 1, kafkaDataNodes: 3 })).wipeReason).toBe('the local stack has 3 Kafka nodes, not 1');
   });
 

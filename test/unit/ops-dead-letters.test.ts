@@ -28,22 +28,46 @@ function fakes() {
   );
   const ledger = createMemoryLedger();
   const reader = createMemoryRangeReader();
-  reader.append('orders', 0, Array.from({ length: 10 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ amount: i }) })));
+  reader.append(
+    'orders',
+    0,
+    Array.from({ length: 10 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ amount: i }) })),
+  );
   const ctx = {
     config,
     env: {},
     dynamo: {} as DynamoDBClient,
     ledger,
     storeClock: async () => NOW,
-    metadata: { forStream: async () => { throw new Error('unused'); }, requestCount: () => 0, closeAll: async () => undefined },
+    metadata: {
+      forStream: async () => {
+        throw new Error('unused');
+      },
+      requestCount: () => 0,
+      closeAll: async () => undefined,
+    },
     readerFor: async () => reader,
     createReader: async () => reader,
     handlerFor: () => runningTotals,
     close: async () => undefined,
   } as unknown as OpsContext;
   const coordinates = (offset: number): DeadLetter => ({
-    stream: 's1', topic: 'orders', partition: 0, offset, timestampMs: 0, keyBase64: null, valueBase64: null, valueBytes: 12,
-    truncated: false, headers: [], error: 'boom', attempts: 3, rangeFrom: 0, createdAtMs: NOW, kept: 'coordinates', expiresAtMs: NOW + 14 * 86_400_000,
+    stream: 's1',
+    topic: 'orders',
+    partition: 0,
+    offset,
+    timestampMs: 0,
+    keyBase64: null,
+    valueBase64: null,
+    valueBytes: 12,
+    truncated: false,
+    headers: [],
+    error: 'boom',
+    attempts: 3,
+    rangeFrom: 0,
+    createdAtMs: NOW,
+    kept: 'coordinates',
+    expiresAtMs: NOW + 14 * 86_400_000,
   });
   ledger.store('s1').deadLetters.push(coordinates(3), coordinates(7));
   return { ctx, ledger, reader, stream: config.streams[0]! };
@@ -58,7 +82,9 @@ describe('dead letters that keep only coordinates', () => {
       {
         id: 'orders/0/3',
         outcome: 'failed',
-        error: expect.stringContaining('Kafka no longer has orders/0/3 and its dead letter keeps only coordinates (deadLetters.keep = "coordinates"): nothing to re-drive'),
+        error: expect.stringContaining(
+          'Kafka no longer has orders/0/3 and its dead letter keeps only coordinates (deadLetters.keep = "coordinates"): nothing to re-drive',
+        ),
       },
       { id: 'orders/0/7', outcome: 'redriven', source: 'kafka' },
     ]);

@@ -40,7 +40,11 @@ function fakes(streams = ['s1']) {
   kafka.produce('orders', 1, 20);
   const ledger = createMemoryLedger();
   const reader = createMemoryRangeReader();
-  reader.append('orders', 0, Array.from({ length: 30 }, (_, i) => ({ key: `k${i % 3}`, value: JSON.stringify({ amount: i }) })));
+  reader.append(
+    'orders',
+    0,
+    Array.from({ length: 30 }, (_, i) => ({ key: `k${i % 3}`, value: JSON.stringify({ amount: i }) })),
+  );
   const contexts: OpsContext[] = [];
   const contextFor = jest.fn((cfg: DeploymentConfig, _env: NodeJS.ProcessEnv, _options: OpsContextOptions): OpsContext => {
     const ctx: OpsContext = {
@@ -64,10 +68,14 @@ function fakes(streams = ['s1']) {
   const deps: CliDeps = { env: { USER: 'alice' }, now: () => NOW, loadConfig, contextFor };
   const run = (...argv: string[]) => runCli(argv, { out: (s) => out.push(s), err: (s) => err.push(s) }, deps);
   const plan = () =>
-    planStream({ ledger, metadataFor: async () => kafka, dispatcher: createRecordingDispatcher(), plannerLeaseMs: 1000 }, config.streams[0]!, {
-      dryRun: false,
-      nowMs: NOW - 10_000,
-    });
+    planStream(
+      { ledger, metadataFor: async () => kafka, dispatcher: createRecordingDispatcher(), plannerLeaseMs: 1000 },
+      config.streams[0]!,
+      {
+        dryRun: false,
+        nowMs: NOW - 10_000,
+      },
+    );
   return { config, kafka, ledger, reader, contextFor, loadConfig, run, plan, out: () => out.join(''), err: () => err.join('') };
 }
 
@@ -127,7 +135,15 @@ describe('CLI on in-memory fakes', () => {
     await t.plan();
     expect(await t.run('status', '--json')).toBe(0);
     const s = JSON.parse(t.out());
-    expect(s.partitions.map((p: { partition: number; committed: number; latest: number; lag: number; inFlight: number }) => [p.partition, p.committed, p.latest, p.lag, p.inFlight])).toEqual([
+    expect(
+      s.partitions.map((p: { partition: number; committed: number; latest: number; lag: number; inFlight: number }) => [
+        p.partition,
+        p.committed,
+        p.latest,
+        p.lag,
+        p.inFlight,
+      ]),
+    ).toEqual([
       [0, 0, 30, 30, 1],
       [1, 0, 20, 20, 1],
     ]);
@@ -148,7 +164,9 @@ describe('CLI on in-memory fakes', () => {
     expect(JSON.parse(t.out()).recreated).toHaveLength(2);
     expect(await t.run('status')).toBe(0);
     expect(t.out()).toMatch(
-      new RegExp(`orders/0 re-created: incarnation 0 \\(topic id ${oldId}\\) closed at .* with committed 0, planned up to 30, 1 open range\\(s\\) removed unread; incarnation 1 \\(topic id [\\w-]+\\) reads from 0`),
+      new RegExp(
+        `orders/0 re-created: incarnation 0 \\(topic id ${oldId}\\) closed at .* with committed 0, planned up to 30, 1 open range\\(s\\) removed unread; incarnation 1 \\(topic id [\\w-]+\\) reads from 0`,
+      ),
     );
   });
 
@@ -195,7 +213,9 @@ describe('CLI on in-memory fakes', () => {
     Object.assign(r1, { status: 'done', progress: r1.until });
     s.partitions.get('orders/1')!.committed = r1.until;
     expect(await t.run('status')).toBe(0);
-    expect(t.out()).toMatch(/orders\/0 is stopped by a parked range at offset 12: once fixed, rewind s1 --topic orders --partition 0 --to 12/);
+    expect(t.out()).toMatch(
+      /orders\/0 is stopped by a parked range at offset 12: once fixed, rewind s1 --topic orders --partition 0 --to 12/,
+    );
     expect(await t.run('rewind', 's1', '--to', '12', '--partition', '0', '--json')).toBe(0);
     expect(t.out()).toMatch(/"abandonedParkedRanges":1/);
     expect(s.partitions.get('orders/0')).toMatchObject({ committed: 12, nextFrom: 12 });
@@ -216,7 +236,11 @@ describe('CLI on in-memory fakes', () => {
   it('peek prints one JSON object per record with offset, key, value, headers and timestamp', async () => {
     const t = fakes();
     expect(await t.run('peek', 'orders', '0', '28', '--count', '5', '--json')).toBe(0);
-    const lines = t.out().trim().split('\n').map((l) => JSON.parse(l));
+    const lines = t
+      .out()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toEqual([
       expect.objectContaining({ offset: 28, key: 'k1', value: '{"amount":28}', headers: [], timestamp: 1028, timestampType: 'CreateTime' }),
       expect.objectContaining({ offset: 29, key: 'k2', value: '{"amount":29}' }),
@@ -269,7 +293,9 @@ describe('CLI failures say what failed', () => {
     const t = fakes();
     jest.spyOn(t.kafka, 'describeTopics').mockRejectedValue(toKafkaError('describeTopics', refused('127.0.0.1:1')));
     expect(await t.run('plan', '--dry-run')).toBe(1);
-    expect(t.err()).toBe('error (KAFKA): Kafka: cannot reach 127.0.0.1:1 (ECONNREFUSED) during describeTopics [kafka.brokers of stream s1]\n');
+    expect(t.err()).toBe(
+      'error (KAFKA): Kafka: cannot reach 127.0.0.1:1 (ECONNREFUSED) during describeTopics [kafka.brokers of stream s1]\n',
+    );
   });
 
   it('status and plan warn about a listed topic Kafka does not have (exit 0: the rest of the stream is fine)', async () => {

@@ -25,8 +25,16 @@ describe('npm start arguments', () => {
   });
 
   it('bounds the run with --until-caught-up, adding the partition half way; --json never draws the table', () => {
-    expect(parse(['--until-caught-up', '--json'])).toMatchObject({ untilCaughtUp: true, json: true, durationMs: DEMO_DEFAULTS.boundedDurationMs, addPartitionAfterMs: DEMO_DEFAULTS.boundedDurationMs / 2, progress: 'lines' });
-    expect(parse(['--until-caught-up', '--duration', '8', '--rate', '100', '--add-partition-after', 'never', '--no-progress'])).toMatchObject({
+    expect(parse(['--until-caught-up', '--json'])).toMatchObject({
+      untilCaughtUp: true,
+      json: true,
+      durationMs: DEMO_DEFAULTS.boundedDurationMs,
+      addPartitionAfterMs: DEMO_DEFAULTS.boundedDurationMs / 2,
+      progress: 'lines',
+    });
+    expect(
+      parse(['--until-caught-up', '--duration', '8', '--rate', '100', '--add-partition-after', 'never', '--no-progress']),
+    ).toMatchObject({
       durationMs: 8000,
       ratePerSec: 100,
       addPartitionAfterMs: undefined,
@@ -34,10 +42,13 @@ describe('npm start arguments', () => {
     });
   });
 
-  it.each([[['--rate', '0']], [['--rate', 'fast']], [['--duration', '-3']], [['--partitions', '0']], [['--bogus']], [['extra']]])('refuses %j with the usage text', (argv) => {
-    expect(() => parseStartArgs(argv, { isTTY: false })).toThrow(ValidationError);
-    expect(() => parseStartArgs(argv, { isTTY: false })).toThrow(/Usage: npm start/);
-  });
+  it.each([[['--rate', '0']], [['--rate', 'fast']], [['--duration', '-3']], [['--partitions', '0']], [['--bogus']], [['extra']]])(
+    'refuses %j with the usage text',
+    (argv) => {
+      expect(() => parseStartArgs(argv, { isTTY: false })).toThrow(ValidationError);
+      expect(() => parseStartArgs(argv, { isTTY: false })).toThrow(/Usage: npm start/);
+    },
+  );
 
   it('answers --help with the usage text', () => {
     expect(parseStartArgs(['--help'], { isTTY: false })).toEqual({ help: expect.stringMatching(/--until-caught-up/) });

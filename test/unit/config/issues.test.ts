@@ -70,7 +70,7 @@ describe('formatIssues', () => {
     expect(problemsOf(config, [])).toEqual(['expected an object, got a list']);
   });
 
-  it("reports the problems of the union form that was evidently meant, else that no form matches", () => {
+  it('reports the problems of the union form that was evidently meant, else that no form matches', () => {
     const secret = z.union([z.strictObject({ secretArn: z.string() }), z.strictObject({ env: z.string() })]);
     expect(problemsOf(z.object({ password: secret }), { password: { secretArn: 5 } })).toEqual([
       'password.secretArn: expected a string, got a number',

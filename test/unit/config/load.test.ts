@@ -93,7 +93,9 @@ describe('loadDeploymentConfig', () => {
   });
 
   it('locates truncated JSON at its end', () => {
-    expect(errorOf(() => parseJson('{"a": [1,\n', 'x.json')).message).toMatch(/^invalid JSON in x\.json at line 2, column 1 \(position 10\): unexpected end of input$/);
+    expect(errorOf(() => parseJson('{"a": [1,\n', 'x.json')).message).toMatch(
+      /^invalid JSON in x\.json at line 2, column 1 \(position 10\): unexpected end of input$/,
+    );
   });
 
   it('rejects JSON that is not an object', () => {

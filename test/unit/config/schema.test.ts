@@ -64,7 +64,11 @@ describe('parseDeploymentConfig', () => {
             brokers: ['b-1.example.kafka.eu-west-1.amazonaws.com:9096', '[::1]:9092'],
             clientId: 'payments',
             ssl: { rejectUnauthorized: true, ca: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' },
-            sasl: { mechanism: 'scram-sha-512', username: 'svc', password: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123:secret:kafka', field: 'password' } },
+            sasl: {
+              mechanism: 'scram-sha-512',
+              username: 'svc',
+              password: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123:secret:kafka', field: 'password' },
+            },
             connectionTimeoutMs: 5000,
             requestTimeoutMs: 20000,
           },
@@ -87,8 +91,20 @@ describe('parseDeploymentConfig', () => {
           consumerGroup: 'payments-direct',
         },
         { ...minimalStream, kafka: { brokers: ['b:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'eu-west-1' } } },
-        { ...minimalStream, id: 'local', kafka: { brokers: ['b:9092'], ssl: true, sasl: { mechanism: 'plain', username: 'u', password: { env: 'KAFKA_PASSWORD' } } } },
-        { ...minimalStream, id: 'ssm', startingOffsets: { timestampMs: 1700000000000 }, kafka: { brokers: ['b:9092'], sasl: { mechanism: 'scram-sha-256', username: 'u', password: { ssmParameter: '/kafka/password' } } } },
+        {
+          ...minimalStream,
+          id: 'local',
+          kafka: { brokers: ['b:9092'], ssl: true, sasl: { mechanism: 'plain', username: 'u', password: { env: 'KAFKA_PASSWORD' } } },
+        },
+        {
+          ...minimalStream,
+          id: 'ssm',
+          startingOffsets: { timestampMs: 1700000000000 },
+          kafka: {
+            brokers: ['b:9092'],
+            sasl: { mechanism: 'scram-sha-256', username: 'u', password: { ssmParameter: '/kafka/password' } },
+          },
+        },
       ],
     };
     const config = parseDeploymentConfig(full, 'full.json');
@@ -121,8 +137,16 @@ describe('parseDeploymentConfig', () => {
     ['timeout not positive', { kafka: { brokers: ['h:1'], requestTimeoutMs: 0 } }, 'kafka.requestTimeoutMs: must be > 0'],
     ['timeout fractional', { kafka: { brokers: ['h:1'], connectionTimeoutMs: 1.5 } }, 'kafka.connectionTimeoutMs: must be a whole number'],
     ['ca given as a path', { kafka: { brokers: ['h:1'], ssl: { ca: '/etc/ssl/ca.pem' } } }, 'kafka.ssl.ca: must be PEM text'],
-    ['unknown sasl mechanism', { kafka: { brokers: ['h:1'], sasl: { mechanism: 'gssapi' } } }, 'kafka.sasl.mechanism: must be one of "scram-sha-256", "scram-sha-512", "plain", "aws-msk-iam"'],
-    ['missing username', { kafka: { brokers: ['h:1'], sasl: { mechanism: 'plain', password: { env: 'P' } } } }, 'kafka.sasl.username: is required'],
+    [
+      'unknown sasl mechanism',
+      { kafka: { brokers: ['h:1'], sasl: { mechanism: 'gssapi' } } },
+      'kafka.sasl.mechanism: must be one of "scram-sha-256", "scram-sha-512", "plain", "aws-msk-iam"',
+    ],
+    [
+      'missing username',
+      { kafka: { brokers: ['h:1'], sasl: { mechanism: 'plain', password: { env: 'P' } } } },
+      'kafka.sasl.username: is required',
+    ],
     [
       'plain-text password',
       { kafka: { brokers: ['h:1'], sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'hunter2' } } },
@@ -139,8 +163,16 @@ describe('parseDeploymentConfig', () => {
       'kafka.sasl.password.field: expected a string, got a number',
     ],
     ['msk iam without region', { kafka: { brokers: ['h:1'], sasl: { mechanism: 'aws-msk-iam' } } }, 'kafka.sasl.region: is required'],
-    ['msk iam with password', { kafka: { brokers: ['h:1'], sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1', password: { env: 'P' } } } }, 'kafka.sasl.password: unknown key'],
-    ['msk iam without tls', { kafka: { brokers: ['h:1'], ssl: false, sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1' } } }, 'kafka.ssl: aws-msk-iam requires TLS'],
+    [
+      'msk iam with password',
+      { kafka: { brokers: ['h:1'], sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1', password: { env: 'P' } } } },
+      'kafka.sasl.password: unknown key',
+    ],
+    [
+      'msk iam without tls',
+      { kafka: { brokers: ['h:1'], ssl: false, sasl: { mechanism: 'aws-msk-iam', region: 'us-east-1' } } },
+      'kafka.ssl: aws-msk-iam requires TLS',
+    ],
     ['both topics and pattern', { topicPattern: 'orders.*' }, 'topics: give exactly one of topics or topicPattern (both are set)'],
     ['neither topics nor pattern', { topics: undefined }, 'topics: give exactly one of topics or topicPattern (neither is set)'],
     ['empty topic list', { topics: [] }, 'topics: must not be empty'],
@@ -150,26 +182,62 @@ describe('parseDeploymentConfig', () => {
     ['bad starting offsets keyword', { startingOffsets: 'earliset' }, 'startingOffsets: must be "earliest", "latest"'],
     ['negative timestamp', { startingOffsets: { timestampMs: -1 } }, 'startingOffsets.timestampMs: must be >= 0'],
     ['bad partition key', { startingOffsets: { offsets: { orders: { p0: 1 } } } }, 'startingOffsets.offsets.orders.p0: partition must be'],
-    ['offset beyond 2^53', { startingOffsets: { offsets: { orders: { '0': 2 ** 60 } } } }, 'startingOffsets.offsets.orders["0"]: must be <= 9007199254740991'],
-    ['offsets for an unread topic', { startingOffsets: { offsets: { orderz: { '0': 1 } } } }, 'startingOffsets.offsets.orderz: the stream does not read this topic'],
+    [
+      'offset beyond 2^53',
+      { startingOffsets: { offsets: { orders: { '0': 2 ** 60 } } } },
+      'startingOffsets.offsets.orders["0"]: must be <= 9007199254740991',
+    ],
+    [
+      'offsets for an unread topic',
+      { startingOffsets: { offsets: { orderz: { '0': 1 } } } },
+      'startingOffsets.offsets.orderz: the stream does not read this topic',
+    ],
     ['bad isolation level', { isolationLevel: 'committed' }, 'isolationLevel: must be one of "read_committed", "read_uncommitted"'],
     ['trigger interval too short', { triggerIntervalMs: 999 }, 'triggerIntervalMs: must be >= 1000'],
     ['max rate zero', { maxRatePerPartition: 0 }, 'maxRatePerPartition: must be > 0'],
     ['min rate negative', { minRatePerPartition: -1 }, 'minRatePerPartition: must be >= 0'],
-    ['min rate above max rate', { minRatePerPartition: 10, maxRatePerPartition: 5 }, 'minRatePerPartition: must be <= maxRatePerPartition (5)'],
-    ['min offsets above max offsets', { minOffsetsPerTrigger: 10, maxOffsetsPerTrigger: 5 }, 'minOffsetsPerTrigger: must be <= maxOffsetsPerTrigger (5)'],
+    [
+      'min rate above max rate',
+      { minRatePerPartition: 10, maxRatePerPartition: 5 },
+      'minRatePerPartition: must be <= maxRatePerPartition (5)',
+    ],
+    [
+      'min offsets above max offsets',
+      { minOffsetsPerTrigger: 10, maxOffsetsPerTrigger: 5 },
+      'minOffsetsPerTrigger: must be <= maxOffsetsPerTrigger (5)',
+    ],
     ['max offsets fractional', { maxOffsetsPerTrigger: 2.5 }, 'maxOffsetsPerTrigger: must be a whole number'],
     ['backpressure min rate zero', { backpressure: { minRatePerSec: 0 } }, 'backpressure.minRatePerSec: must be > 0'],
     ['processor timeout above Lambda limit', { processor: { timeoutMs: 900001 } }, 'processor.timeoutMs: must be <= 900000'],
     ['safety factor zero', { processor: { safetyFactor: 0 } }, 'processor.safetyFactor: must be > 0'],
     ['safety factor above one', { processor: { safetyFactor: 1.2 } }, 'processor.safetyFactor: must be <= 1'],
-    ['lease not longer than timeout', { processor: { timeoutMs: 60000, leaseMs: 60000 } }, 'processor.leaseMs: must be greater than processor.timeoutMs (60000)'],
-    ['split range without order insensitivity', { split: { maxRangeSize: 1000 } }, 'split.maxRangeSize: splitting a partition into parallel ranges breaks per-partition order'],
-    ['split partitions without order insensitivity', { split: { orderInsensitive: false, minPartitions: 4 } }, 'split.minPartitions: splitting'],
+    [
+      'lease not longer than timeout',
+      { processor: { timeoutMs: 60000, leaseMs: 60000 } },
+      'processor.leaseMs: must be greater than processor.timeoutMs (60000)',
+    ],
+    [
+      'split range without order insensitivity',
+      { split: { maxRangeSize: 1000 } },
+      'split.maxRangeSize: splitting a partition into parallel ranges breaks per-partition order',
+    ],
+    [
+      'split partitions without order insensitivity',
+      { split: { orderInsensitive: false, minPartitions: 4 } },
+      'split.minPartitions: splitting',
+    ],
     ['max attempts zero', { maxAttempts: 0 }, 'maxAttempts: must be >= 1'],
     ['max attempts above 100', { maxAttempts: 101 }, 'maxAttempts: must be <= 100'],
-    ['exactly-once without sink table', { handler: { module: 'h.js', mode: 'dynamodb-exactly-once' } }, 'handler.sinkTable: is required with mode "dynamodb-exactly-once"'],
-    ['sink table with at-least-once', { handler: { module: 'h.js', mode: 'at-least-once', sinkTable: 'sink' } }, 'handler.sinkTable: is only used with mode "dynamodb-exactly-once"'],
+    [
+      'exactly-once without sink table',
+      { handler: { module: 'h.js', mode: 'dynamodb-exactly-once' } },
+      'handler.sinkTable: is required with mode "dynamodb-exactly-once"',
+    ],
+    [
+      'sink table with at-least-once',
+      { handler: { module: 'h.js', mode: 'at-least-once', sinkTable: 'sink' } },
+      'handler.sinkTable: is only used with mode "dynamodb-exactly-once"',
+    ],
     ['bad poison policy', { poisonPolicy: 'skip' }, 'poisonPolicy: must be one of "dead-letter", "stop-partition"'],
     ['dead letters kept zero days', { deadLetters: { retentionDays: 0 } }, 'deadLetters.retentionDays: must be >= 1'],
     ['dead letters keeping something else', { deadLetters: { keep: 'value' } }, 'deadLetters.keep: must be one of "record", "coordinates"'],
@@ -190,7 +258,9 @@ describe('parseDeploymentConfig', () => {
   });
 
   it('requires at least one stream and a ledger table', () => {
-    expect(errorOf({ streams: [] })).toBe('invalid config (streams.json): ledgerTable: is required; streams: must list at least one stream');
+    expect(errorOf({ streams: [] })).toBe(
+      'invalid config (streams.json): ledgerTable: is required; streams: must list at least one stream',
+    );
   });
 
   it('rejects duplicate stream ids', () => {

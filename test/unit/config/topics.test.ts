@@ -3,9 +3,7 @@ import fc from 'fast-check';
 import { topicMatcher, topicSelector } from '../../../lib/config/load';
 import { anchoredTopicPattern, isValidTopicName } from '../../../lib/config/topics';
 
-const topicName = fc
-  .stringMatching(/^[a-zA-Z0-9._-]{1,30}$/)
-  .filter((name) => isValidTopicName(name) && !name.startsWith('__'));
+const topicName = fc.stringMatching(/^[a-zA-Z0-9._-]{1,30}$/).filter((name) => isValidTopicName(name) && !name.startsWith('__'));
 
 const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
 

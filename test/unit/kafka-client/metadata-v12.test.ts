@@ -1,10 +1,5 @@
 /** The Metadata v10-v12 codec (topic ids) on hand-made bytes, laid out field by field from Kafka's schemas. */
-import {
-  decodeMetadataResponse,
-  encodeMetadataRequest,
-  formatTopicId,
-  topicIdMetadataVersion,
-} from '../../../lib/kafka/metadata-v12';
+import { decodeMetadataResponse, encodeMetadataRequest, formatTopicId, topicIdMetadataVersion } from '../../../lib/kafka/metadata-v12';
 
 const i16 = (n: number) => Buffer.from([(n >> 8) & 0xff, n & 0xff]);
 const i32 = (n: number) => {
@@ -51,14 +46,20 @@ describe('Metadata v10-v12 codec', () => {
     expect(() => encodeMetadataRequest(9, null, false)).toThrow(RangeError);
   });
 
-  it.each([10, 11, 12])('decodes a v%i response into kafkajs\'s shape with topic ids', (version) => {
+  it.each([10, 11, 12])("decodes a v%i response into kafkajs's shape with topic ids", (version) => {
     const m = decodeMetadataResponse(version, response(version));
     expect(m).toMatchObject({
       brokers: [{ nodeId: 1, host: 'kafka-1', port: 9092, rack: null }],
       controllerId: 1,
       metadataVersion: version,
       topicMetadata: [
-        { topicErrorCode: 0, topic: 'orders', isInternal: false, topicId: ID.toString('base64url'), partitionMetadata: [{ partitionErrorCode: 0, partitionId: 2, leader: 1, replicas: [1, 2], isr: [1] }] },
+        {
+          topicErrorCode: 0,
+          topic: 'orders',
+          isInternal: false,
+          topicId: ID.toString('base64url'),
+          partitionMetadata: [{ partitionErrorCode: 0, partitionId: 2, leader: 1, replicas: [1, 2], isr: [1] }],
+        },
         { topicErrorCode: 3, topic: 'gone', partitionMetadata: [] },
       ],
     });

@@ -5,20 +5,32 @@ import { kafkaLogTo } from '../../../lib/runtime/aws';
 import { connectionFailure, KafkaError, kafkaFailureText, toKafkaError } from '../../../lib/kafka/errors';
 
 const refused = (broker: string, code = 'ECONNREFUSED') =>
-  new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionError(`Connection error: connect ${code} ${broker}`, { broker, code }), { retryCount: 2, retryTime: 400 });
+  new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionError(`Connection error: connect ${code} ${broker}`, { broker, code }), {
+    retryCount: 2,
+    retryTime: 400,
+  });
 
 describe('unreachable broker', () => {
   it('finds the broker and the socket error code under kafkajs retry wrappers', () => {
     expect(connectionFailure(refused('127.0.0.1:1'))).toEqual({ broker: '127.0.0.1:1', code: 'ECONNREFUSED' });
-    expect(connectionFailure(new KafkaJSConnectionError('Connection timeout', { broker: 'b-1:9098' }))).toEqual({ broker: 'b-1:9098', code: 'connection timeout' });
+    expect(connectionFailure(new KafkaJSConnectionError('Connection timeout', { broker: 'b-1:9098' }))).toEqual({
+      broker: 'b-1:9098',
+      code: 'connection timeout',
+    });
     expect(connectionFailure(new KafkaJSProtocolError('This server does not host this topic-partition'))).toBeUndefined();
   });
 
   it('translates to a non-retriable KafkaError of type CONNECTION with a one-line message', () => {
     const e = toKafkaError('describeTopics', refused('kafka.internal:9092', 'ENOTFOUND'));
     expect(e).toBeInstanceOf(KafkaError);
-    expect(e).toMatchObject({ message: 'Kafka: cannot reach kafka.internal:9092 (ENOTFOUND) during describeTopics', type: 'CONNECTION', retriable: false });
-    expect(kafkaFailureText(e, 'payments')).toBe('Kafka: cannot reach kafka.internal:9092 (ENOTFOUND) during describeTopics [kafka.brokers of stream payments]');
+    expect(e).toMatchObject({
+      message: 'Kafka: cannot reach kafka.internal:9092 (ENOTFOUND) during describeTopics',
+      type: 'CONNECTION',
+      retriable: false,
+    });
+    expect(kafkaFailureText(e, 'payments')).toBe(
+      'Kafka: cannot reach kafka.internal:9092 (ENOTFOUND) during describeTopics [kafka.brokers of stream payments]',
+    );
   });
 
   it('leaves other failures as they were, the setting not blamed', () => {

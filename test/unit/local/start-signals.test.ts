@@ -6,7 +6,11 @@ function setup() {
   const proc = new EventEmitter();
   const err: string[] = [];
   const exits: number[] = [];
-  const signals = handleStartSignals(proc, (s) => err.push(s), (code) => exits.push(code));
+  const signals = handleStartSignals(
+    proc,
+    (s) => err.push(s),
+    (code) => exits.push(code),
+  );
   return { proc, err, exits, signals };
 }
 

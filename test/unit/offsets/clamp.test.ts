@@ -28,17 +28,81 @@ type Row = {
 
 describe('clampRanges: worked examples', () => {
   it.each<Row>([
-    { name: 'maxRatePerPartition 100/s x 2 s, lag 1000 -> 200', limits: { intervalMs: 2000, maxRatePerPartition: 100, minRatePerPartition: 1 }, lags: [1000], expected: [200] },
-    { name: 'backpressure off, maxRate 100/s x 100 ms, lags 50/50 -> 10/10 (DirectKafkaStreamSuite)', limits: { intervalMs: 100, maxRatePerPartition: 100, minRatePerPartition: 1 }, lags: [50, 50], expected: [10, 10] },
-    { name: 'backpressure 1000/s over lags 3000/1000, 1 s -> 750/250', limits: { intervalMs: 1000, minRatePerPartition: 1 }, lags: [3000, 1000], backpressureRatePerSec: 1000, expected: [750, 250] },
-    { name: 'backpressure 1000/s over lags 1000/1000 capped by maxRate 100/s x 100 ms -> 10/10', limits: { intervalMs: 100, maxRatePerPartition: 100, minRatePerPartition: 1 }, lags: [1000, 1000], backpressureRatePerSec: 1000, expected: [10, 10] },
-    { name: 'backpressure 1000/s over lags 1000/1000 capped by maxRate 50/s x 100 ms -> 5/5', limits: { intervalMs: 100, maxRatePerPartition: 50, minRatePerPartition: 1 }, lags: [1000, 1000], backpressureRatePerSec: 1000, expected: [5, 5] },
-    { name: 'initialRate 500/s under maxRate 1000/s x 500 ms, lag 1000 -> 250', limits: { intervalMs: 500, maxRatePerPartition: 1000, minRatePerPartition: 1 }, lags: [1000], backpressureRatePerSec: 500, expected: [250] },
-    { name: 'initialRate 1000/s over maxRate 300/s x 500 ms, lag 1000 -> 150', limits: { intervalMs: 500, maxRatePerPartition: 300, minRatePerPartition: 1 }, lags: [1000], backpressureRatePerSec: 1000, expected: [150] },
-    { name: 'rate controller 100/s x 500 ms, lag 5000 -> 50', limits: { intervalMs: 500, maxRatePerPartition: 100, minRatePerPartition: 1 }, lags: [5000], backpressureRatePerSec: 100, expected: [50] },
-    { name: 'rate controller 50/s x 500 ms, lag 5000 -> 25', limits: { intervalMs: 500, maxRatePerPartition: 100, minRatePerPartition: 1 }, lags: [5000], backpressureRatePerSec: 50, expected: [25] },
-    { name: 'rate controller 20/s x 500 ms, lag 5000 -> 10', limits: { intervalMs: 500, maxRatePerPartition: 100, minRatePerPartition: 1 }, lags: [5000], backpressureRatePerSec: 20, expected: [10] },
-    { name: 'rate 1/s over lags 0/100/200/300, minRate 5/s x 1 s -> 0/5/5/5 (Spark agrees at 1 s)', limits: { intervalMs: 1000, maxRatePerPartition: 100, minRatePerPartition: 5 }, lags: [0, 100, 200, 300], backpressureRatePerSec: 1, expected: [0, 5, 5, 5] },
+    {
+      name: 'maxRatePerPartition 100/s x 2 s, lag 1000 -> 200',
+      limits: { intervalMs: 2000, maxRatePerPartition: 100, minRatePerPartition: 1 },
+      lags: [1000],
+      expected: [200],
+    },
+    {
+      name: 'backpressure off, maxRate 100/s x 100 ms, lags 50/50 -> 10/10 (DirectKafkaStreamSuite)',
+      limits: { intervalMs: 100, maxRatePerPartition: 100, minRatePerPartition: 1 },
+      lags: [50, 50],
+      expected: [10, 10],
+    },
+    {
+      name: 'backpressure 1000/s over lags 3000/1000, 1 s -> 750/250',
+      limits: { intervalMs: 1000, minRatePerPartition: 1 },
+      lags: [3000, 1000],
+      backpressureRatePerSec: 1000,
+      expected: [750, 250],
+    },
+    {
+      name: 'backpressure 1000/s over lags 1000/1000 capped by maxRate 100/s x 100 ms -> 10/10',
+      limits: { intervalMs: 100, maxRatePerPartition: 100, minRatePerPartition: 1 },
+      lags: [1000, 1000],
+      backpressureRatePerSec: 1000,
+      expected: [10, 10],
+    },
+    {
+      name: 'backpressure 1000/s over lags 1000/1000 capped by maxRate 50/s x 100 ms -> 5/5',
+      limits: { intervalMs: 100, maxRatePerPartition: 50, minRatePerPartition: 1 },
+      lags: [1000, 1000],
+      backpressureRatePerSec: 1000,
+      expected: [5, 5],
+    },
+    {
+      name: 'initialRate 500/s under maxRate 1000/s x 500 ms, lag 1000 -> 250',
+      limits: { intervalMs: 500, maxRatePerPartition: 1000, minRatePerPartition: 1 },
+      lags: [1000],
+      backpressureRatePerSec: 500,
+      expected: [250],
+    },
+    {
+      name: 'initialRate 1000/s over maxRate 300/s x 500 ms, lag 1000 -> 150',
+      limits: { intervalMs: 500, maxRatePerPartition: 300, minRatePerPartition: 1 },
+      lags: [1000],
+      backpressureRatePerSec: 1000,
+      expected: [150],
+    },
+    {
+      name: 'rate controller 100/s x 500 ms, lag 5000 -> 50',
+      limits: { intervalMs: 500, maxRatePerPartition: 100, minRatePerPartition: 1 },
+      lags: [5000],
+      backpressureRatePerSec: 100,
+      expected: [50],
+    },
+    {
+      name: 'rate controller 50/s x 500 ms, lag 5000 -> 25',
+      limits: { intervalMs: 500, maxRatePerPartition: 100, minRatePerPartition: 1 },
+      lags: [5000],
+      backpressureRatePerSec: 50,
+      expected: [25],
+    },
+    {
+      name: 'rate controller 20/s x 500 ms, lag 5000 -> 10',
+      limits: { intervalMs: 500, maxRatePerPartition: 100, minRatePerPartition: 1 },
+      lags: [5000],
+      backpressureRatePerSec: 20,
+      expected: [10],
+    },
+    {
+      name: 'rate 1/s over lags 0/100/200/300, minRate 5/s x 1 s -> 0/5/5/5 (Spark agrees at 1 s)',
+      limits: { intervalMs: 1000, maxRatePerPartition: 100, minRatePerPartition: 5 },
+      lags: [0, 100, 200, 300],
+      backpressureRatePerSec: 1,
+      expected: [0, 5, 5, 5],
+    },
     {
       // Spark's DirectKafkaStreamSuite expects 5/10/20/30 here: it floors with minRatePerPartition
       // as a raw count (5) whatever the batch length. As a rate, 5/s over 60 s allows 300.
@@ -48,12 +112,39 @@ describe('clampRanges: worked examples', () => {
       backpressureRatePerSec: 1,
       expected: [0, 100, 200, 300],
     },
-    { name: 'minRate 1/s x 200 ms rounds up: rate 3/s x 0.2 s = 0.6 -> 1', limits: { intervalMs: 200, maxRatePerPartition: 3, minRatePerPartition: 1 }, lags: [100], expected: [1] },
-    { name: 'fractional rate 2.5/s x 1 s -> 2', limits: { intervalMs: 1000, minRatePerPartition: 1 }, lags: [100], extra: [{ pidRatePerSec: 2.5 }], expected: [2] },
-    { name: 'maxRatePerPartition 0 means unlimited -> whole lag 1234', limits: { intervalMs: 1000, maxRatePerPartition: 0, minRatePerPartition: 1 }, lags: [1234], expected: [1234] },
+    {
+      name: 'minRate 1/s x 200 ms rounds up: rate 3/s x 0.2 s = 0.6 -> 1',
+      limits: { intervalMs: 200, maxRatePerPartition: 3, minRatePerPartition: 1 },
+      lags: [100],
+      expected: [1],
+    },
+    {
+      name: 'fractional rate 2.5/s x 1 s -> 2',
+      limits: { intervalMs: 1000, minRatePerPartition: 1 },
+      lags: [100],
+      extra: [{ pidRatePerSec: 2.5 }],
+      expected: [2],
+    },
+    {
+      name: 'maxRatePerPartition 0 means unlimited -> whole lag 1234',
+      limits: { intervalMs: 1000, maxRatePerPartition: 0, minRatePerPartition: 1 },
+      lags: [1234],
+      expected: [1234],
+    },
     { name: 'no limits -> whole lags 0/1234', limits: { intervalMs: 1000, minRatePerPartition: 1 }, lags: [0, 1234], expected: [0, 1234] },
-    { name: 'maxOffsetsPerTrigger 10 over lags 101/11/1 -> 8/1/1', limits: { intervalMs: 1000, minRatePerPartition: 1, maxOffsetsPerTrigger: 10 }, lags: [101, 11, 1], expected: [8, 1, 1] },
-    { name: 'time budget 60 under maxRate 100/s x 1 s -> 60', limits: { intervalMs: 1000, maxRatePerPartition: 100, minRatePerPartition: 1 }, lags: [1000], extra: [{ timeBudget: 60 }], expected: [60] },
+    {
+      name: 'maxOffsetsPerTrigger 10 over lags 101/11/1 -> 8/1/1',
+      limits: { intervalMs: 1000, minRatePerPartition: 1, maxOffsetsPerTrigger: 10 },
+      lags: [101, 11, 1],
+      expected: [8, 1, 1],
+    },
+    {
+      name: 'time budget 60 under maxRate 100/s x 1 s -> 60',
+      limits: { intervalMs: 1000, maxRatePerPartition: 100, minRatePerPartition: 1 },
+      lags: [1000],
+      extra: [{ timeBudget: 60 }],
+      expected: [60],
+    },
     {
       name: 'tightest wins: rate 100, shares of 150 over 300/300 = 75/75, time budget 60 on t/0 -> 60/75',
       limits: { intervalMs: 1000, maxRatePerPartition: 100, minRatePerPartition: 1, maxOffsetsPerTrigger: 150 },
@@ -61,9 +152,26 @@ describe('clampRanges: worked examples', () => {
       extra: [{ timeBudget: 60 }],
       expected: [60, 75],
     },
-    { name: 'time budget alone: 7 -> 7', limits: { intervalMs: 1000, minRatePerPartition: 1 }, lags: [100], extra: [{ timeBudget: 7 }], expected: [7] },
-    { name: 'every budget 0 (rate 0/s, minRate 0, time budget 0) still moves 1', limits: { intervalMs: 1000, minRatePerPartition: 0 }, lags: [100], extra: [{ pidRatePerSec: 0, timeBudget: 0 }], expected: [1] },
-    { name: 'budget above the lag stops at latest: rate 100/s x 10 s, lag 7 -> 7', limits: { intervalMs: 10_000, maxRatePerPartition: 100, minRatePerPartition: 1 }, lags: [7], expected: [7] },
+    {
+      name: 'time budget alone: 7 -> 7',
+      limits: { intervalMs: 1000, minRatePerPartition: 1 },
+      lags: [100],
+      extra: [{ timeBudget: 7 }],
+      expected: [7],
+    },
+    {
+      name: 'every budget 0 (rate 0/s, minRate 0, time budget 0) still moves 1',
+      limits: { intervalMs: 1000, minRatePerPartition: 0 },
+      lags: [100],
+      extra: [{ pidRatePerSec: 0, timeBudget: 0 }],
+      expected: [1],
+    },
+    {
+      name: 'budget above the lag stops at latest: rate 100/s x 10 s, lag 7 -> 7',
+      limits: { intervalMs: 10_000, maxRatePerPartition: 100, minRatePerPartition: 1 },
+      lags: [7],
+      expected: [7],
+    },
   ])('$name', ({ limits, lags, backpressureRatePerSec, extra, expected }) => {
     let partitions = fromLags(lags).map((p, i) => ({ ...p, ...extra?.[i] }));
     if (backpressureRatePerSec !== undefined) {
@@ -80,7 +188,11 @@ describe('clampRanges: worked examples', () => {
 
   it('handles offsets near 2^53 without overflowing past latest', () => {
     const latest = Number.MAX_SAFE_INTEGER;
-    const ranges = clampRanges([{ key: 't/0', from: latest - 10, latest }], { intervalMs: 1000, minRatePerPartition: 1, maxRatePerPartition: 1e300 });
+    const ranges = clampRanges([{ key: 't/0', from: latest - 10, latest }], {
+      intervalMs: 1000,
+      minRatePerPartition: 1,
+      maxRatePerPartition: 1e300,
+    });
     expect(ranges.get('t/0')).toEqual({ from: latest - 10, until: latest });
   });
 
@@ -126,7 +238,13 @@ describe('clampRanges: worked examples', () => {
     ['a negative offset', [{ key: 't/0', from: -1, latest: 10 }]],
     ['a NaN rate', [{ key: 't/0', from: 0, latest: 10, pidRatePerSec: Number.NaN }]],
     ['a fractional time budget', [{ key: 't/0', from: 0, latest: 10, timeBudget: 2.5 }]],
-    ['a duplicate key', [{ key: 't/0', from: 0, latest: 10 }, { key: 't/0', from: 10, latest: 20 }]],
+    [
+      'a duplicate key',
+      [
+        { key: 't/0', from: 0, latest: 10 },
+        { key: 't/0', from: 10, latest: 20 },
+      ],
+    ],
   ])('rejects %s', (_name, partitions) => {
     expect(() => clampRanges(partitions, { intervalMs: 1000, minRatePerPartition: 1 })).toThrow(ValidationError);
   });
@@ -153,7 +271,13 @@ describe('clampRanges: properties', () => {
   it('keeps from <= until <= latest and moves every partition with lag', () => {
     fc.assert(
       fc.property(fc.array(arbPartition(100_000), { minLength: 1, maxLength: 8 }), arbLimits, (specs, limits) => {
-        const partitions = specs.map((s, i) => ({ key: `t/${i}`, from: s.start, latest: Math.max(s.start + s.lag, 0), pidRatePerSec: s.pidRatePerSec, timeBudget: s.timeBudget }));
+        const partitions = specs.map((s, i) => ({
+          key: `t/${i}`,
+          from: s.start,
+          latest: Math.max(s.start + s.lag, 0),
+          pidRatePerSec: s.pidRatePerSec,
+          timeBudget: s.timeBudget,
+        }));
         const ranges = clampRanges(partitions, limits);
         expect(ranges.size).toBe(partitions.length);
         for (const p of partitions) {
@@ -173,15 +297,26 @@ describe('clampRanges: properties', () => {
 
   it('plans at most maxOffsetsPerTrigger plus one per partition whose share was rounded up', () => {
     fc.assert(
-      fc.property(fc.array(arbPartition(100_000), { minLength: 1, maxLength: 8 }), arbLimits, fc.integer({ min: 1, max: 5_000 }), (specs, limits, limit) => {
-        const partitions = specs.map((s, i) => ({ key: `t/${i}`, from: s.start, latest: Math.max(s.start + s.lag, 0), pidRatePerSec: s.pidRatePerSec, timeBudget: s.timeBudget }));
-        const ranges = clampRanges(partitions, { ...limits, maxOffsetsPerTrigger: limit });
-        const lags = partitions.map((p) => Math.max(p.latest - p.from, 0));
-        const total = lags.reduce((a, b) => a + b, 0);
-        const roundedUp = total > limit ? lags.filter((lag) => lag > 0 && lag * limit < total).length : 0;
-        const planned = budgets(partitions, ranges).reduce((a, b) => a + b, 0);
-        expect(planned).toBeLessThanOrEqual(limit + roundedUp);
-      }),
+      fc.property(
+        fc.array(arbPartition(100_000), { minLength: 1, maxLength: 8 }),
+        arbLimits,
+        fc.integer({ min: 1, max: 5_000 }),
+        (specs, limits, limit) => {
+          const partitions = specs.map((s, i) => ({
+            key: `t/${i}`,
+            from: s.start,
+            latest: Math.max(s.start + s.lag, 0),
+            pidRatePerSec: s.pidRatePerSec,
+            timeBudget: s.timeBudget,
+          }));
+          const ranges = clampRanges(partitions, { ...limits, maxOffsetsPerTrigger: limit });
+          const lags = partitions.map((p) => Math.max(p.latest - p.from, 0));
+          const total = lags.reduce((a, b) => a + b, 0);
+          const roundedUp = total > limit ? lags.filter((lag) => lag > 0 && lag * limit < total).length : 0;
+          const planned = budgets(partitions, ranges).reduce((a, b) => a + b, 0);
+          expect(planned).toBeLessThanOrEqual(limit + roundedUp);
+        },
+      ),
     );
   });
 
@@ -195,7 +330,13 @@ describe('clampRanges: properties', () => {
     });
     fc.assert(
       fc.property(arbCase, ({ specs, limits, backpressureRatePerSec, appends }) => {
-        const state = specs.map((s, i) => ({ key: `t/${i}`, from: s.start, latest: Math.max(s.start + s.lag, 0), timeBudget: s.timeBudget, pidRatePerSec: s.pidRatePerSec }));
+        const state = specs.map((s, i) => ({
+          key: `t/${i}`,
+          from: s.start,
+          latest: Math.max(s.start + s.lag, 0),
+          timeBudget: s.timeBudget,
+          pidRatePerSec: s.pidRatePerSec,
+        }));
         const planned = new Map<string, OffsetRange[]>(state.map((p) => [p.key, []]));
         const appended = appends.reduce((sum, row) => sum + row.reduce((a, b) => a + b, 0), 0);
         // Each run moves every lagging partition by at least one offset.

@@ -25,14 +25,19 @@ describe('timeBudget', () => {
 
   it('is an integer >= 1 that grows with the rate', () => {
     fc.assert(
-      fc.property(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.double({ min: 0, max: 1e6, noNaN: true }), fc.integer({ min: 1, max: 900_000 }), (a, b, timeoutMs) => {
-        const [lo, hi] = a <= b ? [a, b] : [b, a];
-        const budgetLo = timeBudget(lo, timeoutMs, 0.8) ?? 0;
-        const budgetHi = timeBudget(hi, timeoutMs, 0.8) ?? 0;
-        expect(Number.isSafeInteger(budgetLo)).toBe(true);
-        expect(budgetLo).toBeGreaterThanOrEqual(1);
-        expect(budgetHi).toBeGreaterThanOrEqual(budgetLo);
-      }),
+      fc.property(
+        fc.double({ min: 0, max: 1e6, noNaN: true }),
+        fc.double({ min: 0, max: 1e6, noNaN: true }),
+        fc.integer({ min: 1, max: 900_000 }),
+        (a, b, timeoutMs) => {
+          const [lo, hi] = a <= b ? [a, b] : [b, a];
+          const budgetLo = timeBudget(lo, timeoutMs, 0.8) ?? 0;
+          const budgetHi = timeBudget(hi, timeoutMs, 0.8) ?? 0;
+          expect(Number.isSafeInteger(budgetLo)).toBe(true);
+          expect(budgetLo).toBeGreaterThanOrEqual(1);
+          expect(budgetHi).toBeGreaterThanOrEqual(budgetLo);
+        },
+      ),
     );
   });
 });

@@ -32,11 +32,20 @@ async function setup(partitions: PartitionState[], over: Partial<StreamConfigInp
   // What `replay` does: register the bounded partitions and mark the stream started, under the lease.
   const lease = await ledger.acquirePlannerLease({ stream: ID, ownerToken: 'cli', nowMs: 0, leaseMs: 1 });
   if (!lease.acquired) throw new Error('lease');
-  await ledger.applyPlan({ stream: ID, epoch: lease.epoch, ownerToken: 'cli', writes: partitions.map((partition) => ({ kind: 'register-partition' as const, partition })) });
+  await ledger.applyPlan({
+    stream: ID,
+    epoch: lease.epoch,
+    ownerToken: 'cli',
+    writes: partitions.map((partition) => ({ kind: 'register-partition' as const, partition })),
+  });
   await ledger.markStreamStarted({ stream: ID, epoch: lease.epoch, ownerToken: 'cli', nowMs: 0 });
   const cfg = config(over);
   let now = 1_000_000;
-  const run = () => planStream({ ledger, dispatcher, metadataFor: async () => kafka, plannerLeaseMs: 60_000 }, cfg, { dryRun: false, nowMs: (now += 10_000) });
+  const run = () =>
+    planStream({ ledger, dispatcher, metadataFor: async () => kafka, plannerLeaseMs: 60_000 }, cfg, {
+      dryRun: false,
+      nowMs: (now += 10_000),
+    });
   const finishAll = () => {
     const s = ledger.store(ID);
     for (const r of s.ranges.values()) {

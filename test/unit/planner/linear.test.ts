@@ -15,7 +15,8 @@ const config = (topics: string[], over: Partial<StreamConfigInput> = {}) =>
   parseStreamConfig({ id: 's1', kafka: { brokers: ['localhost:9092'] }, topics, processor: { timeoutMs: 60_000 }, ...over }, 'test');
 
 const topicNames = (n: number) => Array.from({ length: Math.ceil(n / PER_TOPIC) }, (_, i) => `t${i}`);
-const partitionsOf = (n: number) => topicNames(n).flatMap((topic) => Array.from({ length: PER_TOPIC }, (_, partition) => ({ topic, partition })));
+const partitionsOf = (n: number) =>
+  topicNames(n).flatMap((topic) => Array.from({ length: PER_TOPIC }, (_, partition) => ({ topic, partition })));
 const discoveredOf = (n: number): TopicPartitions[] =>
   topicNames(n).map((topic) => ({ topic, topicId: `id-${topic}`, partitions: Array.from({ length: PER_TOPIC }, (_, p) => p) }));
 const offsetsOf = (n: number, latest: number): PartitionOffsets[] => partitionsOf(n).map((tp) => ({ ...tp, earliest: 0, latest }));
@@ -100,7 +101,11 @@ describe('decidePlan is linear in the partitions and open ranges', () => {
       // Finished partitions first: a scan of the run's writes per partition would visit every retirement.
       const known = tps.map((tp) => state(tp, { committed: 50, nextFrom: 50, stopOffset: 50 }));
       const kept = tps.slice(0, n / 2);
-      const discovered = topicNames(n).map((topic) => ({ topic, topicId: `id-${topic}`, partitions: kept.filter((tp) => tp.topic === topic).map((tp) => tp.partition) }));
+      const discovered = topicNames(n).map((topic) => ({
+        topic,
+        topicId: `id-${topic}`,
+        partitions: kept.filter((tp) => tp.topic === topic).map((tp) => tp.partition),
+      }));
       return { ...base(n), discovered: discovered.filter((t) => t.partitions.length), known, offsets: offsetsOf(n, 100), openRanges: [] };
     };
     const d = decidePlan(inputFor(500));

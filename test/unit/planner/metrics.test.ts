@@ -38,8 +38,18 @@ describe('planner metrics (EMF)', () => {
             dataLoss: [{ stream: 's1', topic: 'orders', partition: 0, from: 10, until: 25, detectedAtMs: 1, reason: 'retention' }],
             recreated: [
               {
-                stream: 's1', topic: 'orders', partition: 1, incarnation: 0, status: 'active', startOffset: 0, committed: 5, nextFrom: 5,
-                openRanges: [], newStartOffset: 0, detectedAtMs: 1, reason: 'TOPIC_RECREATED: test',
+                stream: 's1',
+                topic: 'orders',
+                partition: 1,
+                incarnation: 0,
+                status: 'active',
+                startOffset: 0,
+                committed: 5,
+                nextFrom: 5,
+                openRanges: [],
+                newStartOffset: 0,
+                detectedAtMs: 1,
+                reason: 'TOPIC_RECREATED: test',
               },
             ],
             partitions: [part(0, 7), part(1, 40), part(2, 0)],
@@ -52,9 +62,23 @@ describe('planner metrics (EMF)', () => {
       spy.mockRestore();
       process.env.POWERTOOLS_METRICS_DISABLED = disabled;
     }
-    const docs = lines.map((l) => JSON.parse(l) as Record<string, unknown> & { _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][] }> } });
+    const docs = lines.map(
+      (l) =>
+        JSON.parse(l) as Record<string, unknown> & { _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][] }> } },
+    );
     const stream = docs.find((d) => 'RecordsPlanned' in d)!;
-    expect(stream).toMatchObject({ stream: 's1', RangesPlanned: 3, RecordsPlanned: 300, TotalLag: 47, MaxPartitionLag: 40, DataLossEvents: 1, DataLossRecords: 15, PartitionsUnavailable: 2, TopicRecreated: 1, TopicsMissing: 2 });
+    expect(stream).toMatchObject({
+      stream: 's1',
+      RangesPlanned: 3,
+      RecordsPlanned: 300,
+      TotalLag: 47,
+      MaxPartitionLag: 40,
+      DataLossEvents: 1,
+      DataLossRecords: 15,
+      PartitionsUnavailable: 2,
+      TopicRecreated: 1,
+      TopicsMissing: 2,
+    });
     // Per stream, so an alarm can watch TopicsMissing > 0 with the dimension stream.
     expect(stream._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service', 'stream']]);
     expect(stream._aws.CloudWatchMetrics[0]?.Namespace).toBe('Test');

@@ -12,7 +12,10 @@ function setup(over: Partial<StreamConfigInput> = {}, kafkaOpts: { topicIds?: bo
   const ledger = createMemoryLedger();
   const dispatcher = createRecordingDispatcher();
   const deps: PlannerDeps = { ledger, dispatcher, metadataFor: async () => kafka, plannerLeaseMs: 60_000 };
-  const cfg = parseStreamConfig({ id: 's1', kafka: { brokers: ['localhost:9092'] }, topics: ['orders'], triggerIntervalMs: 10_000, ...over }, 'test');
+  const cfg = parseStreamConfig(
+    { id: 's1', kafka: { brokers: ['localhost:9092'] }, topics: ['orders'], triggerIntervalMs: 10_000, ...over },
+    'test',
+  );
   let now = 1_000_000;
   const run = () => planStream(deps, cfg, { dryRun: false, nowMs: (now += 10_000) });
   const store = () => ledger.store('s1');
@@ -50,12 +53,27 @@ describe('planner: topics re-created under the same name', () => {
     t.recreate(300);
     const rep = await t.run();
     expect(rep.recreated).toHaveLength(1);
-    expect(rep.recreated[0]).toMatchObject({ incarnation: 0, topicId: oldId, committed: 100, nextFrom: 100, newStartOffset: 0, openRanges: [] });
+    expect(rep.recreated[0]).toMatchObject({
+      incarnation: 0,
+      topicId: oldId,
+      committed: 100,
+      nextFrom: 100,
+      newStartOffset: 0,
+      openRanges: [],
+    });
     expect(rep.recreated[0]?.newTopicId).not.toBe(oldId);
     expect(rep.partitions[0]).toMatchObject({ action: 'recreated' });
-    expect(rep.partitions[0]?.note).toMatch(/^TOPIC_RECREATED: topic id changed from .* \(committed 100, planned up to 100\); incarnation 1 starts at 0/);
+    expect(rep.partitions[0]?.note).toMatch(
+      /^TOPIC_RECREATED: topic id changed from .* \(committed 100, planned up to 100\); incarnation 1 starts at 0/,
+    );
     expect(await t.ledger.readClosedIncarnations('s1')).toEqual(rep.recreated);
-    expect(t.store().partitions.get('orders/0')).toMatchObject({ status: 'active', incarnation: 1, committed: 0, nextFrom: 0, startOffset: 0 });
+    expect(t.store().partitions.get('orders/0')).toMatchObject({
+      status: 'active',
+      incarnation: 1,
+      committed: 0,
+      nextFrom: 0,
+      startOffset: 0,
+    });
 
     const next = await t.run();
     expect(next.recordsPlanned).toBe(300);
@@ -108,14 +126,18 @@ describe('planner: topics re-created under the same name', () => {
     expect(t.dispatcher.dispatched.at(-1)).toMatchObject({ from: 0, until: 7, incarnation: 1 });
   });
 
-  it('removes the old incarnation\'s in-flight range in the same write and records it; twice re-created counts up', async () => {
+  it("removes the old incarnation's in-flight range in the same write and records it; twice re-created counts up", async () => {
     const t = setup({ maxRatePerPartition: 4 }); // 40 per run
     t.kafka.createTopic('orders', 1);
     t.kafka.produce('orders', 0, 100);
     await t.run(); // [0, 40) in flight
     t.recreate(10);
     const rep = await t.run();
-    expect(rep.recreated[0]).toMatchObject({ committed: 0, nextFrom: 40, openRanges: [{ from: 0, until: 40, status: 'planned', progress: 0 }] });
+    expect(rep.recreated[0]).toMatchObject({
+      committed: 0,
+      nextFrom: 40,
+      openRanges: [{ from: 0, until: 40, status: 'planned', progress: 0 }],
+    });
     expect([...t.store().ranges.values()].filter((r) => (r.incarnation ?? 0) === 0)).toEqual([]);
     await t.run();
     t.finishAll();
@@ -154,15 +176,29 @@ describe('planner: topics re-created under the same name', () => {
     t.recreate(30);
     const rep = await t.run();
     expect(rep.warnings).toEqual([NO_TOPIC_IDS]);
-    expect(rep.recreated[0]?.reason).toMatch(/latest offset 30 is below planned offset 100 \(no topic ids from this broker: detected by offset regression\)/);
+    expect(rep.recreated[0]?.reason).toMatch(
+      /latest offset 30 is below planned offset 100 \(no topic ids from this broker: detected by offset regression\)/,
+    );
     expect(rep.recreated[0]?.topicId).toBeUndefined();
   });
 
   it('the same topic id with fewer offsets is a truncated log: the partition fails as before', () => {
-    const p: PartitionState = { stream: 's', topic: 'orders', partition: 0, status: 'active', startOffset: 0, committed: 100, nextFrom: 100, firstSeenAtMs: 0, topicId: 'A' };
+    const p: PartitionState = {
+      stream: 's',
+      topic: 'orders',
+      partition: 0,
+      status: 'active',
+      startOffset: 0,
+      committed: 100,
+      nextFrom: 100,
+      firstSeenAtMs: 0,
+      topicId: 'A',
+    };
     expect(recreationReason(p, 'A', { latest: 10 })).toBeUndefined();
     expect(recreationReason(p, 'B', { latest: 500 })).toMatch(/topic id changed from A to B/);
-    expect(recreationReason({ ...p, status: 'retired', reason: 'UNSUBSCRIBED: ...', topicId: undefined }, undefined, { latest: 500 })).toBeUndefined();
+    expect(
+      recreationReason({ ...p, status: 'retired', reason: 'UNSUBSCRIBED: ...', topicId: undefined }, undefined, { latest: 500 }),
+    ).toBeUndefined();
     const cfg = parseStreamConfig({ id: 's', kafka: { brokers: ['b:9092'] }, topics: ['orders'] }, 'test');
     const d = decidePlan({
       stream: cfg,
@@ -179,7 +215,16 @@ describe('planner: topics re-created under the same name', () => {
 
   it('a bounded stream (replay) of a re-created topic retires the partition: its stop offsets name the old log', () => {
     const p: PartitionState = {
-      stream: 's', topic: 'orders', partition: 0, status: 'active', startOffset: 0, committed: 10, nextFrom: 10, firstSeenAtMs: 0, topicId: 'A', stopOffset: 50,
+      stream: 's',
+      topic: 'orders',
+      partition: 0,
+      status: 'active',
+      startOffset: 0,
+      committed: 10,
+      nextFrom: 10,
+      firstSeenAtMs: 0,
+      topicId: 'A',
+      stopOffset: 50,
     };
     const cfg = parseStreamConfig({ id: 's', kafka: { brokers: ['b:9092'] }, topics: ['orders'] }, 'test');
     const d = decidePlan({
@@ -192,7 +237,9 @@ describe('planner: topics re-created under the same name', () => {
       offsets: [{ topic: 'orders', partition: 0, earliest: 0, latest: 100 }],
       openRanges: [],
     });
-    expect(d.writes).toEqual([expect.objectContaining({ kind: 'retire-partition', reason: expect.stringMatching(/^TOPIC_RECREATED: topic id changed/) })]);
+    expect(d.writes).toEqual([
+      expect.objectContaining({ kind: 'retire-partition', reason: expect.stringMatching(/^TOPIC_RECREATED: topic id changed/) }),
+    ]);
     expect(d.recreated).toEqual([]);
   });
 });

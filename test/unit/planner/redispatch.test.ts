@@ -56,10 +56,20 @@ describe('re-dispatch decisions', () => {
     ['sent recently by a confirmed run', range({}), {}, undefined],
     ['never sent (refused, or given back before a deadline)', range({ dispatchedAtMs: undefined, dispatches: 0 }), {}, 'never-dispatched'],
     ['planned by a run that did not confirm its dispatches', range({ epoch: 6 }), { confirmedEpoch: 5 }, 'dispatch-unconfirmed'],
-    ['unconfirmed runs before any confirmation (upgrade from an older ledger)', range({ epoch: 6 }), { confirmedEpoch: undefined }, 'dispatch-unconfirmed'],
+    [
+      'unconfirmed runs before any confirmation (upgrade from an older ledger)',
+      range({ epoch: 6 }),
+      { confirmedEpoch: undefined },
+      'dispatch-unconfirmed',
+    ],
     ['planned by the confirmed epoch itself', range({ epoch: 5 }), { confirmedEpoch: 5 }, undefined],
     ['planned by this very run (not possible on read, never re-sent)', range({ epoch: 8 }), { confirmedEpoch: 5 }, undefined],
-    ['taken by a processor: clearly sent', range({ epoch: 6, status: 'leased', attempts: 1, leaseExpiresAtMs: NOW + 1 }), { confirmedEpoch: 5 }, undefined],
+    [
+      'taken by a processor: clearly sent',
+      range({ epoch: 6, status: 'leased', attempts: 1, leaseExpiresAtMs: NOW + 1 }),
+      { confirmedEpoch: 5 },
+      undefined,
+    ],
     ['sent but no processor took it within the lease time', range({ dispatchedAtMs: NOW - LEASE_MS - 1 }), {}, 'not-started'],
     ['lease expired', range({ status: 'leased', attempts: 1, leaseExpiresAtMs: NOW - 1 }), {}, 'lease-expired'],
     ['failed', range({ status: 'failed', attempts: 1, lastError: 'x' }), {}, 'failed'],
@@ -82,7 +92,11 @@ describe('re-dispatch decisions', () => {
   });
 
   it('records a new range as sent by this run (one write per range)', () => {
-    const d = decide(range({}), { openRanges: [], known: [{ ...partition, committed: 10 }], offsets: [{ topic: 'orders', partition: 0, earliest: 0, latest: 25 }] });
+    const d = decide(range({}), {
+      openRanges: [],
+      known: [{ ...partition, committed: 10 }],
+      offsets: [{ topic: 'orders', partition: 0, earliest: 0, latest: 25 }],
+    });
     expect(d.newRanges).toEqual([expect.objectContaining({ from: 10, until: 25, epoch: 8, dispatches: 1, dispatchedAtMs: NOW })]);
   });
 });

@@ -6,7 +6,10 @@ import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import { planStream, runPlanner, type PlannerDeps } from '../../../lib/planner/run';
 
 const stream = (over: Partial<StreamConfigInput> = {}) =>
-  parseStreamConfig({ id: 's1', kafka: { brokers: ['localhost:9092'] }, topicPattern: 'orders.*', triggerIntervalMs: 10_000, ...over }, 'test');
+  parseStreamConfig(
+    { id: 's1', kafka: { brokers: ['localhost:9092'] }, topicPattern: 'orders.*', triggerIntervalMs: 10_000, ...over },
+    'test',
+  );
 
 function setup(over: Partial<StreamConfigInput> = {}) {
   const kafka = createMemoryKafka();
@@ -109,7 +112,7 @@ describe('planner run', () => {
     expect(again.partitions.map((p) => p.action)).toEqual(['inactive', 'inactive']);
   });
 
-  it('does not retire a partition registered a moment ago that one run\'s metadata lacks (a broker not caught up yet)', async () => {
+  it("does not retire a partition registered a moment ago that one run's metadata lacks (a broker not caught up yet)", async () => {
     const t = setup();
     t.kafka.createTopic('orders', 1);
     t.kafka.produce('orders', 0, 3);
@@ -119,7 +122,9 @@ describe('planner run', () => {
     t.kafka.hideTopic('orders');
     const soon = await t.run({ at: t.now() + 1_000 });
     expect(soon).toMatchObject({ status: 'planned', retired: 0 });
-    expect(soon.partitions).toEqual([expect.objectContaining({ topic: 'orders', action: 'no-offsets', note: expect.stringMatching(/a moment after registration/) })]);
+    expect(soon.partitions).toEqual([
+      expect.objectContaining({ topic: 'orders', action: 'no-offsets', note: expect.stringMatching(/a moment after registration/) }),
+    ]);
     expect(t.ledger.store('s1').partitions.get('orders/0')).toMatchObject({ status: 'active' });
     // Back in the next answer: carries on.
     t.kafka.hideTopic('orders', false);
@@ -261,20 +266,35 @@ describe('planner run', () => {
       t.kafka.createTopic('orders', 2);
       t.kafka.produce('orders', 0, 10);
       t.kafka.produce('orders', 1, 20);
-      const crashing = { ...t.deps, afterStep: (s: string) => {
-        if (s === crashAt) throw new Error(`crash at ${s}`);
-      } };
+      const crashing = {
+        ...t.deps,
+        afterStep: (s: string) => {
+          if (s === crashAt) throw new Error(`crash at ${s}`);
+        },
+      };
       await expect(planStream(crashing, t.cfg, { dryRun: false, nowMs: 1000 })).rejects.toThrow(`crash at ${crashAt}`);
       // A run that dies hard (timeout, OOM) keeps its lease until expiry; the next run after that completes.
       const next = await planStream(t.deps, t.cfg, { dryRun: false, nowMs: 1000 + 60_001 });
       const ranges = [...t.ledger.store('s1').ranges.values()].map((r) => [r.partition, r.from, r.until, r.dispatchedAtMs !== undefined]);
-      expect({ crashAt, ranges }).toEqual({ crashAt, ranges: [[0, 0, 10, true], [1, 0, 20, true]] });
+      expect({ crashAt, ranges }).toEqual({
+        crashAt,
+        ranges: [
+          [0, 0, 10, true],
+          [1, 0, 20, true],
+        ],
+      });
       const parts = [...t.ledger.store('s1').partitions.values()].map((p) => [p.partition, p.nextFrom]);
-      expect(parts).toEqual([[0, 10], [1, 20]]);
+      expect(parts).toEqual([
+        [0, 10],
+        [1, 20],
+      ]);
       // Every range reached a processor: re-sent unless the crashed run had recorded its dispatches.
       const sent = t.dispatcher.dispatched.map((r) => `${r.partition}/${r.from}`);
       expect({ crashAt, sent: [...new Set(sent)].sort() }).toEqual({ crashAt, sent: ['0/0', '1/0'] });
-      expect({ crashAt, redispatched: next.redispatched }).toEqual({ crashAt, redispatched: crashAt === 'persisted' || crashAt === 'dispatched' ? 2 : 0 });
+      expect({ crashAt, redispatched: next.redispatched }).toEqual({
+        crashAt,
+        redispatched: crashAt === 'persisted' || crashAt === 'dispatched' ? 2 : 0,
+      });
     }
   });
 
@@ -284,7 +304,11 @@ describe('planner run', () => {
     for (let p = 0; p < 3; p++) t.kafka.produce('orders', p, 10);
     t.dispatcher.failNext(1, 'Lambda throttled');
     const first = await t.run();
-    expect(first).toMatchObject({ rangesPlanned: 3, dispatched: 2, dispatchFailures: [{ range: 'orders/0/0', error: 'Lambda throttled' }] });
+    expect(first).toMatchObject({
+      rangesPlanned: 3,
+      dispatched: 2,
+      dispatchFailures: [{ range: 'orders/0/0', error: 'Lambda throttled' }],
+    });
     const ranges = [...t.ledger.store('s1').ranges.values()].sort((a, b) => a.partition - b.partition);
     expect(ranges.map((r) => [r.partition, r.dispatches, r.dispatchedAtMs])).toEqual([
       [0, 0, undefined],
@@ -297,7 +321,7 @@ describe('planner run', () => {
     expect(t.dispatcher.dispatched.map((r) => r.partition).sort()).toEqual([0, 1, 2]);
   });
 
-  it('plans the other topics when one topic\'s offsets are unavailable this run', async () => {
+  it("plans the other topics when one topic's offsets are unavailable this run", async () => {
     const t = setup();
     t.kafka.createTopic('orders-a', 1);
     t.kafka.createTopic('orders-b', 1);
@@ -307,7 +331,10 @@ describe('planner run', () => {
     const rep = await t.run();
     expect(rep.status).toBe('planned');
     expect(t.dispatcher.dispatched).toEqual([{ stream: 's1', topic: 'orders-a', partition: 0, from: 0, until: 5 }]);
-    expect(rep.partitions.find((p) => p.topic === 'orders-b')).toMatchObject({ action: 'no-offsets', note: expect.stringMatching(/NOT_LEADER/) });
+    expect(rep.partitions.find((p) => p.topic === 'orders-b')).toMatchObject({
+      action: 'no-offsets',
+      note: expect.stringMatching(/NOT_LEADER/),
+    });
     t.kafka.failOffsetsFor('orders-b', false);
     await t.run();
     expect(t.dispatcher.dispatched).toContainEqual({ stream: 's1', topic: 'orders-b', partition: 0, from: 0, until: 6 });
@@ -323,7 +350,13 @@ describe('planner run', () => {
       const first = await t.run();
       expect(first).toMatchObject({ status: 'planned', registered: 0, rangesPlanned: 0 });
       expect(first.partitions).toEqual([
-        expect.objectContaining({ topic: 'orders', partition: 0, status: 'new', action: 'no-offsets', note: expect.stringMatching(/offsets unavailable this run/) }),
+        expect.objectContaining({
+          topic: 'orders',
+          partition: 0,
+          status: 'new',
+          action: 'no-offsets',
+          note: expect.stringMatching(/offsets unavailable this run/),
+        }),
         expect.objectContaining({ topic: 'orders', partition: 1, status: 'new', action: 'no-offsets' }),
       ]);
       expect(t.ledger.store('s1').partitions.size).toBe(0);
@@ -348,7 +381,7 @@ describe('planner run', () => {
     expect(t.ledger.store('s1').partitions.get('orders/0')).toMatchObject({ status: 'active' });
   });
 
-  it('plans the partitions whose leaders answered and reports a dead leader\'s partitions, in the same fenced run', async () => {
+  it("plans the partitions whose leaders answered and reports a dead leader's partitions, in the same fenced run", async () => {
     const t = setup();
     t.kafka.createTopic('orders', 3);
     for (const p of [0, 1, 2]) t.kafka.produce('orders', p, 4 + p);
@@ -376,7 +409,12 @@ describe('planner run', () => {
     t.kafka.setUnavailable('orders', 2, 'NOT_LEADER');
     const third = await t.run();
     expect(third).toMatchObject({ status: 'planned', epoch: 3, rangesPlanned: 2, unavailablePartitions: 1 });
-    expect(third.partitions.find((p) => p.partition === 2)).toMatchObject({ status: 'active', action: 'no-offsets', unavailable: 'NOT_LEADER', committed: 6 });
+    expect(third.partitions.find((p) => p.partition === 2)).toMatchObject({
+      status: 'active',
+      action: 'no-offsets',
+      unavailable: 'NOT_LEADER',
+      committed: 6,
+    });
     t.finishAll();
     t.kafka.setUnavailable('orders', 2, null);
     await t.run();
@@ -390,15 +428,20 @@ describe('planner run', () => {
     const t = setup();
     t.kafka.createTopic('orders', 1);
     t.kafka.produce('orders', 0, 3);
-    const broken = { ...t.deps, metadataFor: async (s: { id: string }) => {
-      if (s.id === 'bad') throw new Error('brokers unreachable');
-      return t.kafka;
-    } };
+    const broken = {
+      ...t.deps,
+      metadataFor: async (s: { id: string }) => {
+        if (s.id === 'bad') throw new Error('brokers unreachable');
+        return t.kafka;
+      },
+    };
     const reps = await runPlanner(broken, { streams: [t.cfg, stream({ id: 'bad' })], dryRun: false, nowMs: 1 });
-    expect(reps.map((r) => [r.stream, r.status])).toEqual([['s1', 'planned'], ['bad', 'failed']]);
+    expect(reps.map((r) => [r.stream, r.status])).toEqual([
+      ['s1', 'planned'],
+      ['bad', 'failed'],
+    ]);
     expect(reps[1]?.reason).toMatch(/brokers unreachable/);
   });
-
 });
 
 describe('planner run: a subscription Kafka does not satisfy', () => {
@@ -414,7 +457,11 @@ describe('planner run: a subscription Kafka does not satisfy', () => {
 
   it('counts a pattern matching no topic as 1, and nothing once a topic matches', async () => {
     const t = setup();
-    expect(await t.run()).toMatchObject({ status: 'planned', topicsMissing: 1, warnings: ['topicPattern /orders.*/ of stream s1 matches no topic in Kafka'] });
+    expect(await t.run()).toMatchObject({
+      status: 'planned',
+      topicsMissing: 1,
+      warnings: ['topicPattern /orders.*/ of stream s1 matches no topic in Kafka'],
+    });
     t.kafka.createTopic('orders-eu', 1);
     expect(await t.run()).toMatchObject({ topicsMissing: 0, warnings: [] });
   });

@@ -26,7 +26,11 @@ async function setup(opts: { stream?: Partial<StreamConfigInput>; records?: numb
   const ledger = createMemoryLedger();
   const reader = createMemoryRangeReader();
   const n = opts.records ?? 10;
-  reader.append(T, 0, Array.from({ length: n }, (_, i) => ({ key: `acct-${i % 3}`, value: JSON.stringify({ amount: i }) })));
+  reader.append(
+    T,
+    0,
+    Array.from({ length: n }, (_, i) => ({ key: `acct-${i % 3}`, value: JSON.stringify({ amount: i }) })),
+  );
   const until = opts.until ?? n;
   const lease = await ledger.acquirePlannerLease({ stream: 's', ownerToken: 'p', nowMs: 0, leaseMs: 1 });
   if (!lease.acquired) throw new Error('lease');
@@ -35,10 +39,25 @@ async function setup(opts: { stream?: Partial<StreamConfigInput>; records?: numb
     epoch: lease.epoch,
     ownerToken: 'p',
     writes: [
-      { kind: 'register-partition', partition: { stream: 's', topic: T, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 } },
+      {
+        kind: 'register-partition',
+        partition: { stream: 's', topic: T, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
+      },
       {
         kind: 'plan-range',
-        range: { stream: 's', topic: T, partition: 0, from: 0, until, status: 'planned', epoch: 1, plannedAtMs: 0, dispatches: 1, attempts: 0, progress: 0 },
+        range: {
+          stream: 's',
+          topic: T,
+          partition: 0,
+          from: 0,
+          until,
+          status: 'planned',
+          epoch: 1,
+          plannedAtMs: 0,
+          dispatches: 1,
+          attempts: 0,
+          progress: 0,
+        },
         partitionUpdate: { lastPlannedAtMs: 0 },
       },
     ],
@@ -53,7 +72,8 @@ async function setup(opts: { stream?: Partial<StreamConfigInput>; records?: numb
     maxChunkRecords: 4,
   };
   const range = { stream: 's', topic: T, partition: 0, from: 0, until };
-  const run = (extra: Partial<ProcessorDeps> = {}, deadlineAtMs = now + 600_000) => processRange({ ...deps, ...extra }, { stream, range, deadlineAtMs });
+  const run = (extra: Partial<ProcessorDeps> = {}, deadlineAtMs = now + 600_000) =>
+    processRange({ ...deps, ...extra }, { stream, range, deadlineAtMs });
   /** Total per key as the sink would hold it after applying every committed ADD. */
   const totals = () => {
     const out: Record<string, number> = {};
@@ -148,7 +168,10 @@ describe('processRange', () => {
     void holder;
     await new Promise((r) => setImmediate(r));
     const handed: number[] = [];
-    const counting: RecordsHandler = { mode: 'at-least-once', handle: async (records) => void handed.push(...records.map((r) => r.offset)) };
+    const counting: RecordsHandler = {
+      mode: 'at-least-once',
+      handle: async (records) => void handed.push(...records.map((r) => r.offset)),
+    };
     const ahead = () => t.now() + 2 * leaseMs;
     const res = await t.run({ leaseToken: 'skewed', clock: ahead, storeClock: async () => t.now(), handlerFor: () => counting });
     expect(res.status).toBe('held-elsewhere');
@@ -197,13 +220,26 @@ describe('processRange', () => {
     full.reader.append(T, 0, [{ key: 'alice', value: 'card 4111-1111' }]);
     expect(await (await setupWith(full, 3)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
     const [kept] = full.ledger.store('s').deadLetters;
-    expect(kept).toMatchObject({ kept: 'record', keyBase64: Buffer.from('alice').toString('base64'), expiresAtMs: kept!.createdAtMs + 14 * 86_400_000 });
+    expect(kept).toMatchObject({
+      kept: 'record',
+      keyBase64: Buffer.from('alice').toString('base64'),
+      expiresAtMs: kept!.createdAtMs + 14 * 86_400_000,
+    });
 
     const bare = await setup({ records: 2, stream: { deadLetters: { keep: 'coordinates', retentionDays: 3 } } });
     bare.reader.append(T, 0, [{ key: 'alice', value: 'card 4111-1111' }]);
     expect(await (await setupWith(bare, 3)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
     const [dl] = bare.ledger.store('s').deadLetters;
-    expect(dl).toMatchObject({ topic: T, partition: 0, offset: 2, kept: 'coordinates', keyBase64: null, valueBase64: null, headers: {}, valueBytes: 14 });
+    expect(dl).toMatchObject({
+      topic: T,
+      partition: 0,
+      offset: 2,
+      kept: 'coordinates',
+      keyBase64: null,
+      valueBase64: null,
+      headers: {},
+      valueBytes: 14,
+    });
     expect(dl!.expiresAtMs).toBe(dl!.createdAtMs + 3 * 86_400_000);
     expect(dl!.error).toMatch(/handler rejected payments\/0\/2/);
     expect(JSON.stringify(dl)).not.toMatch(/alice|4111|YWxpY2U/);
@@ -222,7 +258,8 @@ describe('processRange', () => {
   it('splits a chunk whose writes do not fit one transaction', async () => {
     const perRecord: RecordsHandler = {
       mode: 'dynamodb-exactly-once',
-      handle: (records) => records.flatMap((r): SinkWrite[] => Array.from({ length: 30 }, (_, i) => ({ put: { item: { pk: `${r.idempotencyKey}#${i}` } } }))),
+      handle: (records) =>
+        records.flatMap((r): SinkWrite[] => Array.from({ length: 30 }, (_, i) => ({ put: { item: { pk: `${r.idempotencyKey}#${i}` } } }))),
     };
     const t = await setup({ records: 8, handler: perRecord });
     const res = await t.run();
@@ -254,7 +291,10 @@ describe('processRange', () => {
     const flaky = await setup();
     flaky.reader.failNext(1, new StoreError('DynamoDB unavailable'));
     await expect(flaky.run()).rejects.toThrow('DynamoDB unavailable');
-    expect(flaky.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({ status: 'failed', lastError: expect.stringMatching(/DynamoDB unavailable/) });
+    expect(flaky.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({
+      status: 'failed',
+      lastError: expect.stringMatching(/DynamoDB unavailable/),
+    });
   });
 
   it('refuses a range the ledger does not know', async () => {
@@ -269,7 +309,12 @@ async function setupWith(t: Awaited<ReturnType<typeof setup>>, until: number) {
   const r = t.ledger.store('s').ranges.get(`${T}/0/0`)!;
   r.until = until;
   t.ledger.store('s').partitions.get(`${T}/0`)!.nextFrom = until;
-  return { ...t, range: { ...t.range, until }, run: (extra: Partial<ProcessorDeps> = {}) => processRange({ ...t.deps, ...extra }, { stream: t.stream, range: { ...t.range, until }, deadlineAtMs: t.now() + 600_000 }) };
+  return {
+    ...t,
+    range: { ...t.range, until },
+    run: (extra: Partial<ProcessorDeps> = {}) =>
+      processRange({ ...t.deps, ...extra }, { stream: t.stream, range: { ...t.range, until }, deadlineAtMs: t.now() + 600_000 }),
+  };
 }
 
 describe('dead letters keep headers exactly', () => {
@@ -298,11 +343,20 @@ describe('dead letters keep headers exactly', () => {
     const seen: HandlerRecord[] = [];
     const handler: RecordsHandler = { mode: 'at-least-once', handle: (records) => void seen.push(...records) };
     const ctx = { ledger: t.ledger, readerFor: async () => t.reader, handlerFor: () => handler } as unknown as OpsContext;
-    expect(await redriveDeadLetters(ctx, t.stream, { all: true, nowMs: () => 50_000 })).toEqual([{ id: `${T}/0/2`, outcome: 'redriven', source: 'stored' }]);
+    expect(await redriveDeadLetters(ctx, t.stream, { all: true, nowMs: () => 50_000 })).toEqual([
+      { id: `${T}/0/2`, outcome: 'redriven', source: 'stored' },
+    ]);
     expect(seen).toEqual([
       {
-        topic: T, partition: 0, offset: 2, timestampMs: 1_002, timestampType: 'LogAppendTime', key: Buffer.from('acct-x'), value: Buffer.from('not json'),
-        headers: hostile, idempotencyKey: `${T}/0/2`,
+        topic: T,
+        partition: 0,
+        offset: 2,
+        timestampMs: 1_002,
+        timestampType: 'LogAppendTime',
+        key: Buffer.from('acct-x'),
+        value: Buffer.from('not json'),
+        headers: hostile,
+        idempotencyKey: `${T}/0/2`,
       },
     ]);
   });
@@ -318,7 +372,11 @@ describe('dead letters keep headers exactly', () => {
     t.reader.append(T, 0, [{ key: 'acct-x', value: 'not json', headers }]);
     expect(await (await setupWith(t, 2)).run()).toMatchObject({ status: 'done', deadLetters: 1 });
     const [dl] = t.ledger.store('s').deadLetters;
-    expect(dl).toMatchObject({ truncated: true, headersDropped: 3, headers: [{ key: 'first', valueBase64: Buffer.from('kept').toString('base64') }] });
+    expect(dl).toMatchObject({
+      truncated: true,
+      headersDropped: 3,
+      headers: [{ key: 'first', valueBase64: Buffer.from('kept').toString('base64') }],
+    });
     // A truncated copy is never re-driven as if it were the record.
     t.reader.deletePartition(T, 0);
     const ctx = { ledger: t.ledger, readerFor: async () => t.reader, handlerFor: () => runningTotals } as unknown as OpsContext;

@@ -22,7 +22,9 @@ const marker = (producerId: number, offset: number, type: 'abort' | 'commit'): S
 
 /** Labels of data batches the filter keeps (control batches are skipped by the reader anyway). */
 function kept(steps: Step[], aborted: Array<{ producerId: number; firstOffset: number }> | null): string[] {
-  const isAborted = createAbortedBatchFilter(aborted?.map((a) => ({ producerId: String(a.producerId), firstOffset: a.firstOffset })) ?? null);
+  const isAborted = createAbortedBatchFilter(
+    aborted?.map((a) => ({ producerId: String(a.producerId), firstOffset: a.firstOffset })) ?? null,
+  );
   return steps.filter((s) => !isAborted(s) && !s.isControl).map((s) => s.label);
 }
 
@@ -65,14 +67,21 @@ describe('createAbortedBatchFilter', () => {
   it('activates a transaction that began before the first batch seen (a fetch starting mid-transaction)', () => {
     // The range starts at offset 50, inside both transactions (which began at 40 and 45).
     const steps = [data('p2-mid', 2, 50), data('p1-mid', 1, 51), marker(1, 52, 'abort'), marker(2, 53, 'abort'), data('p3', 3, 54)];
-    expect(kept(steps, [{ producerId: 1, firstOffset: 40 }, { producerId: 2, firstOffset: 45 }])).toEqual(['p3']);
+    expect(
+      kept(steps, [
+        { producerId: 1, firstOffset: 40 },
+        { producerId: 2, firstOffset: 45 },
+      ]),
+    ).toEqual(['p3']);
   });
 
   it('uses the batch end: a transaction starting inside a batch affects that batch', () => {
     // A batch [20..24] whose producer's aborted transaction starts at 22 (e.g. the batch's own first offset after compaction).
     expect(kept([data('p1', 1, 24), marker(1, 25, 'abort')], [{ producerId: 1, firstOffset: 22 }])).toEqual([]);
     // ...but one starting after the batch does not.
-    expect(kept([data('p1-before', 1, 21), data('p1', 1, 24), marker(1, 25, 'abort')], [{ producerId: 1, firstOffset: 22 }])).toEqual(['p1-before']);
+    expect(kept([data('p1-before', 1, 21), data('p1', 1, 24), marker(1, 25, 'abort')], [{ producerId: 1, firstOffset: 22 }])).toEqual([
+      'p1-before',
+    ]);
   });
 
   it('keeps everything with no aborted transactions listed (read_uncommitted, or none overlap)', () => {
@@ -93,7 +102,9 @@ describe('createAbortedBatchFilter', () => {
       { producerId: '1', firstOffset: '11' },
       { producerId: '2', firstOffset: '10' },
     ];
-    const viaKafkajs = (kafkajsFilterAbortedMessages({ messages, abortedTransactions }) as Array<{ offset: string; isControlRecord: boolean }>)
+    const viaKafkajs = (
+      kafkajsFilterAbortedMessages({ messages, abortedTransactions }) as Array<{ offset: string; isControlRecord: boolean }>
+    )
       .filter((m) => !m.isControlRecord)
       .map((m) => m.offset);
     expect(viaKafkajs).toContain('10'); // an aborted record delivered

@@ -62,7 +62,13 @@ describe('codecs', () => {
     const input = Buffer.from('librdkafka style '.repeat(300));
     const hash = (xxh32 as { hash(seed: number, src: Uint8Array, index: number, length: number): number }).hash;
     const block = Buffer.alloc(input.length + 64);
-    const size = (lz4js as { compressBlock(s: Uint8Array, d: Uint8Array, i: number, n: number, h: Uint32Array): number }).compressBlock(input, block, 0, input.length, new Uint32Array(1 << 16));
+    const size = (lz4js as { compressBlock(s: Uint8Array, d: Uint8Array, i: number, n: number, h: Uint32Array): number }).compressBlock(
+      input,
+      block,
+      0,
+      input.length,
+      new Uint32Array(1 << 16),
+    );
     const u32 = (v: number) => {
       const b = Buffer.alloc(4);
       b.writeUInt32LE(v >>> 0);
@@ -97,7 +103,10 @@ describe('codecs', () => {
   it('registers idempotently into kafkajs, which then compresses and decompresses with them', async () => {
     registerCodecs();
     registerCodecs();
-    const table = CompressionCodecs as unknown as Record<number, () => { compress(e: { buffer: Buffer }): Promise<Buffer>; decompress(b: Buffer): Promise<Buffer> }>;
+    const table = CompressionCodecs as unknown as Record<
+      number,
+      () => { compress(e: { buffer: Buffer }): Promise<Buffer>; decompress(b: Buffer): Promise<Buffer> }
+    >;
     const input = Buffer.from('registered '.repeat(500));
     for (const type of [CompressionTypes.Snappy, CompressionTypes.LZ4, CompressionTypes.ZSTD]) {
       const codec = table[type]!();

@@ -105,7 +105,22 @@ export class FakeLog implements FetchTransport {
       const base = { topic: req.topic, partition: req.partition, highWatermark: this.highWatermark, logStartOffset: this.logStartOffset };
       const lso = this.lastStableOffset ?? this.highWatermark;
       if (fault && 'partitionError' in fault) {
-        return { clientSideThrottleTime: 0, errorCode: 0, partitions: [{ ...base, errorCode: fault.partitionError, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1, abortedTransactions: null, batches: [], recordSetBytes: 0 }] };
+        return {
+          clientSideThrottleTime: 0,
+          errorCode: 0,
+          partitions: [
+            {
+              ...base,
+              errorCode: fault.partitionError,
+              highWatermark: -1,
+              lastStableOffset: -1,
+              logStartOffset: -1,
+              abortedTransactions: null,
+              batches: [],
+              recordSetBytes: 0,
+            },
+          ],
+        };
       }
       const end = req.isolationLevel === 1 ? lso : this.highWatermark;
       const out: FetchedBatch[] = [];

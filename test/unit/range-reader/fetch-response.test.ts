@@ -10,16 +10,39 @@ beforeAll(() => registerCodecs());
 describe('decodeFetchResponseV11', () => {
   it('keeps every batch header, including batches whose records compaction removed', async () => {
     const records = Buffer.concat([
-      await batchBytes({ base: 10, records: [{ delta: 0, key: 'a', value: 'A' }, { delta: 4, key: 'b', value: null }], lastOffsetDelta: 6 }),
+      await batchBytes({
+        base: 10,
+        records: [
+          { delta: 0, key: 'a', value: 'A' },
+          { delta: 4, key: 'b', value: null },
+        ],
+        lastOffsetDelta: 6,
+      }),
       await batchBytes({ base: 17, records: [], lastOffsetDelta: 9, producerId: 42 }), // empty: compacted away
       await batchBytes({ base: 27, records: [{ delta: 0, value: 'z', headers: { h: ['1', '2'] } }], compression: CompressionTypes.ZSTD }),
     ]);
     const response = await decodeFetchResponseV11(
-      fetchResponseBytes({ topic: 'orders', partition: 3, highWatermark: 100, lastStableOffset: 90, logStartOffset: 5, aborted: null, records }),
+      fetchResponseBytes({
+        topic: 'orders',
+        partition: 3,
+        highWatermark: 100,
+        lastStableOffset: 90,
+        logStartOffset: 5,
+        aborted: null,
+        records,
+      }),
     );
     expect(response.errorCode).toBe(0);
     const [p] = response.partitions;
-    expect(p).toMatchObject({ topic: 'orders', partition: 3, errorCode: 0, highWatermark: 100, lastStableOffset: 90, logStartOffset: 5, abortedTransactions: null });
+    expect(p).toMatchObject({
+      topic: 'orders',
+      partition: 3,
+      errorCode: 0,
+      highWatermark: 100,
+      lastStableOffset: 90,
+      logStartOffset: 5,
+      abortedTransactions: null,
+    });
     expect(p!.batches.map((b) => [b.baseOffset, b.lastOffset, b.recordCount, b.producerId])).toEqual([
       [10, 16, 2, '-1'],
       [17, 26, 0, '42'],
@@ -35,7 +58,10 @@ describe('decodeFetchResponseV11', () => {
     expect(await p!.batches[1]!.records()).toEqual([]);
     const [z] = await p!.batches[2]!.records();
     expect(z!.value!.toString()).toBe('z');
-    expect(z!.headers.map((h) => [h.key, String(h.value)])).toEqual([['h', '1'], ['h', '2']]);
+    expect(z!.headers.map((h) => [h.key, String(h.value)])).toEqual([
+      ['h', '1'],
+      ['h', '2'],
+    ]);
   });
 
   it('reads transactional, control and aborted-transaction fields', async () => {
@@ -73,9 +99,21 @@ describe('decodeFetchResponseV11', () => {
     const huge = await batchBytes({ base: 2n ** 53n, records: [{ delta: 0, value: 'x' }] });
     expect(() => decodeRecordBatches(huge, { topic: 't', partition: 0 })).toThrow(KafkaError);
     expect(() => decodeRecordBatches(huge, { topic: 't', partition: 0 })).toThrow(/MAX_SAFE_INTEGER/);
-    const last = await batchBytes({ base: Number.MAX_SAFE_INTEGER - 1, records: [{ delta: 0, value: 'x' }, { delta: 1, value: 'y' }] });
+    const last = await batchBytes({
+      base: Number.MAX_SAFE_INTEGER - 1,
+      records: [
+        { delta: 0, value: 'x' },
+        { delta: 1, value: 'y' },
+      ],
+    });
     expect(decodeRecordBatches(last, { topic: 't', partition: 0 })[0]!.lastOffset).toBe(Number.MAX_SAFE_INTEGER);
-    const over = await batchBytes({ base: Number.MAX_SAFE_INTEGER, records: [{ delta: 0, value: 'x' }, { delta: 1, value: 'y' }] });
+    const over = await batchBytes({
+      base: Number.MAX_SAFE_INTEGER,
+      records: [
+        { delta: 0, value: 'x' },
+        { delta: 1, value: 'y' },
+      ],
+    });
     expect(() => decodeRecordBatches(over, { topic: 't', partition: 0 })).toThrow(/MAX_SAFE_INTEGER/);
   });
 

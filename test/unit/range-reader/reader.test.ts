@@ -50,7 +50,11 @@ describe('createRangeReader: exact ranges', () => {
     const { log, reader } = setup();
     log.add({ base: 0, offsets: [0, 1, 2, 3, 4, 5, 6], last: 9 }, { base: 10, offsets: [12, 15], last: 19 });
     const chunks = await collect(reader, { from: 1, until: 20, maxChunkRecords: 3 });
-    expect(chunks.map((c) => c.records.map((r) => r.offset))).toEqual([[1, 2, 3], [4, 5, 6], [12, 15]]);
+    expect(chunks.map((c) => c.records.map((r) => r.offset))).toEqual([
+      [1, 2, 3],
+      [4, 5, 6],
+      [12, 15],
+    ]);
     expect(chunks.map((c) => c.nextOffset)).toEqual([4, 12, 20]);
   });
 
@@ -116,7 +120,11 @@ describe('createRangeReader: exact ranges', () => {
     log.fetch = async (_node, req) => {
       log.fetchOffsets.push(req.fetchOffset);
       const batches = [];
-      for (let base = Math.floor(req.fetchOffset / perBatch) * perBatch, bytes = 0; base < total && bytes < req.maxBytes; base += perBatch) {
+      for (
+        let base = Math.floor(req.fetchOffset / perBatch) * perBatch, bytes = 0;
+        base < total && bytes < req.maxBytes;
+        base += perBatch
+      ) {
         const b = batch({ base, offsets: [], last: base + perBatch - 1, sizeBytes: 20_000 });
         const records = async () => {
           decoded += perBatch;
@@ -125,14 +133,38 @@ describe('createRangeReader: exact ranges', () => {
         batches.push({ ...b, recordCount: perBatch, records });
         bytes += 20_000;
       }
-      return { clientSideThrottleTime: 0, errorCode: 0, partitions: [{ topic: req.topic, partition: req.partition, errorCode: 0, highWatermark: total, lastStableOffset: total, logStartOffset: 0, abortedTransactions: null, batches, recordSetBytes: 0 }] };
+      return {
+        clientSideThrottleTime: 0,
+        errorCode: 0,
+        partitions: [
+          {
+            topic: req.topic,
+            partition: req.partition,
+            errorCode: 0,
+            highWatermark: total,
+            lastStableOffset: total,
+            logStartOffset: 0,
+            abortedTransactions: null,
+            batches,
+            recordSetBytes: 0,
+          },
+        ],
+      };
     };
     const reader = createRangeReader(log, { clock });
     let consumed = 0;
     let maxAhead = 0;
     let chunks = 0;
     let next = 0;
-    for await (const c of reader.read({ topic: 't', partition: 0, from: 0, until: total, isolationLevel: 'read_committed', maxChunkRecords: 700, maxFetchBytes: 100_000 })) {
+    for await (const c of reader.read({
+      topic: 't',
+      partition: 0,
+      from: 0,
+      until: total,
+      isolationLevel: 'read_committed',
+      maxChunkRecords: 700,
+      maxFetchBytes: 100_000,
+    })) {
       expect(c.records.length).toBeLessThanOrEqual(700);
       expect(c.records[0]?.offset ?? next).toBe(next);
       consumed += c.records.length;
@@ -167,7 +199,11 @@ describe('createRangeReader: read_committed', () => {
 
   it('waits at the last stable offset without spinning, handing over what it has first, until the transaction ends', async () => {
     const { log, clock, reader } = setup({ maxWaitMs: 500 });
-    log.add({ base: 0, offsets: [0, 1] }, { base: 2, offsets: [2], producerId: 9, transactional: true }, { base: 3, offsets: [], control: 'commit', producerId: 9 });
+    log.add(
+      { base: 0, offsets: [0, 1] },
+      { base: 2, offsets: [2], producerId: 9, transactional: true },
+      { base: 3, offsets: [], control: 'commit', producerId: 9 },
+    );
     log.lastStableOffset = 2; // offsets 2-3 are an open transaction
     log.afterFetch = (n) => {
       if (n === 4) log.lastStableOffset = 4; // committed while the reader polls
@@ -188,11 +224,14 @@ describe('createRangeReader: read_committed', () => {
     log.lastStableOffset = 1;
     log.highWatermark = 10; // the planner's until came from a leader that knew more
     // A broker that does not hold the request (no long poll on this virtual clock).
-    log.fetch = ((inner) => async (...args: Parameters<FakeLog['fetch']>) => {
-      const r = await inner(...args);
-      clock.time -= r.partitions[0]!.batches.length === 0 ? args[1].maxWaitTimeMs : 0;
-      return r;
-    })(log.fetch);
+    log.fetch = (
+      (inner) =>
+      async (...args: Parameters<FakeLog['fetch']>) => {
+        const r = await inner(...args);
+        clock.time -= r.partitions[0]!.batches.length === 0 ? args[1].maxWaitTimeMs : 0;
+        return r;
+      }
+    )(log.fetch);
     const chunks: RecordChunk[] = [];
     const error = await (async () => {
       for await (const c of reader.read({ topic: 't', partition: 0, from: 0, until: 10, isolationLevel: 'read_committed' })) chunks.push(c);
@@ -309,7 +348,16 @@ describe('createRangeReader: retries and errors', () => {
       }
     };
     const error = await (async () => {
-      for await (const c of reader.read({ topic: 't', partition: 0, from: 0, until: 10, isolationLevel: 'read_committed', maxFetchBytes: 1, maxChunkRecords: 100 })) seen.push(c);
+      for await (const c of reader.read({
+        topic: 't',
+        partition: 0,
+        from: 0,
+        until: 10,
+        isolationLevel: 'read_committed',
+        maxFetchBytes: 1,
+        maxChunkRecords: 100,
+      }))
+        seen.push(c);
     })().catch((e: unknown) => e);
     expect(offsetsOf(seen)).toEqual(range(0, 5));
     expect(seen.at(-1)!.nextOffset).toBe(5);

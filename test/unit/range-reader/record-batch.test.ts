@@ -41,11 +41,35 @@ describe('decodeBatchRecords (via FetchedBatch.records)', () => {
       ],
     });
     expect(records).toEqual([
-      { topic: 't', partition: 3, offset: 100, timestampMs: 1_700_000_000_000, timestampType: 'CreateTime', key: buf('k'), value: buf('v'), headers: hostile },
-      { topic: 't', partition: 3, offset: 102, timestampMs: 1_700_000_000_005, timestampType: 'CreateTime', key: null, value: null, headers: [] },
       {
-        topic: 't', partition: 3, offset: 103, timestampMs: 1_699_999_999_993, timestampType: 'CreateTime',
-        key: Buffer.alloc(0), value: Buffer.alloc(0), headers: [{ key: 'x', value: null }],
+        topic: 't',
+        partition: 3,
+        offset: 100,
+        timestampMs: 1_700_000_000_000,
+        timestampType: 'CreateTime',
+        key: buf('k'),
+        value: buf('v'),
+        headers: hostile,
+      },
+      {
+        topic: 't',
+        partition: 3,
+        offset: 102,
+        timestampMs: 1_700_000_000_005,
+        timestampType: 'CreateTime',
+        key: null,
+        value: null,
+        headers: [],
+      },
+      {
+        topic: 't',
+        partition: 3,
+        offset: 103,
+        timestampMs: 1_699_999_999_993,
+        timestampType: 'CreateTime',
+        key: Buffer.alloc(0),
+        value: Buffer.alloc(0),
+        headers: [{ key: 'x', value: null }],
       },
     ]);
     // Plain data, no prototype surprises: the header list is an array of {key, value}.
@@ -58,7 +82,10 @@ describe('decodeBatchRecords (via FetchedBatch.records)', () => {
       logAppendTime: true,
       baseTimestamp: 1_000,
       maxTimestamp: 9_999,
-      records: [{ offsetDelta: 0, timestampDelta: 1 }, { offsetDelta: 1, timestampDelta: 2 }],
+      records: [
+        { offsetDelta: 0, timestampDelta: 1 },
+        { offsetDelta: 1, timestampDelta: 2 },
+      ],
     });
     expect(records.map((r) => [r.timestampMs, r.timestampType])).toEqual([
       [9_999, 'LogAppendTime'],
@@ -80,10 +107,14 @@ describe('decodeBatchRecords (via FetchedBatch.records)', () => {
 
   it('rejects records that do not fill the batch exactly, or lengths that overrun it', async () => {
     const one = { offsetDelta: 0, value: buf('v') };
-    await expect(decode({ baseOffset: 0, records: [one], trailing: Buffer.from([1, 2]) })).rejects.toThrow(/2 bytes left after the 1 records/);
+    await expect(decode({ baseOffset: 0, records: [one], trailing: Buffer.from([1, 2]) })).rejects.toThrow(
+      /2 bytes left after the 1 records/,
+    );
     await expect(decode({ baseOffset: 0, records: [one], recordCount: 2 })).rejects.toThrow(KafkaError);
     await expect(decode({ baseOffset: 0, records: [one], recordCount: -1 })).rejects.toThrow(/negative record count/);
-    await expect(decode({ baseOffset: 0, records: [one], recordCount: 1_000_000_000 })).rejects.toThrow(/1000000000 records declared in \d+ bytes/);
+    await expect(decode({ baseOffset: 0, records: [one], recordCount: 1_000_000_000 })).rejects.toThrow(
+      /1000000000 records declared in \d+ bytes/,
+    );
     await expect(decode({ baseOffset: 0, records: [one], codec: 6 as 0 })).rejects.toThrow(/unknown compression codec 6/);
     const batch = await rawBatch({ baseOffset: 0, records: [one] });
     batch[61] = 0x7e; // the record's length varint: 63 bytes, more than the batch holds

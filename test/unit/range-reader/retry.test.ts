@@ -58,7 +58,12 @@ describe('withRetries', () => {
     setTimeout(() => controller.abort(reason), 20);
     const t0 = Date.now();
     await expect(
-      withRetries(async () => Promise.reject(retriable), { operation: 'op', policy: { ...policy, initialBackoffMs: 10_000, maxBackoffMs: 10_000, maxElapsedMs: 60_000 }, isRetriable: () => true, signal: controller.signal }),
+      withRetries(async () => Promise.reject(retriable), {
+        operation: 'op',
+        policy: { ...policy, initialBackoffMs: 10_000, maxBackoffMs: 10_000, maxElapsedMs: 60_000 },
+        isRetriable: () => true,
+        signal: controller.signal,
+      }),
     ).rejects.toBe(reason);
     expect(Date.now() - t0).toBeLessThan(1_000);
   });

@@ -42,7 +42,9 @@ describe('composeAdapters', () => {
     try {
       const factory = jest.spyOn(HANDLERS, 'running-totals');
       const h = adapters.handlerFor(a);
-      expect(adapters.handlerFor({ ...a, handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'other' } })).toBe(h);
+      expect(adapters.handlerFor({ ...a, handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'other' } })).toBe(
+        h,
+      );
       expect(factory).toHaveBeenCalledTimes(1);
       adapters.handlerFor(b);
       expect(factory).toHaveBeenCalledTimes(2);
