@@ -22,7 +22,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConfigurationError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
-import { CommitTooLargeError, fitsOneCommit, SinkConditionError } from '../ports/ledger';
+import { CommitTooLargeError, fitsOneCommit, leaseRefusal, SinkConditionError } from '../ports/ledger';
 import type {
   LeaseOutcome,
   Ledger,
@@ -184,15 +184,9 @@ function waves(batches: Batch[]): Batch[][] {
   return out;
 }
 
-/** Why a lease take's condition failed, judged on the item as the condition saw it. */
+/** A lost lease race, judged on the item the condition failed on (held when a concurrent taker just won). */
 function lostLeaseOutcome(range: RangeState | undefined, asked: { until: number; nowMs: number; maxAttempts: number }): LeaseOutcome {
-  if (!range) return { kind: 'missing' };
-  if (range.until !== asked.until) return { kind: 'mismatch', range };
-  if (range.status === 'done') return { kind: 'done', range };
-  if (range.status === 'parked') return { kind: 'parked', range };
-  if (range.status === 'leased' && (range.leaseExpiresAtMs ?? 0) >= asked.nowMs) return { kind: 'held', range };
-  if (range.attempts >= asked.maxAttempts) return { kind: 'exhausted', range };
-  return { kind: 'held', range }; // lost to a concurrent taker between our write and the re-read
+  return leaseRefusal(range, asked) ?? { kind: 'held', range: range as RangeState };
 }
 
 /** Creates the DynamoDB ledger; the client is the caller's (endpoint, credentials, retries). */

@@ -3,7 +3,7 @@
  * adapter (the shared contract test runs against both), with none of its batching.
  */
 import { DYNAMODB_LIMITS } from './codec.dynamodb';
-import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit } from '../ports/ledger';
+import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit, leaseRefusal } from '../ports/ledger';
 import type {
   LedgerLimits,
   ClosedIncarnation,
@@ -236,12 +236,8 @@ export function createMemoryLedger(
     }): Promise<LeaseOutcome> {
       requests++;
       const r = store(stream).ranges.get(rKey({ topic, partition, from, incarnation }));
-      if (!r) return { kind: 'missing' };
-      if (r.until !== until) return { kind: 'mismatch', range: clone(r) };
-      if (r.status === 'done') return { kind: 'done', range: clone(r) };
-      if (r.status === 'parked') return { kind: 'parked', range: clone(r) };
-      if (r.status === 'leased' && (r.leaseExpiresAtMs ?? 0) >= nowMs) return { kind: 'held', range: clone(r) };
-      if (r.attempts >= maxAttempts) return { kind: 'exhausted', range: clone(r) };
+      const refused = leaseRefusal(r && clone(r), { until, nowMs, maxAttempts });
+      if (refused || !r) return refused ?? { kind: 'missing' };
       Object.assign(r, { status: 'leased', leaseToken, leaseExpiresAtMs: nowMs + leaseMs, attempts: r.attempts + 1 });
       r.firstLeasedAtMs ??= nowMs;
       return { kind: 'taken', range: clone(r) };

@@ -200,6 +200,24 @@ export type LedgerLimits = {
   deadLetter: { maxValueBytes: number; maxKeyBytes: number; maxHeaderBytes: number; maxErrorChars: number };
 };
 
+/**
+ * Why a range's lease cannot be taken now, as the contract of `takeRangeLease` orders the reasons
+ * (missing, wrong `until`, done, parked, held, attempts used up); undefined when it can be taken.
+ * Both ledgers judge the same way.
+ */
+export function leaseRefusal(
+  range: RangeState | undefined,
+  asked: { until: number; nowMs: number; maxAttempts: number },
+): Exclude<LeaseOutcome, { kind: 'taken' }> | undefined {
+  if (!range) return { kind: 'missing' };
+  if (range.until !== asked.until) return { kind: 'mismatch', range };
+  if (range.status === 'done') return { kind: 'done', range };
+  if (range.status === 'parked') return { kind: 'parked', range };
+  if (range.status === 'leased' && (range.leaseExpiresAtMs ?? 0) >= asked.nowMs) return { kind: 'held', range };
+  if (range.attempts >= asked.maxAttempts) return { kind: 'exhausted', range };
+  return undefined;
+}
+
 /** Whether `writes` fit one commit: at most `limits`' count and bytes, and one write per item (puts excepted). */
 export function fitsOneCommit(writes: SinkWrite[], limits: LedgerLimits): boolean {
   if (writes.length > limits.maxSinkWrites) return false;
