@@ -42,7 +42,6 @@ import { StoreError, ValidationError } from '../../lib/errors';
 import { createAuditLog } from '../../lib/handlers/audit-log';
 import { runningTotals } from '../../lib/handlers/running-totals';
 import { createMetadataCache, type MetadataCache } from '../../lib/kafka/metadata-cache';
-import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoStoreClock } from '../../lib/ledger/clock.dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
@@ -53,6 +52,7 @@ import type { Ledger, PartitionState, StoreClock } from '../../lib/ports/ledger'
 import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import { takeReader } from './readers';
 import { runTopicRecreated } from './topic-recreated';
 
 export const SCENARIOS = [
@@ -548,13 +548,6 @@ async function runIn(
   let invocations = 0;
   let processorErrors = 0;
   const statuses: Record<string, number> = {};
-  const takeReader = (): RangeReader => {
-    const r = env.readers.pop();
-    if (r) return r;
-    const fresh = createKafkajsRangeReader(env.kafka);
-    env.allReaders.push(fresh);
-    return fresh;
-  };
 
   const invoke = async (stream: StreamConfig, range: RangePayload, clocks?: ProcessorClocks): Promise<void> => {
     invocations++;
@@ -571,7 +564,7 @@ async function runIn(
       killedAt.push(step);
       return true;
     };
-    const reader = takeReader();
+    const reader = takeReader(env);
     const start = Date.now();
     const before = !restart;
     inFlight++;

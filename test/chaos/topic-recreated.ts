@@ -20,15 +20,14 @@ import { mapWithConcurrency } from '../../lib/concurrency';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
 import { createAuditLog } from '../../lib/handlers/audit-log';
 import { runningTotals } from '../../lib/handlers/running-totals';
-import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { planStream } from '../../lib/planner/run';
 import { idempotencyKeyOf } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
-import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import type { ChaosEnv, ScenarioResult } from './harness';
+import { takeReader } from './readers';
 
 const ORDERINGS = ['more', 'fewer', 'retired', 'twice'] as const;
 type Ordering = (typeof ORDERINGS)[number];
@@ -143,16 +142,9 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
   let recreatedReported = 0;
   let failedPartitions = 0;
   const statuses: Record<string, number> = {};
-  const takeReader = (): RangeReader => {
-    const r = env.readers.pop();
-    if (r) return r;
-    const fresh = createKafkajsRangeReader(env.kafka);
-    env.allReaders.push(fresh);
-    return fresh;
-  };
   const invoke = async (stream: StreamConfig, range: RangePayload): Promise<void> => {
     invocations++;
-    const reader = takeReader();
+    const reader = takeReader(env);
     try {
       const res = await processRange(
         {
