@@ -190,6 +190,14 @@ export const processorSchema = strictObject({
   safetyFactor: z.number().positive().max(1).default(0.8),
   /** Range lease duration; defaults to timeoutMs + 60 s. */
   leaseMs: positiveInt.optional(),
+  /** At-least-once: progress is committed once this many records were handled since the last commit... */
+  commitEveryRecords: positiveInt.default(10_000),
+  /** ...or this long after it (and always when the range or the invocation ends). */
+  commitEveryMs: positiveInt.default(5_000),
+  /** Folded exactly-once handlers: distinct sink items a batch holds before it is written (memory bound). */
+  foldMaxItems: positiveInt.default(50_000),
+  /** Folded exactly-once handlers: records folded into one batch at most (what a crash makes the next invocation redo). */
+  foldMaxRecords: positiveInt.default(500_000),
 })
   .superRefine((p, ctx) => {
     if (p.leaseMs !== undefined && !fieldFailed(ctx, 'timeoutMs') && p.leaseMs <= p.timeoutMs) {

@@ -1,37 +1,34 @@
 /**
  * Example exactly-once handler: per-key running totals. Each record's value is JSON
- * `{"amount": number}` (the Kafka key names the account); the chunk's amounts are summed per key and
- * applied as one `ADD` per key, atomically with the stream's progress, so every record counts once.
+ * `{"amount": number}` (the Kafka key names the account); the amounts are summed per key over a whole
+ * batch and applied as one `ADD` per key, each guarded by the key's applied-offset mark, so every
+ * record counts once.
  * A record that is not such JSON is rejected (and, after retries, dead-lettered).
  */
-import type { SinkWrite } from '../ports/ledger';
-import type { ExactlyOnceHandler, HandlerRecord } from '../processor/handler-api';
+import { foldHandler, type HandlerRecord } from '../processor/handler-api';
 
-/** Sink item shape: `{ pk: <key>, total, count, lastOffset }`. */
-export const runningTotals: ExactlyOnceHandler = {
-  mode: 'dynamodb-exactly-once',
-  handle(records: HandlerRecord[]): SinkWrite[] {
-    const perKey = new Map<string, { total: number; count: number; lastOffset: number }>();
-    for (const r of records) {
-      const key = r.key?.toString('utf8');
-      if (!key) throw new Error(`record ${r.idempotencyKey} has no key: running totals need the account in the key`);
-      const amount = parseAmount(r);
-      const acc = perKey.get(key) ?? { total: 0, count: 0, lastOffset: -1 };
-      acc.total += amount;
-      acc.count += 1;
-      acc.lastOffset = r.offset;
-      perKey.set(key, acc);
-    }
-    return [...perKey].map(([key, acc]) => ({
-      update: {
-        key: { pk: key },
-        expression: 'ADD #total :total, #count :count SET lastOffset = :last',
-        names: { '#total': 'total', '#count': 'count' },
-        values: { ':total': acc.total, ':count': acc.count, ':last': acc.lastOffset },
-      },
-    }));
+type Totals = { total: number; count: number; lastOffset: number };
+
+/**
+ * Sink item shape: `{ pk: <key>, total, count, lastOffset }`. A folded handler: the processor sums a
+ * whole batch per account and writes each account once per batch.
+ */
+export const runningTotals = foldHandler<Totals>({
+  map(r: HandlerRecord) {
+    const key = r.key?.toString('utf8');
+    if (!key) throw new Error(`record ${r.idempotencyKey} has no key: running totals need the account in the key`);
+    return { key: { pk: key }, value: { total: parseAmount(r), count: 1, lastOffset: r.offset } };
   },
-};
+  combine: (a, b) => ({ total: a.total + b.total, count: a.count + b.count, lastOffset: Math.max(a.lastOffset, b.lastOffset) }),
+  write: (item, acc) => ({
+    update: {
+      ...item,
+      expression: 'ADD #total :total, #count :count SET lastOffset = :last',
+      names: { '#total': 'total', '#count': 'count' },
+      values: { ':total': acc.total, ':count': acc.count, ':last': acc.lastOffset },
+    },
+  }),
+});
 
 function parseAmount(r: HandlerRecord): number {
   let doc: unknown;

@@ -31,6 +31,7 @@ import type {
   RangeState,
   RangeStats,
   RewindPartition,
+  SinkMark,
   SinkWrite,
   StreamMeta,
 } from '../ports/ledger';
@@ -46,6 +47,8 @@ export const OPEN_RANGES_INDEX = 'open-ranges';
 export const DYNAMODB_LIMITS: LedgerLimits = {
   maxSinkWrites: 98,
   maxSinkBytes: 3_500_000,
+  // A marked write group is one transaction of its own (100 actions), or one UpdateItem when alone.
+  maxMarkedWrites: 100,
   deadLetter: { maxValueBytes: 200 * 1024, maxKeyBytes: 16 * 1024, maxHeaderBytes: 64 * 1024, maxErrorChars: 4000 },
 };
 /** The ledger table's TTL attribute (epoch seconds): finished ranges and dead letters carry it. */
@@ -200,19 +203,92 @@ export function takeLeaseUpdate(
   };
 }
 
-/** Progress `expect -> to` plus lease renewal, conditional on the lease and the progress seen (I2). */
+/**
+ * Progress `expect -> to` plus lease renewal, conditional on the lease and the progress seen (I2);
+ * it ends a pending folded batch, which must end at `to`.
+ */
 export function progressAction(table: string, range: LeasedRange, expect: number, to: number, leaseUntilMs: number): TxAction {
   return {
     Update: {
       TableName: table,
       Key: keys.range(range.stream, range),
-      UpdateExpression: 'SET progress = :to, leaseExpiresAtMs = :until',
-      ConditionExpression: `${HOLDS_LEASE} AND progress = :expect`,
+      UpdateExpression: 'SET progress = :to, leaseExpiresAtMs = :until REMOVE pendingUntil',
+      ConditionExpression: `${HOLDS_LEASE} AND progress = :expect AND (attribute_not_exists(pendingUntil) OR pendingUntil = :to)`,
       ExpressionAttributeNames: { '#st': 'status' },
       ExpressionAttributeValues: { ':to': to, ':until': leaseUntilMs, ':expect': expect, ':leased': 'leased', ':token': range.leaseToken },
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     },
   };
+}
+
+/** Records the folded batch `[expect, until)` as pending and renews the lease (same conditions as progress). */
+export function beginBatchUpdate(
+  table: string,
+  range: LeasedRange,
+  expect: number,
+  until: number,
+  leaseUntilMs: number,
+): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.range(range.stream, range),
+    UpdateExpression: 'SET pendingUntil = :pending, leaseExpiresAtMs = :until',
+    ConditionExpression: `${HOLDS_LEASE} AND progress = :expect AND (attribute_not_exists(pendingUntil) OR pendingUntil = :pending)`,
+    ExpressionAttributeNames: { '#st': 'status' },
+    ExpressionAttributeValues: {
+      ':pending': until,
+      ':until': leaseUntilMs,
+      ':expect': expect,
+      ':leased': 'leased',
+      ':token': range.leaseToken,
+    },
+  };
+}
+
+/**
+ * The attribute a sink item keeps its applied-offset mark in, one per stream, partition,
+ * incarnation and rewind: `_applied:<stream>:<topic>:<partition>[#incarnation][@rewinds]`.
+ * Top-level (not a map) because DynamoDB cannot SET a path inside a map the item does not have yet.
+ */
+export function markAttribute(mark: SinkMark): string {
+  const inc = mark.incarnation ? `#${mark.incarnation}` : '';
+  const rew = mark.rewinds ? `@${mark.rewinds}` : '';
+  return `_applied:${mark.stream}:${mark.topic}:${mark.partition}${inc}${rew}`;
+}
+
+/**
+ * A folded batch's `update` with its mark: the handler's update expression plus `SET <mark> = until`,
+ * conditional on the mark being absent or below `until` (the batch has not reached this item yet).
+ */
+export function markedSinkAction(w: SinkWrite, mark: SinkMark): TxAction {
+  if (!('update' in w))
+    throw new ValidationError('a folded batch writes updates only (a put or delete would drop the marks of other partitions)');
+  if (w.update.condition) throw new ValidationError('a folded write carries no condition of its own (its mark is its condition)');
+  if (!w.update.table) throw new ValidationError('sink write without a table: set handler.sinkTable or name the table in the write');
+  const names = { ...w.update.names, '#kdMark': markAttribute(mark) };
+  const values = { ...w.update.values, ':kdMark': mark.until };
+  return {
+    Update: {
+      TableName: w.update.table,
+      Key: w.update.key,
+      UpdateExpression: withMarkSet(w.update.expression),
+      ConditionExpression: 'attribute_not_exists(#kdMark) OR #kdMark < :kdMark',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    },
+  };
+}
+
+/**
+ * Adds `#kdMark = :kdMark` to the expression's SET clause (an update expression names each clause
+ * once), or a SET clause when it has none. Bare attribute names cannot be the reserved word SET,
+ * so the first whole word SET is the clause.
+ */
+function withMarkSet(expression: string): string {
+  const set = /\bSET\b/i.exec(expression);
+  if (!set) return `${expression} SET #kdMark = :kdMark`;
+  const at = set.index + set[0].length;
+  return `${expression.slice(0, at)} #kdMark = :kdMark,${expression.slice(at)}`;
 }
 
 /** Marks the range done; it leaves the open-ranges index and expires later (TTL). */
@@ -661,7 +737,8 @@ export function rewindPartitionAction(table: string, stream: string, p: RewindPa
     Update: {
       TableName: table,
       Key: keys.partition(stream, p.topic, p.partition),
-      UpdateExpression: 'SET committed = :to, nextFrom = :to, #st = :active REMOVE reason',
+      // Counting rewinds gives folded sink writes new marks: the offsets from `to` on apply again.
+      UpdateExpression: 'SET committed = :to, nextFrom = :to, #st = :active, rewinds = if_not_exists(rewinds, :zero) + :one REMOVE reason',
       ConditionExpression: `attribute_exists(pk) AND committed = :c AND nextFrom = :n AND #st <> :retired AND ${inc.expression}`,
       ExpressionAttributeNames: { '#st': 'status' },
       ExpressionAttributeValues: {
@@ -670,6 +747,8 @@ export function rewindPartitionAction(table: string, stream: string, p: RewindPa
         ':n': p.expect.nextFrom,
         ':active': 'active',
         ':retired': 'retired',
+        ':zero': 0,
+        ':one': 1,
         ...inc.values,
       },
     },

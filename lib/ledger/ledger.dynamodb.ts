@@ -26,6 +26,7 @@ import { CommitTooLargeError, fitsOneCommit, leaseRefusal, SinkConditionError } 
 import type {
   LeaseOutcome,
   Ledger,
+  MarkedWritesOutcome,
   PlannerLease,
   PlanWrite,
   ProcessorWriteOutcome,
@@ -45,6 +46,8 @@ import {
   fencedChangeAction,
   keys,
   markMetaOnceUpdate,
+  markedSinkAction,
+  beginBatchUpdate,
   openRangesQuery,
   planWriteActions,
   prefixQuery,
@@ -290,6 +293,17 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     }
   };
 
+  /** One marked sink write as a plain UpdateItem (half the write units of a transaction). */
+  const applyOneMarked = async (what: string, action: TxAction): Promise<MarkedWritesOutcome> => {
+    try {
+      await send(what, () => doc.send(new UpdateCommand(action.Update as ConstructorParameters<typeof UpdateCommand>[0])));
+      return { applied: 1, skipped: 0 };
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return { applied: 0, skipped: 1 };
+      throw err;
+    }
+  };
+
   /**
    * Sends one planner transaction (the fence first, then the batch's writes) and returns each write's
    * outcome: all `fenced` when the fence failed, `condition-failed` for writes whose own condition
@@ -451,6 +465,36 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       throw new SinkConditionError(
         `a sink write's condition failed (actions ${failed.join(', ')} of the chunk ${expectProgress}->${to}); nothing of the chunk was applied`,
       );
+    },
+
+    async beginBatch({ range, expectProgress, until, nowMs, leaseMs }) {
+      return updateHoldingLease(
+        `begin batch ${range.topic}/${range.partition} ${expectProgress}->${until}`,
+        beginBatchUpdate(table, range, expectProgress, until, nowMs + leaseMs),
+      );
+    },
+
+    async applyMarkedSinkWrites({ mark, writes }) {
+      if (writes.length > DYNAMODB_LIMITS.maxMarkedWrites) throw new CommitTooLargeError(writes.length, DYNAMODB_LIMITS);
+      const what = `write ${writes.length} sink items of ${mark.topic}/${mark.partition} up to ${mark.until}`;
+      let pending = writes.map((w) => markedSinkAction(w, mark));
+      if (pending.length === 1) return applyOneMarked(what, pending[0] as TxAction);
+      let skipped = 0;
+      return transactLoop(what, {
+        items: () => (pending.length > 0 ? pending : undefined),
+        applied: () => ({ applied: writes.length - skipped, skipped }),
+        cancelled: (reasons, attempt, err) => {
+          // The only condition is the mark: a failed one means the item has this batch already.
+          const has = new Set(reasons.flatMap((r, i) => (r.Code === 'ConditionalCheckFailed' ? [i] : [])));
+          if (has.size > 0) {
+            skipped += has.size;
+            pending = pending.filter((_, i) => !has.has(i));
+            return { retry: 'now' };
+          }
+          if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting`, { cause: err });
+          return { retry: 'backoff' };
+        },
+      });
     },
 
     async completeRange({ range, expectProgress, nowMs, stats, observedRecordsPerSec, advancePartition }) {

@@ -4,6 +4,7 @@
  */
 import { DYNAMODB_LIMITS } from './codec.dynamodb';
 import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit, leaseRefusal } from '../ports/ledger';
+import { ValidationError } from '../errors';
 import type {
   LedgerLimits,
   ClosedIncarnation,
@@ -12,6 +13,7 @@ import type {
   LeasedRange,
   LeaseOutcome,
   ProcessorWriteOutcome,
+  SinkMark,
   SinkWrite,
   Ledger,
   PartitionState,
@@ -40,6 +42,8 @@ const rKey = (r: { topic: string; partition: number; from: number; incarnation?:
 /** Same incarnation (absent = 0). */
 const sameInc = (a: { incarnation?: number }, b: { incarnation?: number }): boolean => (a.incarnation ?? 0) === (b.incarnation ?? 0);
 const clone = <T>(v: T): T => structuredClone(v);
+/** A mark's identity, as the DynamoDB adapter names its attribute. */
+const markName = (m: SinkMark): string => `${m.stream}:${m.topic}:${m.partition}#${m.incarnation ?? 0}@${m.rewinds ?? 0}`;
 
 /** Applies one write to a stream's state; returns false when its condition does not hold. */
 function applyOne(s: StreamStore, w: PlanWrite): boolean {
@@ -145,6 +149,8 @@ export function createMemoryLedger(
   const limits = opts.limits ?? DYNAMODB_LIMITS;
   const streams = new Map<string, StreamStore>();
   let requests = 0;
+  /** Applied-offset marks per sink item (`table|key`), by mark name. */
+  const marks = new Map<string, Map<string, number>>();
   const store = (stream: string): StreamStore => {
     let s = streams.get(stream);
     if (!s) {
@@ -247,13 +253,39 @@ export function createMemoryLedger(
       if (!fitsOneCommit(sinkWrites ?? [], limits)) throw new CommitTooLargeError(sinkWrites?.length ?? 0, limits);
       const r = held(range);
       if (!r || r.progress !== expectProgress || to < expectProgress || to > r.until) return 'lease-lost';
+      if (r.pendingUntil !== undefined && r.pendingUntil !== to) return 'lease-lost';
       r.progress = to;
       r.leaseExpiresAtMs = nowMs + leaseMs;
+      delete r.pendingUntil;
       const s = store(range.stream);
       s.sinkWrites.push(...clone(sinkWrites ?? []));
       s.deadLetters.push(...clone(deadLetters ?? []));
       if (dataLoss) s.losses.push(clone(dataLoss));
       return 'applied';
+    },
+    async beginBatch({ range, expectProgress, until, nowMs, leaseMs }): Promise<ProcessorWriteOutcome> {
+      requests++;
+      const r = held(range);
+      if (!r || r.progress !== expectProgress || until <= expectProgress || until > r.until) return 'lease-lost';
+      if (r.pendingUntil !== undefined && r.pendingUntil !== until) return 'lease-lost';
+      Object.assign(r, { pendingUntil: until, leaseExpiresAtMs: nowMs + leaseMs });
+      return 'applied';
+    },
+    async applyMarkedSinkWrites({ mark, writes }) {
+      requests++;
+      if (writes.length > limits.maxMarkedWrites) throw new CommitTooLargeError(writes.length, limits);
+      let applied = 0;
+      for (const w of writes) {
+        if (!('update' in w) || w.update.condition) throw new ValidationError('a folded batch writes updates without conditions only');
+        const id = `${w.update.table ?? ''}|${JSON.stringify(w.update.key)}`;
+        const itemMarks = marks.get(id) ?? new Map<string, number>();
+        if ((itemMarks.get(markName(mark)) ?? -1) >= mark.until) continue;
+        itemMarks.set(markName(mark), mark.until);
+        marks.set(id, itemMarks);
+        store(mark.stream).sinkWrites.push(clone(w));
+        applied++;
+      }
+      return { applied, skipped: writes.length - applied };
     },
     async completeRange({ range, expectProgress, nowMs, stats, observedRecordsPerSec, advancePartition }): Promise<ProcessorWriteOutcome> {
       requests++;
@@ -320,7 +352,7 @@ export function createMemoryLedger(
       let removedDeadLetters = 0;
       for (const p of partitions) {
         const cur = s.partitions.get(pKey(p.topic, p.partition)) as PartitionState;
-        Object.assign(cur, { committed: p.to, nextFrom: p.to, status: 'active' });
+        Object.assign(cur, { committed: p.to, nextFrom: p.to, status: 'active', rewinds: (cur.rewinds ?? 0) + 1 });
         delete cur.reason;
         const lo = Math.min(p.to, p.expect.committed);
         for (const [k, r] of s.ranges) {

@@ -455,6 +455,7 @@ function newRange({ stream, epoch, nowMs }: PlanInput, p: PartitionState, piece:
     progress: piece.from,
     ...(p.incarnation ? { incarnation: p.incarnation } : {}),
     ...(topicId !== undefined ? { topicId } : {}),
+    ...(p.rewinds ? { rewinds: p.rewinds } : {}),
   };
 }
 

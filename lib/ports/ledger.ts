@@ -85,6 +85,11 @@ export type PartitionState = {
    * whose offsets restart at 0, so its ranges, data-loss entries and dead letters are kept apart by it.
    */
   incarnation?: number;
+  /**
+   * Operator rewinds of this incarnation (absent = 0). Offsets processed again after a rewind must
+   * apply again, so folded sink writes mark items per rewind (see `SinkMark`).
+   */
+  rewinds?: number;
 };
 
 /**
@@ -153,6 +158,13 @@ export type RangeState = {
   incarnation?: number;
   /** The topic id the range was planned against: the processor reads it only from that topic. */
   topicId?: string;
+  /** The partition's rewinds when the range was planned (absent = 0): part of its sink marks. */
+  rewinds?: number;
+  /**
+   * A folded batch `[progress, pendingUntil)` is being written to the sink in several writes
+   * (`beginBatch`); whoever holds the lease next must finish exactly that batch before any other.
+   */
+  pendingUntil?: number;
 };
 
 export type DataLossEntry = {
@@ -196,6 +208,8 @@ export type LedgerLimits = {
   maxSinkWrites: number;
   /** Their serialized size, in bytes of JSON. */
   maxSinkBytes: number;
+  /** Sink writes in one `applyMarkedSinkWrites` call (one write per item). */
+  maxMarkedWrites: number;
   /** Largest parts of a dead letter, raw bytes (before base64), so that one fits one stored item. */
   deadLetter: { maxValueBytes: number; maxKeyBytes: number; maxHeaderBytes: number; maxErrorChars: number };
 };
@@ -233,6 +247,25 @@ export function fitsOneCommit(writes: SinkWrite[], limits: LedgerLimits): boolea
   }
   return bytes <= limits.maxSinkBytes;
 }
+
+/**
+ * The applied-offset mark a folded batch leaves on every sink item it writes: the item has applied
+ * the records of `stream`'s partition (this incarnation, after this many rewinds) below `until`. A
+ * write carrying a mark is skipped when its item already holds the same mark at `until` or beyond,
+ * so a batch written again (retry, duplicate, lease lost) never applies twice to an item.
+ */
+export type SinkMark = {
+  stream: string;
+  topic: string;
+  partition: number;
+  incarnation?: number;
+  rewinds?: number;
+  /** The batch's end offset (exclusive). */
+  until: number;
+};
+
+/** What one `applyMarkedSinkWrites` call did: writes applied now, and writes whose item already had the mark. */
+export type MarkedWritesOutcome = { applied: number; skipped: number };
 
 /** A sink write's own condition failed: the handler asked for something the sink refuses; nothing was written. */
 export class SinkConditionError extends AppError {
@@ -462,7 +495,8 @@ export type Ledger = {
   }): Promise<LeaseOutcome>;
   /**
    * Moves progress from `expectProgress` to `to` and renews the lease, together with the chunk's sink
-   * writes and dead letters, in one transaction (I4). Sink writes over `limits` throw CommitTooLargeError,
+   * writes and dead letters, in one transaction (I4). Clears `pendingUntil`; while one is set, `to`
+   * must equal it (otherwise `lease-lost`: the caller's view of the range is stale). Sink writes over `limits` throw CommitTooLargeError,
    * a sink write's own failed condition throws SinkConditionError; either way nothing was written.
    */
   commitChunk(input: {
@@ -476,6 +510,24 @@ export type Ledger = {
     /** Retention removed `[expectProgress, to)` before it was read: record the span (failOnDataLoss=false). */
     dataLoss?: DataLossEntry;
   }): Promise<ProcessorWriteOutcome>;
+  /**
+   * Records that the folded batch `[expectProgress, until)` is being written (`pendingUntil`) and
+   * renews the lease, conditional on the lease and progress (and on no other batch pending).
+   */
+  beginBatch(input: {
+    range: LeasedRange;
+    expectProgress: number;
+    until: number;
+    nowMs: number;
+    leaseMs: number;
+  }): Promise<ProcessorWriteOutcome>;
+  /**
+   * Applies `update` sink writes to distinct items, each guarded by `mark`: an item whose mark is
+   * already at or past `mark.until` is skipped, any other gets its update and the mark, atomically
+   * per item. Not conditional on the lease: a write of a batch that was finished elsewhere finds its
+   * mark and changes nothing. At most `limits.maxMarkedWrites` writes; over it, CommitTooLargeError.
+   */
+  applyMarkedSinkWrites(input: { mark: SinkMark; writes: SinkWrite[] }): Promise<MarkedWritesOutcome>;
   /**
    * Marks the range done at `until` (from `expectProgress`), and advances the partition's committed
    * offset from `range.from` when `advancePartition` (one range in flight per partition).

@@ -2,7 +2,8 @@
  * The commit path of one leased range: it owns the range's progress and counts, commits each chunk
  * with its sink writes in one ledger commit, splits a chunk whose writes do not fit the ledger's
  * published limits, and isolates records the handler (or the sink) rejects, retrying them one by one
- * before they are dead-lettered or stop the partition.
+ * before they are dead-lettered or stop the partition. At-least-once progress is committed on an
+ * interval (records or time), not after every chunk. Folded handlers use FoldCommitter instead.
  */
 import type { StreamConfig } from '../config/schema';
 import { AppError } from '../errors';
@@ -32,40 +33,77 @@ export type CommitterInput = {
   sleep: (ms: number) => Promise<void>;
   /** Backoff before the first handler retry (doubles each time). */
   retryBaseMs: number;
-  afterStep?: (step: 'handled' | 'committed', detail: { from: number; to: number }) => void | Promise<void>;
+  afterStep?: (step: CommitterStep, detail: { from: number; to: number }) => void | Promise<void>;
+  /** At-least-once: commit progress once this many records were handled since the last commit... */
+  commitEveryRecords: number;
+  /** ...or this long after it, whichever comes first (and always at the end). */
+  commitEveryMs: number;
 };
+
+/** The crash-injection points a committer reaches (see PROCESSOR_STEPS). */
+export type CommitterStep = 'handled' | 'batch-begun' | 'sink-written' | 'committed';
 
 /** How often a record was tried, and its last error. */
 type Attempts = { attempts: number; lastError: unknown };
 
 /** Commits a leased range chunk by chunk; `progress` and the counts say where it stands. */
 export class ChunkCommitter {
+  /** Committed: every offset below is applied (exactly-once) or handled (at-least-once). */
   progress: number;
   records = 0;
   chunks = 0;
   deadLetters = 0;
+  /** At-least-once: handled up to here, not committed yet. */
+  private handledTo: number | undefined;
+  private handledSinceCommit = 0;
+  private lastCommitAtMs: number;
 
-  constructor(private readonly c: CommitterInput) {
+  constructor(protected readonly c: CommitterInput) {
     this.progress = c.progress;
+    this.lastCommitAtMs = c.clock();
+  }
+
+  /** The next offset to read: past everything handed to the handler (committed or not). */
+  get position(): number {
+    return this.handledTo ?? this.progress;
+  }
+
+  /** What writing out what is held would take, for the deadline check (nothing held here). */
+  pendingWriteMs(): number {
+    return 0;
   }
 
   /** Hands one fetched chunk to the handler and commits it, isolating poison records if needed. */
   async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
     const to = Math.min(nextOffset, this.c.range.until);
     const batch = records.map((r) => toHandlerRecord(r, this.c.range.incarnation));
-    if (batch.length === 0) return this.commit(to, [], []);
-    await this.c.afterStep?.('handled', { from: this.progress, to: nextOffset });
+    if (batch.length === 0) return this.c.handler.mode === 'at-least-once' ? this.handled(to, 0) : this.commit(to, [], []);
+    await this.c.afterStep?.('handled', { from: this.position, to: nextOffset });
     await this.deliver(batch, to);
     this.chunks += 1;
   }
 
-  /** Records that retention removed `[progress, until)` and moves past it. */
+  /** Commits what was handled and not committed yet (at-least-once); the read's last step. */
+  async flush(): Promise<void> {
+    if (this.handledTo !== undefined && this.handledTo > this.progress) await this.commit(this.handledTo, [], []);
+  }
+
+  /** Records that retention removed `[position, until)` and moves past it. */
   async skipLost(until: number): Promise<void> {
+    await this.flush();
     await this.commit(until, [], [], { from: this.progress, until });
   }
 
+  /** At-least-once: `[position, to)` was handled; commits when the interval is due. */
+  private async handled(to: number, records: number): Promise<void> {
+    this.handledTo = to;
+    this.handledSinceCommit += records;
+    const due = this.handledSinceCommit >= this.c.commitEveryRecords || this.c.clock() - this.lastCommitAtMs >= this.c.commitEveryMs;
+    if (due) await this.flush();
+  }
+
   /** Commits `[progress, to)` with its writes; throws LeaseLost when a condition shows we lost the lease. */
-  private async commit(
+  protected async commit(
     to: number,
     sinkWrites: SinkWrite[],
     deadLetters: DeadLetter[],
@@ -85,6 +123,9 @@ export class ChunkCommitter {
     if (outcome === 'lease-lost') throw new LeaseLost();
     await this.c.afterStep?.('committed', { from: this.progress, to });
     this.progress = to;
+    if (this.handledTo !== undefined && this.handledTo <= to) this.handledTo = undefined;
+    this.handledSinceCommit = 0;
+    this.lastCommitAtMs = this.c.clock();
   }
 
   private lossEntry(span: { from: number; until: number }): DataLossEntry {
@@ -107,6 +148,10 @@ export class ChunkCommitter {
       writes = await this.callHandler(batch);
     } catch (err) {
       return this.isolate(batch, to, err);
+    }
+    if (this.c.handler.mode === 'at-least-once') {
+      this.records += batch.length;
+      return this.handled(to, batch.length);
     }
     const limits = this.c.ledger.limits;
     if (!fitsOneCommit(writes, limits) && batch.length > 1) {
@@ -143,7 +188,7 @@ export class ChunkCommitter {
    * A chunk failed: retry record by record with backoff; a record that still fails after the
    * stream's attempt limit is dead-lettered (the range continues) or stops the partition.
    */
-  private async isolate(batch: HandlerRecord[], to: number, firstError: unknown): Promise<void> {
+  protected async isolate(batch: HandlerRecord[], to: number, firstError: unknown): Promise<void> {
     for (let i = 0; i < batch.length; i++) {
       const rec = batch[i] as HandlerRecord;
       const recTo = i + 1 < batch.length ? (batch[i + 1] as HandlerRecord).offset : to;
@@ -181,7 +226,10 @@ export class ChunkCommitter {
   private async reject(rec: HandlerRecord, to: number, failed: Attempts): Promise<void> {
     const { stream, range, clock } = this.c;
     const message = `handler rejected ${rec.idempotencyKey} ${failed.attempts} times: ${errorText(failed.lastError)}`;
-    if (stream.poisonPolicy === 'stop-partition') throw new PoisonStop(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
+    if (stream.poisonPolicy === 'stop-partition') {
+      await this.flush(); // at-least-once: what was handled before it stays handled
+      throw new PoisonStop(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
+    }
     const letter = deadLetterOf(
       this.c.ledger.limits.deadLetter,
       { stream: stream.id, rangeFrom: range.from, nowMs: clock() },
@@ -199,11 +247,13 @@ export function errorText(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
-function toHandlerRecord(r: KafkaRecord, incarnation: number | undefined): HandlerRecord {
+/** A fetched record as the handler sees it, with its idempotency key. */
+export function toHandlerRecord(r: KafkaRecord, incarnation: number | undefined): HandlerRecord {
   return { ...r, idempotencyKey: idempotencyKeyOf(r.topic, r.partition, r.offset, incarnation) };
 }
 
-function withTable(w: SinkWrite, table: string | undefined): SinkWrite {
+/** The write with the stream's sink table where it names none. */
+export function withTable(w: SinkWrite, table: string | undefined): SinkWrite {
   if ('put' in w) return { put: { ...w.put, table: w.put.table ?? table } };
   if ('delete' in w) return { delete: { ...w.delete, table: w.delete.table ?? table } };
   return { update: { ...w.update, table: w.update.table ?? table } };

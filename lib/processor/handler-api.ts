@@ -2,11 +2,16 @@
  * The user handler contract. Records arrive in chunks, in offset order, each with the idempotency
  * key `topic/partition/offset` (`topic/partition/offset#n` in the n-th re-creation of the topic).
  *
- * - `dynamodb-exactly-once`: `handle` returns the DynamoDB writes for the chunk and has no other side
- *   effects; the processor applies them with the progress advance in one transaction (I4), and may
- *   call `handle` again on a smaller part of the chunk to fit the transaction limits.
- * - `at-least-once`: `handle` performs its own side effects; progress is committed afterwards, so a
- *   crash in between redelivers the chunk (use the idempotency key to deduplicate).
+ * - `dynamodb-exactly-once`, per chunk: `handle` returns the DynamoDB writes for the chunk and has no
+ *   other side effects; the processor applies them with the progress advance in one transaction (I4),
+ *   and may call `handle` again on a smaller part of the chunk to fit the transaction limits.
+ * - `dynamodb-exactly-once`, folded (`fold`, built with `foldHandler`): the processor folds the
+ *   records of a whole range (or of a large batch of it) per sink item and writes each item about once
+ *   per batch; every write is guarded by the item's applied-offset mark for the partition, so each
+ *   record still counts once (docs/architecture.md, "Folded exactly-once batches").
+ * - `at-least-once`: `handle` performs its own side effects; progress is committed afterwards, on an
+ *   interval (`processor.commitEveryRecords` / `commitEveryMs`), so a crash redelivers what was handled
+ *   since the last commit (use the idempotency key to deduplicate).
  */
 import type { KafkaRecord } from '../ports/range-reader';
 import type { SinkWrite } from '../ports/ledger';
@@ -33,9 +38,30 @@ export type HandlerContext = {
   signal: AbortSignal;
 };
 
+/** The sink item a record contributes to: its key (and table, when not the stream's sink table). */
+export type SinkItemRef = { key: Record<string, unknown>; table?: string };
+
+/**
+ * A per-item fold (Spark's `reduceByKey`, Flink's `AggregateFunction`): `map` turns one record into
+ * its contribution to one sink item (or `undefined`: the record changes nothing), `combine` merges
+ * two contributions to the same item, `write` turns an item's combined contribution into the one
+ * `update` that applies it. All three are pure and deterministic: a replay after a crash must
+ * compute the same contributions from the same records.
+ */
+export type ItemFold<V> = {
+  /** Throw to reject the record (it is retried, then dead-lettered or stops the partition). */
+  map(record: HandlerRecord, ctx: HandlerContext): ({ value: V } & SinkItemRef) | undefined;
+  combine(a: V, b: V): V;
+  /** An `update` of `item.key` (in `item.table`) without a condition of its own. */
+  write(item: SinkItemRef, value: V): SinkWrite;
+};
+
 export type ExactlyOnceHandler = {
   mode: 'dynamodb-exactly-once';
   handle(records: HandlerRecord[], ctx: HandlerContext): SinkWrite[] | Promise<SinkWrite[]>;
+  /** Present on folded handlers (`foldHandler`): the processor then folds whole batches per item. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the value type is the handler's own
+  fold?: ItemFold<any>;
 };
 
 export type AtLeastOnceHandler = {
@@ -44,3 +70,30 @@ export type AtLeastOnceHandler = {
 };
 
 export type RecordsHandler = ExactlyOnceHandler | AtLeastOnceHandler;
+
+/** Identity of a sink item within one batch: its table and key. */
+export function sinkItemId(item: SinkItemRef): string {
+  return `${item.table ?? ''}|${JSON.stringify(item.key)}`;
+}
+
+/**
+ * An exactly-once handler from a per-item fold. Its `handle` (used for chunk-by-chunk commits,
+ * record isolation and dead-letter re-drives) folds the records it is given the same way.
+ */
+export function foldHandler<V>(fold: ItemFold<V>): ExactlyOnceHandler & { fold: ItemFold<V> } {
+  return {
+    mode: 'dynamodb-exactly-once',
+    fold,
+    handle(records, ctx) {
+      const items = new Map<string, SinkItemRef & { value: V }>();
+      for (const r of records) {
+        const c = fold.map(r, ctx);
+        if (!c) continue;
+        const id = sinkItemId(c);
+        const seen = items.get(id);
+        items.set(id, seen ? { ...seen, value: fold.combine(seen.value, c.value) } : c);
+      }
+      return [...items.values()].map((it) => fold.write({ key: it.key, table: it.table }, it.value));
+    },
+  };
+}

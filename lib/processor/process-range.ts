@@ -11,11 +11,15 @@ import { updateObservedRate } from '../offsets';
 import type { LeasedRange, Ledger, RangeState, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
-import { ChunkCommitter, errorText, LeaseLost, PoisonStop } from './committer';
+import { ChunkCommitter, errorText, LeaseLost, PoisonStop, type CommitterInput } from './committer';
+import { DEFAULT_FOLD_BUDGET, FoldCommitter, type FoldBudget } from './fold-committer';
 import type { HandlerContext, RecordsHandler } from './handler-api';
 
-/** Crash-injection points, in order, for tests. */
-export const PROCESSOR_STEPS = ['leased', 'handled', 'committed', 'completed'] as const;
+/**
+ * Crash-injection points, in order, for tests. `batch-begun` and `sink-written` are reached by folded
+ * batches written in several writes: after the batch is recorded, and after each group of writes.
+ */
+export const PROCESSOR_STEPS = ['leased', 'handled', 'batch-begun', 'sink-written', 'committed', 'completed'] as const;
 export type ProcessorStep = (typeof PROCESSOR_STEPS)[number];
 
 export type ProcessorDeps = {
@@ -34,6 +38,8 @@ export type ProcessorDeps = {
   maxChunkRecords?: number;
   /** Backoff before the first handler retry (doubles each time). */
   retryBaseMs?: number;
+  /** Folded handlers: batch budget and write grouping (defaults: DEFAULT_FOLD_BUDGET and the stream's settings). */
+  fold?: Partial<FoldBudget>;
   afterStep?: (step: ProcessorStep, detail: { from: number; to: number }) => void | Promise<void>;
 };
 
@@ -95,7 +101,7 @@ export async function processRange(
 
   const abort = new AbortController();
   input.signal?.addEventListener('abort', () => abort.abort(), { once: true });
-  const committer = new ChunkCommitter({
+  const committer = createCommitter(run, leased, {
     ledger: deps.ledger,
     stream,
     range,
@@ -108,6 +114,8 @@ export async function processRange(
     sleep: deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
     retryBaseMs: deps.retryBaseMs ?? 100,
     afterStep: deps.afterStep,
+    commitEveryRecords: stream.processor.commitEveryRecords,
+    commitEveryMs: stream.processor.commitEveryMs,
   });
   const started = clock();
   try {
@@ -116,6 +124,25 @@ export async function processRange(
   } catch (err) {
     return mapError(run, committer, held, err);
   }
+}
+
+/**
+ * The committer for the range: folded batches for a folding handler, chunk commits otherwise. A
+ * stream that splits partitions into parallel ranges commits folds chunk by chunk: an item's mark
+ * is per partition, and ranges of one partition finishing out of order would skip each other.
+ */
+function createCommitter(run: Run, leased: RangeState, input: CommitterInput): ChunkCommitter {
+  const { stream } = run;
+  const fold = input.handler.mode === 'dynamodb-exactly-once' ? input.handler.fold : undefined;
+  const splits = stream.split.orderInsensitive && (stream.split.maxRangeSize !== undefined || stream.split.minPartitions !== undefined);
+  if (!fold || (splits && leased.pendingUntil === undefined)) return new ChunkCommitter(input);
+  const budget: FoldBudget = {
+    ...DEFAULT_FOLD_BUDGET,
+    maxItems: stream.processor.foldMaxItems,
+    maxRecords: stream.processor.foldMaxRecords,
+    ...run.deps.fold,
+  };
+  return new FoldCommitter(input, fold, budget, leased);
 }
 
 /** The invocation's result with `status`, the committer's counts and the time spent. */
@@ -180,19 +207,20 @@ async function readLoop(
     return finish(run, 'parked', committer, { reason: recreated });
   }
   let slowestChunkMs = 0;
-  reading: while (committer.progress < range.until) {
+  reading: while (committer.position < range.until) {
     try {
       for await (const chunk of reader.read({
         topic: range.topic,
         partition: range.partition,
-        from: committer.progress,
+        from: committer.position,
         until: range.until,
         isolationLevel: stream.isolationLevel,
         maxChunkRecords: deps.maxChunkRecords ?? 500,
         signal: abort.signal,
       })) {
         // Stop before a chunk that might not commit in time; the planner dispatches the rest.
-        if (clock() + Math.max(slowestChunkMs * 2, 1000) > run.deadlineAtMs || abort.signal.aborted) break reading;
+        const writeMs = committer.pendingWriteMs();
+        if (clock() + Math.max(slowestChunkMs * 2, 1000) + writeMs > run.deadlineAtMs || abort.signal.aborted) break reading;
         const tChunk = clock();
         await committer.handleChunk(chunk.records, chunk.nextOffset);
         slowestChunkMs = Math.max(slowestChunkMs, clock() - tChunk);
@@ -203,6 +231,7 @@ async function readLoop(
       if (parked) return parked;
     }
   }
+  await committer.flush();
   return undefined;
 }
 
@@ -212,7 +241,7 @@ async function readLoop(
  */
 async function onRetentionLoss(run: Run, committer: ChunkCommitter, held: LeasedRange, err: unknown): Promise<ProcessResult | undefined> {
   const { stream, range, clock } = run;
-  const progress = committer.progress;
+  const progress = committer.position;
   if (!(err instanceof OffsetOutOfRangeError) || err.logStartOffset === undefined || err.logStartOffset <= progress) throw err;
   const lostUntil = Math.min(err.logStartOffset, range.until);
   if (stream.failOnDataLoss) {

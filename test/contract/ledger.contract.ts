@@ -41,7 +41,7 @@ export const rangeFixture = (stream: string, topic: string, partition: number, f
 });
 
 /** Defines the contract's tests for one adapter. */
-export function ledgerContract(makeLedger: LedgerFactory): void {
+export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: () => Promise<string> } = {}): void {
   let ledger: Ledger;
   let n = 0;
   const streamName = () => `s${Date.now().toString(36)}${n++}`;
@@ -404,6 +404,63 @@ export function ledgerContract(makeLedger: LedgerFactory): void {
     }
     expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'leased', progress: 0 });
     expect(limits.deadLetter.maxValueBytes).toBeGreaterThan(0);
+  });
+
+  it('records a pending folded batch: progress then moves only to its end, and the next holder sees it', async () => {
+    const r = await plannedRange(streamName(), 0, 100);
+    await take(r, 'A', 1000);
+    const held = { ...r, leaseToken: 'A' };
+    expect(await ledger.beginBatch({ range: { ...r, leaseToken: 'B' }, expectProgress: 0, until: 60, nowMs: 1100, leaseMs: 1000 })).toBe(
+      'lease-lost',
+    );
+    expect(await ledger.beginBatch({ range: held, expectProgress: 5, until: 60, nowMs: 1100, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.beginBatch({ range: held, expectProgress: 0, until: 60, nowMs: 1100, leaseMs: 1000 })).toBe('applied');
+    // Idempotent for the same batch, refused for another one.
+    expect(await ledger.beginBatch({ range: held, expectProgress: 0, until: 60, nowMs: 1150, leaseMs: 1000 })).toBe('applied');
+    expect(await ledger.beginBatch({ range: held, expectProgress: 0, until: 70, nowMs: 1150, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ progress: 0, pendingUntil: 60, leaseExpiresAtMs: 2150 });
+    // The lease expires; the next holder is told which batch to finish.
+    expect(await take(r, 'B', 5000)).toMatchObject({ kind: 'taken', range: { progress: 0, pendingUntil: 60 } });
+    const heldB = { ...r, leaseToken: 'B' };
+    expect(await ledger.commitChunk({ range: heldB, expectProgress: 0, to: 50, nowMs: 5100, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.commitChunk({ range: heldB, expectProgress: 0, to: 60, nowMs: 5100, leaseMs: 1000 })).toBe('applied');
+    const after = await ledger.readRange(r.stream, r);
+    expect(after).toMatchObject({ progress: 60 });
+    expect(after?.pendingUntil).toBeUndefined();
+    expect(await ledger.commitChunk({ range: heldB, expectProgress: 60, to: 70, nowMs: 5200, leaseMs: 1000 })).toBe('applied');
+  });
+
+  it('applies a marked sink write once per item and batch end, per partition, incarnation and rewind', async () => {
+    const table = opts.sinkTable ? await opts.sinkTable() : 'sink';
+    const stream = streamName();
+    const bump = (pk: string, n: number): SinkWrite => ({
+      update: { table, key: { pk }, expression: 'ADD #n :n SET lastBy = :by', names: { '#n': 'n' }, values: { ':n': n, ':by': 'x' } },
+    });
+    const mark = { stream, topic: 't', partition: 0, until: 10 };
+    const three = ['a', 'b', 'c'].map((k) => bump(k, 1));
+    expect(await ledger.applyMarkedSinkWrites({ mark, writes: three })).toEqual({ applied: 3, skipped: 0 });
+    expect(await ledger.applyMarkedSinkWrites({ mark, writes: three })).toEqual({ applied: 0, skipped: 3 });
+    // One item has the batch, two do not yet (a batch written again after a crash).
+    expect(await ledger.applyMarkedSinkWrites({ mark: { ...mark, until: 20 }, writes: [bump('a', 1)] })).toEqual({
+      applied: 1,
+      skipped: 0,
+    });
+    expect(await ledger.applyMarkedSinkWrites({ mark: { ...mark, until: 20 }, writes: three })).toEqual({ applied: 2, skipped: 1 });
+    expect(await ledger.applyMarkedSinkWrites({ mark: { ...mark, until: 15 }, writes: three })).toEqual({ applied: 0, skipped: 3 });
+    for (const other of [{ partition: 1 }, { incarnation: 1 }, { rewinds: 1 }, { stream: `${stream}x` }, { topic: 'u' }]) {
+      expect(await ledger.applyMarkedSinkWrites({ mark: { ...mark, ...other }, writes: [bump('a', 1)] })).toEqual({
+        applied: 1,
+        skipped: 0,
+      });
+    }
+    expect(await ledger.applyMarkedSinkWrites({ mark: { ...mark, until: 30 }, writes: [bump('z', 1)] })).toEqual({
+      applied: 1,
+      skipped: 0,
+    });
+    const tooMany = Array.from({ length: ledger.limits.maxMarkedWrites + 1 }, (_, i) => bump(`k${i}`, 1));
+    await expect(ledger.applyMarkedSinkWrites({ mark, writes: tooMany })).rejects.toBeInstanceOf(CommitTooLargeError);
+    const put: SinkWrite = { put: { table, item: { pk: 'p' } } };
+    await expect(ledger.applyMarkedSinkWrites({ mark, writes: [put] })).rejects.toThrow(/updates/);
   });
 
   it('fails, parks and releases ranges only for the lease holder', async () => {

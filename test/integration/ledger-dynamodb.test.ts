@@ -3,7 +3,7 @@ import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { ledgerContract, partitionFixture, rangeFixture } from '../contract/ledger.contract';
 import { countRequests } from '../support/dynamo-requests';
-import { testDynamo, uniqueName } from '../support/env';
+import { createSinkTable, testDynamo, uniqueName } from '../support/env';
 
 const client = testDynamo();
 /** Requests sent through `client` (tests run one at a time, so a difference is one ledger's). */
@@ -14,7 +14,10 @@ beforeAll(() => ensureLedgerTable(client, tableName));
 afterAll(() => client.destroy());
 
 describe('DynamoDB ledger (contract)', () => {
-  ledgerContract(async () => createDynamoLedger({ client, tableName }));
+  let sinkTable: string | undefined;
+  ledgerContract(async () => createDynamoLedger({ client, tableName }), {
+    sinkTable: async () => (sinkTable ??= await createSinkTable(client, 'marks')),
+  });
 });
 
 describe('DynamoDB ledger batching', () => {

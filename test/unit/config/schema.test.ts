@@ -37,7 +37,15 @@ describe('parseDeploymentConfig', () => {
           minRatePerPartition: 1,
           maxTriggerDelayMs: 900000,
           backpressure: { enabled: false, proportional: 1, integral: 0.2, derivative: 0, minRatePerSec: 100 },
-          processor: { timeoutMs: 900000, safetyFactor: 0.8, leaseMs: 960000 },
+          processor: {
+            timeoutMs: 900000,
+            safetyFactor: 0.8,
+            leaseMs: 960000,
+            commitEveryRecords: 10000,
+            commitEveryMs: 5000,
+            foldMaxItems: 50000,
+            foldMaxRecords: 500000,
+          },
           split: { orderInsensitive: false },
           failOnDataLoss: true,
           recreatedTopicOffsets: 'earliest',
@@ -51,7 +59,15 @@ describe('parseDeploymentConfig', () => {
 
   it('derives the lease from the processor timeout', () => {
     const stream = parseStreamConfig({ ...minimalStream, processor: { timeoutMs: 120000 } }, 'test');
-    expect(stream.processor).toEqual({ timeoutMs: 120000, safetyFactor: 0.8, leaseMs: 180000 });
+    expect(stream.processor).toEqual({
+      timeoutMs: 120000,
+      safetyFactor: 0.8,
+      leaseMs: 180000,
+      commitEveryRecords: 10000,
+      commitEveryMs: 5000,
+      foldMaxItems: 50000,
+      foldMaxRecords: 500000,
+    });
   });
 
   it('accepts a full config', () => {

@@ -11,6 +11,8 @@ import type { HandlerRecord, RecordsHandler } from '../../../lib/processor/handl
 import { processRange, type ProcessorDeps } from '../../../lib/processor/process-range';
 
 const T = 'payments';
+/** running-totals committed chunk by chunk (the plain `handle` contract, without its fold). */
+const chunkedTotals: RecordsHandler = { mode: 'dynamodb-exactly-once', handle: (records, ctx) => runningTotals.handle(records, ctx) };
 
 async function setup(opts: { stream?: Partial<StreamConfigInput>; records?: number; handler?: RecordsHandler; until?: number } = {}) {
   const stream = parseStreamConfig(
@@ -120,7 +122,7 @@ describe('processRange', () => {
   });
 
   it('resumes after a crash between the handler and the commit, applying each record once', async () => {
-    const t = await setup({ records: 12 });
+    const t = await setup({ records: 12, handler: chunkedTotals });
     let handled = 0;
     const crash = {
       afterStep: (step: string) => {
@@ -136,7 +138,7 @@ describe('processRange', () => {
   });
 
   it('resumes after a hard kill (lease kept until expiry) from the last committed chunk', async () => {
-    const t = await setup({ records: 12 });
+    const t = await setup({ records: 12, handler: chunkedTotals });
     let commits = 0;
     // A hard kill: the process dies after its second commit and never records anything.
     const killed = t.run({
@@ -183,7 +185,7 @@ describe('processRange', () => {
   });
 
   it('stops before the deadline, releases the range with its progress, and a later invocation finishes', async () => {
-    const t = await setup({ records: 12 });
+    const t = await setup({ records: 12, handler: chunkedTotals });
     let chunks = 0;
     const slow = {
       afterStep: (step: string) => {

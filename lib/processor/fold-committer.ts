@@ -1,0 +1,224 @@
+/**
+ * The commit path of a range whose handler folds (`foldHandler`): records are folded per sink item
+ * into a batch as large as the budget allows, and each batch is written as few writes as the ledger
+ * takes (docs/architecture.md, "Folded exactly-once batches"):
+ *
+ * 1. a batch whose writes fit one commit goes out with its progress in one transaction, as chunks do;
+ * 2. a larger one is first recorded on the range (`beginBatch`: `pendingUntil`), then written in
+ *    groups, each write guarded by the item's applied-offset mark for this partition (skipped where
+ *    the mark shows the batch already reached the item), and only then is progress advanced to its end.
+ *
+ * Whoever takes the lease while a batch is pending re-folds exactly `[progress, pendingUntil)` and
+ * writes it again: items that had it skip, the others get it. A rejected record ends the batch before
+ * it and is isolated as in chunk mode (retried, then dead-lettered or stopping the partition).
+ */
+import { mapWithConcurrency } from '../concurrency';
+import { AppError } from '../errors';
+import { fitsOneCommit } from '../ports/ledger';
+import type { RangeState, SinkMark, SinkWrite } from '../ports/ledger';
+import type { KafkaRecord } from '../ports/range-reader';
+import { ChunkCommitter, LeaseLost, PoisonStop, toHandlerRecord, withTable, type CommitterInput } from './committer';
+import { sinkItemId, type HandlerRecord, type ItemFold, type SinkItemRef } from './handler-api';
+
+/** How large a batch grows and how it is written. */
+export type FoldBudget = {
+  /** Distinct sink items held before the batch is written (the memory bound). */
+  maxItems: number;
+  /** Records folded before the batch is written (bounds what a crash makes the next invocation redo). */
+  maxRecords: number;
+  /** Batches with at most this many writes commit atomically with their progress (0: always marked). */
+  atomicMaxWrites: number;
+  /** Writes per marked group (at most the ledger's `maxMarkedWrites`). */
+  writeGroupSize: number;
+  /** Marked groups in flight at once. */
+  writeConcurrency: number;
+};
+
+export const DEFAULT_FOLD_BUDGET: FoldBudget = {
+  maxItems: 50_000,
+  maxRecords: 500_000,
+  atomicMaxWrites: Number.POSITIVE_INFINITY, // capped by the ledger's limits
+  writeGroupSize: Number.POSITIVE_INFINITY, // capped by the ledger's limits
+  writeConcurrency: 4,
+};
+
+/** The items of the batch being folded, and the offsets it covers. */
+type Batch = { items: Map<string, SinkItemRef & { value: unknown }>; records: number };
+
+export class FoldCommitter extends ChunkCommitter {
+  private batch: Batch = { items: new Map(), records: 0 };
+  /** The end of the batch so far: offsets below it are folded (or committed). */
+  private foldedTo: number;
+  /** A batch someone began and did not finish: it must be finished, exactly, first. */
+  private replayUntil: number | undefined;
+  /** Observed time of one marked write group, for the deadline check. */
+  private groupMs = 100;
+
+  constructor(
+    c: CommitterInput,
+    private readonly fold: ItemFold<unknown>,
+    private readonly budget: FoldBudget,
+    private readonly leased: Pick<RangeState, 'pendingUntil' | 'rewinds'>,
+  ) {
+    super(c);
+    this.foldedTo = c.progress;
+    const pending = leased.pendingUntil;
+    this.replayUntil = pending !== undefined && pending > c.progress ? pending : undefined;
+  }
+
+  override get position(): number {
+    return this.foldedTo;
+  }
+
+  override pendingWriteMs(): number {
+    const groups = Math.ceil(this.batch.items.size / this.groupSize());
+    return Math.ceil(groups / this.budget.writeConcurrency) * this.groupMs;
+  }
+
+  /** Folds one fetched chunk into the batch, writing the batch whenever it must end. */
+  override async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
+    const to = Math.min(nextOffset, this.c.range.until);
+    if (records.length > 0) await this.c.afterStep?.('handled', { from: this.foldedTo, to });
+    for (let i = 0; i < records.length; i++) {
+      const rec = toHandlerRecord(records[i] as KafkaRecord, this.c.range.incarnation);
+      if (this.replayUntil !== undefined && rec.offset >= this.replayUntil) await this.writeBatch(this.replayUntil);
+      const recTo = i + 1 < records.length ? (records[i + 1] as KafkaRecord).offset : to;
+      await this.foldRecord(rec, recTo);
+    }
+    this.foldedTo = Math.max(this.foldedTo, to);
+    this.chunks += 1;
+    if (this.replayUntil !== undefined) {
+      if (this.foldedTo >= this.replayUntil) await this.writeBatch(this.replayUntil);
+    } else if (this.batch.items.size >= this.budget.maxItems || this.batch.records >= this.budget.maxRecords) {
+      await this.writeBatch(this.foldedTo);
+    }
+  }
+
+  /** Writes what is folded (the read stopped: range end or deadline); a replay not read to its end waits. */
+  override async flush(): Promise<void> {
+    if (this.replayUntil !== undefined && this.foldedTo < this.replayUntil) return;
+    await this.writeBatch(this.replayUntil ?? this.foldedTo);
+  }
+
+  override async skipLost(until: number): Promise<void> {
+    if (this.replayUntil !== undefined) {
+      throw new PoisonStop(
+        `DATA_LOSS: retention deleted offsets before ${until} while the batch [${this.progress}, ${this.replayUntil}) was ` +
+          'being written again; the items it had not reached yet cannot be completed exactly',
+      );
+    }
+    await this.writeBatch(this.foldedTo);
+    await super.skipLost(until);
+    this.foldedTo = this.progress;
+  }
+
+  /** Adds one record to its item; a rejected record ends the batch before it and is isolated. */
+  private async foldRecord(rec: HandlerRecord, recTo: number): Promise<void> {
+    let part: ReturnType<ItemFold<unknown>['map']>;
+    try {
+      part = this.fold.map(rec, this.c.ctx);
+    } catch (err) {
+      if (this.replayUntil !== undefined) {
+        throw new NondeterministicFoldError(rec.idempotencyKey, this.progress, this.replayUntil, err);
+      }
+      await this.writeBatch(rec.offset);
+      await this.isolate([rec], recTo, err);
+      this.foldedTo = this.progress;
+      return;
+    }
+    this.batch.records += 1;
+    if (!part) return;
+    const item = { key: part.key, table: part.table ?? this.c.stream.handler?.sinkTable };
+    const id = sinkItemId(item);
+    const seen = this.batch.items.get(id);
+    this.batch.items.set(id, { ...item, value: seen ? this.fold.combine(seen.value, part.value) : part.value });
+  }
+
+  /** Writes the batch `[progress, end)` and advances progress to `end` (see the file's comment). */
+  private async writeBatch(end: number): Promise<void> {
+    if (end <= this.progress) return;
+    const writes = this.itemWrites();
+    const replay = this.replayUntil !== undefined;
+    const limits = this.c.ledger.limits;
+    if (!replay && writes.length <= Math.min(this.budget.atomicMaxWrites, limits.maxSinkWrites) && fitsOneCommit(writes, limits)) {
+      await this.commit(end, writes, []);
+    } else {
+      if (!replay) await this.begin(end);
+      await this.writeMarked(end, writes);
+      await this.commit(end, [], []);
+    }
+    this.records += this.batch.records;
+    this.batch = { items: new Map(), records: 0 };
+    this.foldedTo = Math.max(this.foldedTo, end);
+    this.replayUntil = undefined;
+  }
+
+  /** The batch's one write per item, checked to be an update of that item. */
+  private itemWrites(): SinkWrite[] {
+    return [...this.batch.items.values()].map((it) => {
+      const w = withTable(this.fold.write({ key: it.key, table: it.table }, it.value), this.c.stream.handler?.sinkTable);
+      if (!('update' in w) || w.update.condition || sinkItemId(w.update) !== sinkItemId(it)) {
+        throw new FoldWriteError(`fold.write must return an update of ${JSON.stringify(it.key)} without a condition`);
+      }
+      return w;
+    });
+  }
+
+  private async begin(end: number): Promise<void> {
+    const { ledger, range, stream, held } = this.c;
+    const outcome = await ledger.beginBatch({
+      range: held,
+      expectProgress: this.progress,
+      until: end,
+      nowMs: await this.c.storeClock(),
+      leaseMs: stream.processor.leaseMs,
+    });
+    if (outcome === 'lease-lost') throw new LeaseLost();
+    this.replayUntil = end;
+    await this.c.afterStep?.('batch-begun', { from: this.progress, to: Math.min(end, range.until) });
+  }
+
+  /** Sends the writes in marked groups, a few at a time; a kill point follows each group. */
+  private async writeMarked(end: number, writes: SinkWrite[]): Promise<void> {
+    const { range, stream } = this.c;
+    const mark: SinkMark = {
+      stream: stream.id,
+      topic: range.topic,
+      partition: range.partition,
+      ...(range.incarnation ? { incarnation: range.incarnation } : {}),
+      ...(this.leased.rewinds ? { rewinds: this.leased.rewinds } : {}),
+      until: end,
+    };
+    const size = this.groupSize();
+    const groups = Array.from({ length: Math.ceil(writes.length / size) }, (_, i) => writes.slice(i * size, (i + 1) * size));
+    await mapWithConcurrency(groups, this.budget.writeConcurrency, async (group) => {
+      const t0 = this.c.clock();
+      await this.c.ledger.applyMarkedSinkWrites({ mark, writes: group });
+      this.groupMs = 0.8 * this.groupMs + 0.2 * (this.c.clock() - t0);
+      await this.c.afterStep?.('sink-written', { from: this.progress, to: end });
+    });
+  }
+
+  private groupSize(): number {
+    return Math.max(1, Math.min(this.budget.writeGroupSize, this.c.ledger.limits.maxMarkedWrites));
+  }
+}
+
+/** A record folded into a pending batch is rejected when the batch is folded again. */
+export class NondeterministicFoldError extends AppError {
+  constructor(key: string, from: number, until: number, cause: unknown) {
+    super(
+      'FOLD_NOT_DETERMINISTIC',
+      `record ${key} was folded into the batch [${from}, ${until}) that is being written, but fold.map rejects it now: ` +
+        'fold.map must be deterministic',
+      { cause },
+    );
+  }
+}
+
+/** `fold.write` returned something other than an unconditional update of the item it was given. */
+export class FoldWriteError extends AppError {
+  constructor(message: string) {
+    super('FOLD_WRITE', message);
+  }
+}
