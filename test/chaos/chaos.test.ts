@@ -38,7 +38,9 @@ describe('chaos: every produced record applied exactly once, invariants hold', (
       scenario,
       async () => {
         // leader-killed starts a private 3-broker cluster first (not counted in its budget).
-        const res = await runScenario(env, scenario, SEED * 1000 + i, { budgetMs: scenario === 'leader-killed' ? 90_000 : 40_000 });
+        const res = await runScenario(env, scenario, SEED * 1000 + i, {
+          budgetMs: scenario === 'leader-killed' || scenario === 'large-batch' ? 90_000 : 40_000,
+        });
         results.push(res);
         if (!res.ok || process.env.CHAOS_VERBOSE) console.log(JSON.stringify(res, null, 2));
         expect({ problems: res.problems, violations: res.violations }).toEqual({ problems: [], violations: [] });
@@ -46,7 +48,7 @@ describe('chaos: every produced record applied exactly once, invariants hold', (
         expect(res.applied).toBe(res.expected);
         expect(res.ok).toBe(true);
       },
-      scenario === 'leader-killed' ? 240_000 : 60_000,
+      scenario === 'leader-killed' ? 240_000 : scenario === 'large-batch' ? 150_000 : 60_000,
     );
   });
 });

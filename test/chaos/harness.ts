@@ -53,6 +53,7 @@ import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import { takeReader } from './readers';
+import { runLargeBatch } from './large-batch';
 import { runTopicRecreated } from './topic-recreated';
 
 export const SCENARIOS = [
@@ -74,6 +75,7 @@ export const SCENARIOS = [
   'skewed-clock',
   'leader-killed',
   'topic-recreated',
+  'large-batch',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -248,6 +250,7 @@ export async function runScenario(
 ): Promise<ScenarioResult> {
   if (scenario === 'leader-killed') return runOnCluster(env, scenario, seed, opts);
   if (scenario === 'topic-recreated') return runTopicRecreated(env, seed, opts);
+  if (scenario === 'large-batch') return runLargeBatch(env, seed, opts);
   if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
   const t0 = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'chaos-broker-'));
@@ -542,7 +545,15 @@ async function runIn(
       }
       return out;
     };
-    return { ...inner, handle: wrap } as RecordsHandler;
+    const fold = inner.mode === 'dynamodb-exactly-once' ? inner.fold : undefined;
+    if (!fold) return { ...inner, handle: wrap } as RecordsHandler;
+    // Folded batches call map per record: the same kill and counting hooks, record by record.
+    const map: typeof fold.map = (r, ctx) => {
+      if (dead.v) throw new StoreError('chaos: the process was killed');
+      if (skew) skew.handed.set(`${stream.id}/${r.idempotencyKey}`, (skew.handed.get(`${stream.id}/${r.idempotencyKey}`) ?? 0) + 1);
+      return fold.map(r, ctx);
+    };
+    return { ...inner, handle: wrap, fold: { ...fold, map } } as RecordsHandler;
   };
 
   let invocations = 0;
@@ -577,6 +588,9 @@ async function runIn(
           ...(clocks && { ledger: clocks.ledger, clock: clocks.clock, storeClock: clocks.storeClock }),
           maxChunkRecords: 25,
           retryBaseMs: 5,
+          // Half the invocations write folded batches in marked groups of 1-3 (kill points between them).
+          fold:
+            rng() < 0.5 ? { atomicMaxWrites: 0, writeGroupSize: 1 + Math.floor(rng() * 3), maxRecords: 40 + Math.floor(rng() * 80) } : {},
           afterStep: async (step) => {
             if (step === 'leased' && clocks?.whileLeased) await clocks.whileLeased();
             if (opts.broker && step === 'handled' && !restart && ++chunksHandled >= restartAfterChunks) {

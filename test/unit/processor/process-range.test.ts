@@ -204,6 +204,60 @@ describe('processRange', () => {
     expect(t.totals()).toEqual(t.expected(12));
   });
 
+  it('commits at-least-once progress on an interval of records, and redelivers only what followed the last commit', async () => {
+    const handed: number[] = [];
+    const counting: RecordsHandler = {
+      mode: 'at-least-once',
+      handle: async (records) => void handed.push(...records.map((r) => r.offset)),
+    };
+    const t = await setup({ records: 40, handler: counting, stream: { processor: { commitEveryRecords: 10, commitEveryMs: 3_600_000 } } });
+    const commits: Array<{ from: number; to: number }> = [];
+    const crash = {
+      afterStep: (step: string, d: { from: number; to: number }) => {
+        if (step === 'committed') commits.push(d);
+        if (step === 'handled' && d.from === 28) throw new Error('killed after 28 handled');
+      },
+    };
+    await expect(t.run(crash)).rejects.toThrow('killed after 28');
+    // Chunks of 4: commits once 10 records were handled since the last one (at 12 and 24), not after every chunk.
+    expect(commits).toEqual([
+      { from: 0, to: 12 },
+      { from: 12, to: 24 },
+    ]);
+    expect(t.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({ progress: 24, status: 'failed' });
+    t.advance(1000);
+    const res = await t.run({
+      afterStep: (step: string, d: { from: number; to: number }) => void (step === 'committed' && commits.push(d)),
+    });
+    expect(res).toMatchObject({ status: 'done', progress: 40 });
+    // 24..27 were handed twice (handled, not committed, before the kill); everything was handed at least once.
+    expect(new Set(handed).size).toBe(40);
+    expect(handed.filter((o) => o >= 24 && o < 28)).toHaveLength(8);
+    expect(handed).toHaveLength(44);
+    expect(commits.slice(2)).toEqual([
+      { from: 24, to: 36 },
+      { from: 36, to: 40 },
+    ]);
+  });
+
+  it('commits at-least-once progress once the time interval passed, whatever the record count', async () => {
+    const counting: RecordsHandler = { mode: 'at-least-once', handle: async () => undefined };
+    const t = await setup({
+      records: 16,
+      handler: counting,
+      stream: { processor: { commitEveryRecords: 1_000_000, commitEveryMs: 5000 } },
+    });
+    const commits: number[] = [];
+    await t.run({
+      afterStep: (step: string, d: { from: number; to: number }) => {
+        if (step === 'handled') t.advance(2000);
+        if (step === 'committed') commits.push(d.to);
+      },
+    });
+    // Chunks of 4 at 2 s each: due after the third chunk (6 s), then at the end.
+    expect(commits).toEqual([12, 16]);
+  });
+
   it('dead-letters a poison record after the attempt limit and continues the range', async () => {
     const t = await setup({ records: 6, stream: { maxAttempts: 3 } });
     t.reader.append(T, 0, [{ key: 'acct-x', value: 'not json' }]);

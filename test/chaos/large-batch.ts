@@ -1,0 +1,262 @@
+/**
+ * Chaos scenario `large-batch`: folded exactly-once batches at scale. 200,000 records of 6,000
+ * accounts over 2 partitions, one range per partition (100,000 records each), folded into batches
+ * of 20,000-100,000 records (thousands of items, written in marked groups of 100). Processors are
+ * killed at random points, most of them *between* the writes of one batch (after the batch is
+ * recorded, after a group of writes, before progress moves), every range is invoked twice at once,
+ * and each retry folds with another budget. The sink must hold, account by account, exactly the
+ * total and count that were produced.
+ */
+import { randomUUID } from 'node:crypto';
+import { ScanCommand, type AttributeValue, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { checkInvariants } from '../../lib/chaos/invariants';
+import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
+import { parseStreamConfig } from '../../lib/config/schema';
+import { runningTotals } from '../../lib/handlers/running-totals';
+import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
+import { planStream } from '../../lib/planner/run';
+import { processRange, type ProcessorStep } from '../../lib/processor/process-range';
+import type { Ledger } from '../../lib/ports/ledger';
+import type { RangePayload } from '../../lib/ranges';
+import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import type { ChaosEnv, ScenarioResult } from './harness';
+import { takeReader } from './readers';
+
+const PARTITIONS = 2;
+const RECORDS = 200_000;
+const ACCOUNTS = 6_000;
+const KILL_POINTS: ProcessorStep[] = ['handled', 'batch-begun', 'sink-written', 'sink-written', 'sink-written', 'committed'];
+
+/** mulberry32, as the harness's (kept local: this module only imports the harness's types). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const debug = (line: string): void => {
+  if (process.env.CHAOS_DEBUG) console.log(`[large-batch] ${line}`);
+};
+
+const amountOf = (i: number): number => (i % 97) + 1;
+
+/** A ledger that refuses every call once its process is dead (a crash stops writes in flight too). */
+function killable(ledger: Ledger, dead: { v: boolean }): Ledger {
+  return new Proxy(ledger, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        if (dead.v) return Promise.reject(new Error('chaos: the process was killed'));
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+/** Runs the scenario; the result has the harness's shape, so it joins the RELIABILITY table. */
+export async function runLargeBatch(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
+  const t0 = Date.now();
+  const random = rng(seed);
+  const topic = uniqueName('clb').toLowerCase();
+  const problems: string[] = [];
+  await createTopicsReady(env.admin, [{ topic, numPartitions: PARTITIONS }]);
+  const expected = await produceAccounts(env, topic);
+  debug(`produced ${RECORDS} records in ${Date.now() - t0} ms`);
+  const sinkTable = await createSinkTable(env.ddb, 'chaos-large');
+  const ledger = createDynamoLedger({ client: env.ddb, tableName: env.ledgerTable });
+  const stream = parseStreamConfig(
+    {
+      id: `${topic}-eo`,
+      kafka: { brokers: (process.env.KAFKA_BROKERS as string).split(',') },
+      topics: [topic],
+      handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable },
+      maxAttempts: 60,
+      // Short invocations and leases: deadlines cut batches, killed holders' leases lapse soon, and a
+      // slow holder can lose its lease to the twin invocation while it is still writing.
+      processor: { timeoutMs: 6_000, leaseMs: 7_000 },
+    },
+    'chaos large-batch',
+  );
+
+  const counts = { invocations: 0, errors: 0, kills: 0, killedAt: {} as Record<string, number> };
+  const statuses: Record<string, number> = {};
+  const invoke = async (range: RangePayload, leaseToken: string): Promise<void> => {
+    counts.invocations++;
+    const dead = { v: false };
+    const killAt = random() < 0.7 ? KILL_POINTS[Math.floor(random() * KILL_POINTS.length)] : undefined;
+    const nth = 1 + Math.floor(random() * 8);
+    let seen = 0;
+    const reader = takeReader(env);
+    try {
+      const res = await processRange(
+        {
+          ledger: killable(ledger, dead),
+          readerFor: async () => reader,
+          handlerFor: () => runningTotals,
+          leaseToken,
+          fold: { maxRecords: 20_000 + Math.floor(random() * 80_000) },
+          afterStep: (step) => {
+            if (step !== killAt || ++seen !== nth) return;
+            dead.v = true;
+            counts.kills++;
+            counts.killedAt[step] = (counts.killedAt[step] ?? 0) + 1;
+            throw new Error(`chaos: processor killed at ${step}`);
+          },
+        },
+        { stream, range, deadlineAtMs: Date.now() + 4_000 + Math.floor(random() * 4_000) },
+      );
+      statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+    } catch {
+      counts.errors++;
+    } finally {
+      env.readers.push(reader);
+    }
+  };
+
+  let queueWasEmpty = false;
+  const round = async (): Promise<void> => {
+    const queue: RangePayload[] = [];
+    await planStream(
+      {
+        ledger,
+        metadataFor: (s) => env.metadata.forStream(s),
+        dispatcher: {
+          async dispatch(ranges) {
+            queue.push(...ranges);
+            return ranges.map(() => ({ ok: true as const }));
+          },
+        },
+        plannerLeaseMs: 5000,
+        ownerToken: randomUUID(),
+      },
+      stream,
+      { dryRun: false, nowMs: Date.now() },
+    );
+    queueWasEmpty = queue.length === 0;
+    // Every range twice at once: one of the two holds the lease, the other is refused or takes over.
+    await Promise.all(queue.flatMap((r) => [invoke(r, randomUUID()), invoke(r, randomUUID())]));
+  };
+
+  const complete = async (): Promise<boolean> => {
+    const parts = await ledger.readPartitions(stream.id);
+    return parts.length === PARTITIONS && parts.every((p) => p.committed >= (expected.ends.get(p.partition) ?? Infinity));
+  };
+
+  const budget = opts.budgetMs ?? 90_000;
+  let rounds = 0;
+  let finished = false;
+  while (Date.now() - t0 < budget) {
+    await round();
+    rounds++;
+    debug(`round ${rounds} at ${Date.now() - t0} ms: ${JSON.stringify(statuses)}, ${counts.kills} kills`);
+    if (await complete()) {
+      finished = true;
+      break;
+    }
+    if (queueWasEmpty) await new Promise((r) => setTimeout(r, 250));
+  }
+  if (!finished) problems.push(`did not complete within ${budget} ms (${rounds} rounds)`);
+
+  const snap = await readLedgerSnapshot(env.ddb, env.ledgerTable, stream.id);
+  const violations = checkInvariants(snap);
+  const sink = await scanTotals(env, sinkTable);
+  const check = compare(expected.perAccount, sink, problems);
+  if ((counts.killedAt['sink-written'] ?? 0) === 0) problems.push('no processor was killed between the writes of a batch');
+  return {
+    scenario: 'large-batch',
+    seed,
+    injected:
+      `${RECORDS.toLocaleString('en-US')} records of ${ACCOUNTS.toLocaleString('en-US')} accounts in ${PARTITIONS} ranges of ` +
+      `${(RECORDS / PARTITIONS).toLocaleString('en-US')}, folded in batches of 20,000-100,000 records; every range invoked twice at once; ` +
+      `${counts.kills} processors killed (${Object.entries(counts.killedAt)
+        .map(([k, n]) => `${n} at ${k}`)
+        .join(', ')})`,
+    produced: RECORDS,
+    expected: RECORDS,
+    applied: check.applied,
+    duplicates: check.duplicates,
+    losses: check.losses,
+    auditLosses: 0,
+    auditDuplicates: 0,
+    dataLoss: 0,
+    deadLetters: 0,
+    stopped: 0,
+    retired: 0,
+    violations,
+    problems,
+    rounds,
+    invocations: counts.invocations,
+    processorErrors: counts.errors,
+    statuses,
+    wallMs: Date.now() - t0,
+    ok: finished && violations.length === 0 && problems.length === 0 && check.duplicates === 0 && check.losses === 0,
+  };
+}
+
+/** Produces RECORDS records of ACCOUNTS accounts (key = account); returns the expected sink and the log ends. */
+async function produceAccounts(env: ChaosEnv, topic: string) {
+  const perAccount = new Map<string, { total: number; count: number }>();
+  const batch = 5_000;
+  for (let start = 0; start < RECORDS; start += batch) {
+    const messages = Array.from({ length: Math.min(batch, RECORDS - start) }, (_, j) => {
+      const i = start + j;
+      const account = `acct-${i % ACCOUNTS}`;
+      const acc = perAccount.get(account) ?? { total: 0, count: 0 };
+      acc.total += amountOf(i);
+      acc.count += 1;
+      perAccount.set(account, acc);
+      return { key: account, value: JSON.stringify({ account, amount: amountOf(i) }) };
+    });
+    await env.producer.send({ topic, messages });
+  }
+  const ends = new Map<number, number>();
+  for (const o of await env.admin.fetchTopicOffsets(topic)) ends.set(o.partition, Number(o.high));
+  return { perAccount, ends };
+}
+
+/** The sink's totals and counts per account. */
+async function scanTotals(env: ChaosEnv, table: string): Promise<Map<string, { total: number; count: number }>> {
+  const out = new Map<string, { total: number; count: number }>();
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page: ScanCommandOutput = await env.ddb.send(
+      new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }),
+    );
+    for (const raw of page.Items ?? []) {
+      const item = unmarshall(raw) as { pk: string; total: number; count: number };
+      out.set(item.pk, { total: item.total, count: item.count });
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+/** Records applied, applied twice and missing, account by account (a wrong total with the right count is a problem too). */
+function compare(
+  expected: Map<string, { total: number; count: number }>,
+  sink: Map<string, { total: number; count: number }>,
+  problems: string[],
+): { applied: number; duplicates: number; losses: number } {
+  let applied = 0;
+  let duplicates = 0;
+  let losses = 0;
+  let wrongTotals = 0;
+  for (const [account, want] of expected) {
+    const got = sink.get(account) ?? { total: 0, count: 0 };
+    applied += got.count;
+    duplicates += Math.max(0, got.count - want.count);
+    losses += Math.max(0, want.count - got.count);
+    if (got.count === want.count && got.total !== want.total) wrongTotals++;
+  }
+  const extra = [...sink.keys()].filter((k) => !expected.has(k)).length;
+  if (wrongTotals) problems.push(`${wrongTotals} accounts have the right count but the wrong total`);
+  if (extra) problems.push(`${extra} sink items for accounts never produced`);
+  return { applied, duplicates, losses };
+}
