@@ -1,0 +1,97 @@
+/**
+ * The emulator applies simple `ADD`/`SET` updates directly (infra/local/dynamodb/moto_server.py):
+ * they must answer as DynamoDB does, errors included, and take the generic path for anything else.
+ * (The suite runs the emulator with MOTO_VERIFY_FAST=1, which also compares both paths per request.)
+ */
+import { ConditionalCheckFailedException, GetItemCommand, UpdateItemCommand, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { createSinkTable, testDynamo } from '../support/env';
+
+const client = testDynamo();
+let table: string;
+beforeAll(async () => {
+  table = await createSinkTable(client, 'fastupd');
+});
+afterAll(() => client.destroy());
+
+const update = (pk: string, input: Omit<UpdateItemCommandInput, 'TableName' | 'Key'>) =>
+  client.send(new UpdateItemCommand({ TableName: table, Key: { pk: { S: pk } }, ...input }));
+const read = async (pk: string) =>
+  (await client.send(new GetItemCommand({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }))).Item;
+
+describe('emulator: simple updates applied directly', () => {
+  it('adds numbers to absent and present attributes, sets values, keeps the other attributes', async () => {
+    const counter = {
+      UpdateExpression: 'ADD #t :t, #c :one SET lastOffset = :last, #m = :m',
+      ExpressionAttributeNames: { '#t': 'total', '#c': 'count', '#m': '_applied:s:t:0' },
+      ExpressionAttributeValues: { ':t': { N: '1.5' }, ':one': { N: '1' }, ':last': { N: '7' }, ':m': { N: '8' } },
+    };
+    await update('a', counter);
+    await update('a', { ...counter, ExpressionAttributeValues: { ...counter.ExpressionAttributeValues, ':t': { N: '2' } } });
+    await update('a', { UpdateExpression: 'SET note = :n', ExpressionAttributeValues: { ':n': { S: 'kept' } } });
+    expect(await read('a')).toEqual({
+      pk: { S: 'a' },
+      total: { N: '3.5' },
+      count: { N: '2' },
+      lastOffset: { N: '7' },
+      '_applied:s:t:0': { N: '8' },
+      note: { S: 'kept' },
+    });
+  });
+
+  it('evaluates the condition, and returns the old item on a failed one when asked', async () => {
+    const marked = (until: number) =>
+      update('b', {
+        UpdateExpression: 'ADD #n :one SET #m = :m',
+        ConditionExpression: 'attribute_not_exists(#m) OR #m < :m',
+        ExpressionAttributeNames: { '#n': 'n', '#m': 'mark' },
+        ExpressionAttributeValues: { ':one': { N: '1' }, ':m': { N: String(until) } },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
+    await marked(10);
+    const refused = await marked(10).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ConditionalCheckFailedException);
+    expect((refused as ConditionalCheckFailedException).Item).toEqual({ pk: { S: 'b' }, n: { N: '1' }, mark: { N: '10' } });
+    await marked(20);
+    expect(await read('b')).toEqual({ pk: { S: 'b' }, n: { N: '2' }, mark: { N: '20' } });
+  });
+
+  it('returns the new item when asked', async () => {
+    const res = await update('c', {
+      UpdateExpression: 'ADD #n :one',
+      ExpressionAttributeNames: { '#n': 'n' },
+      ExpressionAttributeValues: { ':one': { N: '5' } },
+      ReturnValues: 'ALL_NEW',
+    });
+    expect(res.Attributes).toEqual({ pk: { S: 'c' }, n: { N: '5' } });
+  });
+
+  it.each([
+    [
+      'ADD to a string',
+      'd1',
+      { UpdateExpression: 'SET s = :s', ExpressionAttributeValues: { ':s': { S: 'x' } } },
+      'ADD s :n',
+      { ':n': { N: '1' } },
+    ],
+    ['an unused value', 'd2', undefined, 'SET a = :a', { ':a': { N: '1' }, ':unused': { N: '2' } }],
+    ['a reserved word as a bare name', 'd3', undefined, 'SET total = :a', { ':a': { N: '1' } }],
+    ['the key attribute', 'd4', undefined, 'SET pk = :a', { ':a': { S: 'other' } }],
+    ['a missing value', 'd5', undefined, 'SET a = :missing', { ':a': { N: '1' } }],
+  ])('refuses %s as DynamoDB does, changing nothing', async (_what, pk, first, expression, values) => {
+    if (first) await update(pk, first);
+    const before = await read(pk);
+    await expect(update(pk, { UpdateExpression: expression, ExpressionAttributeValues: values })).rejects.toMatchObject({
+      name: 'ValidationException',
+    });
+    expect(await read(pk)).toEqual(before);
+  });
+
+  it('refuses an update that makes the item larger than 400 KB', async () => {
+    const big = 'x'.repeat(250 * 1024);
+    await update('e', { UpdateExpression: 'SET a = :a', ExpressionAttributeValues: { ':a': { S: big } } });
+    await expect(update('e', { UpdateExpression: 'SET b = :b', ExpressionAttributeValues: { ':b': { S: big } } })).rejects.toMatchObject({
+      name: 'ValidationException',
+    });
+    expect(Object.keys((await read('e')) ?? {}).sort()).toEqual(['a', 'pk']);
+  });
+});
