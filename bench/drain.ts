@@ -12,15 +12,8 @@ import { createLocalRunner, runnerDepsFrom, type LocalRunner } from '../lib/loca
 import type { Ledger } from '../lib/ports/ledger';
 import type { RecordsHandler } from '../lib/processor/handler-api';
 import { composeAdapters, dynamoClientFromEnv, type Adapters } from '../lib/runtime/compose';
-import { totalsMismatches, type DrainFigures } from './stats';
+import { totalsMismatches, type DrainFigures, type DrainObserver } from './stats';
 import { countWriteUnits, itemSizeBytes, storedKeyJson, type WriteTally } from './write-units';
-
-/** Hooks of the latency run: every record a handler is given, and every progress commit that applied. */
-export type DrainObserver = {
-  onRecords(records: ReadonlyArray<{ partition: number; offset: number; timestampMs: number }>): void;
-  /** Offsets `[from, to)` of `partition` are committed (the ledger write returned `applied`). */
-  onCommitted(partition: number, from: number, to: number): void;
-};
 
 export type DrainOptions = {
   brokers: string;
@@ -35,7 +28,8 @@ export type DrainOptions = {
   handler: 'running-totals' | 'noop';
   /** Exactly-once: a fresh sink table to create, checked against `expected` at the end. */
   sinkTable?: string;
-  expected?: Record<string, readonly [number, number]>;
+  /** What was produced, per account `[total, count]` (read when the drain is over). */
+  expected?: () => Record<string, readonly [number, number]>;
   triggerIntervalMs: number;
   /** Give up (and fail) when the drain is not over this long after it started. */
   timeoutMs: number;
@@ -164,9 +158,12 @@ async function waitCommitted(ledger: Ledger, runner: LocalRunner, opts: DrainOpt
     const now = Date.now();
     if (now - lastLogMs >= 5000) {
       lastLogMs = now;
-      opts.log(`${opts.streamId}: committed ${committed}/${target} after ${Math.round((now - t0) / 1000)} s, ${runner.inFlight().length} in flight`);
+      opts.log(
+        `${opts.streamId}: committed ${committed}/${target} after ${Math.round((now - t0) / 1000)} s, ${runner.inFlight().length} in flight`,
+      );
     }
-    if (now - t0 > opts.timeoutMs) throw new Error(`${opts.streamId}: not drained after ${opts.timeoutMs} ms (committed ${committed}/${target})`);
+    if (now - t0 > opts.timeoutMs)
+      throw new Error(`${opts.streamId}: not drained after ${opts.timeoutMs} ms (committed ${committed}/${target})`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -203,9 +200,10 @@ async function settleFigures(
   if (opts.sinkTable) {
     const sinkSizes = await storedSizes(dynamo, opts.sinkTable);
     sinkWriteUnits = tally.settle(opts.sinkTable, (k) => sinkSizes.get(k));
-    const mismatches = totalsMismatches(opts.expected ?? {}, await scanTotals(dynamo, opts.sinkTable));
+    const mismatches = totalsMismatches(opts.expected?.() ?? {}, await scanTotals(dynamo, opts.sinkTable));
     exact = mismatches.length === 0;
-    if (!exact) opts.log(`sink differs from what was produced on ${mismatches.length} account(s), e.g. ${mismatches.slice(0, 3).join('; ')}`);
+    if (!exact)
+      opts.log(`sink differs from what was produced on ${mismatches.length} account(s), e.g. ${mismatches.slice(0, 3).join('; ')}`);
     await dynamo.send(new DeleteTableCommand({ TableName: opts.sinkTable })).catch(() => undefined);
   }
   return {

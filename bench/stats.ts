@@ -1,7 +1,7 @@
 /**
- * The pure arithmetic of the end-to-end and latency benchmarks: percentiles, medians over runs, and
- * the one JSON object `npm run bench:e2e` prints last (its fields are fixed by the issue that asked
- * for it: tools read it).
+ * The pure arithmetic of the end-to-end and latency benchmarks: percentiles, medians over runs,
+ * produce-to-commit latencies, and the one JSON object `npm run bench:e2e` prints last (its fields
+ * are fixed by the issue that asked for it: tools read it).
  */
 
 /** The `p`-th percentile (0 < p <= 100) of `values` by the nearest-rank method; NaN when empty. */
@@ -18,6 +18,51 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** Hooks of the latency run: every record a handler is given, and every progress commit that applied. */
+export type DrainObserver = {
+  onRecords(records: ReadonlyArray<{ partition: number; offset: number; timestampMs: number }>): void;
+  /** Offsets `[from, to)` of `partition` are committed (the ledger write returned `applied`). */
+  onCommitted(partition: number, from: number, to: number): void;
+};
+
+/** Produce timestamps by partition and offset, turned into latencies as commits cover them. */
+export function createLatencyObserver(now: () => number = Date.now): DrainObserver & { latenciesMs: number[] } {
+  const produced = new Map<number, number[]>();
+  const latenciesMs: number[] = [];
+  return {
+    latenciesMs,
+    onRecords(records) {
+      for (const r of records) {
+        let ts = produced.get(r.partition);
+        if (!ts) produced.set(r.partition, (ts = []));
+        ts[r.offset] ??= r.timestampMs;
+      }
+    },
+    onCommitted(partition, from, to) {
+      const ts = produced.get(partition);
+      if (!ts) return;
+      const at = now();
+      for (let o = from; o < to; o++) {
+        const t = ts[o];
+        // -1: already committed once (a later commit of the same offsets is a replay, not a new latency).
+        if (t === undefined || t < 0) continue;
+        latenciesMs.push(at - t);
+        ts[o] = -1;
+      }
+    },
+  };
+}
+
+/** The latency figures of a run: how many records were observed committed, p50, p99 and max. */
+export function latencySummary(latenciesMs: readonly number[]): { observed: number; p50Ms: number; p99Ms: number; maxMs: number } {
+  return {
+    observed: latenciesMs.length,
+    p50Ms: Math.round(percentile(latenciesMs, 50)),
+    p99Ms: Math.round(percentile(latenciesMs, 99)),
+    maxMs: Math.round(percentile(latenciesMs, 100)),
+  };
 }
 
 /** What one drain of the topic measured. */

@@ -39,7 +39,12 @@ function binarySizeBytes(b: Uint8Array | string): number {
 
 /** A number costs 1 byte per two significant digits, plus 1 (leading and trailing zeros trimmed). */
 function numberSizeBytes(n: string): number {
-  const digits = n.replace(/^-/, '').replace(/[eE].*$/, '').replace('.', '').replace(/^0+/, '').replace(/0+$/, '');
+  const digits = n
+    .replace(/^-/, '')
+    .replace(/[eE].*$/, '')
+    .replace('.', '')
+    .replace(/^0+/, '')
+    .replace(/0+$/, '');
   return Math.ceil(Math.max(1, digits.length) / 2) + 1;
 }
 
