@@ -22,9 +22,13 @@ import { CACHE_DIR } from '../infra/local/stack';
 import { ensureLedgerTable } from '../lib/ledger/table';
 import { dynamoClientFromEnv } from '../lib/runtime/compose';
 import { javaProduceAccounts } from '../test/support/java';
+import { costPerMillion } from './cost';
 import { drainOnce } from './drain';
 import { createBenchTopic, endOffsetsOf, withStack } from './stack';
 import { consumerPerfRps, e2eResult, type E2eRun } from './stats';
+
+/** The processor's memory as deployed (serverless.yml processorMemorySize), for the cost line. */
+const PROCESSOR_MEMORY_GB = 1;
 
 const log = (line: string): void => {
   process.stderr.write(`[bench:e2e] ${line}\n`);
@@ -111,6 +115,8 @@ async function main(): Promise<void> {
               : { handler: 'noop' }),
           });
           log(`run ${run} ${kind === 'eo' ? 'exactly-once' : 'at-least-once'} detail ${JSON.stringify(figures)}`);
+          const cost = costPerMillion(figures, PROCESSOR_MEMORY_GB);
+          log(`run ${run} cost per million records (docs/COST.md, ${PROCESSOR_MEMORY_GB} GB processors): ${JSON.stringify(cost)}`);
           return figures;
         };
         const exactlyOnce = await drain('eo');
