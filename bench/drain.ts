@@ -41,8 +41,6 @@ export type DrainOptions = {
 export async function drainOnce(opts: DrainOptions): Promise<DrainFigures> {
   const dynamo = dynamoClientFromEnv(process.env);
   const tally = countWriteUnits(dynamo);
-  if (opts.sinkTable) await createSinkTable(dynamo, opts.sinkTable);
-  tally.reset(); // table creation is set-up, not the drain's writes
   const config = benchConfig(opts);
   const stream = config.streams[0] as StreamConfig;
   const ctx = composeAdapters({
@@ -52,6 +50,8 @@ export async function drainOnce(opts: DrainOptions): Promise<DrainFigures> {
     kafkaLog: kafkaLogLines(opts.log),
   });
   try {
+    if (opts.sinkTable) await createSinkTable(dynamo, opts.sinkTable);
+    tally.reset(); // table creation is set-up, not the drain's writes
     const runner = createLocalRunner(runnerDepsFrom(observed(ctx, opts.observer), opts.log), [stream]);
     const sampler = startSampler(runner);
     const t0 = Date.now();
