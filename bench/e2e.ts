@@ -115,8 +115,10 @@ async function main(): Promise<void> {
               : { handler: 'noop' }),
           });
           log(`run ${run} ${kind === 'eo' ? 'exactly-once' : 'at-least-once'} detail ${JSON.stringify(figures)}`);
-          const cost = costPerMillion(figures, PROCESSOR_MEMORY_GB);
-          log(`run ${run} cost per million records (docs/COST.md, ${PROCESSOR_MEMORY_GB} GB processors): ${JSON.stringify(cost)}`);
+          const cost = Object.entries(costPerMillion(figures, PROCESSOR_MEMORY_GB)).map(([k, usd]) => [k, Number(usd.toFixed(6))]);
+          log(
+            `run ${run} cost per million records (docs/COST.md, ${PROCESSOR_MEMORY_GB} GB processors, USD): ${JSON.stringify(Object.fromEntries(cost))}`,
+          );
           return figures;
         };
         const exactlyOnce = await drain('eo');
