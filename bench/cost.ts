@@ -61,6 +61,7 @@ export function expectedDistinctKeys(records: number, keys: number): number {
 export type TriggerInput = {
   /** Records per invocation (the trigger's BatchSize, at most 10,000 and 6 MB of payload). */
   batchRecords: number;
+  /** The accounts a batch draws from: all of them if batches mix partitions, one partition's share if not. */
   accounts: number;
   /** The handler's duration per million records (taken equal to this system's: the same work). */
   gbSecondsPerMillion: number;
