@@ -8,12 +8,14 @@ import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
 import type { RecordsHandler } from '../processor/handler-api';
 import { createAuditLog } from './audit-log';
+import { noop } from './noop';
 import { runningTotals } from './running-totals';
 
 export type HandlerFactory = (deps: { dynamo: DynamoDBClient; env: NodeJS.ProcessEnv }) => RecordsHandler;
 
 export const HANDLERS: Record<string, HandlerFactory> = {
   'running-totals': () => runningTotals,
+  noop: () => noop,
   'audit-log': ({ dynamo, env }) => {
     const tableName = env.AUDIT_LOG_TABLE;
     if (!tableName) throw new ValidationError('handler "audit-log" needs the AUDIT_LOG_TABLE environment variable');

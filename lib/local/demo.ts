@@ -474,7 +474,8 @@ function sameTotals(a: KeyTotals, b: KeyTotals): boolean {
   return true;
 }
 
-async function createSinkTable(dynamo: DynamoDBClient, name: string): Promise<void> {
+/** Creates an on-demand sink table keyed by `pk` (an existing one is kept). */
+export async function createSinkTable(dynamo: DynamoDBClient, name: string): Promise<void> {
   try {
     await dynamo.send(
       new CreateTableCommand({

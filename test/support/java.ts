@@ -100,6 +100,27 @@ export async function javaProduce(brokers: string, records: JavaProducedRecord[]
   await runTool(args, records.map((r) => JSON.stringify(r)).join('\n'));
 }
 
+/** What `produce-accounts` wrote: the records sent and, per account, `[total, count]`. */
+export type ProducedAccounts = { sent: number; totals: Record<string, [number, number]> };
+
+/**
+ * Sends `records` keyed JSON records `{"account","amount","pad"}` of about `sizeBytes` over `accounts`
+ * accounts with Kafka's Java producer (paced at `ratePerSec` when given); resolves with what a
+ * running-totals sink must hold account by account.
+ */
+export async function javaProduceAccounts(
+  brokers: string,
+  opts: { topic: string; records: number; accounts: number; sizeBytes?: number; seed?: number; ratePerSec?: number },
+): Promise<ProducedAccounts> {
+  const args = ['produce-accounts', '--bootstrap', brokers, '--topic', opts.topic];
+  args.push('--records', String(opts.records), '--accounts', String(opts.accounts));
+  if (opts.sizeBytes !== undefined) args.push('--size', String(opts.sizeBytes));
+  if (opts.seed !== undefined) args.push('--seed', String(opts.seed));
+  if (opts.ratePerSec !== undefined) args.push('--rate-per-sec', String(opts.ratePerSec));
+  const out = await runTool(args, '');
+  return JSON.parse(out.trim().split('\n').at(-1) ?? '') as ProducedAccounts;
+}
+
 /** Reads `[from, until)` of each partition with Kafka's Java consumer (assign + seek). */
 export async function javaConsume(
   brokers: string,

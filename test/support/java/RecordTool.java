@@ -8,6 +8,13 @@
  *     A line's "compression" picks a producer of its own (one per codec), so one run writes every codec.
  *     Prints {"sent": n} on stdout once every record is acknowledged.
  *
+ *   produce-accounts --bootstrap HOST:PORT --topic T --records N --accounts K [--size BYTES] [--seed S]
+ *                    [--rate-per-sec R] [--prop k=v]...
+ *     sends N records of about BYTES (default 512) of JSON {"account","amount","pad"}, key = the account
+ *     (one of K, drawn uniformly with seed S; amount a whole number 1..1000), paced at R records/s when
+ *     given (the timestamp is the send time), and prints {"sent": n, "totals": {account: [total, count]}}
+ *     once every record is acknowledged: the per-account sums a sink must end with.
+ *
  *   consume --bootstrap HOST:PORT --assign TOPIC:PARTITION:FROM:UNTIL... [--isolation read_committed|read_uncommitted]
  *     reads [FROM, UNTIL) of each partition with KafkaConsumer (assign + seek, no group) and prints one line per record:
  *     {"topic", "partition", "offset", "timestampMs", "timestampType", "keyBase64", "valueBase64",
@@ -51,6 +58,7 @@ public final class RecordTool {
     PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
     switch (args[0]) {
       case "produce" -> produce(opts, bootstrap, out);
+      case "produce-accounts" -> produceAccounts(opts, bootstrap, out);
       case "consume" -> consume(opts, bootstrap, out);
       default -> throw new IllegalArgumentException("unknown command " + args[0] + ": produce or consume");
     }
@@ -113,6 +121,69 @@ public final class RecordTool {
       for (KafkaProducer<byte[], byte[]> p : producers.values()) p.close();
     }
     out.println("{\"sent\":" + sent.size() + "}");
+  }
+
+  private static void produceAccounts(Map<String, List<String>> opts, String bootstrap, PrintStream out) throws Exception {
+    String topic = one(opts, "topic", null);
+    if (topic == null) throw new IllegalArgumentException("--topic is required");
+    long records = Long.parseLong(one(opts, "records", "0"));
+    int accounts = Integer.parseInt(one(opts, "accounts", "0"));
+    if (records < 1 || accounts < 1) throw new IllegalArgumentException("--records and --accounts must be at least 1");
+    int size = Integer.parseInt(one(opts, "size", "512"));
+    double ratePerSec = Double.parseDouble(one(opts, "rate-per-sec", "0"));
+    java.util.Random random = new java.util.Random(Long.parseLong(one(opts, "seed", "1")));
+    Properties p = new Properties();
+    p.put("bootstrap.servers", bootstrap);
+    p.put("key.serializer", ByteArraySerializer.class.getName());
+    p.put("value.serializer", ByteArraySerializer.class.getName());
+    p.put("acks", "all");
+    p.put("linger.ms", ratePerSec > 0 ? "5" : "20");
+    p.put("batch.size", "524288");
+    p.put("compression.type", "none");
+    for (String kv : opts.getOrDefault("prop", List.of())) {
+      int eq = kv.indexOf('=');
+      if (eq < 1) throw new IllegalArgumentException("--prop expects key=value, not " + kv);
+      p.put(kv.substring(0, eq), kv.substring(eq + 1));
+    }
+    String[] names = new String[accounts];
+    for (int a = 0; a < accounts; a++) names[a] = String.format("acct-%06d", a);
+    long[] totals = new long[accounts];
+    long[] counts = new long[accounts];
+    java.util.concurrent.atomic.AtomicReference<Exception> failure = new java.util.concurrent.atomic.AtomicReference<>();
+    long startNs = System.nanoTime();
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+      for (long i = 0; i < records && failure.get() == null; i++) {
+        if (ratePerSec > 0 && i % 50 == 0) pace(startNs, i, ratePerSec);
+        int a = random.nextInt(accounts);
+        int amount = 1 + random.nextInt(1000);
+        totals[a] += amount;
+        counts[a] += 1;
+        String account = names[a];
+        StringBuilder v = new StringBuilder(size).append("{\"account\":\"").append(account).append("\",\"amount\":").append(amount).append(",\"pad\":\"");
+        while (v.length() < size - 2) v.append('x');
+        byte[] value = v.append("\"}").toString().getBytes(StandardCharsets.UTF_8);
+        producer.send(new ProducerRecord<>(topic, account.getBytes(StandardCharsets.UTF_8), value), (md, e) -> {
+          if (e != null) failure.compareAndSet(null, e);
+        });
+      }
+      producer.flush();
+    }
+    if (failure.get() != null) throw failure.get();
+    out.print("{\"sent\":" + records + ",\"totals\":{");
+    boolean first = true;
+    for (int a = 0; a < accounts; a++) {
+      if (counts[a] == 0) continue;
+      out.print((first ? "" : ",") + "\"" + names[a] + "\":[" + totals[a] + "," + counts[a] + "]");
+      first = false;
+    }
+    out.println("}}");
+  }
+
+  /** Sleeps until record `i` is due at `ratePerSec` records/s from `startNs`. */
+  private static void pace(long startNs, long i, double ratePerSec) throws InterruptedException {
+    long dueNs = startNs + (long) (i * 1e9 / ratePerSec);
+    long aheadMs = (dueNs - System.nanoTime()) / 1_000_000;
+    if (aheadMs > 0) Thread.sleep(aheadMs);
   }
 
   /** `name` as UTF-8 text, or `nameBase64` as bytes; null when both are missing or null. */

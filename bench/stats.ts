@@ -1,0 +1,173 @@
+/**
+ * The pure arithmetic of the end-to-end and latency benchmarks: percentiles, medians over runs,
+ * produce-to-commit latencies, and the one JSON object `npm run bench:e2e` prints last (its fields
+ * are fixed by the issue that asked for it: tools read it).
+ */
+
+/** The `p`-th percentile (0 < p <= 100) of `values` by the nearest-rank method; NaN when empty. */
+export function percentile(values: readonly number[], p: number): number {
+  if (!(p > 0 && p <= 100)) throw new RangeError(`percentile must be in (0, 100], not ${p}`);
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.ceil((p / 100) * sorted.length) - 1] as number;
+}
+
+/** The median of `values` (the mean of the middle two for an even count); NaN when empty. */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** Hooks of the latency run: every record a handler is given, and every progress commit that applied. */
+export type DrainObserver = {
+  onRecords(records: ReadonlyArray<{ partition: number; offset: number; timestampMs: number }>): void;
+  /** Offsets `[from, to)` of `partition` are committed (the ledger write returned `applied`). */
+  onCommitted(partition: number, from: number, to: number): void;
+};
+
+/** Produce timestamps by partition and offset, turned into latencies as commits cover them. */
+export function createLatencyObserver(now: () => number = Date.now): DrainObserver & { latenciesMs: number[] } {
+  const produced = new Map<number, number[]>();
+  const latenciesMs: number[] = [];
+  return {
+    latenciesMs,
+    onRecords(records) {
+      for (const r of records) {
+        let ts = produced.get(r.partition);
+        if (!ts) produced.set(r.partition, (ts = []));
+        ts[r.offset] ??= r.timestampMs;
+      }
+    },
+    onCommitted(partition, from, to) {
+      const ts = produced.get(partition);
+      if (!ts) return;
+      const at = now();
+      for (let o = from; o < to; o++) {
+        const t = ts[o];
+        // -1: already committed once (a later commit of the same offsets is a replay, not a new latency).
+        if (t === undefined || t < 0) continue;
+        latenciesMs.push(at - t);
+        ts[o] = -1;
+      }
+    },
+  };
+}
+
+/** The latency figures of a run: how many records were observed committed, p50, p99 and max. */
+export function latencySummary(latenciesMs: readonly number[]): { observed: number; p50Ms: number; p99Ms: number; maxMs: number } {
+  return {
+    observed: latenciesMs.length,
+    p50Ms: Math.round(percentile(latenciesMs, 50)),
+    p99Ms: Math.round(percentile(latenciesMs, 99)),
+    maxMs: Math.round(percentile(latenciesMs, 100)),
+  };
+}
+
+/** What one drain of the topic measured. */
+export type DrainFigures = {
+  records: number;
+  wallMs: number;
+  /** Processor invocations started (re-dispatches included). */
+  invocations: number;
+  plannerTicks: number;
+  /** Item writes sent to the sink table, and their write units as DynamoDB bills them. */
+  sinkWrites: number;
+  sinkWriteUnits: number;
+  /** Item writes sent to the ledger table (planner and processors), and their write units. */
+  ledgerWrites: number;
+  ledgerWriteUnits: number;
+  /** Sum over time of the processors in flight: the Lambda seconds this drain would bill. */
+  processorSeconds: number;
+  peakRssMb: number;
+  /** Exactly-once drains: the sink equals the produced totals and counts account by account. */
+  exact?: boolean;
+};
+
+/** One run: the two drains and ConsumerPerformance's whole-run figure on the same topic. */
+export type E2eRun = { consumerPerfRps: number; exactlyOnce: DrainFigures; atLeastOnce: DrainFigures };
+
+/** The last line of `npm run bench:e2e`. */
+export type E2eResult = {
+  records: number;
+  consumerPerfRps: number;
+  exactlyOnce: {
+    rps: number;
+    ratio: number;
+    wallMs: number;
+    invocations: number;
+    sinkWrites: number;
+    writeUnitsPer1000: number;
+    exact: boolean;
+  };
+  atLeastOnce: { rps: number; ratio: number; wallMs: number; invocations: number };
+  peakRssMb: number;
+};
+
+const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
+const rpsOf = (d: DrainFigures): number => d.records / (d.wallMs / 1000);
+
+/**
+ * The result over `runs` (each a median over the runs; `ratio` is the median of each run's own
+ * rps / consumerPerfRps; `exact` holds only if every run was exact; peak RSS is the highest seen).
+ */
+export function e2eResult(records: number, runs: readonly E2eRun[]): E2eResult {
+  if (runs.length === 0) throw new RangeError('no runs to summarise');
+  const m = (f: (r: E2eRun) => number): number => median(runs.map(f));
+  return {
+    records,
+    consumerPerfRps: Math.round(m((r) => r.consumerPerfRps)),
+    exactlyOnce: {
+      rps: Math.round(m((r) => rpsOf(r.exactlyOnce))),
+      ratio: round(
+        m((r) => rpsOf(r.exactlyOnce) / r.consumerPerfRps),
+        3,
+      ),
+      wallMs: Math.round(m((r) => r.exactlyOnce.wallMs)),
+      invocations: Math.round(m((r) => r.exactlyOnce.invocations)),
+      sinkWrites: Math.round(m((r) => r.exactlyOnce.sinkWrites)),
+      writeUnitsPer1000: round(
+        m((r) => (r.exactlyOnce.sinkWriteUnits * 1000) / r.exactlyOnce.records),
+        1,
+      ),
+      exact: runs.every((r) => r.exactlyOnce.exact === true),
+    },
+    atLeastOnce: {
+      rps: Math.round(m((r) => rpsOf(r.atLeastOnce))),
+      ratio: round(
+        m((r) => rpsOf(r.atLeastOnce) / r.consumerPerfRps),
+        3,
+      ),
+      wallMs: Math.round(m((r) => r.atLeastOnce.wallMs)),
+      invocations: Math.round(m((r) => r.atLeastOnce.invocations)),
+    },
+    peakRssMb: Math.max(...runs.flatMap((r) => [r.exactlyOnce.peakRssMb, r.atLeastOnce.peakRssMb])),
+  };
+}
+
+/** ConsumerPerformance's whole-run records/s (`nMsg.sec`, group join included) from its CSV output. */
+export function consumerPerfRps(stdout: string): number {
+  const lines = stdout.trim().split('\n');
+  const header = lines.findIndex((l) => l.includes('nMsg.sec'));
+  const names = (lines[header] ?? '').split(',').map((c) => c.trim());
+  const values = (lines[header + 1] ?? '').split(',').map((c) => c.trim());
+  const rps = Number(values[names.indexOf('nMsg.sec')]);
+  if (header < 0 || !Number.isFinite(rps)) throw new Error(`no nMsg.sec in ConsumerPerformance's output: ${stdout.slice(-500)}`);
+  return rps;
+}
+
+/** Per-account `[total, count]` that differ between what was produced and what the sink holds. */
+export function totalsMismatches(
+  expected: Record<string, readonly [number, number]>,
+  sink: Record<string, { total: number; count: number }>,
+): string[] {
+  const out: string[] = [];
+  for (const k of new Set([...Object.keys(expected), ...Object.keys(sink)])) {
+    const e = expected[k];
+    const s = sink[k];
+    if (e?.[0] !== s?.total || e?.[1] !== s?.count)
+      out.push(`${k}: produced ${e ? `${e[0]}/${e[1]}` : 'nothing'}, sink ${s ? `${s.total}/${s.count}` : 'nothing'}`);
+  }
+  return out;
+}

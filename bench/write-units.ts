@@ -1,0 +1,180 @@
+/**
+ * Write units as DynamoDB bills them, counted from the requests a client actually sends: an SDK
+ * middleware reads each request's JSON body (once per command, the SDK's own retries not counted)
+ * and tallies, per table, every item a write touches and whether it was transactional. Units are
+ * settled after the run, when the items' stored sizes can be read back (`settle`): a write costs
+ * ceil(size / 1 KB) units (at least 1), twice that inside TransactWriteItems.
+ *
+ * The size of an item is the larger of what the request itself carries (key and attribute values)
+ * and the item's size at the end of the run. DynamoDB bills an update by the larger of the item
+ * before and after it; running-totals items only grow, so their final size bounds every update's.
+ */
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+
+/** Bytes per write unit (on-demand and provisioned alike). */
+export const WRITE_UNIT_BYTES = 1024;
+
+/**
+ * The size DynamoDB assigns an attribute value (its documented item-size rules). Hand-written: the
+ * rules are a few lines of published arithmetic, and the one npm package for it has no repository.
+ */
+export function attributeSizeBytes(v: AttributeValue): number {
+  if (v.S !== undefined) return Buffer.byteLength(v.S, 'utf8');
+  if (v.N !== undefined) return numberSizeBytes(v.N);
+  if (v.B !== undefined) return binarySizeBytes(v.B);
+  if (v.BOOL !== undefined || v.NULL !== undefined) return 1;
+  if (v.SS) return v.SS.reduce((s, x) => s + Buffer.byteLength(x, 'utf8'), 0);
+  if (v.NS) return v.NS.reduce((s, x) => s + numberSizeBytes(x), 0);
+  if (v.BS) return v.BS.reduce((s, x) => s + binarySizeBytes(x), 0);
+  // A list or map: 3 bytes of overhead plus 1 per element, plus the elements (and a map's names).
+  if (v.L) return 3 + v.L.reduce((s, x) => s + 1 + attributeSizeBytes(x), 0);
+  if (v.M) return 3 + Object.entries(v.M).reduce((s, [k, x]) => s + 1 + Buffer.byteLength(k, 'utf8') + attributeSizeBytes(x), 0);
+  return 0;
+}
+
+/** Binary as sent on the wire is base64 text; as an SDK value, bytes. */
+function binarySizeBytes(b: Uint8Array | string): number {
+  return typeof b === 'string' ? Buffer.from(b, 'base64').length : b.length;
+}
+
+/** A number costs 1 byte per two significant digits, plus 1 (leading and trailing zeros trimmed). */
+function numberSizeBytes(n: string): number {
+  const digits = n
+    .replace(/^-/, '')
+    .replace(/[eE].*$/, '')
+    .replace('.', '')
+    .replace(/^0+/, '')
+    .replace(/0+$/, '');
+  return Math.ceil(Math.max(1, digits.length) / 2) + 1;
+}
+
+/** An item's size: the sum of its attribute names (UTF-8) and values. */
+export function itemSizeBytes(item: Record<string, AttributeValue>): number {
+  return Object.entries(item).reduce((s, [k, v]) => s + Buffer.byteLength(k, 'utf8') + attributeSizeBytes(v), 0);
+}
+
+/** Units one write of an item of `sizeBytes` costs. */
+export function writeUnitsFor(sizeBytes: number, transactional: boolean): number {
+  const units = Math.max(1, Math.ceil(sizeBytes / WRITE_UNIT_BYTES));
+  return transactional ? 2 * units : units;
+}
+
+/** The writes of one item: how many plain and transactional, and the largest size a request showed. */
+type ItemWrites = { plain: number; transactional: number; requestSizeBytes: number };
+
+export type TableWrites = {
+  /** Item writes (a transaction's action or a batch's request counts once per item). */
+  writes: number;
+  transactionalWrites: number;
+  /** Requests that carried at least one write to this table. */
+  requests: number;
+};
+
+export type WriteTally = {
+  /** Per table: what was sent so far. */
+  tables(): Record<string, TableWrites>;
+  /** Item keys written in `table` (JSON of the key's AttributeValues), to read back their sizes. */
+  keysOf(table: string): string[];
+  /** Write units of `table`, given the stored size of each written item that still exists. */
+  settle(table: string, storedSizeBytes: (key: string) => number | undefined): number;
+  /** Forgets everything counted (the next drain starts from zero). */
+  reset(): void;
+};
+
+/** One item write found in a request body. */
+export type ItemWrite = { table: string; key: string; requestSizeBytes: number; transactional: boolean };
+
+/** The key attributes of the tables measured (the ledger's `pk`/`sk`, the sink's `pk`). */
+export const KEY_NAMES = ['pk', 'sk'] as const;
+
+/** The item writes in the JSON body of a DynamoDB request of `operation` (empty for reads). */
+export function writesOfRequest(operation: string, body: Record<string, unknown>): ItemWrite[] {
+  type Action = { TableName: string; Key?: Record<string, AttributeValue>; Item?: Record<string, AttributeValue> };
+  const one = (a: Action, transactional: boolean, values?: Record<string, AttributeValue>): ItemWrite => {
+    const item = a.Item ?? a.Key ?? {};
+    const extra = values ? Object.values(values).reduce((s, v) => s + attributeSizeBytes(v), 0) : 0;
+    return { table: a.TableName, key: storedKeyJson(item), requestSizeBytes: itemSizeBytes(item) + extra, transactional };
+  };
+  const withValues = (a: unknown) => (a as { ExpressionAttributeValues?: Record<string, AttributeValue> }).ExpressionAttributeValues;
+  switch (operation) {
+    case 'PutItem':
+    case 'DeleteItem':
+      return [one(body as Action, false)];
+    case 'UpdateItem':
+      return [one(body as Action, false, withValues(body))];
+    case 'TransactWriteItems':
+      return ((body.TransactItems as Array<Record<string, Action>>) ?? []).flatMap((t) =>
+        Object.values(t).map((a) => one(a, true, withValues(a))),
+      );
+    case 'BatchWriteItem':
+      return Object.entries((body.RequestItems as Record<string, Array<Record<string, Action>>>) ?? {}).flatMap(([table, reqs]) =>
+        reqs.map((r) => one({ TableName: table, ...(r.PutRequest ?? r.DeleteRequest) } as Action, false)),
+      );
+    default:
+      return [];
+  }
+}
+
+/** Counts `writes` into the tally's per-table, per-item state. */
+export function createWriteTally(): WriteTally & { add(writes: ItemWrite[]): void } {
+  let perTable = new Map<string, { stats: TableWrites; items: Map<string, ItemWrites> }>();
+  return {
+    add(writes) {
+      const seen = new Set<string>();
+      for (const w of writes) {
+        let t = perTable.get(w.table);
+        if (!t) perTable.set(w.table, (t = { stats: { writes: 0, transactionalWrites: 0, requests: 0 }, items: new Map() }));
+        if (!seen.has(w.table)) t.stats.requests++;
+        seen.add(w.table);
+        t.stats.writes++;
+        if (w.transactional) t.stats.transactionalWrites++;
+        const item = t.items.get(w.key) ?? { plain: 0, transactional: 0, requestSizeBytes: 0 };
+        if (w.transactional) item.transactional++;
+        else item.plain++;
+        item.requestSizeBytes = Math.max(item.requestSizeBytes, w.requestSizeBytes);
+        t.items.set(w.key, item);
+      }
+    },
+    tables: () => Object.fromEntries([...perTable].map(([name, t]) => [name, { ...t.stats }])),
+    keysOf: (table) => [...(perTable.get(table)?.items.keys() ?? [])],
+    settle(table, storedSizeBytes) {
+      let units = 0;
+      for (const [key, w] of perTable.get(table)?.items ?? []) {
+        const size = Math.max(w.requestSizeBytes, storedSizeBytes(key) ?? 0);
+        units += w.plain * writeUnitsFor(size, false) + w.transactional * writeUnitsFor(size, true);
+      }
+      return units;
+    },
+    reset() {
+      perTable = new Map();
+    },
+  };
+}
+
+// A TextDecoder, not Buffer.from: the SDK's body adapter warns when read through string methods.
+const UTF8 = new TextDecoder();
+
+/**
+ * Adds the counting middleware to `client` (the one the ledger and the sink writes share) and
+ * returns its tally. It reads the serialized request, so it sees exactly what goes on the wire.
+ */
+export function countWriteUnits(client: DynamoDBClient): WriteTally {
+  const tally = createWriteTally();
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const req = args.request as { headers?: Record<string, string>; body?: unknown };
+      const operation = req.headers?.['x-amz-target']?.split('.')[1];
+      const body = typeof req.body === 'string' ? req.body : req.body instanceof Uint8Array ? UTF8.decode(req.body) : undefined;
+      if (operation && body) tally.add(writesOfRequest(operation, JSON.parse(body) as Record<string, unknown>));
+      return next(args);
+    },
+    // After serialization, before the retry middleware (finalizeRequest): once per command.
+    { step: 'build', name: 'benchWriteUnitCounter' },
+  );
+  return tally;
+}
+
+/** An item's identity as `keysOf` spells it: its key attributes (a Put's item carries more than its key). */
+export function storedKeyJson(item: Record<string, AttributeValue>): string {
+  return JSON.stringify(KEY_NAMES.filter((name) => item[name] !== undefined).map((name) => [name, item[name]]));
+}
