@@ -111,12 +111,23 @@ function observed(ctx: Adapters, observer?: DrainObserver): Adapters {
     let h = handlers.get(s.id);
     if (!h) {
       const inner = ctx.handlerFor(s);
+      const fold = inner.mode === 'dynamodb-exactly-once' ? inner.fold : undefined;
       h = {
         ...inner,
         handle: (records, c) => {
           observer.onRecords(records);
           return inner.handle(records, c) as never;
         },
+        // Folded batches map record by record: observe them there.
+        ...(fold && {
+          fold: {
+            ...fold,
+            map: (r: Parameters<typeof fold.map>[0], c: Parameters<typeof fold.map>[1]) => {
+              observer.onRecords([r]);
+              return fold.map(r, c);
+            },
+          },
+        }),
       } as RecordsHandler;
       handlers.set(s.id, h);
     }
