@@ -68,6 +68,12 @@ export type RangeReaderOptions = {
    * whose topic was deleted; until then it is retried like a leader change. Default 5 s.
    */
   missingGraceMs?: number;
+  /**
+   * Send the Fetch for where a response ends as soon as it arrives, so that the broker reads and
+   * sends the next response while this one is decoded and its chunks are handled (what Java's
+   * consumer and librdkafka do). Memory then holds up to two responses. Default true.
+   */
+  prefetch?: boolean;
   clock?: Clock;
   random?: () => number;
 };
@@ -249,6 +255,23 @@ async function* appendRecords(
   return unaccountedBytes;
 }
 
+/** A Fetch in flight: where, since when, its outcome, and how to stop its retries. */
+type PendingFetch = { offset: number; startedAt: number; response: Promise<FetchOutcome>; stop: () => void };
+type FetchOutcome = { data: FetchedPartition } | { error: unknown };
+
+/**
+ * Where reading continues once `data` is consumed from `position` (batch ends, as consumeBatches
+ * moves the cursor), if that is progress still below `until`: the offset worth prefetching.
+ */
+function prefetchOffset(data: FetchedPartition, position: number, until: number): number | undefined {
+  let next = position;
+  for (const batch of data.batches) {
+    if (batch.baseOffset >= until) return undefined;
+    if (batch.lastOffset + 1 > next) next = batch.lastOffset + 1;
+  }
+  return next > position && next < until ? next : undefined;
+}
+
 /** Why a read made no progress for `stalledMs`, as a TimeoutError naming the offsets involved. */
 function stallTimeout(req: ReadRequest, position: number, stalledMs: number, readableEnd: number): TimeoutError {
   const committed = req.isolationLevel === 'read_committed';
@@ -274,6 +297,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
   const clock = opts.clock ?? systemClock;
   const missingGraceMs = opts.missingGraceMs ?? 5_000;
+  const prefetch = opts.prefetch ?? true;
   let fetches = 0;
 
   /** One Fetch at `offset`, retried on retriable errors; returns the partition's data without errors. */
@@ -380,6 +404,20 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
     return true;
   }
 
+  /**
+   * Starts the Fetch at `offset`, settled into a value so that a prefetch nobody awaits (the read
+   * stopped or failed first) is never an unhandled rejection; `stop()` ends its retries.
+   */
+  function startFetch(req: ReadRequest, offset: number, level: number, maxBytes: number): PendingFetch {
+    const stop = new AbortController();
+    const signal = req.signal ? AbortSignal.any([req.signal, stop.signal]) : stop.signal;
+    const response = fetchAt({ ...req, signal }, offset, level, maxBytes).then(
+      (data): FetchOutcome => ({ data }),
+      (error: unknown): FetchOutcome => ({ error }),
+    );
+    return { offset, startedAt: clock.now(), response, stop: () => stop.abort() };
+  }
+
   /** Reads [from, until) Fetch by Fetch: fetch at the cursor, decode and filter, yield chunks, wait while stalled. */
   async function* readRange(req: ReadRequest, limits: ChunkLimits): AsyncGenerator<RecordChunk, void, undefined> {
     const { until, signal } = req;
@@ -387,34 +425,47 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
     const level = ISOLATION_LEVEL[req.isolationLevel];
     const cursor = new RangeCursor(req.from, until);
     const stall: Stall = { since: undefined, waits: 0 };
+    /** The Fetch already sent for where the current response ends (see `prefetchOffset`). */
+    let ahead: PendingFetch | undefined;
 
-    while (cursor.position < until) {
-      if (signal?.aborted) return;
-      const startedAt = clock.now();
-      let data: FetchedPartition;
-      try {
-        data = await fetchAt(req, cursor.position, level, limits.maxFetchBytes);
-      } catch (error) {
+    try {
+      while (cursor.position < until) {
         if (signal?.aborted) return;
-        // Hand over what was read before the failure, then report it.
+        let current = ahead;
+        ahead = undefined;
+        if (current?.offset !== cursor.position) {
+          current?.stop();
+          current = startFetch(req, cursor.position, level, limits.maxFetchBytes);
+        }
+        const outcome = await current.response;
+        if ('error' in outcome) {
+          if (signal?.aborted) return;
+          // Hand over what was read before the failure, then report it.
+          if (cursor.hasUnyielded()) yield cursor.take(cursor.position);
+          throw outcome.error;
+        }
+        const { data } = outcome;
+        const next = prefetch ? prefetchOffset(data, cursor.position, until) : undefined;
+        if (next !== undefined) ahead = startFetch(req, next, level, limits.maxFetchBytes);
+
+        const before = cursor.position;
+        yield* consumeBatches(data, cursor, committed, limits);
+        if (cursor.position > before) {
+          stall.since = undefined;
+          stall.waits = 0;
+          if (cursor.chunk.length >= limits.maxChunkRecords) yield cursor.take(cursor.position);
+          continue;
+        }
+
+        // No progress: nothing readable at `position` yet. Deliver what is pending, then wait.
         if (cursor.hasUnyielded()) yield cursor.take(cursor.position);
-        throw error;
+        if (!(await awaitReadable(req, data, cursor.position, current.startedAt, stall))) return;
       }
-
-      const before = cursor.position;
-      yield* consumeBatches(data, cursor, committed, limits);
-      if (cursor.position > before) {
-        stall.since = undefined;
-        stall.waits = 0;
-        if (cursor.chunk.length >= limits.maxChunkRecords) yield cursor.take(cursor.position);
-        continue;
-      }
-
-      // No progress: nothing readable at `position` yet. Deliver what is pending, then wait.
-      if (cursor.hasUnyielded()) yield cursor.take(cursor.position);
-      if (!(await awaitReadable(req, data, cursor.position, startedAt, stall))) return;
+      if (cursor.hasUnyielded()) yield cursor.take(until);
+    } finally {
+      // The read ended (done, failed, aborted, or the consumer stopped): a prefetch is not needed.
+      ahead?.stop();
     }
-    if (cursor.hasUnyielded()) yield cursor.take(until);
   }
 
   return {
