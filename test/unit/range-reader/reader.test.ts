@@ -419,6 +419,77 @@ describe('createRangeReader: retries and errors', () => {
   });
 });
 
+describe('createRangeReader: prefetch', () => {
+  const tenBatches = (log: FakeLog): void => {
+    for (let b = 0; b < 3; b++) log.add({ base: b * 10, offsets: range(b * 10, b * 10 + 10), sizeBytes: 100 });
+  };
+  const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+  const req: ReadRequest = { topic: 't', partition: 0, isolationLevel: 'read_uncommitted', from: 0, until: 30, maxFetchBytes: 100 };
+
+  it.each([
+    [true, [0, 10]],
+    [false, [0]],
+  ])('prefetch %s: the Fetch where a response ends is sent while its chunk is still being handled', async (prefetch, sent) => {
+    const { log, reader } = setup({ prefetch });
+    tenBatches(log);
+    const read = reader.read({ ...req, maxChunkRecords: 10 });
+    const chunks = read[Symbol.asyncIterator]();
+    const first = await chunks.next();
+    expect(first.done ? [] : first.value.records.map((r) => r.offset)).toEqual(range(0, 10));
+    await settle();
+    expect(log.fetchOffsets).toEqual(sent);
+    const rest: number[] = [];
+    for (let c = await chunks.next(); !c.done; c = await chunks.next()) rest.push(...c.value.records.map((r) => r.offset));
+    expect(rest).toEqual(range(10, 30));
+    // Nothing fetched at or past `until`, and every offset fetched once.
+    expect(log.fetchOffsets).toEqual([0, 10, 20]);
+  });
+
+  it('a consumer that stops early also stops the retries of the prefetch in flight', async () => {
+    const { log, reader } = setup();
+    tenBatches(log);
+    const retriable = new KafkaError('connection lost', { retriable: true });
+    log.faults = [{ advance: 0 }, ...Array.from({ length: 100 }, () => ({ throws: retriable }))];
+    for await (const chunk of reader.read({
+      topic: 't',
+      partition: 0,
+      isolationLevel: 'read_uncommitted',
+      from: 0,
+      until: 30,
+      maxChunkRecords: 10,
+      maxFetchBytes: 100,
+    })) {
+      expect(chunk.records).toHaveLength(10);
+      break;
+    }
+    const sentAtStop = log.fetchOffsets.length;
+    for (let i = 0; i < 20; i++) await settle();
+    expect(log.fetchOffsets.length).toBe(sentAtStop);
+  });
+
+  it('a prefetch that fails reports its error after the records read before it', async () => {
+    const { log, reader } = setup();
+    tenBatches(log);
+    log.faults = [{ advance: 0 }, { partitionError: OFFSET_OUT_OF_RANGE }];
+    const seen: number[] = [];
+    await expect(
+      (async () => {
+        for await (const c of reader.read({
+          topic: 't',
+          partition: 0,
+          isolationLevel: 'read_uncommitted',
+          from: 0,
+          until: 30,
+          maxFetchBytes: 100,
+        })) {
+          seen.push(...c.records.map((r) => r.offset));
+        }
+      })(),
+    ).rejects.toThrow(OffsetOutOfRangeError);
+    expect(seen).toEqual(range(0, 10));
+  });
+});
+
 describe('isRetriableFetchError', () => {
   it('classifies kafkajs and project errors', () => {
     const named = (name: string, extra: object = {}) => Object.assign(new Error(name), { name, ...extra });
