@@ -14,6 +14,8 @@
  * - Only `from <= offset < until` is delivered, in order, each offset once. The first batch of a
  *   response may start before the fetch offset (its earlier records are skipped) and the last may
  *   run past `until` (the rest is left).
+ * - Every batch the read goes through has its CRC-32C checked (`verify`, unless checks are off)
+ *   before its records or control type are used; the check comes after the prefetch is sent.
  * - read_committed: the broker stops at the last stable offset (LSO); aborted transactions are
  *   dropped the way Java's consumer does it (aborted.ts); control records are never delivered.
  * - Lazy and bounded: reading runs at most one Fetch ahead of what the consumer asked for, at most
@@ -224,6 +226,8 @@ async function* consumeBatches(
       cursor.position = until;
       break;
     }
+    // Every batch read is checked, even one skipped below, before anything in it is used.
+    batch.verify();
     // Every batch goes through the filter, in order: it tracks which producers are aborted.
     const controlType = committed && batch.isControl ? controlRecordType((await batch.records())[0]?.key) : undefined;
     const aborted = isAborted({ ...batch, controlType });

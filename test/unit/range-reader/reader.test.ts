@@ -3,7 +3,7 @@ import { TimeoutError, ValidationError } from '../../../lib/errors';
 import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/kafka/errors';
 import { createRangeReader, isRetriableFetchError, type RangeReaderOptions } from '../../../lib/kafka/range-reader';
 import type { RangeReader, ReadRequest, RecordChunk } from '../../../lib/ports/range-reader';
-import { batch, FakeClock, FakeLog, record } from './fake-log';
+import { batch, FakeClock, FakeLog, record, type BatchSpec } from './fake-log';
 
 const NOT_LEADER_OR_FOLLOWER = 6;
 const LEADER_NOT_AVAILABLE = 5;
@@ -465,6 +465,32 @@ describe('createRangeReader: prefetch', () => {
     const sentAtStop = log.fetchOffsets.length;
     for (let i = 0; i < 20; i++) await settle();
     expect(log.fetchOffsets.length).toBe(sentAtStop);
+  });
+
+  it('checks CRCs while the prefetch is out, and fails on a corrupt batch without delivering it', async () => {
+    const { log, reader } = setup();
+    const sentAtCheck: number[] = [];
+    const spy = (spec: BatchSpec) => batch(spec, undefined, () => sentAtCheck.push(log.fetchOffsets.length));
+    log.batches = [0, 10, 20, 30].map((base) => spy({ base, offsets: range(base, base + 10), sizeBytes: 100, corrupt: base === 20 }));
+    log.highWatermark = 40;
+    const seen: number[] = [];
+    await expect(
+      (async () => {
+        for await (const c of reader.read({ ...req, until: 40, maxChunkRecords: 5, maxFetchBytes: 200 })) {
+          seen.push(...c.records.map((r) => r.offset));
+        }
+      })(),
+    ).rejects.toThrow(/CRC/);
+    // Two batches per Fetch: the second batch of the first response is checked once the prefetch
+    // (at 20) is out; the corrupt batch at 20 is never delivered.
+    expect(sentAtCheck.slice(0, 2)).toEqual([1, 2]);
+    expect(seen).toEqual(range(0, 20));
+  });
+
+  it('a corrupt batch fails the read even when its records are all before the read start', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: range(0, 10), sizeBytes: 100, corrupt: true }, { base: 10, offsets: range(10, 20), sizeBytes: 100 });
+    await expect(collect(reader, { from: 5, until: 6 })).rejects.toThrow(/CRC/);
   });
 
   it('a prefetch that fails reports its error after the records read before it', async () => {
