@@ -99,6 +99,35 @@ function measureOnce(p: { brokers: string; topic: string; records: number; java:
   };
 }
 
+/** Fills the topic with `records` records of `size` bytes. */
+function fill(p: { java: string; libs: string; brokers: string; topic: string; records: number; size: number }): { ms: number } {
+  const { java, libs, brokers, topic, records, size } = p;
+  // Kafka's producer perf tool fills the partition fastest (uncompressed, as the readers will see it).
+  return run(
+    java,
+    [
+      '-Xmx512m',
+      '-cp',
+      `${libs}/*`,
+      'org.apache.kafka.tools.ProducerPerformance',
+      '--topic',
+      topic,
+      '--num-records',
+      String(records),
+      '--record-size',
+      String(size),
+      '--throughput',
+      '-1',
+      '--producer-props',
+      `bootstrap.servers=${brokers}`,
+      'linger.ms=20',
+      'batch.size=524288',
+      'acks=1',
+    ],
+    15 * 60_000,
+  );
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -129,30 +158,7 @@ async function main(): Promise<void> {
       topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'segment.bytes', value: String(256 * 1024 * 1024) }] }],
       waitForLeaders: true,
     });
-    // Kafka's producer perf tool fills the partition fastest (uncompressed, as the readers will see it).
-    const produce = run(
-      java,
-      [
-        '-Xmx512m',
-        '-cp',
-        `${libs}/*`,
-        'org.apache.kafka.tools.ProducerPerformance',
-        '--topic',
-        topic,
-        '--num-records',
-        String(records),
-        '--record-size',
-        String(size),
-        '--throughput',
-        '-1',
-        '--producer-props',
-        `bootstrap.servers=${brokers}`,
-        'linger.ms=20',
-        'batch.size=524288',
-        'acks=1',
-      ],
-      15 * 60_000,
-    );
+    const produce = fill({ java, libs, brokers, topic, records, size });
     log(`produced ${records} records of ${size} B in ${Math.round(produce.ms)} ms`);
     const [offsets] = await admin.fetchTopicOffsets(topic);
     const until = Number(offsets?.high);
