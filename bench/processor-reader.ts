@@ -1,14 +1,26 @@
 /**
  * Child process of bench/processor.ts: reads one partition range with the project's RangeReader and
  * a no-op handler, then prints `{"records","ms","peakRssMb"}` (its own peak RSS, not the parent's).
+ * Usable alone to profile the reader on a kept topic (bench/processor.ts --keep-topic):
+ * `node --cpu-prof --import tsx bench/processor-reader.ts <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch]`.
  */
+import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { createKafkajsRangeReader } from '../lib/kafka/range-reader.kafkajs';
 
 async function main(): Promise<void> {
-  const [brokers, topic, untilText] = process.argv.slice(2);
-  if (!brokers || !topic || !untilText) throw new Error('usage: processor-reader <brokers> <topic> <until>');
-  const reader = createKafkajsRangeReader(new Kafka({ clientId: 'bench-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING }));
+  const { positionals, values } = parseArgs({
+    allowPositionals: true,
+    options: { 'max-fetch-bytes': { type: 'string' }, 'no-prefetch': { type: 'boolean', default: false } },
+  });
+  const [brokers, topic, untilText] = positionals;
+  if (!brokers || !topic || !untilText)
+    throw new Error('usage: processor-reader <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch]');
+  const kafka = new Kafka({ clientId: 'bench-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  const reader = createKafkajsRangeReader(kafka, {
+    prefetch: !values['no-prefetch'],
+    ...(values['max-fetch-bytes'] ? { maxFetchBytes: Number(values['max-fetch-bytes']) } : {}),
+  });
   const noop = (records: unknown[]): number => records.length;
   let records = 0;
   const t0 = performance.now();

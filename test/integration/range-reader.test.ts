@@ -122,8 +122,8 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     const before = reader.requestCount();
     const iterator = reader.read(req)[Symbol.asyncIterator]();
     const first = await iterator.next();
-    // Lazy: the first chunk needed one fetch, not the whole range.
-    expect(reader.requestCount() - before).toBe(1);
+    // Lazy: the first chunk needed one fetch (and the prefetch of the next), not the whole range.
+    expect(reader.requestCount() - before).toBe(2);
     const chunks: RecordChunk[] = [first.value as RecordChunk];
     for (let step = await iterator.next(); !step.done; step = await iterator.next()) chunks.push(step.value);
     expectWellFormed(req, chunks);
@@ -547,8 +547,10 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     for (let i = 0; i < 10; i++) {
       await producer.send({ topic, messages: Array.from({ length: 10 }, (_, j) => ({ value: `v${i * 10 + j}` })) });
     }
-    // Mid-range: the first chunk is read, then retention removes what comes next.
-    const chunks = reader.read({
+    // Mid-range: the first chunk is read, then retention removes what comes next. Without prefetch,
+    // so that the Fetch at 10 is sent after the deletion (a prefetch would have read 10-19 before).
+    const notAhead = createKafkajsRangeReader(kafka, { prefetch: false });
+    const chunks = notAhead.read({
       topic,
       partition: 0,
       from: 0,
@@ -571,6 +573,7 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     expect(error).toBeInstanceOf(OffsetOutOfRangeError);
     expect(error).toMatchObject({ topic, partition: 0, fetchOffset: 10, logStartOffset: 40, retriable: false });
     expect((error as Error).message).toMatch(/log start offset to 40/);
+    await notAhead.close();
 
     await expect(readAll(reader, { topic, partition: 0, from: 0, until: 100, isolationLevel: 'read_committed' })).rejects.toMatchObject({
       name: 'OffsetOutOfRangeError',

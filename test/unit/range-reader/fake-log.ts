@@ -1,6 +1,6 @@
 /** An in-memory partition log behind the reader's FetchTransport, with fault injection. */
 import type { AbortedTransaction } from '../../../lib/kafka/aborted';
-import { PartitionNotFoundError } from '../../../lib/kafka/errors';
+import { KafkaError, PartitionNotFoundError } from '../../../lib/kafka/errors';
 import type { FetchPartitionRequest } from '../../../lib/kafka/cluster.kafkajs';
 import type { FetchedBatch, FetchResponse } from '../../../lib/kafka/fetch-response';
 import type { KafkaRecord } from '../../../lib/ports/range-reader';
@@ -17,6 +17,8 @@ export type BatchSpec = {
   transactional?: boolean;
   control?: 'abort' | 'commit';
   sizeBytes?: number;
+  /** The batch fails its CRC check. */
+  corrupt?: boolean;
 };
 
 export const record = (offset: number): KafkaRecord => ({
@@ -30,7 +32,7 @@ export const record = (offset: number): KafkaRecord => ({
   headers: [],
 });
 
-export function batch(spec: BatchSpec, onDecode?: (n: number) => void): FetchedBatch {
+export function batch(spec: BatchSpec, onDecode?: (n: number) => void, onVerify?: () => void): FetchedBatch {
   const controlKey = Buffer.from([0, 0, 0, spec.control === 'commit' ? 1 : 0]);
   const count = spec.control ? 1 : spec.offsets.length;
   return {
@@ -41,6 +43,10 @@ export function batch(spec: BatchSpec, onDecode?: (n: number) => void): FetchedB
     isControl: spec.control !== undefined,
     recordCount: count,
     sizeBytes: spec.sizeBytes ?? 100 + 10 * count,
+    verify: () => {
+      onVerify?.();
+      if (spec.corrupt) throw new KafkaError(`batch at offset ${spec.base} failed its CRC check`);
+    },
     records: async () => {
       onDecode?.(count);
       if (spec.control) return [{ ...record(spec.base), key: controlKey }];

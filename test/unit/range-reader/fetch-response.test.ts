@@ -93,8 +93,15 @@ describe('decodeFetchResponseV11', () => {
     const good = await batchBytes({ base: 0, records: [{ delta: 0, value: 'hello' }] });
     const bad = Buffer.from(good);
     bad[bad.length - 3]! ^= 0xff;
-    expect(() => decodeRecordBatches(bad, { topic: 't', partition: 0 })).toThrow(/CRC/);
-    expect(decodeRecordBatches(bad, { topic: 't', partition: 0 }, { checkCrcs: false })).toHaveLength(1);
+    // Checked on demand (verify, records), not while splitting: the header is readable before.
+    const [checked] = decodeRecordBatches(bad, { topic: 't', partition: 0 });
+    expect(checked!.lastOffset).toBe(0);
+    expect(() => checked!.verify()).toThrow(/CRC/);
+    await expect(checked!.records()).rejects.toThrow(/CRC/);
+    const [unchecked] = decodeRecordBatches(bad, { topic: 't', partition: 0 }, { checkCrcs: false });
+    expect(() => unchecked!.verify()).not.toThrow();
+    const [fine] = decodeRecordBatches(good, { topic: 't', partition: 0 });
+    expect(() => fine!.verify()).not.toThrow();
 
     const huge = await batchBytes({ base: 2n ** 53n, records: [{ delta: 0, value: 'x' }] });
     expect(() => decodeRecordBatches(huge, { topic: 't', partition: 0 })).toThrow(KafkaError);

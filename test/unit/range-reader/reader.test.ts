@@ -3,7 +3,7 @@ import { TimeoutError, ValidationError } from '../../../lib/errors';
 import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/kafka/errors';
 import { createRangeReader, isRetriableFetchError, type RangeReaderOptions } from '../../../lib/kafka/range-reader';
 import type { RangeReader, ReadRequest, RecordChunk } from '../../../lib/ports/range-reader';
-import { batch, FakeClock, FakeLog, record } from './fake-log';
+import { batch, FakeClock, FakeLog, record, type BatchSpec } from './fake-log';
 
 const NOT_LEADER_OR_FOLLOWER = 6;
 const LEADER_NOT_AVAILABLE = 5;
@@ -416,6 +416,103 @@ describe('createRangeReader: retries and errors', () => {
     const { log, reader } = setup();
     await reader.close();
     expect(log.closed).toBe(1);
+  });
+});
+
+describe('createRangeReader: prefetch', () => {
+  const tenBatches = (log: FakeLog): void => {
+    for (let b = 0; b < 3; b++) log.add({ base: b * 10, offsets: range(b * 10, b * 10 + 10), sizeBytes: 100 });
+  };
+  const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+  const req: ReadRequest = { topic: 't', partition: 0, isolationLevel: 'read_uncommitted', from: 0, until: 30, maxFetchBytes: 100 };
+
+  it.each([
+    [true, [0, 10]],
+    [false, [0]],
+  ])('prefetch %s: the Fetch where a response ends is sent while its chunk is still being handled', async (prefetch, sent) => {
+    const { log, reader } = setup({ prefetch });
+    tenBatches(log);
+    const read = reader.read({ ...req, maxChunkRecords: 10 });
+    const chunks = read[Symbol.asyncIterator]();
+    const first = await chunks.next();
+    expect(first.done ? [] : first.value.records.map((r) => r.offset)).toEqual(range(0, 10));
+    await settle();
+    expect(log.fetchOffsets).toEqual(sent);
+    const rest: number[] = [];
+    for (let c = await chunks.next(); !c.done; c = await chunks.next()) rest.push(...c.value.records.map((r) => r.offset));
+    expect(rest).toEqual(range(10, 30));
+    // Nothing fetched at or past `until`, and every offset fetched once.
+    expect(log.fetchOffsets).toEqual([0, 10, 20]);
+  });
+
+  it('a consumer that stops early also stops the retries of the prefetch in flight', async () => {
+    const { log, reader } = setup();
+    tenBatches(log);
+    const retriable = new KafkaError('connection lost', { retriable: true });
+    log.faults = [{ advance: 0 }, ...Array.from({ length: 100 }, () => ({ throws: retriable }))];
+    for await (const chunk of reader.read({
+      topic: 't',
+      partition: 0,
+      isolationLevel: 'read_uncommitted',
+      from: 0,
+      until: 30,
+      maxChunkRecords: 10,
+      maxFetchBytes: 100,
+    })) {
+      expect(chunk.records).toHaveLength(10);
+      break;
+    }
+    const sentAtStop = log.fetchOffsets.length;
+    for (let i = 0; i < 20; i++) await settle();
+    expect(log.fetchOffsets.length).toBe(sentAtStop);
+  });
+
+  it('checks CRCs while the prefetch is out, and fails on a corrupt batch without delivering it', async () => {
+    const { log, reader } = setup();
+    const sentAtCheck: number[] = [];
+    const spy = (spec: BatchSpec) => batch(spec, undefined, () => sentAtCheck.push(log.fetchOffsets.length));
+    log.batches = [0, 10, 20, 30].map((base) => spy({ base, offsets: range(base, base + 10), sizeBytes: 100, corrupt: base === 20 }));
+    log.highWatermark = 40;
+    const seen: number[] = [];
+    await expect(
+      (async () => {
+        for await (const c of reader.read({ ...req, until: 40, maxChunkRecords: 5, maxFetchBytes: 200 })) {
+          seen.push(...c.records.map((r) => r.offset));
+        }
+      })(),
+    ).rejects.toThrow(/CRC/);
+    // Two batches per Fetch: the second batch of the first response is checked once the prefetch
+    // (at 20) is out; the corrupt batch at 20 is never delivered.
+    expect(sentAtCheck.slice(0, 2)).toEqual([1, 2]);
+    expect(seen).toEqual(range(0, 20));
+  });
+
+  it('a corrupt batch fails the read even when its records are all before the read start', async () => {
+    const { log, reader } = setup();
+    log.add({ base: 0, offsets: range(0, 10), sizeBytes: 100, corrupt: true }, { base: 10, offsets: range(10, 20), sizeBytes: 100 });
+    await expect(collect(reader, { from: 5, until: 6 })).rejects.toThrow(/CRC/);
+  });
+
+  it('a prefetch that fails reports its error after the records read before it', async () => {
+    const { log, reader } = setup();
+    tenBatches(log);
+    log.faults = [{ advance: 0 }, { partitionError: OFFSET_OUT_OF_RANGE }];
+    const seen: number[] = [];
+    await expect(
+      (async () => {
+        for await (const c of reader.read({
+          topic: 't',
+          partition: 0,
+          isolationLevel: 'read_uncommitted',
+          from: 0,
+          until: 30,
+          maxFetchBytes: 100,
+        })) {
+          seen.push(...c.records.map((r) => r.offset));
+        }
+      })(),
+    ).rejects.toThrow(OffsetOutOfRangeError);
+    expect(seen).toEqual(range(0, 10));
   });
 });
 
