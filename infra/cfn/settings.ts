@@ -210,7 +210,7 @@ async function runtimeProblems(s: Settings, config: DeploymentConfig): Promise<s
       // The local stage is never deployed: a stream without a handler can still be peeked there.
       if (!(s.stage === 'local' && !stream.handler)) {
         try {
-          resolveHandler(stream, { dynamo, env }, HANDLERS);
+          resolveHandler(stream, { dynamo, env, configDir: config.configDir }, HANDLERS);
         } catch (err) {
           add(stream, err);
         }

@@ -400,7 +400,10 @@ export const deploymentConfigSchema = strictObject({
   },
   { when: (payload) => isRecord(payload.value) },
 );
-export type DeploymentConfig = z.output<typeof deploymentConfigSchema>;
+export type DeploymentConfig = z.output<typeof deploymentConfigSchema> & {
+  /** Directory of the file the config was loaded from (handler paths are relative to it); unset for inline JSON. */
+  configDir?: string;
+};
 /** What a config file may contain: optional fields may be omitted and get their defaults. */
 export type DeploymentConfigInput = z.input<typeof deploymentConfigSchema>;
 export type StreamConfigInput = z.input<typeof streamConfigSchema>;

@@ -177,7 +177,7 @@ describe('what the processor refuses at its first range, refused at package time
   it('an unknown handler.module, naming the stream, the module and the registered ones', async () => {
     const message = await configProblem(settings(), config([{ id: 'clicks', handler: { module: 'click-count', mode: 'at-least-once' } }]));
     expect(message).toBe(
-      'the streams config does not fit stage test: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log)',
+      'the streams config does not fit stage test: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log, noop; a handler file is named by a path such as "./handlers/click-count.ts")',
     );
   });
 
@@ -188,7 +188,7 @@ describe('what the processor refuses at its first range, refused at package time
 
   it('a stream without a handler, except on the local stage (never deployed; peeks and dry runs need none)', async () => {
     expect(await configProblem(settings(), config([{}]))).toContain(
-      'stream s0 has no handler: set handler.module to one of running-totals, audit-log',
+      'stream s0 has no handler: set handler.module to one of running-totals, audit-log, noop, or to the path of your handler file',
     );
     await expect(checkConfig(settings({ stage: 'local' }), config([{}]))).resolves.toBeUndefined();
   });

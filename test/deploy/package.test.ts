@@ -763,7 +763,7 @@ describe('bad input fails packaging with one line and exit code 1', () => {
       'an unknown handler.module',
       'ci',
       { streamsConfig: UNKNOWN_HANDLER },
-      'Error: the streams config does not fit stage ci: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log)',
+      'Error: the streams config does not fit stage ci: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log, noop; a handler file is named by a path such as "./handlers/click-count.ts")',
     ],
     [
       'a stage without a streams config file',
