@@ -1,5 +1,5 @@
 'use strict';
-/* global __dirname, __filename, process */
+/* global __dirname, __filename, process, Buffer */
 /**
  * Variable source for serverless.yml: `${file(./infra/cfn/stack.js):<name>}`. Each export resolves
  * the stage's params, loads and validates the streams config with the project's own parser (the
