@@ -1,16 +1,20 @@
 /**
  * Declared sink tables in DynamoDB terms: the key schema a stream declares (`handler.sinkTable:
  * { name, key }`) as a table definition, used by the local runtime to create the table and by the
- * stack's builders (infra/cfn) for its CloudFormation resource, so both create the same table.
+ * stack's builders (infra/cfn) for its CloudFormation resource, so both create the same table;
+ * and a sink table's items for the CLI's `sink` command.
  */
 import {
   CreateTableCommand,
   DescribeTableCommand,
   ResourceInUseException,
   ResourceNotFoundException,
+  ScanCommand,
   type CreateTableCommandInput,
+  type ScanCommandOutput,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SinkTableKey } from '../config/schema';
 import { MissingResourceError } from '../errors';
 import { dynamoSetupError } from '../ledger/ledger.dynamodb';
@@ -60,4 +64,22 @@ async function tableExists(client: DynamoDBClient, name: string): Promise<boolea
     if (err instanceof ResourceNotFoundException) return false;
     throw dynamoSetupError(err, `sink table ${name}`) ?? err;
   }
+}
+
+/** Up to `limit` items of a sink table, as plain objects (numbers as numbers), read with a consistent scan. */
+export async function scanSinkItems(client: DynamoDBClient, name: string, limit: number): Promise<Array<Record<string, unknown>>> {
+  const items: Array<Record<string, unknown>> = [];
+  let start: ScanCommandOutput['LastEvaluatedKey'];
+  do {
+    let page: ScanCommandOutput;
+    try {
+      page = await client.send(new ScanCommand({ TableName: name, ConsistentRead: true, ExclusiveStartKey: start }));
+    } catch (err) {
+      if (err instanceof ResourceNotFoundException) throw new MissingResourceError(`sink table ${name} does not exist`, { cause: err });
+      throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+    }
+    for (const item of page.Items ?? []) if (items.length < limit) items.push(unmarshall(item));
+    start = page.LastEvaluatedKey;
+  } while (start && items.length < limit);
+  return items;
 }
