@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { AppError, ValidationError } from '../../lib/errors';
 import { KAFKAJS_RETRY } from '../../lib/kafka/client';
 import { recordedLocalStack } from '../../lib/local/paths';
@@ -31,6 +31,20 @@ function recordsOf(file: string): Array<{ key: string | null; value: string | nu
     });
 }
 
+/** Waits until every partition of a fresh topic has a leader that answers (kafkajs's waitForLeaders fails on other topics' state). */
+async function untilLeaders(admin: Admin, topic: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await admin.fetchTopicOffsets(topic);
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
 async function main(argv: string[]): Promise<string> {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -50,7 +64,8 @@ async function main(argv: string[]): Promise<string> {
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   try {
     await admin.connect();
-    const created = await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+    const created = await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: false });
+    await untilLeaders(admin, topic);
     if (messages.length) {
       await producer.connect();
       for (let i = 0; i < messages.length; i += 1000) await producer.send({ topic, messages: messages.slice(i, i + 1000) });

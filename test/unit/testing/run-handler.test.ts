@@ -1,7 +1,7 @@
 /**
  * The handler test kit: a handler run over records through the real planner and processor path on
- * the in-memory adapters. The first test is the example of the README ("Your first stream") and
- * docs/configuration.md, kept verbatim apart from its imports.
+ * the in-memory adapters. The README's own example ("Your first stream") runs in
+ * test/e2e/first-stream.test.ts, as a user runs it.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +26,6 @@ const clickCounts: ExactlyOnceHandler = {
 };
 
 describe('runHandler', () => {
-  // The README's example, as a user writes it for their own handler.
   it('counts clicks per user exactly once, and dead-letters a click without a user', async () => {
     const clicks = [
       { key: 'ann', value: { page: '/' } },
