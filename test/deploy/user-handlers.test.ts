@@ -5,7 +5,7 @@
  * stack resource that only the processor may write; a handler that cannot be loaded or built fails
  * packaging naming the stream and the file.
  */
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runSlsPackage, slsPackage, type Packaged } from './package';
@@ -121,6 +121,20 @@ describe('a user handler outside the repository', () => {
       expect(`${run.stdout}${run.stderr}`).toContain(`Error: the streams config does not fit stage byo: ${message}`);
     } finally {
       rmSync(run.dir, { recursive: true, force: true });
+    }
+  });
+
+  it('on the local stage keeps the ledger table of the config file (the one npm start and the CLI use)', () => {
+    const file = join(dir, 'local.json');
+    const config = JSON.parse(readFileSync(configFile('local-base.json', './handlers/click-counts.ts'), 'utf8')) as { ledgerTable: string };
+    writeFileSync(file, JSON.stringify({ ...config, ledgerTable: 'my-own-ledger' }));
+    const local = slsPackage('local', 'us-east-1', { streamsConfig: file });
+    try {
+      const fn = local.template.Resources.ProcessorLambdaFunction!.Properties as { Environment: { Variables: Record<string, unknown> } };
+      expect(fn.Environment.Variables.LEDGER_TABLE).toBe('my-own-ledger');
+      expect(fn.Environment.Variables.STREAMS_CONFIG).toBe(file);
+    } finally {
+      rmSync(local.dir, { recursive: true, force: true });
     }
   });
 });
