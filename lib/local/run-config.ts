@@ -166,10 +166,10 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
   const dynamo = dynamoClientFromEnv(env);
   let ops: OpsContext | undefined;
   try {
-    const sinkTablesCreated = await ensureConfigTables(dynamo, config);
     ops = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
-    // Handler modules are loaded (and checked) before anything runs.
+    // Handler modules are loaded (and checked) before anything is created or run.
     for (const s of config.streams) if (s.handler) ops.handlerFor(s);
+    const sinkTablesCreated = await ensureConfigTables(dynamo, config);
     view.event(
       `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; CLI: npm run cli -- --config ${opts.configFile} status`,
     );

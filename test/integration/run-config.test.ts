@@ -119,3 +119,18 @@ describe('npm start -- --config <file>', () => {
     );
   });
 });
+
+describe('npm start -- --config <file> with a bad handler module', () => {
+  it('fails naming the stream and the file, and creates no table', async () => {
+    const topic = await topicWith(1);
+    const sink = uniqueName('never-created');
+    const file = configFile({
+      topics: [topic],
+      handler: { module: './missing-handler.ts', mode: 'dynamodb-exactly-once', sinkTable: { name: sink, key: { partitionKey: 'pk' } } },
+    });
+    await expect(run(file)).rejects.toThrow(
+      `stream byo: handler.module "./missing-handler.ts" (${join(dir, 'missing-handler.ts')}): no such file`,
+    );
+    await expect(ddb.send(new DescribeTableCommand({ TableName: sink }))).rejects.toThrow(/not found|ResourceNotFound/i);
+  });
+});
