@@ -3,15 +3,23 @@
  * the real planner and processor path (the local runtime's planner and processRange, chunking,
  * retries, dead letters and commits) on the in-memory ledger, Kafka metadata and range reader, and
  * returns what the sink would hold, the dead letters and each partition's committed offset.
+ * `runHandlerOnTopic` does the same over a real topic (the local stack's), read by the processor's
+ * own range reader.
  */
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../config/schema';
+import { topicSelector } from '../config/topics';
+import { ValidationError } from '../errors';
 import { loadHandlerModule } from '../handlers/modules';
+import { createKafka, quietKafkaLog } from '../kafka/client';
+import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createMemoryKafka } from '../kafka/metadata.memory';
+import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import { createMemoryRangeReader } from '../kafka/range-reader.memory';
 import { createMemoryLedger } from '../ledger/ledger.memory';
 import { createLocalRunner } from '../local/runner';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
-import type { RecordHeader } from '../ports/range-reader';
+import type { KafkaMetadata } from '../ports/kafka-metadata';
+import type { RangeReader, RecordHeader } from '../ports/range-reader';
 import type { RecordsHandler } from '../processor/handler-api';
 import { applySinkWrites, type SinkItem } from './sink.memory';
 
@@ -74,40 +82,89 @@ export async function runHandler(
     reader.append(topic, r.partition ?? 0, [{ key: r.key ?? undefined, value, headers: r.headers }]);
     kafka.produce(topic, r.partition ?? 0, 1);
   }
+  return drive(h, stream, {
+    metadata: kafka,
+    createReader: async () => reader,
+    maxChunkRecords: options.maxChunkRecords,
+    sinkKey: options.sinkKey,
+  });
+}
+
+export type RunHandlerOnTopicOptions = Omit<RunHandlerOptions, 'topic'> & {
+  /** Brokers of the cluster (default: KAFKA_BROKERS). */
+  brokers?: string[];
+};
+
+/**
+ * Runs `handler` over every record a real topic holds now (e.g. on the local stack), read with the
+ * processor's own range reader, still on the in-memory ledger and sink: nothing is written to DynamoDB.
+ */
+export async function runHandlerOnTopic(
+  handler: RecordsHandler | string,
+  topic: string,
+  options: RunHandlerOnTopicOptions = {},
+): Promise<RunHandlerResult> {
+  const brokers = options.brokers ?? process.env.KAFKA_BROKERS?.split(',');
+  if (!brokers?.length) throw new ValidationError('runHandlerOnTopic needs brokers: pass { brokers } or set KAFKA_BROKERS');
+  const h = typeof handler === 'string' ? loadHandlerModule(STREAM_ID, handler, process.cwd()) : handler;
+  const stream = testStream(h, topic, { ...options.stream, kafka: { brokers } });
+  const metadata = createKafkajsMetadata(await createKafka(stream.kafka, { log: quietKafkaLog }));
+  try {
+    return await drive(h, stream, {
+      metadata,
+      createReader: async () => createKafkajsRangeReader(await createKafka(stream.kafka, { log: quietKafkaLog })),
+      maxChunkRecords: options.maxChunkRecords,
+      sinkKey: options.sinkKey,
+    });
+  } finally {
+    await metadata.close();
+  }
+}
+
+/** Plans and processes the stream until every partition is committed to the offsets it had at the start. */
+async function drive(
+  h: RecordsHandler,
+  stream: StreamConfig,
+  deps: { metadata: KafkaMetadata; createReader: () => Promise<RangeReader>; maxChunkRecords?: number; sinkKey?: string[] },
+): Promise<RunHandlerResult> {
   const ledger = createMemoryLedger();
   const runner = createLocalRunner(
     {
       ledger,
-      metadataFor: async () => kafka,
-      createReader: async () => reader,
+      metadataFor: async () => deps.metadata,
+      createReader: deps.createReader,
       handlerFor: () => h,
-      maxChunkRecords: options.maxChunkRecords,
+      maxChunkRecords: deps.maxChunkRecords,
     },
     [stream],
   );
-  const latest = await kafka.fetchOffsets([{ topic, partitions: [...Array(partitions).keys()] }], stream.isolationLevel);
+  const latest = await deps.metadata.fetchOffsets(await deps.metadata.describeTopics(topicSelector(stream)), stream.isolationLevel);
   const done = async () => {
     const parts = await ledger.readPartitions(STREAM_ID);
-    return latest.every((o) => parts.some((p) => p.partition === o.partition && p.committed === o.latest && p.nextFrom === o.latest));
+    return latest.every((o) => parts.some((p) => p.topic === o.topic && p.partition === o.partition && p.committed >= o.latest));
   };
-  // Each planner run plans at most one range per partition; a bounded stream needs several.
-  for (let run = 0; run < 10_000 && !(await done()); run++) {
-    await runner.planOnce();
-    await runner.idle();
-    const stuck = (await ledger.readOpenRanges(STREAM_ID)).find((r) => r.status === 'parked');
-    if (stuck) throw new Error(`range ${stuck.topic}/${stuck.partition} [${stuck.from}, ${stuck.until}) parked: ${stuck.lastError}`);
+  try {
+    // Each planner run plans at most one range per partition; a bounded stream needs several.
+    for (let run = 0; run < 10_000 && !(await done()); run++) {
+      await runner.planOnce();
+      await runner.idle();
+      const stuck = (await ledger.readOpenRanges(STREAM_ID)).find((r) => r.status === 'parked');
+      if (stuck)
+        throw new ValidationError(`range ${stuck.topic}/${stuck.partition} [${stuck.from}, ${stuck.until}) parked: ${stuck.lastError}`);
+    }
+  } finally {
+    await runner.stop();
   }
-  await runner.stop();
   const sinkWrites = ledger.store(STREAM_ID).sinkWrites;
   const parts = await ledger.readPartitions(STREAM_ID);
   return {
-    sinkItems: h.mode === 'dynamodb-exactly-once' ? applySinkWrites(sinkWrites, options.sinkKey) : [],
+    sinkItems: h.mode === 'dynamodb-exactly-once' ? applySinkWrites(sinkWrites, deps.sinkKey) : [],
     sinkWrites,
     deadLetters: await ledger.listDeadLetters(STREAM_ID),
     progress: latest.map((o) => ({
-      topic,
+      topic: o.topic,
       partition: o.partition,
-      committed: parts.find((p) => p.partition === o.partition)?.committed ?? 0,
+      committed: parts.find((p) => p.topic === o.topic && p.partition === o.partition)?.committed ?? 0,
       latest: o.latest,
     })),
     invocations: runner.stats().invocations,
