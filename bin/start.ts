@@ -1,6 +1,7 @@
 /**
  * `npm start`: starts (or reuses) the local Kafka broker and DynamoDB emulator, then runs the main
- * job on them (lib/local/demo.ts). The stack keeps running afterwards; `npm run local:down` stops it.
+ * job on them: the demo (lib/local/demo.ts), or with `--config <file>` the streams of that deployment
+ * config (lib/local/run-config.ts). The stack keeps running afterwards; `npm run local:down` stops it.
  * A service of the stack that had died is started again (Kafka on its data), saying what was lost.
  * KAFKA_BROKERS and DYNAMODB_ENDPOINT, when both set, name existing services instead.
  */
@@ -8,6 +9,7 @@ import { upPersistent } from '../infra/local/stack';
 import { AppError, ValidationError } from '../lib/errors';
 import { runDemo } from '../lib/local/demo';
 import { parseStartArgs } from '../lib/local/demo-args';
+import { runConfigFile } from '../lib/local/run-config';
 import { handleStartSignals } from '../lib/local/signals';
 
 const err = (s: string): void => void process.stderr.write(s);
@@ -35,17 +37,18 @@ async function main(): Promise<number> {
       ? { kafkaBrokers: env.KAFKA_BROKERS, dynamodbEndpoint: env.DYNAMODB_ENDPOINT }
       : await upPersistent((line) => err(`[local] ${line}\n`));
   if (signals.stop.aborted) return 130;
-  const res = await runDemo(parsed.options, {
+  const deps = {
     kafkaBrokers: env.KAFKA_BROKERS ?? stack.kafkaBrokers,
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT ?? stack.dynamodbEndpoint,
     env,
-    out: (s) => void process.stdout.write(s),
+    out: (s: string) => void process.stdout.write(s),
     err,
     signal: signals.stop,
     hardSignal: signals.hard,
     onRunning: signals.running,
     columns: () => process.stdout.columns,
-  });
+  };
+  const res = 'run' in parsed ? await runConfigFile(parsed.run, deps) : await runDemo(parsed.options, deps);
   return res.exitCode;
 }
 

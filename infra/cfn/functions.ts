@@ -1,4 +1,6 @@
 /** Function settings that depend on the stage: VPC, reserved concurrency, extra environment, bundling. */
+import type { DeploymentConfig } from '../../lib/config/schema';
+import { handlerModuleFile, isHandlerPath } from '../../lib/handlers/modules';
 import { NO_VALUE } from './cfn';
 import type { Settings } from './settings';
 
@@ -30,4 +32,14 @@ export function esbuildExclude(s: Settings): string[] {
 /** Environment the stack gives the processor function beyond provider.environment. */
 export function processorEnvironment(s: Settings): Record<string, string> {
   return s.auditLogTable ? { AUDIT_LOG_TABLE: s.auditLogTable } : {};
+}
+
+/** The user handler modules a config names by path (what the esbuild plugin bundles), with the files they resolve to. */
+export function handlerModules(config: DeploymentConfig): Array<{ stream: string; module: string; file: string }> {
+  return config.streams.flatMap((stream) => {
+    const module = stream.handler?.module;
+    return module !== undefined && isHandlerPath(module)
+      ? [{ stream: stream.id, module, file: handlerModuleFile(module, config.configDir) }]
+      : [];
+  });
 }

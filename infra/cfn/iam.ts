@@ -3,11 +3,13 @@ import type { DeploymentConfig } from '../../lib/config/schema';
 import { OPEN_RANGES_INDEX } from '../../lib/ledger/codec.dynamodb';
 import { ACCOUNT_PREFIX, getAtt, NO_VALUE, sub, subLiteral, type Cfn, type CfnResource, type CfnResources, type Statement } from './cfn';
 import { IDS } from './names';
+import { sinkTableLogicalIds } from './sink-tables';
 import { DeployConfigError, type Settings } from './settings';
 
-/** IAM resource of a sink table: the stack's own running-totals table, or any other table by name (never the ledger). */
-function tableArn(s: Settings, name: string): Cfn {
-  if (name === s.names.runningTotalsTable) return getAtt(IDS.runningTotalsTable, 'Arn');
+/** IAM resource of a sink table: a table the stack declares, or an existing table by name (never the ledger). */
+function tableArn(s: Settings, name: string, declared: Map<string, string>): Cfn {
+  const id = declared.get(name);
+  if (id) return getAtt(id, 'Arn');
   if (name === s.names.ledgerTable) throw new DeployConfigError(`the ledger table ${name} cannot double as a sink table`);
   return sub(`${ACCOUNT_PREFIX('dynamodb')}:table/${subLiteral(name)}`);
 }
@@ -172,6 +174,7 @@ function lambdaRole(s: Settings, description: string, statements: Statement[]): 
  */
 export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: CfnResources } {
   const sinks = sinkTables(s, config);
+  const declared = sinkTableLogicalIds(s, config);
   const secrets = secretStatements(s, config);
   const planner: Statement[] = [
     logStatement(s.names.planner),
@@ -184,7 +187,7 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
     logStatement(s.names.processor),
     ledgerStatement(),
     ...(sinks.length
-      ? [{ Sid: 'SinkTables', Effect: 'Allow' as const, Action: SINK_ACTIONS, Resource: sinks.map((name) => tableArn(s, name)) }]
+      ? [{ Sid: 'SinkTables', Effect: 'Allow' as const, Action: SINK_ACTIONS, Resource: sinks.map((name) => tableArn(s, name, declared)) }]
       : []),
     { Sid: 'OnFailureDestination', Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [getAtt(IDS.processorFailureQueue, 'Arn')] },
     ...secrets,

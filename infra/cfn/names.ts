@@ -13,7 +13,6 @@ export const IDS = {
   schedulerSchedule: 'PlannerSchedulerSchedule1',
   eventsRule: 'PlannerEventsRuleSchedule1',
   ledgerTable: 'LedgerTable',
-  runningTotalsTable: 'RunningTotalsTable',
   processorFailureQueue: 'ProcessorFailureQueue',
   scheduleDeadLetterQueue: 'ScheduleDeadLetterQueue',
   scheduleDeadLetterQueuePolicy: 'ScheduleDeadLetterQueuePolicy',

@@ -50,6 +50,12 @@ function int(name: string, value: unknown, { min, max }: { min?: number; max?: n
   return n;
 }
 
+function deletionPolicy(value: unknown): Settings['tableDeletionPolicy'] {
+  const text = String(value ?? 'Delete').trim();
+  if (text === 'Delete' || text === 'Retain' || text === 'Snapshot') return text;
+  throw new DeployConfigError(`param tableDeletionPolicy must be Delete, Retain or Snapshot, got ${JSON.stringify(value)}`);
+}
+
 /** `rate(5 minutes)` -> 300000; cron expressions have no fixed period (undefined). */
 export function schedulePeriodMs(expression: unknown): number | undefined {
   const m = /^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$/.exec(String(expression).trim());
@@ -77,7 +83,10 @@ export type RawSettings = Record<string, unknown>;
 export type Settings = {
   service: string;
   stage: string;
-  names: { planner: string; processor: string; ledgerTable: string; runningTotalsTable: string; dashboard: string };
+  names: { planner: string; processor: string; ledgerTable: string; dashboard: string };
+  /** The stack's tables (ledger, declared sink tables): deletion protection and CloudFormation DeletionPolicy. */
+  tableDeletionProtection: boolean;
+  tableDeletionPolicy: 'Delete' | 'Retain' | 'Snapshot';
   scheduleRate: string;
   /** Undefined for a cron expression. */
   schedulePeriodMs: number | undefined;
@@ -142,7 +151,6 @@ export function parseSettings(raw: RawSettings): Settings {
       planner: `${prefix}-planner`,
       processor: `${prefix}-processor`,
       ledgerTable: `${prefix}-ledger`,
-      runningTotalsTable: `${prefix}-running-totals`,
       dashboard: `${prefix}`,
     },
     scheduleRate: String(raw.scheduleRate),
@@ -158,6 +166,8 @@ export function parseSettings(raw: RawSettings): Settings {
     kafkaSecretArns: list(raw.kafkaSecretArns),
     kafkaSecretsKmsKeyArn: kmsKey === '' ? undefined : kmsKey,
     tableKmsKeyArn: String(raw.tableKmsKeyArn ?? '').trim() || undefined,
+    tableDeletionProtection: bool('tableDeletionProtection', raw.tableDeletionProtection ?? false),
+    tableDeletionPolicy: deletionPolicy(raw.tableDeletionPolicy),
     vpc: subnetIds.length ? { subnetIds, securityGroupIds } : undefined,
     auditLogTable: String(raw.auditLogTable ?? '').trim() || undefined,
     metricsNamespace: String(raw.metricsNamespace || 'KafkaLambdaDirect'),
@@ -210,7 +220,7 @@ async function runtimeProblems(s: Settings, config: DeploymentConfig): Promise<s
       // The local stage is never deployed: a stream without a handler can still be peeked there.
       if (!(s.stage === 'local' && !stream.handler)) {
         try {
-          resolveHandler(stream, { dynamo, env }, HANDLERS);
+          resolveHandler(stream, { dynamo, env, configDir: config.configDir }, HANDLERS);
         } catch (err) {
           add(stream, err);
         }

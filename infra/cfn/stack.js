@@ -1,5 +1,5 @@
 'use strict';
-/* global __dirname, __filename, process */
+/* global __dirname, __filename, process, Buffer */
 /**
  * Variable source for serverless.yml: `${file(./infra/cfn/stack.js):<name>}`. Each export resolves
  * the stage's params, loads and validates the streams config with the project's own parser (the
@@ -39,6 +39,8 @@ const PARAM_NAMES = [
   'vpcSubnetIds',
   'vpcSecurityGroupIds',
   'auditLogTable',
+  'tableDeletionProtection',
+  'tableDeletionPolicy',
   'metricsNamespace',
   'lagAlarmThreshold',
   'lagAlarmMinutes',
@@ -63,24 +65,53 @@ async function resolveContext(resolveVariable) {
 async function check(raw) {
   const settings = builders.parseSettings(raw);
   const config = loadStreamsConfig(settings, String(raw.streamsConfig));
+  // The local stage runs against the config's own ledger (the CLI and `npm start` on the same file
+  // use it); only deployed stages name the table after the stack.
+  if (settings.stage === 'local') settings.names.ledgerTable = config.ledgerTable;
   await builders.checkConfig(settings, config);
   return { settings, config, streamsConfig: String(raw.streamsConfig) };
 }
 
-/** The streams config exactly as the functions will load it (STREAMS_CONFIG, with LEDGER_TABLE set). */
+/** Lambda allows 4 KB of environment in all; a config inlined into STREAMS_CONFIG must leave room for the rest. */
+const MAX_INLINE_CONFIG_BYTES = 3000;
+
+/** A config file outside the service directory cannot be packaged as a file: it goes inline into STREAMS_CONFIG. */
+function outsideServiceDir(setting) {
+  const trimmed = setting.trim();
+  return !trimmed.startsWith('{') && path.relative(ROOT, path.resolve(ROOT, trimmed)).startsWith('..');
+}
+
+function inlineConfig(setting) {
+  const file = path.resolve(ROOT, setting.trim());
+  const text = JSON.stringify(
+    JSON.parse(
+      require('node:fs')
+        .readFileSync(file, 'utf8')
+        .replace(/^\uFEFF/, ''),
+    ),
+  );
+  if (Buffer.byteLength(text) > MAX_INLINE_CONFIG_BYTES) {
+    throw new builders.DeployConfigError(
+      `param streamsConfig: ${setting} is outside the service directory and too large (${Buffer.byteLength(text)} bytes) to pass inline in STREAMS_CONFIG (at most ${MAX_INLINE_CONFIG_BYTES}); put it under ${ROOT}`,
+    );
+  }
+  return text;
+}
+
+/** The streams config exactly as the functions will load it (STREAMS_CONFIG, with LEDGER_TABLE set outside the local stage). */
 function loadStreamsConfig(settings, streamsConfig) {
   const setting = streamsConfig.trim();
   const inline = setting.startsWith('{');
   const file = inline ? undefined : path.resolve(ROOT, setting);
-  if (file && settings.stage !== 'local' && path.relative(ROOT, file).startsWith('..')) {
-    throw new builders.DeployConfigError(
-      `param streamsConfig: ${setting} is outside the service directory, so it cannot be packaged with the functions; put it under ${ROOT}`,
-    );
-  }
   const { loadDeploymentConfig } = requireTs('../../lib/config/load.ts');
   try {
-    return loadDeploymentConfig({ STREAMS_CONFIG: inline ? setting : file, LEDGER_TABLE: settings.names.ledgerTable });
+    const env = { STREAMS_CONFIG: inline ? setting : file };
+    if (settings.stage !== 'local') env.LEDGER_TABLE = settings.names.ledgerTable;
+    const config = loadDeploymentConfig(env);
+    if (!inline && settings.stage !== 'local' && outsideServiceDir(setting)) inlineConfig(setting);
+    return config;
   } catch (err) {
+    if (err instanceof builders.DeployConfigError) throw err;
     const hint =
       settings.stage === 'local' && !inline
         ? ' (for the local stack, run: npx tsx infra/serverless/local-invoke-setup.ts, or set STREAMS_CONFIG)'
@@ -120,6 +151,8 @@ module.exports = {
   names: withContext(({ settings }) => settings.names),
   /** Per-function IAM roles (Resources). */
   iamRoles: withContext(({ settings, config }) => builders.iamRoles(settings, config)),
+  /** The sink tables the streams declare (Resources, Outputs). */
+  sinkTables: withContext(({ settings, config }) => builders.sinkTableResources(settings, config)),
   /** Schedule role / DLQ policy (Resources) and the schedule target's retry and DLQ settings (extensions). */
   schedule: withContext(({ settings }) => builders.schedule(settings)),
   /** The alarm topic's customer managed KMS key (usable by the stack's alarms), its alias and the topic policy (Resources). */
@@ -136,17 +169,24 @@ module.exports = {
   processorEnvironment: withContext(({ settings }) => builders.processorEnvironment(settings)),
   /** serverless-esbuild `exclude` list. */
   esbuildExclude: withContext(({ settings }) => builders.esbuildExclude(settings)),
-  /** Files to package with the functions: the streams config file (none for inline JSON). */
+  /** The user handler modules the streams name by path, for the esbuild plugin: `[{ stream, module, file }]`. */
+  handlerModules: withContext(({ config }) => builders.handlerModules(config)),
+  /** Files to package with the functions: the streams config file (none for inline JSON or a file outside the service directory). */
   packagePatterns: withContext(({ streamsConfig }) => {
     const setting = streamsConfig.trim();
-    if (setting.startsWith('{')) return [];
-    const relative = path.relative(ROOT, path.resolve(ROOT, setting));
-    return relative.startsWith('..') ? [] : [relative.split(path.sep).join('/')];
+    if (setting.startsWith('{') || outsideServiceDir(setting)) return [];
+    return [path.relative(ROOT, path.resolve(ROOT, setting)).split(path.sep).join('/')];
   }),
-  /** STREAMS_CONFIG for the functions: the path relative to the package root (Lambda's working directory), or inline JSON. */
-  streamsConfigEnv: withContext(({ streamsConfig }) => {
+  /**
+   * STREAMS_CONFIG for the functions: the path relative to the package root (Lambda's working
+   * directory), inline JSON, or the content of a file outside the service directory as inline JSON
+   * (handler modules are bundled, so the functions need no path relative to it).
+   */
+  streamsConfigEnv: withContext(({ settings, streamsConfig }) => {
     const setting = streamsConfig.trim();
-    if (setting.startsWith('{') || path.isAbsolute(setting)) return setting;
+    if (setting.startsWith('{')) return setting;
+    if (outsideServiceDir(setting)) return settings.stage === 'local' ? path.resolve(ROOT, setting) : inlineConfig(setting);
+    if (path.isAbsolute(setting)) return setting;
     return path.relative(ROOT, path.resolve(ROOT, setting)).split(path.sep).join('/');
   }),
 };

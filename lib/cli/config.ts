@@ -13,7 +13,12 @@ export type CliConfig = { config: DeploymentConfig; env: NodeJS.ProcessEnv; note
 
 /** Loads and validates the config; throws ValidationError when there is none or it is invalid. */
 export function loadCliConfig(configPath: string | undefined, env: NodeJS.ProcessEnv): CliConfig {
-  if (configPath !== undefined) return { config: loadDeploymentConfig({ ...env, [CONFIG_ENV.streams]: configPath }), env };
+  if (configPath !== undefined) {
+    const config = loadDeploymentConfig({ ...env, [CONFIG_ENV.streams]: configPath });
+    // As `npm start -- --config <file>` runs the file's streams against KAFKA_BROKERS, so does the CLI.
+    if (env.KAFKA_BROKERS) for (const s of config.streams) s.kafka = { ...s.kafka, brokers: env.KAFKA_BROKERS.split(',') };
+    return { config, env };
+  }
   if (env[CONFIG_ENV.streams]?.trim()) return { config: loadDeploymentConfig(env), env };
   if (!existsSync(DEMO_CONFIG_FILE)) {
     throw new ValidationError(

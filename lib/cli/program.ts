@@ -20,6 +20,7 @@ import { parseRewindTarget, renderRewind, rewindStream } from '../ops/rewind';
 import { renderStatus, streamStatus } from '../ops/status';
 import { replayStreamId, resolveStream } from '../ops/streams';
 import { parseTimestamp, parseWhole } from '../ops/time';
+import { scanSinkItems } from '../sink/table.dynamodb';
 import { loadCliConfig, type CliConfig } from './config';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3, interrupted: 130 } as const;
@@ -68,6 +69,22 @@ type CommandDef<O> = {
 const command = <O>(def: CommandDef<O>): CommandDef<never> => def as CommandDef<never>;
 
 const COMMANDS: Record<string, CommandDef<never>> = {
+  sink: command<{ limit: string }>({
+    define: (c) =>
+      c
+        .description("the items of the stream's sink table, one JSON object per line (exactly-once handlers)")
+        .argument('[stream]', 'stream id (default: the only configured stream)')
+        .option('--limit <n>', 'at most this many items', '1000'),
+    run: (inv, [id], opts, cmd) =>
+      inv.withContext(cmd, async (ctx) => {
+        const stream = resolveStream(ctx.config, id);
+        const table = stream.handler?.sinkTable;
+        if (!table)
+          throw new ValidationError(`stream ${stream.id} has no handler.sinkTable (an at-least-once handler writes where it likes)`);
+        const limit = parseWhole(opts.limit, '--limit');
+        for (const item of await scanSinkItems(ctx.dynamo, table, limit)) inv.json(item);
+      }),
+  }),
   status: command<{ json?: boolean }>({
     define: (c) =>
       c

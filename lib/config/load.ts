@@ -1,5 +1,6 @@
 /** Loads the deployment config from the environment a Lambda (or the local runtime) runs in. */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { ValidationError } from '../errors';
 import { parseDeploymentConfig, type DeploymentConfig } from './schema';
 
@@ -36,7 +37,9 @@ export function loadDeploymentConfig(env: NodeJS.ProcessEnv = process.env): Depl
     // The stack names the table, so the deployed value wins over whatever the file says.
     input = { ...input, ledgerTable };
   }
-  return parseDeploymentConfig(input, source);
+  const config = parseDeploymentConfig(input, source);
+  // Handler files named by path are relative to the config file, wherever the process runs.
+  return setting.startsWith('{') ? config : { ...config, configDir: dirname(resolve(setting)) };
 }
 
 function readConfigFile(path: string): string {

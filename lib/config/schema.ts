@@ -231,23 +231,59 @@ export const splitSchema = strictObject({
 });
 export type SplitConfig = z.output<typeof splitSchema>;
 
+const keyAttributeName = z.string().regex(/^[^\s]{1,255}$/, { error: 'must be an attribute name (1-255 characters, no spaces)' });
+
+/** A key attribute of a declared sink table: a name (type S), or `{ name, type }`. */
+const keyAttributeSchema = z.union([
+  keyAttributeName.transform((name) => ({ name, type: 'S' as const })),
+  strictObject({ name: keyAttributeName, type: z.enum(['S', 'N', 'B']).default('S') }),
+]);
+export type SinkKeyAttribute = z.output<typeof keyAttributeSchema>;
+
+export const sinkTableKeySchema = strictObject({ partitionKey: keyAttributeSchema, sortKey: keyAttributeSchema.optional() });
+/** Key schema of a declared sink table. */
+export type SinkTableKey = z.output<typeof sinkTableKeySchema>;
+
+/**
+ * `sinkTable`: a table name (a table that exists: the stack grants the processor access to it), or
+ * a declaration `{ name, key }`, which the local runtime and the deployed stack create.
+ */
+const sinkTableSchema = z.union([tableName, strictObject({ name: tableName, key: sinkTableKeySchema })], {
+  error:
+    'must be a table name, or { "name": <table>, "key": { "partitionKey": <attribute>, "sortKey"?: <attribute> } } to declare the table',
+});
+
 export const handlerSchema = strictObject({
+  /** A built-in handler's name, or the path of a handler file relative to the config file. */
   module: nonEmptyString,
   mode: z.enum(['dynamodb-exactly-once', 'at-least-once']),
-  sinkTable: tableName.optional(),
-}).superRefine((handler, ctx) => {
-  if (handler.mode === 'dynamodb-exactly-once' && handler.sinkTable === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['sinkTable'], message: 'is required with mode "dynamodb-exactly-once"' });
-  }
-  if (handler.mode === 'at-least-once' && handler.sinkTable !== undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['sinkTable'],
-      message: 'is only used with mode "dynamodb-exactly-once"; remove it or change the mode',
-    });
-  }
-});
-export type HandlerConfig = z.output<typeof handlerSchema>;
+  sinkTable: sinkTableSchema.optional(),
+})
+  .superRefine((handler, ctx) => {
+    if (handler.mode === 'dynamodb-exactly-once' && handler.sinkTable === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['sinkTable'], message: 'is required with mode "dynamodb-exactly-once"' });
+    }
+    if (handler.mode === 'at-least-once' && handler.sinkTable !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sinkTable'],
+        message: 'is only used with mode "dynamodb-exactly-once"; remove it or change the mode',
+      });
+    }
+  })
+  // Parsed, `sinkTable` is always the name (what the processor writes to); a declaration's key goes to `sinkTableKey`.
+  .transform(({ sinkTable, ...rest }): HandlerConfig => {
+    if (sinkTable === undefined) return rest;
+    if (typeof sinkTable === 'string') return { ...rest, sinkTable };
+    return { ...rest, sinkTable: sinkTable.name, sinkTableKey: sinkTable.key };
+  });
+/** A stream's handler, parsed: `sinkTableKey` is set when the sink table is declared (created by the local runtime and the stack). */
+export type HandlerConfig = {
+  module: string;
+  mode: 'dynamodb-exactly-once' | 'at-least-once';
+  sinkTable?: string;
+  sinkTableKey?: SinkTableKey;
+};
 
 const poisonPolicySchema = z.enum(['dead-letter', 'stop-partition']);
 export type PoisonPolicy = z.output<typeof poisonPolicySchema>;
@@ -408,7 +444,10 @@ export const deploymentConfigSchema = strictObject({
   },
   { when: (payload) => isRecord(payload.value) },
 );
-export type DeploymentConfig = z.output<typeof deploymentConfigSchema>;
+export type DeploymentConfig = z.output<typeof deploymentConfigSchema> & {
+  /** Directory of the file the config was loaded from (handler paths are relative to it); unset for inline JSON. */
+  configDir?: string;
+};
 /** What a config file may contain: optional fields may be omitted and get their defaults. */
 export type DeploymentConfigInput = z.input<typeof deploymentConfigSchema>;
 export type StreamConfigInput = z.input<typeof streamConfigSchema>;

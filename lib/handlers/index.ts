@@ -1,17 +1,28 @@
 /**
- * The handler registry. A stream's `handler.module` names an entry here; the processor bundle
- * imports this file, so every handler is bundled statically (no dynamic imports in Lambda).
- * Add your own handlers to `HANDLERS`.
+ * The handler registry. A stream's `handler.module` names a built-in handler here, or the path of
+ * a user module relative to the config file (`./handlers/click-counts.ts`, see ./modules.ts). The
+ * processor bundle imports this file, and `sls package` bundles the user modules the stage's
+ * streams config names, so every handler is bundled statically (no dynamic imports in Lambda).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
 import type { RecordsHandler } from '../processor/handler-api';
 import { createAuditLog } from './audit-log';
+import { handlerModuleFile, isHandlerPath, loadHandlerModule } from './modules';
 import { noop } from './noop';
 import { runningTotals } from './running-totals';
 
-export type HandlerFactory = (deps: { dynamo: DynamoDBClient; env: NodeJS.ProcessEnv }) => RecordsHandler;
+export { isHandlerPath, handlerModuleFile, handlerFromExports, loadHandlerModule } from './modules';
+
+export type HandlerDeps = {
+  dynamo: DynamoDBClient;
+  env: NodeJS.ProcessEnv;
+  /** Directory of the config file, which handler paths are relative to (default: the working directory). */
+  configDir?: string;
+};
+
+export type HandlerFactory = (deps: HandlerDeps) => RecordsHandler;
 
 export const HANDLERS: Record<string, HandlerFactory> = {
   'running-totals': () => runningTotals,
@@ -23,24 +34,30 @@ export const HANDLERS: Record<string, HandlerFactory> = {
   },
 };
 
-/** The handler for a stream, checked against the mode the stream declares. */
-export function resolveHandler(
-  stream: StreamConfig,
-  deps: { dynamo: DynamoDBClient; env: NodeJS.ProcessEnv },
-  registry = HANDLERS,
-): RecordsHandler {
+/** The handler for a stream (built-in or user module), checked against the mode the stream declares. */
+export function resolveHandler(stream: StreamConfig, deps: HandlerDeps, registry = HANDLERS): RecordsHandler {
   const spec = stream.handler;
   if (!spec)
-    throw new ValidationError(`stream ${stream.id} has no handler: set handler.module to one of ${Object.keys(registry).join(', ')}`);
-  const factory = registry[spec.module];
-  if (!factory) {
     throw new ValidationError(
-      `stream ${stream.id}: unknown handler.module "${spec.module}" (registered: ${Object.keys(registry).join(', ')})`,
+      `stream ${stream.id} has no handler: set handler.module to one of ${Object.keys(registry).join(', ')}, or to the path of your handler file`,
     );
+  let handler: RecordsHandler;
+  let name: string;
+  if (isHandlerPath(spec.module)) {
+    handler = loadHandlerModule(stream.id, spec.module, deps.configDir);
+    name = `module ${JSON.stringify(spec.module)} (${handlerModuleFile(spec.module, deps.configDir)})`;
+  } else {
+    const factory = registry[spec.module];
+    if (!factory) {
+      throw new ValidationError(
+        `stream ${stream.id}: unknown handler.module "${spec.module}" (registered: ${Object.keys(registry).join(', ')}; a handler file is named by a path such as "./handlers/${spec.module}.ts")`,
+      );
+    }
+    handler = factory(deps);
+    name = `"${spec.module}"`;
   }
-  const handler = factory(deps);
   if (handler.mode !== spec.mode) {
-    throw new ValidationError(`stream ${stream.id}: handler "${spec.module}" is ${handler.mode}, but handler.mode says ${spec.mode}`);
+    throw new ValidationError(`stream ${stream.id}: handler ${name} is ${handler.mode}, but handler.mode says ${spec.mode}`);
   }
   return handler;
 }

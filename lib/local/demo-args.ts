@@ -3,14 +3,24 @@ import { Command, CommanderError } from 'commander';
 import { ValidationError } from '../errors';
 import { parseWhole } from '../ops/time';
 import { DEMO_DEFAULTS, type DemoOptions } from './demo';
+import type { RunConfigOptions } from './run-config';
 
-export type StartArgs = { options: DemoOptions } | { help: string };
+export type StartArgs = { options: DemoOptions } | { run: RunConfigOptions } | { help: string };
+
+/** Demo options that mean nothing for a run of a config file's streams. */
+const DEMO_ONLY = ['rate', 'duration', 'partitions', 'addPartitionAfter', 'accounts', 'demoConfig'] as const;
+
+/** Default --timeout of a config run: give up after this long without a commit while lag remains. */
+const CONFIG_RUN_TIMEOUT_MS = 300_000;
 
 /** Parses the arguments; ValidationError (with the usage text) on anything wrong. */
 export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartArgs {
   let usage = '';
   const cmd = new Command('npm start --')
-    .description('Run the pipeline on the local stack: demo stream, planner every second, processors in this process')
+    .description(
+      'Run the pipeline on the local stack: the demo stream (default) or the streams of --config <file>; planner and processors in this process',
+    )
+    .option('--config <file>', "run this deployment config's streams (your handlers) instead of the demo")
     .option('--until-caught-up', 'bounded run: produce for --duration, then exit 0 once lag is zero and the sink matches')
     .option('--json', 'print one JSON summary {produced, applied, wallMs, invocations, ...} as the last line')
     .option('--rate <events/s>', 'events produced per second', String(DEMO_DEFAULTS.ratePerSec))
@@ -18,7 +28,10 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
     .option('--partitions <n>', 'partitions the topic starts with', String(DEMO_DEFAULTS.partitions))
     .option('--add-partition-after <seconds>', 'add one partition after this long (default: half the duration, or 30 s); "never" to skip')
     .option('--accounts <n>', 'distinct keys (accounts)', String(DEMO_DEFAULTS.accounts))
-    .option('--timeout <seconds>', 'bounded run: give up waiting for lag 0 after producing stopped', String(DEMO_DEFAULTS.timeoutMs / 1000))
+    .option(
+      '--timeout <seconds>',
+      `bounded run: give up waiting for lag 0 after producing stopped (demo, default ${DEMO_DEFAULTS.timeoutMs / 1000}) or after nothing was committed (--config, default ${CONFIG_RUN_TIMEOUT_MS / 1000})`,
+    )
     .option('--no-progress', 'no live progress view')
     .option('--demo-config <file>', 'where to write the demo stream config for the CLI (default .local/demo/streams.json)')
     .exitOverride()
@@ -31,11 +44,33 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
     throw new ValidationError(`${message}\n\n${cmd.helpInformation()}`);
   }
   try {
+    if (cmd.opts<{ config?: string }>().config !== undefined) return { run: configRunOf(cmd, out.isTTY) };
     return { options: optionsOf(cmd, out.isTTY) };
   } catch (err) {
     if (err instanceof ValidationError) throw new ValidationError(`${err.message}\n\n${cmd.helpInformation()}`);
     throw err;
   }
+}
+
+function configRunOf(cmd: Command, isTTY: boolean): RunConfigOptions {
+  const o = cmd.opts<{ config: string; untilCaughtUp?: boolean; json?: boolean; timeout?: string; progress: boolean }>();
+  for (const name of DEMO_ONLY) {
+    if (cmd.getOptionValueSource(name) === 'cli') {
+      const flag = `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+      throw new ValidationError(`${flag} is an option of the demo; with --config the streams come from the file`);
+    }
+  }
+  if (o.config.trim() === '') throw new ValidationError('--config needs the path of a deployment config file');
+  const json = o.json ?? false;
+  const timeoutS = o.timeout !== undefined ? parseWhole(o.timeout, '--timeout') : CONFIG_RUN_TIMEOUT_MS / 1000;
+  if (timeoutS < 1 || timeoutS > 86_400) throw new ValidationError(`invalid --timeout ${timeoutS}: between 1 and 86400`);
+  return {
+    configFile: o.config,
+    untilCaughtUp: o.untilCaughtUp ?? false,
+    json,
+    timeoutMs: timeoutS * 1000,
+    progress: !o.progress ? 'off' : isTTY && !json ? 'tty' : 'lines',
+  };
 }
 
 function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
@@ -47,7 +82,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     partitions: string;
     addPartitionAfter?: string;
     accounts: string;
-    timeout: string;
+    timeout?: string;
     progress: boolean;
     demoConfig?: string;
   }>();
@@ -62,7 +97,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     o.duration !== undefined ? positive(o.duration, '--duration', 86_400) * 1000 : bounded ? DEMO_DEFAULTS.boundedDurationMs : undefined;
   const partitions = positive(o.partitions, '--partitions', 1000);
   const accounts = positive(o.accounts, '--accounts', 1_000_000);
-  const timeoutMs = positive(o.timeout, '--timeout', 86_400) * 1000;
+  const timeoutMs = positive(o.timeout ?? String(DEMO_DEFAULTS.timeoutMs / 1000), '--timeout', 86_400) * 1000;
   let addPartitionAfterMs: number | undefined;
   if (o.addPartitionAfter === 'never') addPartitionAfterMs = undefined;
   else if (o.addPartitionAfter !== undefined) addPartitionAfterMs = parseWhole(o.addPartitionAfter, '--add-partition-after') * 1000;

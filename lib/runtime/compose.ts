@@ -93,7 +93,7 @@ export function composeAdapters(options: ComposeOptions): Adapters {
     handlerFor(stream) {
       let h = handlers.get(stream.id);
       if (!h) {
-        h = resolveHandler(stream, { dynamo, env });
+        h = resolveHandler(stream, { dynamo, env, configDir: config.configDir });
         handlers.set(stream.id, h);
       }
       return h;

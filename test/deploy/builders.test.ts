@@ -14,6 +14,7 @@ import {
   parseSettings,
   schedulePeriodMs,
   secretResources,
+  sinkTableResources,
   streamLogicalNames,
   type RawSettings,
 } from '../../infra/cfn/builders';
@@ -99,7 +100,6 @@ describe('stage params', () => {
       planner: 'svc-test-planner',
       processor: 'svc-test-processor',
       ledgerTable: 'svc-test-ledger',
-      runningTotalsTable: 'svc-test-running-totals',
       dashboard: 'svc-test',
     });
   });
@@ -177,7 +177,7 @@ describe('what the processor refuses at its first range, refused at package time
   it('an unknown handler.module, naming the stream, the module and the registered ones', async () => {
     const message = await configProblem(settings(), config([{ id: 'clicks', handler: { module: 'click-count', mode: 'at-least-once' } }]));
     expect(message).toBe(
-      'the streams config does not fit stage test: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log)',
+      'the streams config does not fit stage test: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log, noop; a handler file is named by a path such as "./handlers/click-count.ts")',
     );
   });
 
@@ -188,7 +188,7 @@ describe('what the processor refuses at its first range, refused at package time
 
   it('a stream without a handler, except on the local stage (never deployed; peeks and dry runs need none)', async () => {
     expect(await configProblem(settings(), config([{}]))).toContain(
-      'stream s0 has no handler: set handler.module to one of running-totals, audit-log',
+      'stream s0 has no handler: set handler.module to one of running-totals, audit-log, noop, or to the path of your handler file',
     );
     await expect(checkConfig(settings({ stage: 'local' }), config([{}]))).resolves.toBeUndefined();
   });
@@ -341,5 +341,68 @@ describe('IAM resources', () => {
 
   it('names alarm resources uniquely per stream', () => {
     expect([...streamLogicalNames([{ id: 'a-b' }, { id: 'a_b' }, { id: 'orders' }]).values()]).toEqual(['AB', 'AB2', 'Orders']);
+  });
+});
+
+describe('declared sink tables', () => {
+  const declared = (
+    name: string,
+    key: { partitionKey: string | { name: string; type: 'S' | 'N' | 'B' }; sortKey?: { name: string; type: 'S' | 'N' | 'B' } } = {
+      partitionKey: 'pk',
+    },
+  ) => ({ handler: { module: './h.ts', mode: 'dynamodb-exactly-once', sinkTable: { name, key } } }) as const;
+
+  it('become stack tables with the declared key, named by the table without the stack prefix; plain names are not created', () => {
+    const c = config([
+      declared('svc-test-click-counts', { partitionKey: 'userId', sortKey: { name: 'day', type: 'N' } }),
+      declared('svc-test-running-totals'),
+      { handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'legacy-totals' } },
+    ]);
+    const { Resources, Outputs } = sinkTableResources(settings({ tableDeletionPolicy: 'Retain', tableDeletionProtection: true }), c);
+    expect(Object.keys(Resources).sort()).toEqual(['ClickCountsTable', 'RunningTotalsTable']);
+    expect(Resources.ClickCountsTable).toMatchObject({
+      Type: 'AWS::DynamoDB::Table',
+      DeletionPolicy: 'Retain',
+      Properties: {
+        TableName: 'svc-test-click-counts',
+        BillingMode: 'PAY_PER_REQUEST',
+        KeySchema: [
+          { AttributeName: 'userId', KeyType: 'HASH' },
+          { AttributeName: 'day', KeyType: 'RANGE' },
+        ],
+        AttributeDefinitions: [
+          { AttributeName: 'userId', AttributeType: 'S' },
+          { AttributeName: 'day', AttributeType: 'N' },
+        ],
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        DeletionProtectionEnabled: true,
+      },
+    });
+    expect(Outputs).toEqual({
+      ClickCountsTableName: { Value: { Ref: 'ClickCountsTable' } },
+      RunningTotalsTableName: { Value: { Ref: 'RunningTotalsTable' } },
+    });
+  });
+
+  it('the processor may write exactly the sink tables: declared ones by their resource, existing ones by name', () => {
+    const c = config([
+      declared('svc-test-click-counts'),
+      { handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'legacy-totals' } },
+    ]);
+    const role = iamRoles(settings(), c).Resources.ProcessorRole as unknown as {
+      Properties: { Policies: [{ PolicyDocument: { Statement: { Sid: string; Resource: unknown }[] } }] };
+    };
+    const sinks = role.Properties.Policies[0].PolicyDocument.Statement.find((st) => st.Sid === 'SinkTables');
+    expect(sinks?.Resource).toEqual([
+      { 'Fn::Sub': 'arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/legacy-totals' },
+      { 'Fn::GetAtt': ['ClickCountsTable', 'Arn'] },
+    ]);
+  });
+
+  it('refuses one table declared with two keys, naming both streams', () => {
+    const c = config([declared('svc-test-t1'), declared('svc-test-t1', { partitionKey: 'id' })]);
+    expect(problem(() => sinkTableResources(settings(), c))).toBe(
+      'stream s1: handler.sinkTable svc-test-t1 is declared with another key by stream s0; declare one key per table',
+    );
   });
 });

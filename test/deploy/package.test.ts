@@ -289,7 +289,7 @@ describe('IAM, one least-privilege role per function', () => {
     expect(bySid(processor, 'Ledger')).toMatchObject({ Action: LEDGER_ACTIONS, Resource: ledgerResources });
     expect(bySid(processor, 'SinkTables')).toMatchObject({
       Action: SINK_ACTIONS,
-      // audit-log's AUDIT_LOG_TABLE, the stack's running-totals table, and an external sink table.
+      // audit-log's AUDIT_LOG_TABLE, the running-totals table the config declares, and an existing sink table.
       Resource: [
         subArn('dynamodb', 'table/kafka-lambda-direct-ci-audit-log'),
         getAtt('RunningTotalsTable'),
@@ -444,7 +444,10 @@ describe('tables', () => {
     expect(readers.sort()).toEqual(['PlannerRole', 'ProcessorRole']);
   });
 
-  it('the running-totals sink is keyed by pk (S), on-demand, recoverable and encrypted', () => {
+  it('a declared sink table (running-totals: key pk, S) is on-demand, recoverable and encrypted; an existing one is not created', () => {
+    const tables = Object.entries(ci.template.Resources).filter(([, r]) => r.Type === 'AWS::DynamoDB::Table');
+    expect(tables.map(([id]) => id).sort()).toEqual(['LedgerTable', 'RunningTotalsTable']);
+    expect(ci.template.Outputs?.RunningTotalsTableName).toEqual({ Value: { Ref: 'RunningTotalsTable' } });
     expect(resource(ci.template, 'RunningTotalsTable').Properties).toMatchObject({
       TableName: 'kafka-lambda-direct-ci-running-totals',
       BillingMode: 'PAY_PER_REQUEST',
@@ -763,7 +766,7 @@ describe('bad input fails packaging with one line and exit code 1', () => {
       'an unknown handler.module',
       'ci',
       { streamsConfig: UNKNOWN_HANDLER },
-      'Error: the streams config does not fit stage ci: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log)',
+      'Error: the streams config does not fit stage ci: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log, noop; a handler file is named by a path such as "./handlers/click-count.ts")',
     ],
     [
       'a stage without a streams config file',

@@ -5,9 +5,43 @@ import { parseStartArgs } from '../../../lib/local/demo-args';
 
 const parse = (argv: string[], isTTY = true) => {
   const res = parseStartArgs(argv, { isTTY });
-  if ('help' in res) throw new Error('help');
+  if (!('options' in res)) throw new Error('not the demo');
   return res.options;
 };
+
+const parseRun = (argv: string[], isTTY = true) => {
+  const res = parseStartArgs(argv, { isTTY });
+  if (!('run' in res)) throw new Error('not a config run');
+  return res.run;
+};
+
+describe('npm start -- --config <file>', () => {
+  it("runs the file's streams, bounded with --until-caught-up, with a 300 s no-progress timeout by default", () => {
+    expect(parseRun(['--config', 'streams.json'])).toEqual({
+      configFile: 'streams.json',
+      untilCaughtUp: false,
+      json: false,
+      timeoutMs: 300_000,
+      progress: 'tty',
+    });
+    expect(parseRun(['--config', 'streams.json', '--until-caught-up', '--json', '--timeout', '30'], true)).toEqual({
+      configFile: 'streams.json',
+      untilCaughtUp: true,
+      json: true,
+      timeoutMs: 30_000,
+      progress: 'lines',
+    });
+  });
+
+  it('refuses the demo options with --config, naming the option', () => {
+    expect(() => parseStartArgs(['--config', 's.json', '--rate', '10'], { isTTY: false })).toThrow(
+      '--rate is an option of the demo; with --config the streams come from the file',
+    );
+    expect(() => parseStartArgs(['--config', 's.json', '--add-partition-after', 'never'], { isTTY: false })).toThrow(
+      '--add-partition-after is an option of the demo',
+    );
+  });
+});
 
 describe('npm start arguments', () => {
   it('runs until Ctrl-C by default, with the live table on a terminal and a partition added after 30 s', () => {

@@ -254,6 +254,22 @@ describe('parseDeploymentConfig', () => {
       { handler: { module: 'h.js', mode: 'at-least-once', sinkTable: 'sink' } },
       'handler.sinkTable: is only used with mode "dynamodb-exactly-once"',
     ],
+    [
+      'declared sink table without key',
+      { handler: { module: 'h.js', mode: 'dynamodb-exactly-once', sinkTable: { name: 'sink' } } },
+      'handler.sinkTable: must be a table name, or { "name": <table>, "key": { "partitionKey": <attribute>, "sortKey"?: <attribute> } } to declare the table',
+    ],
+    [
+      'declared sink table key of an unknown type',
+      {
+        handler: {
+          module: 'h.js',
+          mode: 'dynamodb-exactly-once',
+          sinkTable: { name: 'sink', key: { partitionKey: { name: 'pk', type: 'X' } } },
+        },
+      },
+      'handler.sinkTable.key.partitionKey.type: must be one of "S", "N", "B"',
+    ],
     ['bad poison policy', { poisonPolicy: 'skip' }, 'poisonPolicy: must be one of "dead-letter", "stop-partition"'],
     ['dead letters kept zero days', { deadLetters: { retentionDays: 0 } }, 'deadLetters.retentionDays: must be >= 1'],
     ['dead letters keeping something else', { deadLetters: { keep: 'value' } }, 'deadLetters.keep: must be one of "record", "coordinates"'],
@@ -304,5 +320,23 @@ describe('parseDeploymentConfig', () => {
       'test',
     );
     expect(stream.startingOffsets).toEqual({ offsets: { 'orders-eu': { '0': 5 } } });
+  });
+});
+
+describe('declared sink tables', () => {
+  const handler = (sinkTable: unknown) =>
+    parseDeploymentConfig(withStream({ handler: { module: './h.ts', mode: 'dynamodb-exactly-once', sinkTable } }), 's').streams[0]?.handler;
+
+  it('keeps a plain table name as it is (a table that exists), with no key', () => {
+    expect(handler('click-counts')).toEqual({ module: './h.ts', mode: 'dynamodb-exactly-once', sinkTable: 'click-counts' });
+  });
+
+  it('parses { name, key } into the name and the key schema, attribute types defaulting to S', () => {
+    expect(handler({ name: 'click-counts', key: { partitionKey: 'userId', sortKey: { name: 'day', type: 'N' } } })).toEqual({
+      module: './h.ts',
+      mode: 'dynamodb-exactly-once',
+      sinkTable: 'click-counts',
+      sinkTableKey: { partitionKey: { name: 'userId', type: 'S' }, sortKey: { name: 'day', type: 'N' } },
+    });
   });
 });

@@ -1,0 +1,86 @@
+/**
+ * `npm run local:topic -- <topic> [--partitions n] [--produce <file>]`: creates a topic on the local
+ * broker (KAFKA_BROKERS, else the recorded local stack) if it is missing, and produces the records
+ * of a JSON-lines file into it, one `{"key": "...", "value": <any JSON>}` per line (the value is
+ * written as its JSON text; a string value as the string itself). Prints one line of what it did.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { AppError, ValidationError } from '../../lib/errors';
+import { KAFKAJS_RETRY } from '../../lib/kafka/client';
+import { recordedLocalStack } from '../../lib/local/paths';
+
+type Line = { key?: string | null; value?: unknown };
+
+function recordsOf(file: string): Array<{ key: string | null; value: string | null }> {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l, i) => [l.trim(), i + 1] as const)
+    .filter(([l]) => l !== '')
+    .map(([l, n]) => {
+      let doc: Line;
+      try {
+        doc = JSON.parse(l) as Line;
+      } catch {
+        throw new ValidationError(`${file}:${n}: not JSON (one {"key", "value"} object per line)`);
+      }
+      const value =
+        doc.value === undefined || doc.value === null ? null : typeof doc.value === 'string' ? doc.value : JSON.stringify(doc.value);
+      return { key: doc.key ?? null, value };
+    });
+}
+
+/** Waits until every partition of a fresh topic has a leader that answers (kafkajs's waitForLeaders fails on other topics' state). */
+async function untilLeaders(admin: Admin, topic: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await admin.fetchTopicOffsets(topic);
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+async function main(argv: string[]): Promise<string> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { partitions: { type: 'string', default: '1' }, produce: { type: 'string' } },
+  });
+  const [topic] = positionals;
+  const partitions = Number(values.partitions);
+  if (!topic || positionals.length > 1 || !Number.isInteger(partitions) || partitions < 1) {
+    throw new ValidationError('usage: npm run local:topic -- <topic> [--partitions n] [--produce <file.jsonl>]');
+  }
+  const brokers = process.env.KAFKA_BROKERS ?? recordedLocalStack()?.kafkaBrokers;
+  if (!brokers) throw new ValidationError('no broker: set KAFKA_BROKERS or start the local stack (npm run local:up)');
+  const messages = values.produce !== undefined ? recordsOf(values.produce) : [];
+  const kafka = new Kafka({ clientId: 'local-topic', brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: KAFKAJS_RETRY });
+  const admin = kafka.admin();
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  try {
+    await admin.connect();
+    const created = await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: false });
+    await untilLeaders(admin, topic);
+    if (messages.length) {
+      await producer.connect();
+      for (let i = 0; i < messages.length; i += 1000) await producer.send({ topic, messages: messages.slice(i, i + 1000) });
+    }
+    return `topic ${topic}: ${created ? `created with ${partitions} partition(s)` : 'exists'}${messages.length ? `; produced ${messages.length} records` : ''}`;
+  } finally {
+    await producer.disconnect().catch(() => undefined);
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (line) => process.stdout.write(`${line}\n`),
+  (err: unknown) => {
+    process.stderr.write(err instanceof AppError ? `error: ${err.message}\n` : `error: ${(err as Error)?.message ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,256 @@
+/**
+ * `npm start -- --config <file>`: the local runtime over the streams of a deployment config file
+ * (the planner on each stream's trigger interval, the processors in this process, the same live
+ * view as the demo), against the local stack or KAFKA_BROKERS / DYNAMODB_ENDPOINT. The ledger table
+ * and the declared sink tables are created when missing. Locally every stream reads from the local
+ * broker (KAFKA_BROKERS): the file's `kafka.brokers` are those of the deployed stage.
+ *
+ * With `untilCaughtUp` the run ends once every partition of every stream has no lag and nothing in
+ * flight (exit 0), or as soon as a range is parked or a partition failed (exit 1, naming them), or
+ * when nothing was committed for `timeoutMs` while lag remained (exit 1).
+ */
+import { loadDeploymentConfig } from '../config/load';
+import type { DeploymentConfig, StreamConfig } from '../config/schema';
+import { topicSelector } from '../config/topics';
+import { kafkaLogLines } from '../kafka/client';
+import { duration } from '../ops/format';
+import type { OpsContext } from '../ops/context';
+import { partitionKey } from '../ranges';
+import { composeAdapters, dynamoClientFromEnv } from '../runtime/compose';
+import { createProgressView, type PartitionProgress, type ProgressView } from './progress';
+import { createLocalRunner, runnerDepsFrom, type LocalRunner } from './runner';
+import { ensureConfigTables } from './tables';
+
+export type RunConfigOptions = {
+  configFile: string;
+  untilCaughtUp: boolean;
+  json: boolean;
+  progress: 'tty' | 'lines' | 'off';
+  /** Bounded runs: give up when nothing was committed for this long while lag remained. */
+  timeoutMs: number;
+};
+
+export type RunConfigDeps = {
+  /** Brokers every stream reads from locally. */
+  kafkaBrokers: string;
+  dynamodbEndpoint: string;
+  env: NodeJS.ProcessEnv;
+  out(text: string): void;
+  err(text: string): void;
+  signal?: AbortSignal;
+  hardSignal?: AbortSignal;
+  columns?: () => number | undefined;
+  onRunning?: () => void;
+};
+
+/** What a run of a config file reports (`--json`: its last line). */
+export type RunConfigSummary = {
+  configFile: string;
+  streams: string[];
+  ledgerTable: string;
+  sinkTablesCreated: string[];
+  partitions: number;
+  /** Sum over partitions of latest - committed when the run ended. */
+  lag: number;
+  /** Records delivered to handlers and committed during this run. */
+  records: number;
+  invocations: number;
+  plannerRuns: number;
+  deadLetters: number;
+  processorErrors: number;
+  /** Ranges parked (`stream topic/partition [from, until): error`). */
+  parked: string[];
+  /** Partitions that failed (`stream topic/partition: reason`). */
+  failedPartitions: string[];
+  caughtUp: boolean;
+  interrupted: boolean;
+  wallMs: number;
+};
+
+export type RunConfigResult = { summary: RunConfigSummary; exitCode: number };
+
+/** A config file's streams as they run locally: read from `kafkaBrokers`. */
+export function loadLocalConfig(configFile: string, kafkaBrokers: string, env: NodeJS.ProcessEnv): DeploymentConfig {
+  const config = loadDeploymentConfig({ STREAMS_CONFIG: configFile, LEDGER_TABLE: env.LEDGER_TABLE });
+  const brokers = kafkaBrokers.split(',').map((b) => b.trim());
+  return { ...config, streams: config.streams.map((s) => ({ ...s, kafka: { ...s.kafka, brokers } })) };
+}
+
+type Watch = { ops: OpsContext; runner: LocalRunner; view: ProgressView; streams: StreamConfig[]; t0: number };
+
+/** One look at every stream: partition rows for the view, and whether all is caught up or stuck. */
+async function look(w: Watch) {
+  const inFlight = w.runner.inFlight();
+  const rows: PartitionProgress[] = [];
+  let caughtUp = true;
+  const parked: string[] = [];
+  const failedPartitions: string[] = [];
+  for (const stream of w.streams) {
+    const kafka = await w.ops.metadata.forStream(stream);
+    const topics = await kafka.describeTopics(topicSelector(stream));
+    const [offsets, parts, open] = await Promise.all([
+      kafka.fetchOffsets(topics, stream.isolationLevel),
+      w.ops.ledger.readPartitions(stream.id),
+      w.ops.ledger.readOpenRanges(stream.id),
+    ]);
+    const byKey = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p]));
+    if (offsets.length === 0) caughtUp = false;
+    for (const o of offsets) {
+      const p = byKey.get(partitionKey(o.topic, o.partition));
+      const running = inFlight.filter((r) => r.stream === stream.id && r.topic === o.topic && r.partition === o.partition).length;
+      rows.push({
+        topic: w.streams.length > 1 ? `${stream.id}:${o.topic}` : o.topic,
+        partition: o.partition,
+        committed: p?.committed,
+        earliest: o.earliest,
+        latest: o.latest,
+        inFlight: running,
+      });
+      if (!p || p.committed !== o.latest || p.nextFrom !== o.latest || running > 0) caughtUp = false;
+    }
+    for (const r of open.filter((x) => x.status === 'parked'))
+      parked.push(`${stream.id} ${r.topic}/${r.partition} [${r.from}, ${r.until}): ${r.lastError ?? 'parked'}`);
+    for (const p of parts.filter((x) => x.status === 'failed'))
+      failedPartitions.push(`${stream.id} ${p.topic}/${p.partition}: ${p.reason ?? 'failed'}`);
+  }
+  return { rows, caughtUp, parked, failedPartitions };
+}
+
+type Look = Awaited<ReturnType<typeof look>>;
+
+/** Shows progress until caught up or stuck (bounded), or Ctrl-C; returns the last look. */
+async function watch(w: Watch, opts: RunConfigOptions, deps: RunConfigDeps): Promise<{ last?: Look; reason: string }> {
+  let last: Look | undefined;
+  let committed = -1;
+  let progressAtMs = Date.now();
+  for (;;) {
+    const now = Date.now();
+    last = await look(w).catch((err: unknown) => {
+      w.view.event(`status read failed: ${(err as Error)?.message ?? String(err)}`);
+      return last;
+    });
+    if (last) {
+      const stats = w.runner.stats();
+      const total = last.rows.reduce((s, r) => s + (r.committed ?? 0), 0);
+      if (total !== committed) [committed, progressAtMs] = [total, now];
+      w.view.show({
+        elapsedMs: now - w.t0,
+        stream: w.streams.map((s) => s.id).join(', '),
+        phase: opts.untilCaughtUp ? 'until caught up' : 'running',
+        produced: last.rows.reduce((s, r) => s + (r.latest ?? 0) - (r.earliest ?? 0), 0),
+        producedPerSec: 0,
+        partitions: last.rows,
+        invocations: stats.invocations,
+        plannerRuns: stats.plannerRuns,
+        inFlight: w.runner.inFlight().length,
+        deadLetters: stats.deadLetters,
+        errors: stats.byStatus.error ?? 0,
+        lastError: stats.lastError,
+        events: [],
+      });
+      if (last.parked.length || last.failedPartitions.length) return { last, reason: 'a range was parked or a partition failed' };
+      if (opts.untilCaughtUp && last.caughtUp) return { last, reason: 'caught up' };
+    }
+    if (deps.signal?.aborted) return { last, reason: 'interrupted' };
+    if (opts.untilCaughtUp && now - progressAtMs > opts.timeoutMs)
+      return { last, reason: `gave up: nothing committed for ${duration(opts.timeoutMs)} while lag remained` };
+    await sleep(opts.untilCaughtUp ? 250 : 1000, deps.signal);
+  }
+}
+
+/** Runs the config file's streams locally; returns the summary and the exit code. */
+export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps): Promise<RunConfigResult> {
+  const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint };
+  const config = loadLocalConfig(opts.configFile, deps.kafkaBrokers, deps.env);
+  const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
+  const dynamo = dynamoClientFromEnv(env);
+  let ops: OpsContext | undefined;
+  try {
+    ops = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
+    // Handler modules are loaded (and checked) before anything is created or run.
+    for (const s of config.streams) if (s.handler) ops.handlerFor(s);
+    const sinkTablesCreated = await ensureConfigTables(dynamo, config);
+    view.event(
+      `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; CLI: npm run cli -- --config ${opts.configFile} status`,
+    );
+    const runner = createLocalRunner(
+      runnerDepsFrom(ops, (l) => view.event(l)),
+      config.streams,
+    );
+    deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
+    const w: Watch = { ops, runner, view, streams: config.streams, t0: Date.now() };
+    deps.onRunning?.();
+    runner.start();
+    const end = await watch(w, opts, deps);
+    view.event(end.reason);
+    await runner.stop({ graceMs: 10_000 });
+    view.close();
+    return await report(w, opts, deps, { config, sinkTablesCreated, end });
+  } finally {
+    await ops?.close().catch(() => undefined);
+    if (!ops) dynamo.destroy();
+  }
+}
+
+async function report(
+  w: Watch,
+  opts: RunConfigOptions,
+  deps: RunConfigDeps,
+  r: { config: DeploymentConfig; sinkTablesCreated: string[]; end: { last?: Look; reason: string } },
+): Promise<RunConfigResult> {
+  const stats = w.runner.stats();
+  const last = r.end.last;
+  const deadLetters = (await Promise.all(w.streams.map((s) => w.ops.ledger.listDeadLetters(s.id)))).reduce((n, d) => n + d.length, 0);
+  const interrupted = deps.signal?.aborted ?? false;
+  const summary: RunConfigSummary = {
+    configFile: opts.configFile,
+    streams: w.streams.map((s) => s.id),
+    ledgerTable: r.config.ledgerTable,
+    sinkTablesCreated: r.sinkTablesCreated,
+    partitions: last?.rows.length ?? 0,
+    lag: last?.rows.reduce((s, row) => s + Math.max(0, (row.latest ?? 0) - (row.committed ?? row.earliest ?? 0)), 0) ?? 0,
+    records: stats.records,
+    invocations: stats.invocations,
+    plannerRuns: stats.plannerRuns,
+    deadLetters,
+    processorErrors: stats.byStatus.error ?? 0,
+    parked: last?.parked ?? [],
+    failedPartitions: last?.failedPartitions ?? [],
+    caughtUp: last?.caughtUp ?? false,
+    interrupted,
+    wallMs: Date.now() - w.t0,
+  };
+  const stuck = summary.parked.length > 0 || summary.failedPartitions.length > 0;
+  const exitCode = stuck ? 1 : opts.untilCaughtUp ? (summary.caughtUp ? 0 : interrupted ? 130 : 1) : 0;
+  deps.out(`${opts.json ? JSON.stringify(summary) : humanRunSummary(summary)}\n`);
+  return { summary, exitCode };
+}
+
+/** The summary printed when a config run ends. */
+export function humanRunSummary(s: RunConfigSummary): string {
+  const lines = [
+    '',
+    `streams ${s.streams.join(', ')}: ${s.records} records processed in ${s.invocations} processor invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}; ${s.partitions} partitions, lag ${s.lag}`,
+  ];
+  for (const p of s.parked) lines.push(`PARKED ${p}`);
+  for (const p of s.failedPartitions) lines.push(`FAILED ${p}`);
+  if (s.deadLetters) lines.push(`${s.deadLetters} dead-lettered (see: npm run cli -- --config ${s.configFile} dead-letters <stream>)`);
+  if (s.processorErrors) lines.push(`${s.processorErrors} processor invocations failed (their ranges were retried)`);
+  lines.push(s.caughtUp ? 'caught up: no lag, nothing in flight' : 'not caught up');
+  lines.push(`inspect: npm run cli -- --config ${s.configFile} status`);
+  return lines.join('\n');
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((r) => {
+    const t = setTimeout(r, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        r();
+      },
+      { once: true },
+    );
+  });
+}

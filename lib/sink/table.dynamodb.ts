@@ -1,0 +1,85 @@
+/**
+ * Declared sink tables in DynamoDB terms: the key schema a stream declares (`handler.sinkTable:
+ * { name, key }`) as a table definition, used by the local runtime to create the table and by the
+ * stack's builders (infra/cfn) for its CloudFormation resource, so both create the same table;
+ * and a sink table's items for the CLI's `sink` command.
+ */
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  ResourceInUseException,
+  ResourceNotFoundException,
+  ScanCommand,
+  type CreateTableCommandInput,
+  type ScanCommandOutput,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { SinkTableKey } from '../config/schema';
+import { MissingResourceError } from '../errors';
+import { dynamoSetupError } from '../ledger/ledger.dynamodb';
+
+/** Key schema and attribute definitions of a declared sink table, on-demand billing. */
+export function sinkTableDefinition(
+  name: string,
+  key: SinkTableKey,
+): Required<Pick<CreateTableCommandInput, 'TableName' | 'BillingMode' | 'KeySchema' | 'AttributeDefinitions'>> {
+  const attributes = [
+    { attr: key.partitionKey, role: 'HASH' as const },
+    ...(key.sortKey ? [{ attr: key.sortKey, role: 'RANGE' as const }] : []),
+  ];
+  return {
+    TableName: name,
+    BillingMode: 'PAY_PER_REQUEST',
+    KeySchema: attributes.map(({ attr, role }) => ({ AttributeName: attr.name, KeyType: role })),
+    AttributeDefinitions: attributes.map(({ attr }) => ({ AttributeName: attr.name, AttributeType: attr.type })),
+  };
+}
+
+/** Creates a declared sink table unless it exists; true when this call created it. */
+export async function ensureSinkTable(client: DynamoDBClient, name: string, key: SinkTableKey): Promise<boolean> {
+  if (await tableExists(client, name)) return false;
+  try {
+    await client.send(new CreateTableCommand(sinkTableDefinition(name, key)));
+    return true;
+  } catch (err) {
+    if (err instanceof ResourceInUseException) return false;
+    throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+  }
+}
+
+/** Fails unless a sink table named without a key schema exists (nothing here could create it). */
+export async function assertSinkTableExists(client: DynamoDBClient, name: string, streams: string[]): Promise<void> {
+  if (await tableExists(client, name)) return;
+  throw new MissingResourceError(
+    `sink table ${name} (stream ${streams.join(', ')}) does not exist: create it, or declare it in handler.sinkTable as { "name": "${name}", "key": { "partitionKey": "pk" } } to have it created`,
+  );
+}
+
+async function tableExists(client: DynamoDBClient, name: string): Promise<boolean> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: name }));
+    return true;
+  } catch (err) {
+    if (err instanceof ResourceNotFoundException) return false;
+    throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+  }
+}
+
+/** Up to `limit` items of a sink table, as plain objects (numbers as numbers), read with a consistent scan. */
+export async function scanSinkItems(client: DynamoDBClient, name: string, limit: number): Promise<Array<Record<string, unknown>>> {
+  const items: Array<Record<string, unknown>> = [];
+  let start: ScanCommandOutput['LastEvaluatedKey'];
+  do {
+    let page: ScanCommandOutput;
+    try {
+      page = await client.send(new ScanCommand({ TableName: name, ConsistentRead: true, ExclusiveStartKey: start }));
+    } catch (err) {
+      if (err instanceof ResourceNotFoundException) throw new MissingResourceError(`sink table ${name} does not exist`, { cause: err });
+      throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+    }
+    for (const item of page.Items ?? []) if (items.length < limit) items.push(unmarshall(item));
+    start = page.LastEvaluatedKey;
+  } while (start && items.length < limit);
+  return items;
+}

@@ -1,0 +1,136 @@
+/**
+ * `npm start -- --config <file>` (runConfigFile) on the real broker and the DynamoDB emulator: the
+ * ledger and a declared sink table are created with the declared key, a range that is parked ends a
+ * bounded run with exit 1 naming it, and a sink table named without a key must exist.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { runConfigFile, type RunConfigSummary } from '../../lib/local/run-config';
+import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+
+const ddb = testDynamo();
+const kafka = testKafka('run-config-test');
+const admin = kafka.admin();
+const producer = kafka.producer({ allowAutoTopicCreation: false });
+const dir = mkdtempSync(join(tmpdir(), 'run-config-'));
+
+beforeAll(async () => {
+  await Promise.all([admin.connect(), producer.connect()]);
+});
+afterAll(async () => {
+  await Promise.all([admin.disconnect(), producer.disconnect()]);
+  ddb.destroy();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function topicWith(records: number): Promise<string> {
+  const topic = uniqueName('run-config');
+  await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
+  await producer.send({ topic, messages: Array.from({ length: records }, (_, i) => ({ key: `k${i % 5}`, value: String(i) })) });
+  return topic;
+}
+
+function configFile(stream: Record<string, unknown>): string {
+  const file = join(dir, `${uniqueName('streams')}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      ledgerTable: uniqueName('run-config-ledger'),
+      streams: [
+        {
+          id: 'byo',
+          kafka: { brokers: ['not-used.example.com:9092'] },
+          triggerIntervalMs: 1000,
+          processor: { timeoutMs: 30_000 },
+          ...stream,
+        },
+      ],
+    }),
+  );
+  return file;
+}
+
+async function run(file: string): Promise<{ exitCode: number; summary: RunConfigSummary; out: string }> {
+  let out = '';
+  const res = await runConfigFile(
+    { configFile: file, untilCaughtUp: true, json: true, progress: 'off', timeoutMs: 30_000 },
+    {
+      kafkaBrokers: process.env.KAFKA_BROKERS!,
+      dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT!,
+      env: process.env,
+      out: (s) => (out += s),
+      err: () => undefined,
+    },
+  );
+  return { ...res, out };
+}
+
+describe('npm start -- --config <file>', () => {
+  it('creates the ledger and the declared sink table with its key, and exits 0 once caught up', async () => {
+    const topic = await topicWith(40);
+    const sink = uniqueName('byo-counts');
+    writeFileSync(
+      join(dir, 'counts.ts'),
+      `export default { mode: 'dynamodb-exactly-once', handle: (rs: Array<{ key: Buffer }>) => rs.map((r) => ({ update: { key: { id: String(r.key), day: 1 }, expression: 'ADD n :one', values: { ':one': 1 } } })) };\n`,
+    );
+    const file = configFile({
+      topics: [topic],
+      handler: {
+        module: './counts.ts',
+        mode: 'dynamodb-exactly-once',
+        sinkTable: { name: sink, key: { partitionKey: 'id', sortKey: { name: 'day', type: 'N' } } },
+      },
+    });
+    const res = await run(file);
+    expect(res.exitCode).toBe(0);
+    expect(res.summary).toMatchObject({ caughtUp: true, records: 40, sinkTablesCreated: [sink], parked: [], lag: 0 });
+    expect(JSON.parse(res.out.trim().split('\n').pop() as string)).toEqual(res.summary);
+    const table = await ddb.send(new DescribeTableCommand({ TableName: sink }));
+    expect(table.Table?.KeySchema).toEqual([
+      { AttributeName: 'id', KeyType: 'HASH' },
+      { AttributeName: 'day', KeyType: 'RANGE' },
+    ]);
+  });
+
+  it('exits 1 naming the range a poison record parked', async () => {
+    const topic = await topicWith(6);
+    writeFileSync(join(dir, 'poison.js'), `exports.handler = { mode: 'at-least-once', handle() { throw new Error('always fails'); } };\n`);
+    const file = configFile({
+      topics: [topic],
+      maxAttempts: 1,
+      poisonPolicy: 'stop-partition',
+      handler: { module: './poison.js', mode: 'at-least-once' },
+    });
+    const res = await run(file);
+    expect(res.exitCode).toBe(1);
+    expect(res.summary.caughtUp).toBe(false);
+    expect(res.summary.parked.length).toBeGreaterThanOrEqual(1);
+    expect(res.summary.parked[0]).toMatch(new RegExp(`^byo ${topic}/\\d \\[0, \\d+\\): .*always fails`));
+  });
+
+  it('refuses a sink table named without a key that does not exist, before running anything', async () => {
+    const topic = await topicWith(1);
+    const missing = uniqueName('no-such-sink');
+    const file = configFile({ topics: [topic], handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: missing } });
+    await expect(run(file)).rejects.toThrow(
+      `sink table ${missing} (stream byo) does not exist: create it, or declare it in handler.sinkTable as { "name": "${missing}", "key": { "partitionKey": "pk" } } to have it created`,
+    );
+  });
+});
+
+describe('npm start -- --config <file> with a bad handler module', () => {
+  it('fails naming the stream and the file, and creates no table', async () => {
+    const topic = await topicWith(1);
+    const sink = uniqueName('never-created');
+    const file = configFile({
+      topics: [topic],
+      handler: { module: './missing-handler.ts', mode: 'dynamodb-exactly-once', sinkTable: { name: sink, key: { partitionKey: 'pk' } } },
+    });
+    await expect(run(file)).rejects.toThrow(
+      `stream byo: handler.module "./missing-handler.ts" (${join(dir, 'missing-handler.ts')}): no such file`,
+    );
+    await expect(ddb.send(new DescribeTableCommand({ TableName: sink }))).rejects.toThrow(/not found|ResourceNotFound/i);
+  });
+});

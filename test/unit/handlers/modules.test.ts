@@ -1,0 +1,125 @@
+/**
+ * User handler modules named by path: loaded relative to the config file, default export or
+ * `handler`, and every bad module refused at load with a message naming the stream and the file.
+ */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { parseStreamConfig, type StreamConfig } from '../../../lib/config/schema';
+import { isHandlerPath, loadHandlerModule, resolveHandler } from '../../../lib/handlers';
+import { ValidationError } from '../../../lib/errors';
+
+const dir = mkdtempSync(join(tmpdir(), 'handler-modules-'));
+const dynamo = new DynamoDBClient({ region: 'us-east-1' });
+afterAll(() => {
+  dynamo.destroy();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const COUNTS = `export default {
+  mode: 'dynamodb-exactly-once' as const,
+  handle(records: { key: Buffer | null }[]) {
+    return records.map((r) => ({ update: { key: { pk: String(r.key) }, expression: 'ADD n :one', values: { ':one': 1 } } }));
+  },
+};
+`;
+
+function write(name: string, text: string): void {
+  mkdirSync(join(dir, 'handlers'), { recursive: true });
+  writeFileSync(join(dir, 'handlers', name), text);
+}
+
+function stream(module: string, mode: 'dynamodb-exactly-once' | 'at-least-once' = 'dynamodb-exactly-once'): StreamConfig {
+  return parseStreamConfig(
+    {
+      id: 'clicks',
+      kafka: { brokers: ['127.0.0.1:9092'] },
+      topics: ['clicks'],
+      handler: { module, mode, ...(mode === 'dynamodb-exactly-once' ? { sinkTable: 'click-counts' } : {}) },
+    },
+    'test',
+  );
+}
+
+const resolve = (s: StreamConfig) => resolveHandler(s, { dynamo, env: {}, configDir: dir });
+const failure = (s: StreamConfig): string => {
+  try {
+    resolve(s);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ValidationError);
+    return (e as Error).message;
+  }
+  throw new Error('resolved');
+};
+
+describe('user handler modules', () => {
+  it('tells paths from built-in names', () => {
+    expect(['./h.ts', '../x/h.js', '/abs/h.mjs', 'handlers/h.ts'].map(isHandlerPath)).toEqual([true, true, true, true]);
+    expect(['running-totals', 'audit-log', 'noop'].map(isHandlerPath)).toEqual([false, false, false]);
+  });
+
+  it('loads the default export of a TypeScript file relative to the config directory', async () => {
+    write('counts.ts', COUNTS);
+    const h = resolve(stream('./handlers/counts.ts'));
+    expect(h.mode).toBe('dynamodb-exactly-once');
+    const writes = await h.handle([{ key: Buffer.from('u1') } as never], { stream: 'clicks', signal: new AbortController().signal });
+    expect(writes).toEqual([{ update: { key: { pk: 'u1' }, expression: 'ADD n :one', values: { ':one': 1 } } }]);
+  });
+
+  it('takes an export named handler, and a handler with fold instead of handle', () => {
+    write('named.js', `exports.handler = { mode: 'at-least-once', handle() {} };\n`);
+    expect(resolve(stream('./handlers/named.js', 'at-least-once')).mode).toBe('at-least-once');
+    write('fold.js', `module.exports.default = { mode: 'dynamodb-exactly-once', fold: { map() {}, combine() {}, write() {} } };\n`);
+    expect(resolve(stream('./handlers/fold.js')).mode).toBe('dynamodb-exactly-once');
+  });
+
+  it('refuses a missing file, naming the stream, the module and the file', () => {
+    expect(failure(stream('./handlers/missing.ts'))).toBe(
+      `stream clicks: handler.module "./handlers/missing.ts" (${join(dir, 'handlers', 'missing.ts')}): no such file`,
+    );
+  });
+
+  it('refuses a module without a handler export', () => {
+    write('none.js', `exports.somethingElse = 1;\n`);
+    expect(failure(stream('./handlers/none.js'))).toBe(
+      `stream clicks: handler.module "./handlers/none.js" (${join(dir, 'handlers', 'none.js')}): no handler export (export default { mode, handle }, or export const handler = { mode, handle })`,
+    );
+  });
+
+  it('refuses a handler of another mode than handler.mode, and an unknown mode', () => {
+    write('alo.js', `exports.handler = { mode: 'at-least-once', handle() {} };\n`);
+    expect(failure(stream('./handlers/alo.js'))).toBe(
+      `stream clicks: handler module "./handlers/alo.js" (${join(dir, 'handlers', 'alo.js')}) is at-least-once, but handler.mode says dynamodb-exactly-once`,
+    );
+    write('odd.js', `exports.handler = { mode: 'exactly-once', handle() {} };\n`);
+    expect(failure(stream('./handlers/odd.js'))).toContain(
+      `(${join(dir, 'handlers', 'odd.js')}): the handler's mode is "exactly-once"; it must be one of dynamodb-exactly-once, at-least-once`,
+    );
+    write('nohandle.js', `exports.handler = { mode: 'at-least-once' };\n`);
+    expect(failure(stream('./handlers/nohandle.js', 'at-least-once'))).toContain('neither a handle(records, ctx) function nor a fold');
+  });
+
+  it('refuses a module with a syntax error, naming the file', () => {
+    write('broken.ts', `export default { mode: 'at-least-once', handle( {\n`);
+    const message = failure(stream('./handlers/broken.ts', 'at-least-once'));
+    expect(message).toMatch(
+      new RegExp(
+        `^stream clicks: handler\\.module "\\./handlers/broken\\.ts" \\(${join(dir, 'handlers', 'broken.ts').replace(/[.]/g, '\\.')}\\): cannot be loaded \\(`,
+      ),
+    );
+  });
+
+  it('in a Lambda bundle takes the bundled module and never reads the disk', () => {
+    const bundled = { mode: 'at-least-once', handle() {} };
+    expect(
+      loadHandlerModule('clicks', './handlers/gone.ts', '/nowhere', {
+        bundled: true,
+        modules: { './handlers/gone.ts': { default: bundled } },
+      }),
+    ).toBe(bundled);
+    expect(() => loadHandlerModule('clicks', './handlers/other.ts', '/nowhere', { bundled: true, modules: {} })).toThrow(
+      'stream clicks: handler.module "./handlers/other.ts" (/nowhere/handlers/other.ts): not in this package',
+    );
+  });
+});
