@@ -6,7 +6,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { ValidationError } from '../errors';
-import type { RecordsHandler } from '../processor/handler-api';
+import { foldHandler, type ItemFold, type RecordsHandler } from '../processor/handler-api';
 import { BUNDLED_HANDLER_MODULES } from './bundled';
 
 const HANDLER_MODES = ['dynamodb-exactly-once', 'at-least-once'] as const;
@@ -74,7 +74,19 @@ export function handlerFromExports(exports: unknown, where: string): RecordsHand
   if (typeof candidate.handle !== 'function' && !isObject(candidate.fold)) {
     throw new ValidationError(`${where}: the handler has neither a handle(records, ctx) function nor a fold`);
   }
+  if (candidate.fold !== undefined) return foldingHandler(candidate, where);
   return candidate as RecordsHandler;
+}
+
+/** A handler with a `fold`: checked, and given the `handle` derived from it when it has none. */
+function foldingHandler(candidate: Record<string, unknown>, where: string): RecordsHandler {
+  const fold = candidate.fold;
+  if (candidate.mode !== 'dynamodb-exactly-once')
+    throw new ValidationError(`${where}: a fold handler's mode must be dynamodb-exactly-once`);
+  const missing = ['map', 'combine', 'write'].filter((f) => !isObject(fold) || typeof fold[f] !== 'function');
+  if (missing.length > 0) throw new ValidationError(`${where}: the handler's fold has no ${missing.join(', ')} function`);
+  if (typeof candidate.handle === 'function') return candidate as RecordsHandler;
+  return foldHandler(fold as ItemFold<unknown>);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -64,6 +64,12 @@ export type ExactlyOnceHandler = {
   fold?: ItemFold<any>;
 };
 
+/**
+ * A folded handler as a module may export it, without `handle` (derived when the module is loaded):
+ * `export default { mode: 'dynamodb-exactly-once', fold: { map, combine, write } } satisfies FoldingHandler<V>`.
+ */
+export type FoldingHandler<V> = { mode: 'dynamodb-exactly-once'; fold: ItemFold<V> };
+
 export type AtLeastOnceHandler = {
   mode: 'at-least-once';
   handle(records: HandlerRecord[], ctx: HandlerContext): void | Promise<void>;

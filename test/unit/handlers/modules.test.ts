@@ -74,6 +74,31 @@ describe('user handler modules', () => {
     expect(resolve(stream('./handlers/fold.js')).mode).toBe('dynamodb-exactly-once');
   });
 
+  it('gives a fold handler without handle the handle derived from its fold', async () => {
+    write(
+      'sum.js',
+      `module.exports.default = { mode: 'dynamodb-exactly-once', fold: {
+        map: (r) => ({ key: { pk: r.key.toString() }, value: 1 }),
+        combine: (a, b) => a + b,
+        write: (item, n) => ({ update: { ...item, expression: 'ADD n :n', values: { ':n': n } } }),
+      } };\n`,
+    );
+    const h = resolve(stream('./handlers/sum.js'));
+    const ctx = { stream: 'clicks', signal: new AbortController().signal };
+    const writes = await h.handle([{ key: Buffer.from('u1') }, { key: Buffer.from('u1') }, { key: Buffer.from('u2') }] as never, ctx);
+    expect(writes).toEqual([
+      { update: { key: { pk: 'u1' }, expression: 'ADD n :n', values: { ':n': 2 } } },
+      { update: { key: { pk: 'u2' }, expression: 'ADD n :n', values: { ':n': 1 } } },
+    ]);
+  });
+
+  it('refuses a fold without map, combine or write, and a fold in at-least-once mode', () => {
+    write('halffold.js', `module.exports.default = { mode: 'dynamodb-exactly-once', fold: { map() {} } };\n`);
+    expect(failure(stream('./handlers/halffold.js'))).toContain("the handler's fold has no combine, write function");
+    write('alofold.js', `module.exports.default = { mode: 'at-least-once', fold: { map() {}, combine() {}, write() {} } };\n`);
+    expect(failure(stream('./handlers/alofold.js', 'at-least-once'))).toContain("a fold handler's mode must be dynamodb-exactly-once");
+  });
+
   it('refuses a missing file, naming the stream, the module and the file', () => {
     expect(failure(stream('./handlers/missing.ts'))).toBe(
       `stream clicks: handler.module "./handlers/missing.ts" (${join(dir, 'handlers', 'missing.ts')}): no such file`,
