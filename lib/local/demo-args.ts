@@ -19,6 +19,11 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
     .option('--add-partition-after <seconds>', 'add one partition after this long (default: half the duration, or 30 s); "never" to skip')
     .option('--accounts <n>', 'distinct keys (accounts)', String(DEMO_DEFAULTS.accounts))
     .option('--timeout <seconds>', 'bounded run: give up waiting for lag 0 after producing stopped', String(DEMO_DEFAULTS.timeoutMs / 1000))
+    .option(
+      '--concurrency <n>',
+      'processors running at once (the local reserved concurrency); more ranges queue',
+      String(DEMO_DEFAULTS.maxConcurrency),
+    )
     .option('--no-progress', 'no live progress view')
     .option('--demo-config <file>', 'where to write the demo stream config for the CLI (default .local/demo/streams.json)')
     .exitOverride()
@@ -48,6 +53,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     addPartitionAfter?: string;
     accounts: string;
     timeout: string;
+    concurrency: string;
     progress: boolean;
     demoConfig?: string;
   }>();
@@ -63,6 +69,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
   const partitions = positive(o.partitions, '--partitions', 1000);
   const accounts = positive(o.accounts, '--accounts', 1_000_000);
   const timeoutMs = positive(o.timeout, '--timeout', 86_400) * 1000;
+  const maxConcurrency = positive(o.concurrency, '--concurrency', 1000);
   let addPartitionAfterMs: number | undefined;
   if (o.addPartitionAfter === 'never') addPartitionAfterMs = undefined;
   else if (o.addPartitionAfter !== undefined) addPartitionAfterMs = parseWhole(o.addPartitionAfter, '--add-partition-after') * 1000;
@@ -81,6 +88,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     progress: !o.progress ? 'off' : isTTY && !json ? 'tty' : 'lines',
     triggerIntervalMs: DEMO_DEFAULTS.triggerIntervalMs,
     ledgerTable: DEMO_DEFAULTS.ledgerTable,
+    maxConcurrency,
     ...(o.demoConfig !== undefined ? { configFile: o.demoConfig } : {}),
   };
 }

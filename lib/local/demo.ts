@@ -25,7 +25,8 @@ import { ensureLedgerTable } from '../ledger/table';
 import type { OpsContext } from '../ops/context';
 import { duration } from '../ops/format';
 import { partitionKey } from '../ranges';
-import { composeAdapters, dynamoClientFromEnv } from '../runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor } from '../runtime/compose';
+import { DEFAULT_LOCAL_CONCURRENCY } from '../dispatch/dispatcher.local';
 import { DEMO_CONFIG_FILE } from './paths';
 import { createDemoProducer, type DemoProducer, type KeyTotals } from './producer';
 import { createProgressView, type PartitionProgress, type ProgressFrame, type ProgressView } from './progress';
@@ -48,6 +49,8 @@ export type DemoOptions = {
   progress: 'tty' | 'lines' | 'off';
   triggerIntervalMs: number;
   ledgerTable: string;
+  /** Processors running at once in this process (the local reserved concurrency); more dispatches queue. */
+  maxConcurrency: number;
   /** Where to write the demo's deployment config for the CLI (null: do not write). */
   configFile?: string | null;
 };
@@ -60,6 +63,7 @@ export const DEMO_DEFAULTS = {
   timeoutMs: 120_000,
   triggerIntervalMs: 1000,
   ledgerTable: 'kafka-direct-ledger',
+  maxConcurrency: DEFAULT_LOCAL_CONCURRENCY,
   /** Unbounded runs add the partition after this long. */
   unboundedAddPartitionAfterMs: 30_000,
 } as const;
@@ -136,7 +140,8 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   const names: DemoNames = { id: `demo-${runId}`, topic: `demo-payments-${runId}`, sinkTable: `demo-totals-${runId}` };
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint, KAFKA_BROKERS: deps.kafkaBrokers };
   const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
-  const dynamo = dynamoClientFromEnv(env);
+  // Sockets for every processor slot, the planner and the view: no request waits for a socket.
+  const dynamo = dynamoClientFromEnv(env, { maxSockets: dynamoSocketsFor(opts.maxConcurrency), logger: { warn: (m) => view.event(m) } });
   const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
   // The admin's connect is the run's first Kafka call: with the project's short retry a wrong
   // KAFKA_BROKERS fails in a second, not after ~10 s of kafkajs's default retries. The producer keeps
@@ -159,10 +164,7 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
       `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`,
     );
 
-    const runner = createLocalRunner(
-      runnerDepsFrom(ctx, (l) => view.event(l)),
-      [stream],
-    );
+    const runner = createLocalRunner({ ...runnerDepsFrom(ctx, (l) => view.event(l)), maxConcurrency: opts.maxConcurrency }, [stream]);
     const producer = createDemoProducer(kafka, admin, { topic, ratePerSec: opts.ratePerSec, accounts: opts.accounts });
     deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
 
