@@ -39,10 +39,12 @@ const range = (partition: number, from: number, until: number): RangeState => ({
   from,
   until,
   status: 'planned',
-  attempts: 0,
-  dispatches: 1,
+  epoch: 1,
   plannedAtMs: 0,
-  plannedByEpoch: 1,
+  dispatchedAtMs: 0,
+  dispatches: 1,
+  attempts: 0,
+  progress: from,
 });
 const planRange = (partition: number, from: number): PlanWrite => ({
   kind: 'plan-range',
