@@ -53,6 +53,7 @@ import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import { takeReader } from './readers';
+import { runLoad } from './load';
 import { runTopicRecreated } from './topic-recreated';
 
 export const SCENARIOS = [
@@ -74,6 +75,7 @@ export const SCENARIOS = [
   'skewed-clock',
   'leader-killed',
   'topic-recreated',
+  'load',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -248,6 +250,7 @@ export async function runScenario(
 ): Promise<ScenarioResult> {
   if (scenario === 'leader-killed') return runOnCluster(env, scenario, seed, opts);
   if (scenario === 'topic-recreated') return runTopicRecreated(env, seed, opts);
+  if (scenario === 'load') return runLoad(env, seed, opts);
   if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
   const t0 = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'chaos-broker-'));
