@@ -2,7 +2,7 @@
  * The DynamoDB client's sockets: `dynamoClientFromEnv` with `maxSockets` opens as many connections
  * as requests in flight (up to the cap), where the SDK's default stops at 50 and queues the rest. A
  * loopback HTTP server that holds every request a moment counts the connections (nothing leaves the
- * machine).
+ * machine): it answers once `expected` requests are in, or after a while when fewer can come at once.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,17 +12,26 @@ import { dynamoClientFromEnv, dynamoSocketsFor } from '../../../lib/runtime/comp
 let server: Server;
 let connections = 0;
 let peak = 0;
-let inFlight = 0;
+let expected = 0;
+let held: Array<() => void> = [];
+let timer: NodeJS.Timeout | undefined;
+
+const releaseAll = () => {
+  clearTimeout(timer);
+  timer = undefined;
+  for (const answer of held.splice(0)) answer();
+};
 
 beforeAll(async () => {
   server = createServer((req, res) => {
-    peak = Math.max(peak, ++inFlight);
     req.resume();
-    setTimeout(() => {
-      inFlight--;
+    held.push(() => {
       res.setHeader('content-type', 'application/x-amz-json-1.0');
       res.end('{"TableNames":[]}');
-    }, 100);
+    });
+    peak = Math.max(peak, held.length);
+    if (held.length >= expected) releaseAll();
+    else timer ??= setTimeout(releaseAll, 2000);
   });
   server.on('connection', () => connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -31,6 +40,7 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 beforeEach(() => {
   connections = 0;
   peak = 0;
+  held = [];
 });
 
 /** Sends `n` requests at once through a client made with `opts`; returns the connections the server saw. */
@@ -38,6 +48,7 @@ async function burst(
   n: number,
   opts: Parameters<typeof dynamoClientFromEnv>[1],
 ): Promise<{ connections: number; peak: number; warnings: string[] }> {
+  expected = n;
   const warnings: string[] = [];
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const client = dynamoClientFromEnv({ DYNAMODB_ENDPOINT: endpoint }, { ...opts, logger: { warn: (m) => warnings.push(m) } });
