@@ -86,7 +86,7 @@ export type LocalRunner = {
   stop(opts?: { graceMs?: number }): Promise<void>;
   /** Aborts running processors now (a second Ctrl-C). */
   abort(): void;
-  /** Resolves once every processor started so far has finished. */
+  /** Resolves once every processor started or queued so far has finished. */
   idle(): Promise<void>;
   /** Ranges dispatched into this process and not finished: running, then queued. */
   inFlight(): RangePayload[];
