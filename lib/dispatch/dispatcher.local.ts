@@ -60,7 +60,7 @@ export function createInProcessDispatcher(
   };
   return {
     async dispatch(ranges) {
-      for (const range of ranges) if (!waiting.has(rangeId(range))) waiting.set(rangeId(range), range);
+      for (const range of interleaved(ranges)) if (!waiting.has(rangeId(range))) waiting.set(rangeId(range), range);
       pump();
       return ranges.map(() => ({ ok: true as const }));
     },
@@ -77,6 +77,27 @@ export function createInProcessDispatcher(
       return n;
     },
   };
+}
+
+/**
+ * The ranges of one dispatch, one per partition at a time (the first range of every partition, then
+ * the second, ...). A split partition's ranges come in offset order; queued one after the other they
+ * would run side by side and finish out of order, each then finishing without advancing the
+ * partition (a second transaction) and leaving the planner to repair its committed offset. Spread
+ * out, each usually finishes before the next one of its partition starts.
+ */
+function interleaved(ranges: readonly RangePayload[]): RangePayload[] {
+  const byPartition = new Map<string, RangePayload[]>();
+  for (const r of ranges) {
+    const k = `${r.stream}/${r.topic}/${r.partition}`;
+    const list = byPartition.get(k);
+    if (list) list.push(r);
+    else byPartition.set(k, [r]);
+  }
+  const lists = [...byPartition.values()];
+  const out: RangePayload[] = [];
+  for (let i = 0; out.length < ranges.length; i++) for (const l of lists) if (i < l.length) out.push(l[i] as RangePayload);
+  return out;
 }
 
 export type RecordingDispatcher = Dispatcher & { dispatched: RangePayload[]; failNext(n: number, error?: string): void };

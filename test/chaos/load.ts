@@ -155,9 +155,10 @@ async function setUp(env: ChaosEnv) {
       triggerIntervalMs: 1000,
       split: { orderInsensitive: true, maxRangeSize: RANGE_SIZE },
       maxAttempts: 12,
-      // Long enough that a processor waiting on a busy emulator is not stopped by its deadline; a
-      // lease lost with a crashed processor comes back within the budget.
-      processor: { timeoutMs: 20_000, leaseMs: 25_000 },
+      // Long enough that a processor waiting on a busy emulator is not stopped by its deadline, and
+      // that ranges waiting in the queue are not sent again as never started (a processor that
+      // fails records it, and its range is sent again at once).
+      processor: { timeoutMs: 20_000, leaseMs: 60_000 },
       handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable },
     },
     'chaos load',

@@ -81,3 +81,14 @@ describe('in-process dispatcher', () => {
     expect(errors).toEqual(['1: boom']);
   });
 });
+
+describe('in-process dispatcher order', () => {
+  it("queues a split partition's ranges apart: one range per partition at a time", async () => {
+    const g = gated();
+    const d = createInProcessDispatcher(g.processRange, undefined, { maxConcurrency: 1 });
+    await d.dispatch([range(0, 0), range(0, 5), range(0, 10), range(1, 0), range(1, 5), range(2, 0)]);
+    expect([...g.started, ...d.queued()].map((r) => `${r.partition}@${r.from}`)).toEqual(['0@0', '1@0', '2@0', '0@5', '1@5', '0@10']);
+    for (const r of [...g.started, ...d.queued()]) await g.release(r);
+    await d.idle();
+  });
+});
