@@ -16,9 +16,9 @@ const t0 = Date.now();
 /** Budgets other than the default 40 s (leader-killed starts a private cluster first; load drains 960 ranges). */
 const BUDGET_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = {
   'leader-killed': 90_000,
-  load: Number(process.env.CHAOS_LOAD_BUDGET_MS ?? 120_000),
+  load: Number(process.env.CHAOS_LOAD_BUDGET_MS ?? 150_000),
 };
-const TIMEOUT_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = { 'leader-killed': 240_000, load: 240_000 };
+const TIMEOUT_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = { 'leader-killed': 240_000, load: 300_000 };
 
 beforeAll(async () => {
   env = await openChaosEnv(testKafka('chaos'), ddb);
