@@ -129,27 +129,29 @@ const itemKeyOf = (a: TxAction): ItemKey => {
   return `${k.pk}|${k.sk}`;
 };
 
-/** Groups writes into transactions: at most 99 actions beside the fence, and distinct items. */
-function batchWrites(table: string, stream: string, writes: PlanWrite[]): Array<Array<{ index: number; actions: TxAction[] }>> {
-  const batches: Array<Array<{ index: number; actions: TxAction[] }>> = [];
-  let current: Array<{ index: number; actions: TxAction[] }> = [];
-  let size = 0;
-  let seen = new Set<ItemKey>();
+/**
+ * Groups writes into transactions of at most 99 actions beside the fence, each touching an item
+ * once. A write goes into the first transaction with room that comes after every transaction
+ * touching one of its items, so writes of one item keep their order while writes of other items
+ * fill the same transactions: the ranges of a split partition (consecutive writes on one cursor)
+ * spread over as many transactions as they have pieces, not one transaction per range.
+ */
+function batchWrites(table: string, stream: string, writes: PlanWrite[]): Batch[] {
+  const batches: Array<{ writes: Batch; size: number }> = [];
+  /** Per item, the index of the last transaction touching it. */
+  const lastOf = new Map<ItemKey, number>();
   writes.forEach((w, index) => {
     const actions = planWriteActions(table, stream, w);
     const itemKeys = actions.map(itemKeyOf);
-    if (size + actions.length > MAX_TX_ACTIONS - 1 || itemKeys.some((k) => seen.has(k))) {
-      batches.push(current);
-      current = [];
-      size = 0;
-      seen = new Set();
-    }
-    current.push({ index, actions });
-    size += actions.length;
-    itemKeys.forEach((k) => seen.add(k));
+    let at = Math.max(-1, ...itemKeys.map((k) => lastOf.get(k) ?? -1)) + 1;
+    while (at < batches.length && (batches[at] as { size: number }).size + actions.length > MAX_TX_ACTIONS - 1) at++;
+    if (at === batches.length) batches.push({ writes: [], size: 0 });
+    const b = batches[at] as (typeof batches)[number];
+    b.writes.push({ index, actions });
+    b.size += actions.length;
+    for (const k of itemKeys) lastOf.set(k, at);
   });
-  if (current.length) batches.push(current);
-  return batches;
+  return batches.map((b) => b.writes);
 }
 
 type Batch = Array<{ index: number; actions: TxAction[] }>;

@@ -32,6 +32,11 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
       '--timeout <seconds>',
       `bounded run: give up waiting for lag 0 after producing stopped (demo, default ${DEMO_DEFAULTS.timeoutMs / 1000}) or after nothing was committed (--config, default ${CONFIG_RUN_TIMEOUT_MS / 1000})`,
     )
+    .option(
+      '--concurrency <n>',
+      'processors running at once (the local reserved concurrency); more ranges queue',
+      String(DEMO_DEFAULTS.maxConcurrency),
+    )
     .option('--no-progress', 'no live progress view')
     .option('--demo-config <file>', 'where to write the demo stream config for the CLI (default .local/demo/streams.json)')
     .exitOverride()
@@ -53,7 +58,14 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
 }
 
 function configRunOf(cmd: Command, isTTY: boolean): RunConfigOptions {
-  const o = cmd.opts<{ config: string; untilCaughtUp?: boolean; json?: boolean; timeout?: string; progress: boolean }>();
+  const o = cmd.opts<{
+    config: string;
+    untilCaughtUp?: boolean;
+    json?: boolean;
+    timeout?: string;
+    concurrency: string;
+    progress: boolean;
+  }>();
   for (const name of DEMO_ONLY) {
     if (cmd.getOptionValueSource(name) === 'cli') {
       const flag = `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
@@ -69,6 +81,7 @@ function configRunOf(cmd: Command, isTTY: boolean): RunConfigOptions {
     untilCaughtUp: o.untilCaughtUp ?? false,
     json,
     timeoutMs: timeoutS * 1000,
+    maxConcurrency: concurrencyOf(o.concurrency),
     progress: !o.progress ? 'off' : isTTY && !json ? 'tty' : 'lines',
   };
 }
@@ -83,6 +96,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     addPartitionAfter?: string;
     accounts: string;
     timeout?: string;
+    concurrency: string;
     progress: boolean;
     demoConfig?: string;
   }>();
@@ -98,6 +112,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
   const partitions = positive(o.partitions, '--partitions', 1000);
   const accounts = positive(o.accounts, '--accounts', 1_000_000);
   const timeoutMs = positive(o.timeout ?? String(DEMO_DEFAULTS.timeoutMs / 1000), '--timeout', 86_400) * 1000;
+  const maxConcurrency = concurrencyOf(o.concurrency);
   let addPartitionAfterMs: number | undefined;
   if (o.addPartitionAfter === 'never') addPartitionAfterMs = undefined;
   else if (o.addPartitionAfter !== undefined) addPartitionAfterMs = parseWhole(o.addPartitionAfter, '--add-partition-after') * 1000;
@@ -116,6 +131,14 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     progress: !o.progress ? 'off' : isTTY && !json ? 'tty' : 'lines',
     triggerIntervalMs: DEMO_DEFAULTS.triggerIntervalMs,
     ledgerTable: DEMO_DEFAULTS.ledgerTable,
+    maxConcurrency,
     ...(o.demoConfig !== undefined ? { configFile: o.demoConfig } : {}),
   };
+}
+
+/** `--concurrency`: processors at once, 1-1000. */
+function concurrencyOf(text: string): number {
+  const n = parseWhole(text, '--concurrency');
+  if (n < 1 || n > 1000) throw new ValidationError(`invalid --concurrency ${n}: between 1 and 1000`);
+  return n;
 }

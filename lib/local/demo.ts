@@ -23,9 +23,12 @@ import { KafkaError, toKafkaError } from '../kafka/errors';
 import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
 import type { OpsContext } from '../ops/context';
+import { DEFAULT_LOCAL_CONCURRENCY } from '../dispatch/dispatcher.local';
 import { duration } from '../ops/format';
+import { inFlightProgress } from '../ops/in-flight';
+import type { RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
-import { composeAdapters, dynamoClientFromEnv } from '../runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor } from '../runtime/compose';
 import { DEMO_CONFIG_FILE } from './paths';
 import { createDemoProducer, type DemoProducer, type KeyTotals } from './producer';
 import { createProgressView, type PartitionProgress, type ProgressFrame, type ProgressView } from './progress';
@@ -48,6 +51,8 @@ export type DemoOptions = {
   progress: 'tty' | 'lines' | 'off';
   triggerIntervalMs: number;
   ledgerTable: string;
+  /** Processors running at once in this process (the local reserved concurrency); more dispatches queue. */
+  maxConcurrency: number;
   /** Where to write the demo's deployment config for the CLI (null: do not write). */
   configFile?: string | null;
 };
@@ -60,6 +65,7 @@ export const DEMO_DEFAULTS = {
   timeoutMs: 120_000,
   triggerIntervalMs: 1000,
   ledgerTable: 'kafka-direct-ledger',
+  maxConcurrency: DEFAULT_LOCAL_CONCURRENCY,
   /** Unbounded runs add the partition after this long. */
   unboundedAddPartitionAfterMs: 30_000,
 } as const;
@@ -136,7 +142,8 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   const names: DemoNames = { id: `demo-${runId}`, topic: `demo-payments-${runId}`, sinkTable: `demo-totals-${runId}` };
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint, KAFKA_BROKERS: deps.kafkaBrokers };
   const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
-  const dynamo = dynamoClientFromEnv(env);
+  // Sockets for every processor slot, the planner and the view: no request waits for a socket.
+  const dynamo = dynamoClientFromEnv(env, { maxSockets: dynamoSocketsFor(opts.maxConcurrency), logger: { warn: (m) => view.event(m) } });
   const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
   // The admin's connect is the run's first Kafka call: with the project's short retry a wrong
   // KAFKA_BROKERS fails in a second, not after ~10 s of kafkajs's default retries. The producer keeps
@@ -159,10 +166,7 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
       `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`,
     );
 
-    const runner = createLocalRunner(
-      runnerDepsFrom(ctx, (l) => view.event(l)),
-      [stream],
-    );
+    const runner = createLocalRunner({ ...runnerDepsFrom(ctx, (l) => view.event(l)), maxConcurrency: opts.maxConcurrency }, [stream]);
     const producer = createDemoProducer(kafka, admin, { topic, ratePerSec: opts.ratePerSec, accounts: opts.accounts });
     deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
 
@@ -255,7 +259,7 @@ async function runUntilDone(run: DemoRun): Promise<RunEnd> {
     }
     const snap = await snapshot(run.ops, run.stream, run.runner.inFlight()).catch(() => undefined);
     if (snap) {
-      view.show((lastFrame = progressFrame(run, phase, snap.rows, history)));
+      view.show((lastFrame = progressFrame(run, phase, snap, history)));
       if (phase === 'draining' && snap.caughtUp && snap.kafkaRecords >= producer.produced()) {
         const caughtUpAtMs = Date.now();
         view.event(`caught up: lag 0 on ${snap.rows.length} partitions`);
@@ -288,7 +292,8 @@ function addPartition(run: DemoRun): Promise<void> {
 type RateHistory = Map<string, Array<{ t: number; committed: number }>>;
 
 /** One frame of the live view: the snapshot's rows with their recent rates, and the runner's counters. */
-function progressFrame(run: DemoRun, phase: DemoPhase, rows: Snapshot['rows'], history: RateHistory): ProgressFrame {
+function progressFrame(run: DemoRun, phase: DemoPhase, snap: Snapshot, history: RateHistory): ProgressFrame {
+  const rows = snap.rows;
   const { producer, runner } = run;
   const now = Date.now();
   const partitions: PartitionProgress[] = rows.map((r) => {
@@ -300,7 +305,8 @@ function progressFrame(run: DemoRun, phase: DemoPhase, rows: Snapshot['rows'], h
     const first = h[0];
     const last = h[h.length - 1];
     const rate = first && last && last.t > first.t ? ((last.committed - first.committed) * 1000) / (last.t - first.t) : undefined;
-    return { ...r, recordsPerSec: rate };
+    const { inside, ...row } = r;
+    return { ...row, inFlightDone: inside.done, inFlightOffsets: inside.offsets, recordsPerSec: rate };
   });
   const s = runner.stats();
   return {
@@ -313,6 +319,7 @@ function progressFrame(run: DemoRun, phase: DemoPhase, rows: Snapshot['rows'], h
     invocations: s.invocations,
     plannerRuns: s.plannerRuns,
     inFlight: runner.inFlight().length,
+    inFlightProgress: snap.inside,
     deadLetters: s.deadLetters,
     errors: s.byStatus.error ?? 0,
     lastError: s.lastError,
@@ -414,8 +421,17 @@ type Snapshot = Awaited<ReturnType<typeof snapshot>>;
 async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{ topic: string; partition: number }>) {
   const kafka = await ctx.metadata.forStream(stream);
   const topics = await kafka.describeTopics(topicSelector(stream));
-  const [offsets, parts] = await Promise.all([kafka.fetchOffsets(topics, stream.isolationLevel), ctx.ledger.readPartitions(stream.id)]);
+  const [offsets, parts, open] = await Promise.all([
+    kafka.fetchOffsets(topics, stream.isolationLevel),
+    ctx.ledger.readPartitions(stream.id),
+    ctx.ledger.readOpenRanges(stream.id),
+  ]);
   const byKey = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p]));
+  // The progress inside each partition's ranges in flight (their processors commit chunk by chunk).
+  const current = open.filter((r) => (r.incarnation ?? 0) === (byKey.get(partitionKey(r.topic, r.partition))?.incarnation ?? 0));
+  const byPartition = new Map<string, RangeState[]>();
+  for (const r of current)
+    byPartition.set(partitionKey(r.topic, r.partition), [...(byPartition.get(partitionKey(r.topic, r.partition)) ?? []), r]);
   const rows = offsets
     .map((o) => {
       const p = byKey.get(partitionKey(o.topic, o.partition));
@@ -427,6 +443,7 @@ async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{
         latest: o.latest,
         lag: o.latest - (p?.committed ?? o.earliest),
         inFlight: inFlight.filter((r) => r.topic === o.topic && r.partition === o.partition).length,
+        inside: inFlightProgress(byPartition.get(partitionKey(o.topic, o.partition)) ?? []),
         nextFrom: p?.nextFrom,
       };
     })
@@ -436,7 +453,7 @@ async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{
     rows.length > 0 &&
     rows.every((r) => r.committed !== undefined && r.committed === r.latest && r.nextFrom === r.latest);
   const kafkaRecords = offsets.reduce((s, o) => s + o.latest - o.earliest, 0);
-  return { rows, caughtUp, kafkaRecords };
+  return { rows, caughtUp, kafkaRecords, inside: inFlightProgress(current) };
 }
 
 /** Offsets the ledger shows processed: finished ranges up to each committed offset, plus open ranges' progress. */

@@ -4,6 +4,7 @@
  * terminal or is JSON.
  */
 import { duration, table } from '../ops/format';
+import { doneCell, renderInFlight, renderWriting, type InFlightProgress } from '../ops/in-flight';
 
 export type PartitionProgress = {
   topic: string;
@@ -18,6 +19,9 @@ export type PartitionProgress = {
   /** Committed records per second over the last few seconds. */
   recordsPerSec?: number;
   inFlight: number;
+  /** Offsets done inside the partition's ranges in flight, of those they span (the processors' progress). */
+  inFlightDone?: number;
+  inFlightOffsets?: number;
 };
 
 export type ProgressFrame = {
@@ -30,6 +34,8 @@ export type ProgressFrame = {
   invocations: number;
   plannerRuns: number;
   inFlight: number;
+  /** Progress inside the stream's ranges in flight, as the ledger has it. */
+  inFlightProgress?: InFlightProgress;
   deadLetters: number;
   errors: number;
   lastError?: string;
@@ -75,9 +81,12 @@ export function renderFrame(f: ProgressFrame): string[] {
     `stream ${f.stream}  ${f.phase}  ${duration(f.elapsedMs)}  ${parts}   ${f.phase === 'stopping' ? '(Ctrl-C again: abort at a chunk boundary)' : '(Ctrl-C stops cleanly)'}`,
     `produced ${f.produced} (${Math.round(f.producedPerSec)}/s)   latest ${t.latest}   committed ${t.committed}   lag ${t.lag}   ${Math.round(t.ratePerSec)} records/s`,
     `ranges in flight ${f.inFlight}   processor invocations ${f.invocations}   planner runs ${f.plannerRuns}`,
+    ...(f.inFlightProgress?.ranges
+      ? [renderInFlight(f.inFlightProgress), ...f.inFlightProgress.writing.slice(0, 3).map((w) => `  ${renderWriting(w)}`)]
+      : []),
     '',
     ...table(
-      ['topic', 'partition', 'committed', 'latest', 'lag', 'records/s', 'in flight'],
+      ['topic', 'partition', 'committed', 'latest', 'lag', 'records/s', 'in flight', 'done inside'],
       f.partitions.map((p) => [
         p.topic,
         p.partition,
@@ -86,6 +95,7 @@ export function renderFrame(f: ProgressFrame): string[] {
         partitionLag(p),
         p.recordsPerSec === undefined ? undefined : Math.round(p.recordsPerSec),
         p.inFlight,
+        doneCell(p.inFlightDone ?? 0, p.inFlightOffsets ?? 0),
       ]),
     ).split('\n'),
   ];
@@ -101,7 +111,7 @@ export function renderFrame(f: ProgressFrame): string[] {
 /** The frame as one log line (non-terminal output). */
 export function frameLine(f: ProgressFrame): string {
   const t = frameTotals(f);
-  return `[${duration(f.elapsedMs)}] ${f.phase}: produced=${f.produced} latest=${t.latest} committed=${t.committed} lag=${t.lag} records/s=${Math.round(t.ratePerSec)} partitions=${t.partitions}${t.unregistered ? ` unregistered=${t.unregistered}` : ''} inFlight=${f.inFlight} invocations=${f.invocations}${f.errors ? ` errors=${f.errors}` : ''}`;
+  return `[${duration(f.elapsedMs)}] ${f.phase}: produced=${f.produced} latest=${t.latest} committed=${t.committed} lag=${t.lag} records/s=${Math.round(t.ratePerSec)} partitions=${t.partitions}${t.unregistered ? ` unregistered=${t.unregistered}` : ''} inFlight=${f.inFlight}${f.inFlightProgress?.ranges ? ` doneInside=${f.inFlightProgress.done}/${f.inFlightProgress.offsets}` : ''} invocations=${f.invocations}${f.errors ? ` errors=${f.errors}` : ''}`;
 }
 
 export type ProgressView = {

@@ -16,7 +16,7 @@ import { kafkaLogLines } from '../kafka/client';
 import { duration } from '../ops/format';
 import type { OpsContext } from '../ops/context';
 import { partitionKey } from '../ranges';
-import { composeAdapters, dynamoClientFromEnv } from '../runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor } from '../runtime/compose';
 import { createProgressView, type PartitionProgress, type ProgressView } from './progress';
 import { createLocalRunner, runnerDepsFrom, type LocalRunner } from './runner';
 import { ensureConfigTables } from './tables';
@@ -28,6 +28,8 @@ export type RunConfigOptions = {
   progress: 'tty' | 'lines' | 'off';
   /** Bounded runs: give up when nothing was committed for this long while lag remained. */
   timeoutMs: number;
+  /** Processors running at once (the local reserved concurrency); more ranges queue. */
+  maxConcurrency: number;
 };
 
 export type RunConfigDeps = {
@@ -163,7 +165,7 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint };
   const config = loadLocalConfig(opts.configFile, deps.kafkaBrokers, deps.env);
   const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
-  const dynamo = dynamoClientFromEnv(env);
+  const dynamo = dynamoClientFromEnv(env, { maxSockets: dynamoSocketsFor(opts.maxConcurrency), logger: { warn: (m) => view.event(m) } });
   let ops: OpsContext | undefined;
   try {
     ops = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
@@ -173,10 +175,7 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
     view.event(
       `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; CLI: npm run cli -- --config ${opts.configFile} status`,
     );
-    const runner = createLocalRunner(
-      runnerDepsFrom(ops, (l) => view.event(l)),
-      config.streams,
-    );
+    const runner = createLocalRunner({ ...runnerDepsFrom(ops, (l) => view.event(l)), maxConcurrency: opts.maxConcurrency }, config.streams);
     deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
     const w: Watch = { ops, runner, view, streams: config.streams, t0: Date.now() };
     deps.onRunning?.();

@@ -23,9 +23,15 @@ export type RunnerDeps = {
   /**
    * A new range reader for the stream's cluster. The runner keeps a pool and gives each running
    * processor its own reader, as each Lambda container has its own: kafkajs 2.2.4 opens two
-   * sockets (and leaks one) when two requests connect the same fresh connection at once.
+   * sockets (and leaks one) when two requests connect the same fresh connection at once. A reader
+   * goes back to the pool after its invocation (a warm container) and is closed once it has been
+   * idle for `readerIdleMs` (a container reclaimed), so the pool never exceeds `maxConcurrency`.
    */
   createReader(stream: StreamConfig): Promise<RangeReader>;
+  /** Processors running at once, the local reserved concurrency (default `DEFAULT_LOCAL_CONCURRENCY`); the rest queue. */
+  maxConcurrency?: number;
+  /** How long a pooled reader may stay idle before it is closed (default 10 s). */
+  readerIdleMs?: number;
   handlerFor(stream: StreamConfig): RecordsHandler;
   /** Planner lease per run (default 30 s: a local run takes well under a second). */
   plannerLeaseMs?: number;
@@ -56,6 +62,12 @@ export type RunnerStats = {
   byStatus: Partial<Record<ProcessResult['status'] | 'error', number>>;
   /** Records delivered to handlers and committed. */
   records: number;
+  /** Range readers open now (pooled or in use), each holding its Kafka connections. */
+  readersOpen: number;
+  /** Dispatched ranges waiting for a free processor slot now. */
+  queued: number;
+  /** The longest planner run so far, in ms. */
+  maxPlannerRunMs: number;
   deadLetters: number;
   lastError?: string;
   /** The latest planner report per stream. */
@@ -74,8 +86,9 @@ export type LocalRunner = {
   stop(opts?: { graceMs?: number }): Promise<void>;
   /** Aborts running processors now (a second Ctrl-C). */
   abort(): void;
-  /** Resolves once every processor started so far has finished. */
+  /** Resolves once every processor started or queued so far has finished. */
   idle(): Promise<void>;
+  /** Ranges dispatched into this process and not finished: running, then queued. */
   inFlight(): RangePayload[];
   stats(): RunnerStats;
 };
@@ -86,22 +99,24 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
   const log = deps.log ?? (() => undefined);
   const abort = new AbortController();
   const running = new Map<string, RangePayload>();
-  const stats: RunnerStats = { plannerRuns: 0, invocations: 0, byStatus: {}, records: 0, deadLetters: 0, reports: new Map() };
+  const stats: RunnerStats = {
+    plannerRuns: 0,
+    invocations: 0,
+    byStatus: {},
+    records: 0,
+    readersOpen: 0,
+    queued: 0,
+    maxPlannerRunMs: 0,
+    deadLetters: 0,
+    reports: new Map(),
+  };
   const count = (k: keyof RunnerStats['byStatus']) => {
     stats.byStatus[k] = (stats.byStatus[k] ?? 0) + 1;
   };
 
-  /** Idle readers per cluster ("warm containers"), and every reader made, to close on stop. */
-  const idleReaders = new Map<string, RangeReader[]>();
-  const allReaders = new Set<RangeReader>();
-  const takeReader = async (stream: StreamConfig): Promise<{ reader: RangeReader; release(): void }> => {
-    const key = JSON.stringify(stream.kafka);
-    const free = idleReaders.get(key) ?? [];
-    idleReaders.set(key, free);
-    const reader = free.pop() ?? (await deps.createReader(stream));
-    allReaders.add(reader);
-    return { reader, release: () => free.push(reader) };
-  };
+  const readers = createReaderPool(deps.createReader, deps.readerIdleMs ?? 10_000, (n) => {
+    stats.readersOpen = n;
+  });
 
   const invoke = async (range: RangePayload): Promise<void> => {
     const stream = byId.get(range.stream);
@@ -114,7 +129,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
       const res = await processRange(
         {
           ledger: deps.ledger,
-          readerFor: async (s) => (lease ??= await takeReader(s)).reader,
+          readerFor: async (s) => (lease ??= await readers.take(s)).reader,
           handlerFor: deps.handlerFor,
           storeClock: deps.storeClock,
           maxChunkRecords: deps.maxChunkRecords,
@@ -131,13 +146,17 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
       running.delete(id);
     }
   };
-  const dispatcher = createInProcessDispatcher(invoke, (range, err) => {
-    count('error');
-    // An aborted processor (shutdown) recorded its range as failed; the next planner run retries it.
-    if (abort.signal.aborted) return;
-    stats.lastError = `${range.topic}/${range.partition} [${range.from}, ${range.until}): ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
-    log(`processor error on ${stats.lastError}`);
-  });
+  const dispatcher = createInProcessDispatcher(
+    invoke,
+    (range, err) => {
+      count('error');
+      // An aborted processor (shutdown) recorded its range as failed; the next planner run retries it.
+      if (abort.signal.aborted) return;
+      stats.lastError = `${range.topic}/${range.partition} [${range.from}, ${range.until}): ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+      log(`processor error on ${stats.lastError}`);
+    },
+    { maxConcurrency: deps.maxConcurrency },
+  );
 
   const planOnce = async (): Promise<StreamPlanReport[]> => {
     const reports = await Promise.all(
@@ -159,12 +178,19 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
     );
     stats.plannerRuns++;
     for (const r of reports) {
+      stats.maxPlannerRunMs = Math.max(stats.maxPlannerRunMs, r.durationMs);
       stats.reports.set(r.stream, r);
       if (r.status === 'failed') stats.lastError = `planner ${r.stream}: ${r.reason}`;
       if (r.registered) log(`${r.stream}: registered ${r.registered} new partition(s)`);
       for (const l of r.dataLoss) log(`${r.stream}: DATA LOSS ${l.topic}/${l.partition} [${l.from}, ${l.until})`);
     }
     return reports;
+  };
+
+  /** Stops running processors at a chunk boundary; queued ranges stay recorded as sent (a later planner run sends them again). */
+  const abortAll = (): void => {
+    abort.abort();
+    dispatcher.dropQueued();
   };
 
   let loop: Promise<void> | undefined;
@@ -201,16 +227,64 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
         const timer = setTimeout(() => r('timeout'), opts.graceMs ?? 10_000);
         timer.unref();
       });
-      if ((await Promise.race([dispatcher.idle().then(() => 'idle' as const), grace])) === 'timeout') abort.abort();
+      if ((await Promise.race([dispatcher.idle().then(() => 'idle' as const), grace])) === 'timeout') abortAll();
       await dispatcher.idle();
-      await Promise.allSettled([...allReaders].map((r) => r.close()));
-      allReaders.clear();
-      idleReaders.clear();
+      await readers.closeAll();
     },
-    abort: () => abort.abort(),
+    abort: abortAll,
     idle: () => dispatcher.idle(),
-    inFlight: () => [...running.values()],
-    stats: () => stats,
+    inFlight: () => [...running.values(), ...dispatcher.queued()],
+    stats: () => ({ ...stats, queued: dispatcher.queued().length }),
+  };
+}
+
+type ReaderPool = {
+  /** A pooled reader of the stream's cluster (or a new one), and how to give it back. */
+  take(stream: StreamConfig): Promise<{ reader: RangeReader; release(): void }>;
+  closeAll(): Promise<void>;
+};
+
+/**
+ * Readers kept per cluster connection like warm Lambda containers: one per running processor,
+ * reused by the next invocation, closed after `idleMs` unused. `onSize` hears the number open.
+ */
+function createReaderPool(create: (s: StreamConfig) => Promise<RangeReader>, idleMs: number, onSize: (n: number) => void): ReaderPool {
+  const idle = new Map<string, Array<{ reader: RangeReader; timer: NodeJS.Timeout }>>();
+  const open = new Set<RangeReader>();
+  const closeIdle = (free: Array<{ reader: RangeReader; timer: NodeJS.Timeout }>, reader: RangeReader): void => {
+    const i = free.findIndex((e) => e.reader === reader);
+    if (i >= 0) free.splice(i, 1);
+    open.delete(reader);
+    onSize(open.size);
+    reader.close().catch(() => undefined);
+  };
+  return {
+    async take(stream) {
+      const key = JSON.stringify(stream.kafka);
+      const free = idle.get(key) ?? [];
+      idle.set(key, free);
+      const warm = free.pop();
+      if (warm) clearTimeout(warm.timer);
+      const reader = warm?.reader ?? (await create(stream));
+      open.add(reader);
+      onSize(open.size);
+      return {
+        reader,
+        release: () => {
+          const timer = setTimeout(() => closeIdle(free, reader), idleMs);
+          timer.unref();
+          free.push({ reader, timer });
+        },
+      };
+    },
+    async closeAll() {
+      for (const free of idle.values()) for (const e of free) clearTimeout(e.timer);
+      idle.clear();
+      const all = [...open];
+      open.clear();
+      onSize(0);
+      await Promise.allSettled(all.map((r) => r.close()));
+    },
   };
 }
 

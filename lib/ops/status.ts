@@ -7,6 +7,7 @@ import type { ClosedIncarnation, OperatorChange, PartitionState, RangeState } fr
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
+import { doneCell, inFlightProgress, renderInFlight, renderWriting, type InFlightProgress } from './in-flight';
 
 export type PartitionStatusRow = {
   topic: string;
@@ -21,6 +22,9 @@ export type PartitionStatusRow = {
   lag?: number;
   /** Ranges planned, leased or failed-and-awaiting-retry. */
   inFlight: number;
+  /** Offsets those ranges span, and how many of them are done inside them (the processors' progress). */
+  inFlightOffsets: number;
+  inFlightDone: number;
   /** Ranges that failed and are waiting for a retry, plus parked ranges (need an operator). */
   failures: number;
   parked: number;
@@ -47,6 +51,8 @@ export type StreamStatus = {
   bounded: boolean;
   partitions: PartitionStatusRow[];
   totals: { lag: number; inFlight: number; failures: number; parked: number; deadLetters: number; dataLossRecords: number };
+  /** Progress inside the ranges in flight (the committed offset moves only when a whole range is done). */
+  inFlightProgress: InFlightProgress;
   /** Kafka could not be asked for offsets (latest and lag are then unknown). */
   kafkaError?: string;
   /** Closed incarnations: topics deleted and re-created under their name, and what the old one had reached. */
@@ -79,7 +85,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
   const kafka = await kafkaOffsets(ctx, stream);
   const bounded = parts.some((p) => p.stopOffset !== undefined);
   const rows = partitionRows(parts, kafka, bounded);
-  countOpenWork(rows, parts, open);
+  const current = countOpenWork(rows, parts, open);
   for (const l of losses) {
     const row = rows.get(partitionKey(l.topic, l.partition));
     if (row) row.dataLossRecords += l.until - l.from;
@@ -108,6 +114,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
       deadLetters: sum((r) => r.deadLetters),
       dataLossRecords: sum((r) => r.dataLossRecords),
     },
+    inFlightProgress: inFlightProgress(current),
     kafkaError: kafka.kafkaError,
     recreated,
     ...(kafka.topicsWarning ? { topicsWarning: kafka.topicsWarning } : {}),
@@ -157,6 +164,8 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
       latest: o?.latest,
       lag: end === undefined || p.status === 'retired' ? undefined : Math.max(0, end - p.committed),
       inFlight: 0,
+      inFlightOffsets: 0,
+      inFlightDone: 0,
       failures: 0,
       parked: 0,
       deadLetters: 0,
@@ -178,6 +187,8 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
         status: 'unregistered',
         latest: o?.latest,
         inFlight: 0,
+        inFlightOffsets: 0,
+        inFlightDone: 0,
         failures: 0,
         parked: 0,
         deadLetters: 0,
@@ -188,25 +199,33 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
   return rows;
 }
 
-/** Counts the current incarnation's open ranges into their rows: in flight, failed, parked. */
-function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionState[], open: RangeState[]): void {
+/** Counts the current incarnation's open ranges into their rows (in flight and the progress inside, failed, parked); returns those ranges. */
+function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionState[], open: RangeState[]): RangeState[] {
+  const current: RangeState[] = [];
   const incarnation = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.incarnation ?? 0]));
   for (const r of open) {
     const k = partitionKey(r.topic, r.partition);
     const row = rows.get(k);
     // A closed incarnation's range is never read again (the status lists re-created partitions separately).
     if (!row || (r.incarnation ?? 0) !== (incarnation.get(k) ?? 0)) continue;
+    current.push(r);
     if (r.status === 'parked') {
       row.parked += 1;
       row.failures += 1;
       row.parkedAt = Math.min(row.parkedAt ?? Number.MAX_SAFE_INTEGER, r.progress);
     } else {
       row.inFlight += 1;
+      row.inFlightOffsets += r.until - r.from;
+      row.inFlightDone += Math.max(0, Math.min(r.until, r.progress) - r.from);
       if (r.status === 'failed') row.failures += 1;
     }
     if (r.lastError && (r.status === 'failed' || r.status === 'parked')) row.lastError = r.lastError;
   }
+  return current;
 }
+
+/** Ranges writing a batch listed one per line under the totals, at most this many. */
+const WRITING_LINES = 10;
 
 /** The status as a table with a header and the notes an operator acts on. */
 export function renderStatus(s: StreamStatus): string {
@@ -224,7 +243,19 @@ export function renderStatus(s: StreamStatus): string {
   if (s.kafkaError) lines.push(`Kafka offsets unavailable: ${s.kafkaError}`);
   if (s.topicsWarning) lines.push(`warning: ${s.topicsWarning}`);
   lines.push('');
-  const headers = ['topic', 'partition', 'status', 'committed', 'latest', 'lag', 'in flight', 'failures', 'dead letters', 'data loss'];
+  const headers = [
+    'topic',
+    'partition',
+    'status',
+    'committed',
+    'latest',
+    'lag',
+    'in flight',
+    'done inside',
+    'failures',
+    'dead letters',
+    'data loss',
+  ];
   if (s.bounded) headers.splice(5, 0, 'stop');
   lines.push(
     table(
@@ -238,6 +269,7 @@ export function renderStatus(s: StreamStatus): string {
           r.latest,
           r.lag,
           r.inFlight,
+          doneCell(r.inFlightDone, r.inFlightOffsets),
           r.failures,
           r.deadLetters,
           r.dataLossRecords,
@@ -253,6 +285,10 @@ export function renderStatus(s: StreamStatus): string {
   lines.push(
     `total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : t.lag}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`,
   );
+  lines.push(renderInFlight(s.inFlightProgress));
+  const writing = s.inFlightProgress.writing;
+  for (const w of writing.slice(0, WRITING_LINES)) lines.push(`  ${renderWriting(w)}`);
+  if (writing.length > WRITING_LINES) lines.push(`  ... and ${writing.length - WRITING_LINES} more ranges writing a batch`);
   for (const c of s.recreated) lines.push(`  ${renderClosed(c)}`);
   for (const r of s.partitions) {
     if (r.reason) lines.push(`  ${r.topic}/${r.partition} ${r.status}: ${r.reason}`);

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
+import { mapWithConcurrency } from '../concurrency';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
@@ -438,15 +439,19 @@ async function timestampStarts(
  * reading each with a consistent read, since the open-ranges index may lag.
  */
 async function repairCommitted(ledger: Ledger, stream: string, partitions: PartitionState[]): Promise<PlanWrite[]> {
-  const writes: PlanWrite[] = [];
-  for (const p of partitions) {
+  // Partitions are independent: their chains are read side by side (a run with many split
+  // partitions finishing out of order would otherwise wait for one read after the other).
+  const advanced = await mapWithConcurrency(partitions, REPAIR_READ_CONCURRENCY, async (p): Promise<PlanWrite | undefined> => {
     let to = p.committed;
     for (let hops = 0; hops < 100 && to < p.nextFrom; hops++) {
       const r = await ledger.readRange(stream, { topic: p.topic, partition: p.partition, from: to, incarnation: p.incarnation });
       if (!r || r.status !== 'done') break;
       to = r.until;
     }
-    if (to > p.committed) writes.push({ kind: 'advance-committed', topic: p.topic, partition: p.partition, expect: p.committed, to });
-  }
-  return writes;
+    return to > p.committed ? { kind: 'advance-committed', topic: p.topic, partition: p.partition, expect: p.committed, to } : undefined;
+  });
+  return advanced.filter((w): w is PlanWrite => w !== undefined);
 }
+
+/** Partitions whose finished ranges one run reads at once when repairing committed offsets. */
+const REPAIR_READ_CONCURRENCY = 8;

@@ -19,18 +19,41 @@ import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import type { RecordsHandler } from '../processor/handler-api';
 
+/** What a DynamoDB client's HTTP handler is told: sockets kept alive, at most `maxSockets` per host. */
+export type DynamoClientOptions = {
+  /** Sockets per host (the SDK's default is 50); size it with `dynamoSocketsFor` where many processors share one client. */
+  maxSockets?: number;
+  /** Where the HTTP handler's warnings go (default: the console). */
+  logger?: { warn(message: string): void };
+};
+
+/**
+ * Sockets for one client shared by `maxConcurrency` in-process processors (one request in flight
+ * each), a planner run (up to 8 transactions at once) and a few for the store clock and the view:
+ * requests never wait for a socket, so the SDK never warns that its socket usage is at capacity.
+ */
+export function dynamoSocketsFor(maxConcurrency: number): number {
+  return maxConcurrency + 16;
+}
+
 /** A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set. */
-export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env): DynamoDBClient {
+export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env, opts: DynamoClientOptions = {}): DynamoDBClient {
   const endpoint = env.DYNAMODB_ENDPOINT;
-  return new DynamoDBClient(
-    endpoint
+  const agent = opts.maxSockets ? { keepAlive: true, maxSockets: opts.maxSockets } : undefined;
+  const requestHandler =
+    agent || opts.logger
+      ? { ...(agent && { httpAgent: agent, httpsAgent: agent }), ...(opts.logger && { logger: opts.logger }) }
+      : undefined;
+  return new DynamoDBClient({
+    ...(endpoint
       ? {
           endpoint,
           region: env.AWS_REGION ?? 'us-east-1',
           credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID ?? 'local', secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? 'local' },
         }
-      : {},
-  );
+      : {}),
+    ...(requestHandler && { requestHandler }),
+  });
 }
 
 export type ComposeOptions = {

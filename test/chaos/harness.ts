@@ -54,6 +54,7 @@ import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import { takeReader } from './readers';
 import { runLargeBatch } from './large-batch';
+import { runLoad } from './load';
 import { runTopicRecreated } from './topic-recreated';
 
 export const SCENARIOS = [
@@ -76,6 +77,7 @@ export const SCENARIOS = [
   'leader-killed',
   'topic-recreated',
   'large-batch',
+  'load',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -251,6 +253,7 @@ export async function runScenario(
   if (scenario === 'leader-killed') return runOnCluster(env, scenario, seed, opts);
   if (scenario === 'topic-recreated') return runTopicRecreated(env, seed, opts);
   if (scenario === 'large-batch') return runLargeBatch(env, seed, opts);
+  if (scenario === 'load') return runLoad(env, seed, opts);
   if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
   const t0 = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'chaos-broker-'));

@@ -30,6 +30,7 @@ describe('local runtime, bounded run', () => {
         progress: 'off',
         triggerIntervalMs: 1000,
         ledgerTable: DEMO_DEFAULTS.ledgerTable,
+        maxConcurrency: DEMO_DEFAULTS.maxConcurrency,
         configFile: null,
       },
       {

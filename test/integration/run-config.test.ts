@@ -55,7 +55,7 @@ function configFile(stream: Record<string, unknown>): string {
 async function run(file: string): Promise<{ exitCode: number; summary: RunConfigSummary; out: string }> {
   let out = '';
   const res = await runConfigFile(
-    { configFile: file, untilCaughtUp: true, json: true, progress: 'off', timeoutMs: 30_000 },
+    { configFile: file, untilCaughtUp: true, json: true, progress: 'off', timeoutMs: 30_000, maxConcurrency: 16 },
     {
       kafkaBrokers: process.env.KAFKA_BROKERS!,
       dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT!,

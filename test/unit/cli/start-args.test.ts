@@ -22,13 +22,15 @@ describe('npm start -- --config <file>', () => {
       untilCaughtUp: false,
       json: false,
       timeoutMs: 300_000,
+      maxConcurrency: 16,
       progress: 'tty',
     });
-    expect(parseRun(['--config', 'streams.json', '--until-caught-up', '--json', '--timeout', '30'], true)).toEqual({
+    expect(parseRun(['--config', 'streams.json', '--until-caught-up', '--json', '--timeout', '30', '--concurrency', '4'], true)).toEqual({
       configFile: 'streams.json',
       untilCaughtUp: true,
       json: true,
       timeoutMs: 30_000,
+      maxConcurrency: 4,
       progress: 'lines',
     });
   });
