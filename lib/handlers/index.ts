@@ -26,12 +26,12 @@ export type HandlerFactory = (deps: HandlerDeps) => RecordsHandler;
 
 export const HANDLERS: Record<string, HandlerFactory> = {
   'running-totals': () => runningTotals,
-  noop: () => noop,
   'audit-log': ({ dynamo, env }) => {
     const tableName = env.AUDIT_LOG_TABLE;
     if (!tableName) throw new ValidationError('handler "audit-log" needs the AUDIT_LOG_TABLE environment variable');
     return createAuditLog({ tableName, client: dynamo });
   },
+  noop: () => noop,
 };
 
 /** The handler for a stream (built-in or user module), checked against the mode the stream declares. */

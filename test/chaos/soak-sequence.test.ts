@@ -30,4 +30,4 @@ it('topic-deleted, then baseline and partitions-added on the same environment: a
     { scenario: 'baseline', ok: true, problems: [] },
     { scenario: 'partitions-added', ok: true, problems: [] },
   ]);
-}, 150_000);
+}, 240_000);

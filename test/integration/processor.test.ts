@@ -124,6 +124,8 @@ describe('processor on the real broker and emulator', () => {
     let handled = 0;
     await expect(
       t.process(range!, {
+        // running-totals folds: batches of 50 records commit as 50-record chunks would.
+        fold: { maxRecords: 50 },
         afterStep: (step) => {
           if (step === 'handled' && ++handled === 3) throw new Error('crash between handler and commit');
         },
@@ -220,7 +222,8 @@ describe('processor on the real broker and emulator', () => {
   });
 
   it('at-least-once: a crash after the handler redelivers the chunk; nothing is lost and duplicates are counted', async () => {
-    const t = await setup({ handler: { module: 'audit-log', mode: 'at-least-once' } }, 1);
+    // Progress committed every 50 records (one chunk), so the crash after the second commit redelivers one chunk.
+    const t = await setup({ handler: { module: 'audit-log', mode: 'at-least-once' }, processor: { commitEveryRecords: 50 } }, 1);
     const audit = await createSinkTable(ddb, 'audit');
     const handler = createAuditLog({ tableName: audit, client: ddb });
     await produceAmounts(t.topic, 120, 1);

@@ -82,6 +82,8 @@ it('status and --json show offsets done inside a range in flight, beside committ
       readerFor: (s) => ctx.readerFor(s),
       handlerFor: (s) => ctx.handlerFor(s),
       maxChunkRecords: 50,
+      // running-totals folds: batches of 50 records commit as chunks of 50 would.
+      fold: { maxRecords: 50 },
       afterStep: async (step) => {
         if (step !== 'committed' || ++commits !== 2) return;
         paused();
