@@ -9,7 +9,7 @@
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { ValidationError } from '../errors';
-import { loadHandlerModule } from '../handlers/modules';
+import { handlerFromExports, loadHandlerModule } from '../handlers/modules';
 import { createKafka, quietKafkaLog } from '../kafka/client';
 import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createMemoryKafka } from '../kafka/metadata.memory';
@@ -20,7 +20,7 @@ import { createLocalRunner } from '../local/runner';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
 import type { KafkaMetadata } from '../ports/kafka-metadata';
 import type { RangeReader, RecordHeader } from '../ports/range-reader';
-import type { RecordsHandler } from '../processor/handler-api';
+import type { FoldingHandler, RecordsHandler } from '../processor/handler-api';
 import { applySinkWrites, type SinkItem } from './sink.memory';
 
 export { applySinkWrites, type SinkItem } from './sink.memory';
@@ -65,13 +65,13 @@ const STREAM_ID = 'test';
  * Runs `handler` (a handler object, or the path of a handler module) over `records` until every
  * partition is committed to its end, planning and processing as the deployed functions do.
  */
-export async function runHandler(
-  handler: RecordsHandler | string,
+export async function runHandler<V = unknown>(
+  handler: RecordsHandler | FoldingHandler<V> | string,
   records: TestRecord[],
   options: RunHandlerOptions = {},
 ): Promise<RunHandlerResult> {
   const topic = options.topic ?? 'test-topic';
-  const h = typeof handler === 'string' ? loadHandlerModule(STREAM_ID, handler, process.cwd()) : handler;
+  const h = handlerOf(handler);
   const stream = testStream(h, topic, options.stream);
   const kafka = createMemoryKafka();
   const reader = createMemoryRangeReader();
@@ -99,14 +99,14 @@ export type RunHandlerOnTopicOptions = Omit<RunHandlerOptions, 'topic'> & {
  * Runs `handler` over every record a real topic holds now (e.g. on the local stack), read with the
  * processor's own range reader, still on the in-memory ledger and sink: nothing is written to DynamoDB.
  */
-export async function runHandlerOnTopic(
-  handler: RecordsHandler | string,
+export async function runHandlerOnTopic<V = unknown>(
+  handler: RecordsHandler | FoldingHandler<V> | string,
   topic: string,
   options: RunHandlerOnTopicOptions = {},
 ): Promise<RunHandlerResult> {
   const brokers = options.brokers ?? process.env.KAFKA_BROKERS?.split(',');
   if (!brokers?.length) throw new ValidationError('runHandlerOnTopic needs brokers: pass { brokers } or set KAFKA_BROKERS');
-  const h = typeof handler === 'string' ? loadHandlerModule(STREAM_ID, handler, process.cwd()) : handler;
+  const h = handlerOf(handler);
   const stream = testStream(h, topic, { ...options.stream, kafka: { brokers } });
   const metadata = createKafkajsMetadata(await createKafka(stream.kafka, { log: quietKafkaLog }));
   try {
@@ -119,6 +119,12 @@ export async function runHandlerOnTopic(
   } finally {
     await metadata.close();
   }
+}
+
+/** The handler as the processor gets it: a module loaded by path, an object checked (and a fold given its `handle`) as a module export is. */
+function handlerOf<V>(handler: RecordsHandler | FoldingHandler<V> | string): RecordsHandler {
+  if (typeof handler === 'string') return loadHandlerModule(STREAM_ID, handler, process.cwd());
+  return handlerFromExports({ default: handler }, 'the handler given to the test kit');
 }
 
 /** Plans and processes the stream until every partition is committed to the offsets it had at the start. */
