@@ -17,9 +17,9 @@ const t0 = Date.now();
 const BUDGET_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = {
   'leader-killed': 90_000,
   'large-batch': 90_000,
-  load: Number(process.env.CHAOS_LOAD_BUDGET_MS ?? 240_000),
+  load: Number(process.env.CHAOS_LOAD_BUDGET_MS ?? 360_000),
 };
-const TIMEOUT_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = { 'leader-killed': 240_000, 'large-batch': 150_000, load: 360_000 };
+const TIMEOUT_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = { 'leader-killed': 240_000, 'large-batch': 150_000, load: 480_000 };
 
 beforeAll(async () => {
   env = await openChaosEnv(testKafka('chaos'), ddb);

@@ -276,7 +276,7 @@ function resourceFigures(d: Drain, tally: Tally): { text: string; problems: stri
 /** Runs the `load` scenario (see the module comment); never throws for a failed check. */
 export async function runLoad(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
   const t0 = Date.now();
-  const budgetMs = opts.budgetMs ?? 240_000;
+  const budgetMs = opts.budgetMs ?? 360_000;
   const { id, produced, sinkTable, ledgerTable, stream } = await setUp(env);
   const tally: Tally = { requests: 0, throttled: 0, warnings: [], byCommand: new Map() };
   const dynamo = throttledClient(seed, tally);
