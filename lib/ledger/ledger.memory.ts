@@ -3,7 +3,7 @@
  * adapter (the shared contract test runs against both), with none of its batching.
  */
 import { DYNAMODB_LIMITS } from './codec.dynamodb';
-import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit, leaseRefusal } from '../ports/ledger';
+import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit, isMarkableWrite, leaseRefusal } from '../ports/ledger';
 import { ValidationError } from '../errors';
 import type {
   LedgerLimits,
@@ -276,7 +276,7 @@ export function createMemoryLedger(
       if (writes.length > limits.maxMarkedWrites) throw new CommitTooLargeError(writes.length, limits);
       let applied = 0;
       for (const w of writes) {
-        if (!('update' in w) || w.update.condition) throw new ValidationError('a folded batch writes updates without conditions only');
+        if (!isMarkableWrite(w)) throw new ValidationError('a folded batch writes updates without conditions only');
         const id = `${w.update.table ?? ''}|${JSON.stringify(w.update.key)}`;
         const itemMarks = marks.get(id) ?? new Map<string, number>();
         if ((itemMarks.get(markName(mark)) ?? -1) >= mark.until) continue;

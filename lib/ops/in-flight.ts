@@ -5,12 +5,6 @@
  */
 import type { RangeState } from '../ports/ledger';
 
-/** A range item as the ledger may hold it while a batch of sink writes is being applied (newer processors). */
-type OpenRange = RangeState & {
-  /** The batch `[progress, pendingUntil)` is being written; progress moves once every write of it landed. */
-  pendingUntil?: number;
-};
-
 /** A range whose processor is writing a batch now: `[progress, pendingUntil)`. */
 export type WritingRange = Pick<RangeState, 'topic' | 'partition' | 'from' | 'until' | 'progress'> & { pendingUntil: number };
 
@@ -29,7 +23,7 @@ export type InFlightProgress = {
 /** Sums the progress inside the given open ranges (callers pass the current incarnation's). */
 export function inFlightProgress(open: readonly RangeState[]): InFlightProgress {
   const p: InFlightProgress = { ranges: 0, offsets: 0, done: 0, writing: [] };
-  for (const r of open as readonly OpenRange[]) {
+  for (const r of open) {
     if (r.status === 'parked' || r.status === 'done') continue;
     p.ranges += 1;
     p.offsets += r.until - r.from;

@@ -198,6 +198,11 @@ export type SinkWrite =
 
 export type SinkCondition = { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };
 
+/** A sink write that `applyMarkedSinkWrites` takes: an update without a condition of its own (its mark is its condition). */
+export function isMarkableWrite(w: SinkWrite): w is Extract<SinkWrite, { update: unknown }> {
+  return 'update' in w && !w.update.condition;
+}
+
 /**
  * What one commit may carry, as the store publishes it (`Ledger.limits`): the processor splits a chunk
  * whose sink writes do not fit, and sizes dead letters to fit one item. Both adapters refuse a commit

@@ -14,7 +14,7 @@
  */
 import { mapWithConcurrency } from '../concurrency';
 import { AppError } from '../errors';
-import { fitsOneCommit } from '../ports/ledger';
+import { fitsOneCommit, isMarkableWrite } from '../ports/ledger';
 import type { RangeState, SinkMark, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord } from '../ports/range-reader';
 import { ChunkCommitter, LeaseLost, PoisonStop, toHandlerRecord, withTable, type CommitterInput } from './committer';
@@ -157,7 +157,7 @@ export class FoldCommitter extends ChunkCommitter {
   private itemWrites(): SinkWrite[] {
     return [...this.batch.items.values()].map((it) => {
       const w = withTable(this.fold.write({ key: it.key, table: it.table }, it.value), this.c.stream.handler?.sinkTable);
-      if (!('update' in w) || w.update.condition || sinkItemId(w.update) !== sinkItemId(it)) {
+      if (!isMarkableWrite(w) || sinkItemId(w.update) !== sinkItemId(it)) {
         throw new FoldWriteError(`fold.write must return an update of ${JSON.stringify(it.key)} without a condition`);
       }
       return w;

@@ -12,15 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  DynamoDBClient,
-  InternalServerError,
-  ProvisionedThroughputExceededException,
-  ScanCommand,
-  type AttributeValue,
-  type ScanCommandOutput,
-} from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { DynamoDBClient, InternalServerError, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import {
   killKafkaNode,
@@ -56,6 +48,8 @@ import { takeReader } from './readers';
 import { runLargeBatch } from './large-batch';
 import { runLoad } from './load';
 import { runTopicRecreated } from './topic-recreated';
+import { scanItems, scanTotals } from '../support/scan';
+import { prng } from './prng';
 
 export const SCENARIOS = [
   'baseline',
@@ -116,18 +110,6 @@ export type ScenarioResult = {
   wallMs: number;
   ok: boolean;
 };
-
-/** mulberry32: small, fast, seedable. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export type ChaosEnv = {
   kafka: Kafka;
@@ -866,25 +848,8 @@ async function runIn(
   const partOf = (snap: typeof snapEo, r: Produced): PartitionState | undefined =>
     snap.partitions.find((p) => p.topic === r.topic && p.partition === r.partition);
 
-  const sink = new Map<string, { total: number; count: number }>();
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page: ScanCommandOutput = await env.ddb.send(
-      new ScanCommand({ TableName: sinkTable, ConsistentRead: true, ExclusiveStartKey: start }),
-    );
-    for (const i of (page.Items ?? []).map((x) => unmarshall(x)))
-      sink.set(i.pk as string, { total: i.total as number, count: i.count as number });
-    start = page.LastEvaluatedKey;
-  } while (start);
-  const auditKeys = new Set<string>();
-  start = undefined;
-  do {
-    const page: ScanCommandOutput = await env.ddb.send(
-      new ScanCommand({ TableName: auditTable, ConsistentRead: true, ExclusiveStartKey: start }),
-    );
-    for (const i of page.Items ?? []) auditKeys.add(i.pk?.S as string);
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const sink = await scanTotals(env.ddb, sinkTable);
+  const auditKeys = new Set((await scanItems(env.ddb, auditTable)).map((i) => i.pk as string));
 
   let expected = 0;
   let applied = 0;

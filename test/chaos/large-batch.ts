@@ -8,8 +8,6 @@
  * total and count that were produced.
  */
 import { randomUUID } from 'node:crypto';
-import { ScanCommand, type AttributeValue, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { checkInvariants } from '../../lib/chaos/invariants';
 import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
 import { parseStreamConfig } from '../../lib/config/schema';
@@ -22,23 +20,13 @@ import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import type { ChaosEnv, ScenarioResult } from './harness';
 import { takeReader } from './readers';
+import { scanTotals } from '../support/scan';
+import { prng } from './prng';
 
 const PARTITIONS = 2;
 const RECORDS = 200_000;
 const ACCOUNTS = 6_000;
 const KILL_POINTS: ProcessorStep[] = ['handled', 'batch-begun', 'sink-written', 'sink-written', 'sink-written', 'committed'];
-
-/** mulberry32, as the harness's (kept local: this module only imports the harness's types). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const debug = (line: string): void => {
   if (process.env.CHAOS_DEBUG) console.log(`[large-batch] ${line}`);
@@ -63,7 +51,7 @@ function killable(ledger: Ledger, dead: { v: boolean }): Ledger {
 /** Runs the scenario; the result has the harness's shape, so it joins the RELIABILITY table. */
 export async function runLargeBatch(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
   const t0 = Date.now();
-  const random = rng(seed);
+  const random = prng(seed);
   const topic = uniqueName('clb').toLowerCase();
   const problems: string[] = [];
   await createTopicsReady(env.admin, [{ topic, numPartitions: PARTITIONS }]);
@@ -166,7 +154,7 @@ export async function runLargeBatch(env: ChaosEnv, seed: number, opts: { budgetM
 
   const snap = await readLedgerSnapshot(env.ddb, env.ledgerTable, stream.id);
   const violations = checkInvariants(snap);
-  const sink = await scanTotals(env, sinkTable);
+  const sink = await scanTotals(env.ddb, sinkTable);
   const check = compare(expected.perAccount, sink, problems);
   if ((counts.killedAt['sink-written'] ?? 0) === 0) problems.push('no processor was killed between the writes of a batch');
   return {
@@ -219,23 +207,6 @@ async function produceAccounts(env: ChaosEnv, topic: string) {
   const ends = new Map<number, number>();
   for (const o of await env.admin.fetchTopicOffsets(topic)) ends.set(o.partition, Number(o.high));
   return { perAccount, ends };
-}
-
-/** The sink's totals and counts per account. */
-async function scanTotals(env: ChaosEnv, table: string): Promise<Map<string, { total: number; count: number }>> {
-  const out = new Map<string, { total: number; count: number }>();
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page: ScanCommandOutput = await env.ddb.send(
-      new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }),
-    );
-    for (const raw of page.Items ?? []) {
-      const item = unmarshall(raw) as { pk: string; total: number; count: number };
-      out.set(item.pk, { total: item.total, count: item.count });
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
 }
 
 /** Records applied, applied twice and missing, account by account (a wrong total with the right count is a problem too). */

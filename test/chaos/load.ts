@@ -8,14 +8,7 @@
  * growing with the ranges in flight.
  */
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import {
-  DynamoDBClient,
-  ProvisionedThroughputExceededException,
-  ScanCommand,
-  type AttributeValue,
-  type ScanCommandOutput,
-} from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { checkInvariants } from '../../lib/chaos/invariants';
 import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
@@ -27,6 +20,7 @@ import { ensureLedgerTable } from '../../lib/ledger/table';
 import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor, type Adapters } from '../../lib/runtime/compose';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import type { ChaosEnv, ScenarioResult } from './harness';
+import { scanTotals } from '../support/scan';
 
 const PARTITIONS = 240;
 const PER_PARTITION = 20;
@@ -234,16 +228,7 @@ async function drain(env: ChaosEnv, adapters: Adapters, stream: StreamConfig, wa
 /** Scans the sink: records applied (of those produced), extra applications, and anything wrong in it. */
 async function checkSink(env: ChaosEnv, sinkTable: string, produced: Map<string, { id: number }>) {
   const problems: string[] = [];
-  const sink = new Map<string, { total: number; count: number }>();
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page: ScanCommandOutput = await env.ddb.send(
-      new ScanCommand({ TableName: sinkTable, ConsistentRead: true, ExclusiveStartKey: start }),
-    );
-    for (const i of (page.Items ?? []).map((x) => unmarshall(x)))
-      sink.set(i.pk as string, { total: i.total as number, count: i.count as number });
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const sink = await scanTotals(env.ddb, sinkTable);
   let duplicates = 0;
   for (const [k, v] of sink) {
     const r = produced.get(k);

@@ -12,8 +12,6 @@
  * planner runs left no trace any client could see; they are counted apart.
  */
 import { randomUUID } from 'node:crypto';
-import { ScanCommand, type AttributeValue, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { checkInvariants } from '../../lib/chaos/invariants';
 import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
 import { mapWithConcurrency } from '../../lib/concurrency';
@@ -28,6 +26,8 @@ import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import type { ChaosEnv, ScenarioResult } from './harness';
 import { takeReader } from './readers';
+import { scanItems } from '../support/scan';
+import { prng } from './prng';
 
 const ORDERINGS = ['more', 'fewer', 'retired', 'twice'] as const;
 type Ordering = (typeof ORDERINGS)[number];
@@ -35,18 +35,6 @@ type Ordering = (typeof ORDERINGS)[number];
 type Rec = { topic: string; offset: number; id: number; life: number };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** mulberry32, as the harness's (kept local: this module only imports the harness's types). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The scenario's topics: produce (tracking every record and the topic's life), delete, create. */
 function topicControl(env: ChaosEnv, id: string) {
@@ -123,7 +111,7 @@ function streamConfig(id: string, suffix: 'eo' | 'al', sinkTable: string): Strea
 /** Runs the scenario; the result has the harness's shape, so it joins the RELIABILITY table. */
 export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
   const t0 = Date.now();
-  const random = rng(seed);
+  const random = prng(seed);
   const id = uniqueName('crc').toLowerCase();
   const problems: string[] = [];
   /** Lives that no planner run ever saw (created and deleted between two runs). */
@@ -263,8 +251,8 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
   const [eo, al] = streams as [StreamConfig, StreamConfig];
   const snaps = [await readLedgerSnapshot(env.ddb, env.ledgerTable, eo.id), await readLedgerSnapshot(env.ddb, env.ledgerTable, al.id)];
   const violations = snaps.flatMap(checkInvariants);
-  const sink = await scanKeys(env, sinkTable, (i) => [unmarshall(i).pk as string, (unmarshall(i).count as number) ?? 1]);
-  const auditKeys = await scanKeys(env, auditTable, (i) => [i.pk?.S as string, 1]);
+  const sink = new Map((await scanItems(env.ddb, sinkTable)).map((i) => [i.pk as string, (i.count as number | undefined) ?? 1]));
+  const auditKeys = new Map((await scanItems(env.ddb, auditTable)).map((i) => [i.pk as string, 1]));
   const counts = account({ produced, life, unseenLives, snaps, sink, auditKeys, topicOf, problems });
   const { expected, applied, duplicates, losses, auditLosses, gone, vanished } = counts;
   if (recreatedReported !== 8)
@@ -376,25 +364,4 @@ function account(c: {
     }
   }
   return { expected, applied, duplicates, losses, auditLosses, gone, vanished };
-}
-
-/** Every item of a table as key -> value (consistent scan). */
-async function scanKeys(
-  env: ChaosEnv,
-  table: string,
-  entry: (item: Record<string, AttributeValue>) => [string, number],
-): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page: ScanCommandOutput = await env.ddb.send(
-      new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }),
-    );
-    for (const i of page.Items ?? []) {
-      const [k, v] = entry(i);
-      out.set(k, v);
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
 }
