@@ -4,6 +4,7 @@ import { handler } from '../../functions/planner';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { resetAwsRuntime } from '../../lib/runtime/aws';
+import { withClockAhead } from '../support/clock-ahead';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
@@ -80,25 +81,7 @@ describe('planner handler', () => {
     const stream = `${prefix}-two`;
     const held = await ledger().acquirePlannerLease({ stream, ownerToken: 'other-planner', nowMs: Date.now(), leaseMs: 120_000 });
     expect(held.acquired).toBe(true);
-    await resetAwsRuntime(); // a fresh container, skewed from its first request on
-    // Only Date is faked: the container's clock runs ahead; timers and sockets stay real.
-    jest.useFakeTimers({
-      now: Date.now() + 600_000,
-      advanceTimers: true,
-      doNotFake: [
-        'nextTick',
-        'setImmediate',
-        'clearImmediate',
-        'setTimeout',
-        'clearTimeout',
-        'setInterval',
-        'clearInterval',
-        'queueMicrotask',
-        'hrtime',
-        'performance',
-      ],
-    });
-    try {
+    await withClockAhead(600_000, async () => {
       const res = (await handler({ streams: [stream] }, context)) as {
         streams: Array<{ stream: string; status: string; reason?: string }>;
       };
@@ -107,10 +90,7 @@ describe('planner handler', () => {
         status: 'skipped',
         reason: expect.stringMatching(/another planner run holds the lease/),
       });
-    } finally {
-      jest.useRealTimers();
-      await resetAwsRuntime();
-    }
+    });
     expect(await ledger().readMeta(stream)).toMatchObject({ ownerToken: 'other-planner', epoch: held.acquired ? held.epoch : -1 });
   });
 });

@@ -5,7 +5,9 @@ import { handler as plannerHandler } from '../../functions/planner';
 import { handler } from '../../functions/processor';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
+import type { Ledger, PlanWrite, RangeState } from '../../lib/ports/ledger';
 import { resetAwsRuntime } from '../../lib/runtime/aws';
+import { withClockAhead } from '../support/clock-ahead';
 import { createSinkTable, createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
@@ -88,36 +90,7 @@ describe('processor handler', () => {
     // Plan without dispatching to Lambda: a dry run shows the range, a real run needs a dispatcher.
     const dry = (await plannerHandler({ dryRun: true }, context)) as { streams: Array<{ rangesPlanned: number }> };
     expect(dry.streams[0]?.rangesPlanned).toBe(1);
-    const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
-    if (!lease.acquired) throw new Error('lease');
-    await ledger.applyPlan({
-      stream: id,
-      epoch: lease.epoch,
-      ownerToken: 't',
-      writes: [
-        {
-          kind: 'register-partition',
-          partition: { stream: id, topic, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
-        },
-        {
-          kind: 'plan-range',
-          range: {
-            stream: id,
-            topic,
-            partition: 0,
-            from: 0,
-            until: 3,
-            status: 'planned',
-            epoch: lease.epoch,
-            plannedAtMs: Date.now(),
-            dispatches: 1,
-            attempts: 0,
-            progress: 0,
-          },
-          partitionUpdate: { lastPlannedAtMs: Date.now() },
-        },
-      ],
-    });
+    await planRange(ledger, { partition: 0, from: 0, until: 3 });
     const res = (await handler({ stream: id, topic, partition: 0, from: 0, until: 3 }, context)) as {
       status: string;
       records: number;
@@ -137,27 +110,7 @@ describe('processor handler', () => {
 
   it('refuses a forged payload (planned from, wrong until) before touching anything: a full table scan is unchanged', async () => {
     const ledger = createDynamoLedger({ client: ddb, tableName });
-    const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
-    if (!lease.acquired) throw new Error('lease');
-    const planned = {
-      stream: id,
-      topic,
-      partition: 0,
-      from: 3,
-      until: 6,
-      status: 'planned' as const,
-      epoch: lease.epoch,
-      plannedAtMs: Date.now(),
-      dispatches: 1,
-      attempts: 0,
-      progress: 3,
-    };
-    await ledger.applyPlan({
-      stream: id,
-      epoch: lease.epoch,
-      ownerToken: 't',
-      writes: [{ kind: 'plan-range', range: planned, partitionUpdate: { lastPlannedAtMs: Date.now() } }],
-    });
+    const { range: planned } = await planRange(ledger, { partition: 0, from: 3, until: 6, progress: 3 }, { register: false });
     const doc = DynamoDBDocumentClient.from(ddb);
     const scan = async () => {
       const items: Record<string, unknown>[] = [];
@@ -190,51 +143,47 @@ describe('processor handler', () => {
     const ledger = createDynamoLedger({ client: ddb, tableName });
     // A partition of its own (the ledger only: a lease holder is refused before anything is read).
     const range = { stream: id, topic, partition: 7, from: 0, until: 3 };
-    const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
-    if (!lease.acquired) throw new Error('lease');
-    await ledger.applyPlan({
-      stream: id,
-      epoch: lease.epoch,
-      ownerToken: 't',
-      writes: [
-        {
-          kind: 'register-partition',
-          partition: { stream: id, topic, partition: 7, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
-        },
-        {
-          kind: 'plan-range',
-          range: { ...range, status: 'planned', epoch: lease.epoch, plannedAtMs: Date.now(), dispatches: 1, attempts: 0, progress: 0 },
-          partitionUpdate: { lastPlannedAtMs: Date.now() },
-        },
-      ],
-    });
-    await ledger.releasePlannerLease({ stream: id, epoch: lease.epoch, ownerToken: 't' });
+    const { epoch } = await planRange(ledger, range);
+    await ledger.releasePlannerLease({ stream: id, epoch, ownerToken: 't' });
     const taken = await ledger.takeRangeLease({ ...range, leaseToken: 'holder', nowMs: Date.now(), leaseMs: 120_000, maxAttempts: 3 });
     expect(taken.kind).toBe('taken');
-    await resetAwsRuntime(); // a fresh container, skewed from its first request on
-    // Only Date is faked: the container's clock runs ahead; timers and sockets stay real.
-    jest.useFakeTimers({
-      now: Date.now() + 600_000,
-      advanceTimers: true,
-      doNotFake: [
-        'nextTick',
-        'setImmediate',
-        'clearImmediate',
-        'setTimeout',
-        'clearTimeout',
-        'setInterval',
-        'clearInterval',
-        'queueMicrotask',
-        'hrtime',
-        'performance',
-      ],
-    });
-    try {
+    await withClockAhead(600_000, async () => {
       expect(await handler(range, context)).toMatchObject({ status: 'held-elsewhere', records: 0 });
-    } finally {
-      jest.useRealTimers();
-      await resetAwsRuntime();
-    }
+    });
     expect(await ledger.readRange(id, range)).toMatchObject({ status: 'leased', leaseToken: 'holder', attempts: 1 });
   });
 });
+
+/**
+ * Plans one range of `topic` under a planner lease of owner `t` (kept, not released), registering
+ * its partition first unless `register` is false; returns the planner epoch and the planned range.
+ */
+async function planRange(
+  ledger: Ledger,
+  r: { partition: number; from: number; until: number; progress?: number },
+  { register = true } = {},
+): Promise<{ epoch: number; range: RangeState }> {
+  const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
+  if (!lease.acquired) throw new Error('lease');
+  const { partition, from, until, progress = 0 } = r;
+  const range: RangeState = {
+    stream: id,
+    topic,
+    partition,
+    from,
+    until,
+    status: 'planned',
+    epoch: lease.epoch,
+    plannedAtMs: Date.now(),
+    dispatches: 1,
+    attempts: 0,
+    progress,
+  };
+  const registration: PlanWrite = {
+    kind: 'register-partition',
+    partition: { stream: id, topic, partition, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
+  };
+  const plan: PlanWrite = { kind: 'plan-range', range, partitionUpdate: { lastPlannedAtMs: Date.now() } };
+  await ledger.applyPlan({ stream: id, epoch: lease.epoch, ownerToken: 't', writes: register ? [registration, plan] : [plan] });
+  return { epoch: lease.epoch, range };
+}

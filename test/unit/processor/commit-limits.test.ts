@@ -1,13 +1,9 @@
 /** The processor keeps every commit within the limits the ledger publishes (here smaller than DynamoDB's). */
-import { parseStreamConfig } from '../../../lib/config/schema';
 import { DYNAMODB_LIMITS } from '../../../lib/ledger/codec.dynamodb';
-import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
-import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
 import type { LedgerLimits, SinkWrite } from '../../../lib/ports/ledger';
 import type { RecordsHandler } from '../../../lib/processor/handler-api';
-import { processRange } from '../../../lib/processor/process-range';
+import { processorFixture } from '../../support/processor-fixture';
 
-const T = 'payments';
 const small: LedgerLimits = {
   ...DYNAMODB_LIMITS,
   maxSinkWrites: 3,
@@ -16,53 +12,6 @@ const small: LedgerLimits = {
 
 /** `writesPer(offset)` puts for each record, into a ledger publishing `small`. */
 async function run(records: number, writesPer: (offset: number) => number) {
-  const stream = parseStreamConfig(
-    {
-      id: 's',
-      kafka: { brokers: ['localhost:9092'] },
-      topics: [T],
-      handler: { module: 'm', mode: 'dynamodb-exactly-once', sinkTable: 'sink' },
-      maxAttempts: 2,
-    },
-    'test',
-  );
-  const ledger = createMemoryLedger({ limits: small });
-  const reader = createMemoryRangeReader();
-  reader.append(
-    T,
-    0,
-    Array.from({ length: records }, (_, i) => ({ key: `key-${i}`, value: `value-${i}` })),
-  );
-  const lease = await ledger.acquirePlannerLease({ stream: 's', ownerToken: 'p', nowMs: 0, leaseMs: 1 });
-  if (!lease.acquired) throw new Error('lease');
-  await ledger.applyPlan({
-    stream: 's',
-    epoch: lease.epoch,
-    ownerToken: 'p',
-    writes: [
-      {
-        kind: 'register-partition',
-        partition: { stream: 's', topic: T, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
-      },
-      {
-        kind: 'plan-range',
-        range: {
-          stream: 's',
-          topic: T,
-          partition: 0,
-          from: 0,
-          until: records,
-          status: 'planned',
-          epoch: lease.epoch,
-          plannedAtMs: 0,
-          dispatches: 1,
-          attempts: 0,
-          progress: 0,
-        },
-        partitionUpdate: { lastPlannedAtMs: 0 },
-      },
-    ],
-  });
   const handler: RecordsHandler = {
     mode: 'dynamodb-exactly-once',
     handle: (batch) =>
@@ -70,6 +19,14 @@ async function run(records: number, writesPer: (offset: number) => number) {
         Array.from({ length: writesPer(r.offset) }, (_, i) => ({ put: { item: { pk: `${r.offset}#${i}` } } })),
       ),
   };
+  const t = await processorFixture({
+    records: Array.from({ length: records }, (_, i) => ({ key: `key-${i}`, value: `value-${i}` })),
+    stream: { handler: { module: 'm', mode: 'dynamodb-exactly-once', sinkTable: 'sink' }, maxAttempts: 2 },
+    limits: small,
+    handler,
+    deps: { clock: () => 10_000, maxChunkRecords: 8 },
+  });
+  const { ledger } = t;
   const commits: number[] = [];
   const counting = {
     ...ledger,
@@ -78,17 +35,7 @@ async function run(records: number, writesPer: (offset: number) => number) {
       ledger.commitChunk(input)
     ),
   };
-  const res = await processRange(
-    {
-      ledger: counting,
-      readerFor: async () => reader,
-      handlerFor: () => handler,
-      clock: () => 10_000,
-      sleep: async () => undefined,
-      maxChunkRecords: 8,
-    },
-    { stream, range: { stream: 's', topic: T, partition: 0, from: 0, until: records }, deadlineAtMs: 600_000 },
-  );
+  const res = await t.run({ ledger: counting }, 600_000);
   return { res, commits, ledger };
 }
 

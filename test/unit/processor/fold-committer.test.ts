@@ -4,83 +4,24 @@
  * zombie processors.
  */
 import fc from 'fast-check';
-import { parseStreamConfig, type StreamConfigInput } from '../../../lib/config/schema';
-import { runningTotals } from '../../../lib/handlers/running-totals';
-import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
-import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
+import type { StreamConfigInput } from '../../../lib/config/schema';
 import type { FoldBudget } from '../../../lib/processor/fold-committer';
-import { processRange, type ProcessorDeps, type ProcessResult } from '../../../lib/processor/process-range';
-
-const T = 'payments';
+import type { ProcessResult } from '../../../lib/processor/process-range';
+import { processorFixture } from '../../support/processor-fixture';
 
 type Setup = { records: number; keys: number; stream?: Partial<StreamConfigInput>; poisonEvery?: number };
 
 async function setup(opts: Setup) {
-  const stream = parseStreamConfig(
-    {
-      id: 's',
-      kafka: { brokers: ['localhost:9092'] },
-      topics: [T],
-      handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'totals' },
-      maxAttempts: 50,
-      ...opts.stream,
-    },
-    'test',
-  );
-  const ledger = createMemoryLedger();
-  const reader = createMemoryRangeReader();
   const poison = (i: number) => opts.poisonEvery !== undefined && i % opts.poisonEvery === opts.poisonEvery - 1;
-  reader.append(
-    T,
-    0,
-    Array.from({ length: opts.records }, (_, i) => ({
+  const t = await processorFixture({
+    records: Array.from({ length: opts.records }, (_, i) => ({
       key: `acct-${i % opts.keys}`,
       value: poison(i) ? 'not json' : JSON.stringify({ amount: i + 1 }),
     })),
-  );
-  const lease = await ledger.acquirePlannerLease({ stream: 's', ownerToken: 'p', nowMs: 0, leaseMs: 1 });
-  if (!lease.acquired) throw new Error('lease');
-  const until = opts.records;
-  await ledger.applyPlan({
-    stream: 's',
-    epoch: lease.epoch,
-    ownerToken: 'p',
-    writes: [
-      {
-        kind: 'register-partition',
-        partition: { stream: 's', topic: T, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
-      },
-      {
-        kind: 'plan-range',
-        range: {
-          stream: 's',
-          topic: T,
-          partition: 0,
-          from: 0,
-          until,
-          status: 'planned',
-          epoch: 1,
-          plannedAtMs: 0,
-          dispatches: 1,
-          attempts: 0,
-          progress: 0,
-        },
-        partitionUpdate: { lastPlannedAtMs: 0 },
-      },
-    ],
+    stream: { maxAttempts: 50, ...opts.stream },
+    deps: { retryBaseMs: 1 },
   });
-  let now = 10_000;
-  const deps: ProcessorDeps = {
-    ledger,
-    readerFor: async () => reader,
-    handlerFor: () => runningTotals,
-    clock: () => now,
-    sleep: async () => undefined,
-    maxChunkRecords: 4,
-    retryBaseMs: 1,
-  };
-  const range = { stream: 's', topic: T, partition: 0, from: 0, until };
-  const run = (extra: Partial<ProcessorDeps> = {}) => processRange({ ...deps, ...extra }, { stream, range, deadlineAtMs: now + 600_000 });
+  const { ledger } = t;
   /** What the sink holds per key after every applied write: total and count. */
   const sink = () => {
     const out: Record<string, { total: number; count: number }> = {};
@@ -102,8 +43,7 @@ async function setup(opts: Setup) {
     }
     return out;
   };
-  const rangeItem = () => ledger.store('s').ranges.get(`${T}/0/0`)!;
-  return { stream, ledger, run, sink, expected, rangeItem, advance: (ms: number) => (now += ms) };
+  return { ...t, sink, expected };
 }
 
 const marked = (extra: Partial<FoldBudget> = {}): Partial<FoldBudget> => ({ atomicMaxWrites: 0, writeGroupSize: 2, ...extra });

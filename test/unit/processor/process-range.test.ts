@@ -1,81 +1,26 @@
 /** The processor on the in-memory ledger and reader: exactly-once application, leases, resume, faults. */
-import { parseStreamConfig, type StreamConfigInput } from '../../../lib/config/schema';
+import type { StreamConfigInput } from '../../../lib/config/schema';
 import { runningTotals } from '../../../lib/handlers/running-totals';
 import { StoreError } from '../../../lib/errors';
-import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
-import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import type { SinkWrite } from '../../../lib/ports/ledger';
 import { redriveDeadLetters } from '../../../lib/ops/dead-letters';
 import type { OpsContext } from '../../../lib/ops/context';
 import type { HandlerRecord, RecordsHandler } from '../../../lib/processor/handler-api';
 import { processRange, type ProcessorDeps } from '../../../lib/processor/process-range';
+import { FIXTURE_TOPIC as T, processorFixture } from '../../support/processor-fixture';
 
-const T = 'payments';
 /** running-totals committed chunk by chunk (the plain `handle` contract, without its fold). */
 const chunkedTotals: RecordsHandler = { mode: 'dynamodb-exactly-once', handle: (records, ctx) => runningTotals.handle(records, ctx) };
 
 async function setup(opts: { stream?: Partial<StreamConfigInput>; records?: number; handler?: RecordsHandler; until?: number } = {}) {
-  const stream = parseStreamConfig(
-    {
-      id: 's',
-      kafka: { brokers: ['localhost:9092'] },
-      topics: [T],
-      handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: 'totals' },
-      ...opts.stream,
-    },
-    'test',
-  );
-  const ledger = createMemoryLedger();
-  const reader = createMemoryRangeReader();
   const n = opts.records ?? 10;
-  reader.append(
-    T,
-    0,
-    Array.from({ length: n }, (_, i) => ({ key: `acct-${i % 3}`, value: JSON.stringify({ amount: i }) })),
-  );
-  const until = opts.until ?? n;
-  const lease = await ledger.acquirePlannerLease({ stream: 's', ownerToken: 'p', nowMs: 0, leaseMs: 1 });
-  if (!lease.acquired) throw new Error('lease');
-  await ledger.applyPlan({
-    stream: 's',
-    epoch: lease.epoch,
-    ownerToken: 'p',
-    writes: [
-      {
-        kind: 'register-partition',
-        partition: { stream: 's', topic: T, partition: 0, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
-      },
-      {
-        kind: 'plan-range',
-        range: {
-          stream: 's',
-          topic: T,
-          partition: 0,
-          from: 0,
-          until,
-          status: 'planned',
-          epoch: 1,
-          plannedAtMs: 0,
-          dispatches: 1,
-          attempts: 0,
-          progress: 0,
-        },
-        partitionUpdate: { lastPlannedAtMs: 0 },
-      },
-    ],
+  const t = await processorFixture({
+    records: Array.from({ length: n }, (_, i) => ({ key: `acct-${i % 3}`, value: JSON.stringify({ amount: i }) })),
+    stream: opts.stream,
+    handler: opts.handler,
+    until: opts.until,
   });
-  let now = 10_000;
-  const deps: ProcessorDeps = {
-    ledger,
-    readerFor: async () => reader,
-    handlerFor: () => opts.handler ?? runningTotals,
-    clock: () => now,
-    sleep: async () => undefined,
-    maxChunkRecords: 4,
-  };
-  const range = { stream: 's', topic: T, partition: 0, from: 0, until };
-  const run = (extra: Partial<ProcessorDeps> = {}, deadlineAtMs = now + 600_000) =>
-    processRange({ ...deps, ...extra }, { stream, range, deadlineAtMs });
+  const { ledger } = t;
   /** Total per key as the sink would hold it after applying every committed ADD. */
   const totals = () => {
     const out: Record<string, number> = {};
@@ -91,7 +36,7 @@ async function setup(opts: { stream?: Partial<StreamConfigInput>; records?: numb
     for (let i = 0; i < count; i++) out[`acct-${i % 3}`] = (out[`acct-${i % 3}`] ?? 0) + i;
     return out;
   };
-  return { stream, ledger, reader, deps, run, totals, expected, range, advance: (ms: number) => (now += ms), now: () => now };
+  return { ...t, totals, expected };
 }
 
 describe('processRange', () => {
