@@ -18,6 +18,8 @@ const common = {
 module.exports = {
   testTimeout: 60000,
   maxWorkers: 2,
+  // The chaos suite last, after every other file has finished or started (see the sequencer).
+  testSequencer: '<rootDir>/test/setup/sequencer.js',
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     {
