@@ -159,7 +159,8 @@ async function waitCommitted(ledger: Ledger, runner: LocalRunner, opts: DrainOpt
     const ends = opts.endOffsets();
     const parts = await ledger.readPartitions(opts.streamId);
     const committed = parts.reduce((s, p) => s + p.committed, 0);
-    const target = ends?.reduce((s, o) => s + o, 0) ?? Number.NaN;
+    // No total while the end is not known (a latency run still producing): say so instead of `/NaN`.
+    const progress = ends ? `${committed}/${ends.reduce((s, o) => s + o, 0)}` : `${committed} (still producing)`;
     const done =
       ends !== undefined &&
       parts.length === ends.length &&
@@ -169,12 +170,9 @@ async function waitCommitted(ledger: Ledger, runner: LocalRunner, opts: DrainOpt
     const now = Date.now();
     if (now - lastLogMs >= 5000) {
       lastLogMs = now;
-      opts.log(
-        `${opts.streamId}: committed ${committed}/${target} after ${Math.round((now - t0) / 1000)} s, ${runner.inFlight().length} in flight`,
-      );
+      opts.log(`${opts.streamId}: committed ${progress} after ${Math.round((now - t0) / 1000)} s, ${runner.inFlight().length} in flight`);
     }
-    if (now - t0 > opts.timeoutMs)
-      throw new Error(`${opts.streamId}: not drained after ${opts.timeoutMs} ms (committed ${committed}/${target})`);
+    if (now - t0 > opts.timeoutMs) throw new Error(`${opts.streamId}: not drained after ${opts.timeoutMs} ms (committed ${progress})`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
