@@ -5,9 +5,10 @@
  * bench/e2e.ts and bench/latency.ts.
  */
 import { DeleteTableCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig } from '../lib/config/schema';
+import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig, type StreamConfigInput } from '../lib/config/schema';
 import { kafkaLogLines } from '../lib/kafka/client';
 import { createSinkTable, scanTotals } from '../lib/local/demo';
+import { oneTopicConfigInput } from '../lib/local/one-topic';
 import { createLocalRunner, runnerDepsFrom, type LocalRunner } from '../lib/local/runner';
 import type { Ledger } from '../lib/ports/ledger';
 import type { RecordsHandler } from '../lib/processor/handler-api';
@@ -81,26 +82,12 @@ export async function drainOnce(opts: DrainOptions): Promise<DrainFigures> {
 
 /** The bench stream: the whole topic from the earliest offset, the Lambda's default timeout. */
 function benchConfig(opts: DrainOptions): DeploymentConfig {
-  const handler =
+  const handler: StreamConfigInput['handler'] =
     opts.handler === 'running-totals'
       ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: opts.sinkTable }
       : { module: 'noop', mode: 'at-least-once' };
-  return parseDeploymentConfig(
-    {
-      ledgerTable: opts.ledgerTable,
-      streams: [
-        {
-          id: opts.streamId,
-          kafka: { brokers: opts.brokers.split(',') },
-          topics: [opts.topic],
-          startingOffsets: 'earliest',
-          triggerIntervalMs: opts.triggerIntervalMs,
-          handler,
-        },
-      ],
-    },
-    'bench',
-  );
+  const { ledgerTable, streamId, brokers, topic, triggerIntervalMs } = opts;
+  return parseDeploymentConfig(oneTopicConfigInput({ ledgerTable, streamId, brokers, topic, triggerIntervalMs, handler }), 'bench');
 }
 
 /** The adapters with the observer's hooks on the handler and on the ledger's progress commits. */
@@ -159,7 +146,8 @@ async function waitCommitted(ledger: Ledger, runner: LocalRunner, opts: DrainOpt
     const ends = opts.endOffsets();
     const parts = await ledger.readPartitions(opts.streamId);
     const committed = parts.reduce((s, p) => s + p.committed, 0);
-    const target = ends?.reduce((s, o) => s + o, 0) ?? Number.NaN;
+    // No total while the end is not known (a latency run still producing): say so instead of `/NaN`.
+    const progress = ends ? `${committed}/${ends.reduce((s, o) => s + o, 0)}` : `${committed} (still producing)`;
     const done =
       ends !== undefined &&
       parts.length === ends.length &&
@@ -169,12 +157,9 @@ async function waitCommitted(ledger: Ledger, runner: LocalRunner, opts: DrainOpt
     const now = Date.now();
     if (now - lastLogMs >= 5000) {
       lastLogMs = now;
-      opts.log(
-        `${opts.streamId}: committed ${committed}/${target} after ${Math.round((now - t0) / 1000)} s, ${runner.inFlight().length} in flight`,
-      );
+      opts.log(`${opts.streamId}: committed ${progress} after ${Math.round((now - t0) / 1000)} s, ${runner.inFlight().length} in flight`);
     }
-    if (now - t0 > opts.timeoutMs)
-      throw new Error(`${opts.streamId}: not drained after ${opts.timeoutMs} ms (committed ${committed}/${target})`);
+    if (now - t0 > opts.timeoutMs) throw new Error(`${opts.streamId}: not drained after ${opts.timeoutMs} ms (committed ${progress})`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -13,26 +13,19 @@
  *
  * Uses KAFKA_BROKERS and DYNAMODB_ENDPOINT when both are set, else starts a private stack.
  */
-import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { Kafka, logLevel } from 'kafkajs';
-import { ensureKafkaJars, javaBinary } from '../infra/local/kafka';
-import { CACHE_DIR } from '../infra/local/stack';
-import { ensureLedgerTable } from '../lib/ledger/table';
-import { dynamoClientFromEnv } from '../lib/runtime/compose';
 import { javaProduceAccounts } from '../test/support/java';
+import { benchLog, runBench, wholeNumberFlags } from './cli';
 import { costPerMillion } from './cost';
 import { drainOnce } from './drain';
-import { createBenchTopic, endOffsetsOf, withStack } from './stack';
+import { consumerPerformance } from './kafka-tools';
+import { endOffsetsOf, withBenchTopic, withStack } from './stack';
 import { consumerPerfRps, e2eResult, type E2eRun } from './stats';
 
 /** The processor's memory as deployed (serverless.yml processorMemorySize), for the cost line. */
 const PROCESSOR_MEMORY_GB = 1;
 
-const log = (line: string): void => {
-  process.stderr.write(`[bench:e2e] ${line}\n`);
-};
+const log = benchLog('e2e');
 
 /** The workload of the issue that asked for this benchmark; flags shrink it for development. */
 const E2E_DEFAULTS = { records: 2_000_000, accounts: 10_000, partitions: 10, runs: 1, triggerIntervalMs: 1000 } as const;
@@ -48,53 +41,19 @@ function parseFlags(argv: string[]) {
       'drain-timeout-ms': { type: 'string', default: String(3 * 3600_000) },
     },
   });
-  const n = (name: keyof typeof values): number => {
-    const v = Number(values[name]);
-    if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a whole number >= 1, not ${values[name]}`);
-    return v;
-  };
-  return {
-    records: n('records'),
-    accounts: n('accounts'),
-    partitions: n('partitions'),
-    runs: n('runs'),
-    drainTimeoutMs: n('drain-timeout-ms'),
-  };
+  const n = wholeNumberFlags(values, ['records', 'accounts', 'partitions', 'runs', 'drain-timeout-ms']);
+  return { records: n.records, accounts: n.accounts, partitions: n.partitions, runs: n.runs, drainTimeoutMs: n['drain-timeout-ms'] };
 }
 
 /** Kafka's ConsumerPerformance over the whole topic in a fresh group: its whole-run nMsg.sec. */
 function runConsumerPerf(brokers: string, topic: string, records: number, group: string): number {
-  const res = spawnSync(
-    javaBinary(),
-    ['-Xmx512m', '-cp', `${ensureKafkaJars(CACHE_DIR)}/*`, 'org.apache.kafka.tools.ConsumerPerformance'].concat([
-      '--bootstrap-server',
-      brokers,
-      '--topic',
-      topic,
-      '--messages',
-      String(records),
-      '--timeout',
-      '60000',
-      '--group',
-      group,
-    ]),
-    { encoding: 'utf8', timeout: 30 * 60_000, maxBuffer: 16 * 1024 * 1024 },
-  );
-  if (res.status !== 0) throw new Error(`ConsumerPerformance failed (${res.status ?? res.signal}): ${res.stderr?.slice(-2000)}`);
-  return consumerPerfRps(res.stdout);
+  return consumerPerfRps(consumerPerformance({ brokers, topic, records, group, timeoutMs: 30 * 60_000 }).stdout);
 }
 
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
-  await withStack(log, async (brokers) => {
-    const runId = Date.now().toString(36);
-    const topic = `bench-e2e-${runId}`;
-    const ledgerTable = `bench-e2e-ledger-${runId}`;
-    const admin = new Kafka({ clientId: 'bench-e2e', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
-    const dynamo = dynamoClientFromEnv(process.env);
-    try {
-      await admin.connect();
-      await Promise.all([createBenchTopic(admin, topic, flags.partitions), ensureLedgerTable(dynamo, ledgerTable)]);
+  await withStack(log, (brokers) =>
+    withBenchTopic('e2e', brokers, flags.partitions, async ({ runId, topic, ledgerTable, admin }) => {
       const tp = Date.now();
       const produced = await javaProduceAccounts(brokers, { topic, records: flags.records, accounts: flags.accounts, sizeBytes: 512 });
       const ends = await endOffsetsOf(admin, topic);
@@ -129,16 +88,8 @@ async function main(): Promise<void> {
       }
       log('goals: exactlyOnce.ratio >= 0.13, atLeastOnce.ratio >= 0.5, writeUnitsPer1000 <= 100, peakRssMb <= 512');
       process.stdout.write(`${JSON.stringify(e2eResult(flags.records, runs))}\n`);
-    } finally {
-      await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-      await admin.disconnect();
-      await dynamo.send(new DeleteTableCommand({ TableName: ledgerTable })).catch(() => undefined);
-      dynamo.destroy();
-    }
-  });
+    }),
+  );
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`[bench:e2e] failed: ${(err as Error)?.stack ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+runBench('e2e', main);

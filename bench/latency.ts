@@ -10,18 +10,13 @@
  * {"handler","ratePerSec","durationMs","records","observed","p50Ms","p99Ms","maxMs","exact"}.
  */
 import { parseArgs } from 'node:util';
-import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { Kafka, logLevel } from 'kafkajs';
-import { ensureLedgerTable } from '../lib/ledger/table';
-import { dynamoClientFromEnv } from '../lib/runtime/compose';
 import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';
+import { benchLog, runBench, wholeNumberFlags } from './cli';
 import { drainOnce } from './drain';
-import { createBenchTopic, endOffsetsOf, withStack } from './stack';
+import { endOffsetsOf, withBenchTopic, withStack } from './stack';
 import { createLatencyObserver, latencySummary } from './stats';
 
-const log = (line: string): void => {
-  process.stderr.write(`[bench:latency] ${line}\n`);
-};
+const log = benchLog('latency');
 
 function parseFlags(argv: string[]) {
   const { values } = parseArgs({
@@ -35,19 +30,15 @@ function parseFlags(argv: string[]) {
       handler: { type: 'string', default: 'running-totals' },
     },
   });
-  const n = (name: Exclude<keyof typeof values, 'handler'>): number => {
-    const v = Number(values[name]);
-    if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a whole number >= 1, not ${values[name]}`);
-    return v;
-  };
   const handler = values.handler;
   if (handler !== 'running-totals' && handler !== 'noop') throw new Error(`--handler must be running-totals or noop, not ${handler}`);
+  const n = wholeNumberFlags(values, ['rate', 'duration-ms', 'partitions', 'accounts', 'trigger-interval-ms']);
   return {
-    ratePerSec: n('rate'),
-    durationMs: n('duration-ms'),
-    partitions: n('partitions'),
-    accounts: n('accounts'),
-    triggerIntervalMs: n('trigger-interval-ms'),
+    ratePerSec: n.rate,
+    durationMs: n['duration-ms'],
+    partitions: n.partitions,
+    accounts: n.accounts,
+    triggerIntervalMs: n['trigger-interval-ms'],
     handler: handler as 'running-totals' | 'noop',
   };
 }
@@ -55,15 +46,8 @@ function parseFlags(argv: string[]) {
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
   const records = Math.round((flags.ratePerSec * flags.durationMs) / 1000);
-  await withStack(log, async (brokers) => {
-    const runId = Date.now().toString(36);
-    const topic = `bench-latency-${runId}`;
-    const ledgerTable = `bench-latency-ledger-${runId}`;
-    const admin = new Kafka({ clientId: 'bench-latency', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
-    const dynamo = dynamoClientFromEnv(process.env);
-    try {
-      await admin.connect();
-      await Promise.all([createBenchTopic(admin, topic, flags.partitions), ensureLedgerTable(dynamo, ledgerTable)]);
+  await withStack(log, (brokers) =>
+    withBenchTopic('latency', brokers, flags.partitions, async ({ runId, topic, ledgerTable, admin }) => {
       const observer = createLatencyObserver();
       let ends: number[] | undefined;
       let produced: ProducedAccounts | undefined;
@@ -105,16 +89,8 @@ async function main(): Promise<void> {
       process.stdout.write(
         `${JSON.stringify({ handler: flags.handler, ratePerSec: flags.ratePerSec, durationMs: flags.durationMs, records, ...summary, ...(exactlyOnce ? { exact: figures.exact === true } : {}) })}\n`,
       );
-    } finally {
-      await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-      await admin.disconnect();
-      await dynamo.send(new DeleteTableCommand({ TableName: ledgerTable })).catch(() => undefined);
-      dynamo.destroy();
-    }
-  });
+    }),
+  );
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`[bench:latency] failed: ${(err as Error)?.stack ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+runBench('latency', main);

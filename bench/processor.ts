@@ -9,46 +9,28 @@
  * Flags: --records N (default 1000000) --size BYTES (default 1024) --runs N (default 1)
  * --keep-topic (leave the topic for profiling the reader on it: bench/processor-reader.ts).
  */
-import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { ensureKafkaJars, javaBinary } from '../infra/local/kafka';
-import { CACHE_DIR, LOCAL_DIR, startStack, stopStack, type StackState } from '../infra/local/stack';
+import { benchLog, runBench, wholeNumberFlags } from './cli';
+import { consumerPerformance, runKafkaTool, runTimed } from './kafka-tools';
+import { withStack } from './stack';
+import { median } from './stats';
 
-const log = (line: string): void => {
-  process.stderr.write(`[bench:processor] ${line}\n`);
-};
-
-function run(cmd: string, args: string[], timeoutMs: number): { ms: number; stdout: string } {
-  const t0 = performance.now();
-  const res = spawnSync(cmd, args, {
-    encoding: 'utf8',
-    timeout: timeoutMs,
-    maxBuffer: 64 * 1024 * 1024,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const ms = performance.now() - t0;
-  if (res.status !== 0) throw new Error(`${cmd} failed (${res.status ?? res.signal}): ${res.stderr?.slice(-2000)}`);
-  return { ms, stdout: res.stdout };
-}
+const log = benchLog('processor');
 
 /** One run's figures: the reader, kcat and ConsumerPerformance over the same partition, one after the other. */
 type Sample = { readerRps: number; kcatRps: number; javaRps: number; ratioKcat: number; peakRssMb: number };
 
-/** The middle value (the mean of the two middle ones for an even count), rounded. */
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  const m = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  return Math.round(m * 100) / 100;
+/** The median, rounded to two decimals. */
+function roundedMedian(values: number[]): number {
+  return Math.round(median(values) * 100) / 100;
 }
 
 /** Reads the whole partition once with each of the three readers. */
-function measureOnce(p: { brokers: string; topic: string; records: number; java: string; libs: string }): Sample {
-  const { brokers, topic, records, java, libs } = p;
-  const reader = run(
+function measureOnce(p: { brokers: string; topic: string; records: number }): Sample {
+  const { brokers, topic, records } = p;
+  const reader = runTimed(
     process.execPath,
     ['--import', 'tsx', resolve(__dirname, 'processor-reader.ts'), brokers, topic, String(records)],
     15 * 60_000,
@@ -58,32 +40,13 @@ function measureOnce(p: { brokers: string; topic: string; records: number; java:
   const readerRps = Math.round(records / (readerOut.ms / 1000));
   log(`reader: ${readerOut.records} records in ${readerOut.ms} ms = ${readerRps}/s, peak RSS ${readerOut.peakRssMb} MB`);
 
-  const kcat = run('kcat', ['-C', '-b', brokers, '-t', topic, '-p', '0', '-o', 'beginning', '-e', '-q', '-f', '%o\\n'], 15 * 60_000);
+  const kcat = runTimed('kcat', ['-C', '-b', brokers, '-t', topic, '-p', '0', '-o', 'beginning', '-e', '-q', '-f', '%o\\n'], 15 * 60_000);
   const kcatCount = kcat.stdout.split('\n').filter(Boolean).length;
   if (kcatCount !== records) throw new Error(`kcat read ${kcatCount} of ${records}`);
   const kcatRps = Math.round(records / (kcat.ms / 1000));
   log(`kcat: ${kcatCount} records in ${Math.round(kcat.ms)} ms = ${kcatRps}/s (process start included)`);
 
-  const perf = run(
-    java,
-    [
-      '-Xmx512m',
-      '-cp',
-      `${libs}/*`,
-      'org.apache.kafka.tools.ConsumerPerformance',
-      '--bootstrap-server',
-      brokers,
-      '--topic',
-      topic,
-      '--messages',
-      String(records),
-      '--timeout',
-      '60000',
-      '--group',
-      `${topic}-perf-${Date.now().toString(36)}`,
-    ],
-    15 * 60_000,
-  );
+  const perf = consumerPerformance({ brokers, topic, records, group: `${topic}-perf-${Date.now().toString(36)}`, timeoutMs: 15 * 60_000 });
   // CSV: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
   const line = perf.stdout.trim().split('\n').at(-1) ?? '';
   const cols = line.split(',').map((c) => c.trim());
@@ -100,16 +63,12 @@ function measureOnce(p: { brokers: string; topic: string; records: number; java:
 }
 
 /** Fills the topic with `records` records of `size` bytes. */
-function fill(p: { java: string; libs: string; brokers: string; topic: string; records: number; size: number }): { ms: number } {
-  const { java, libs, brokers, topic, records, size } = p;
+function fill(p: { brokers: string; topic: string; records: number; size: number }): { ms: number } {
+  const { brokers, topic, records, size } = p;
   // Kafka's producer perf tool fills the partition fastest (uncompressed, as the readers will see it).
-  return run(
-    java,
+  return runKafkaTool(
+    'ProducerPerformance',
     [
-      '-Xmx512m',
-      '-cp',
-      `${libs}/*`,
-      'org.apache.kafka.tools.ProducerPerformance',
       '--topic',
       topic,
       '--num-records',
@@ -128,8 +87,9 @@ function fill(p: { java: string; libs: string; brokers: string; topic: string; r
   );
 }
 
-async function main(): Promise<void> {
+function parseFlags(argv: string[]) {
   const { values } = parseArgs({
+    args: argv,
     options: {
       records: { type: 'string', default: '1000000' },
       size: { type: 'string', default: '1024' },
@@ -137,66 +97,55 @@ async function main(): Promise<void> {
       'keep-topic': { type: 'boolean', default: false },
     },
   });
-  const records = Number(values.records);
-  const size = Number(values.size);
-  const runs = Number(values.runs);
-  if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a positive integer, not ${values.runs}`);
-  let stack: StackState | undefined;
-  if (!process.env.KAFKA_BROKERS || !process.env.DYNAMODB_ENDPOINT) {
-    stack = await startStack({ dir: join(LOCAL_DIR, 'bench', String(process.pid)), ownerPid: process.pid, log });
-    process.env.KAFKA_BROKERS = stack.kafkaBrokers;
-    process.env.DYNAMODB_ENDPOINT = stack.dynamodbEndpoint;
-  }
-  const brokers = process.env.KAFKA_BROKERS;
-  const libs = ensureKafkaJars(CACHE_DIR);
-  const java = javaBinary();
-  const topic = `bench-proc-${Date.now().toString(36)}`;
-  const admin = new Kafka({ clientId: 'bench-processor', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
-  try {
-    await admin.connect();
-    await admin.createTopics({
-      topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'segment.bytes', value: String(256 * 1024 * 1024) }] }],
-      waitForLeaders: true,
-    });
-    const produce = fill({ java, libs, brokers, topic, records, size });
-    log(`produced ${records} records of ${size} B in ${Math.round(produce.ms)} ms`);
-    const [offsets] = await admin.fetchTopicOffsets(topic);
-    const until = Number(offsets?.high);
-    if (until !== records) throw new Error(`expected ${records} records, the partition ends at ${until}`);
-
-    const samples: Sample[] = [];
-    for (let i = 1; i <= runs; i++) {
-      const sample = measureOnce({ brokers, topic, records, java, libs });
-      log(`run ${i}/${runs}: ${JSON.stringify(sample)}`);
-      samples.push(sample);
-    }
-    const readerRps = median(samples.map((x) => x.readerRps));
-    const kcatRps = median(samples.map((x) => x.kcatRps));
-    const out = {
-      records,
-      runs,
-      readerRps,
-      kcatRps,
-      javaRps: median(samples.map((x) => x.javaRps)),
-      // The median of the per-run ratios: each run's reader against the kcat of the same run.
-      ratioKcat: median(samples.map((x) => x.ratioKcat)),
-      ratiosKcat: samples.map((x) => x.ratioKcat),
-      peakRssMb: Math.max(...samples.map((x) => x.peakRssMb)),
-    };
-    log(`goal: readerRps >= kcatRps / 2 and peakRssMb < 256`);
-    process.stdout.write(`${JSON.stringify(out)}\n`);
-  } finally {
-    if (values['keep-topic']) log(`kept topic ${topic} (${records} records): delete it when done`);
-    else await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-    await admin.disconnect();
-    if (stack) {
-      await stopStack(stack, log);
-      rmSync(stack.dir, { recursive: true, force: true });
-    }
-  }
+  return { ...wholeNumberFlags(values, ['records', 'size', 'runs']), keepTopic: values['keep-topic'] };
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`[bench:processor] failed: ${(err as Error)?.stack ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+/** Reads the partition `runs` times and sums the runs up: medians, the per-run ratios, the peak RSS. */
+function measure(brokers: string, topic: string, records: number, runs: number) {
+  const samples: Sample[] = [];
+  for (let i = 1; i <= runs; i++) {
+    const sample = measureOnce({ brokers, topic, records });
+    log(`run ${i}/${runs}: ${JSON.stringify(sample)}`);
+    samples.push(sample);
+  }
+  return {
+    records,
+    runs,
+    readerRps: roundedMedian(samples.map((x) => x.readerRps)),
+    kcatRps: roundedMedian(samples.map((x) => x.kcatRps)),
+    javaRps: roundedMedian(samples.map((x) => x.javaRps)),
+    // The median of the per-run ratios: each run's reader against the kcat of the same run.
+    ratioKcat: roundedMedian(samples.map((x) => x.ratioKcat)),
+    ratiosKcat: samples.map((x) => x.ratioKcat),
+    peakRssMb: Math.max(...samples.map((x) => x.peakRssMb)),
+  };
+}
+
+async function main(): Promise<void> {
+  const { records, size, runs, keepTopic } = parseFlags(process.argv.slice(2));
+  await withStack(log, async (brokers) => {
+    const topic = `bench-proc-${Date.now().toString(36)}`;
+    const admin = new Kafka({ clientId: 'bench-processor', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
+    try {
+      await admin.connect();
+      await admin.createTopics({
+        topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'segment.bytes', value: String(256 * 1024 * 1024) }] }],
+        waitForLeaders: true,
+      });
+      const produce = fill({ brokers, topic, records, size });
+      log(`produced ${records} records of ${size} B in ${Math.round(produce.ms)} ms`);
+      const [offsets] = await admin.fetchTopicOffsets(topic);
+      const until = Number(offsets?.high);
+      if (until !== records) throw new Error(`expected ${records} records, the partition ends at ${until}`);
+      const out = measure(brokers, topic, records, runs);
+      log(`goal: readerRps >= kcatRps / 2 and peakRssMb < 256`);
+      process.stdout.write(`${JSON.stringify(out)}\n`);
+    } finally {
+      if (keepTopic) log(`kept topic ${topic} (${records} records): delete it when done`);
+      else await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+      await admin.disconnect();
+    }
+  });
+}
+
+runBench('processor', main);

@@ -1,12 +1,15 @@
 /**
  * The benchmarks' services: the shared ones named by KAFKA_BROKERS and DYNAMODB_ENDPOINT when both
- * are set, otherwise a private stack started for the run and removed after it (as bench/processor.ts);
- * and the benchmark topics on them.
+ * are set, otherwise a private stack started for the run and removed after it; and the benchmark
+ * topics and ledger tables on them.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Admin } from 'kafkajs';
+import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { LOCAL_DIR, startStack, stopStack, type StackState } from '../infra/local/stack';
+import { ensureLedgerTable } from '../lib/ledger/table';
+import { dynamoClientFromEnv } from '../lib/runtime/compose';
 
 /** Runs `body` with the broker list, on the environment's services or a private stack. */
 export async function withStack<T>(log: (line: string) => void, body: (brokers: string) => Promise<T>): Promise<T> {
@@ -46,4 +49,34 @@ export async function endOffsetsOf(admin: Admin, topic: string): Promise<number[
   const ends: number[] = [];
   for (const o of offsets) ends[o.partition] = Number(o.high);
   return ends;
+}
+
+/** A run's fresh topic and ledger table, and the clients that made them (open while the body runs). */
+export type BenchTopic = { runId: string; topic: string; ledgerTable: string; admin: Admin; dynamo: DynamoDBClient };
+
+/**
+ * Runs `body` on a fresh topic of `partitions` partitions and a fresh ledger table, named
+ * `bench-<name>-<runId>` and `bench-<name>-ledger-<runId>`; deletes both afterwards.
+ */
+export async function withBenchTopic<T>(
+  name: string,
+  brokers: string,
+  partitions: number,
+  body: (run: BenchTopic) => Promise<T>,
+): Promise<T> {
+  const runId = Date.now().toString(36);
+  const topic = `bench-${name}-${runId}`;
+  const ledgerTable = `bench-${name}-ledger-${runId}`;
+  const admin = new Kafka({ clientId: `bench-${name}`, brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
+  const dynamo = dynamoClientFromEnv(process.env);
+  try {
+    await admin.connect();
+    await Promise.all([createBenchTopic(admin, topic, partitions), ensureLedgerTable(dynamo, ledgerTable)]);
+    return await body({ runId, topic, ledgerTable, admin, dynamo });
+  } finally {
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+    await dynamo.send(new DeleteTableCommand({ TableName: ledgerTable })).catch(() => undefined);
+    dynamo.destroy();
+  }
 }

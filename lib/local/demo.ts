@@ -15,7 +15,7 @@ import { dirname } from 'node:path';
 import { CreateTableCommand, ResourceInUseException, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { parseDeploymentConfig, type DeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../config/schema';
+import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
 import { KAFKAJS_RETRY, kafkaLogLines } from '../kafka/client';
@@ -28,11 +28,13 @@ import { duration } from '../ops/format';
 import { inFlightProgress } from '../ops/in-flight';
 import type { RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
-import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor } from '../runtime/compose';
+import { composeAdapters } from '../runtime/compose';
 import { DEMO_CONFIG_FILE } from './paths';
 import { createDemoProducer, type DemoProducer, type KeyTotals } from './producer';
-import { createProgressView, type PartitionProgress, type ProgressFrame, type ProgressView } from './progress';
-import { createLocalRunner, runnerDepsFrom, type LocalRunner } from './runner';
+import { oneTopicConfigInput } from './one-topic';
+import type { PartitionProgress, ProgressFrame, ProgressView } from './progress';
+import type { LocalRunner } from './runner';
+import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
 
 export type DemoOptions = {
   /** Bounded run: stop producing after `durationMs`, exit once lag is zero. */
@@ -98,21 +100,7 @@ export type DemoSummary = {
 
 export type DemoResult = { summary: DemoSummary; expected: KeyTotals; sink: KeyTotals; exitCode: number };
 
-export type DemoDeps = {
-  kafkaBrokers: string;
-  dynamodbEndpoint: string;
-  env: NodeJS.ProcessEnv;
-  out(text: string): void;
-  err(text: string): void;
-  /** Aborted on the first Ctrl-C: stop cleanly. */
-  signal?: AbortSignal;
-  /** Aborted on the second Ctrl-C: abort processors at once (they still stop at a chunk boundary). */
-  hardSignal?: AbortSignal;
-  /** Terminal width, for the live view. */
-  columns?: () => number | undefined;
-  /** Called once set-up is done and the run starts (from then on the run reports its own stopping). */
-  onRunning?: () => void;
-};
+export type DemoDeps = LocalRunDeps;
 
 /** The run's names: a fresh stream, topic and sink table per run. */
 type DemoNames = { id: string; topic: string; sinkTable: string };
@@ -141,9 +129,7 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   const runId = Date.now().toString(36);
   const names: DemoNames = { id: `demo-${runId}`, topic: `demo-payments-${runId}`, sinkTable: `demo-totals-${runId}` };
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint, KAFKA_BROKERS: deps.kafkaBrokers };
-  const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
-  // Sockets for every processor slot, the planner and the view: no request waits for a socket.
-  const dynamo = dynamoClientFromEnv(env, { maxSockets: dynamoSocketsFor(opts.maxConcurrency), logger: { warn: (m) => view.event(m) } });
+  const { view, dynamo } = createViewAndDynamo(opts, deps, env);
   const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
   // The admin's connect is the run's first Kafka call: with the project's short retry a wrong
   // KAFKA_BROKERS fails in a second, not after ~10 s of kafkajs's default retries. The producer keeps
@@ -166,9 +152,8 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
       `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`,
     );
 
-    const runner = createLocalRunner({ ...runnerDepsFrom(ctx, (l) => view.event(l)), maxConcurrency: opts.maxConcurrency }, [stream]);
+    const runner = createViewedRunner(ctx, view, [stream], opts.maxConcurrency, deps.hardSignal);
     const producer = createDemoProducer(kafka, admin, { topic, ratePerSec: opts.ratePerSec, accounts: opts.accounts });
-    deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
 
     const run: DemoRun = { opts, deps, names, view, ops: ctx, stream, runner, producer, t0: Date.now() };
     deps.onRunning?.();
@@ -211,21 +196,16 @@ async function setUpDemo(
     createTopic(admin, names.topic, opts.partitions),
   ]);
   for (const r of setUp) if (r.status === 'rejected') throw r.reason;
-  const input: DeploymentConfigInput = {
+  const input = oneTopicConfigInput({
     ledgerTable: opts.ledgerTable,
-    streams: [
-      {
-        id: names.id,
-        kafka: { brokers: deps.kafkaBrokers.split(',') },
-        topics: [names.topic],
-        startingOffsets: 'earliest',
-        triggerIntervalMs: opts.triggerIntervalMs,
-        // Locally a "Lambda" is an async call in this process: a short timeout keeps leases short.
-        processor: { timeoutMs: 30_000 },
-        handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: names.sinkTable },
-      },
-    ],
-  };
+    streamId: names.id,
+    brokers: deps.kafkaBrokers,
+    topic: names.topic,
+    triggerIntervalMs: opts.triggerIntervalMs,
+    // Locally a "Lambda" is an async call in this process: a short timeout keeps leases short.
+    processor: { timeoutMs: 30_000 },
+    handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: names.sinkTable },
+  });
   const config = parseDeploymentConfig(input, 'demo');
   const configFile = opts.configFile === undefined ? DEMO_CONFIG_FILE : opts.configFile;
   if (configFile) {
@@ -274,7 +254,7 @@ async function runUntilDone(run: DemoRun): Promise<RunEnd> {
       view.event(`gave up: lag not zero ${duration(opts.timeoutMs)} after producing stopped`);
       return { caughtUp: false, lastFrame, adding };
     }
-    await sleep(phase === 'draining' ? 250 : 1000, deps.signal);
+    await pause(phase === 'draining' ? 250 : 1000, deps.signal);
   }
 }
 
@@ -401,32 +381,11 @@ export function humanSummary(s: DemoSummary, bounded: boolean): string {
   return lines.join('\n');
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((r) => {
-    const t = setTimeout(r, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        r();
-      },
-      { once: true },
-    );
-  });
-}
-
 type Snapshot = Awaited<ReturnType<typeof snapshot>>;
 
 /** Kafka's offsets against the ledger's, per partition, and whether everything is committed. */
 async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{ topic: string; partition: number }>) {
-  const kafka = await ctx.metadata.forStream(stream);
-  const topics = await kafka.describeTopics(topicSelector(stream));
-  const [offsets, parts, open] = await Promise.all([
-    kafka.fetchOffsets(topics, stream.isolationLevel),
-    ctx.ledger.readPartitions(stream.id),
-    ctx.ledger.readOpenRanges(stream.id),
-  ]);
-  const byKey = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p]));
+  const { offsets, open, byKey } = await readStreamOffsets(ctx, stream);
   // The progress inside each partition's ranges in flight (their processors commit chunk by chunk).
   const current = open.filter((r) => (r.incarnation ?? 0) === (byKey.get(partitionKey(r.topic, r.partition))?.incarnation ?? 0));
   const byPartition = new Map<string, RangeState[]>();

@@ -11,14 +11,14 @@
  */
 import { loadDeploymentConfig } from '../config/load';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
-import { topicSelector } from '../config/topics';
 import { kafkaLogLines } from '../kafka/client';
 import { duration } from '../ops/format';
 import type { OpsContext } from '../ops/context';
 import { partitionKey } from '../ranges';
-import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor } from '../runtime/compose';
-import { createProgressView, type PartitionProgress, type ProgressView } from './progress';
-import { createLocalRunner, runnerDepsFrom, type LocalRunner } from './runner';
+import { composeAdapters } from '../runtime/compose';
+import type { PartitionProgress, ProgressView } from './progress';
+import type { LocalRunner } from './runner';
+import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
 import { ensureConfigTables } from './tables';
 
 export type RunConfigOptions = {
@@ -32,18 +32,7 @@ export type RunConfigOptions = {
   maxConcurrency: number;
 };
 
-export type RunConfigDeps = {
-  /** Brokers every stream reads from locally. */
-  kafkaBrokers: string;
-  dynamodbEndpoint: string;
-  env: NodeJS.ProcessEnv;
-  out(text: string): void;
-  err(text: string): void;
-  signal?: AbortSignal;
-  hardSignal?: AbortSignal;
-  columns?: () => number | undefined;
-  onRunning?: () => void;
-};
+export type RunConfigDeps = LocalRunDeps;
 
 /** What a run of a config file reports (`--json`: its last line). */
 export type RunConfigSummary = {
@@ -88,14 +77,7 @@ async function look(w: Watch) {
   const parked: string[] = [];
   const failedPartitions: string[] = [];
   for (const stream of w.streams) {
-    const kafka = await w.ops.metadata.forStream(stream);
-    const topics = await kafka.describeTopics(topicSelector(stream));
-    const [offsets, parts, open] = await Promise.all([
-      kafka.fetchOffsets(topics, stream.isolationLevel),
-      w.ops.ledger.readPartitions(stream.id),
-      w.ops.ledger.readOpenRanges(stream.id),
-    ]);
-    const byKey = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p]));
+    const { offsets, parts, open, byKey } = await readStreamOffsets(w.ops, stream);
     if (offsets.length === 0) caughtUp = false;
     for (const o of offsets) {
       const p = byKey.get(partitionKey(o.topic, o.partition));
@@ -156,7 +138,7 @@ async function watch(w: Watch, opts: RunConfigOptions, deps: RunConfigDeps): Pro
     if (deps.signal?.aborted) return { last, reason: 'interrupted' };
     if (opts.untilCaughtUp && now - progressAtMs > opts.timeoutMs)
       return { last, reason: `gave up: nothing committed for ${duration(opts.timeoutMs)} while lag remained` };
-    await sleep(opts.untilCaughtUp ? 250 : 1000, deps.signal);
+    await pause(opts.untilCaughtUp ? 250 : 1000, deps.signal);
   }
 }
 
@@ -164,8 +146,7 @@ async function watch(w: Watch, opts: RunConfigOptions, deps: RunConfigDeps): Pro
 export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps): Promise<RunConfigResult> {
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint };
   const config = loadLocalConfig(opts.configFile, deps.kafkaBrokers, deps.env);
-  const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
-  const dynamo = dynamoClientFromEnv(env, { maxSockets: dynamoSocketsFor(opts.maxConcurrency), logger: { warn: (m) => view.event(m) } });
+  const { view, dynamo } = createViewAndDynamo(opts, deps, env);
   let ops: OpsContext | undefined;
   try {
     ops = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
@@ -175,8 +156,7 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
     view.event(
       `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; CLI: npm run cli -- --config ${opts.configFile} status`,
     );
-    const runner = createLocalRunner({ ...runnerDepsFrom(ops, (l) => view.event(l)), maxConcurrency: opts.maxConcurrency }, config.streams);
-    deps.hardSignal?.addEventListener('abort', () => runner.abort(), { once: true });
+    const runner = createViewedRunner(ops, view, config.streams, opts.maxConcurrency, deps.hardSignal);
     const w: Watch = { ops, runner, view, streams: config.streams, t0: Date.now() };
     deps.onRunning?.();
     runner.start();
@@ -238,18 +218,4 @@ export function humanRunSummary(s: RunConfigSummary): string {
   lines.push(s.caughtUp ? 'caught up: no lag, nothing in flight' : 'not caught up');
   lines.push(`inspect: npm run cli -- --config ${s.configFile} status`);
   return lines.join('\n');
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((r) => {
-    const t = setTimeout(r, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        r();
-      },
-      { once: true },
-    );
-  });
 }
