@@ -10,6 +10,7 @@
  * {"handler","ratePerSec","durationMs","records","observed","p50Ms","p99Ms","maxMs","exact"}.
  */
 import { parseArgs } from 'node:util';
+import { ValidationError } from '../lib/errors';
 import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';
 import { benchLog, runBench, wholeNumberFlags } from './cli';
 import { drainOnce } from './drain';
@@ -31,7 +32,8 @@ function parseFlags(argv: string[]) {
     },
   });
   const handler = values.handler;
-  if (handler !== 'running-totals' && handler !== 'noop') throw new Error(`--handler must be running-totals or noop, not ${handler}`);
+  if (handler !== 'running-totals' && handler !== 'noop')
+    throw new ValidationError(`--handler must be running-totals or noop, not ${handler}`);
   const n = wholeNumberFlags(values, ['rate', 'duration-ms', 'partitions', 'accounts', 'trigger-interval-ms']);
   return {
     ratePerSec: n.rate,

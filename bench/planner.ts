@@ -7,8 +7,6 @@
  * Flags: --topics N --partitions N. Uses KAFKA_BROKERS / DYNAMODB_ENDPOINT when set, otherwise
  * starts a private local stack and stops it at the end.
  */
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
@@ -22,11 +20,10 @@ import { ensureLedgerTable } from '../lib/ledger/table';
 import type { KafkaMetadata } from '../lib/ports/kafka-metadata';
 import { planStream, type PlannerDeps } from '../lib/planner/run';
 import { dynamoClientFromEnv } from '../lib/runtime/aws';
-import { LOCAL_DIR, startStack, stopStack, type StackState } from '../infra/local/stack';
+import { benchLog, runBench, wholeNumberFlags } from './cli';
+import { withStack } from './stack';
 
-const log = (line: string): void => {
-  process.stderr.write(`[bench:planner] ${line}\n`);
-};
+const log = benchLog('planner');
 
 /**
  * Counts the DynamoDB commands sent through `client` (once each, the SDK's own retries aside) and the
@@ -88,18 +85,12 @@ async function waitForLeaders(warm: KafkaMetadata, prefix: string, n: number): P
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { topics: { type: 'string', default: '500' }, partitions: { type: 'string', default: '20' } } });
-  const topics = Number(values.topics);
-  const partitions = Number(values.partitions);
-  if (!Number.isInteger(topics) || topics < 1 || !Number.isInteger(partitions) || partitions < 1) {
-    throw new Error('--topics and --partitions must be positive integers');
-  }
-  let stack: StackState | undefined;
-  if (!process.env.KAFKA_BROKERS || !process.env.DYNAMODB_ENDPOINT) {
-    stack = await startStack({ dir: join(LOCAL_DIR, 'bench', String(process.pid)), ownerPid: process.pid, log });
-    process.env.KAFKA_BROKERS = stack.kafkaBrokers;
-    process.env.DYNAMODB_ENDPOINT = stack.dynamodbEndpoint;
-  }
-  const brokers = process.env.KAFKA_BROKERS.split(',');
+  const { topics, partitions } = wholeNumberFlags(values, ['topics', 'partitions']);
+  await withStack(log, (brokers) => benchPlanner(brokers.split(','), topics, partitions));
+}
+
+/** Creates `topics` x `partitions`, then measures a registration, an idle and a full planner run. */
+async function benchPlanner(brokers: string[], topics: number, partitions: number): Promise<void> {
   const kafka = new Kafka({ clientId: 'bench-planner', brokers, logLevel: logLevel.NOTHING, requestTimeout: 120_000 });
   const admin = kafka.admin();
   const producer = kafka.producer();
@@ -188,14 +179,7 @@ async function main(): Promise<void> {
   } finally {
     await Promise.allSettled([metadata.closeAll(), admin.disconnect(), producer.disconnect()]);
     ddb.destroy();
-    if (stack) {
-      await stopStack(stack, log);
-      rmSync(stack.dir, { recursive: true, force: true });
-    }
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`[bench:planner] failed: ${(err as Error)?.stack ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+runBench('planner', main);
