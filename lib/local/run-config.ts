@@ -136,10 +136,17 @@ async function watch(w: Watch, opts: RunConfigOptions, deps: RunConfigDeps): Pro
       if (opts.untilCaughtUp && last.caughtUp) return { last, reason: 'caught up' };
     }
     if (deps.signal?.aborted) return { last, reason: 'interrupted' };
-    if (opts.untilCaughtUp && now - progressAtMs > opts.timeoutMs)
-      return { last, reason: `gave up: nothing committed for ${duration(opts.timeoutMs)} while lag remained` };
+    if (opts.untilCaughtUp && now - progressAtMs > opts.timeoutMs) return { last, reason: gaveUpReason(w, last, opts.timeoutMs) };
     await pause(opts.untilCaughtUp ? 250 : 1000, deps.signal);
   }
+}
+
+/** Why a bounded run stopped without progress: lag that did not move, or no partition to read at all (and the planner's warnings). */
+function gaveUpReason(w: Watch, last: Look | undefined, timeoutMs: number): string {
+  if (last?.rows.length) return `gave up: nothing committed for ${duration(timeoutMs)} while lag remained`;
+  const warnings = [...w.runner.stats().reports.values()].flatMap((r) => r.warnings);
+  const why = warnings.length ? warnings.join('; ') : "check the streams' topics or topicPattern";
+  return `gave up: no partition to read after ${duration(timeoutMs)} (${why})`;
 }
 
 /** Runs the config file's streams locally; returns the summary and the exit code. */

@@ -158,6 +158,15 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
     { maxConcurrency: deps.maxConcurrency },
   );
 
+  // A warning (a listed topic missing, a pattern matching nothing) is logged when it appears, not
+  // on every planner run while it lasts: with a 1 s schedule that would be a line a second.
+  const warned = new Map<string, Set<string>>();
+  const logNewWarnings = (r: StreamPlanReport): void => {
+    const before = warned.get(r.stream);
+    for (const w of r.warnings) if (!before?.has(w)) log(`${r.stream}: ${w}`);
+    warned.set(r.stream, new Set(r.warnings));
+  };
+
   const planOnce = async (): Promise<StreamPlanReport[]> => {
     const reports = await Promise.all(
       streams.map((s) =>
@@ -181,6 +190,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
       stats.maxPlannerRunMs = Math.max(stats.maxPlannerRunMs, r.durationMs);
       stats.reports.set(r.stream, r);
       if (r.status === 'failed') stats.lastError = `planner ${r.stream}: ${r.reason}`;
+      logNewWarnings(r);
       if (r.registered) log(`${r.stream}: registered ${r.registered} new partition(s)`);
       for (const l of r.dataLoss) log(`${r.stream}: DATA LOSS ${l.topic}/${l.partition} [${l.from}, ${l.until})`);
     }

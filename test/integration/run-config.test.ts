@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import { runConfigFile, type RunConfigSummary } from '../../lib/local/run-config';
+import { runConfigFile, type RunConfigOptions, type RunConfigSummary } from '../../lib/local/run-config';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
@@ -52,19 +52,23 @@ function configFile(stream: Record<string, unknown>): string {
   return file;
 }
 
-async function run(file: string): Promise<{ exitCode: number; summary: RunConfigSummary; out: string }> {
+async function run(
+  file: string,
+  over: Partial<RunConfigOptions> = {},
+): Promise<{ exitCode: number; summary: RunConfigSummary; out: string; err: string }> {
   let out = '';
+  let err = '';
   const res = await runConfigFile(
-    { configFile: file, untilCaughtUp: true, json: true, progress: 'off', timeoutMs: 30_000, maxConcurrency: 16 },
+    { configFile: file, untilCaughtUp: true, json: true, progress: 'off', timeoutMs: 30_000, maxConcurrency: 16, ...over },
     {
       kafkaBrokers: process.env.KAFKA_BROKERS!,
       dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT!,
       env: process.env,
       out: (s) => (out += s),
-      err: () => undefined,
+      err: (s) => (err += s),
     },
   );
-  return { ...res, out };
+  return { ...res, out, err };
 }
 
 describe('npm start -- --config <file>', () => {
@@ -108,6 +112,19 @@ describe('npm start -- --config <file>', () => {
     expect(res.summary.caughtUp).toBe(false);
     expect(res.summary.parked.length).toBeGreaterThanOrEqual(1);
     expect(res.summary.parked[0]).toMatch(new RegExp(`^byo ${topic}/\\d \\[0, \\d+\\): .*always fails`));
+  });
+
+  it('names a listed topic Kafka does not have, once, and gives up saying there was no partition to read', async () => {
+    const topic = uniqueName('no-such-topic');
+    const file = configFile({ topics: [topic], handler: { module: 'noop', mode: 'at-least-once' } });
+    // Progress as log lines (what `npm start` prints when stdout is not a terminal), events included.
+    const res = await run(file, { timeoutMs: 3000, progress: 'lines' });
+    expect(res.exitCode).toBe(1);
+    expect(res.summary).toMatchObject({ caughtUp: false, partitions: 0, records: 0 });
+    expect(res.summary.plannerRuns).toBeGreaterThanOrEqual(2);
+    const warning = `byo: topic ${topic} of stream byo does not exist in Kafka (topics in the stream config)`;
+    expect(res.err.split(warning).length - 1).toBe(1);
+    expect(res.err).toContain(`gave up: no partition to read after 3.0s (topic ${topic} of stream byo does not exist in Kafka`);
   });
 
   it('refuses a sink table named without a key that does not exist, before running anything', async () => {
