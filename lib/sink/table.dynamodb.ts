@@ -12,11 +12,12 @@ import {
   ScanCommand,
   type CreateTableCommandInput,
   type ScanCommandOutput,
+  type TableDescription,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SinkTableKey } from '../config/schema';
-import { MissingResourceError } from '../errors';
+import { ConfigurationError, MissingResourceError } from '../errors';
 import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 
 /** Key schema and attribute definitions of a declared sink table, on-demand billing. */
@@ -36,9 +37,19 @@ export function sinkTableDefinition(
   };
 }
 
-/** Creates a declared sink table unless it exists; true when this call created it. */
+/**
+ * Whether a declared sink table exists; one that exists with another key than the one declared is
+ * refused (ConfigurationError), before any write would fail on it.
+ */
+export async function declaredSinkTableExists(client: DynamoDBClient, name: string, key: SinkTableKey): Promise<boolean> {
+  const existing = await describeTable(client, name);
+  if (existing) assertSameKey(existing, name, key);
+  return existing !== undefined;
+}
+
+/** Creates a declared sink table unless it exists (with the declared key); true when this call created it. */
 export async function ensureSinkTable(client: DynamoDBClient, name: string, key: SinkTableKey): Promise<boolean> {
-  if (await tableExists(client, name)) return false;
+  if (await declaredSinkTableExists(client, name, key)) return false;
   try {
     await client.send(new CreateTableCommand(sinkTableDefinition(name, key)));
     return true;
@@ -56,14 +67,36 @@ export async function assertSinkTableExists(client: DynamoDBClient, name: string
   );
 }
 
-async function tableExists(client: DynamoDBClient, name: string): Promise<boolean> {
+/** `name (S)` per key attribute, hash key first, as a table's definition gives them. */
+function keyText(def: Pick<TableDescription, 'KeySchema' | 'AttributeDefinitions'>): string {
+  const types = new Map((def.AttributeDefinitions ?? []).map((a) => [a.AttributeName, a.AttributeType]));
+  const order = (t?: string) => (t === 'HASH' ? 0 : 1);
+  return [...(def.KeySchema ?? [])]
+    .sort((a, b) => order(a.KeyType) - order(b.KeyType))
+    .map((k) => `${k.AttributeName} (${types.get(k.AttributeName) ?? '?'})`)
+    .join(', ');
+}
+
+function assertSameKey(existing: TableDescription, name: string, key: SinkTableKey): void {
+  const [found, declared] = [keyText(existing), keyText(sinkTableDefinition(name, key))];
+  if (found !== declared) {
+    throw new ConfigurationError(
+      `sink table ${name} exists with the key ${found}, but handler.sinkTable declares ${declared}: declare the table's key, or name another table`,
+    );
+  }
+}
+
+async function describeTable(client: DynamoDBClient, name: string): Promise<TableDescription | undefined> {
   try {
-    await client.send(new DescribeTableCommand({ TableName: name }));
-    return true;
+    return (await client.send(new DescribeTableCommand({ TableName: name }))).Table ?? {};
   } catch (err) {
-    if (err instanceof ResourceNotFoundException) return false;
+    if (err instanceof ResourceNotFoundException) return undefined;
     throw dynamoSetupError(err, `sink table ${name}`) ?? err;
   }
+}
+
+async function tableExists(client: DynamoDBClient, name: string): Promise<boolean> {
+  return (await describeTable(client, name)) !== undefined;
 }
 
 /** Up to `limit` items of a sink table, as plain objects (numbers as numbers), read with a consistent scan. */

@@ -3,11 +3,12 @@
  * ledger and a declared sink table are created with the declared key, a range that is parked ends a
  * bounded run with exit 1 naming it, and a sink table named without a key must exist.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { runConfigFile, type RunConfigOptions, type RunConfigSummary } from '../../lib/local/run-config';
+import { sinkTableDefinition } from '../../lib/sink/table.dynamodb';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
@@ -50,6 +51,18 @@ function configFile(stream: Record<string, unknown>): string {
     }),
   );
   return file;
+}
+
+const ledgerOf = (file: string): string => (JSON.parse(readFileSync(file, 'utf8')) as { ledgerTable: string }).ledgerTable;
+
+async function tableExists(name: string): Promise<boolean> {
+  try {
+    await ddb.send(new DescribeTableCommand({ TableName: name }));
+    return true;
+  } catch (err) {
+    if (err instanceof ResourceNotFoundException) return false;
+    throw err;
+  }
 }
 
 async function run(
@@ -127,13 +140,32 @@ describe('npm start -- --config <file>', () => {
     expect(res.err).toContain(`gave up: no partition to read after 3.0s (topic ${topic} of stream byo does not exist in Kafka`);
   });
 
-  it('refuses a sink table named without a key that does not exist, before running anything', async () => {
+  it('refuses a sink table named without a key that does not exist, before creating anything', async () => {
     const topic = await topicWith(1);
     const missing = uniqueName('no-such-sink');
     const file = configFile({ topics: [topic], handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: missing } });
     await expect(run(file)).rejects.toThrow(
       `sink table ${missing} (stream byo) does not exist: create it, or declare it in handler.sinkTable as { "name": "${missing}", "key": { "partitionKey": "pk" } } to have it created`,
     );
+    expect(await tableExists(ledgerOf(file))).toBe(false);
+  });
+
+  it('refuses a declared sink table that exists with another key, before creating anything', async () => {
+    const topic = await topicWith(1);
+    const sink = uniqueName('other-key-sink');
+    await ddb.send(new CreateTableCommand(sinkTableDefinition(sink, { partitionKey: { name: 'pk', type: 'S' } })));
+    const file = configFile({
+      topics: [topic],
+      handler: {
+        module: 'running-totals',
+        mode: 'dynamodb-exactly-once',
+        sinkTable: { name: sink, key: { partitionKey: 'id', sortKey: { name: 'day', type: 'N' } } },
+      },
+    });
+    await expect(run(file)).rejects.toThrow(
+      `sink table ${sink} exists with the key pk (S), but handler.sinkTable declares id (S), day (N): declare the table's key, or name another table`,
+    );
+    expect(await tableExists(ledgerOf(file))).toBe(false);
   });
 });
 
