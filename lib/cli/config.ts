@@ -14,7 +14,7 @@ export type CliConfig = { config: DeploymentConfig; env: NodeJS.ProcessEnv; note
 /** Loads and validates the config; throws ValidationError when there is none or it is invalid. */
 export function loadCliConfig(configPath: string | undefined, env: NodeJS.ProcessEnv): CliConfig {
   if (configPath !== undefined) {
-    const config = loadDeploymentConfig({ ...env, [CONFIG_ENV.streams]: configPath });
+    const config = loadDeploymentConfig({ ...env, [CONFIG_ENV.streams]: configPath }, { from: '--config' });
     // As `npm start -- --config <file>` runs the file's streams against KAFKA_BROKERS, so does the CLI.
     if (env.KAFKA_BROKERS) for (const s of config.streams) s.kafka = { ...s.kafka, brokers: env.KAFKA_BROKERS.split(',') };
     return { config, env };

@@ -12,8 +12,9 @@ export const CONFIG_ENV = { streams: 'STREAMS_CONFIG', ledgerTable: 'LEDGER_TABL
 /**
  * Reads `STREAMS_CONFIG` (inline JSON starting with `{`, or the path of a JSON file, relative paths
  * from the working directory) and validates it; a non-empty `LEDGER_TABLE` replaces `ledgerTable`.
+ * `origin.from` names where a file path came from instead (e.g. `--config`), for the error messages.
  */
-export function loadDeploymentConfig(env: NodeJS.ProcessEnv = process.env): DeploymentConfig {
+export function loadDeploymentConfig(env: NodeJS.ProcessEnv = process.env, origin: { from?: string } = {}): DeploymentConfig {
   const setting = env[CONFIG_ENV.streams]?.trim();
   if (setting === undefined || setting === '') {
     throw new ValidationError(
@@ -28,7 +29,7 @@ export function loadDeploymentConfig(env: NodeJS.ProcessEnv = process.env): Depl
     source = CONFIG_ENV.streams;
   } else {
     source = setting;
-    text = readConfigFile(setting);
+    text = readConfigFile(setting, origin.from);
   }
 
   let input = parseJson(text, source);
@@ -42,17 +43,17 @@ export function loadDeploymentConfig(env: NodeJS.ProcessEnv = process.env): Depl
   return setting.startsWith('{') ? config : { ...config, configDir: dirname(resolve(setting)) };
 }
 
-function readConfigFile(path: string): string {
+function readConfigFile(path: string, from: string | undefined): string {
   try {
     // Some editors save a byte-order mark, which JSON.parse rejects.
     return readFileSync(path, 'utf8').replace(/^\uFEFF/, '');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message;
-    throw new ValidationError(
-      `cannot read config file ${JSON.stringify(path)} (from ${CONFIG_ENV.streams}): ${reason}; ${CONFIG_ENV.streams} must be inline JSON starting with "{" or the path of a JSON file`,
-      { cause: e },
-    );
+    const hint = from ? '' : `; ${CONFIG_ENV.streams} must be inline JSON starting with "{" or the path of a JSON file`;
+    throw new ValidationError(`cannot read config file ${JSON.stringify(path)} (from ${from ?? CONFIG_ENV.streams}): ${reason}${hint}`, {
+      cause: e,
+    });
   }
 }
 

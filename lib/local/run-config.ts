@@ -62,7 +62,7 @@ export type RunConfigResult = { summary: RunConfigSummary; exitCode: number };
 
 /** A config file's streams as they run locally: read from `kafkaBrokers`. */
 export function loadLocalConfig(configFile: string, kafkaBrokers: string, env: NodeJS.ProcessEnv): DeploymentConfig {
-  const config = loadDeploymentConfig({ STREAMS_CONFIG: configFile, LEDGER_TABLE: env.LEDGER_TABLE });
+  const config = loadDeploymentConfig({ STREAMS_CONFIG: configFile, LEDGER_TABLE: env.LEDGER_TABLE }, { from: '--config' });
   const brokers = kafkaBrokers.split(',').map((b) => b.trim());
   return { ...config, streams: config.streams.map((s) => ({ ...s, kafka: { ...s.kafka, brokers } })) };
 }

@@ -75,6 +75,13 @@ describe('loadDeploymentConfig', () => {
     );
   });
 
+  it('names the option a file path came from, without the variable hint', () => {
+    const missing = join(tmpdir(), 'no-such-dir-xyz', 'streams.json');
+    expect(errorOf(() => loadDeploymentConfig({ STREAMS_CONFIG: missing }, { from: '--config' })).message).toBe(
+      `cannot read config file "${missing}" (from --config): no such file`,
+    );
+  });
+
   it('reports a directory given as the file', () => {
     expect(errorOf(() => loadDeploymentConfig({ STREAMS_CONFIG: tmpdir() })).message).toContain('it is a directory');
   });
