@@ -50,6 +50,7 @@ import { runLoad } from './load';
 import { runTopicRecreated } from './topic-recreated';
 import { scanItems, scanTotals } from '../support/scan';
 import { prng } from './prng';
+import { killable } from './killable';
 
 export const SCENARIOS = [
   'baseline',
@@ -167,20 +168,6 @@ export function faultyDynamo(endpoint: string, rng: () => number, fraction: numb
     { step: 'deserialize', name: 'chaosFaults', priority: 'low' },
   );
   return client;
-}
-
-/** A ledger that throws on every call once `dead.v` is set: the process was killed, nothing more is written. */
-function killable(ledger: Ledger, dead: { v: boolean }): Ledger {
-  return new Proxy(ledger, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        if (dead.v) throw new StoreError('chaos: the process was killed');
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
 }
 
 type Produced = { topic: string; partition: number; offset: number; id: number; poison: boolean };

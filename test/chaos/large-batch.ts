@@ -15,13 +15,13 @@ import { runningTotals } from '../../lib/handlers/running-totals';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { planStream } from '../../lib/planner/run';
 import { processRange, type ProcessorStep } from '../../lib/processor/process-range';
-import type { Ledger } from '../../lib/ports/ledger';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import type { ChaosEnv, ScenarioResult } from './harness';
 import { takeReader } from './readers';
 import { scanTotals } from '../support/scan';
 import { prng } from './prng';
+import { killable } from './killable';
 
 const PARTITIONS = 2;
 const RECORDS = 200_000;
@@ -33,20 +33,6 @@ const debug = (line: string): void => {
 };
 
 const amountOf = (i: number): number => (i % 97) + 1;
-
-/** A ledger that refuses every call once its process is dead (a crash stops writes in flight too). */
-function killable(ledger: Ledger, dead: { v: boolean }): Ledger {
-  return new Proxy(ledger, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        if (dead.v) return Promise.reject(new Error('chaos: the process was killed'));
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-}
 
 /** Runs the scenario; the result has the harness's shape, so it joins the RELIABILITY table. */
 export async function runLargeBatch(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
