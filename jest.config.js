@@ -10,8 +10,13 @@ const common = {
   testEnvironment: 'node',
   transform: { '^.+\\.(t|j)s$': swc },
   transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
-  // middy 7 exports only an `import` condition, which jest's CommonJS resolver does not take.
-  moduleNameMapper: { '^@middy/([a-z-]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
+  moduleNameMapper: {
+    // middy 7 exports only an `import` condition, which jest's CommonJS resolver does not take.
+    '^@middy/([a-z-]+)$': '<rootDir>/node_modules/@middy/$1/index.js',
+    // Handler files in tests import the engine by its package name, as a stream project's do.
+    '^kafka-lambda-direct$': '<rootDir>/lib/index.ts',
+    '^kafka-lambda-direct/testing$': '<rootDir>/lib/testing/index.ts',
+  },
   setupFiles: ['<rootDir>/test/setup/env.ts'],
 };
 

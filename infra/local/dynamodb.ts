@@ -6,14 +6,15 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { PrerequisiteError } from '../../lib/errors';
+import { packageFile } from '../../lib/paths';
 import { LOOPBACK, choosePort, requireCommand, spawnService, waitUntil } from './process';
 
-const REQUIREMENTS = resolve(__dirname, 'dynamodb', 'requirements.txt');
+const REQUIREMENTS = packageFile('infra', 'local', 'dynamodb', 'requirements.txt');
 /** moto's server plus the two fixes described in the file (serialised requests, cheap transactions). */
-const LAUNCHER = resolve(__dirname, 'dynamodb', 'moto_server.py');
+const LAUNCHER = packageFile('infra', 'local', 'dynamodb', 'moto_server.py');
 
 export type DynamoOptions = { dir: string; cacheDir: string; ownerPid?: number; port?: string; startTimeoutMs?: number };
 export type DynamoInstance = { endpoint: string; pid: number; watchdogPid?: number; logFile: string };

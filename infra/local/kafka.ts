@@ -7,12 +7,13 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { PrerequisiteError } from '../../lib/errors';
+import { packageFile } from '../../lib/paths';
 import { LOOPBACK, choosePort, freePort, killProcess, portInUse, requireCommand, spawnService, stopProcess, waitUntil } from './process';
 
-const POM = resolve(__dirname, 'kafka', 'pom.xml');
+const POM = packageFile('infra', 'local', 'kafka', 'pom.xml');
 
 export type KafkaOptions = {
   /** Directory for data, config and logs of this broker instance. */

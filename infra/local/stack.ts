@@ -4,15 +4,16 @@
  * at an existing one. The persistent stack (`upPersistent`) keeps Kafka's data across restarts.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { dynamoReady, startDynamo } from './dynamodb';
 import { kafkaReady, startKafka, startKafkaCluster, stopKafka } from './kafka';
 import { isAlive, portInUse, stopProcess } from './process';
 import { PrerequisiteError } from '../../lib/errors';
+import { LOCAL_ROOT } from '../../lib/paths';
 
 /** Project-local state: jar and virtualenv cache, persistent stack, per-run test stacks. */
-export const LOCAL_DIR = resolve(__dirname, '..', '..', '.local');
+export const LOCAL_DIR = LOCAL_ROOT;
 export const CACHE_DIR = join(LOCAL_DIR, 'cache');
 
 export type StackState = {

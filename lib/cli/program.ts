@@ -5,7 +5,6 @@
  * (e.g. ranges in flight), 130 interrupted.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import type { DeploymentConfig } from '../config/schema';
 import { AppError, PreconditionError, ValidationError } from '../errors';
@@ -20,6 +19,7 @@ import { parseRewindTarget, renderRewind, rewindStream } from '../ops/rewind';
 import { renderStatus, streamStatus } from '../ops/status';
 import { replayStreamId, resolveStream } from '../ops/streams';
 import { parseTimestamp, parseWhole } from '../ops/time';
+import { packageFile } from '../paths';
 import { scanSinkItems } from '../sink/table.dynamodb';
 import { loadCliConfig, type CliConfig } from './config';
 
@@ -40,7 +40,7 @@ export type CliDeps = {
 
 /** The package version, as `--version` prints it. */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version?: unknown };
+  const pkg = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version?: unknown };
   return String(pkg.version);
 }
 

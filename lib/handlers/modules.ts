@@ -8,6 +8,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { ValidationError } from '../errors';
 import { foldHandler, type ItemFold, type RecordsHandler } from '../processor/handler-api';
 import { BUNDLED_HANDLER_MODULES } from './bundled';
+import { loadHandlerFile } from './load-file';
 
 const HANDLER_MODES = ['dynamodb-exactly-once', 'at-least-once'] as const;
 
@@ -45,17 +46,14 @@ export function loadHandlerModule(
   }
   if (!existsSync(file)) throw new ValidationError(`${where}: no such file`);
   if (statSync(file).isDirectory()) throw new ValidationError(`${where}: is a directory, not a file`);
-  let exports: unknown;
-  try {
-    // A synchronous load keeps handler resolution synchronous, as for the built-in handlers; the
-    // local runtime runs under tsx (and tests under jest), whose require hooks compile TypeScript.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    exports = require(file) as unknown;
-  } catch (e) {
-    const reason = e instanceof Error ? `${e.name}: ${firstLine(e.message)}` : String(e);
-    throw new ValidationError(`${where}: cannot be loaded (${reason})`, { cause: e });
+  // Synchronous, as the built-in handlers are: handler resolution stays synchronous everywhere.
+  const loaded = loadHandlerFile(file);
+  if ('problem' in loaded) {
+    const { kind, message, cause } = loaded.problem;
+    const what = kind === 'build' ? `cannot be built (${message})` : kind === 'evaluation' ? `cannot be loaded (${message})` : message;
+    throw new ValidationError(`${where}: ${what}`, { cause });
   }
-  return handlerFromExports(exports, where);
+  return handlerFromExports(loaded.exports, where);
 }
 
 /** The handler among a module's exports (default export, else `handler`), checked for shape. */
@@ -91,8 +89,4 @@ function foldingHandler(candidate: Record<string, unknown>, where: string): Reco
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return (typeof v === 'object' || typeof v === 'function') && v !== null;
-}
-
-function firstLine(text: string): string {
-  return text.split('\n').find((l) => l.trim() !== '') ?? text;
 }

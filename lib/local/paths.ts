@@ -1,11 +1,12 @@
 /**
- * Where the local runtime keeps its files: `.local/` at the repository root (ignored by git), shared
- * with the local stack (infra/local/stack.ts writes `.local/stack/state.json`).
+ * Where the local runtime keeps its files: the local state directory (`.local/`, see lib/paths.ts),
+ * shared with the local stack (infra/local/stack.ts writes `.local/stack/state.json`).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { LOCAL_ROOT } from '../paths';
 
-export const LOCAL_ROOT = resolve(__dirname, '..', '..', '.local');
+export { LOCAL_ROOT } from '../paths';
 /** The demo's deployment config, rewritten by every `npm start`; the CLI's default config. */
 export const DEMO_CONFIG_FILE = join(LOCAL_ROOT, 'demo', 'streams.json');
 const STACK_STATE_FILE = join(LOCAL_ROOT, 'stack', 'state.json');

@@ -14,10 +14,11 @@
  */
 import { mapWithConcurrency } from '../concurrency';
 import { AppError } from '../errors';
-import { fitsOneCommit, isMarkableWrite } from '../ports/ledger';
+import { fitsOneCommit } from '../ports/ledger';
 import type { RangeState, SinkMark, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord } from '../ports/range-reader';
 import { ChunkCommitter, LeaseLost, PoisonStop, toHandlerRecord, withTable, type CommitterInput } from './committer';
+import { foldWriteProblem } from './fold-write';
 import { sinkItemId, type HandlerRecord, type ItemFold, type SinkItemRef } from './handler-api';
 
 /** How large a batch grows and how it is written. */
@@ -155,12 +156,12 @@ export class FoldCommitter extends ChunkCommitter {
 
   /** The batch's one write per item, checked to be an update of that item. */
   private itemWrites(): SinkWrite[] {
+    const sinkTable = this.c.stream.handler?.sinkTable;
     return [...this.batch.items.values()].map((it) => {
-      const w = withTable(this.fold.write({ key: it.key, table: it.table }, it.value), this.c.stream.handler?.sinkTable);
-      if (!isMarkableWrite(w) || sinkItemId(w.update) !== sinkItemId(it)) {
-        throw new FoldWriteError(`fold.write must return an update of ${JSON.stringify(it.key)} without a condition`);
-      }
-      return w;
+      const written: unknown = this.fold.write({ key: it.key, table: it.table }, it.value);
+      const problem = foldWriteProblem(it, written, sinkTable);
+      if (problem !== undefined) throw new FoldWriteError(problem);
+      return withTable(written as SinkWrite, sinkTable);
     });
   }
 

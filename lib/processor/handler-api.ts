@@ -42,6 +42,23 @@ export type HandlerContext = {
 export type SinkItemRef = { key: Record<string, unknown>; table?: string };
 
 /**
+ * The one write a fold makes per item: an `update` of that item (its key, in its table), without a
+ * condition of its own, because the processor guards it with the item's applied-offset mark.
+ * `{ update: { ...item, expression: 'ADD clicks :n', values: { ':n': n } } }` is the usual shape.
+ */
+export type FoldWrite = {
+  update: {
+    table?: string;
+    key: Record<string, unknown>;
+    /** A DynamoDB UpdateExpression, e.g. `ADD #total :n`. */
+    expression: string;
+    names?: Record<string, string>;
+    values?: Record<string, unknown>;
+    condition?: never;
+  };
+};
+
+/**
  * A per-item fold (Spark's `reduceByKey`, Flink's `AggregateFunction`): `map` turns one record into
  * its contribution to one sink item (or `undefined`: the record changes nothing), `combine` merges
  * two contributions to the same item, `write` turns an item's combined contribution into the one
@@ -53,7 +70,7 @@ export type ItemFold<V> = {
   map(record: HandlerRecord, ctx: HandlerContext): ({ value: V } & SinkItemRef) | undefined;
   combine(a: V, b: V): V;
   /** An `update` of `item.key` (in `item.table`) without a condition of its own. */
-  write(item: SinkItemRef, value: V): SinkWrite;
+  write(item: SinkItemRef, value: V): FoldWrite;
 };
 
 export type ExactlyOnceHandler = {

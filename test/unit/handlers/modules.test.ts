@@ -4,12 +4,14 @@
  */
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { join, resolve as resolvePath } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { parseStreamConfig, type StreamConfig } from '../../../lib/config/schema';
 import { isHandlerPath, loadHandlerModule, resolveHandler } from '../../../lib/handlers';
 import { ValidationError } from '../../../lib/errors';
 
+const ROOT = resolvePath(__dirname, '..', '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'handler-modules-'));
 const dynamo = new DynamoDBClient({ region: 'us-east-1' });
 afterAll(() => {
@@ -40,6 +42,12 @@ function stream(module: string, mode: 'dynamodb-exactly-once' | 'at-least-once' 
     },
     'test',
   );
+}
+
+/** The environment without jest's marker, as a process jest did not start has it. */
+function withoutJest(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { JEST_WORKER_ID: _worker, ...rest } = env;
+  return rest;
 }
 
 const resolve = (s: StreamConfig) => resolveHandler(s, { dynamo, env: {}, configDir: dir });
@@ -130,9 +138,61 @@ describe('user handler modules', () => {
     const message = failure(stream('./handlers/broken.ts', 'at-least-once'));
     expect(message).toMatch(
       new RegExp(
-        `^stream clicks: handler\\.module "\\./handlers/broken\\.ts" \\(${join(dir, 'handlers', 'broken.ts').replace(/[.]/g, '\\.')}\\): cannot be loaded \\(`,
+        `^stream clicks: handler\\.module "\\./handlers/broken\\.ts" \\(${join(dir, 'handlers', 'broken.ts').replace(/[.]/g, '\\.')}\\): cannot be built \\(`,
       ),
     );
+    expect(message).toContain('broken.ts:2:0: Expected identifier but found end of file');
+  });
+
+  it('refuses a module that throws while it loads, with its error', () => {
+    write('throws.ts', `throw new RangeError('no config for region');\nexport default {};\n`);
+    expect(failure(stream('./handlers/throws.ts', 'at-least-once'))).toContain(
+      'throws.ts): cannot be loaded (RangeError: no config for region)',
+    );
+  });
+
+  it('names each package a handler imports that is not installed, before running any of it', () => {
+    write(
+      'needs.ts',
+      `import pad from 'left-pad-not-installed';\nimport { x } from '@nowhere/sub/path';\nglobalThis.needsRan = true;\nexport default { mode: 'at-least-once', handle() { pad(x); } };\n`,
+    );
+    const message = failure(stream('./handlers/needs.ts', 'at-least-once'));
+    expect(message).toMatch(
+      /needs\.ts\): imports "left-pad-not-installed", "@nowhere\/sub", which are not installed \(npm install left-pad-not-installed @nowhere\/sub in /,
+    );
+    expect((globalThis as { needsRan?: boolean }).needsRan).toBeUndefined();
+  });
+
+  it("resolves a handler's packages from its own node_modules, and the engine's name to the engine itself", () => {
+    const pkg = join(dir, 'node_modules', 'shout');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'shout', version: '1.0.0', main: 'index.js' }));
+    writeFileSync(join(pkg, 'index.js'), `exports.shout = (s) => s.toUpperCase() + '!';\n`);
+    write('helpers.ts', `import { shout } from 'shout';\nexport const key = (k: string): string => shout(k);\n`);
+    write(
+      'own-deps.ts',
+      `import { foldHandler, lastHeader } from 'kafka-lambda-direct';\nimport { key } from './helpers';\n` +
+        `export default foldHandler<number>({ map: (r) => ({ key: { pk: key(String(r.key)) }, value: lastHeader(r.headers, 'n') !== undefined ? 2 : 1 }), combine: (a, b) => a + b, write: (item, n) => ({ update: { ...item, expression: 'ADD n :n', values: { ':n': n } } }) });\n`,
+    );
+    const h = resolve(stream('./handlers/own-deps.ts'));
+    if (h.mode !== 'dynamodb-exactly-once' || !h.fold) throw new Error('not a fold');
+    const record = { key: Buffer.from('ann'), headers: [{ key: 'n', value: null }] } as never;
+    expect(h.fold.map(record, { stream: 'clicks', signal: new AbortController().signal })).toEqual({ key: { pk: 'ANN!' }, value: 2 });
+  });
+
+  it('outside jest (the local runtime, the CLI) runs the compiled module with the same resolution', () => {
+    // own-deps.ts from the test above, loaded by a plain Node process (tsx for the engine's own sources).
+    const script = `const { loadHandlerModule } = require(${JSON.stringify(join(ROOT, 'lib', 'handlers', 'modules.ts'))});
+      const h = loadHandlerModule('clicks', './handlers/own-deps.ts', ${JSON.stringify(dir)});
+      const r = h.fold.map({ key: Buffer.from('bob'), headers: [] }, {});
+      const engine = require(${JSON.stringify(join(ROOT, 'lib', 'index.ts'))});
+      process.stdout.write(JSON.stringify({ r, sameEngine: typeof engine.foldHandler === 'function' }));`;
+    const run = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsx'), ['-e', script], {
+      encoding: 'utf8',
+      env: withoutJest(process.env),
+    });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({ r: { key: { pk: 'BOB!' }, value: 1 }, sameEngine: true });
   });
 
   it('in a Lambda bundle takes the bundled module and never reads the disk', () => {

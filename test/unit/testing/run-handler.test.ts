@@ -63,13 +63,13 @@ describe('runHandler', () => {
     const dir = mkdtempSync(join(tmpdir(), 'kit-'));
     writeFileSync(
       join(dir, 'seen.js'),
-      `const seen = []; exports.seen = seen; exports.handler = { mode: 'at-least-once', handle(rs) { seen.push(...rs.map((r) => r.idempotencyKey)); } };\n`,
+      // The kit compiles the file as the Lambda bundle would (its own module instance): it reports through a global.
+      `const seen = (globalThis.kitSeen = []); exports.handler = { mode: 'at-least-once', handle(rs) { seen.push(...rs.map((r) => r.idempotencyKey)); } };\n`,
     );
     const res = await runHandler(join(dir, 'seen.js'), [{ value: 'a' }, { value: 'b' }]);
     expect(res.sinkItems).toEqual([]);
     expect(res.progress).toEqual([{ topic: 'test-topic', partition: 0, committed: 2, latest: 2 }]);
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    expect((require(join(dir, 'seen.js')) as { seen: string[] }).seen).toEqual(['test-topic/0/0', 'test-topic/0/1']);
+    expect((globalThis as { kitSeen?: string[] }).kitSeen).toEqual(['test-topic/0/0', 'test-topic/0/1']);
   });
 });
 
