@@ -1,23 +1,83 @@
-/** `kafka-direct <command>` / `npm run cli -- <command>`: the operations CLI (lib/cli/program.ts). */
+/**
+ * `kafka-direct <command>` (the package bin) / `npm run cli -- <command>`: the project tools, run here
+ * (`init`, `start`, `deploy`, `local`), and the operations commands (lib/cli/program.ts).
+ */
 import { runCli } from '../lib/cli/program';
+import { AppError, ValidationError } from '../lib/errors';
 
-const interrupt = new AbortController();
-process.once('SIGINT', () => {
-  // First Ctrl-C: a running replay stops at a chunk boundary; a second one exits at once.
-  interrupt.abort();
-  process.once('SIGINT', () => process.exit(130));
-});
+const MORE_COMMANDS = `Project commands:
+  init <dir>           scaffold a stream project (package.json, handler, test, streams config) in a new directory
+  start [options]      run the project's streams (or the demo, or --config <file>) on the local stack
+  deploy --stage <s>   package the stack with the project's streams config and deploy it (--package-only: package)
+  local <up|down|reset|prepare|topic>
+                       the local Kafka broker and DynamoDB emulator (topic <name> [--partitions n] [--produce <file.jsonl>])
+Run "kafka-direct <command> --help" for a project command's options.`;
 
-runCli(
-  process.argv.slice(2),
-  { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) },
-  { env: process.env, signal: interrupt.signal },
-).then(
+const err = (s: string): void => void process.stderr.write(s);
+
+/** A project tool's failure: bad input in one line with exit 2, an AppError in one line with exit 1, else the stack. */
+async function tool(run: () => Promise<number> | number): Promise<number> {
+  try {
+    return await run();
+  } catch (e) {
+    if (e instanceof ValidationError) {
+      err(`error: ${e.message}\n`);
+      return 2;
+    }
+    err(e instanceof AppError ? `error: ${e.message}\n` : `${String((e as Error)?.stack ?? e)}\n`);
+    return 1;
+  }
+}
+
+const wantsHelp = (args: string[]): boolean => args.includes('--help') || args.includes('-h');
+const usage = (text: string): number => {
+  process.stdout.write(`${text}\n`);
+  return 0;
+};
+
+const TOOLS: Record<string, (args: string[]) => Promise<number>> = {
+  init: (args) =>
+    tool(async () => {
+      const { INIT_USAGE, initProject, parseInitArgs, renderInit } = await import('../lib/project/init');
+      if (wantsHelp(args)) return usage(INIT_USAGE);
+      process.stdout.write(renderInit(initProject(parseInitArgs(args, process.cwd())), process.cwd()));
+      return 0;
+    }),
+  start: async (args) => (await import('./start')).runStart(args),
+  deploy: (args) =>
+    tool(async () => {
+      const { DEPLOY_USAGE, parseDeployArgs, runDeploy } = await import('../infra/serverless/deploy');
+      if (wantsHelp(args)) return usage(DEPLOY_USAGE);
+      return runDeploy(parseDeployArgs(args, process.cwd(), process.env), process.env, err);
+    }),
+  local: async ([cmd, ...args]) => (await import('../infra/local/cli')).runLocal(cmd, args, 'kafka-direct local'),
+};
+
+/** The operations CLI, with Ctrl-C: a running replay stops at a chunk boundary; a second one exits at once. */
+function operations(argv: string[]): Promise<number> {
+  const interrupt = new AbortController();
+  process.once('SIGINT', () => {
+    interrupt.abort();
+    process.once('SIGINT', () => process.exit(130));
+  });
+  return runCli(
+    argv,
+    { out: (s) => process.stdout.write(s), err },
+    { env: process.env, signal: interrupt.signal, moreCommands: MORE_COMMANDS },
+  );
+}
+
+async function main(argv: string[]): Promise<number> {
+  const run = TOOLS[argv[0] ?? ''];
+  return run ? run(argv.slice(1)) : operations(argv);
+}
+
+main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (err: unknown) => {
-    process.stderr.write(`${String((err as Error)?.stack ?? err)}\n`);
+  (e: unknown) => {
+    err(`${String((e as Error)?.stack ?? e)}\n`);
     process.exitCode = 1;
   },
 );

@@ -1,9 +1,11 @@
 /**
- * `npm start`: starts (or reuses) the local Kafka broker and DynamoDB emulator, then runs the main
- * job on them: the demo (lib/local/demo.ts), or with `--config <file>` the streams of that deployment
- * config (lib/local/run-config.ts). The stack keeps running afterwards; `npm run local:down` stops it.
- * A service of the stack that had died is started again (Kafka on its data), saying what was lost.
- * KAFKA_BROKERS and DYNAMODB_ENDPOINT, when both set, name existing services instead.
+ * `npm start` / `kafka-direct start`: starts (or reuses) the local Kafka broker and DynamoDB emulator,
+ * then runs the main job on them: the demo (lib/local/demo.ts), or with `--config <file>` the streams
+ * of that deployment config (lib/local/run-config.ts); in a stream project (`kafka-direct init`) the
+ * project's own config is the default. The stack keeps running afterwards; `npm run local:down` (or
+ * `kafka-direct local down`) stops it. A service of the stack that had died is started again (Kafka
+ * on its data), saying what was lost. KAFKA_BROKERS and DYNAMODB_ENDPOINT, when both set, name
+ * existing services instead.
  */
 import { upPersistent } from '../infra/local/stack';
 import { AppError, ValidationError } from '../lib/errors';
@@ -11,13 +13,22 @@ import { runDemo } from '../lib/local/demo';
 import { parseStartArgs } from '../lib/local/demo-args';
 import { runConfigFile } from '../lib/local/run-config';
 import { handleStartSignals } from '../lib/local/signals';
+import { findStreamProject } from '../lib/project/project';
 
 const err = (s: string): void => void process.stderr.write(s);
 
-async function main(): Promise<number> {
+/** The arguments with the stream project's config added when none is given (a project runs its own streams). */
+function withProjectConfig(argv: string[], cwd: string): string[] {
+  if (argv.some((a) => a === '--config' || a.startsWith('--config=') || a === '--help' || a === '-h')) return argv;
+  const project = findStreamProject(cwd);
+  return project ? ['--config', project.configFile, ...argv] : argv;
+}
+
+/** Runs `start` with these arguments; resolves to the exit code. */
+export async function runStart(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseStartArgs(process.argv.slice(2), { isTTY: process.stdout.isTTY === true });
+    parsed = parseStartArgs(withProjectConfig(argv, process.cwd()), { isTTY: process.stdout.isTTY === true });
   } catch (e) {
     if (e instanceof ValidationError) {
       err(`error: ${e.message}\n`);
@@ -52,12 +63,17 @@ async function main(): Promise<number> {
   return res.exitCode;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (e: unknown) => {
-    err(e instanceof AppError ? `error: ${e.message}\n` : `${String((e as Error)?.stack ?? e)}\n`);
-    process.exitCode = 1;
-  },
-);
+/** Sets the exit code from a run, printing an AppError in one line and anything else with its stack. */
+export function exitWith(run: Promise<number>): void {
+  run.then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e: unknown) => {
+      err(e instanceof AppError ? `error: ${e.message}\n` : `${String((e as Error)?.stack ?? e)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
+
+if (require.main === module) exitWith(runStart(process.argv.slice(2)));

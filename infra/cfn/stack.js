@@ -15,10 +15,15 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /**
- * The project's TypeScript, loaded with tsx (a devDependency): the builders next to this file and
- * the streams config parser the functions run, so the deploy-time check is the runtime's own.
+ * The project's TypeScript: the builders next to this file and the streams config parser the
+ * functions run, so the deploy-time check is the runtime's own. A source checkout (tsconfig.json is
+ * not published) loads the sources with tsx, a devDependency; an installed package its built dist/.
  */
-const requireTs = (file) => require('tsx/cjs/api').require(path.resolve(__dirname, file), __filename);
+const requireTs = (file) => {
+  const source = path.resolve(__dirname, file);
+  if (require('node:fs').existsSync(path.join(ROOT, 'tsconfig.json'))) return require('tsx/cjs/api').require(source, __filename);
+  return require(path.join(ROOT, 'dist', path.relative(ROOT, source)).replace(/\.ts$/, '.js'));
+};
 const builders = requireTs('./builders.ts');
 
 /** Params read from serverless.yml (see its `params.default` for meanings and defaults). */
@@ -92,7 +97,7 @@ function inlineConfig(setting) {
   );
   if (Buffer.byteLength(text) > MAX_INLINE_CONFIG_BYTES) {
     throw new builders.DeployConfigError(
-      `param streamsConfig: ${setting} is outside the service directory and too large (${Buffer.byteLength(text)} bytes) to pass inline in STREAMS_CONFIG (at most ${MAX_INLINE_CONFIG_BYTES}); put it under ${ROOT}`,
+      `param streamsConfig: ${setting} is outside the service directory and too large (${Buffer.byteLength(text)} bytes) to pass inline in STREAMS_CONFIG (at most ${MAX_INLINE_CONFIG_BYTES}: Lambda allows 4 KB of environment in all); shorten it (a CA bundle can move to a secret), or from a clone put it under ${ROOT}`,
     );
   }
   return text;

@@ -2,17 +2,30 @@
  * `npm run local:up [-- --brokers N]` / `local:down` / `local:reset` / `local:prepare`. `up` prints KAFKA_BROKERS=... and
  * DYNAMODB_ENDPOINT=... on stdout (so `eval "$(npm run -s local:up)"` works); progress, timings and what a restart lost go
  * to stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it.
+ * The same as `kafka-direct local up|down|reset|prepare` from a stream project.
  */
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
 import { CACHE_DIR, downPersistent, parseUpArgs, upPersistent } from './stack';
+import { runTopic } from './topic';
 
 const log = (line: string): void => {
   process.stderr.write(`[local] ${line}\n`);
 };
 
-async function main(cmd: string | undefined, args: string[]): Promise<void> {
+/** Runs one local-stack command; resolves to the exit code (prerequisite problems in one line). */
+export async function runLocal(cmd: string | undefined, args: string[], usage = 'tsx infra/local/cli.ts'): Promise<number> {
+  try {
+    return await local(cmd, args, usage);
+  } catch (err) {
+    // Prerequisite problems are explained in one line; anything else keeps its stack for debugging.
+    process.stderr.write(err instanceof AppError ? `[local] error: ${err.message}\n` : `${String((err as Error)?.stack ?? err)}\n`);
+    return 1;
+  }
+}
+
+async function local(cmd: string | undefined, args: string[], usage: string): Promise<number> {
   if (cmd === 'up') {
     const state = await upPersistent(log, parseUpArgs(args));
     process.stdout.write(`KAFKA_BROKERS=${state.kafkaBrokers}\nDYNAMODB_ENDPOINT=${state.dynamodbEndpoint}\n`);
@@ -25,14 +38,17 @@ async function main(cmd: string | undefined, args: string[]): Promise<void> {
     log(`Kafka jars and moto ready in ${Date.now() - t0} ms`);
   } else if (cmd === 'down' || cmd === 'reset') {
     await downPersistent(log, { wipe: cmd === 'reset' });
+  } else if (cmd === 'topic') {
+    return runTopic(args, `${usage} topic`);
   } else {
-    process.stderr.write('usage: tsx infra/local/cli.ts up [--brokers N]|down|reset|prepare\n');
-    process.exitCode = 2;
+    process.stderr.write(`usage: ${usage} up [--brokers N]|down|reset|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`);
+    return 2;
   }
+  return 0;
 }
 
-main(process.argv[2], process.argv.slice(3)).catch((err: unknown) => {
-  // Prerequisite problems are explained in one line; anything else keeps its stack for debugging.
-  process.stderr.write(err instanceof AppError ? `[local] error: ${err.message}\n` : `${String((err as Error)?.stack ?? err)}\n`);
-  process.exitCode = 1;
-});
+if (require.main === module) {
+  void runLocal(process.argv[2], process.argv.slice(3)).then((code) => {
+    process.exitCode = code;
+  });
+}

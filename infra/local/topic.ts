@@ -1,6 +1,6 @@
 /**
  * `npm run local:topic -- <topic> [--partitions n] [--produce <file>]`: creates a topic on the local
- * broker (KAFKA_BROKERS, else the recorded local stack) if it is missing, and produces the records
+ * broker (KAFKA_BROKERS, else the local stack, started or reused as `npm start` does) if it is missing, and produces the records
  * of a JSON-lines file into it, one `{"key": "...", "value": <any JSON>}` per line (the value is
  * written as its JSON text; a string value as the string itself). Prints one line of what it did.
  */
@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { AppError, ValidationError } from '../../lib/errors';
 import { KAFKAJS_RETRY } from '../../lib/kafka/client';
-import { recordedLocalStack } from '../../lib/local/paths';
+import { upPersistent } from './stack';
 
 type Line = { key?: string | null; value?: unknown };
 
@@ -45,7 +45,8 @@ async function untilLeaders(admin: Admin, topic: string): Promise<void> {
   }
 }
 
-async function main(argv: string[]): Promise<string> {
+/** Creates the topic if missing and produces the file into it; resolves to the line saying what it did. */
+async function topicCommand(argv: string[], usage: string): Promise<string> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -54,10 +55,9 @@ async function main(argv: string[]): Promise<string> {
   const [topic] = positionals;
   const partitions = Number(values.partitions);
   if (!topic || positionals.length > 1 || !Number.isInteger(partitions) || partitions < 1) {
-    throw new ValidationError('usage: npm run local:topic -- <topic> [--partitions n] [--produce <file.jsonl>]');
+    throw new ValidationError(`usage: ${usage} <topic> [--partitions n] [--produce <file.jsonl>]`);
   }
-  const brokers = process.env.KAFKA_BROKERS ?? recordedLocalStack()?.kafkaBrokers;
-  if (!brokers) throw new ValidationError('no broker: set KAFKA_BROKERS or start the local stack (npm run local:up)');
+  const brokers = process.env.KAFKA_BROKERS ?? (await upPersistent((l) => process.stderr.write(`[local] ${l}\n`))).kafkaBrokers;
   const messages = values.produce !== undefined ? recordsOf(values.produce) : [];
   const kafka = new Kafka({ clientId: 'local-topic', brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: KAFKAJS_RETRY });
   const admin = kafka.admin();
@@ -77,10 +77,19 @@ async function main(argv: string[]): Promise<string> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (line) => process.stdout.write(`${line}\n`),
-  (err: unknown) => {
+/** `local:topic` (or `kafka-direct local topic`): resolves to the exit code, the outcome printed in one line. */
+export async function runTopic(argv: string[], usage = 'npm run local:topic --'): Promise<number> {
+  try {
+    process.stdout.write(`${await topicCommand(argv, usage)}\n`);
+    return 0;
+  } catch (err) {
     process.stderr.write(err instanceof AppError ? `error: ${err.message}\n` : `error: ${(err as Error)?.message ?? String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  void runTopic(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -8,14 +8,19 @@
  * (`custom.handlerModules`, resolved by infra/cfn/stack.js relative to the config file): it replaces
  * lib/handlers/bundled.ts, whose source is an empty registry, with a module that statically imports
  * each file, keyed by `handler.module` as written. The functions then take handlers from the bundle
- * and never load code at run time. A file that cannot be resolved or built fails the build with a
- * message naming the stream and the file.
+ * and never load code at run time: lib/handlers/load-file.ts, which compiles handler files from disk
+ * for local runs, is replaced by a stub, so neither it nor esbuild is in a bundle. A handler's imports
+ * of `kafka-lambda-direct` resolve to the engine's own sources here, so the bundle holds one copy of
+ * the engine whether the handler's project installed it or not. A file that cannot be resolved or
+ * built fails the build with a message naming the stream and the file.
  */
 const { existsSync } = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const REGISTRY = path.join(ROOT, 'lib', 'handlers', 'bundled.ts');
+const FILE_LOADER = path.join(ROOT, 'lib', 'handlers', 'load-file.ts');
+const ENGINE_ENTRIES = { 'kafka-lambda-direct': 'lib/index.ts', 'kafka-lambda-direct/testing': 'lib/testing/index.ts' };
 
 /** The registry module's source: one static import per user module. */
 function registrySource(modules) {
@@ -32,6 +37,12 @@ function userHandlers(modules) {
     setup(build) {
       // A handler file outside the repository imports the project's dependencies from here.
       build.initialOptions.nodePaths = [...(build.initialOptions.nodePaths || []), path.join(ROOT, 'node_modules')];
+      build.onResolve({ filter: /^kafka-lambda-direct(\/testing)?$/ }, (args) => ({ path: path.join(ROOT, ENGINE_ENTRIES[args.path]) }));
+      build.onLoad({ filter: /[\\/]lib[\\/]handlers[\\/]load-file\.ts$/ }, (args) => {
+        if (path.resolve(args.path) !== FILE_LOADER) return undefined;
+        const contents = `export function loadHandlerFile(file: string): never {\n  throw new Error('handler files are bundled; this package cannot load ' + file);\n}\n`;
+        return { contents, loader: 'ts', resolveDir: path.dirname(FILE_LOADER) };
+      });
       build.onLoad({ filter: /[\\/]lib[\\/]handlers[\\/]bundled\.ts$/ }, (args) => {
         if (path.resolve(args.path) !== REGISTRY) return undefined;
         const missing = modules.filter((m) => !existsSync(m.file));

@@ -21,7 +21,7 @@ import { replayStreamId, resolveStream } from '../ops/streams';
 import { parseTimestamp, parseWhole } from '../ops/time';
 import { packageFile } from '../paths';
 import { scanSinkItems } from '../sink/table.dynamodb';
-import { loadCliConfig, type CliConfig } from './config';
+import { loadCliConfig, type CliConfig, type CliConfigOptions } from './config';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, refused: 3, interrupted: 130 } as const;
 
@@ -31,11 +31,13 @@ export type CliDeps = {
   env: NodeJS.ProcessEnv;
   now?: () => number;
   /** Loads the deployment config (tests inject one). */
-  loadConfig?: (configPath: string | undefined, env: NodeJS.ProcessEnv) => CliConfig;
+  loadConfig?: (configPath: string | undefined, env: NodeJS.ProcessEnv, opts: CliConfigOptions) => CliConfig;
   /** Builds the operations context (tests inject fakes). */
   contextFor?: (config: DeploymentConfig, env: NodeJS.ProcessEnv, options: OpsContextOptions) => OpsContext;
   /** Aborted on Ctrl-C (a running replay stops at a chunk boundary). */
   signal?: AbortSignal;
+  /** More commands the `kafka-direct` bin runs itself (init, start, deploy, local), for the help text. */
+  moreCommands?: string;
 };
 
 /** The package version, as `--version` prints it. */
@@ -285,12 +287,17 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
   };
   const program = new Command('kafka-direct')
     .description('Operate kafka-lambda-direct streams (local stack or AWS: endpoints and credentials from the environment)')
-    .option('--config <file>', 'deployment config file (default: STREAMS_CONFIG, else the local demo config)')
+    .option(
+      '--config <file>',
+      "deployment config file (default: STREAMS_CONFIG, else the stream project's config, else the local demo config)",
+    )
+    .option('--local', "work against the recorded local stack (what `start` ran on) instead of the config's brokers and AWS")
     .option('--verbose', "also print the Kafka client's own log lines (stderr)")
     .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .exitOverride();
+  if (deps.moreCommands) program.addHelpText('after', `\n${deps.moreCommands}`);
   program.hook('preAction', (_p, action) => {
     current = action;
   });
@@ -316,8 +323,8 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
 
 /** Loads the config, builds the context (quiet Kafka client unless --verbose), runs `fn`, closes the context. */
 async function withContext<T>(io: CliIo, deps: CliDeps, cmd: Command, fn: (ctx: OpsContext, cfg: CliConfig) => Promise<T>): Promise<T> {
-  const globals = cmd.optsWithGlobals<{ config?: string; verbose?: boolean }>();
-  const cfg = (deps.loadConfig ?? loadCliConfig)(globals.config, deps.env);
+  const globals = cmd.optsWithGlobals<{ config?: string; verbose?: boolean; local?: boolean }>();
+  const cfg = (deps.loadConfig ?? loadCliConfig)(globals.config, deps.env, { local: globals.local });
   if (cfg.note) io.err(`(${cfg.note})\n`);
   // kafkajs logs every failed connection attempt; the CLI reports the failure once, itself.
   const kafkaLog = globals.verbose ? kafkaLogLines((l) => io.err(`${l}\n`)) : quietKafkaLog;

@@ -421,6 +421,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 // Deployment.
 
 export const deploymentConfigSchema = strictObject({
+  /** The JSON Schema an editor checks the file with (`streams.schema.json` of the package); ignored here. */
+  $schema: z.string().optional(),
   /** DynamoDB table holding the ledger (can be overridden by the LEDGER_TABLE environment variable). */
   ledgerTable: tableName,
   streams: z.array(streamConfigSchema).min(1, { error: 'must list at least one stream' }),
