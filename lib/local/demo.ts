@@ -32,6 +32,8 @@ import { composeAdapters } from '../runtime/compose';
 import { DEMO_CONFIG_FILE } from './paths';
 import { createDemoProducer, type DemoProducer, type KeyTotals } from './producer';
 import { oneTopicConfigInput } from './one-topic';
+import { isSourceCheckout } from '../paths';
+import { cliCommand } from './cli-hint';
 import type { PartitionProgress, ProgressFrame, ProgressView } from './progress';
 import type { LocalRunner } from './runner';
 import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
@@ -149,7 +151,7 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
     ctx = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
     const { id, topic, sinkTable } = names;
     view.event(
-      `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: npm run cli -- status` : ''}`,
+      `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: ${cliCommand('status', undefined)}` : ''}`,
     );
 
     const runner = createViewedRunner(ctx, view, [stream], opts.maxConcurrency, deps.hardSignal);
@@ -361,7 +363,8 @@ export function humanSummary(s: DemoSummary, bounded: boolean): string {
     `produced ${s.produced} events (Kafka holds ${s.kafkaRecords}) into ${s.partitions} partitions; the sink applied ${s.applied}; ${s.invocations} processor invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}`,
   ];
   // What is not in the sink, and why: dead-lettered (needs an operator) or not processed yet.
-  if (s.deadLetters) lines.push(`${s.deadLetters} dead-lettered, not in the sink (see: npm run cli -- dead-letters ${s.stream})`);
+  if (s.deadLetters)
+    lines.push(`${s.deadLetters} dead-lettered, not in the sink (see: ${cliCommand(`dead-letters ${s.stream}`, undefined)})`);
   if (s.unapplied)
     lines.push(`${s.unapplied} records left unapplied (not processed before the run stopped; the ledger keeps the position)`);
   if (bounded)
@@ -377,7 +380,9 @@ export function humanSummary(s: DemoSummary, bounded: boolean): string {
         : 'CHECK FAILED: the sink does not match the committed offsets',
     );
   if (s.producerError) lines.push(`producer error seen: ${s.producerError}`);
-  lines.push(`inspect: npm run cli -- status ${s.stream}   (the local stack keeps running; npm run local:down stops it)`);
+  lines.push(
+    `inspect: ${cliCommand(`status ${s.stream}`, undefined)}   (the local stack keeps running; ${isSourceCheckout() ? 'npm run local:down' : 'npx kafka-direct local down'} stops it)`,
+  );
   return lines.join('\n');
 }
 

@@ -16,6 +16,7 @@ import { duration } from '../ops/format';
 import type { OpsContext } from '../ops/context';
 import { partitionKey } from '../ranges';
 import { composeAdapters } from '../runtime/compose';
+import { cliCommand } from './cli-hint';
 import type { PartitionProgress, ProgressView } from './progress';
 import type { LocalRunner } from './runner';
 import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
@@ -161,7 +162,7 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
     for (const s of config.streams) if (s.handler) ops.handlerFor(s);
     const sinkTablesCreated = await ensureConfigTables(dynamo, config);
     view.event(
-      `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; CLI: npm run cli -- --config ${opts.configFile} status`,
+      `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; CLI: ${cliCommand('status', opts.configFile)}`,
     );
     const runner = createViewedRunner(ops, view, config.streams, opts.maxConcurrency, deps.hardSignal);
     const w: Watch = { ops, runner, view, streams: config.streams, t0: Date.now() };
@@ -220,9 +221,9 @@ export function humanRunSummary(s: RunConfigSummary): string {
   ];
   for (const p of s.parked) lines.push(`PARKED ${p}`);
   for (const p of s.failedPartitions) lines.push(`FAILED ${p}`);
-  if (s.deadLetters) lines.push(`${s.deadLetters} dead-lettered (see: npm run cli -- --config ${s.configFile} dead-letters <stream>)`);
+  if (s.deadLetters) lines.push(`${s.deadLetters} dead-lettered (see: ${cliCommand('dead-letters <stream>', s.configFile)})`);
   if (s.processorErrors) lines.push(`${s.processorErrors} processor invocations failed (their ranges were retried)`);
   lines.push(s.caughtUp ? 'caught up: no lag, nothing in flight' : 'not caught up');
-  lines.push(`inspect: npm run cli -- --config ${s.configFile} status`);
+  lines.push(`inspect: ${cliCommand('status', s.configFile)}`);
   return lines.join('\n');
 }
