@@ -133,3 +133,13 @@ export function environmentNameProblem(name: string): string | undefined {
   if (RUNTIME_VARIABLES.has(name)) return 'is set by Lambda for the Node.js runtime, under every stream: choose another name';
   return undefined;
 }
+
+/**
+ * The variables the streams' handlers declare (`handler.environment`), as the one set the processor
+ * function gets: the config refuses two values for one name, so merging loses nothing.
+ */
+export function handlerEnvironment(streams: ReadonlyArray<{ handler?: { environment?: Record<string, string> } }>): Record<string, string> {
+  const merged: Record<string, string> = {};
+  for (const stream of streams) Object.assign(merged, stream.handler?.environment);
+  return merged;
+}
