@@ -1,7 +1,7 @@
 /**
  * Pure builders for the parts of the CloudFormation stack that depend on the stage's settings and
  * on the streams config, one file per resource family: `settings.ts` (params, deploy-time checks),
- * `names.ts` (logical IDs), `iam.ts` (per-function roles), `sink-tables.ts` (declared sink tables), `schedule.ts` (the planner schedule's
+ * `names.ts` (logical IDs), `iam.ts` (per-function roles, with the statements handlers declare), `sink-tables.ts` (declared sink tables), `schedule.ts` (the planner schedule's
  * target), `encryption.ts` (tables, alarm topic key), `alarms.ts` and `dashboard.ts`,
  * `functions.ts` (VPC, concurrency, environment, bundling). `stack.js` resolves the inputs
  * (serverless params, the parsed streams config) and calls them through this file; the deploy
@@ -13,7 +13,7 @@
 export type { Cfn, CfnResource, CfnResources, Statement } from './cfn';
 export { alarmArnPattern, IDS, streamLogicalNames } from './names';
 export { checkConfig, DeployConfigError, needsVpc, parseSettings, schedulePeriodMs, type RawSettings, type Settings } from './settings';
-export { iamRoles, LEDGER_ACTIONS, secretResources, SINK_ACTIONS, sinkTables } from './iam';
+export { handlerSecretResources, handlerStatements, iamRoles, LEDGER_ACTIONS, secretResources, SINK_ACTIONS, sinkTables } from './iam';
 export { schedule } from './schedule';
 export { sinkTableLogicalIds, sinkTableResources } from './sink-tables';
 export { alarmTopicEncryption, tableSse } from './encryption';

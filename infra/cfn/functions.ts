@@ -1,4 +1,5 @@
 /** Function settings that depend on the stage: VPC, reserved concurrency, extra environment, bundling. */
+import { handlerEnvironment } from '../../lib/config/handler-access';
 import type { DeploymentConfig } from '../../lib/config/schema';
 import { handlerModuleFile, isHandlerPath } from '../../lib/handlers/modules';
 import { NO_VALUE } from './cfn';
@@ -29,9 +30,13 @@ export function esbuildExclude(s: Settings): string[] {
   return s.bundleAwsSdk ? [] : [...RUNTIME_PROVIDED];
 }
 
-/** Environment the stack gives the processor function beyond provider.environment. */
-export function processorEnvironment(s: Settings): Record<string, string> {
-  return s.auditLogTable ? { AUDIT_LOG_TABLE: s.auditLogTable } : {};
+/**
+ * Environment the stack gives the processor function beyond provider.environment: AUDIT_LOG_TABLE
+ * (the auditLogTable param) and every stream's `handler.environment` (the config refuses names the
+ * stack sets, and two values for one name). Never a secret's value: those are read at run time.
+ */
+export function processorEnvironment(s: Settings, config: Pick<DeploymentConfig, 'streams'>): Record<string, string> {
+  return { ...handlerEnvironment(config.streams), ...(s.auditLogTable ? { AUDIT_LOG_TABLE: s.auditLogTable } : {}) };
 }
 
 /** The user handler modules a config names by path (what the esbuild plugin bundles), with the files they resolve to. */

@@ -1,8 +1,9 @@
-/** Per-function IAM roles: least privilege on the ledger, sink tables, Kafka secrets and MSK. */
-import type { DeploymentConfig } from '../../lib/config/schema';
+/** Per-function IAM roles: least privilege on the ledger, sink tables, Kafka secrets, MSK and what handlers declare. */
+import { usesSubstitution } from '../../lib/config/handler-access';
+import type { DeploymentConfig, SecretRef } from '../../lib/config/schema';
 import { OPEN_RANGES_INDEX } from '../../lib/ledger/codec.dynamodb';
 import { ACCOUNT_PREFIX, getAtt, NO_VALUE, sub, subLiteral, type Cfn, type CfnResource, type CfnResources, type Statement } from './cfn';
-import { IDS } from './names';
+import { IDS, streamLogicalNames } from './names';
 import { sinkTableLogicalIds } from './sink-tables';
 import { DeployConfigError, type Settings } from './settings';
 
@@ -24,10 +25,13 @@ export function sinkTables(s: Settings, config: DeploymentConfig): string[] {
   return [...names].sort();
 }
 
-/** IAM resource ARNs of the Secrets Manager secrets and SSM parameters that hold Kafka passwords. */
-export function secretResources(s: Settings, config: DeploymentConfig): { secrets: Cfn[]; parameters: Cfn[] } {
+type SecretResources = { secrets: Cfn[]; parameters: Cfn[] };
+
+/** Collects the IAM resources of secret references; `resources()` lists each once, in order of first use. */
+function secretResourceList() {
   const secrets: Cfn[] = [];
   const parameters: Cfn[] = [];
+  const unique = (items: Cfn[]) => [...new Map(items.map((i) => [JSON.stringify(i), i])).values()];
   const addSecret = (id: string) => {
     if (id.startsWith('arn:')) {
       // A complete secret ARN ends with "-" and 6 random characters; a partial one matches them by wildcard.
@@ -40,35 +44,53 @@ export function secretResources(s: Settings, config: DeploymentConfig): { secret
     if (name.startsWith('arn:')) parameters.push(name);
     else parameters.push(sub(`${ACCOUNT_PREFIX('ssm')}:parameter/${subLiteral(name.replace(/^\//, ''))}`));
   };
+  return {
+    addSecret,
+    addParameter,
+    /** A reference to the environment needs no grant. */
+    addRef(ref: SecretRef) {
+      if ('secretArn' in ref) addSecret(ref.secretArn);
+      else if ('ssmParameter' in ref) addParameter(ref.ssmParameter);
+    },
+    resources: (): SecretResources => ({ secrets: unique(secrets), parameters: unique(parameters) }),
+  };
+}
+
+/** IAM resource ARNs of the Secrets Manager secrets and SSM parameters that hold Kafka passwords. */
+export function secretResources(s: Settings, config: DeploymentConfig): SecretResources {
+  const list = secretResourceList();
   for (const stream of config.streams) {
     const sasl = stream.kafka.sasl;
-    if (!sasl || sasl.mechanism === 'aws-msk-iam') continue;
-    const ref = sasl.password;
-    if ('secretArn' in ref) addSecret(ref.secretArn);
-    else if ('ssmParameter' in ref) addParameter(ref.ssmParameter);
+    if (sasl && sasl.mechanism !== 'aws-msk-iam') list.addRef(sasl.password);
   }
   for (const arn of s.kafkaSecretArns) {
-    if (/^arn:aws[a-z-]*:secretsmanager:/.test(arn)) addSecret(arn);
-    else if (/^arn:aws[a-z-]*:ssm:/.test(arn)) addParameter(arn);
+    if (/^arn:aws[a-z-]*:secretsmanager:/.test(arn)) list.addSecret(arn);
+    else if (/^arn:aws[a-z-]*:ssm:/.test(arn)) list.addParameter(arn);
     else
       throw new DeployConfigError(
         `param kafkaSecretArns: ${JSON.stringify(arn)} is neither a Secrets Manager secret ARN nor an SSM parameter ARN`,
       );
   }
-  const unique = (items: Cfn[]) => [...new Map(items.map((i) => [JSON.stringify(i), i])).values()];
-  return { secrets: unique(secrets), parameters: unique(parameters) };
+  return list.resources();
 }
 
-function secretStatements(s: Settings, config: DeploymentConfig): Statement[] {
-  const { secrets, parameters } = secretResources(s, config);
+/** IAM resource ARNs of the secrets the streams' handlers read (`handler.secrets`): the processor's only. */
+export function handlerSecretResources(config: DeploymentConfig): SecretResources {
+  const list = secretResourceList();
+  for (const stream of config.streams) for (const ref of Object.values(stream.handler?.secrets ?? {})) list.addRef(ref);
+  return list.resources();
+}
+
+/** Reads of the given secrets and parameters, and their decryption with the stage's KMS key through those services only. */
+function secretStatements(s: Settings, { secrets, parameters }: SecretResources, sidPrefix: 'Kafka' | 'Handler'): Statement[] {
   const statements: Statement[] = [];
   if (secrets.length)
-    statements.push({ Sid: 'KafkaSecretsManager', Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: secrets });
+    statements.push({ Sid: `${sidPrefix}SecretsManager`, Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: secrets });
   if (parameters.length)
-    statements.push({ Sid: 'KafkaSsmParameters', Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: parameters });
+    statements.push({ Sid: `${sidPrefix}SsmParameters`, Effect: 'Allow', Action: ['ssm:GetParameter'], Resource: parameters });
   if (s.kafkaSecretsKmsKeyArn && (secrets.length || parameters.length)) {
     statements.push({
-      Sid: 'KafkaSecretsKms',
+      Sid: `${sidPrefix}SecretsKms`,
       Effect: 'Allow',
       Action: ['kms:Decrypt'],
       Resource: [s.kafkaSecretsKmsKeyArn],
@@ -78,6 +100,40 @@ function secretStatements(s: Settings, config: DeploymentConfig): Statement[] {
     });
   }
   return statements;
+}
+
+/**
+ * The statements the streams' handlers declare (`handler.iam`), one per entry, as written: the
+ * config refuses wildcard actions and unnamed resources, so nothing here widens them. A resource
+ * naming a pseudo parameter becomes an Fn::Sub (the config allows no other `${...}`).
+ */
+export function handlerStatements(config: DeploymentConfig): Array<Statement & { origin: string }> {
+  const names = streamLogicalNames(config.streams);
+  return config.streams.flatMap((stream) =>
+    (stream.handler?.iam ?? []).map((entry, i) => ({
+      origin: `stream ${stream.id}: handler.iam[${i}]`,
+      Sid: entry.sid ?? `Stream${names.get(stream.id) ?? ''}Handler${i + 1}`,
+      Effect: 'Allow' as const,
+      Action: [...entry.actions],
+      Resource: entry.resources.map((r) => (usesSubstitution(r) ? sub(r) : r)),
+    })),
+  );
+}
+
+/** The processor's handler statements after its own, refusing a Sid used twice (IAM would refuse the policy). */
+function withHandlerStatements(own: Statement[], config: DeploymentConfig): Statement[] {
+  const used = new Set(own.map((st) => st.Sid));
+  const extra: Statement[] = [];
+  for (const { origin, ...statement } of handlerStatements(config)) {
+    if (used.has(statement.Sid)) {
+      throw new DeployConfigError(
+        `${origin}: the statement id ${JSON.stringify(statement.Sid)} is taken by another statement of the processor role; set "sid" to another id`,
+      );
+    }
+    used.add(statement.Sid);
+    extra.push(statement);
+  }
+  return [...own, ...extra];
 }
 
 /** MSK IAM: kafka-cluster:* scoped to the clusters, the streams' topics and (processor) consumer groups. */
@@ -169,13 +225,14 @@ function lambdaRole(s: Settings, description: string, statements: Statement[]): 
 
 /**
  * One role per function. The planner reads and writes the ledger and invokes the processor, and
- * nothing else (no sink table); the processor reads and writes the ledger and the sink tables and
- * sends failed events to its on-failure queue, and cannot invoke any function.
+ * nothing else (no sink table); the processor reads and writes the ledger and the sink tables,
+ * sends failed events to its on-failure queue, reads the handlers' secrets and gets the statements
+ * the handlers declare, and invokes no function unless a handler declares it.
  */
 export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: CfnResources } {
   const sinks = sinkTables(s, config);
   const declared = sinkTableLogicalIds(s, config);
-  const secrets = secretStatements(s, config);
+  const secrets = secretStatements(s, secretResources(s, config), 'Kafka');
   const planner: Statement[] = [
     logStatement(s.names.planner),
     ledgerStatement(),
@@ -192,11 +249,12 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
     { Sid: 'OnFailureDestination', Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [getAtt(IDS.processorFailureQueue, 'Arn')] },
     ...secrets,
     ...mskStatements(s, config, 'processor'),
+    ...secretStatements(s, handlerSecretResources(config), 'Handler'),
   ];
   return {
     Resources: {
       [IDS.plannerRole]: lambdaRole(s, `${s.names.planner}: ledger, processor invoke, Kafka`, planner),
-      [IDS.processorRole]: lambdaRole(s, `${s.names.processor}: ledger, sink tables, Kafka`, processor),
+      [IDS.processorRole]: lambdaRole(s, `${s.names.processor}: ledger, sink tables, Kafka`, withHandlerStatements(processor, config)),
     },
   };
 }

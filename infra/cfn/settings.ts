@@ -4,9 +4,10 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
-import { AppError } from '../../lib/errors';
+import { AppError, ValidationError } from '../../lib/errors';
 import { HANDLERS, resolveHandler } from '../../lib/handlers';
-import { createSecretResolver } from '../../lib/kafka/secrets';
+import { createSecretResolver, type SecretResolver } from '../../lib/kafka/secrets';
+import { resolveHandlerSecrets } from '../../lib/processor/handler-secrets';
 import { processorEnvironment } from './functions';
 
 /** The stage's params or streams config cannot be deployed as they are; the message says why. */
@@ -197,14 +198,14 @@ export function needsVpc(stream: Pick<StreamConfig, 'kafka'>): boolean {
 /**
  * What the processor checks before a stream's first range, run here with the processor's own code
  * and deployed environment: the handler resolves (registered module, declared mode, its environment
- * variables) and every password read from the environment is set. Returns one line per problem.
+ * variables) and every secret read from the environment is set. Returns one line per problem.
  */
 async function runtimeProblems(s: Settings, config: DeploymentConfig): Promise<string[]> {
-  const env = { LEDGER_TABLE: s.names.ledgerTable, ...processorEnvironment(s) };
+  // A Kafka password is read by both functions, so only from what both have; handlers get the processor's.
+  const sharedEnv = { LEDGER_TABLE: s.names.ledgerTable };
+  const env = { ...sharedEnv, ...processorEnvironment(s, config) };
   // Handler factories keep the client for later; it never sends anything here.
   const dynamo = new DynamoDBClient({ region: 'us-east-1' });
-  const refuse = () => Promise.reject(new Error('not read at package time'));
-  const secret = createSecretResolver({ env, readSecretsManager: refuse, readSsmParameter: refuse });
   const problems: string[] = [];
   const add = (stream: StreamConfig, err: unknown) => {
     if (!(err instanceof AppError)) throw err;
@@ -225,15 +226,43 @@ async function runtimeProblems(s: Settings, config: DeploymentConfig): Promise<s
           add(stream, err);
         }
       }
-      const sasl = stream.kafka.sasl;
-      if (sasl && sasl.mechanism !== 'aws-msk-iam' && 'env' in sasl.password) {
-        await secret(sasl.password).catch((err: unknown) => add(stream, err));
+      for (const err of await environmentSecretErrors(stream, {
+        kafka: packageTimeResolver(sharedEnv),
+        handler: packageTimeResolver(env),
+      })) {
+        add(stream, err);
       }
     }
   } finally {
     dynamo.destroy();
   }
   return problems;
+}
+
+/** Resolves only references to the environment: the secret stores are not read at package time. */
+function packageTimeResolver(env: NodeJS.ProcessEnv): SecretResolver {
+  const refuse = () => Promise.reject(new Error('not read at package time'));
+  return createSecretResolver({ env, readSecretsManager: refuse, readSsmParameter: refuse });
+}
+
+/** The stream's secrets read from environment variables that the deployed functions would not have. */
+async function environmentSecretErrors(
+  stream: StreamConfig,
+  resolvers: { kafka: SecretResolver; handler: SecretResolver },
+): Promise<unknown[]> {
+  const errors: unknown[] = [];
+  const sasl = stream.kafka.sasl;
+  if (sasl && sasl.mechanism !== 'aws-msk-iam' && 'env' in sasl.password) {
+    await resolvers.kafka(sasl.password).catch((err: unknown) => {
+      errors.push(err instanceof AppError ? new ValidationError(`kafka.sasl.password: ${err.message}`, { cause: err }) : err);
+    });
+  }
+  for (const [name, ref] of Object.entries(stream.handler?.secrets ?? {})) {
+    if (!('env' in ref) || stream.handler === undefined) continue;
+    const one = { ...stream, handler: { ...stream.handler, secrets: { [name]: ref } } };
+    await resolveHandlerSecrets(one, resolvers.handler).catch((err: unknown) => errors.push(err));
+  }
+  return errors;
 }
 
 /**

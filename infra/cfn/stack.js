@@ -170,8 +170,8 @@ module.exports = {
   tableSse: withContext(({ settings }) => builders.tableSse(settings)),
   /** Processor ReservedConcurrentExecutions, or AWS::NoValue (unreserved). */
   processorReservedConcurrency: withContext(({ settings }) => builders.reservedConcurrency(settings)),
-  /** Processor-only environment: AUDIT_LOG_TABLE when the auditLogTable param is set. */
-  processorEnvironment: withContext(({ settings }) => builders.processorEnvironment(settings)),
+  /** Processor-only environment: AUDIT_LOG_TABLE when the auditLogTable param is set, and the streams' handler.environment. */
+  processorEnvironment: withContext(({ settings, config }) => builders.processorEnvironment(settings, config)),
   /** serverless-esbuild `exclude` list. */
   esbuildExclude: withContext(({ settings }) => builders.esbuildExclude(settings)),
   /** The user handler modules the streams name by path, for the esbuild plugin: `[{ stream, module, file }]`. */

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ValidationError } from '../errors';
 import type { IsolationLevel as PortIsolationLevel } from '../ports/kafka-metadata';
 import { DEAD_LETTER_CONTENTS } from '../ports/ledger';
+import { environmentNameProblem, iamActionProblem, iamResourceProblem, IAM_SID_PATTERN, VARIABLE_NAME_PATTERN } from './handler-access';
 import { formatIssues, issueMessage, unknownKeysMessage } from './issues';
 import { isInternalTopic, isValidTopicName, regexSourceError, topicMatcher } from './topics';
 
@@ -70,7 +71,7 @@ function isBrokerAddress(address: string): boolean {
 
 const SECRET_REF_FORMS = '{ "secretArn": ..., "field"?: ... }, { "ssmParameter": ... } or { "env": ... }';
 
-/** Where a password lives; the config itself never holds one. */
+/** Where a secret (a Kafka password, a handler secret) lives; the config itself never holds one. */
 export const secretRefSchema = z.union(
   [
     strictObject({
@@ -89,7 +90,7 @@ export const secretRefSchema = z.union(
   {
     error: (iss) =>
       typeof iss.input === 'string'
-        ? `plain-text passwords are not accepted: use a secret reference ${SECRET_REF_FORMS}`
+        ? `plain-text secrets are not accepted: use a secret reference ${SECRET_REF_FORMS}`
         : `must be a secret reference: exactly one of ${SECRET_REF_FORMS}`,
   },
 );
@@ -253,11 +254,41 @@ const sinkTableSchema = z.union([tableName, strictObject({ name: tableName, key:
     'must be a table name, or { "name": <table>, "key": { "partitionKey": <attribute>, "sortKey"?: <attribute> } } to declare the table',
 });
 
+/** A string refused with the message `problem` gives (handler-access.ts), at the string's own path. */
+function checkedString(problem: (value: string) => string | undefined) {
+  return z.string().superRefine((value, ctx) => {
+    const message = problem(value);
+    if (message !== undefined) ctx.addIssue({ code: 'custom', message });
+  });
+}
+
+/**
+ * One IAM statement the processor role gets for a handler that writes elsewhere (Allow only): named
+ * actions on named resources, so a stream cannot widen the role beyond what it declares.
+ */
+export const handlerIamStatementSchema = strictObject({
+  actions: z.array(checkedString(iamActionProblem)).min(1),
+  resources: z.array(checkedString(iamResourceProblem)).min(1),
+  /** Statement id in the role's policy (default `Stream<Id>Handler<N>`). */
+  sid: z.string().regex(IAM_SID_PATTERN, { error: "must be letters and digits only (IAM's rule for a statement id)" }).optional(),
+});
+export type HandlerIamStatement = z.output<typeof handlerIamStatementSchema>;
+
+const variableName = z.string().regex(VARIABLE_NAME_PATTERN, {
+  error: "must be a variable name: a letter or '_', then letters, digits or '_'",
+});
+
 export const handlerSchema = strictObject({
   /** A built-in handler's name, or the path of a handler file relative to the config file. */
   module: nonEmptyString,
   mode: z.enum(['dynamodb-exactly-once', 'at-least-once']),
   sinkTable: sinkTableSchema.optional(),
+  /** Extra statements of the processor role, for what the handler writes besides its sink table. */
+  iam: z.array(handlerIamStatementSchema).optional(),
+  /** Variables of the processor function (one function serves every stream: a name has one value). */
+  environment: z.record(checkedString(environmentNameProblem), z.string()).optional(),
+  /** Secrets the handler receives as `ctx.secrets`, by name. */
+  secrets: z.record(variableName, secretRefSchema).optional(),
 })
   .superRefine((handler, ctx) => {
     if (handler.mode === 'dynamodb-exactly-once' && handler.sinkTable === undefined) {
@@ -283,6 +314,9 @@ export type HandlerConfig = {
   mode: 'dynamodb-exactly-once' | 'at-least-once';
   sinkTable?: string;
   sinkTableKey?: SinkTableKey;
+  iam?: HandlerIamStatement[];
+  environment?: Record<string, string>;
+  secrets?: Record<string, SecretRef>;
 };
 
 const poisonPolicySchema = z.enum(['dead-letter', 'stop-partition']);
@@ -429,23 +463,52 @@ export const deploymentConfigSchema = strictObject({
 }).superRefine(
   (value: unknown, ctx) => {
     if (!isRecord(value) || !Array.isArray(value.streams)) return;
-    const firstIndexById = new Map<string, number>();
-    value.streams.forEach((stream: unknown, index) => {
-      if (!isRecord(stream) || typeof stream.id !== 'string') return;
-      const first = firstIndexById.get(stream.id);
-      if (first === undefined) {
-        firstIndexById.set(stream.id, index);
-      } else {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['streams', index, 'id'],
-          message: `duplicate stream id ${JSON.stringify(stream.id)} (also streams[${first}].id)`,
-        });
-      }
-    });
+    checkDuplicateStreamIds(value.streams, ctx);
+    checkHandlerEnvironments(value.streams, ctx);
   },
   { when: (payload) => isRecord(payload.value) },
 );
+
+function checkDuplicateStreamIds(streams: unknown[], ctx: z.RefinementCtx): void {
+  const firstIndexById = new Map<string, number>();
+  streams.forEach((stream, index) => {
+    if (!isRecord(stream) || typeof stream.id !== 'string') return;
+    const first = firstIndexById.get(stream.id);
+    if (first === undefined) {
+      firstIndexById.set(stream.id, index);
+    } else {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['streams', index, 'id'],
+        message: `duplicate stream id ${JSON.stringify(stream.id)} (also streams[${first}].id)`,
+      });
+    }
+  });
+}
+
+/**
+ * One processor function serves every stream, so a variable has one value for all of them. The
+ * values are not quoted: a value is not a secret, but it might be one put in the wrong place.
+ */
+function checkHandlerEnvironments(streams: unknown[], ctx: z.RefinementCtx): void {
+  const firstByName = new Map<string, { index: number; value: string }>();
+  streams.forEach((stream, index) => {
+    const environment = isRecord(stream) && isRecord(stream.handler) ? stream.handler.environment : undefined;
+    if (!isRecord(environment)) return;
+    for (const [name, value] of Object.entries(environment)) {
+      if (typeof value !== 'string') continue;
+      const first = firstByName.get(name);
+      if (first === undefined) firstByName.set(name, { index, value });
+      else if (first.value !== value) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['streams', index, 'handler', 'environment', name],
+          message: `streams[${first.index}].handler.environment sets ${name} to another value, but one processor function serves every stream: give both the same value or use another name`,
+        });
+      }
+    }
+  });
+}
 export type DeploymentConfig = z.output<typeof deploymentConfigSchema> & {
   /** Directory of the file the config was loaded from (handler paths are relative to it); unset for inline JSON. */
   configDir?: string;

@@ -1,8 +1,8 @@
 /**
- * Resolves the SecretRefs of a Kafka config (SASL passwords) from Secrets Manager, SSM Parameter
- * Store or the environment. Values are cached per process so a warm Lambda does not pay a secret
- * store round trip (and its cost and throttling) on every invocation; the cache expires so a
- * rotated password is picked up without a cold start.
+ * Resolves SecretRefs (Kafka SASL passwords, handler secrets) from Secrets Manager, SSM Parameter
+ * Store or the environment. Values are cached per resolver (one per process or container) so a warm
+ * Lambda does not pay a secret store round trip (and its cost and throttling) on every invocation;
+ * the cache expires so a rotated secret is picked up without a cold start.
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
@@ -55,7 +55,7 @@ export function createSecretResolver(options: Partial<SecretSources> & { ttlMs?:
     if ('env' in ref) {
       const value = env[ref.env];
       if (value === undefined || value === '') {
-        throw new ValidationError(`environment variable ${ref.env} (a Kafka password reference) is not set`);
+        throw new ValidationError(`environment variable ${ref.env} (a secret reference) is not set`);
       }
       return value;
     }

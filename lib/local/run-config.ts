@@ -2,7 +2,8 @@
  * `npm start -- --config <file>`: the local runtime over the streams of a deployment config file
  * (the planner on each stream's trigger interval, the processors in this process, the same live
  * view as the demo), against the local stack or KAFKA_BROKERS / DYNAMODB_ENDPOINT. The ledger table
- * and the declared sink tables are created when missing. Locally every stream reads from the local
+ * and the declared sink tables are created when missing. The streams' `handler.environment` is
+ * applied to this process's environment for the run, except names the shell already sets. Locally every stream reads from the local
  * broker (KAFKA_BROKERS): the file's `kafka.brokers` are those of the deployed stage.
  *
  * With `untilCaughtUp` the run ends once every partition of every stream has no lag and nothing in
@@ -19,6 +20,7 @@ import { composeAdapters } from '../runtime/compose';
 import { cliCommand } from './cli-hint';
 import type { PartitionProgress, ProgressView } from './progress';
 import type { LocalRunner } from './runner';
+import { applyHandlerEnvironment, appliedEnvironmentLine } from './handler-environment';
 import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
 import { ensureConfigTables } from './tables';
 
@@ -152,9 +154,13 @@ function gaveUpReason(w: Watch, last: Look | undefined, timeoutMs: number): stri
 
 /** Runs the config file's streams locally; returns the summary and the exit code. */
 export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps): Promise<RunConfigResult> {
-  const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint };
   const config = loadLocalConfig(opts.configFile, deps.kafkaBrokers, deps.env);
+  const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint };
   const { view, dynamo } = createViewAndDynamo(opts, deps, env);
+  // Before any handler module is loaded: a module may read its variables when it is first imported.
+  const handlerEnv = applyHandlerEnvironment(config.streams, process.env);
+  const envLine = appliedEnvironmentLine(handlerEnv);
+  if (envLine) view.event(envLine);
   let ops: OpsContext | undefined;
   try {
     ops = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
@@ -176,6 +182,7 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
   } finally {
     await ops?.close().catch(() => undefined);
     if (!ops) dynamo.destroy();
+    handlerEnv.restore();
   }
 }
 

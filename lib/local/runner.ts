@@ -33,6 +33,8 @@ export type RunnerDeps = {
   /** How long a pooled reader may stay idle before it is closed (default 10 s). */
   readerIdleMs?: number;
   handlerFor(stream: StreamConfig): RecordsHandler;
+  /** The handler's `ctx.secrets` (default: the processor's, from the stream's `handler.secrets`). */
+  secretsFor?: (stream: StreamConfig) => Promise<Readonly<Record<string, string>>>;
   /** Planner lease per run (default 30 s: a local run takes well under a second). */
   plannerLeaseMs?: number;
   /** Records per handler call (default: the processor's 500). */
@@ -131,6 +133,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
           ledger: deps.ledger,
           readerFor: async (s) => (lease ??= await readers.take(s)).reader,
           handlerFor: deps.handlerFor,
+          secretsFor: deps.secretsFor,
           storeClock: deps.storeClock,
           maxChunkRecords: deps.maxChunkRecords,
         },

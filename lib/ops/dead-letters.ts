@@ -12,9 +12,11 @@
 import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
+import { resolveSecret } from '../kafka/secrets';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord } from '../ports/range-reader';
 import { idempotencyKeyOf, type HandlerRecord } from '../processor/handler-api';
+import { resolveHandlerSecrets } from '../processor/handler-secrets';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 
@@ -55,6 +57,8 @@ export async function redriveDeadLetters(
     chosen = ids.map((id) => byId.get(id) as DeadLetter);
   }
   const handler = ctx.handlerFor(stream);
+  // As the processor does: a secret that cannot be read stops the re-drive before any record is handled.
+  const secrets = await resolveHandlerSecrets(stream, resolveSecret);
   const out: RedriveResult[] = [];
   for (const d of chosen) {
     const id = deadLetterId(d);
@@ -67,7 +71,7 @@ export async function redriveDeadLetters(
       const got = await recordOf(ctx, stream, d);
       source = got.source;
       const rec: HandlerRecord = { ...got.record, idempotencyKey: idempotencyKeyOf(d.topic, d.partition, d.offset, d.incarnation) };
-      const hctx = { stream: stream.id, sinkTable: stream.handler?.sinkTable, signal: new AbortController().signal };
+      const hctx = { stream: stream.id, sinkTable: stream.handler?.sinkTable, signal: new AbortController().signal, secrets };
       let writes: SinkWrite[] = [];
       if (handler.mode === 'dynamodb-exactly-once') {
         writes = (await handler.handle([rec], hctx)).map((w) => withTable(w, stream.handler?.sinkTable));

@@ -36,6 +36,13 @@ export type HandlerContext = {
   sinkTable?: string;
   /** Aborted when the invocation is about to time out. */
   signal: AbortSignal;
+  /**
+   * The stream's `handler.secrets`, resolved by name (`ctx.secrets.API_TOKEN`); empty when it has
+   * none. Read before the first record; a secret that cannot be read fails the range attempt, so a
+   * handler never runs without one. Values are cached per container and re-read after a few
+   * minutes, so a rotated secret arrives without a cold start. Never log them.
+   */
+  secrets: Readonly<Record<string, string>>;
 };
 
 /** The sink item a record contributes to: its key (and table, when not the stream's sink table). */

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
+import { resolveSecret } from '../kafka/secrets';
 import { updateObservedRate } from '../offsets';
 import type { LeasedRange, Ledger, RangeState, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
@@ -14,6 +15,7 @@ import type { RangePayload } from '../ranges';
 import { ChunkCommitter, errorText, LeaseLost, PoisonStop, type CommitterInput } from './committer';
 import { DEFAULT_FOLD_BUDGET, FoldCommitter, type FoldBudget } from './fold-committer';
 import type { HandlerContext, RecordsHandler } from './handler-api';
+import { resolveHandlerSecrets } from './handler-secrets';
 
 /**
  * Crash-injection points, in order, for tests. `batch-begun` and `sink-written` are reached by folded
@@ -26,6 +28,8 @@ export type ProcessorDeps = {
   ledger: Ledger;
   readerFor: (stream: StreamConfig) => Promise<RangeReader>;
   handlerFor: (stream: StreamConfig) => RecordsHandler;
+  /** The handler's `ctx.secrets` (default: the stream's `handler.secrets` through the process-wide caching resolver). */
+  secretsFor?: (stream: StreamConfig) => Promise<Readonly<Record<string, string>>>;
   /** Optional: also commit the finished offset to the stream's Kafka consumer group. */
   commitGroupOffset?: (group: string, topic: string, partition: number, offset: number) => Promise<void>;
   /** The local clock: durations and the deadline. */
@@ -98,6 +102,7 @@ export async function processRange(
   const held: LeasedRange = { ...range, leaseToken: run.leaseToken };
   run.result.progress = leased.progress;
   await deps.afterStep?.('leased', { from: leased.progress, to: leased.progress });
+  const secrets = await handlerSecrets(run, held);
 
   const abort = new AbortController();
   input.signal?.addEventListener('abort', () => abort.abort(), { once: true });
@@ -108,7 +113,7 @@ export async function processRange(
     held,
     progress: leased.progress,
     handler: deps.handlerFor(stream),
-    ctx: { stream: stream.id, sinkTable: stream.handler?.sinkTable, signal: abort.signal } satisfies HandlerContext,
+    ctx: { stream: stream.id, sinkTable: stream.handler?.sinkTable, signal: abort.signal, secrets } satisfies HandlerContext,
     clock,
     storeClock: run.storeClock,
     sleep: deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
@@ -185,6 +190,21 @@ async function leaseRange(run: Run): Promise<{ taken: RangeState } | { result: P
       return end('exhausted', { progress: lease.range.progress, reason: `attempt limit ${stream.maxAttempts} reached` });
     case 'taken':
       return { taken: lease.range };
+  }
+}
+
+/**
+ * Phase 1b: the handler's secrets, before a record is read. One that cannot be read fails the
+ * attempt as any other error does (recorded on the range, counted against maxAttempts), and the
+ * handler is never called without it.
+ */
+async function handlerSecrets(run: Run, held: LeasedRange): Promise<Readonly<Record<string, string>>> {
+  const secretsFor = run.deps.secretsFor ?? ((stream: StreamConfig) => resolveHandlerSecrets(stream, resolveSecret));
+  try {
+    return await secretsFor(run.stream);
+  } catch (err) {
+    await recordFailedAttempt(run, held, err);
+    throw err;
   }
 }
 
@@ -312,8 +332,13 @@ async function mapError(run: Run, committer: ChunkCommitter, held: LeasedRange, 
   if (err instanceof PoisonStop) return park(err.message);
   if (err instanceof PartitionNotFoundError) return park(`PARTITION_DELETED: ${err.message}`);
   // Anything else (broker down, throttling): record it for the planner, then fail the invocation.
-  await ledger.failRange({ range: held, status: 'failed', error: errorText(err), nowMs: run.clock() }).catch(() => undefined);
+  await recordFailedAttempt(run, held, err);
   throw err;
+}
+
+/** Records a failed attempt on the range for the planner (best effort: the invocation fails either way). */
+async function recordFailedAttempt(run: Run, held: LeasedRange, err: unknown): Promise<void> {
+  await run.deps.ledger.failRange({ range: held, status: 'failed', error: errorText(err), nowMs: run.clock() }).catch(() => undefined);
 }
 
 /**

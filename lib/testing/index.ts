@@ -45,6 +45,8 @@ export type RunHandlerOptions = {
   maxChunkRecords?: number;
   /** Key attributes of the sink table, to tell items apart (default: the writes' key attributes). */
   sinkKey?: string[];
+  /** The handler's `ctx.secrets` (default none): test values instead of the secret stores. */
+  secrets?: Record<string, string>;
 };
 
 export type RunHandlerResult = {
@@ -87,6 +89,7 @@ export async function runHandler<V = unknown>(
     createReader: async () => reader,
     maxChunkRecords: options.maxChunkRecords,
     sinkKey: options.sinkKey,
+    secrets: options.secrets,
   });
 }
 
@@ -115,6 +118,7 @@ export async function runHandlerOnTopic<V = unknown>(
       createReader: async () => createKafkajsRangeReader(await createKafka(stream.kafka, { log: quietKafkaLog })),
       maxChunkRecords: options.maxChunkRecords,
       sinkKey: options.sinkKey,
+      secrets: options.secrets,
     });
   } finally {
     await metadata.close();
@@ -131,7 +135,13 @@ function handlerOf<V>(handler: RecordsHandler | FoldingHandler<V> | string): Rec
 async function drive(
   h: RecordsHandler,
   stream: StreamConfig,
-  deps: { metadata: KafkaMetadata; createReader: () => Promise<RangeReader>; maxChunkRecords?: number; sinkKey?: string[] },
+  deps: {
+    metadata: KafkaMetadata;
+    createReader: () => Promise<RangeReader>;
+    maxChunkRecords?: number;
+    sinkKey?: string[];
+    secrets?: Record<string, string>;
+  },
 ): Promise<RunHandlerResult> {
   const ledger = createMemoryLedger();
   const runner = createLocalRunner(
@@ -140,6 +150,7 @@ async function drive(
       metadataFor: async () => deps.metadata,
       createReader: deps.createReader,
       handlerFor: () => h,
+      secretsFor: async () => Object.freeze({ ...deps.secrets }),
       maxChunkRecords: deps.maxChunkRecords,
     },
     [stream],

@@ -199,7 +199,7 @@ describe('what the processor refuses at its first range, refused at package time
       sasl: { mechanism: 'scram-sha-512' as const, username: 'u', password: { env: 'KAFKA_PASSWORD' } },
     };
     const message = await configProblem(settings(), config([{ kafka, ...HANDLED }]));
-    expect(message).toContain('stream s0: environment variable KAFKA_PASSWORD (a Kafka password reference) is not set');
+    expect(message).toContain('stream s0: kafka.sasl.password: environment variable KAFKA_PASSWORD (a secret reference) is not set');
   });
 
   it('accepts audit-log once auditLogTable is set (the processor gets AUDIT_LOG_TABLE)', async () => {

@@ -166,7 +166,7 @@ describe('parseDeploymentConfig', () => {
     [
       'plain-text password',
       { kafka: { brokers: ['h:1'], sasl: { mechanism: 'scram-sha-512', username: 'u', password: 'hunter2' } } },
-      'kafka.sasl.password: plain-text passwords are not accepted: use a secret reference',
+      'kafka.sasl.password: plain-text secrets are not accepted: use a secret reference',
     ],
     [
       'secret reference with two sources',

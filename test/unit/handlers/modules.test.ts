@@ -71,7 +71,11 @@ describe('user handler modules', () => {
     write('counts.ts', COUNTS);
     const h = resolve(stream('./handlers/counts.ts'));
     expect(h.mode).toBe('dynamodb-exactly-once');
-    const writes = await h.handle([{ key: Buffer.from('u1') } as never], { stream: 'clicks', signal: new AbortController().signal });
+    const writes = await h.handle([{ key: Buffer.from('u1') } as never], {
+      stream: 'clicks',
+      signal: new AbortController().signal,
+      secrets: {},
+    });
     expect(writes).toEqual([{ update: { key: { pk: 'u1' }, expression: 'ADD n :one', values: { ':one': 1 } } }]);
   });
 
@@ -92,7 +96,7 @@ describe('user handler modules', () => {
       } };\n`,
     );
     const h = resolve(stream('./handlers/sum.js'));
-    const ctx = { stream: 'clicks', signal: new AbortController().signal };
+    const ctx = { stream: 'clicks', signal: new AbortController().signal, secrets: {} };
     const writes = await h.handle([{ key: Buffer.from('u1') }, { key: Buffer.from('u1') }, { key: Buffer.from('u2') }] as never, ctx);
     expect(writes).toEqual([
       { update: { key: { pk: 'u1' }, expression: 'ADD n :n', values: { ':n': 2 } } },

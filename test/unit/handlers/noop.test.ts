@@ -28,7 +28,7 @@ describe('the noop handler', () => {
       idempotencyKey: 't/0/0',
     };
     await expect(
-      Promise.resolve(h.handle([record as never], { stream: 's', signal: new AbortController().signal })),
+      Promise.resolve(h.handle([record as never], { stream: 's', signal: new AbortController().signal, secrets: {} })),
     ).resolves.toBeUndefined();
   });
 

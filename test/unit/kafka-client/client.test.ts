@@ -110,7 +110,7 @@ describe('createKafka', () => {
 
   it('fails before connecting when the secret cannot be resolved', async () => {
     const resolveSecret = async () => {
-      throw new ValidationError('environment variable KAFKA_PASSWORD (a Kafka password reference) is not set');
+      throw new ValidationError('environment variable KAFKA_PASSWORD (a secret reference) is not set');
     };
     const config = kafkaConfig({ sasl: { mechanism: 'plain', username: 'svc', password: { env: 'KAFKA_PASSWORD' } } });
     await expect(createKafka(config, { resolveSecret })).rejects.toThrow(/KAFKA_PASSWORD/);
