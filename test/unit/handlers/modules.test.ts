@@ -181,7 +181,10 @@ describe('user handler modules', () => {
     const h = resolve(stream('./handlers/own-deps.ts'));
     if (h.mode !== 'dynamodb-exactly-once' || !h.fold) throw new Error('not a fold');
     const record = { key: Buffer.from('ann'), headers: [{ key: 'n', value: null }] } as never;
-    expect(h.fold.map(record, { stream: 'clicks', signal: new AbortController().signal })).toEqual({ key: { pk: 'ANN!' }, value: 2 });
+    expect(h.fold.map(record, { stream: 'clicks', signal: new AbortController().signal, secrets: {} })).toEqual({
+      key: { pk: 'ANN!' },
+      value: 2,
+    });
   });
 
   it('outside jest (the local runtime, the CLI) runs the compiled module with the same resolution', () => {
