@@ -21,6 +21,7 @@ import type { DeadLetter, SinkWrite } from '../ports/ledger';
 import type { KafkaMetadata } from '../ports/kafka-metadata';
 import type { RangeReader, RecordHeader } from '../ports/range-reader';
 import type { FoldingHandler, RecordsHandler } from '../processor/handler-api';
+import { withCheckedFold } from './checked-fold';
 import { applySinkWrites, type SinkItem } from './sink.memory';
 
 export { applySinkWrites, type SinkItem } from './sink.memory';
@@ -43,7 +44,7 @@ export type RunHandlerOptions = {
   stream?: Partial<StreamConfigInput>;
   /** Records per handler call (default: the processor's 500). */
   maxChunkRecords?: number;
-  /** Key attributes of the sink table, to tell items apart (default: the writes' key attributes). */
+  /** Key attributes of the sink table: items are told apart by them, and a fold.map key without exactly them fails the run (default: the writes' key attributes). */
   sinkKey?: string[];
   /** The handler's `ctx.secrets` (default none): test values instead of the secret stores. */
   secrets?: Record<string, string>;
@@ -144,12 +145,13 @@ async function drive(
   },
 ): Promise<RunHandlerResult> {
   const ledger = createMemoryLedger();
+  const checked = withCheckedFold(h, stream.handler?.sinkTable ?? '', deps.sinkKey);
   const runner = createLocalRunner(
     {
       ledger,
       metadataFor: async () => deps.metadata,
       createReader: deps.createReader,
-      handlerFor: () => h,
+      handlerFor: () => checked.handler,
       secretsFor: async () => Object.freeze({ ...deps.secrets }),
       maxChunkRecords: deps.maxChunkRecords,
     },
@@ -165,6 +167,8 @@ async function drive(
     for (let run = 0; run < 10_000 && !(await done()); run++) {
       await runner.planOnce();
       await runner.idle();
+      const problem = checked.problem();
+      if (problem) throw new ValidationError(`the handler's ${problem}`);
       const stuck = (await ledger.readOpenRanges(STREAM_ID)).find((r) => r.status === 'parked');
       if (stuck)
         throw new ValidationError(`range ${stuck.topic}/${stuck.partition} [${stuck.from}, ${stuck.until}) parked: ${stuck.lastError}`);

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runningTotals } from '../../../lib/handlers/running-totals';
-import type { ExactlyOnceHandler } from '../../../lib/processor/handler-api';
+import type { ExactlyOnceHandler, FoldingHandler, SinkItemRef } from '../../../lib/processor/handler-api';
 import { applySinkWrites, runHandler } from '../../../lib/testing';
 
 const clickCounts: ExactlyOnceHandler = {
@@ -99,5 +99,35 @@ describe('the in-memory sink', () => {
     expect(() => applySinkWrites([{ update: { key: { id: 'a' }, expression: 'SET a.b = :v', values: { ':v': 1 } } }])).toThrow(
       'the in-memory sink cannot apply update expression "SET a.b = :v": attribute path a.b (only top-level attributes); compare sinkWrites instead',
     );
+  });
+});
+
+describe('runHandler checks a fold as it runs', () => {
+  const records = [{ key: 'u11', value: { page: '/p3' } }];
+  const fold = (write: (item: SinkItemRef, n: number) => unknown, key = (k: string) => ({ pk: `${k}#/p3` })): FoldingHandler<number> => ({
+    mode: 'dynamodb-exactly-once',
+    fold: { map: (r) => ({ key: key(String(r.key)), value: 1 }), combine: (a, b) => a + b, write: write as never },
+  });
+
+  it('fails at the first write of another key, naming both keys (not after the range parks)', async () => {
+    const wrongKey = fold((item, n) => ({ update: { key: { userId: String(item.key.pk) }, expression: 'ADD n :n', values: { ':n': n } } }));
+    await expect(runHandler(wrongKey, records, { stream: { maxAttempts: 3 } })).rejects.toThrow(
+      `the handler's fold.write returned an update of key {"userId":"u11#/p3"}, but was given the item {"pk":"u11#/p3"} in table test-sink`,
+    );
+  });
+
+  it('fails on a write with a condition, saying why it is not allowed', async () => {
+    const conditional = fold((item) => ({
+      update: { ...item, expression: 'ADD n :one', condition: { expression: 'attribute_exists(pk)' } },
+    }));
+    await expect(runHandler(conditional, records)).rejects.toThrow(/with a condition .*: remove it/);
+  });
+
+  it("checks fold.map keys against the sink table's key attributes when the test names them", async () => {
+    const byUser = fold((item, n) => ({ update: { ...item, expression: 'ADD n :n', values: { ':n': n } } }));
+    await expect(runHandler(byUser, records, { sinkKey: ['userId'] })).rejects.toThrow(
+      `the handler's fold.map returned the item key {"pk":"u11#/p3"} for record test-topic/0/0, but the sink table's key is userId`,
+    );
+    await expect(runHandler(byUser, records, { sinkKey: ['pk'] })).resolves.toMatchObject({ sinkItems: [{ pk: 'u11#/p3', n: 1 }] });
   });
 });
