@@ -72,6 +72,12 @@ async function main(argv: string[]): Promise<number> {
   return run ? run(argv.slice(1)) : operations(argv);
 }
 
+// `kafka-direct sink | head`: a reader that has had enough is not a failure.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'EPIPE') throw e;
+  process.exit(process.exitCode ?? 0);
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -57,7 +57,8 @@ function withKafkaBrokers(c: CliConfig): CliConfig {
 function onLocalStack(c: CliConfig, o: { required: boolean }): CliConfig {
   const stack = recordedLocalStack();
   if (!stack) {
-    if (o.required)
+    // KAFKA_BROKERS and DYNAMODB_ENDPOINT together name a local stack of their own (as for `start`).
+    if (o.required && !(c.env.KAFKA_BROKERS && c.env.DYNAMODB_ENDPOINT))
       throw new ValidationError('--local: no local stack is recorded; start it with `kafka-direct start` or `kafka-direct local up`');
     return withKafkaBrokers(c);
   }
