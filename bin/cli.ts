@@ -9,6 +9,7 @@ const MORE_COMMANDS = `Project commands:
   init <dir>           scaffold a stream project (package.json, handler, test, streams config) in a new directory
   start [options]      run the project's streams (or the demo, or --config <file>) on the local stack
   deploy --stage <s>   package the stack with the project's streams config and deploy it (--package-only: package)
+  remove --stage <s>   delete the stage's stack (sls remove), with the same config and params it was deployed with
   local <up|down|reset|prepare|topic>
                        the local Kafka broker and DynamoDB emulator (topic <name> [--partitions n] [--produce <file.jsonl>])
 Run "kafka-direct <command> --help" for a project command's options.`;
@@ -49,6 +50,12 @@ const TOOLS: Record<string, (args: string[]) => Promise<number>> = {
       const { DEPLOY_USAGE, parseDeployArgs, runDeploy } = await import('../infra/serverless/deploy');
       if (wantsHelp(args)) return usage(DEPLOY_USAGE);
       return runDeploy(parseDeployArgs(args, process.cwd(), process.env), process.env, err);
+    }),
+  remove: (args) =>
+    tool(async () => {
+      const { REMOVE_USAGE, parseDeployArgs, runRemove } = await import('../infra/serverless/deploy');
+      if (wantsHelp(args)) return usage(REMOVE_USAGE);
+      return runRemove(parseDeployArgs(args, process.cwd(), process.env, 'remove'), process.env);
     }),
   local: async ([cmd, ...args]) => (await import('../infra/local/cli')).runLocal(cmd, args, 'kafka-direct local'),
 };

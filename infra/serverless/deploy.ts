@@ -5,6 +5,8 @@
  * needs no AWS access). It runs osls, the open-source Serverless Framework v3 the engine depends on,
  * from the engine's directory; serverless-esbuild's work folder goes to the project's
  * `.esbuild/<stage>/`. The stack is `<service>-<stage>`, service being the project's name.
+ * `kafka-direct remove --stage <s>` deletes that stack (`sls remove`: the deployment bucket is
+ * emptied first), with the same config and params.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -16,6 +18,8 @@ import { findStreamProject, SERVICE_NAME, serviceNameOf } from '../../lib/projec
 
 export const DEPLOY_USAGE =
   'usage: kafka-direct deploy --stage <stage> [--config <file>] [--region <region>] [--package-only] [--service <name>] [--param name=value]...';
+export const REMOVE_USAGE =
+  'usage: kafka-direct remove --stage <stage> [--config <file>] [--region <region>] [--service <name>] [--param name=value]...';
 
 export type DeployOptions = {
   stage: string;
@@ -29,7 +33,13 @@ export type DeployOptions = {
 };
 
 /** The options, validated before osls starts; ValidationError with the usage on anything wrong. */
-export function parseDeployArgs(argv: string[], cwd: string, env: NodeJS.ProcessEnv): DeployOptions {
+export function parseDeployArgs(
+  argv: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  command: 'deploy' | 'remove' = 'deploy',
+): DeployOptions {
+  const usage = command === 'deploy' ? DEPLOY_USAGE : REMOVE_USAGE;
   let parsed;
   try {
     parsed = parseArgs({
@@ -38,32 +48,37 @@ export function parseDeployArgs(argv: string[], cwd: string, env: NodeJS.Process
         stage: { type: 'string' },
         config: { type: 'string' },
         region: { type: 'string' },
-        'package-only': { type: 'boolean', default: false },
+        ...(command === 'deploy' ? { 'package-only': { type: 'boolean' as const, default: false } } : {}),
         service: { type: 'string' },
         param: { type: 'string', multiple: true, default: [] },
       },
     });
   } catch (e) {
-    throw new ValidationError(`${(e as Error).message}\n${DEPLOY_USAGE}`);
+    throw new ValidationError(`${(e as Error).message}\n${usage}`);
   }
   const v = parsed.values;
   if (!v.stage || !/^[a-zA-Z0-9-]{1,16}$/.test(v.stage))
-    throw new ValidationError(`--stage <stage> is required (letters, digits, '-'; at most 16)\n${DEPLOY_USAGE}`);
+    throw new ValidationError(`--stage <stage> is required (letters, digits, '-'; at most 16)\n${usage}`);
   const project = findStreamProject(cwd);
   const configFile = v.config !== undefined ? resolve(cwd, v.config) : project?.configFile;
   if (!configFile)
-    throw new ValidationError(`no streams config: pass --config <file>, or run in a stream project (kafka-direct init)\n${DEPLOY_USAGE}`);
+    throw new ValidationError(`no streams config: pass --config <file>, or run in a stream project (kafka-direct init)\n${usage}`);
   if (!existsSync(configFile)) throw new ValidationError(`--config: ${configFile} does not exist`);
   const service = v.service ?? (project ? serviceNameOf(project) : 'kafka-lambda-direct');
   if (!SERVICE_NAME.test(service)) throw new ValidationError(`--service ${JSON.stringify(service)} must match ${SERVICE_NAME}`);
   const params = v.param.map((p): [string, string] => {
     const eq = p.indexOf('=');
-    if (eq < 1) throw new ValidationError(`--param ${JSON.stringify(p)}: expected name=value\n${DEPLOY_USAGE}`);
+    if (eq < 1) throw new ValidationError(`--param ${JSON.stringify(p)}: expected name=value\n${usage}`);
     return [p.slice(0, eq), p.slice(eq + 1)];
   });
   if (params.some(([name]) => name === 'streamsConfig')) throw new ValidationError('--param streamsConfig: use --config <file>');
   const region = v.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
-  return { stage: v.stage, configFile, region, packageOnly: v['package-only'], service, params, projectDir: project?.dir ?? cwd };
+  return { stage: v.stage, configFile, region, packageOnly: v['package-only'] === true, service, params, projectDir: project?.dir ?? cwd };
+}
+
+/** Deletes the stage's stack with osls (see the file's comment); the exit code is osls's. */
+export function runRemove(o: DeployOptions, env: NodeJS.ProcessEnv): number {
+  return osls('remove', o, join(o.projectDir, '.serverless', o.stage), env);
 }
 
 /** Runs the deploy (see the file's comment); resolves to the exit code, osls's output passed through. */
@@ -79,10 +94,12 @@ export function runDeploy(o: DeployOptions, env: NodeJS.ProcessEnv, err: (s: str
 }
 
 /** One osls command from the engine's directory; its output is the user's to read. */
-function osls(command: 'package' | 'deploy', o: DeployOptions, packageDir: string, env: NodeJS.ProcessEnv): number {
+type OslsCommand = 'package' | 'deploy' | 'remove';
+
+function osls(command: OslsCommand, o: DeployOptions, packageDir: string, env: NodeJS.ProcessEnv): number {
   const bin = join(PACKAGE_ROOT, 'node_modules', 'osls', 'bin', 'serverless.js');
   const sls = existsSync(bin) ? bin : require.resolve('osls/bin/serverless.js', { paths: [PACKAGE_ROOT] });
-  const args = [sls, command, '--stage', o.stage, '--region', o.region, '--package', packageDir];
+  const args = [sls, command, '--stage', o.stage, '--region', o.region, ...(command === 'remove' ? [] : ['--package', packageDir])];
   args.push('--param', `streamsConfig=${o.configFile}`);
   for (const [name, value] of o.params) args.push('--param', `${name}=${value}`);
   const run = spawnSync(process.execPath, args, { cwd: PACKAGE_ROOT, env: deployEnv(o, env, command), stdio: 'inherit' });
@@ -90,7 +107,7 @@ function osls(command: 'package' | 'deploy', o: DeployOptions, packageDir: strin
   return run.status ?? 1;
 }
 
-function deployEnv(o: DeployOptions, env: NodeJS.ProcessEnv, command: 'package' | 'deploy'): NodeJS.ProcessEnv {
+function deployEnv(o: DeployOptions, env: NodeJS.ProcessEnv, command: OslsCommand): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {
     ...env,
     KAFKA_DIRECT_SERVICE: o.service,
