@@ -101,7 +101,7 @@ export type IdleInput = {
   plannerMemoryGb: number;
   /** One idle planner run's duration. */
   idleTickMs: number;
-  /** DynamoDB units of one idle run (README: 2 writes, lease and release, and its reads). */
+  /** DynamoDB units of one idle run (docs/architecture.md: 2 writes, lease and release, and its reads). */
   writeUnitsPerTick: number;
   readUnitsPerTick: number;
   /** Scheduler invocations already used elsewhere in the account this month (the free ones are shared). */

@@ -1,5 +1,5 @@
 /**
- * Prepares `sls invoke local --stage local ...` against the local stack (README, "Deploy"):
+ * Prepares `sls invoke local --stage local ...` against the local stack (docs/deploy.md, "Invoke locally against the local stack"):
  * creates the local stage's ledger and running-totals tables in the DynamoDB emulator, a topic on
  * the local broker (optionally with some records), and writes the stage's streams config to
  * .local/deploy/streams.local.json, where serverless.yml's `local` stage looks for it.

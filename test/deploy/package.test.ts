@@ -788,9 +788,9 @@ describe('bad input fails packaging with one line and exit code 1', () => {
   });
 });
 
-describe('README', () => {
+describe('docs/deploy.md', () => {
   it('deploys a stage that packages: its commands name the dev example, in its region', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
     const section = readme.slice(readme.indexOf('### Deploy a stage'), readme.indexOf('### Schedule'));
     const commands = [...section.matchAll(/^(scripts\/package-check\.sh|npx sls) .*$/gm)].map((m) => m[0]);
     expect(commands.length).toBeGreaterThanOrEqual(3);

@@ -104,7 +104,7 @@ describe('a user handler outside the repository', () => {
       'broken.json',
       './handlers/broken.ts',
       `export default { mode: 'dynamodb-exactly-once', handle( {\n`,
-      `stream clicks: handler.module "./handlers/broken.ts" (${join(dir, 'handlers', 'broken.ts')}): cannot be loaded`,
+      `stream clicks: handler.module "./handlers/broken.ts" (${join(dir, 'handlers', 'broken.ts')}): cannot be built`,
     ],
     [
       'no handler export',

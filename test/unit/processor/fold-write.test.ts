@@ -32,7 +32,11 @@ describe('foldWriteProblem', () => {
       { update: { key: { pk: 'u11#/p3' }, expression: 'ADD n :n', condition: { expression: 'attribute_exists(pk)' } } },
       'with a condition ({"expression":"attribute_exists(pk)"}): remove it',
     ],
-    ['a put', { put: { item: { pk: 'u11#/p3' } } }, 'fold.write returned put for the item {"pk":"u11#/p3"} in table clicks: it must return { update:'],
+    [
+      'a put',
+      { put: { item: { pk: 'u11#/p3' } } },
+      'fold.write returned put for the item {"pk":"u11#/p3"} in table clicks: it must return { update:',
+    ],
     ['undefined', undefined, 'fold.write returned undefined for the item'],
     ['no expression', { update: { key: { pk: 'u11#/p3' } } }, 'without an expression'],
     [

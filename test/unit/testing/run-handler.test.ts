@@ -1,7 +1,7 @@
 /**
  * The handler test kit: a handler run over records through the real planner and processor path on
  * the in-memory adapters. The README's own example ("Your first stream") runs in
- * test/e2e/first-stream.test.ts, as a user runs it.
+ * test/e2e/stream-project.test.ts, as a user runs it.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
