@@ -180,20 +180,21 @@ export type DataLossEntry = {
   incarnation?: number;
 };
 
+/** An update of one sink item (in `table`, else the stream's sink table). */
+export type SinkUpdate = {
+  table?: string;
+  key: Record<string, unknown>;
+  /** A DynamoDB UpdateExpression, e.g. `ADD #total :n`. */
+  expression: string;
+  names?: Record<string, string>;
+  values?: Record<string, unknown>;
+  condition?: SinkCondition;
+};
+
 /** A write to the exactly-once sink, applied in the same transaction as the progress it belongs to. */
 export type SinkWrite =
   | { put: { table?: string; item: Record<string, unknown>; condition?: SinkCondition } }
-  | {
-      update: {
-        table?: string;
-        key: Record<string, unknown>;
-        /** A DynamoDB UpdateExpression, e.g. `ADD #total :n`. */
-        expression: string;
-        names?: Record<string, string>;
-        values?: Record<string, unknown>;
-        condition?: SinkCondition;
-      };
-    }
+  | { update: SinkUpdate }
   | { delete: { table?: string; key: Record<string, unknown>; condition?: SinkCondition } };
 
 export type SinkCondition = { expression: string; names?: Record<string, string>; values?: Record<string, unknown> };

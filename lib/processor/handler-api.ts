@@ -14,7 +14,7 @@
  *   since the last commit (use the idempotency key to deduplicate).
  */
 import type { KafkaRecord } from '../ports/range-reader';
-import type { SinkWrite } from '../ports/ledger';
+import type { SinkUpdate, SinkWrite } from '../ports/ledger';
 
 export type HandlerRecord = KafkaRecord & {
   /**
@@ -53,17 +53,7 @@ export type SinkItemRef = { key: Record<string, unknown>; table?: string };
  * condition of its own, because the processor guards it with the item's applied-offset mark.
  * `{ update: { ...item, expression: 'ADD clicks :n', values: { ':n': n } } }` is the usual shape.
  */
-export type FoldWrite = {
-  update: {
-    table?: string;
-    key: Record<string, unknown>;
-    /** A DynamoDB UpdateExpression, e.g. `ADD #total :n`. */
-    expression: string;
-    names?: Record<string, string>;
-    values?: Record<string, unknown>;
-    condition?: never;
-  };
-};
+export type FoldWrite = { update: Omit<SinkUpdate, 'condition'> & { condition?: never } };
 
 /**
  * A per-item fold (Spark's `reduceByKey`, Flink's `AggregateFunction`): `map` turns one record into
