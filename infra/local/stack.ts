@@ -10,6 +10,7 @@ import { dynamoReady, startDynamo } from './dynamodb';
 import { kafkaReady, startKafka, startKafkaCluster, stopKafka } from './kafka';
 import { isAlive, portInUse, stopProcess } from './process';
 import { PrerequisiteError } from '../../lib/errors';
+import { localCommand } from '../../lib/local/cli-hint';
 import { LOCAL_ROOT } from '../../lib/paths';
 
 /** Project-local state: jar and virtualenv cache, persistent stack, per-run test stacks. */
@@ -226,7 +227,7 @@ export function upReport(plan: UpPlan, out: UpOutcome): string[] {
   } else if (plan.kafka === 'fresh' && out.hadState) {
     lines.push(
       `${kafkaName} had stopped and its data dir is gone: a fresh one has no topics; DynamoDB tables kept, ` +
-        'but their ledgers name topics that are gone (npm run local:reset starts both fresh)',
+        `but their ledgers name topics that are gone (${localCommand('reset')} starts both fresh)`,
     );
   }
   if (out.movedTo?.kafkaBrokers) lines.push(`KAFKA_BROKERS is now ${out.movedTo.kafkaBrokers} (a new port: export it again)`);
@@ -288,7 +289,7 @@ async function restartKafkaOnDirs(
   if (failed) {
     await Promise.all(ok.map((k) => stopKafka(k)));
     const why = failed.reason instanceof Error ? failed.reason.message : String(failed.reason);
-    throw new PrerequisiteError(`${why}; npm run local:reset deletes the Kafka data and starts fresh`, { cause: failed.reason });
+    throw new PrerequisiteError(`${why}; ${localCommand('reset')} deletes the Kafka data and starts fresh`, { cause: failed.reason });
   }
   log(`kafka restarted on its data in ${Date.now() - t0} ms (pid${ok.length > 1 ? 's' : ''} ${ok.map((k) => k.pid).join(', ')})`);
   return { address: ok.map((k) => k.brokers).join(','), pids: ok.map((k) => k.pid), watchdogPids: ok.flatMap((k) => k.watchdogPid ?? []) };
@@ -395,7 +396,7 @@ export async function downPersistent(log: Log, opts: { place?: PersistentPlace; 
     rmSync(place.dir, { recursive: true, force: true });
     log('local stack data deleted: the next local:up starts fresh');
   } else if (kafkaDataNodes(kafkaDir) > 0) {
-    log(`Kafka data kept in ${kafkaDir} for the next local:up (npm run local:reset deletes it); DynamoDB tables are gone`);
+    log(`Kafka data kept in ${kafkaDir} for the next local up (${localCommand('reset')} deletes it); DynamoDB tables are gone`);
   }
 }
 

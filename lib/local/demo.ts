@@ -32,8 +32,7 @@ import { composeAdapters } from '../runtime/compose';
 import { DEMO_CONFIG_FILE } from './paths';
 import { createDemoProducer, type DemoProducer, type KeyTotals } from './producer';
 import { oneTopicConfigInput } from './one-topic';
-import { isSourceCheckout } from '../paths';
-import { cliCommand } from './cli-hint';
+import { cliCommand, localCommand } from './cli-hint';
 import type { PartitionProgress, ProgressFrame, ProgressView } from './progress';
 import type { LocalRunner } from './runner';
 import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
@@ -380,9 +379,7 @@ export function humanSummary(s: DemoSummary, bounded: boolean): string {
         : 'CHECK FAILED: the sink does not match the committed offsets',
     );
   if (s.producerError) lines.push(`producer error seen: ${s.producerError}`);
-  lines.push(
-    `inspect: ${cliCommand(`status ${s.stream}`, undefined)}   (the local stack keeps running; ${isSourceCheckout() ? 'npm run local:down' : 'npx kafka-direct local down'} stops it)`,
-  );
+  lines.push(`inspect: ${cliCommand(`status ${s.stream}`, undefined)}   (the local stack keeps running; ${localCommand('down')} stops it)`);
   return lines.join('\n');
 }
 
