@@ -7,7 +7,7 @@
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
-import { CACHE_DIR, downPersistent, parseUpArgs, upPersistent } from './stack';
+import { CACHE_DIR, downPersistent, parseUpArgs, securedEnv, upPersistent } from './stack';
 import { runTopic } from './topic';
 
 const log = (line: string): void => {
@@ -28,7 +28,16 @@ export async function runLocal(cmd: string | undefined, args: string[], usage = 
 async function local(cmd: string | undefined, args: string[], usage: string): Promise<number> {
   if (cmd === 'up') {
     const state = await upPersistent(log, parseUpArgs(args));
-    process.stdout.write(`KAFKA_BROKERS=${state.kafkaBrokers}\nDYNAMODB_ENDPOINT=${state.dynamodbEndpoint}\n`);
+    const lines = {
+      KAFKA_BROKERS: state.kafkaBrokers,
+      DYNAMODB_ENDPOINT: state.dynamodbEndpoint,
+      ...(state.secured && securedEnv(state.secured)),
+    };
+    process.stdout.write(
+      Object.entries(lines)
+        .map(([k, v]) => `${k}=${v}\n`)
+        .join(''),
+    );
   } else if (cmd === 'prepare') {
     // Downloads only (CI warms the caches before the timed test run).
     const t0 = Date.now();
@@ -41,7 +50,9 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
   } else if (cmd === 'topic') {
     return runTopic(args, `${usage} topic`);
   } else {
-    process.stderr.write(`usage: ${usage} up [--brokers N]|down|reset|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`);
+    process.stderr.write(
+      `usage: ${usage} up [--brokers N] [--secured]|down|reset|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`,
+    );
     return 2;
   }
   return 0;

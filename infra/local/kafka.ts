@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { PrerequisiteError } from '../../lib/errors';
+import { ensureTlsMaterial, type TlsMaterial } from './kafka-tls';
 import { packageFile } from '../../lib/paths';
 import { LOOPBACK, choosePort, freePort, killProcess, portInUse, requireCommand, spawnService, stopProcess, waitUntil } from './process';
 
@@ -43,7 +44,19 @@ export type KafkaOptions = {
   expectBrokers?: number;
   /** JVM max heap, e.g. '384m'. Default LOCAL_KAFKA_HEAP, else 1g. */
   heap?: string;
+  /**
+   * Secured listeners beside PLAINTEXT (which stays for the broker's own traffic and the tests' set-up):
+   * SASL_SSL taking only SCRAM-SHA-512, with these users created when the log dir is formatted, and SSL
+   * requiring a client certificate, both with the TLS material of `kafka-tls.ts` in `<dir>/tls`.
+   */
+  secured?: { scramUsers: ScramUser[] };
 };
+
+/** A SCRAM-SHA-512 user of a secured broker. */
+export type ScramUser = { name: string; password: string };
+
+/** Where a secured broker listens for secured clients, and the files they trust and present. */
+export type SecuredListeners = { saslSsl: string; ssl: string; tls: TlsMaterial; scramUsers: ScramUser[] };
 
 export type KafkaInstance = {
   brokers: string;
@@ -53,6 +66,8 @@ export type KafkaInstance = {
   dir: string;
   /** The options it was started with (what `restartKafka` starts it again with). */
   options?: KafkaOptions;
+  /** Its secured listeners, when started with `secured`. */
+  secured?: SecuredListeners;
 };
 
 /**
@@ -130,6 +145,22 @@ const SINGLE_NODE = (controllerPort: number): ClusterRole => ({
   minInsyncReplicas: 1,
 });
 
+/** Ports and TLS files of the secured listeners, for `serverProperties`. */
+export type SecuredPorts = { saslSslPort: number; sslPort: number; tls: TlsMaterial };
+
+/** The listener settings of a secured broker: SASL_SSL with SCRAM-SHA-512 only, and SSL requiring client certificates. */
+function securedProperties(s: SecuredPorts): Record<string, string> {
+  return {
+    'ssl.keystore.type': 'PEM',
+    'ssl.keystore.location': s.tls.brokerKeyStore,
+    'ssl.truststore.type': 'PEM',
+    'ssl.truststore.location': s.tls.caCert,
+    'listener.name.ssl.ssl.client.auth': 'required',
+    'listener.name.sasl_ssl.sasl.enabled.mechanisms': 'SCRAM-SHA-512',
+    'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config': 'org.apache.kafka.common.security.scram.ScramLoginModule required;',
+  };
+}
+
 /** The server.properties of one combined broker+controller node (pure; exported for tests). */
 export function serverProperties(
   dir: string,
@@ -137,19 +168,22 @@ export function serverProperties(
   controllerPort: number,
   opts: KafkaOptions,
   role = SINGLE_NODE(controllerPort),
+  secured?: SecuredPorts,
 ): string {
   const voters = Object.entries(role.controllerPorts).map(([id, p]) => `${id}@${LOOPBACK}:${p}`);
   const rf = role.replicationFactor;
   const minIsr = role.minInsyncReplicas;
+  const extra = secured ? `,SASL_SSL://${LOOPBACK}:${secured.saslSslPort},SSL://${LOOPBACK}:${secured.sslPort}` : '';
   const props: Record<string, string | number> = {
     'process.roles': 'broker,controller',
     'node.id': role.nodeId,
     'controller.quorum.voters': voters.join(','),
-    listeners: `PLAINTEXT://${LOOPBACK}:${port},CONTROLLER://${LOOPBACK}:${controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://${LOOPBACK}:${port}`,
+    listeners: `PLAINTEXT://${LOOPBACK}:${port},CONTROLLER://${LOOPBACK}:${controllerPort}${extra}`,
+    'advertised.listeners': `PLAINTEXT://${LOOPBACK}:${port}${extra}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${secured ? ',SASL_SSL:SASL_SSL,SSL:SSL' : ''}`,
+    ...(secured ? securedProperties(secured) : {}),
     'log.dirs': join(dir, 'data'),
     'num.partitions': 1,
     'auto.create.topics.enable': 'false',
@@ -250,6 +284,52 @@ async function requireFreePorts(propsFile: string, port: number): Promise<void> 
   }
 }
 
+/** The ports of a broker: those its server.properties records (a restart on its data), else fresh ones written there. */
+async function brokerPorts(opts: KafkaOptions, propsFile: string, reuse: boolean): Promise<{ port: number; secured?: SecuredPorts }> {
+  // A broker formatted secured restarts secured, whatever the restart asks.
+  const formattedSecured = reuse && /^listeners=.*\bSASL_SSL:\/\//m.test(readFileSync(propsFile, 'utf8'));
+  const tls = opts.secured || formattedSecured ? ensureTlsMaterial(join(opts.dir, 'tls')) : undefined;
+  if (reuse) {
+    // Same ports as before: clients reconnect to the address they know.
+    const props = readFileSync(propsFile, 'utf8');
+    const listener = (name: string) => Number(new RegExp(`^listeners=.*\\b${name}://[^:]+:(\\d+)`, 'm').exec(props)?.[1]);
+    const port = listener('PLAINTEXT');
+    if (!Number.isInteger(port)) throw new PrerequisiteError(`no PLAINTEXT listener in ${propsFile}`);
+    if (opts.port !== undefined && opts.port !== '' && Number(opts.port) !== port) {
+      throw new PrerequisiteError(`${opts.dir} was formatted for port ${port}, not ${opts.port}`);
+    }
+    await requireFreePorts(propsFile, port);
+    const saslSslPort = listener('SASL_SSL');
+    if (tls && !Number.isInteger(saslSslPort)) throw new PrerequisiteError(`${opts.dir} was formatted without secured listeners`);
+    return { port, secured: tls ? { saslSslPort, sslPort: listener('SSL'), tls } : undefined };
+  }
+  const port = await choosePort(opts.port, 'LOCAL_KAFKA_PORT');
+  const controllerPort = opts.controllerPort ?? (await freePort());
+  const secured = tls ? { saslSslPort: await freePort(), sslPort: await freePort(), tls } : undefined;
+  writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts, opts.role, secured));
+  // The users the log dir is formatted with, for whoever restarts the broker on it.
+  if (opts.secured) writeFileSync(scramUsersFile(opts.dir), JSON.stringify(opts.secured.scramUsers), { mode: 0o600 });
+  return { port, secured };
+}
+
+const scramUsersFile = (dir: string): string => join(dir, 'scram-users.json');
+
+/** The SCRAM users a secured broker's log dir was formatted with. */
+function formattedScramUsers(dir: string): ScramUser[] {
+  return existsSync(scramUsersFile(dir)) ? (JSON.parse(readFileSync(scramUsersFile(dir), 'utf8')) as ScramUser[]) : [];
+}
+
+/** Formats the KRaft metadata log (a fresh dir), creating the SCRAM users of a secured broker. */
+function formatLogDir(java: string, jvm: string[], propsFile: string, opts: KafkaOptions): void {
+  const clusterId = opts.clusterId ?? newClusterId();
+  const scram = (opts.secured?.scramUsers ?? []).flatMap((u) => ['--add-scram', `SCRAM-SHA-512=[name=${u.name},password=${u.password}]`]);
+  const fmt = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile, ...scram], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  if (fmt.status !== 0) throw new PrerequisiteError(`formatting the Kafka log dir failed:\n${fmt.stdout}${fmt.stderr}`);
+}
+
 /** Formats a fresh KRaft log dir (unless `reuseDir` finds a formatted one) and starts the broker; resolves once it accepts requests. */
 export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
   const java = javaBinary();
@@ -259,36 +339,12 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
   const logFile = join(opts.dir, 'server.log');
   const log4jFile = join(opts.dir, 'log4j2.properties');
   const reuse = opts.reuseDir === true && existsSync(propsFile) && existsSync(join(opts.dir, 'data', 'meta.properties'));
-  let port: number;
-  if (reuse) {
-    // Same ports as before: clients reconnect to the address they know.
-    const m = /^listeners=PLAINTEXT:\/\/[^:]+:(\d+),/m.exec(readFileSync(propsFile, 'utf8'));
-    if (!m?.[1]) throw new PrerequisiteError(`no PLAINTEXT listener in ${propsFile}`);
-    port = Number(m[1]);
-    if (opts.port !== undefined && opts.port !== '' && Number(opts.port) !== port) {
-      throw new PrerequisiteError(`${opts.dir} was formatted for port ${port}, not ${opts.port}`);
-    }
-    await requireFreePorts(propsFile, port);
-  } else {
-    port = await choosePort(opts.port, 'LOCAL_KAFKA_PORT');
-    const controllerPort = opts.controllerPort ?? (await freePort());
-    writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts, opts.role));
-  }
+  const { port, secured } = await brokerPorts(opts, propsFile, reuse);
   writeFileSync(log4jFile, log4jConfig(logFile));
   const classpath = `${libs}/*`;
   const jvm = ['-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${log4jFile}`, '-cp', classpath];
-
-  if (!reuse) {
-    // KRaft needs a formatted metadata log.
-    const clusterId = opts.clusterId ?? newClusterId();
-    const fmt = spawnSync(java, [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], {
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    if (fmt.status !== 0) {
-      throw new PrerequisiteError(`formatting the Kafka log dir failed:\n${fmt.stdout}${fmt.stderr}`);
-    }
-  }
+  // KRaft needs a formatted metadata log.
+  if (!reuse) formatLogDir(java, jvm, propsFile, opts);
 
   const heap = opts.heap ?? process.env.LOCAL_KAFKA_HEAP ?? '1g';
   const svc = spawnService({
@@ -311,7 +367,13 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
     if (svc.watchdogPid) await stopProcess(svc.watchdogPid, 1000);
     throw err;
   }
-  return { brokers, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile, dir: opts.dir, options: opts };
+  const listeners: SecuredListeners | undefined = secured && {
+    saslSsl: `${LOOPBACK}:${secured.saslSslPort}`,
+    ssl: `${LOOPBACK}:${secured.sslPort}`,
+    tls: secured.tls,
+    scramUsers: formattedScramUsers(opts.dir),
+  };
+  return { brokers, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile, dir: opts.dir, options: opts, secured: listeners };
 }
 
 /** Stops the broker with SIGTERM (SIGKILL after `graceMs`), then its watchdog. Its dir is kept. */

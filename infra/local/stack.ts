@@ -3,11 +3,12 @@
  * service is skipped when its environment variable (KAFKA_BROKERS, DYNAMODB_ENDPOINT) already points
  * at an existing one. The persistent stack (`upPersistent`) keeps Kafka's data across restarts.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { dynamoReady, startDynamo } from './dynamodb';
-import { kafkaReady, startKafka, startKafkaCluster, stopKafka } from './kafka';
+import { kafkaReady, startKafka, startKafkaCluster, stopKafka, type ScramUser, type SecuredListeners } from './kafka';
 import { isAlive, portInUse, stopProcess } from './process';
 import { PrerequisiteError } from '../../lib/errors';
 import { localCommand } from '../../lib/local/cli-hint';
@@ -29,27 +30,52 @@ export type StackState = {
   /** Watchdogs that kill those processes if their owner dies (test runs only). */
   watchdogPids: number[];
   dir: string;
+  /** The broker's secured listeners (`--secured`): SASL_SSL with SCRAM-SHA-512, and SSL with client certificates. */
+  secured?: SecuredListeners;
 };
+
+/** The environment lines that name a secured stack's listeners, TLS files and SCRAM user (what `local:up --secured` prints). */
+export function securedEnv(s: SecuredListeners): Record<string, string> {
+  const user = s.scramUsers[0];
+  return {
+    KAFKA_SASL_SSL_BROKERS: s.saslSsl,
+    KAFKA_SSL_BROKERS: s.ssl,
+    KAFKA_TLS_DIR: s.tls.dir,
+    ...(user ? { KAFKA_SCRAM_USERNAME: user.name, KAFKA_SCRAM_PASSWORD: user.password } : {}),
+  };
+}
+
+/** The SCRAM user a secured stack is formatted with: a fresh password each time, kept only in the stack's own files. */
+function newScramUsers(): ScramUser[] {
+  return [{ name: 'app', password: randomBytes(12).toString('base64url') }];
+}
 
 export type Timings = Record<string, number>;
 
 type Log = (line: string) => void;
 
 /** One service of the stack as started (or found): where it listens and its processes. */
-type Part = { address: string; pids: number[]; watchdogPids: number[] };
+type Part = { address: string; pids: number[]; watchdogPids: number[]; secured?: SecuredListeners };
 
-/** A fresh Kafka: one broker in `kafkaDir`, or `nodes` nodes in `kafkaDir/node-N`. */
-async function startKafkaPart(kafkaDir: string, nodes: number, o: { ownerPid?: number; port?: string; log: Log }): Promise<Part> {
+/** A fresh Kafka: one broker in `kafkaDir`, or `nodes` nodes in `kafkaDir/node-N`; `secured` only with one. */
+async function startKafkaPart(
+  kafkaDir: string,
+  nodes: number,
+  o: { ownerPid?: number; port?: string; log: Log; secured?: boolean },
+): Promise<Part> {
   const t0 = Date.now();
+  if (o.secured && nodes > 1)
+    throw new PrerequisiteError('the secured local broker is a single node: --secured does not go with --brokers');
   if (nodes > 1) {
     const cluster = await startKafkaCluster({ dir: kafkaDir, cacheDir: CACHE_DIR, ownerPid: o.ownerPid, brokers: nodes });
     const ns = [...cluster.nodes.values()];
     o.log(`kafka cluster of ${nodes} started in ${Date.now() - t0} ms (pids ${ns.map((n) => n.pid).join(', ')})`);
     return { address: cluster.brokers, pids: ns.map((n) => n.pid), watchdogPids: ns.flatMap((n) => n.watchdogPid ?? []) };
   }
-  const k = await startKafka({ dir: kafkaDir, cacheDir: CACHE_DIR, ownerPid: o.ownerPid, port: o.port });
-  o.log(`kafka started in ${Date.now() - t0} ms (pid ${k.pid})`);
-  return { address: k.brokers, pids: [k.pid], watchdogPids: k.watchdogPid ? [k.watchdogPid] : [] };
+  const secured = o.secured ? { scramUsers: newScramUsers() } : undefined;
+  const k = await startKafka({ dir: kafkaDir, cacheDir: CACHE_DIR, ownerPid: o.ownerPid, port: o.port, secured });
+  o.log(`kafka started in ${Date.now() - t0} ms (pid ${k.pid})${k.secured ? `; SASL_SSL ${k.secured.saslSsl}, SSL ${k.secured.ssl}` : ''}`);
+  return { address: k.brokers, pids: [k.pid], watchdogPids: k.watchdogPid ? [k.watchdogPid] : [], secured: k.secured };
 }
 
 async function startDynamoPart(dir: string, o: { ownerPid?: number; port?: string; log: Log }): Promise<Part> {
@@ -68,6 +94,7 @@ function stateOf(dir: string, kafka: Part, dynamo: Part): StackState {
     dynamodbPids: dynamo.pids,
     watchdogPids: [...kafka.watchdogPids, ...dynamo.watchdogPids],
     dir,
+    ...(kafka.secured ? { secured: kafka.secured } : {}),
   };
 }
 
@@ -98,6 +125,8 @@ export async function startStack(opts: {
   env?: NodeJS.ProcessEnv;
   /** Kafka nodes: 1 (default) is a single broker; more form one cluster (replication 3, min.insync.replicas 2). */
   kafkaNodes?: number;
+  /** Secured listeners on the (single) broker beside PLAINTEXT. */
+  secured?: boolean;
 }): Promise<StackState> {
   const env = opts.env ?? process.env;
   mkdirSync(opts.dir, { recursive: true });
@@ -108,7 +137,7 @@ export async function startStack(opts: {
   const o = { ownerPid: opts.ownerPid, log: opts.log };
   const [kafka, dynamo] = await bothOrNone(started, [
     given(env.KAFKA_BROKERS) ??
-      startKafkaPart(join(opts.dir, 'kafka'), opts.kafkaNodes ?? 1, { ...o, port: env.LOCAL_KAFKA_PORT }).then(keep),
+      startKafkaPart(join(opts.dir, 'kafka'), opts.kafkaNodes ?? 1, { ...o, port: env.LOCAL_KAFKA_PORT, secured: opts.secured }).then(keep),
     given(env.DYNAMODB_ENDPOINT) ?? startDynamoPart(join(opts.dir, 'dynamodb'), { ...o, port: env.LOCAL_DYNAMODB_PORT }).then(keep),
   ]);
   return stateOf(opts.dir, kafka, dynamo);
@@ -269,6 +298,7 @@ async function restartKafkaOnDirs(
   log: Log,
 ): Promise<Part> {
   const t0 = Date.now();
+  // A secured broker keeps its listeners, certificates and users across restarts (kafka.ts reads them from its dir).
   const settled = await Promise.allSettled(
     nodeDirs(kafkaDir, nodes).map((dir) =>
       startKafka({
@@ -292,7 +322,12 @@ async function restartKafkaOnDirs(
     throw new PrerequisiteError(`${why}; ${localCommand('reset')} deletes the Kafka data and starts fresh`, { cause: failed.reason });
   }
   log(`kafka restarted on its data in ${Date.now() - t0} ms (pid${ok.length > 1 ? 's' : ''} ${ok.map((k) => k.pid).join(', ')})`);
-  return { address: ok.map((k) => k.brokers).join(','), pids: ok.map((k) => k.pid), watchdogPids: ok.flatMap((k) => k.watchdogPid ?? []) };
+  return {
+    address: ok.map((k) => k.brokers).join(','),
+    pids: ok.map((k) => k.pid),
+    watchdogPids: ok.flatMap((k) => k.watchdogPid ?? []),
+    secured: ok[0]?.secured,
+  };
 }
 
 /** The previous port when it is free again (clients keep the address they were given), else none (a free one). */
@@ -301,14 +336,25 @@ async function previousPort(address: string | undefined): Promise<string | undef
   return Number.isInteger(port) && port > 0 && !(await portInUse(port)) ? String(port) : undefined;
 }
 
-type PartOptions = { ownerPid?: number; log: Log; env: NodeJS.ProcessEnv };
+type PartOptions = { ownerPid?: number; log: Log; env: NodeJS.ProcessEnv; secured?: boolean };
 
 /** The recorded Kafka, restarted on its data, or a fresh one (on the old port when free, unless LOCAL_KAFKA_PORT says otherwise). */
 async function kafkaFor(plan: UpPlan, prev: StackState | undefined, kafkaDir: string, nodes: number, o: PartOptions): Promise<Part> {
-  if (plan.kafka === 'reuse' && prev) return { address: prev.kafkaBrokers, pids: prev.kafkaPids ?? [], watchdogPids: [] };
+  const part = await kafkaPartFor(plan, prev, kafkaDir, nodes, o);
+  if (o.secured && !part.secured) {
+    throw new PrerequisiteError(
+      `the local stack's broker was formatted without secured listeners: ${localCommand('reset')}, then start it with --secured`,
+    );
+  }
+  return part;
+}
+
+async function kafkaPartFor(plan: UpPlan, prev: StackState | undefined, kafkaDir: string, nodes: number, o: PartOptions): Promise<Part> {
+  if (plan.kafka === 'reuse' && prev)
+    return { address: prev.kafkaBrokers, pids: prev.kafkaPids ?? [], watchdogPids: [], secured: prev.secured };
   if (plan.kafka === 'restart') return restartKafkaOnDirs(kafkaDir, nodes, o.ownerPid, o.env.LOCAL_KAFKA_PORT, o.log);
   const port = o.env.LOCAL_KAFKA_PORT || (await previousPort(nodes === 1 ? prev?.kafkaBrokers : undefined));
-  return startKafkaPart(kafkaDir, nodes, { ownerPid: o.ownerPid, port, log: o.log });
+  return startKafkaPart(kafkaDir, nodes, { ownerPid: o.ownerPid, port, log: o.log, secured: o.secured });
 }
 
 /** The recorded emulator, or a new (empty) one on the old port when free. */
@@ -326,7 +372,7 @@ async function dynamoFor(plan: UpPlan, prev: StackState | undefined, dir: string
  */
 export async function upPersistent(
   log: Log,
-  opts: { kafkaNodes?: number; place?: PersistentPlace; env?: NodeJS.ProcessEnv } = {},
+  opts: { kafkaNodes?: number; place?: PersistentPlace; env?: NodeJS.ProcessEnv; secured?: boolean } = {},
 ): Promise<StackState> {
   const place = opts.place ?? PERSISTENT;
   const env = opts.env ?? process.env;
@@ -334,6 +380,9 @@ export async function upPersistent(
   const prev = readState(place.stateFile);
   const plan = planUp(await observe(prev, place.dir, nodes));
   if (prev && plan.kafka === 'reuse' && plan.dynamodb === 'reuse') {
+    if (opts.secured && !prev.secured) {
+      throw new PrerequisiteError(`the local stack runs without secured listeners: ${localCommand('reset')}, then start it with --secured`);
+    }
     upReport(plan, { hadState: true, topics: 0, kafkaNodes: nodes }).forEach(log);
     return prev;
   }
@@ -346,7 +395,7 @@ export async function upPersistent(
 
   const started: Part[] = [];
   const keep = (p: Part): Part => (started.push(p), p);
-  const o = { ownerPid: place.ownerPid, log, env };
+  const o = { ownerPid: place.ownerPid, log, env, secured: opts.secured };
   const [kafka, dynamo] = await bothOrNone(started, [
     kafkaFor(plan, prev, kafkaDir, nodes, o).then((p) => (plan.kafka === 'reuse' ? p : keep(p))),
     dynamoFor(plan, prev, join(place.dir, 'dynamodb'), o).then((p) => (plan.dynamodb === 'reuse' ? p : keep(p))),
@@ -401,12 +450,16 @@ export async function downPersistent(log: Log, opts: { place?: PersistentPlace; 
 }
 
 /** `--brokers N` (Kafka nodes of the local stack; default 1). */
-export function parseUpArgs(args: string[]): { kafkaNodes: number } {
-  if (args.length === 0) return { kafkaNodes: 1 };
-  const [flag, value, ...rest] = args;
+export function parseUpArgs(args: string[]): { kafkaNodes: number; secured: boolean } {
+  const secured = args.includes('--secured');
+  const rest = args.filter((a) => a !== '--secured');
+  if (rest.length === 0) return { kafkaNodes: 1, secured };
+  const [flag, value, ...more] = rest;
   const n = Number(value);
-  if (flag !== '--brokers' || rest.length > 0 || !Number.isInteger(n) || n < 1 || n > 9) {
-    throw new PrerequisiteError(`usage: local:up [--brokers N] with N from 1 to 9, not ${JSON.stringify(args.join(' '))}`);
+  if (flag !== '--brokers' || more.length > 0 || !Number.isInteger(n) || n < 1 || n > 9 || (secured && n > 1)) {
+    throw new PrerequisiteError(
+      `usage: local:up [--brokers N] [--secured] with N from 1 to 9 (--secured: one broker), not ${JSON.stringify(args.join(' '))}`,
+    );
   }
-  return { kafkaNodes: n };
+  return { kafkaNodes: n, secured };
 }

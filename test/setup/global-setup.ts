@@ -3,7 +3,7 @@
  * named by KAFKA_BROKERS / DYNAMODB_ENDPOINT). Workers inherit the two variables.
  */
 import { join } from 'node:path';
-import { LOCAL_DIR, startStack, type StackState } from '../../infra/local/stack';
+import { LOCAL_DIR, securedEnv, startStack, type StackState } from '../../infra/local/stack';
 
 declare global {
   var __LOCAL_STACK__: StackState | undefined;
@@ -18,9 +18,11 @@ export default async function globalSetup(): Promise<void> {
     return;
   }
   const t0 = Date.now();
-  const state = await startStack({ dir: join(LOCAL_DIR, 'test-runs', String(process.pid)), ownerPid: process.pid, log });
+  // The broker is secured too (SASL_SSL with SCRAM, SSL with client certificates), for the secured-cluster tests.
+  const state = await startStack({ dir: join(LOCAL_DIR, 'test-runs', String(process.pid)), ownerPid: process.pid, log, secured: true });
   globalThis.__LOCAL_STACK__ = state;
   process.env.KAFKA_BROKERS = state.kafkaBrokers;
   process.env.DYNAMODB_ENDPOINT = state.dynamodbEndpoint;
+  if (state.secured) Object.assign(process.env, securedEnv(state.secured));
   log(`ready in ${Date.now() - t0} ms: KAFKA_BROKERS=${state.kafkaBrokers} DYNAMODB_ENDPOINT=${state.dynamodbEndpoint}\n`);
 }

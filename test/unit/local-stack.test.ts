@@ -106,10 +106,15 @@ describe('local multi-broker cluster config', () => {
     expect(clusterRoles([1]).map((r) => [r.replicationFactor, r.minInsyncReplicas])).toEqual([[1, 1]]);
   });
 
-  it('local:up takes --brokers N and names anything else', () => {
-    expect(parseUpArgs([])).toEqual({ kafkaNodes: 1 });
-    expect(parseUpArgs(['--brokers', '3'])).toEqual({ kafkaNodes: 3 });
-    expect(() => parseUpArgs(['--brokers', 'three'])).toThrow('usage: local:up [--brokers N] with N from 1 to 9, not "--brokers three"');
+  it('local:up takes --brokers N and --secured (one broker) and names anything else', () => {
+    expect(parseUpArgs([])).toEqual({ kafkaNodes: 1, secured: false });
+    expect(parseUpArgs(['--brokers', '3'])).toEqual({ kafkaNodes: 3, secured: false });
+    expect(parseUpArgs(['--secured'])).toEqual({ kafkaNodes: 1, secured: true });
+    expect(parseUpArgs(['--brokers', '1', '--secured'])).toEqual({ kafkaNodes: 1, secured: true });
+    expect(() => parseUpArgs(['--brokers', 'three'])).toThrow(
+      'usage: local:up [--brokers N] [--secured] with N from 1 to 9 (--secured: one broker), not "--brokers three"',
+    );
+    expect(() => parseUpArgs(['--secured', '--brokers', '3'])).toThrow(/--secured: one broker/);
     expect(() => parseUpArgs(['--nodes', '3'])).toThrow(/usage: local:up/);
   });
 
