@@ -4,6 +4,7 @@
  * silently falling back to a default; the exported types are the parsed form with defaults applied.
  */
 import { z } from 'zod';
+import { pemCertificateProblem } from './pem';
 import { ValidationError } from '../errors';
 import type { IsolationLevel as PortIsolationLevel } from '../ports/kafka-metadata';
 import { DEAD_LETTER_CONTENTS } from '../ports/ledger';
@@ -117,17 +118,32 @@ export const saslSchema = z.discriminatedUnion(
 export type SaslConfig = z.output<typeof saslSchema>;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
 
+/** PEM text of certificates (not a file path: Lambda bundles have no stable paths), checked to parse. */
+const pemCertificates = z.string().superRefine((pem, ctx) => {
+  const problem = pemCertificateProblem(pem);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+});
+
 export const sslSchema = z.union([
   z.boolean(),
   strictObject({
     rejectUnauthorized: z.boolean().optional(),
-    /** PEM text of the CA bundle (not a file path: Lambda bundles have no stable paths). */
-    ca: z
-      .string()
-      .refine((pem) => pem.includes('-----BEGIN '), {
-        error: 'must be PEM text ("-----BEGIN CERTIFICATE-----..."), not a file path',
-      })
-      .optional(),
+    /** PEM text of the CA bundle the brokers' certificates are checked against (default: Node's CAs). */
+    ca: pemCertificates.optional(),
+    /** Mutual TLS: the client certificate (PEM text, or a secret holding it) and its private key (a secret). */
+    cert: z.union([pemCertificates, secretRefSchema], { error: 'must be PEM certificate text or a secret reference' }).optional(),
+    /** A secret reference only: a private key is never in the config, the template or the bundle. */
+    key: secretRefSchema.optional(),
+    /** The key's passphrase, when the key is encrypted (a secret reference). */
+    passphrase: secretRefSchema.optional(),
+  }).superRefine((ssl, ctx) => {
+    if ((ssl.cert === undefined) !== (ssl.key === undefined)) {
+      const missing = ssl.cert === undefined ? 'cert' : 'key';
+      ctx.addIssue({ code: 'custom', path: [missing], message: `mutual TLS needs both cert and key (${missing} is missing)` });
+    }
+    if (ssl.passphrase !== undefined && ssl.key === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['passphrase'], message: 'is the passphrase of ssl.key, which is not set' });
+    }
   }),
 ]);
 export type SslConfig = z.output<typeof sslSchema>;

@@ -7,6 +7,7 @@ import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } fr
 import type { ConnectionOptions } from 'node:tls';
 import { ValidationError } from '../errors';
 import type { KafkaConnectionConfig, SslConfig } from '../config/schema';
+import { readConnectionSecrets } from './connection-secrets';
 import { resolveSecret as processSecretResolver, type SecretResolver } from './secrets';
 
 export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
@@ -15,9 +16,14 @@ export type KafkaLogFn = (level: KafkaLogLevel, message: string, context: Record
 /** Returns a fresh MSK IAM auth token (a presigned, base64url URL) for the region. */
 export type MskTokenProvider = (region: string) => Promise<string>;
 
+/** A mutual-TLS client identity, read from its secrets. */
+export type ClientTlsIdentity = { cert: string; key: string; passphrase?: string };
+
 export type KafkaClientOptions = {
   /** The resolved SASL password, required for scram-sha-* and plain. */
   password?: string;
+  /** The resolved client certificate and key, required when `ssl` names them. */
+  tls?: ClientTlsIdentity;
   log?: KafkaLogFn;
   mskToken?: MskTokenProvider;
 };
@@ -28,12 +34,47 @@ export type CreateKafkaDeps = {
   mskToken?: MskTokenProvider;
 };
 
-/** Creates a kafkajs client for the config, resolving its SASL password first. */
+/**
+ * Creates a kafkajs client for the config, reading its secrets first (SASL password, client
+ * certificate and key, checked to be a key pair). `refreshCredentials(kafka)` reads them again.
+ */
 export async function createKafka(config: KafkaConnectionConfig, deps: CreateKafkaDeps = {}): Promise<Kafka> {
-  const sasl = config.sasl;
-  const password =
-    sasl !== undefined && sasl.mechanism !== 'aws-msk-iam' ? await (deps.resolveSecret ?? processSecretResolver)(sasl.password) : undefined;
-  return new Kafka(kafkaClientConfig(config, { password, log: deps.log, mskToken: deps.mskToken }));
+  const resolve = deps.resolveSecret ?? processSecretResolver;
+  const secrets = await readConnectionSecrets(config, resolve);
+  const kafkaConfig = kafkaClientConfig(config, { ...secrets, log: deps.log, mskToken: deps.mskToken });
+  const kafka = new Kafka(kafkaConfig);
+  refreshers.set(kafka, () => refreshSecrets(config, resolve, kafkaConfig));
+  return kafka;
+}
+
+/** How each client created by `createKafka` reads its secrets again. */
+const refreshers = new WeakMap<Kafka, () => Promise<boolean>>();
+
+/**
+ * Reads the client's secrets again, past the cache (the broker refused the ones it had: a rotated
+ * password or certificate), and gives kafkajs the new values for its next connections; resolves to
+ * whether anything changed (when nothing did, trying again would be refused the same way).
+ */
+export async function refreshCredentials(kafka: Kafka): Promise<boolean> {
+  return (await refreshers.get(kafka)?.()) ?? false;
+}
+
+async function refreshSecrets(config: KafkaConnectionConfig, resolve: SecretResolver, kafkaConfig: KafkaClientConfig): Promise<boolean> {
+  const fresh = await readConnectionSecrets(config, (ref) => resolve(ref, { fresh: true }));
+  let changed = false;
+  // kafkajs keeps these objects and reads them on every new connection (pinned 2.2.4: SASL
+  // authenticators read `sasl.password`, sockets spread `ssl`), so updating them in place is enough.
+  const sasl = kafkaConfig.sasl as { password?: string } | undefined;
+  if (sasl && fresh.password !== undefined && sasl.password !== fresh.password) {
+    sasl.password = fresh.password;
+    changed = true;
+  }
+  const ssl = kafkaConfig.ssl as ConnectionOptions | undefined;
+  if (typeof ssl === 'object' && fresh.tls && (ssl.cert !== fresh.tls.cert || ssl.key !== fresh.tls.key)) {
+    Object.assign(ssl, { cert: fresh.tls.cert, key: fresh.tls.key, passphrase: fresh.tls.passphrase });
+    changed = true;
+  }
+  return changed;
 }
 
 /** kafkajs's constructor config, narrowed to the built-in SASL mechanisms we configure. */
@@ -57,19 +98,23 @@ export function kafkaClientConfig(config: KafkaConnectionConfig, options: KafkaC
     // to about 3 x connectionTimeoutMs (a refused connection: well under a second).
     retry: KAFKAJS_RETRY,
   };
-  const ssl = kafkaSsl(config.ssl, config.sasl?.mechanism === 'aws-msk-iam');
+  const ssl = kafkaSsl(config.ssl, config.sasl?.mechanism === 'aws-msk-iam', options.tls);
   if (ssl !== undefined) out.ssl = ssl;
   if (config.sasl !== undefined) out.sasl = kafkaSasl(config.sasl, options);
   if (options.log !== undefined) out.logCreator = logCreatorFor(options.log);
   return out;
 }
 
-function kafkaSsl(ssl: SslConfig | undefined, tlsRequired: boolean): KafkaConfig['ssl'] {
+function kafkaSsl(ssl: SslConfig | undefined, tlsRequired: boolean, tls: ClientTlsIdentity | undefined): KafkaConfig['ssl'] {
   if (ssl === undefined) return tlsRequired ? true : undefined;
   if (typeof ssl === 'boolean') return ssl;
   const options: ConnectionOptions = {};
   if (ssl.rejectUnauthorized !== undefined) options.rejectUnauthorized = ssl.rejectUnauthorized;
   if (ssl.ca !== undefined) options.ca = [ssl.ca];
+  if (ssl.key !== undefined) {
+    if (tls === undefined) throw new ValidationError('mutual TLS needs the client certificate and key read from their secrets first');
+    Object.assign(options, { cert: tls.cert, key: tls.key }, tls.passphrase !== undefined ? { passphrase: tls.passphrase } : {});
+  }
   return options;
 }
 

@@ -85,8 +85,12 @@ type InternalBroker = {
   lookupRequest(apiKey: number, definition: unknown): (args: Record<string, unknown>) => ProtocolRequest;
   metadata(topics?: string[]): Promise<RawMetadata>;
   listOffsets(args: { isolationLevel: number; topics: ListOffsetsTopic[] }): Promise<{ responses: ListOffsetsResult }>;
+  /** Throws kafkajs's protocol error for the first partition that carries one. */
+  offsetCommit(args: { groupId: string; groupGenerationId: number; memberId: string; topics: OffsetCommitTopic[] }): Promise<unknown>;
   disconnect(): Promise<void>;
 };
+
+export type OffsetCommitTopic = { topic: string; partitions: Array<{ partition: number; offset: string }> };
 
 type InternalBrokerPool = {
   createBroker: (options: unknown) => InternalBroker;
@@ -100,6 +104,7 @@ type InternalCluster = {
   connect(): Promise<void>;
   disconnect(): Promise<void>;
   findBroker(args: { nodeId: number }): Promise<InternalBroker>;
+  findGroupCoordinator(args: { groupId: string }): Promise<InternalBroker>;
 };
 
 type CreateCluster = (options: {
@@ -343,6 +348,13 @@ export class KafkajsCluster {
     await this.cluster.connect();
     const broker = await this.cluster.brokerPool.findBroker({ nodeId });
     return broker.fetch(fetchArgs(req));
+  }
+
+  /** One OffsetCommit to the group's coordinator, for a group without members (generation -1, no member id). */
+  async commitOffsets(groupId: string, topics: OffsetCommitTopic[]): Promise<void> {
+    await this.cluster.connect();
+    const coordinator = await this.cluster.findGroupCoordinator({ groupId });
+    await coordinator.offsetCommit({ groupId, groupGenerationId: -1, memberId: '', topics });
   }
 
   async disconnect(): Promise<void> {

@@ -9,8 +9,11 @@ import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AppError, ValidationError } from '../errors';
 import type { SecretRef } from '../config/schema';
 
-/** Returns the plain value a SecretRef points to. */
-export type SecretResolver = (ref: SecretRef) => Promise<string>;
+/**
+ * Returns the plain value a SecretRef points to. `fresh`: read the store now, past the cache (the
+ * value was refused: it may have been rotated), and keep what it says.
+ */
+export type SecretResolver = (ref: SecretRef, options?: { fresh?: boolean }) => Promise<string>;
 
 /** The secret store could not be read (missing secret, access denied, network, throttling). */
 export class SecretUnavailableError extends AppError {
@@ -39,9 +42,9 @@ export function createSecretResolver(options: Partial<SecretSources> & { ttlMs?:
   // Promises, not values: concurrent first uses share one store call.
   const cache = new Map<string, { value: Promise<string>; expiresAtMs: number }>();
 
-  const cached = (key: string, load: () => Promise<string>): Promise<string> => {
+  const cached = (key: string, load: () => Promise<string>, fresh: boolean): Promise<string> => {
     const hit = cache.get(key);
-    if (hit !== undefined && hit.expiresAtMs > nowMs()) return hit.value;
+    if (!fresh && hit !== undefined && hit.expiresAtMs > nowMs()) return hit.value;
     const value = load();
     cache.set(key, { value, expiresAtMs: nowMs() + ttlMs });
     // A failure is not remembered: the next use retries the store.
@@ -51,7 +54,8 @@ export function createSecretResolver(options: Partial<SecretSources> & { ttlMs?:
     return value;
   };
 
-  return async (ref) => {
+  return async (ref, options = {}) => {
+    const fresh = options.fresh === true;
     if ('env' in ref) {
       const value = env[ref.env];
       if (value === undefined || value === '') {
@@ -60,9 +64,9 @@ export function createSecretResolver(options: Partial<SecretSources> & { ttlMs?:
       return value;
     }
     if ('ssmParameter' in ref) {
-      return cached(`ssm:${ref.ssmParameter}`, () => readSsmParameter(ref.ssmParameter));
+      return cached(`ssm:${ref.ssmParameter}`, () => readSsmParameter(ref.ssmParameter), fresh);
     }
-    const whole = await cached(`sm:${ref.secretArn}`, () => readSecretsManager(ref.secretArn));
+    const whole = await cached(`sm:${ref.secretArn}`, () => readSecretsManager(ref.secretArn), fresh);
     return ref.field === undefined ? whole : secretField(whole, ref.secretArn, ref.field);
   };
 }

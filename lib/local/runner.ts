@@ -12,6 +12,7 @@ import type { RangeReader } from '../ports/range-reader';
 import { emptyReport, planStream, type StreamPlanReport } from '../planner/run';
 import type { RecordsHandler } from '../processor/handler-api';
 import { processRange, type ProcessResult } from '../processor/process-range';
+import { commitGroupOffset } from '../runtime/group-offsets';
 import type { RangePayload } from '../ranges';
 import type { Adapters } from '../runtime/compose';
 
@@ -35,6 +36,8 @@ export type RunnerDeps = {
   handlerFor(stream: StreamConfig): RecordsHandler;
   /** The handler's `ctx.secrets` (default: the processor's, from the stream's `handler.secrets`). */
   secretsFor?: (stream: StreamConfig) => Promise<Readonly<Record<string, string>>>;
+  /** Commits a finished range's end to the stream's consumer group (default: none), as the Lambda runtime does. */
+  commitGroupOffset?: (stream: StreamConfig, group: string, at: { topic: string; partition: number; offset: number }) => Promise<void>;
   /** Planner lease per run (default 30 s: a local run takes well under a second). */
   plannerLeaseMs?: number;
   /** Records per handler call (default: the processor's 500). */
@@ -44,15 +47,23 @@ export type RunnerDeps = {
 
 /** The runner's deps from the shared adapters (`composeAdapters`), logging to `log`. */
 export function runnerDepsFrom(
-  adapters: Pick<Adapters, 'ledger' | 'storeClock' | 'metadata' | 'createReader' | 'handlerFor'>,
+  adapters: Pick<Adapters, 'ledger' | 'storeClock' | 'metadata' | 'createReader' | 'handlerFor'> &
+    Partial<Pick<Adapters, 'groupCommitterFor' | 'dropGroupCommitter'>>,
   log?: (line: string) => void,
 ): RunnerDeps {
+  const { groupCommitterFor, dropGroupCommitter } = adapters;
   return {
     ledger: adapters.ledger,
     storeClock: adapters.storeClock,
     metadataFor: (s) => adapters.metadata.forStream(s),
     createReader: (s) => adapters.createReader(s),
     handlerFor: (s) => adapters.handlerFor(s),
+    ...(groupCommitterFor && dropGroupCommitter
+      ? {
+          commitGroupOffset: (s: StreamConfig, group: string, at: { topic: string; partition: number; offset: number }) =>
+            commitGroupOffset({ groupCommitterFor, dropGroupCommitter }, s, group, at),
+        }
+      : {}),
     log,
   };
 }
@@ -136,6 +147,8 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
           secretsFor: deps.secretsFor,
           storeClock: deps.storeClock,
           maxChunkRecords: deps.maxChunkRecords,
+          commitGroupOffset:
+            deps.commitGroupOffset && ((g, topic, partition, offset) => deps.commitGroupOffset!(stream, g, { topic, partition, offset })),
         },
         // The same deadline rule as the Lambda: the safety share of the configured timeout.
         { stream, range, deadlineAtMs: Date.now() + stream.processor.timeoutMs * stream.processor.safetyFactor, signal: abort.signal },

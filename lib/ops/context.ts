@@ -14,7 +14,8 @@ import { composeAdapters, type Adapters } from '../runtime/compose';
 export type OpsContext = Pick<
   Adapters,
   'config' | 'env' | 'dynamo' | 'ledger' | 'storeClock' | 'metadata' | 'readerFor' | 'createReader' | 'handlerFor' | 'close'
->;
+> &
+  Partial<Pick<Adapters, 'groupCommitterFor' | 'dropGroupCommitter'>>;
 
 export type OpsContextOptions = {
   /** Where kafkajs's own log lines go (default: kafkajs's JSON lines on the console). */

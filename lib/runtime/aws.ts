@@ -14,7 +14,8 @@ import type { RecordsHandler } from '../processor/handler-api';
 import type { RangeReader } from '../ports/range-reader';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { Ledger, StoreClock } from '../ports/ledger';
-import { composeAdapters, type Adapters } from './compose';
+import { composeAdapters } from './compose';
+import { commitGroupOffset } from './group-offsets';
 
 export { dynamoClientFromEnv } from './compose';
 
@@ -68,28 +69,6 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
     },
   };
   return cached;
-}
-
-/** Sets a group's offset through the cluster's cached admin, with one retry on a fresh admin. */
-async function commitGroupOffset(
-  adapters: Adapters,
-  stream: StreamConfig,
-  group: string,
-  at: { topic: string; partition: number; offset: number },
-): Promise<void> {
-  const commit = async (): Promise<void> => {
-    const admin = await adapters.groupAdminFor(stream);
-    await admin.setOffsets({ groupId: group, topic: at.topic, partitions: [{ partition: at.partition, offset: String(at.offset) }] });
-  };
-  try {
-    await commit();
-  } catch {
-    // kafkajs's admin keeps every topic it ever set offsets for among the topics its metadata
-    // refreshes ask for; once one of them is deleted, every later refresh fails with
-    // UNKNOWN_TOPIC_OR_PARTITION. A fresh admin starts with none: drop this one, try once more.
-    adapters.dropGroupAdmin(stream);
-    await commit();
-  }
 }
 
 /** Closes and forgets the cached runtime (tests that change the environment, local shutdown). */

@@ -1,20 +1,21 @@
 /**
  * The one composition root: the adapters every entry point uses (DynamoDB client, ledger, store
- * clock, Kafka metadata cache, range readers, group-offset admins, handlers), with their
+ * clock, Kafka metadata cache, range readers, group-offset committers, handlers), with their
  * per-cluster caches. The Lambda runtime keeps them for the container's life; the CLI and the local
  * runtime close them when they are done (`close`). Endpoints come from the environment, so the same
  * adapters run against AWS or the local stack (DYNAMODB_ENDPOINT, KAFKA_BROKERS in the stream config).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { Admin } from 'kafkajs';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { resolveHandler } from '../handlers';
 import { createKafka, type CreateKafkaDeps, type KafkaLogFn } from '../kafka/client';
 import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
+import { createKafkajsGroupCommitter } from '../kafka/group-offsets.kafkajs';
 import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import { createDynamoStoreClock } from '../ledger/clock.dynamodb';
 import { createDynamoLedger } from '../ledger/ledger.dynamodb';
+import type { GroupOffsetCommitter } from '../ports/group-offsets';
 import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import type { RecordsHandler } from '../processor/handler-api';
@@ -79,11 +80,11 @@ export type Adapters = {
   createReader(stream: StreamConfig): Promise<RangeReader>;
   /** The stream's handler, one per stream id: a replay may differ from its source only in the sink table. */
   handlerFor(stream: StreamConfig): RecordsHandler;
-  /** A connected admin per cluster connection, for group offsets. */
-  groupAdminFor(stream: StreamConfig): Promise<Admin>;
-  /** Forgets (and disconnects in the background) the cluster's admin: the next `groupAdminFor` makes a fresh one. */
-  dropGroupAdmin(stream: StreamConfig): void;
-  /** Closes the cached readers and admins; metadata and the DynamoDB client stay (a warm container's). */
+  /** A group offset committer per cluster connection. */
+  groupCommitterFor(stream: StreamConfig): Promise<GroupOffsetCommitter>;
+  /** Forgets (and closes in the background) the cluster's committer: the next `groupCommitterFor` makes a fresh one. */
+  dropGroupCommitter(stream: StreamConfig): void;
+  /** Closes the cached readers and committers; metadata and the DynamoDB client stay (a warm container's). */
   closeConnections(): Promise<void>;
   /** Releases everything: readers, admins, metadata connections and the DynamoDB client. */
   close(): Promise<void>;
@@ -95,14 +96,14 @@ export function composeAdapters(options: ComposeOptions): Adapters {
   const dynamo = options.dynamo ?? dynamoClientFromEnv(env);
   const kafkaDeps: CreateKafkaDeps = { log: options.kafkaLog };
   const readers = perClusterCache<RangeReader>();
-  const admins = perClusterCache<Admin>();
+  const committers = perClusterCache<GroupOffsetCommitter>();
   const handlers = new Map<string, RecordsHandler>();
   const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps)));
   const closeConnections = async (): Promise<void> => {
     await Promise.allSettled(readers.values().map(async (r) => (await r).close()));
-    await Promise.allSettled(admins.values().map(async (a) => (await a).disconnect()));
+    await Promise.allSettled(committers.values().map(async (c) => (await c).close()));
     readers.clear();
-    admins.clear();
+    committers.clear();
   };
   return {
     config,
@@ -121,16 +122,12 @@ export function composeAdapters(options: ComposeOptions): Adapters {
       }
       return h;
     },
-    groupAdminFor: (stream) =>
-      admins.get(stream, async () => {
-        const a = (await createKafka(stream.kafka, kafkaDeps)).admin();
-        await a.connect();
-        return a;
-      }),
-    dropGroupAdmin(stream) {
-      void admins
+    groupCommitterFor: (stream) =>
+      committers.get(stream, async () => createKafkajsGroupCommitter(await createKafka(stream.kafka, kafkaDeps))),
+    dropGroupCommitter(stream) {
+      void committers
         .take(stream)
-        ?.then((a) => a.disconnect())
+        ?.then((c) => c.close())
         .catch(() => undefined);
     },
     closeConnections,

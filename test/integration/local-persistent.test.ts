@@ -149,7 +149,11 @@ describe('persistent local stack', () => {
     const s = await up();
     await down();
     expect(s.pids.filter(isAlive)).toEqual([]);
-    expect(lines.some((l) => l.startsWith(`Kafka data kept in ${join(place.dir, 'kafka')} for the next local up (npm run local:reset deletes it)`))).toBe(true);
+    expect(
+      lines.some((l) =>
+        l.startsWith(`Kafka data kept in ${join(place.dir, 'kafka')} for the next local up (npm run local:reset deletes it)`),
+      ),
+    ).toBe(true);
     const again = await up();
     expect(lines).toContain(
       'DynamoDB emulator keeps its tables in memory: those from before local:down (ledgers, sinks) are gone; ' +

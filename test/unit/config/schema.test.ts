@@ -1,6 +1,11 @@
 /** Deployment config validation: defaults, and one clear message naming the path for each mistake. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ValidationError } from '../../../lib/errors';
 import { parseDeploymentConfig, parseStreamConfig, type DeploymentConfig } from '../../../lib/config/schema';
+
+/** A real certificate (a CA's, its key discarded): the config checks that certificates parse. */
+const EXAMPLE_CA = readFileSync(join(__dirname, '..', '..', 'fixtures', 'tls', 'example-ca.pem'), 'utf8');
 
 const minimalStream = { id: 'orders', kafka: { brokers: ['localhost:9092'] }, topics: ['orders'] };
 
@@ -79,7 +84,7 @@ describe('parseDeploymentConfig', () => {
           kafka: {
             brokers: ['b-1.example.kafka.eu-west-1.amazonaws.com:9096', '[::1]:9092'],
             clientId: 'payments',
-            ssl: { rejectUnauthorized: true, ca: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' },
+            ssl: { rejectUnauthorized: true, ca: EXAMPLE_CA },
             sasl: {
               mechanism: 'scram-sha-512',
               username: 'svc',

@@ -1,8 +1,13 @@
 /** The kafkajs config built from a stream's Kafka config: brokers, TLS, SASL, timeouts, logging. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { ValidationError } from '../../../lib/errors';
 import { parseStreamConfig, type KafkaConnectionConfig, type SecretRef } from '../../../lib/config/schema';
 import { createKafka, kafkaClientConfig, logCreatorFor, type KafkaLogFn } from '../../../lib/kafka/client';
+
+/** A real certificate (a CA's, its key discarded): the config checks that certificates parse. */
+const EXAMPLE_CA = readFileSync(join(__dirname, '..', '..', 'fixtures', 'tls', 'example-ca.pem'), 'utf8');
 
 /** A validated connection config (defaults applied) from a partial one. */
 function kafkaConfig(kafka: Record<string, unknown>): KafkaConnectionConfig {
@@ -23,7 +28,7 @@ describe('kafkaClientConfig', () => {
 
   it('passes TLS settings, the CA as PEM text', () => {
     expect(kafkaClientConfig(kafkaConfig({ ssl: true })).ssl).toBe(true);
-    const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+    const pem = EXAMPLE_CA;
     expect(kafkaClientConfig(kafkaConfig({ ssl: { rejectUnauthorized: false, ca: pem } })).ssl).toEqual({
       rejectUnauthorized: false,
       ca: [pem],

@@ -1,0 +1,58 @@
+/**
+ * The secured listeners of the test run's broker (global set-up starts it secured: SASL_SSL with
+ * SCRAM-SHA-512, SSL requiring client certificates), and stream `kafka` settings for each mechanism.
+ */
+import { readFileSync } from 'node:fs';
+import { tlsFiles, type TlsMaterial } from '../../infra/local/kafka-tls';
+
+export type SecuredBroker = { saslSsl: string; ssl: string; tls: TlsMaterial; username: string; password: string };
+
+/** The test run's secured listeners, from the environment global set-up (or `local:up --secured`) gives. */
+export function securedBroker(): SecuredBroker {
+  const env = process.env;
+  const missing = ['KAFKA_SASL_SSL_BROKERS', 'KAFKA_SSL_BROKERS', 'KAFKA_TLS_DIR', 'KAFKA_SCRAM_USERNAME', 'KAFKA_SCRAM_PASSWORD'].filter(
+    (n) => !env[n],
+  );
+  if (missing.length) {
+    throw new Error(
+      `${missing.join(', ')} not set: run the tests through jest (global set-up starts a secured broker), or export what \`npm run local:up -- --secured\` prints`,
+    );
+  }
+  return {
+    saslSsl: env.KAFKA_SASL_SSL_BROKERS!,
+    ssl: env.KAFKA_SSL_BROKERS!,
+    tls: tlsFiles(env.KAFKA_TLS_DIR!),
+    username: env.KAFKA_SCRAM_USERNAME!,
+    password: env.KAFKA_SCRAM_PASSWORD!,
+  };
+}
+
+export const pem = (file: string): string => readFileSync(file, 'utf8');
+
+/** Environment variables the secured configs read their secrets from (a local run's secret store). */
+export const SECRET_ENV = { password: 'SECURED_TEST_SCRAM_PASSWORD', clientKey: 'SECURED_TEST_CLIENT_KEY' } as const;
+
+/** Puts the secrets the configs name into this process's environment. */
+export function exportSecrets(b: SecuredBroker): void {
+  process.env[SECRET_ENV.password] = b.password;
+  process.env[SECRET_ENV.clientKey] = pem(b.tls.clientKey);
+}
+
+export type Mechanism = { name: string; brokers: string; kafka: Record<string, unknown> };
+
+/** The two secured ways in, as stream `kafka` settings (brokers apart: local runs take KAFKA_BROKERS). */
+export function mechanisms(b: SecuredBroker): Mechanism[] {
+  const ca = pem(b.tls.caCert);
+  return [
+    {
+      name: 'SASL/SCRAM-SHA-512 over TLS',
+      brokers: b.saslSsl,
+      kafka: { ssl: { ca }, sasl: { mechanism: 'scram-sha-512', username: b.username, password: { env: SECRET_ENV.password } } },
+    },
+    {
+      name: 'mutual TLS',
+      brokers: b.ssl,
+      kafka: { ssl: { ca, cert: pem(b.tls.clientCert), key: { env: SECRET_ENV.clientKey } } },
+    },
+  ];
+}
