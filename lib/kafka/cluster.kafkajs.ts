@@ -20,6 +20,8 @@ import protocolRequests from 'kafkajs/src/protocol/requests';
 import protocolErrors from 'kafkajs/src/protocol/error';
 // @ts-expect-error -- kafkajs ships no types for its internals; only `writeBuffer` is used.
 import KafkajsEncoder from 'kafkajs/src/protocol/encoder';
+import { refreshCredentials } from './client';
+import { isCredentialRefusal } from './errors';
 import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './fetch-response';
 import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './metadata-v12';
 
@@ -268,7 +270,10 @@ export class KafkajsCluster {
   private fetchedAt = 0;
   private serial: Promise<unknown> = Promise.resolve();
 
-  constructor(kafka: Kafka, options: KafkajsClusterOptions = {}) {
+  constructor(
+    private readonly kafka: Kafka,
+    options: KafkajsClusterOptions = {},
+  ) {
     const onRequest = options.onRequest;
     // Duck-typed InstrumentationEventEmitter: the network layer only ever calls `emit`.
     const instrumentationEmitter = {
@@ -295,14 +300,16 @@ export class KafkajsCluster {
   async metadata(topics: string[] | 'all'): Promise<RawMetadata> {
     if (topics !== 'all' && topics.length === 0) return { brokers: [], topicMetadata: [] };
     // Serialized, so the snapshot read after a refresh is the one this call fetched.
-    const run = this.serial.then(async () => {
-      await this.cluster.connect();
-      await this.cluster.brokerPool.refreshMetadata(topics === 'all' ? [] : topics);
-      this.fetchedAt = Date.now();
-      const metadata = this.cluster.brokerPool.metadata;
-      if (!metadata) throw new Error('kafkajs metadata missing right after a refresh');
-      return metadata;
-    });
+    const run = this.serial.then(() =>
+      this.authenticated(async () => {
+        await this.cluster.connect();
+        await this.cluster.brokerPool.refreshMetadata(topics === 'all' ? [] : topics);
+        this.fetchedAt = Date.now();
+        const metadata = this.cluster.brokerPool.metadata;
+        if (!metadata) throw new Error('kafkajs metadata missing right after a refresh');
+        return metadata;
+      }),
+    );
     this.serial = run.catch(() => undefined);
     return run;
   }
@@ -314,10 +321,12 @@ export class KafkajsCluster {
 
   /** One ListOffsets request to broker `nodeId`. Throws kafkajs's error for the first partition error. */
   async listOffsets(nodeId: number, isolationLevel: number, topics: ListOffsetsTopic[]): Promise<ListOffsetsResult> {
-    await this.cluster.connect();
-    const broker = await this.cluster.findBroker({ nodeId });
-    const { responses } = await broker.listOffsets({ isolationLevel, topics });
-    return responses;
+    return this.authenticated(async () => {
+      await this.cluster.connect();
+      const broker = await this.cluster.findBroker({ nodeId });
+      const { responses } = await broker.listOffsets({ isolationLevel, topics });
+      return responses;
+    });
   }
 
   /**
@@ -325,6 +334,10 @@ export class KafkajsCluster {
    * batch (see fetch-response.ts); partition errors are returned, not thrown.
    */
   async fetch(nodeId: number, req: FetchPartitionRequest, options: DecodeOptions = {}): Promise<FetchResponse> {
+    return this.authenticated(() => this.fetchOnce(nodeId, req, options));
+  }
+
+  private async fetchOnce(nodeId: number, req: FetchPartitionRequest, options: DecodeOptions): Promise<FetchResponse> {
     await this.cluster.connect();
     // The pool's lookup, not Cluster.findBroker: on a miss that one refreshes metadata for every topic.
     const broker = await this.cluster.brokerPool.findBroker({ nodeId });
@@ -352,9 +365,26 @@ export class KafkajsCluster {
 
   /** One OffsetCommit to the group's coordinator, for a group without members (generation -1, no member id). */
   async commitOffsets(groupId: string, topics: OffsetCommitTopic[]): Promise<void> {
-    await this.cluster.connect();
-    const coordinator = await this.cluster.findGroupCoordinator({ groupId });
-    await coordinator.offsetCommit({ groupId, groupGenerationId: -1, memberId: '', topics });
+    await this.authenticated(async () => {
+      await this.cluster.connect();
+      const coordinator = await this.cluster.findGroupCoordinator({ groupId });
+      await coordinator.offsetCommit({ groupId, groupGenerationId: -1, memberId: '', topics });
+    });
+  }
+
+  /**
+   * Runs `op`; when the broker refused the client's credentials (SASL authentication, or a client
+   * certificate rejected in the TLS handshake) and reading them again past the cache found new ones
+   * (a rotated secret), runs it once more on new connections. Otherwise the refusal stands.
+   */
+  private async authenticated<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      if (!isCredentialRefusal(err) || !(await refreshCredentials(this.kafka))) throw err;
+      await this.cluster.disconnect();
+      return op();
+    }
   }
 
   async disconnect(): Promise<void> {

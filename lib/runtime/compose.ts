@@ -11,6 +11,7 @@ import { resolveHandler } from '../handlers';
 import { createKafka, type CreateKafkaDeps, type KafkaLogFn } from '../kafka/client';
 import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
 import { createKafkajsGroupCommitter } from '../kafka/group-offsets.kafkajs';
+import type { SecretResolver } from '../kafka/secrets';
 import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import { createDynamoStoreClock } from '../ledger/clock.dynamodb';
@@ -64,6 +65,8 @@ export type ComposeOptions = {
   dynamo?: DynamoDBClient;
   /** Where kafkajs's own log lines go (default: kafkajs's JSON lines on the console). */
   kafkaLog?: KafkaLogFn;
+  /** Where Kafka secrets are read (default: the process's caching resolver over Secrets Manager, SSM and the environment). */
+  resolveSecret?: SecretResolver;
 };
 
 export type Adapters = {
@@ -94,7 +97,7 @@ export type Adapters = {
 export function composeAdapters(options: ComposeOptions): Adapters {
   const { config, env } = options;
   const dynamo = options.dynamo ?? dynamoClientFromEnv(env);
-  const kafkaDeps: CreateKafkaDeps = { log: options.kafkaLog };
+  const kafkaDeps: CreateKafkaDeps = { log: options.kafkaLog, resolveSecret: options.resolveSecret };
   const readers = perClusterCache<RangeReader>();
   const committers = perClusterCache<GroupOffsetCommitter>();
   const handlers = new Map<string, RecordsHandler>();

@@ -2,8 +2,11 @@
  * The secured listeners of the test run's broker (global set-up starts it secured: SASL_SSL with
  * SCRAM-SHA-512, SSL requiring client certificates), and stream `kafka` settings for each mechanism.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { ensureKafkaJars, javaBinary } from '../../infra/local/kafka';
 import { tlsFiles, type TlsMaterial } from '../../infra/local/kafka-tls';
+import { CACHE_DIR } from '../../infra/local/stack';
 
 export type SecuredBroker = { saslSsl: string; ssl: string; tls: TlsMaterial; username: string; password: string };
 
@@ -55,4 +58,16 @@ export function mechanisms(b: SecuredBroker): Mechanism[] {
       kafka: { ssl: { ca, cert: pem(b.tls.clientCert), key: { env: SECRET_ENV.clientKey } } },
     },
   ];
+}
+
+/**
+ * Sets (creates or changes) a SCRAM-SHA-512 user's password on the broker, over its PLAINTEXT
+ * listener, with Kafka's own ConfigCommand (kafkajs has no AlterUserScramCredentials).
+ */
+export function setScramPassword(user: string, password: string): void {
+  const libs = ensureKafkaJars(CACHE_DIR);
+  const args = ['-cp', `${libs}/*`, 'kafka.admin.ConfigCommand', '--bootstrap-server', process.env.KAFKA_BROKERS!.split(',')[0]!];
+  args.push('--alter', '--add-config', `SCRAM-SHA-512=[password=${password}]`, '--entity-type', 'users', '--entity-name', user);
+  const run = spawnSync(javaBinary(), args, { encoding: 'utf8', timeout: 60_000 });
+  if (run.status !== 0) throw new Error(`kafka ConfigCommand failed (exit ${run.status}): ${run.stderr || run.stdout}`);
 }
