@@ -20,8 +20,9 @@ import protocolRequests from 'kafkajs/src/protocol/requests';
 import protocolErrors from 'kafkajs/src/protocol/error';
 // @ts-expect-error -- kafkajs ships no types for its internals; only `writeBuffer` is used.
 import KafkajsEncoder from 'kafkajs/src/protocol/encoder';
-import { refreshCredentials } from './client';
-import { isCredentialRefusal } from './errors';
+import { connectionOf, refreshCredentials } from './client';
+import { explainConnectionFailure } from './connection-failure';
+import { isCredentialRefusal, KafkaError } from './errors';
 import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './fetch-response';
 import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './metadata-v12';
 
@@ -379,12 +380,23 @@ export class KafkajsCluster {
    */
   private async authenticated<T>(op: () => Promise<T>): Promise<T> {
     try {
-      return await op();
+      try {
+        return await op();
+      } catch (err) {
+        if (!isCredentialRefusal(err) || !(await refreshCredentials(this.kafka))) throw err;
+        await this.cluster.disconnect();
+        return await op();
+      }
     } catch (err) {
-      if (!isCredentialRefusal(err) || !(await refreshCredentials(this.kafka))) throw err;
-      await this.cluster.disconnect();
-      return op();
+      throw this.explained(err);
     }
+  }
+
+  /** A refused connection as one line naming the broker, the way in and the setting to check; anything else as it is. */
+  private explained(err: unknown): unknown {
+    const connection = connectionOf(this.kafka);
+    const refusal = connection && explainConnectionFailure(err, connection, Date.now());
+    return refusal ? new KafkaError(refusal.message, { cause: err, type: refusal.kind, retriable: false }) : err;
   }
 
   async disconnect(): Promise<void> {

@@ -121,9 +121,11 @@ const payloadOf = (r: RangeState): RangePayload => ({
 });
 
 /**
- * One stream, one run, in phases: fence -> discover -> offsets -> decide (pure) -> persist ->
- * dispatch -> record. The lease is released whatever happens, saying whether every dispatch of
- * the run has its outcome recorded.
+ * One stream, one run, in phases: reach Kafka -> fence -> discover -> offsets -> decide (pure) ->
+ * persist -> dispatch -> record. Kafka is asked for the stream's topics before the lease is taken,
+ * so a cluster that cannot be reached (or refuses the credentials) fails the run without any write
+ * to the ledger. The lease is released whatever happens, saying whether every dispatch of the run
+ * has its outcome recorded.
  */
 export async function planStream(
   deps: PlannerDeps,
@@ -134,6 +136,7 @@ export async function planStream(
   const { nowMs, dryRun } = input;
   const rep = emptyReport(stream.id, dryRun);
   const ownerToken = deps.ownerToken ?? randomUUID();
+  const reached = await reachKafka(deps, stream);
   const fenced = await fence(deps, stream, { dryRun, nowMs, ownerToken });
   if (!fenced.acquired) return { ...rep, status: 'skipped', reason: fenced.reason, durationMs: Date.now() - t0 };
   if (!dryRun) rep.epoch = fenced.epoch;
@@ -154,7 +157,8 @@ export async function planStream(
     }
     await run.step('leased');
     const initial = fenced.startedAtMs === undefined;
-    const { kafka, discovered, known } = await discover(run);
+    // Finished when looked at, no longer when fenced (a rewind in between): ask Kafka now.
+    const { kafka, discovered, known } = await discover(run, reached ?? (await askKafka(deps, stream)));
     const { offsets, unavailable, timestampOffsets } = await readOffsets(kafka, stream, initial, discovered, known);
     const openRanges = await readOpenRanges(deps.ledger, stream.id, known, discovered);
     const decision = decidePlan({
@@ -256,13 +260,29 @@ async function fence(deps: PlannerDeps, stream: StreamConfig, run: { dryRun: boo
   return { acquired: true, epoch: lease.epoch, startedAtMs, finishedAtMs, confirmedEpoch };
 }
 
-/** Discover: the stream's topics and partitions (one metadata call), with what the ledger knows of them. */
-async function discover(run: Run): Promise<{ kafka: KafkaMetadata; discovered: TopicPartitions[]; known: PartitionState[] }> {
-  const kafka = await run.deps.metadataFor(run.stream);
-  const [discovered, known] = await Promise.all([
-    kafka.describeTopics(topicSelector(run.stream)),
-    run.deps.ledger.readPartitions(run.stream.id),
-  ]);
+type Reached = { kafka: KafkaMetadata; discovered: TopicPartitions[] };
+
+/**
+ * Reach Kafka: the stream's topics and partitions (one metadata call), asked before the lease so an
+ * unreachable cluster changes nothing. A finished bounded stream (replay) is not asked: undefined.
+ */
+async function reachKafka(deps: PlannerDeps, stream: StreamConfig): Promise<Reached | undefined> {
+  if ((await deps.ledger.readMeta(stream.id))?.finishedAtMs !== undefined) return undefined;
+  return askKafka(deps, stream);
+}
+
+async function askKafka(deps: PlannerDeps, stream: StreamConfig): Promise<Reached> {
+  const kafka = await deps.metadataFor(stream);
+  return { kafka, discovered: await kafka.describeTopics(topicSelector(stream)) };
+}
+
+/** Discover: what the ledger knows of the partitions Kafka gave. */
+async function discover(
+  run: Run,
+  reached: Reached,
+): Promise<{ kafka: KafkaMetadata; discovered: TopicPartitions[]; known: PartitionState[] }> {
+  const { kafka, discovered } = reached;
+  const known = await run.deps.ledger.readPartitions(run.stream.id);
   // A listed topic Kafka does not have, or a pattern matching none: not a failure, but worth an alarm.
   const unmatched = unmatchedSubscription(
     run.stream,
