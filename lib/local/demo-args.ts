@@ -38,6 +38,7 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
       String(DEMO_DEFAULTS.maxConcurrency),
     )
     .option('--no-progress', 'no live progress view')
+    .option('--verbose', "also print the Kafka client's own log lines (by default a failure is said once, in one line)")
     .option('--demo-config <file>', 'where to write the demo stream config for the CLI (default .local/demo/streams.json)')
     .exitOverride()
     .configureOutput({ writeOut: (s) => (usage += s), writeErr: () => undefined });
@@ -65,6 +66,7 @@ function configRunOf(cmd: Command, isTTY: boolean): RunConfigOptions {
     timeout?: string;
     concurrency: string;
     progress: boolean;
+    verbose?: boolean;
   }>();
   for (const name of DEMO_ONLY) {
     if (cmd.getOptionValueSource(name) === 'cli') {
@@ -83,6 +85,7 @@ function configRunOf(cmd: Command, isTTY: boolean): RunConfigOptions {
     timeoutMs: timeoutS * 1000,
     maxConcurrency: concurrencyOf(o.concurrency),
     progress: !o.progress ? 'off' : isTTY && !json ? 'tty' : 'lines',
+    verbose: o.verbose ?? false,
   };
 }
 
@@ -99,6 +102,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     concurrency: string;
     progress: boolean;
     demoConfig?: string;
+    verbose?: boolean;
   }>();
   const bounded = o.untilCaughtUp ?? false;
   const positive = (text: string, what: string, max: number): number => {
@@ -132,6 +136,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     triggerIntervalMs: DEMO_DEFAULTS.triggerIntervalMs,
     ledgerTable: DEMO_DEFAULTS.ledgerTable,
     maxConcurrency,
+    verbose: o.verbose ?? false,
     ...(o.demoConfig !== undefined ? { configFile: o.demoConfig } : {}),
   };
 }

@@ -18,7 +18,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
-import { KAFKAJS_RETRY, kafkaLogLines } from '../kafka/client';
+import { KAFKAJS_RETRY, kafkaLogLines, quietKafkaLog } from '../kafka/client';
 import { KafkaError, toKafkaError } from '../kafka/errors';
 import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
@@ -58,6 +58,8 @@ export type DemoOptions = {
   maxConcurrency: number;
   /** Where to write the demo's deployment config for the CLI (null: do not write). */
   configFile?: string | null;
+  /** Also print the Kafka client's own log lines. */
+  verbose?: boolean;
 };
 
 export const DEMO_DEFAULTS = {
@@ -146,8 +148,8 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
   try {
     const { config, configFile } = await setUpDemo(opts, deps, names, dynamo, admin);
     const stream = config.streams[0] as StreamConfig;
-    // The Kafka client's own lines (a lost connection) join the run's events instead of raw JSON.
-    ctx = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
+    // The Kafka client's own lines (a lost connection) only on request: the run says a failure once itself.
+    ctx = composeAdapters({ config, env, dynamo, kafkaLog: opts.verbose ? kafkaLogLines((l) => view.event(l)) : quietKafkaLog });
     const { id, topic, sinkTable } = names;
     view.event(
       `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: ${cliCommand('status', undefined)}` : ''}`,

@@ -151,9 +151,10 @@ export function createProgressView(
       drawn = lines.length;
     },
     event(text) {
-      if (mode === 'off') return;
-      if (mode === 'lines') write(`${text}\n`);
-      else events.push(text);
+      // Events (a failure, why a run stopped) are one line each and say what frames cannot: written
+      // without a view too (`--no-progress`).
+      if (mode === 'tty') events.push(text);
+      else write(`${text}\n`);
     },
     close() {
       drawn = 0;

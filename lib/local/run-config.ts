@@ -12,7 +12,7 @@
  */
 import { loadDeploymentConfig } from '../config/load';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
-import { kafkaLogLines } from '../kafka/client';
+import { kafkaLogLines, quietKafkaLog } from '../kafka/client';
 import { duration } from '../ops/format';
 import type { OpsContext } from '../ops/context';
 import { partitionKey } from '../ranges';
@@ -33,7 +33,12 @@ export type RunConfigOptions = {
   timeoutMs: number;
   /** Processors running at once (the local reserved concurrency); more ranges queue. */
   maxConcurrency: number;
+  /** Also print the Kafka client's own log lines (default: each failure once, in one line). */
+  verbose?: boolean;
 };
+
+/** A bounded run gives up this soon when Kafka cannot be read at all (or after `timeoutMs`, when shorter). */
+export const UNAVAILABLE_GIVE_UP_MS = 30_000;
 
 export type RunConfigDeps = LocalRunDeps;
 
@@ -110,12 +115,17 @@ async function watch(w: Watch, opts: RunConfigOptions, deps: RunConfigDeps): Pro
   let last: Look | undefined;
   let committed = -1;
   let progressAtMs = Date.now();
+  const unavailable = unavailability(w.view);
   for (;;) {
     const now = Date.now();
-    last = await look(w).catch((err: unknown) => {
-      w.view.event(`status read failed: ${(err as Error)?.message ?? String(err)}`);
-      return last;
-    });
+    last = await look(w).then(
+      (l) => (unavailable.ok(), l),
+      (err: unknown) => (unavailable.failed((err as Error)?.message ?? String(err), now), last),
+    );
+    const giveUpMs = Math.min(opts.timeoutMs, UNAVAILABLE_GIVE_UP_MS);
+    if (opts.untilCaughtUp && !last && unavailable.forMs(now) >= giveUpMs) {
+      return { last, reason: `gave up: Kafka unavailable for ${duration(giveUpMs)} (${unavailable.reason()})` };
+    }
     if (last) {
       const stats = w.runner.stats();
       const total = last.rows.reduce((s, r) => s + (r.committed ?? 0), 0);
@@ -144,6 +154,26 @@ async function watch(w: Watch, opts: RunConfigOptions, deps: RunConfigDeps): Pro
   }
 }
 
+/** Kafka's availability as the watch sees it: a failure said once (and its end), and for how long it has lasted. */
+function unavailability(view: ProgressView) {
+  let since: number | undefined;
+  let said: string | undefined;
+  return {
+    failed(reason: string, nowMs: number) {
+      since ??= nowMs;
+      if (reason !== said) view.event(`unavailable: ${reason}`);
+      said = reason;
+    },
+    ok() {
+      if (said !== undefined) view.event('available again');
+      since = undefined;
+      said = undefined;
+    },
+    forMs: (nowMs: number) => (since === undefined ? 0 : nowMs - since),
+    reason: () => said ?? 'no answer',
+  };
+}
+
 /** Why a bounded run stopped without progress: lag that did not move, or no partition to read at all (and the planner's warnings). */
 function gaveUpReason(w: Watch, last: Look | undefined, timeoutMs: number): string {
   if (last?.rows.length) return `gave up: nothing committed for ${duration(timeoutMs)} while lag remained`;
@@ -163,7 +193,7 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
   if (envLine) view.event(envLine);
   let ops: OpsContext | undefined;
   try {
-    ops = composeAdapters({ config, env, dynamo, kafkaLog: kafkaLogLines((l) => view.event(l)) });
+    ops = composeAdapters({ config, env, dynamo, kafkaLog: opts.verbose ? kafkaLogLines((l) => view.event(l)) : quietKafkaLog });
     // Handler modules are loaded (and checked) before anything is created or run.
     for (const s of config.streams) if (s.handler) ops.handlerFor(s);
     const sinkTablesCreated = await ensureConfigTables(dynamo, config);

@@ -183,6 +183,13 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
     warned.set(r.stream, new Set(r.warnings));
   };
 
+  // A failing stream is said once per reason, and again when it plans again: a planner every second
+  // against a dead cluster must not print the same line every second.
+  const logFailureChange = (r: StreamPlanReport, before: StreamPlanReport | undefined) => {
+    if (r.status === 'failed' && (before?.status !== 'failed' || before.reason !== r.reason))
+      log(`planner run for ${r.stream} failed: ${r.reason}`);
+    if (r.status !== 'failed' && before?.status === 'failed') log(`planner run for ${r.stream} ${r.status} again`);
+  };
   const planOnce = async (): Promise<StreamPlanReport[]> => {
     const reports = await Promise.all(
       streams.map((s) =>
@@ -196,7 +203,6 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
           )
           .catch((err: unknown): StreamPlanReport => {
             const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-            log(`planner run for ${s.id} failed: ${reason}`);
             return { ...(stats.reports.get(s.id) ?? failedReport(s.id)), status: 'failed', reason };
           }),
       ),
@@ -204,6 +210,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
     stats.plannerRuns++;
     for (const r of reports) {
       stats.maxPlannerRunMs = Math.max(stats.maxPlannerRunMs, r.durationMs);
+      logFailureChange(r, stats.reports.get(r.stream));
       stats.reports.set(r.stream, r);
       if (r.status === 'failed') stats.lastError = `planner ${r.stream}: ${r.reason}`;
       logNewWarnings(r);

@@ -1,12 +1,15 @@
 /**
  * `npm start` with a service it cannot reach: one line naming the service and the setting, exit 1,
- * no client log and no stack trace. An unreachable service is a closed loopback port.
+ * no client log and no stack trace. An unreachable service is a closed loopback port. A bounded run
+ * of a config file says an unavailable cluster once, gives up after its stated time, and exits
+ * non-zero whatever stops it (SIGTERM included).
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from '../../infra/local/process';
+import { uniqueName } from '../support/env';
 
 const root = resolve(__dirname, '..', '..');
 
@@ -48,5 +51,71 @@ describe('npm start: unreachable services', () => {
         `^error: (ledger|sink) table [\\w-]+: cannot reach DynamoDB at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) \\[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint\\]\\n$`,
       ),
     );
+  }, 60_000);
+});
+
+/** `npm start -- --config <file> --until-caught-up` of a noop stream on `kafkaBrokers`, with its child process. */
+function startConfig(
+  kafkaBrokers: string,
+  extra: string[],
+): { child: ChildProcess; stderr: () => string; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const dir = mkdtempSync(join(tmpdir(), 'start-config-'));
+  const file = join(dir, 'streams.json');
+  const stream = {
+    id: 'gone',
+    kafka: { brokers: ['kafka.example.com:9092'] },
+    topics: ['t'],
+    triggerIntervalMs: 1000,
+    handler: { module: 'noop', mode: 'at-least-once' },
+  };
+  writeFileSync(file, JSON.stringify({ ledgerTable: uniqueName('gone-ledger'), streams: [stream] }));
+  const env = { ...process.env, KAFKA_BROKERS: kafkaBrokers };
+  const args = ['bin/start.ts', '--config', file, '--until-caught-up', '--no-progress', ...extra];
+  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), args, {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 60_000,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((r) =>
+    child.on('close', (code) => r({ code, stdout, stderr })),
+  );
+  return { child, stderr: () => stderr, done };
+}
+
+describe('npm start -- --config: a cluster that cannot be reached', () => {
+  it('says so once, in one line, and gives up after its stated time with exit 1', async () => {
+    const port = await freePort();
+    const t0 = Date.now();
+    const res = await startConfig(`127.0.0.1:${port}`, ['--timeout', '5']).done;
+    expect(res.code).toBe(1);
+    const lines = res.stderr.split('\n').filter(Boolean);
+    const reason = `Kafka: cannot reach 127.0.0.1:${port} (ECONNREFUSED) during describeTopics`;
+    expect(lines.filter((l) => l.startsWith('unavailable: '))).toEqual([`unavailable: ${reason}`]);
+    expect(lines.filter((l) => l.startsWith('planner run for gone failed'))).toEqual([
+      `planner run for gone failed: KafkaError: ${reason}`,
+    ]);
+    expect(lines).toContain(`gave up: Kafka unavailable for 5.0s (${reason})`);
+    expect(lines.some((l) => l.includes('[kafkajs'))).toBe(false);
+    expect(lines.length).toBeLessThanOrEqual(5);
+    expect(res.stdout).toContain('not caught up');
+    expect(Date.now() - t0).toBeLessThan(40_000);
+  }, 60_000);
+
+  it('exits non-zero when stopped by SIGTERM before it caught up', async () => {
+    const port = await freePort();
+    const run = startConfig(`127.0.0.1:${port}`, []);
+    // Stopped once it is running (its first failure said), not during start-up.
+    const deadline = Date.now() + 30_000;
+    while (!run.stderr().includes('unavailable: ') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(run.stderr()).toContain('unavailable: ');
+    run.child.kill('SIGTERM');
+    const res = await run.done;
+    expect(res.code).toBe(130);
+    expect(res.stdout).toContain('not caught up');
   }, 60_000);
 });
