@@ -8,8 +8,8 @@
  * (`r-<n>`, amount n), so the sink shows every duplicate and every loss record by record.
  * Faults are drawn from a seeded PRNG; runs are bounded by a wall-clock budget per scenario.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient, InternalServerError, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
@@ -27,6 +27,7 @@ import {
 import { freePort } from '../../infra/local/process';
 import { CACHE_DIR } from '../../infra/local/stack';
 import { checkInvariants, type Violation } from '../../lib/chaos/invariants';
+import { createKafka } from '../../lib/kafka/client';
 import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
 import { mapWithConcurrency } from '../../lib/concurrency';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
@@ -114,6 +115,8 @@ export type ScenarioResult = {
 
 export type ChaosEnv = {
   kafka: Kafka;
+  /** The client range readers use, when the streams reach the broker otherwise than `kafka` (broker-restart: SASL_SSL). */
+  readerKafka?: Kafka;
   admin: Admin;
   producer: Producer;
   /** A clean client (sink checks, audit log, tables). */
@@ -202,8 +205,8 @@ const BASE: ScenarioSpec = {
   budgetMs: 40_000,
 };
 
-/** Restarts the scenario's private broker (broker-restart only). */
-type BrokerControl = { brokers: string; restart(): Promise<void> };
+/** Restarts the scenario's private broker (broker-restart only), which the streams reach over SASL_SSL with SCRAM. */
+type BrokerControl = { brokers: string; kafka: Record<string, unknown>; restart(): Promise<void> };
 
 /** The scenario's private 3-broker cluster (leader-killed only): kills the leader of a partition. */
 type ClusterControl = { brokers: string; startMs: number; killLeaderOf(topic: string, partition: number): Promise<number> };
@@ -230,17 +233,31 @@ export async function runScenario(
   let priv: ChaosEnv | undefined;
   try {
     // The watchdog kills the JVM if this test process dies before `finally` runs.
+    // Secured: the streams read over SASL_SSL with SCRAM-SHA-512 (set-up and checks use PLAINTEXT), so
+    // reconnecting after the restart re-authenticates every connection.
+    const scram = { name: 'chaos', password: randomBytes(12).toString('base64url') };
     broker = await startKafka({
       dir: join(dir, 'kafka'),
       cacheDir: CACHE_DIR,
       ownerPid: process.pid,
       port: String(await freePort()),
       startTimeoutMs: 60_000,
+      secured: { scramUsers: [scram] },
     });
+    process.env.CHAOS_SCRAM_PASSWORD = scram.password;
     const kafka = new Kafka({ clientId: 'chaos-private', brokers: [broker.brokers], logLevel: logLevel.NOTHING });
     priv = await openChaosEnv(kafka, env.ddb);
+    const secured = broker.secured!;
+    const streamKafka = {
+      ssl: { ca: readFileSync(secured.tls.caCert, 'utf8') },
+      sasl: { mechanism: 'scram-sha-512', username: scram.name, password: { env: 'CHAOS_SCRAM_PASSWORD' } },
+    };
+    priv.readerKafka = await createKafka(
+      parseStreamConfig({ id: 'chaos', kafka: { brokers: [secured.saslSsl], ...streamKafka }, topics: ['any'] }, 'chaos').kafka,
+    );
     const control: BrokerControl = {
-      brokers: broker.brokers,
+      brokers: secured.saslSsl,
+      kafka: streamKafka,
       restart: async () => {
         broker = await restartKafka(broker as KafkaInstance);
       },
@@ -451,7 +468,10 @@ async function runIn(
     parseStreamConfig(
       {
         id: `${id}-${suffix}`,
-        kafka: { brokers: (opts.broker?.brokers ?? opts.cluster?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(',') },
+        kafka: {
+          brokers: (opts.broker?.brokers ?? opts.cluster?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(','),
+          ...opts.broker?.kafka,
+        },
         ...(pattern ? { topicPattern: `${id}-t[0-9]+` } : { topics: [topic1] }),
         handler:
           suffix === 'eo'
@@ -817,7 +837,7 @@ async function runIn(
     }
     case 'broker-restart':
       injected = restart
-        ? `private broker stopped (SIGTERM) and started again on the same data dir and port after ${restartAfterChunks} handled chunks (stop + start ${restartMs} ms): ${across.running} invocations were reading, ${across.done} of them rode through to done; ${processorErrors} processor invocations failed and were re-dispatched, ${plannerFailures} planner runs failed`
+        ? `private broker (streams over SASL_SSL, SCRAM-SHA-512) stopped (SIGTERM) and started again on the same data dir and port after ${restartAfterChunks} handled chunks (stop + start ${restartMs} ms): ${across.running} invocations were reading, ${across.done} of them rode through to done; ${processorErrors} processor invocations failed and were re-dispatched, ${plannerFailures} planner runs failed`
         : 'no restart happened';
       if (!restart) problems.push('the broker was never restarted');
       break;

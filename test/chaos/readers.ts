@@ -7,7 +7,7 @@ import type { ChaosEnv } from './harness';
 export function takeReader(env: ChaosEnv): RangeReader {
   const r = env.readers.pop();
   if (r) return r;
-  const fresh = createKafkajsRangeReader(env.kafka);
+  const fresh = createKafkajsRangeReader(env.readerKafka ?? env.kafka);
   env.allReaders.push(fresh);
   return fresh;
 }
