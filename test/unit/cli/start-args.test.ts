@@ -24,14 +24,18 @@ describe('npm start -- --config <file>', () => {
       timeoutMs: 300_000,
       maxConcurrency: 16,
       progress: 'tty',
+      verbose: false,
     });
-    expect(parseRun(['--config', 'streams.json', '--until-caught-up', '--json', '--timeout', '30', '--concurrency', '4'], true)).toEqual({
+    expect(
+      parseRun(['--config', 'streams.json', '--until-caught-up', '--json', '--timeout', '30', '--concurrency', '4', '--verbose'], true),
+    ).toEqual({
       configFile: 'streams.json',
       untilCaughtUp: true,
       json: true,
       timeoutMs: 30_000,
       maxConcurrency: 4,
       progress: 'lines',
+      verbose: true,
     });
   });
 
