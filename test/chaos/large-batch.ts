@@ -77,7 +77,10 @@ export async function runLargeBatch(env: ChaosEnv, seed: number, opts: { budgetM
           leaseToken,
           fold: { maxRecords: 20_000 + Math.floor(random() * 80_000) },
           afterStep: (step) => {
-            if (step !== killAt || ++seen !== nth) return;
+            // The kill this scenario is about, between the writes of one batch, happens for sure (the
+            // first invocation to get there); the others are drawn.
+            const firstBetweenWrites = step === 'sink-written' && counts.killedAt['sink-written'] === undefined;
+            if (!firstBetweenWrites && (step !== killAt || ++seen !== nth)) return;
             dead.v = true;
             counts.kills++;
             counts.killedAt[step] = (counts.killedAt[step] ?? 0) + 1;
