@@ -13,24 +13,30 @@ import { uniqueName } from '../support/env';
 
 const root = resolve(__dirname, '..', '..');
 
-/** Runs `npm start`'s entry point with these endpoints; returns exit code and output. */
-async function start(kafkaBrokers: string, dynamodbEndpoint: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const demoConfig = join(mkdtempSync(join(tmpdir(), 'demo-')), 'streams.json');
-  const env = { ...process.env, KAFKA_BROKERS: kafkaBrokers, DYNAMODB_ENDPOINT: dynamodbEndpoint };
-  const args = ['bin/start.ts', '--until-caught-up', '--no-progress', '--duration', '1', '--demo-config', demoConfig];
+type Ran = { code: number | null; stdout: string; stderr: string };
+
+/** `npm start`'s entry point with these arguments and environment: the child, its stderr so far, and how it ended. */
+function spawnStart(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; stderr: () => string; done: Promise<Ran> } {
   // A child that hangs is killed (and the test fails on its exit code) rather than outliving the run.
-  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), args, {
+  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), ['bin/start.ts', ...args], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: 45_000,
+    timeout: 60_000,
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise<number | null>((r) => child.on('close', r));
-  return { code, stdout, stderr };
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<Ran>((r) => child.on('close', (code) => r({ code, stdout, stderr })));
+  return { child, stderr: () => stderr, done };
+}
+
+/** Runs the demo with these endpoints; returns exit code and output. */
+function start(kafkaBrokers: string, dynamodbEndpoint: string): Promise<Ran> {
+  const demoConfig = join(mkdtempSync(join(tmpdir(), 'demo-')), 'streams.json');
+  const env = { ...process.env, KAFKA_BROKERS: kafkaBrokers, DYNAMODB_ENDPOINT: dynamodbEndpoint };
+  return spawnStart(['--until-caught-up', '--no-progress', '--duration', '1', '--demo-config', demoConfig], env).done;
 }
 
 describe('npm start: unreachable services', () => {
@@ -54,11 +60,8 @@ describe('npm start: unreachable services', () => {
   }, 60_000);
 });
 
-/** `npm start -- --config <file> --until-caught-up` of a noop stream on `kafkaBrokers`, with its child process. */
-function startConfig(
-  kafkaBrokers: string,
-  extra: string[],
-): { child: ChildProcess; stderr: () => string; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+/** `npm start -- --config <file> --until-caught-up` of a noop stream on `kafkaBrokers`. */
+function startConfig(kafkaBrokers: string, extra: string[]): ReturnType<typeof spawnStart> {
   const dir = mkdtempSync(join(tmpdir(), 'start-config-'));
   const file = join(dir, 'streams.json');
   const stream = {
@@ -69,22 +72,7 @@ function startConfig(
     handler: { module: 'noop', mode: 'at-least-once' },
   };
   writeFileSync(file, JSON.stringify({ ledgerTable: uniqueName('gone-ledger'), streams: [stream] }));
-  const env = { ...process.env, KAFKA_BROKERS: kafkaBrokers };
-  const args = ['bin/start.ts', '--config', file, '--until-caught-up', '--no-progress', ...extra];
-  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), args, {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: 60_000,
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((r) =>
-    child.on('close', (code) => r({ code, stdout, stderr })),
-  );
-  return { child, stderr: () => stderr, done };
+  return spawnStart(['--config', file, '--until-caught-up', '--no-progress', ...extra], { ...process.env, KAFKA_BROKERS: kafkaBrokers });
 }
 
 describe('npm start -- --config: a cluster that cannot be reached', () => {
