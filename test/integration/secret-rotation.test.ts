@@ -3,7 +3,8 @@
  * a Secrets Manager secret (the local emulator's), a warm runtime has it cached; between two planner
  * runs the password changes on the broker and in the secret. The next new connections are refused
  * once, the client reads the secret again past its cache, and the runs go on: nothing failed, every
- * range done in one attempt.
+ * range done in one attempt. The same for a mutual-TLS client whose certificate and key (a secret)
+ * expired and were renewed in the secret.
  */
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { parseDeploymentConfig } from '../../lib/config/schema';
@@ -105,3 +106,47 @@ it('re-reads the password once when the broker refuses it, and parks nothing', a
     await adapters.close();
   }
 }, 120_000);
+
+it('re-reads a client certificate and key the broker refuses, and connects with the renewed ones', async () => {
+  const identity = (cert: string, key: string) => JSON.stringify({ cert: pem(cert), key: pem(key) });
+  const secret = await secrets.send(
+    new CreateSecretCommand({
+      Name: uniqueName('kafka/client'),
+      SecretString: identity(broker.tls.expiredClientCert, broker.tls.expiredClientKey),
+    }),
+  );
+  let storeReads = 0;
+  const resolveSecret = createSecretResolver({ readSecretsManager: (id) => (storeReads++, readSecretsManager(secrets, id)) });
+  const ref = (field: string) => ({ secretArn: secret.ARN!, field });
+  const config = parseDeploymentConfig(
+    {
+      ledgerTable: uniqueName('mtls-rotation-ledger'),
+      streams: [
+        {
+          id: 'mtls',
+          kafka: { brokers: [broker.ssl], ssl: { ca: pem(broker.tls.caCert), cert: ref('cert'), key: ref('key') } },
+          topics: [topic],
+          handler: { module: 'noop', mode: 'at-least-once' },
+        },
+      ],
+    },
+    'mtls rotation test',
+  );
+  const adapters = composeAdapters({ config, env: process.env, resolveSecret, kafkaLog: () => undefined });
+  try {
+    const stream = config.streams[0]!;
+    // The expired certificate is refused; reading the secret again finds the same one: the refusal stands.
+    const refused = adapters.metadata.forStream(stream).then((m) => m.describeTopics({ topics: [topic] }));
+    await expect(refused).rejects.toThrow(/the broker refused the client certificate, which expired at/);
+    const readsBefore = storeReads;
+    // Renewed in the secret; the warm client still holds the expired pair.
+    await secrets.send(
+      new PutSecretValueCommand({ SecretId: secret.ARN!, SecretString: identity(broker.tls.clientCert, broker.tls.clientKey) }),
+    );
+    const md = await adapters.metadata.forStream(stream);
+    expect((await md.describeTopics({ topics: [topic] })).map((t) => t.topic)).toEqual([topic]);
+    expect(storeReads).toBeGreaterThan(readsBefore);
+  } finally {
+    await adapters.close();
+  }
+}, 60_000);
