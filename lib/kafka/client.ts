@@ -7,25 +7,29 @@ import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } fr
 import type { ConnectionOptions } from 'node:tls';
 import { ValidationError } from '../errors';
 import type { KafkaConnectionConfig, SslConfig } from '../config/schema';
+import { mskIamToken, type MskTokenProvider } from './msk-iam';
 import { resolveSecret as processSecretResolver, type SecretResolver } from './secrets';
+
+export { mskIamToken, type MskTokenProvider } from './msk-iam';
 
 export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
 /** Receives kafkajs log lines (WARN and ERROR unless KAFKAJS_LOG_LEVEL asks for more). */
 export type KafkaLogFn = (level: KafkaLogLevel, message: string, context: Record<string, unknown>) => void;
-/** Returns a fresh MSK IAM auth token (a presigned, base64url URL) for the region. */
-export type MskTokenProvider = (region: string) => Promise<string>;
 
 export type KafkaClientOptions = {
   /** The resolved SASL password, required for scram-sha-* and plain. */
   password?: string;
   log?: KafkaLogFn;
   mskToken?: MskTokenProvider;
+  /** Ids of the streams the client serves, named when MSK IAM cannot get its role's credentials. */
+  streams?: readonly string[];
 };
 
 export type CreateKafkaDeps = {
   resolveSecret?: SecretResolver;
   log?: KafkaLogFn;
   mskToken?: MskTokenProvider;
+  streams?: readonly string[];
 };
 
 /** Creates a kafkajs client for the config, resolving its SASL password first. */
@@ -33,7 +37,7 @@ export async function createKafka(config: KafkaConnectionConfig, deps: CreateKaf
   const sasl = config.sasl;
   const password =
     sasl !== undefined && sasl.mechanism !== 'aws-msk-iam' ? await (deps.resolveSecret ?? processSecretResolver)(sasl.password) : undefined;
-  return new Kafka(kafkaClientConfig(config, { password, log: deps.log, mskToken: deps.mskToken }));
+  return new Kafka(kafkaClientConfig(config, { password, log: deps.log, mskToken: deps.mskToken, streams: deps.streams }));
 }
 
 /** kafkajs's constructor config, narrowed to the built-in SASL mechanisms we configure. */
@@ -76,26 +80,14 @@ function kafkaSsl(ssl: SslConfig | undefined, tlsRequired: boolean): KafkaConfig
 function kafkaSasl(sasl: NonNullable<KafkaConnectionConfig['sasl']>, options: KafkaClientOptions): SASLOptions {
   if (sasl.mechanism === 'aws-msk-iam') {
     const tokenFor = options.mskToken ?? mskIamToken;
-    const { region } = sasl;
     // kafkajs calls this on every (re)authentication, and MSK tokens expire after 15 minutes, so
-    // a token is never reused.
-    return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: await tokenFor(region) }) };
+    // a token is never reused (an assumed role's credentials are: msk-iam.ts).
+    return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: await tokenFor(sasl, options.streams) }) };
   }
   if (options.password === undefined) {
     throw new ValidationError(`SASL ${sasl.mechanism} for user ${sasl.username} needs its password resolved first`);
   }
   return { mechanism: sasl.mechanism, username: sasl.username, password: options.password };
-}
-
-/**
- * MSK IAM token from aws-msk-iam-sasl-signer-js: AWS's maintained signer for MSK IAM, which yields
- * the OAUTHBEARER token kafkajs already supports (kafkajs has no native AWS_MSK_IAM mechanism).
- * Imported on first use so clusters without IAM auth do not load the signer and its STS client.
- */
-export async function mskIamToken(region: string): Promise<string> {
-  const { generateAuthToken } = await import('aws-msk-iam-sasl-signer-js');
-  const { token } = await generateAuthToken({ region });
-  return token;
 }
 
 const LEVEL_NAMES: Record<number, KafkaLogLevel> = {

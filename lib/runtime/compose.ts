@@ -7,7 +7,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Admin } from 'kafkajs';
-import type { DeploymentConfig, StreamConfig } from '../config/schema';
+import type { DeploymentConfig, KafkaConnectionConfig, StreamConfig } from '../config/schema';
 import { resolveHandler } from '../handlers';
 import { createKafka, type CreateKafkaDeps, type KafkaLogFn } from '../kafka/client';
 import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
@@ -93,11 +93,15 @@ export type Adapters = {
 export function composeAdapters(options: ComposeOptions): Adapters {
   const { config, env } = options;
   const dynamo = options.dynamo ?? dynamoClientFromEnv(env);
-  const kafkaDeps: CreateKafkaDeps = { log: options.kafkaLog };
+  // A connection may serve several streams; they are named when its MSK IAM role cannot be assumed.
+  const kafkaDeps = (kafka: KafkaConnectionConfig): CreateKafkaDeps => ({
+    log: options.kafkaLog,
+    streams: config.streams.filter((s) => JSON.stringify(s.kafka) === JSON.stringify(kafka)).map((s) => s.id),
+  });
   const readers = perClusterCache<RangeReader>();
   const admins = perClusterCache<Admin>();
   const handlers = new Map<string, RecordsHandler>();
-  const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps)));
+  const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps(cfg))));
   const closeConnections = async (): Promise<void> => {
     await Promise.allSettled(readers.values().map(async (r) => (await r).close()));
     await Promise.allSettled(admins.values().map(async (a) => (await a).disconnect()));
@@ -111,8 +115,9 @@ export function composeAdapters(options: ComposeOptions): Adapters {
     ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
     storeClock: createDynamoStoreClock({ client: dynamo, tableName: config.ledgerTable }),
     metadata,
-    readerFor: (stream) => readers.get(stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps))),
-    createReader: async (stream) => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps)),
+    readerFor: (stream) =>
+      readers.get(stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps(stream.kafka)))),
+    createReader: async (stream) => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps(stream.kafka))),
     handlerFor(stream) {
       let h = handlers.get(stream.id);
       if (!h) {
@@ -123,7 +128,7 @@ export function composeAdapters(options: ComposeOptions): Adapters {
     },
     groupAdminFor: (stream) =>
       admins.get(stream, async () => {
-        const a = (await createKafka(stream.kafka, kafkaDeps)).admin();
+        const a = (await createKafka(stream.kafka, kafkaDeps(stream.kafka))).admin();
         await a.connect();
         return a;
       }),
