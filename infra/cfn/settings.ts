@@ -268,8 +268,9 @@ async function environmentSecretErrors(
 /**
  * Fails packaging for a config the deployed functions could not run as intended: a schedule that
  * does not match the streams' trigger interval (their rate budgets assume it), a stream processor
- * timeout beyond the function's, handler tables without IAM, MSK IAM auth without a cluster, MSK
- * without a VPC, and whatever the processor itself would refuse at its first range.
+ * timeout beyond the function's, handler tables without IAM, MSK IAM auth with the functions' own
+ * credentials without a cluster, MSK without a VPC, and whatever the processor itself would refuse
+ * at its first range.
  */
 export async function checkConfig(s: Settings, config: DeploymentConfig): Promise<void> {
   const problems: string[] = [];
@@ -286,7 +287,8 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
           'lower processor.timeoutMs or raise the processorTimeout param',
       );
     }
-    if (stream.kafka.sasl?.mechanism === 'aws-msk-iam' && s.mskClusterArns.length === 0) {
+    // With roleArn the assumed role's own policy (in the cluster's account) holds the Kafka permissions.
+    if (stream.kafka.sasl?.mechanism === 'aws-msk-iam' && stream.kafka.sasl.roleArn === undefined && s.mskClusterArns.length === 0) {
       problems.push(
         `stream ${stream.id}: aws-msk-iam needs the mskClusterArns param (the cluster ARN scopes the kafka-cluster:* permissions)`,
       );

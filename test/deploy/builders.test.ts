@@ -304,6 +304,47 @@ describe('IAM resources', () => {
     expect(statements.find((s) => s.Sid === 'SinkTables')).toBeUndefined();
   });
 
+  it('MSK IAM with roleArn: both roles may assume exactly the streams roles, and get no kafka-cluster:* for those streams', async () => {
+    const partner = 'arn:aws:iam::210987654321:role/msk-reader';
+    const audit = 'arn:aws:iam::210987654321:role/teams/audit-reader';
+    const viaRole = (roleArn: string, topic: string) => ({
+      topics: [topic],
+      processor: { timeoutMs: 300_000 },
+      consumerGroup: `${topic}-group`,
+      kafka: { ...MSK_IAM, sasl: { ...MSK_IAM.sasl, roleArn, externalId: 'ext-42' } },
+      ...HANDLED,
+    });
+    const own = { topics: ['own'], processor: { timeoutMs: 300_000 }, kafka: MSK_IAM, ...HANDLED };
+    const vpc = { vpcSubnetIds: 'subnet-1', vpcSecurityGroupIds: 'sg-1' };
+    const statementsOf = (roles: ReturnType<typeof iamRoles>, id: 'PlannerRole' | 'ProcessorRole') =>
+      (
+        roles.Resources[id]!.Properties.Policies as Array<{
+          PolicyDocument: { Statement: Array<{ Sid: string; Action: string[]; Resource: unknown[] }> };
+        }>
+      )[0]!.PolicyDocument.Statement;
+
+    const onlyRoles = config([viaRole(partner, 'orders'), viaRole(audit, 'audit'), viaRole(partner, 'refunds')]);
+    // No cluster of this account to scope anything to, and none needed.
+    await expect(checkConfig(settings(vpc), onlyRoles)).resolves.toBeUndefined();
+    for (const id of ['PlannerRole', 'ProcessorRole'] as const) {
+      const statements = statementsOf(iamRoles(settings(vpc), onlyRoles), id);
+      expect(statements.filter((st) => st.Action.some((a) => a.startsWith('kafka-cluster:')))).toEqual([]);
+      expect(statements.filter((st) => st.Action.some((a) => a.startsWith('sts:')))).toEqual([
+        { Sid: 'MskAssumeRole', Effect: 'Allow', Action: ['sts:AssumeRole'], Resource: [partner, audit] },
+      ]);
+    }
+
+    // Mixed: the own-credentials stream keeps its scoped kafka-cluster:* (its topic and group only).
+    const mixed = iamRoles(settings({ ...vpc, mskClusterArns: MSK_CLUSTER }), config([own, viaRole(partner, 'orders')]));
+    const processor = statementsOf(mixed, 'ProcessorRole');
+    expect(processor.find((st) => st.Sid === 'MskTopics')!.Resource).toEqual([`${MSK_CLUSTER.replace(':cluster/', ':topic/')}/own`]);
+    expect(processor.find((st) => st.Sid === 'MskConsumerGroups')).toBeUndefined();
+    expect(processor.find((st) => st.Sid === 'MskAssumeRole')!.Resource).toEqual([partner]);
+    expect(await configProblem(settings(vpc), config([own, viaRole(partner, 'orders')]))).toContain(
+      'stream s0: aws-msk-iam needs the mskClusterArns param',
+    );
+  });
+
   it.each([
     ['TopicsMissing', 'topics-missing', 1],
     ['PartitionsUnavailable', 'partitions-unavailable', 3],

@@ -1,7 +1,7 @@
 /**
  * The deployable bundle, packaged offline with osls exactly as `npx sls package` would: once for a
  * `ci` stage whose params and streams config (fixtures/streams.ci.json) exercise every option (MSK
- * IAM, SCRAM passwords in Secrets Manager and SSM, a VPC, reserved concurrency, the audit-log
+ * IAM, with the functions' credentials and through a role of another account, SCRAM passwords in Secrets Manager and SSM, a VPC, reserved concurrency, the audit-log
  * handler), once for the `dev` stage with its defaults (the README's example) and once for a
  * self-hosted Kafka outside any VPC with an EventBridge rule instead of the Scheduler. Asserts on
  * the CloudFormation and the zips, and validates the templates with cfn-lint. Bad input fails
@@ -256,6 +256,7 @@ describe('IAM, one least-privilege role per function', () => {
       'KafkaSecretsKms',
       'MskConnect',
       'MskTopics',
+      'MskAssumeRole',
     ]);
     expect(bySid(planner, 'Ledger')).toMatchObject({ Action: LEDGER_ACTIONS, Resource: ledgerResources });
     expect(bySid(planner, 'DispatchRanges')).toMatchObject({
@@ -284,6 +285,7 @@ describe('IAM, one least-privilege role per function', () => {
       'MskConnect',
       'MskTopics',
       'MskConsumerGroups',
+      'MskAssumeRole',
     ]);
     expect(processor.flatMap((s) => s.Action).filter((a) => a.startsWith('lambda:'))).toEqual([]);
     expect(bySid(processor, 'Ledger')).toMatchObject({ Action: LEDGER_ACTIONS, Resource: ledgerResources });
@@ -347,6 +349,22 @@ describe('IAM, one least-privilege role per function', () => {
       Action: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'],
       Resource: [`${MSK_CLUSTER.replace(':cluster/', ':group/')}/payments-totals`],
     });
+  });
+
+  it('both: MSK IAM through a role of another account: sts:AssumeRole on exactly that role, and its topics are not ours to grant', () => {
+    for (const role of ['PlannerRole', 'ProcessorRole']) {
+      const list = statements(ci.template, role);
+      expect(bySid(list, 'MskAssumeRole')).toEqual({
+        Sid: 'MskAssumeRole',
+        Effect: 'Allow',
+        Action: ['sts:AssumeRole'],
+        Resource: ['arn:aws:iam::210987654321:role/kafka-direct-reader'],
+      });
+      // The only sts:* statement, and partner-orders is authorized by the assumed role's own policy.
+      expect(list.filter((s) => s.Action.some((a) => a.startsWith('sts:'))).map((s) => s.Sid)).toEqual(['MskAssumeRole']);
+      expect(JSON.stringify(list)).not.toContain('partner-orders');
+    }
+    expect(statements(dev.template, 'ProcessorRole').map((s) => s.Sid)).not.toContain('MskAssumeRole');
   });
 
   it('both: no wildcard action or resource, VPC access only through the managed ENI policy', () => {
