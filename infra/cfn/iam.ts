@@ -187,6 +187,16 @@ function kafkaClusterStatements(s: Settings, iamStreams: StreamConfig[], role: '
   return statements;
 }
 
+/**
+ * With functionKmsKeyArn: kms:Decrypt on that key only, for the function's environment. It is what
+ * osls gives its own default role when a key is set; Lambda itself also decrypts through a grant it
+ * creates for the role when the function is deployed.
+ */
+function environmentKeyStatements(s: Settings): Statement[] {
+  if (s.functionKmsKeyArn === undefined) return [];
+  return [{ Sid: 'EnvironmentKms', Effect: 'Allow', Action: ['kms:Decrypt'], Resource: [s.functionKmsKeyArn] }];
+}
+
 function logStatement(functionName: string): Statement {
   return {
     Sid: 'Logs',
@@ -250,6 +260,7 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
   const secrets = secretStatements(s, secretResources(s, config), 'Kafka');
   const planner: Statement[] = [
     logStatement(s.names.planner),
+    ...environmentKeyStatements(s),
     ledgerStatement(),
     { Sid: 'DispatchRanges', Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [getAtt(IDS.processorFunction, 'Arn')] },
     ...secrets,
@@ -257,6 +268,7 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
   ];
   const processor: Statement[] = [
     logStatement(s.names.processor),
+    ...environmentKeyStatements(s),
     ledgerStatement(),
     ...(sinks.length
       ? [{ Sid: 'SinkTables', Effect: 'Allow' as const, Action: SINK_ACTIONS, Resource: sinks.map((name) => tableArn(s, name, declared)) }]
