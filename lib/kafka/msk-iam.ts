@@ -4,7 +4,8 @@
  * mechanism). Without `roleArn` the functions' own credentials sign. With it, the role is assumed
  * through STS (the SDK's `fromTemporaryCredentials`, which passes `externalId`; the signer's own
  * role helper cannot) and its temporary credentials sign: a cluster in another account, whose
- * cluster policy admits that role.
+ * policies admit that role. The signer and the SDK's providers are imported on first use, so
+ * clusters without IAM auth never load them.
  */
 import type { MskIamSaslConfig } from '../config/schema';
 import { CredentialsError } from '../errors';
