@@ -76,3 +76,10 @@ export class ConfigurationError extends AppError {
     super('CONFIGURATION', message, options);
   }
 }
+
+/** AWS credentials a connection needs could not be obtained (an assumed role refused, STS unreachable). */
+export class CredentialsError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CREDENTIALS', message, options);
+  }
+}

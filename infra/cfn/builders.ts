@@ -2,7 +2,8 @@
  * Pure builders for the parts of the CloudFormation stack that depend on the stage's settings and
  * on the streams config, one file per resource family: `settings.ts` (params, deploy-time checks),
  * `names.ts` (logical IDs), `iam.ts` (per-function roles, with the statements handlers declare), `sink-tables.ts` (declared sink tables), `schedule.ts` (the planner schedule's
- * target), `encryption.ts` (tables, alarm topic key), `alarms.ts` and `dashboard.ts`,
+ * target), `encryption.ts` (tables, alarm topic key, log groups' key), `scan.ts` (the security scan's
+ * kept findings, with their reasons), `alarms.ts` and `dashboard.ts`,
  * `functions.ts` (VPC, concurrency, environment, bundling). `stack.js` resolves the inputs
  * (serverless params, the parsed streams config) and calls them through this file; the deploy
  * tests call them directly too.
@@ -16,6 +17,7 @@ export { checkConfig, DeployConfigError, needsVpc, parseSettings, schedulePeriod
 export { handlerSecretResources, handlerStatements, iamRoles, LEDGER_ACTIONS, secretResources, SINK_ACTIONS, sinkTables } from './iam';
 export { schedule } from './schedule';
 export { sinkTableLogicalIds, sinkTableResources } from './sink-tables';
-export { alarmTopicEncryption, tableSse } from './encryption';
+export { alarmTopicEncryption, logGroupEncryption, tableSse } from './encryption';
+export { scanSkipMetadata, scanSkips, type ScanSkip } from './scan';
 export { observability } from './alarms';
 export { esbuildExclude, handlerModules, processorEnvironment, reservedConcurrency, RUNTIME_PROVIDED, vpc } from './functions';

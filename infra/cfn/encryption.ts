@@ -1,5 +1,5 @@
-/** Encryption at rest: the tables' SSE settings and the alarm topic's KMS key. */
-import { sub, type Cfn, type CfnResources } from './cfn';
+/** Encryption at rest: the tables' SSE settings, the alarm topic's KMS key and the log groups' optional key. */
+import { getAtt, sub, subLiteral, type Cfn, type CfnResources } from './cfn';
 import { alarmArnPattern, IDS } from './names';
 import type { Settings } from './settings';
 
@@ -7,6 +7,15 @@ import type { Settings } from './settings';
 export function tableSse(s: Settings): Record<string, Cfn> {
   return s.tableKmsKeyArn ? { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: s.tableKmsKeyArn } : { SSEEnabled: true, SSEType: 'KMS' };
 }
+
+/** The key policy statement without which nobody could change or delete a key (KMS refuses such a policy). */
+const ACCOUNT_ADMINISTERS = {
+  Sid: 'AccountAdministers',
+  Effect: 'Allow',
+  Principal: { AWS: sub('arn:${AWS::Partition}:iam::${AWS::AccountId}:root') },
+  Action: 'kms:*',
+  Resource: '*',
+};
 
 /**
  * The alarm topic's customer managed KMS key, its alias and the topic policy. CloudWatch publishes an
@@ -29,14 +38,7 @@ export function alarmTopicEncryption(s: Settings): { Resources: CfnResources } {
           KeyPolicy: {
             Version: '2012-10-17',
             Statement: [
-              {
-                // Without it nobody could change or delete the key (KMS refuses such a policy).
-                Sid: 'AccountAdministers',
-                Effect: 'Allow',
-                Principal: { AWS: sub('arn:${AWS::Partition}:iam::${AWS::AccountId}:root') },
-                Action: 'kms:*',
-                Resource: '*',
-              },
+              ACCOUNT_ADMINISTERS,
               {
                 Sid: 'CloudWatchAlarmsPublish',
                 Effect: 'Allow',
@@ -73,5 +75,59 @@ export function alarmTopicEncryption(s: Settings): { Resources: CfnResources } {
         },
       },
     },
+  };
+}
+
+/**
+ * The log groups' customer managed key (logsKmsKey): none (CloudWatch Logs' own encryption at rest),
+ * a key ARN (whose policy must already admit CloudWatch Logs), or `stack`: a key of the stack whose
+ * policy admits `logs.<region>.amazonaws.com` for exactly the two functions' log groups (the
+ * encryption context CloudWatch Logs sends names the group). The functions write their logs as
+ * before: CloudWatch Logs encrypts, so their roles need no KMS permission.
+ */
+export function logGroupEncryption(s: Settings): {
+  Resources: CfnResources;
+  extensions: Record<string, { Properties: Record<string, Cfn> }>;
+} {
+  if (s.logsKmsKey === undefined) return { Resources: {}, extensions: {} };
+  const keyId = s.logsKmsKey === 'stack' ? getAtt(IDS.logsKey, 'Arn') : s.logsKmsKey;
+  const extensions = {
+    [IDS.plannerLogGroup]: { Properties: { KmsKeyId: keyId } },
+    [IDS.processorLogGroup]: { Properties: { KmsKeyId: keyId } },
+  };
+  if (s.logsKmsKey !== 'stack') return { Resources: {}, extensions };
+  const logGroupArn = (fn: string) =>
+    sub(`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/${subLiteral(fn)}`);
+  return {
+    Resources: {
+      [IDS.logsKey]: {
+        Type: 'AWS::KMS::Key',
+        Properties: {
+          Description: `${s.service}-${s.stage}: encrypts the functions' log groups`,
+          EnableKeyRotation: true,
+          KeyPolicy: {
+            Version: '2012-10-17',
+            Statement: [
+              ACCOUNT_ADMINISTERS,
+              {
+                Sid: 'CloudWatchLogsOfTheFunctions',
+                Effect: 'Allow',
+                Principal: { Service: sub('logs.${AWS::Region}.amazonaws.com') },
+                Action: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
+                Resource: '*',
+                Condition: {
+                  ArnEquals: { 'kms:EncryptionContext:aws:logs:arn': [logGroupArn(s.names.planner), logGroupArn(s.names.processor)] },
+                },
+              },
+            ],
+          },
+        },
+      },
+      [IDS.logsKeyAlias]: {
+        Type: 'AWS::KMS::Alias',
+        Properties: { AliasName: `alias/${s.service}-${s.stage}-logs`, TargetKeyId: { Ref: IDS.logsKey } },
+      },
+    },
+    extensions,
   };
 }

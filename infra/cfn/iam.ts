@@ -1,6 +1,6 @@
 /** Per-function IAM roles: least privilege on the ledger, sink tables, Kafka secrets, MSK and what handlers declare. */
 import { usesSubstitution } from '../../lib/config/handler-access';
-import type { DeploymentConfig, SecretRef } from '../../lib/config/schema';
+import type { DeploymentConfig, SecretRef, StreamConfig } from '../../lib/config/schema';
 import { OPEN_RANGES_INDEX } from '../../lib/ledger/codec.dynamodb';
 import { ACCOUNT_PREFIX, getAtt, NO_VALUE, sub, subLiteral, type Cfn, type CfnResource, type CfnResources, type Statement } from './cfn';
 import { IDS, streamLogicalNames } from './names';
@@ -136,10 +136,25 @@ function withHandlerStatements(own: Statement[], config: DeploymentConfig): Stat
   return [...own, ...extra];
 }
 
-/** MSK IAM: kafka-cluster:* scoped to the clusters, the streams' topics and (processor) consumer groups. */
+/**
+ * MSK IAM. A stream signing with the functions' own credentials gets kafka-cluster:* scoped to the
+ * clusters, its topics and (processor) its consumer group. A stream with `roleArn` gets only
+ * sts:AssumeRole on that role, and no kafka-cluster:* here: the broker authorizes the identity that
+ * signed the token, the assumed role, so its Kafka permissions are that role's policy in the other
+ * account; granting them to the function's role too would be privilege nothing uses.
+ */
 function mskStatements(s: Settings, config: DeploymentConfig, role: 'planner' | 'processor'): Statement[] {
   const iamStreams = config.streams.filter((st) => st.kafka.sasl?.mechanism === 'aws-msk-iam');
-  if (iamStreams.length === 0) return [];
+  const roleArnOf = (st: StreamConfig) => (st.kafka.sasl?.mechanism === 'aws-msk-iam' ? st.kafka.sasl.roleArn : undefined);
+  const ownCredentials = iamStreams.filter((st) => roleArnOf(st) === undefined);
+  const assumed = [...new Set(iamStreams.map(roleArnOf).filter((arn): arn is string => arn !== undefined))].sort();
+  const statements = ownCredentials.length ? kafkaClusterStatements(s, ownCredentials, role) : [];
+  if (assumed.length) statements.push({ Sid: 'MskAssumeRole', Effect: 'Allow', Action: ['sts:AssumeRole'], Resource: assumed });
+  return statements;
+}
+
+/** kafka-cluster:* on the clusters, the streams' topics and (processor) consumer groups. */
+function kafkaClusterStatements(s: Settings, iamStreams: StreamConfig[], role: 'planner' | 'processor'): Statement[] {
   const clusters = s.mskClusterArns;
   const topicArns = new Set<string>();
   const groupArns = new Set<string>();
@@ -170,6 +185,16 @@ function mskStatements(s: Settings, config: DeploymentConfig, role: 'planner' | 
     });
   }
   return statements;
+}
+
+/**
+ * With functionKmsKeyArn: kms:Decrypt on that key only, for the function's environment. It is what
+ * osls gives its own default role when a key is set; Lambda itself also decrypts through a grant it
+ * creates for the role when the function is deployed.
+ */
+function environmentKeyStatements(s: Settings): Statement[] {
+  if (s.functionKmsKeyArn === undefined) return [];
+  return [{ Sid: 'EnvironmentKms', Effect: 'Allow', Action: ['kms:Decrypt'], Resource: [s.functionKmsKeyArn] }];
 }
 
 function logStatement(functionName: string): Statement {
@@ -227,14 +252,15 @@ function lambdaRole(s: Settings, description: string, statements: Statement[]): 
  * One role per function. The planner reads and writes the ledger and invokes the processor, and
  * nothing else (no sink table); the processor reads and writes the ledger and the sink tables,
  * sends failed events to its on-failure queue, reads the handlers' secrets and gets the statements
- * the handlers declare, and invokes no function unless a handler declares it.
+ * the handlers declare, and invokes no function unless a handler declares it. Outputs: both role ARNs.
  */
-export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: CfnResources } {
+export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: CfnResources; Outputs: Record<string, Cfn> } {
   const sinks = sinkTables(s, config);
   const declared = sinkTableLogicalIds(s, config);
   const secrets = secretStatements(s, secretResources(s, config), 'Kafka');
   const planner: Statement[] = [
     logStatement(s.names.planner),
+    ...environmentKeyStatements(s),
     ledgerStatement(),
     { Sid: 'DispatchRanges', Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [getAtt(IDS.processorFunction, 'Arn')] },
     ...secrets,
@@ -242,6 +268,7 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
   ];
   const processor: Statement[] = [
     logStatement(s.names.processor),
+    ...environmentKeyStatements(s),
     ledgerStatement(),
     ...(sinks.length
       ? [{ Sid: 'SinkTables', Effect: 'Allow' as const, Action: SINK_ACTIONS, Resource: sinks.map((name) => tableArn(s, name, declared)) }]
@@ -255,6 +282,12 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
     Resources: {
       [IDS.plannerRole]: lambdaRole(s, `${s.names.planner}: ledger, processor invoke, Kafka`, planner),
       [IDS.processorRole]: lambdaRole(s, `${s.names.processor}: ledger, sink tables, Kafka`, withHandlerStatements(processor, config)),
+    },
+    // CloudFormation names the roles (<stack>-PlannerRole-<random>); a trust policy elsewhere (MSK
+    // IAM roleArn in another account) names these ARNs.
+    Outputs: {
+      PlannerRoleArn: { Value: getAtt(IDS.plannerRole, 'Arn') },
+      ProcessorRoleArn: { Value: getAtt(IDS.processorRole, 'Arn') },
     },
   };
 }

@@ -20,6 +20,11 @@ export const IDS = {
   alarmTopicKey: 'AlarmTopicKey',
   alarmTopicKeyAlias: 'AlarmTopicKeyAlias',
   alarmTopicPolicy: 'AlarmTopicPolicy',
+  logsKey: 'LogsKey',
+  logsKeyAlias: 'LogsKeyAlias',
+  plannerLogGroup: 'PlannerLogGroup',
+  processorLogGroup: 'ProcessorLogGroup',
+  deploymentBucket: 'ServerlessDeploymentBucket',
   dashboard: 'Dashboard',
 } as const;
 

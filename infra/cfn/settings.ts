@@ -76,6 +76,20 @@ export function schedulePeriodMs(expression: unknown): number | undefined {
   return n * { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[unit];
 }
 
+const KMS_KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
+
+/** An optional KMS key ARN param (empty: unset). */
+function kmsKeyArn(name: string, value: unknown, alternatives = ''): string | undefined {
+  const text = String(value ?? '').trim();
+  if (text === '') return undefined;
+  if (!KMS_KEY_ARN.test(text)) {
+    throw new DeployConfigError(
+      `param ${name} must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)${alternatives}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return text;
+}
+
 const MSK_CLUSTER_ARN = /^arn:(aws[a-z-]*):kafka:([a-z0-9-]+):(\d{12}):cluster\/([^/]+)\/([^/]+)$/;
 
 /** Raw inputs: `service`, `stage` and the serverless params (strings, numbers or booleans). */
@@ -102,6 +116,10 @@ export type Settings = {
   kafkaSecretArns: string[];
   kafkaSecretsKmsKeyArn: string | undefined;
   tableKmsKeyArn: string | undefined;
+  /** Customer managed key of the functions' environment variables (default: Lambda's AWS managed key). */
+  functionKmsKeyArn: string | undefined;
+  /** Log groups' key: the stack's own (`stack`), a key ARN, or none (CloudWatch Logs' own encryption). */
+  logsKmsKey: 'stack' | string | undefined;
   vpc: { subnetIds: string[]; securityGroupIds: string[] } | undefined;
   auditLogTable: string | undefined;
   metricsNamespace: string;
@@ -167,6 +185,8 @@ export function parseSettings(raw: RawSettings): Settings {
     kafkaSecretArns: list(raw.kafkaSecretArns),
     kafkaSecretsKmsKeyArn: kmsKey === '' ? undefined : kmsKey,
     tableKmsKeyArn: String(raw.tableKmsKeyArn ?? '').trim() || undefined,
+    functionKmsKeyArn: kmsKeyArn('functionKmsKeyArn', raw.functionKmsKeyArn),
+    logsKmsKey: String(raw.logsKmsKey ?? '').trim() === 'stack' ? 'stack' : kmsKeyArn('logsKmsKey', raw.logsKmsKey, ', or "stack"'),
     tableDeletionProtection: bool('tableDeletionProtection', raw.tableDeletionProtection ?? false),
     tableDeletionPolicy: deletionPolicy(raw.tableDeletionPolicy),
     vpc: subnetIds.length ? { subnetIds, securityGroupIds } : undefined,
@@ -268,8 +288,9 @@ async function environmentSecretErrors(
 /**
  * Fails packaging for a config the deployed functions could not run as intended: a schedule that
  * does not match the streams' trigger interval (their rate budgets assume it), a stream processor
- * timeout beyond the function's, handler tables without IAM, MSK IAM auth without a cluster, MSK
- * without a VPC, and whatever the processor itself would refuse at its first range.
+ * timeout beyond the function's, handler tables without IAM, MSK IAM auth with the functions' own
+ * credentials without a cluster, MSK without a VPC, and whatever the processor itself would refuse
+ * at its first range.
  */
 export async function checkConfig(s: Settings, config: DeploymentConfig): Promise<void> {
   const problems: string[] = [];
@@ -286,7 +307,8 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
           'lower processor.timeoutMs or raise the processorTimeout param',
       );
     }
-    if (stream.kafka.sasl?.mechanism === 'aws-msk-iam' && s.mskClusterArns.length === 0) {
+    // With roleArn the assumed role's own policy (in the cluster's account) holds the Kafka permissions.
+    if (stream.kafka.sasl?.mechanism === 'aws-msk-iam' && stream.kafka.sasl.roleArn === undefined && s.mskClusterArns.length === 0) {
       problems.push(
         `stream ${stream.id}: aws-msk-iam needs the mskClusterArns param (the cluster ARN scopes the kafka-cluster:* permissions)`,
       );

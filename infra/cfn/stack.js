@@ -41,6 +41,8 @@ const PARAM_NAMES = [
   'kafkaSecretArns',
   'kafkaSecretsKmsKeyArn',
   'tableKmsKeyArn',
+  'functionKmsKeyArn',
+  'logsKmsKey',
   'vpcSubnetIds',
   'vpcSecurityGroupIds',
   'auditLogTable',
@@ -162,6 +164,12 @@ module.exports = {
   schedule: withContext(({ settings }) => builders.schedule(settings)),
   /** The alarm topic's customer managed KMS key (usable by the stack's alarms), its alias and the topic policy (Resources). */
   alarmTopicEncryption: withContext(({ settings }) => builders.alarmTopicEncryption(settings)),
+  /** The log groups' customer managed key when logsKmsKey is set (Resources: the stack's key; extensions: KmsKeyId). */
+  logGroupEncryption: withContext(({ settings }) => builders.logGroupEncryption(settings)),
+  /** The security scan's kept findings with their reasons, as checkov skip Metadata (extensions). */
+  scanSkips: withContext(({ settings, config }) => builders.scanSkipMetadata(settings, config)),
+  /** Functions' environment key (functionKmsKeyArn), or null (via the `, null` fallback): Lambda's AWS managed key. */
+  functionKmsKeyArn: withContext(({ settings }) => settings.functionKmsKeyArn ?? null),
   /** Alarms and dashboard (Resources). */
   observability: withContext(({ settings, config }) => builders.observability(settings, config)),
   /** Function `vpc` setting, or null (via the `, null` fallback in serverless.yml) without a VPC. */

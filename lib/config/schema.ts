@@ -99,6 +99,38 @@ export type SecretRef = z.output<typeof secretRefSchema>;
 
 const SASL_MECHANISMS = ['scram-sha-256', 'scram-sha-512', 'plain', 'aws-msk-iam'] as const;
 
+/** IAM role ARN: `arn:<partition>:iam::<account>:role/[<path>/]<name>` (IAM's name and path characters). */
+const IAM_ROLE_ARN = /^arn:aws(-[a-z]+)*:iam::\d{12}:role\/([\u0021-\u007e]{1,510}\/)?[\w+=,.@-]{1,64}$/;
+
+/**
+ * MSK IAM auth, signed with the functions' own credentials, or with a role assumed through STS
+ * (`roleArn`, optionally `externalId` and `sessionName`, STS's own limits): a cluster in another
+ * account whose policy admits that role.
+ */
+const mskIamSchema = strictObject({
+  mechanism: z.literal('aws-msk-iam'),
+  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { error: 'must be an AWS region, e.g. "us-east-1"' }),
+  roleArn: z
+    .string()
+    .max(2048)
+    .regex(IAM_ROLE_ARN, { error: 'must be an IAM role ARN, e.g. "arn:aws:iam::210987654321:role/msk-reader"' })
+    .optional(),
+  externalId: z
+    .string()
+    .regex(/^[\w+=,.@:/-]{2,1224}$/, { error: "must be 2-1224 characters: letters, digits or any of '+=,.@:/-_'" })
+    .optional(),
+  sessionName: z
+    .string()
+    .regex(/^[\w+=,.@-]{2,64}$/, { error: "must be 2-64 characters: letters, digits or any of '+=,.@-_'" })
+    .optional(),
+}).superRefine((sasl, ctx) => {
+  if (sasl.roleArn !== undefined) return;
+  for (const key of ['externalId', 'sessionName'] as const) {
+    if (sasl[key] !== undefined)
+      ctx.addIssue({ code: 'custom', path: [key], message: 'is used only with roleArn: set roleArn or remove it' });
+  }
+});
+
 export const saslSchema = z.discriminatedUnion(
   'mechanism',
   [
@@ -108,14 +140,13 @@ export const saslSchema = z.discriminatedUnion(
       password: secretRefSchema,
     }),
     strictObject({ mechanism: z.literal('plain'), username: nonEmptyString, password: secretRefSchema }),
-    strictObject({
-      mechanism: z.literal('aws-msk-iam'),
-      region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { error: 'must be an AWS region, e.g. "us-east-1"' }),
-    }),
+    mskIamSchema,
   ],
   { error: `must be one of ${SASL_MECHANISMS.map((m) => JSON.stringify(m)).join(', ')}` },
 );
 export type SaslConfig = z.output<typeof saslSchema>;
+/** `aws-msk-iam` SASL settings, parsed. */
+export type MskIamSaslConfig = z.output<typeof mskIamSchema>;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
 
 /** PEM text of certificates (not a file path: Lambda bundles have no stable paths), checked to parse. */

@@ -10,13 +10,14 @@ import { ValidationError } from '../errors';
 import type { KafkaConnectionConfig, SslConfig } from '../config/schema';
 import { describeConnection, type ConnectionDescription } from './connection-failure';
 import { readConnectionSecrets } from './connection-secrets';
+import { mskIamToken, type MskTokenProvider } from './msk-iam';
 import { resolveSecret as processSecretResolver, type SecretResolver } from './secrets';
+
+export { mskIamToken, type MskTokenProvider } from './msk-iam';
 
 export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
 /** Receives kafkajs log lines (WARN and ERROR unless KAFKAJS_LOG_LEVEL asks for more). */
 export type KafkaLogFn = (level: KafkaLogLevel, message: string, context: Record<string, unknown>) => void;
-/** Returns a fresh MSK IAM auth token (a presigned, base64url URL) for the region. */
-export type MskTokenProvider = (region: string) => Promise<string>;
 
 /** A mutual-TLS client identity, read from its secrets. */
 export type ClientTlsIdentity = { cert: string; key: string; passphrase?: string };
@@ -28,12 +29,15 @@ export type KafkaClientOptions = {
   tls?: ClientTlsIdentity;
   log?: KafkaLogFn;
   mskToken?: MskTokenProvider;
+  /** Ids of the streams the client serves, named when MSK IAM cannot get its role's credentials. */
+  streams?: readonly string[];
 };
 
 export type CreateKafkaDeps = {
   resolveSecret?: SecretResolver;
   log?: KafkaLogFn;
   mskToken?: MskTokenProvider;
+  streams?: readonly string[];
 };
 
 /**
@@ -43,7 +47,7 @@ export type CreateKafkaDeps = {
 export async function createKafka(config: KafkaConnectionConfig, deps: CreateKafkaDeps = {}): Promise<Kafka> {
   const resolve = deps.resolveSecret ?? processSecretResolver;
   const secrets = await readConnectionSecrets(config, resolve);
-  const kafkaConfig = kafkaClientConfig(config, { ...secrets, log: deps.log, mskToken: deps.mskToken });
+  const kafkaConfig = kafkaClientConfig(config, { ...secrets, log: deps.log, mskToken: deps.mskToken, streams: deps.streams });
   const kafka = new Kafka(kafkaConfig);
   descriptions.set(kafka, describeConnection(config, certificateValidTo(secrets.tls?.cert)));
   refreshers.set(kafka, async () => {
@@ -142,26 +146,14 @@ function kafkaSsl(ssl: SslConfig | undefined, tlsRequired: boolean, tls: ClientT
 function kafkaSasl(sasl: NonNullable<KafkaConnectionConfig['sasl']>, options: KafkaClientOptions): SASLOptions {
   if (sasl.mechanism === 'aws-msk-iam') {
     const tokenFor = options.mskToken ?? mskIamToken;
-    const { region } = sasl;
     // kafkajs calls this on every (re)authentication, and MSK tokens expire after 15 minutes, so
-    // a token is never reused.
-    return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: await tokenFor(region) }) };
+    // a token is never reused (an assumed role's credentials are: msk-iam.ts).
+    return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: await tokenFor(sasl, options.streams) }) };
   }
   if (options.password === undefined) {
     throw new ValidationError(`SASL ${sasl.mechanism} for user ${sasl.username} needs its password resolved first`);
   }
   return { mechanism: sasl.mechanism, username: sasl.username, password: options.password };
-}
-
-/**
- * MSK IAM token from aws-msk-iam-sasl-signer-js: AWS's maintained signer for MSK IAM, which yields
- * the OAUTHBEARER token kafkajs already supports (kafkajs has no native AWS_MSK_IAM mechanism).
- * Imported on first use so clusters without IAM auth do not load the signer and its STS client.
- */
-export async function mskIamToken(region: string): Promise<string> {
-  const { generateAuthToken } = await import('aws-msk-iam-sasl-signer-js');
-  const { token } = await generateAuthToken({ region });
-  return token;
 }
 
 const LEVEL_NAMES: Record<number, KafkaLogLevel> = {

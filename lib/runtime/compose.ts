@@ -6,7 +6,7 @@
  * adapters run against AWS or the local stack (DYNAMODB_ENDPOINT, KAFKA_BROKERS in the stream config).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { DeploymentConfig, StreamConfig } from '../config/schema';
+import type { DeploymentConfig, KafkaConnectionConfig, StreamConfig } from '../config/schema';
 import { resolveHandler } from '../handlers';
 import { createKafka, type CreateKafkaDeps, type KafkaLogFn } from '../kafka/client';
 import { createMetadataCache, type MetadataCache } from '../kafka/metadata-cache';
@@ -97,11 +97,16 @@ export type Adapters = {
 export function composeAdapters(options: ComposeOptions): Adapters {
   const { config, env } = options;
   const dynamo = options.dynamo ?? dynamoClientFromEnv(env);
-  const kafkaDeps: CreateKafkaDeps = { log: options.kafkaLog, resolveSecret: options.resolveSecret };
+  // A connection may serve several streams; they are named when its MSK IAM role cannot be assumed.
+  const kafkaDeps = (kafka: KafkaConnectionConfig): CreateKafkaDeps => ({
+    log: options.kafkaLog,
+    resolveSecret: options.resolveSecret,
+    streams: config.streams.filter((s) => JSON.stringify(s.kafka) === JSON.stringify(kafka)).map((s) => s.id),
+  });
   const readers = perClusterCache<RangeReader>();
   const committers = perClusterCache<GroupOffsetCommitter>();
   const handlers = new Map<string, RecordsHandler>();
-  const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps)));
+  const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps(cfg))));
   const closeConnections = async (): Promise<void> => {
     await Promise.allSettled(readers.values().map(async (r) => (await r).close()));
     await Promise.allSettled(committers.values().map(async (c) => (await c).close()));
@@ -115,8 +120,9 @@ export function composeAdapters(options: ComposeOptions): Adapters {
     ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
     storeClock: createDynamoStoreClock({ client: dynamo, tableName: config.ledgerTable }),
     metadata,
-    readerFor: (stream) => readers.get(stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps))),
-    createReader: async (stream) => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps)),
+    readerFor: (stream) =>
+      readers.get(stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps(stream.kafka)))),
+    createReader: async (stream) => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps(stream.kafka))),
     handlerFor(stream) {
       let h = handlers.get(stream.id);
       if (!h) {
@@ -126,7 +132,7 @@ export function composeAdapters(options: ComposeOptions): Adapters {
       return h;
     },
     groupCommitterFor: (stream) =>
-      committers.get(stream, async () => createKafkajsGroupCommitter(await createKafka(stream.kafka, kafkaDeps))),
+      committers.get(stream, async () => createKafkajsGroupCommitter(await createKafka(stream.kafka, kafkaDeps(stream.kafka)))),
     dropGroupCommitter(stream) {
       void committers
         .take(stream)

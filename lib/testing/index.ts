@@ -112,11 +112,11 @@ export async function runHandlerOnTopic<V = unknown>(
   if (!brokers?.length) throw new ValidationError('runHandlerOnTopic needs brokers: pass { brokers } or set KAFKA_BROKERS');
   const h = handlerOf(handler);
   const stream = testStream(h, topic, { ...options.stream, kafka: { brokers } });
-  const metadata = createKafkajsMetadata(await createKafka(stream.kafka, { log: quietKafkaLog }));
+  const metadata = createKafkajsMetadata(await createKafka(stream.kafka, { log: quietKafkaLog, streams: [stream.id] }));
   try {
     return await drive(h, stream, {
       metadata,
-      createReader: async () => createKafkajsRangeReader(await createKafka(stream.kafka, { log: quietKafkaLog })),
+      createReader: async () => createKafkajsRangeReader(await createKafka(stream.kafka, { log: quietKafkaLog, streams: [stream.id] })),
       maxChunkRecords: options.maxChunkRecords,
       sinkKey: options.sinkKey,
       secrets: options.secrets,

@@ -9,6 +9,8 @@ import {
   checkConfig,
   DeployConfigError,
   iamRoles,
+  logGroupEncryption,
+  scanSkips,
   needsVpc,
   observability,
   parseSettings,
@@ -102,6 +104,69 @@ describe('stage params', () => {
       ledgerTable: 'svc-test-ledger',
       dashboard: 'svc-test',
     });
+  });
+});
+
+describe('customer managed keys and the kept scan findings', () => {
+  const KEY = 'arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+
+  it('refuse a key param that is not a KMS key ARN (logsKmsKey also takes "stack")', () => {
+    expect(problem(() => settings({ functionKmsKeyArn: 'alias/aws/lambda' }))).toBe(
+      'param functionKmsKeyArn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), got "alias/aws/lambda"',
+    );
+    expect(problem(() => settings({ logsKmsKey: 'yes' }))).toMatch(/^param logsKmsKey must be a KMS key ARN .*, or "stack", got "yes"$/);
+    expect(settings({ logsKmsKey: ' stack ', functionKmsKeyArn: KEY })).toMatchObject({ logsKmsKey: 'stack', functionKmsKeyArn: KEY });
+    expect(settings()).toMatchObject({ logsKmsKey: undefined, functionKmsKeyArn: undefined });
+  });
+
+  it('log groups: no key by default, the given key, or a stack key and its alias', () => {
+    expect(logGroupEncryption(settings())).toEqual({ Resources: {}, extensions: {} });
+    expect(logGroupEncryption(settings({ logsKmsKey: KEY }))).toEqual({
+      Resources: {},
+      extensions: { PlannerLogGroup: { Properties: { KmsKeyId: KEY } }, ProcessorLogGroup: { Properties: { KmsKeyId: KEY } } },
+    });
+    const own = logGroupEncryption(settings({ logsKmsKey: 'stack' }));
+    expect(Object.keys(own.Resources).sort()).toEqual(['LogsKey', 'LogsKeyAlias']);
+    expect(own.Resources.LogsKeyAlias!.Properties.AliasName).toBe('alias/svc-test-logs');
+    expect(own.extensions.PlannerLogGroup).toEqual({ Properties: { KmsKeyId: { 'Fn::GetAtt': ['LogsKey', 'Arn'] } } });
+  });
+
+  it('keep a key finding only while its param is unset, and the others always', () => {
+    const c = config([
+      {
+        processor: { timeoutMs: 300_000 },
+        ...HANDLED,
+        handler: { ...HANDLED.handler, sinkTable: { name: 'svc-test-totals', key: { partitionKey: 'pk' } } },
+      },
+    ]);
+    const ids = (skips: ReturnType<typeof scanSkips>) =>
+      Object.entries(skips)
+        .flatMap(([resource, list]) => list.map((skip) => `${skip.id} ${resource}`))
+        .sort();
+    const always = [
+      'CKV_AWS_115 PlannerLambdaFunction',
+      'CKV_AWS_116 PlannerLambdaFunction',
+      'CKV_AWS_116 ProcessorLambdaFunction',
+      'CKV_AWS_18 ServerlessDeploymentBucket',
+      'CKV_AWS_27 ProcessorFailureQueue',
+      'CKV_AWS_27 ScheduleDeadLetterQueue',
+    ];
+    expect(ids(scanSkips(settings({ functionKmsKeyArn: KEY, logsKmsKey: 'stack', tableKmsKeyArn: KEY }), c))).toEqual(always);
+    expect(ids(scanSkips(settings(), c))).toEqual(
+      [
+        ...always,
+        'CKV_AWS_119 LedgerTable',
+        'CKV_AWS_119 TotalsTable',
+        'CKV_AWS_158 PlannerLogGroup',
+        'CKV_AWS_158 ProcessorLogGroup',
+        'CKV_AWS_173 PlannerLambdaFunction',
+        'CKV_AWS_173 ProcessorLambdaFunction',
+      ].sort(),
+    );
+    // Two reasons for one check id on different resources say different things.
+    const skips = scanSkips(settings(), c);
+    expect(skips.PlannerLambdaFunction!.find((x) => x.id === 'CKV_AWS_116')!.comment).toMatch(/schedule/);
+    expect(skips.ProcessorLambdaFunction!.find((x) => x.id === 'CKV_AWS_116')!.comment).toMatch(/ProcessorFailureQueue/);
   });
 });
 
@@ -302,6 +367,47 @@ describe('IAM resources', () => {
     ]);
     expect(statements.find((s) => s.Sid === 'MskConsumerGroups')).toBeUndefined();
     expect(statements.find((s) => s.Sid === 'SinkTables')).toBeUndefined();
+  });
+
+  it('MSK IAM with roleArn: both roles may assume exactly the streams roles, and get no kafka-cluster:* for those streams', async () => {
+    const partner = 'arn:aws:iam::210987654321:role/msk-reader';
+    const audit = 'arn:aws:iam::210987654321:role/teams/audit-reader';
+    const viaRole = (roleArn: string, topic: string) => ({
+      topics: [topic],
+      processor: { timeoutMs: 300_000 },
+      consumerGroup: `${topic}-group`,
+      kafka: { ...MSK_IAM, sasl: { ...MSK_IAM.sasl, roleArn, externalId: 'ext-42' } },
+      ...HANDLED,
+    });
+    const own = { topics: ['own'], processor: { timeoutMs: 300_000 }, kafka: MSK_IAM, ...HANDLED };
+    const vpc = { vpcSubnetIds: 'subnet-1', vpcSecurityGroupIds: 'sg-1' };
+    const statementsOf = (roles: ReturnType<typeof iamRoles>, id: 'PlannerRole' | 'ProcessorRole') =>
+      (
+        roles.Resources[id]!.Properties.Policies as Array<{
+          PolicyDocument: { Statement: Array<{ Sid: string; Action: string[]; Resource: unknown[] }> };
+        }>
+      )[0]!.PolicyDocument.Statement;
+
+    const onlyRoles = config([viaRole(partner, 'orders'), viaRole(audit, 'audit'), viaRole(partner, 'refunds')]);
+    // No cluster of this account to scope anything to, and none needed.
+    await expect(checkConfig(settings(vpc), onlyRoles)).resolves.toBeUndefined();
+    for (const id of ['PlannerRole', 'ProcessorRole'] as const) {
+      const statements = statementsOf(iamRoles(settings(vpc), onlyRoles), id);
+      expect(statements.filter((st) => st.Action.some((a) => a.startsWith('kafka-cluster:')))).toEqual([]);
+      expect(statements.filter((st) => st.Action.some((a) => a.startsWith('sts:')))).toEqual([
+        { Sid: 'MskAssumeRole', Effect: 'Allow', Action: ['sts:AssumeRole'], Resource: [partner, audit] },
+      ]);
+    }
+
+    // Mixed: the own-credentials stream keeps its scoped kafka-cluster:* (its topic and group only).
+    const mixed = iamRoles(settings({ ...vpc, mskClusterArns: MSK_CLUSTER }), config([own, viaRole(partner, 'orders')]));
+    const processor = statementsOf(mixed, 'ProcessorRole');
+    expect(processor.find((st) => st.Sid === 'MskTopics')!.Resource).toEqual([`${MSK_CLUSTER.replace(':cluster/', ':topic/')}/own`]);
+    expect(processor.find((st) => st.Sid === 'MskConsumerGroups')).toBeUndefined();
+    expect(processor.find((st) => st.Sid === 'MskAssumeRole')!.Resource).toEqual([partner]);
+    expect(await configProblem(settings(vpc), config([own, viaRole(partner, 'orders')]))).toContain(
+      'stream s0: aws-msk-iam needs the mskClusterArns param',
+    );
   });
 
   it.each([

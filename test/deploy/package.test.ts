@@ -1,11 +1,12 @@
 /**
  * The deployable bundle, packaged offline with osls exactly as `npx sls package` would: once for a
  * `ci` stage whose params and streams config (fixtures/streams.ci.json) exercise every option (MSK
- * IAM, SCRAM passwords in Secrets Manager and SSM, a VPC, reserved concurrency, the audit-log
- * handler), once for the `dev` stage with its defaults (the README's example) and once for a
- * self-hosted Kafka outside any VPC with an EventBridge rule instead of the Scheduler. Asserts on
- * the CloudFormation and the zips, and validates the templates with cfn-lint. Bad input fails
- * packaging with one line and exit code 1.
+ * IAM with the functions' credentials and through a role of another account, SCRAM passwords in
+ * Secrets Manager and SSM, a VPC, reserved concurrency, the audit-log handler, customer managed
+ * keys for tables, environment and logs), once for the `dev` stage with its defaults (the README's
+ * example) and once for a self-hosted Kafka outside any VPC with an EventBridge rule instead of the
+ * Scheduler. Asserts on the CloudFormation and the zips, validates the templates with cfn-lint and
+ * scans them with checkov (the same packages). Bad input fails packaging with one line and exit code 1.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +19,18 @@ import { codec, TTL_ATTRIBUTE } from '../../lib/ledger/codec.dynamodb';
 import { ledgerTableDefinition } from '../../lib/ledger/table';
 import { parsePlannerPayload } from '../../lib/planner/payload';
 import { LEDGER_ACTIONS, RUNTIME_PROVIDED, SINK_ACTIONS } from '../../infra/cfn/builders';
-import { cfnLint, ROOT, runSlsPackage, slsInvokeLocal, slsPackage, type CfnResource, type Packaged, type Template } from './package';
+import {
+  cfnLint,
+  checkov,
+  ROOT,
+  runSlsPackage,
+  slsInvokeLocal,
+  slsPackage,
+  type CfnResource,
+  type CheckovFinding,
+  type Packaged,
+  type Template,
+} from './package';
 import { readZip } from './zip';
 
 const MAX_ZIP_BYTES = 5 * 1024 * 1024;
@@ -36,6 +48,9 @@ const CI_PARAMS = {
   kafkaSecretsKmsKeyArn: KMS_KEY,
   auditLogTable: 'kafka-lambda-direct-ci-audit-log',
   alarmEmail: 'oncall@example.com',
+  tableKmsKeyArn: KMS_KEY,
+  functionKmsKeyArn: KMS_KEY,
+  logsKmsKey: 'stack',
 };
 
 /** A Kafka cluster outside AWS's networks: no VPC needed. */
@@ -249,6 +264,7 @@ describe('IAM, one least-privilege role per function', () => {
     const planner = statements(ci.template, 'PlannerRole');
     expect(planner.map((s) => s.Sid)).toEqual([
       'Logs',
+      'EnvironmentKms',
       'Ledger',
       'DispatchRanges',
       'KafkaSecretsManager',
@@ -256,6 +272,7 @@ describe('IAM, one least-privilege role per function', () => {
       'KafkaSecretsKms',
       'MskConnect',
       'MskTopics',
+      'MskAssumeRole',
     ]);
     expect(bySid(planner, 'Ledger')).toMatchObject({ Action: LEDGER_ACTIONS, Resource: ledgerResources });
     expect(bySid(planner, 'DispatchRanges')).toMatchObject({
@@ -275,6 +292,7 @@ describe('IAM, one least-privilege role per function', () => {
     const processor = statements(ci.template, 'ProcessorRole');
     expect(processor.map((s) => s.Sid)).toEqual([
       'Logs',
+      'EnvironmentKms',
       'Ledger',
       'SinkTables',
       'OnFailureDestination',
@@ -284,6 +302,7 @@ describe('IAM, one least-privilege role per function', () => {
       'MskConnect',
       'MskTopics',
       'MskConsumerGroups',
+      'MskAssumeRole',
     ]);
     expect(processor.flatMap((s) => s.Action).filter((a) => a.startsWith('lambda:'))).toEqual([]);
     expect(bySid(processor, 'Ledger')).toMatchObject({ Action: LEDGER_ACTIONS, Resource: ledgerResources });
@@ -347,6 +366,22 @@ describe('IAM, one least-privilege role per function', () => {
       Action: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'],
       Resource: [`${MSK_CLUSTER.replace(':cluster/', ':group/')}/payments-totals`],
     });
+  });
+
+  it('both: MSK IAM through a role of another account: sts:AssumeRole on exactly that role, and its topics are not ours to grant', () => {
+    for (const role of ['PlannerRole', 'ProcessorRole']) {
+      const list = statements(ci.template, role);
+      expect(bySid(list, 'MskAssumeRole')).toEqual({
+        Sid: 'MskAssumeRole',
+        Effect: 'Allow',
+        Action: ['sts:AssumeRole'],
+        Resource: ['arn:aws:iam::210987654321:role/kafka-direct-reader'],
+      });
+      // The only sts:* statement, and partner-orders is authorized by the assumed role's own policy.
+      expect(list.filter((s) => s.Action.some((a) => a.startsWith('sts:'))).map((s) => s.Sid)).toEqual(['MskAssumeRole']);
+      expect(JSON.stringify(list)).not.toContain('partner-orders');
+    }
+    expect(statements(dev.template, 'ProcessorRole').map((s) => s.Sid)).not.toContain('MskAssumeRole');
   });
 
   it('both: no wildcard action or resource, VPC access only through the managed ENI policy', () => {
@@ -614,14 +649,77 @@ describe('encryption that the writing services can use', () => {
     }
   });
 
-  it('log groups use CloudWatch Logs encryption (no KMS key whose policy would have to admit logs.<region>)', () => {
+  it('log groups: CloudWatch Logs encryption by default; with logsKmsKey: stack, a key admitting CloudWatch Logs for exactly these groups', () => {
+    for (const [, g] of ofType(dev.template, 'AWS::Logs::LogGroup')) expect(g.Properties.KmsKeyId).toBeUndefined();
     const groups = ofType(ci.template, 'AWS::Logs::LogGroup');
     expect(groups.map(([id]) => id).sort()).toEqual(['PlannerLogGroup', 'ProcessorLogGroup']);
-    for (const [, g] of groups) expect(g.Properties.KmsKeyId).toBeUndefined();
+    for (const [, g] of groups) expect(g.Properties.KmsKeyId).toEqual(getAtt('LogsKey'));
+    const key = resource(ci.template, 'LogsKey').Properties;
+    expect(key.EnableKeyRotation).toBe(true);
+    const groupArn = (fn: string) => ({
+      'Fn::Sub': `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/kafka-lambda-direct-ci-${fn}`,
+    });
+    expect((key.KeyPolicy as { Statement: PolicyStatement[] }).Statement).toContainEqual({
+      Sid: 'CloudWatchLogsOfTheFunctions',
+      Effect: 'Allow',
+      Principal: { Service: { 'Fn::Sub': 'logs.${AWS::Region}.amazonaws.com' } },
+      Action: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
+      Resource: '*',
+      Condition: { ArnEquals: { 'kms:EncryptionContext:aws:logs:arn': [groupArn('planner'), groupArn('processor')] } },
+    });
+    // Each group's name is what the key's condition names.
+    expect(groups.map(([, g]) => g.Properties.LogGroupName).sort()).toEqual([
+      '/aws/lambda/kafka-lambda-direct-ci-planner',
+      '/aws/lambda/kafka-lambda-direct-ci-processor',
+    ]);
   });
 
-  it('the only KMS key of the stack is the alarm topic key', () => {
-    expect(ofType(ci.template, 'AWS::KMS::Key').map(([id]) => id)).toEqual(['AlarmTopicKey']);
+  it('environment variables: the AWS managed key by default, functionKmsKeyArn (and kms:Decrypt on it only) when set', () => {
+    for (const fn of ['PlannerLambdaFunction', 'ProcessorLambdaFunction']) {
+      expect(resource(dev.template, fn).Properties.KmsKeyArn).toBeUndefined();
+      expect(resource(ci.template, fn).Properties.KmsKeyArn).toBe(KMS_KEY);
+    }
+    for (const role of ['PlannerRole', 'ProcessorRole']) {
+      expect(bySid(statements(ci.template, role), 'EnvironmentKms')).toEqual({
+        Sid: 'EnvironmentKms',
+        Effect: 'Allow',
+        Action: ['kms:Decrypt'],
+        Resource: [KMS_KEY],
+      });
+      expect(statements(dev.template, role).map((s) => s.Sid)).not.toContain('EnvironmentKms');
+    }
+  });
+
+  it('tables: the AWS managed key by default, tableKmsKeyArn when set', () => {
+    for (const id of ['LedgerTable', 'RunningTotalsTable']) {
+      expect(resource(dev.template, id).Properties.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS' });
+      expect(resource(ci.template, id).Properties.SSESpecification).toEqual({ SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: KMS_KEY });
+    }
+  });
+
+  it('the deployment bucket blocks public access, keeps versions, encrypts and refuses requests without TLS', () => {
+    for (const t of [dev.template, ci.template, rule.template]) {
+      expect(resource(t, 'ServerlessDeploymentBucket').Properties).toMatchObject({
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+        VersioningConfiguration: { Status: 'Enabled' },
+        BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      });
+      expect(JSON.stringify(resource(t, 'ServerlessDeploymentBucketPolicy').Properties)).toContain('aws:SecureTransport');
+    }
+  });
+
+  it('the KMS keys of the stack: the alarm topic key, and the log groups key only when asked for', () => {
+    expect(ofType(dev.template, 'AWS::KMS::Key').map(([id]) => id)).toEqual(['AlarmTopicKey']);
+    expect(
+      ofType(ci.template, 'AWS::KMS::Key')
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual(['AlarmTopicKey', 'LogsKey']);
   });
 });
 
@@ -814,6 +912,54 @@ describe('cfn-lint', () => {
     (stage, packaged, region) => {
       const { status, output } = cfnLint(packaged().templatePath, region);
       if (status !== 0) throw new Error(`cfn-lint on the ${stage} template exited ${status}:\n${output}`);
+    },
+    300_000,
+  );
+});
+
+describe('security scan (checkov)', () => {
+  /** Every finding the template keeps, with its reason from the skip metadata on the resource. */
+  const kept = (findings: CheckovFinding[]) => findings.map((f) => `${f.checkId} ${f.resource}`).sort();
+  const DEV_KEPT = [
+    'CKV_AWS_115 AWS::Lambda::Function.PlannerLambdaFunction',
+    'CKV_AWS_116 AWS::Lambda::Function.PlannerLambdaFunction',
+    'CKV_AWS_116 AWS::Lambda::Function.ProcessorLambdaFunction',
+    'CKV_AWS_119 AWS::DynamoDB::Table.LedgerTable',
+    'CKV_AWS_119 AWS::DynamoDB::Table.RunningTotalsTable',
+    'CKV_AWS_158 AWS::Logs::LogGroup.PlannerLogGroup',
+    'CKV_AWS_158 AWS::Logs::LogGroup.ProcessorLogGroup',
+    'CKV_AWS_173 AWS::Lambda::Function.PlannerLambdaFunction',
+    'CKV_AWS_173 AWS::Lambda::Function.ProcessorLambdaFunction',
+    'CKV_AWS_18 AWS::S3::Bucket.ServerlessDeploymentBucket',
+    'CKV_AWS_27 AWS::SQS::Queue.ProcessorFailureQueue',
+    'CKV_AWS_27 AWS::SQS::Queue.ScheduleDeadLetterQueue',
+  ];
+  // The customer managed key params remove their findings (tables, environment, logs).
+  const CI_KEPT = DEV_KEPT.filter((f) => !/^CKV_AWS_(119|158|173) /.test(f));
+
+  it.each([
+    ['dev', () => dev, DEV_KEPT],
+    ['ci', () => ci, CI_KEPT],
+  ] as const)(
+    '%s template: no failed check; exactly the documented findings are kept, each with its reason',
+    (stage, packaged, expected) => {
+      const report = checkov(packaged().templatePath);
+      if (report.failed.length) {
+        throw new Error(
+          `checkov: ${report.failed.length} failed check(s) on the ${stage} template (fix them, or keep one with a reason in infra/cfn/scan.ts and docs/deploy.md):\n` +
+            report.failed.map((f) => `  ${f.checkId} ${f.resource}`).join('\n'),
+        );
+      }
+      expect(report.passed).toBeGreaterThan(40);
+      expect(kept(report.skipped)).toEqual([...expected].sort());
+      for (const f of report.skipped) expect(f.comment?.length ?? 0).toBeGreaterThan(40);
+      // docs/deploy.md lists each kept finding by check id and resource.
+      const docs = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+      const section = docs.slice(docs.indexOf('### Security scan'), docs.indexOf('### Alarms and dashboard'));
+      for (const f of report.skipped) {
+        expect([f.checkId, section.includes(`\`${f.checkId}\``)]).toEqual([f.checkId, true]);
+        expect([f.resource, section.includes(f.resource.split('.')[1]!)]).toEqual([f.resource, true]);
+      }
     },
     300_000,
   );

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 export const ROOT = resolve(__dirname, '..', '..');
 const SLS = join(ROOT, 'node_modules', 'osls', 'bin', 'serverless.js');
 const CFN_LINT = join(ROOT, 'scripts', 'cfn-lint.sh');
+const CHECKOV = join(ROOT, 'scripts', 'checkov.sh');
 
 /**
  * W3005: osls adds `DependsOn: <role>` to a function whose `Role` already is `Fn::GetAtt <role>.Arn`;
@@ -87,4 +88,45 @@ export function cfnLint(templatePath: string, region: string): { status: number 
     timeout: 300_000,
   });
   return { status: run.status, output: `${run.stdout ?? ''}${run.stderr ?? ''}${run.error ? `\n${run.error.message}` : ''}` };
+}
+
+export type CheckovFinding = { checkId: string; resource: string; comment?: string };
+export type CheckovReport = { passed: number; failed: CheckovFinding[]; skipped: CheckovFinding[] };
+
+type CheckovJson = {
+  summary: { passed: number };
+  results: {
+    failed_checks: Array<{ check_id: string; resource: string }>;
+    skipped_checks: Array<{ check_id: string; resource: string; check_result?: { suppress_comment?: string } }>;
+  };
+};
+
+/**
+ * checkov (pinned, project-local virtualenv) on a CloudFormation template; installs it on first use.
+ * `--skip-download`: nothing is fetched from checkov's platform (its guidelines need an account).
+ */
+export function checkov(templatePath: string): CheckovReport {
+  const run = spawnSync('bash', [CHECKOV, '--framework', 'cloudformation', '--file', templatePath, '--skip-download', '--output', 'json'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  // Exit 1 means "some check failed"; anything else without a report is checkov itself failing.
+  let report: CheckovJson;
+  try {
+    report = JSON.parse(run.stdout) as CheckovJson;
+  } catch {
+    throw new Error(
+      `checkov printed no report (exit ${run.status}${run.error ? `, ${run.error.message}` : ''}):\n${run.stdout}${run.stderr}`,
+    );
+  }
+  return {
+    passed: report.summary.passed,
+    failed: report.results.failed_checks.map((c) => ({ checkId: c.check_id, resource: c.resource })),
+    skipped: report.results.skipped_checks.map((c) => ({
+      checkId: c.check_id,
+      resource: c.resource,
+      comment: c.check_result?.suppress_comment,
+    })),
+  };
 }

@@ -290,6 +290,56 @@ describe('parseDeploymentConfig', () => {
     expect(message).toContain(`streams[0].${expected}`);
   });
 
+  describe('aws-msk-iam across accounts (roleArn, externalId, sessionName)', () => {
+    const msk = (extra: Record<string, unknown>) => ({
+      kafka: { brokers: ['b-1:9098'], sasl: { mechanism: 'aws-msk-iam', region: 'eu-west-1', ...extra } },
+    });
+
+    it.each([
+      'arn:aws:iam::210987654321:role/msk-reader',
+      'arn:aws:iam::210987654321:role/teams/kafka/msk-reader',
+      'arn:aws-cn:iam::210987654321:role/msk+reader=1,a.b@c-d_e',
+      'arn:aws-us-gov:iam::210987654321:role/r',
+    ])('accepts the role %s with an external id and session name', (roleArn) => {
+      const sasl = { mechanism: 'aws-msk-iam', region: 'eu-west-1', roleArn, externalId: 'partner:ext/42', sessionName: 'orders@prod' };
+      expect(parseDeploymentConfig(withStream(msk(sasl)), 'streams.json').streams[0]?.kafka.sasl).toEqual(sasl);
+    });
+
+    it.each([
+      ['a user, not a role', 'arn:aws:iam::210987654321:user/msk-reader'],
+      ['an account id of 11 digits', 'arn:aws:iam::21098765432:role/msk-reader'],
+      ['a region in an IAM ARN', 'arn:aws:iam:eu-west-1:210987654321:role/msk-reader'],
+      ['no role name', 'arn:aws:iam::210987654321:role/'],
+      ['a role name over 64 characters', `arn:aws:iam::210987654321:role/${'r'.repeat(65)}`],
+      ['a space in the name', 'arn:aws:iam::210987654321:role/msk reader'],
+      ['a wildcard', 'arn:aws:iam::210987654321:role/msk-*'],
+      ['a role name only', 'msk-reader'],
+      ['an assumed-role session ARN', 'arn:aws:sts::210987654321:assumed-role/msk-reader/s'],
+    ])('refuses %s as roleArn', (_, roleArn) => {
+      expect(errorOf(withStream(msk({ roleArn })))).toContain(
+        'streams[0].kafka.sasl.roleArn: must be an IAM role ARN, e.g. "arn:aws:iam::210987654321:role/msk-reader"',
+      );
+    });
+
+    it.each([
+      ['externalId', { externalId: 'x' }, 'externalId: must be 2-1224 characters'],
+      ['externalId', { externalId: 'has space' }, 'externalId: must be 2-1224 characters'],
+      ['sessionName', { sessionName: 's'.repeat(65) }, 'sessionName: must be 2-64 characters'],
+      ['sessionName', { sessionName: 'a/b' }, 'sessionName: must be 2-64 characters'],
+    ])('refuses a bad %s', (_, extra, expected) => {
+      expect(errorOf(withStream(msk({ roleArn: 'arn:aws:iam::210987654321:role/r', ...extra })))).toContain(
+        `streams[0].kafka.sasl.${expected}`,
+      );
+    });
+
+    it('refuses externalId or sessionName without roleArn, naming each', () => {
+      expect(errorOf(withStream(msk({ externalId: 'ext-42', sessionName: 'orders' })))).toBe(
+        'invalid config (streams.json): streams[0].kafka.sasl.externalId: is used only with roleArn: set roleArn or remove it; ' +
+          'streams[0].kafka.sasl.sessionName: is used only with roleArn: set roleArn or remove it',
+      );
+    });
+  });
+
   it('reports an unknown top-level key', () => {
     expect(errorOf({ ...(withStream({}) as object), ledger: 'x' })).toContain('ledger: unknown key (did you mean "ledgerTable"?)');
   });

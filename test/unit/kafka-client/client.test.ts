@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { ValidationError } from '../../../lib/errors';
-import { parseStreamConfig, type KafkaConnectionConfig, type SecretRef } from '../../../lib/config/schema';
+import { parseStreamConfig, type KafkaConnectionConfig, type MskIamSaslConfig, type SecretRef } from '../../../lib/config/schema';
 import { createKafka, kafkaClientConfig, logCreatorFor, type KafkaLogFn } from '../../../lib/kafka/client';
 
 /** A real certificate (a CA's, its key discarded): the config checks that certificates parse. */
@@ -47,19 +47,24 @@ describe('kafkaClientConfig', () => {
   });
 
   it('uses OAUTHBEARER with a fresh MSK IAM token per authentication, over TLS', async () => {
-    const regions: string[] = [];
+    const asked: Array<[MskIamSaslConfig, readonly string[] | undefined]> = [];
     let issued = 0;
-    const mskToken = async (region: string) => {
-      regions.push(region);
+    const mskToken = async (sasl: MskIamSaslConfig, streams?: readonly string[]) => {
+      asked.push([sasl, streams]);
       return `token-${++issued}`;
     };
-    const config = kafkaClientConfig(kafkaConfig({ sasl: { mechanism: 'aws-msk-iam', region: 'eu-west-1' } }), { mskToken });
+    const sasl = { mechanism: 'aws-msk-iam', region: 'eu-west-1', roleArn: 'arn:aws:iam::210987654321:role/msk-reader' } as const;
+    const config = kafkaClientConfig(kafkaConfig({ sasl }), { mskToken, streams: ['payments'] });
     expect(config.ssl).toBe(true);
-    const sasl = config.sasl;
-    if (sasl?.mechanism !== 'oauthbearer') throw new Error(`expected oauthbearer, got ${sasl?.mechanism}`);
-    expect(await sasl.oauthBearerProvider()).toEqual({ value: 'token-1' });
-    expect(await sasl.oauthBearerProvider()).toEqual({ value: 'token-2' });
-    expect(regions).toEqual(['eu-west-1', 'eu-west-1']);
+    const oauth = config.sasl;
+    if (oauth?.mechanism !== 'oauthbearer') throw new Error(`expected oauthbearer, got ${oauth?.mechanism}`);
+    expect(await oauth.oauthBearerProvider()).toEqual({ value: 'token-1' });
+    expect(await oauth.oauthBearerProvider()).toEqual({ value: 'token-2' });
+    // The whole SASL config (region, role) and the streams to name in a failure.
+    expect(asked).toEqual([
+      [sasl, ['payments']],
+      [sasl, ['payments']],
+    ]);
   });
 
   it('keeps explicit TLS options for MSK IAM', () => {

@@ -1,0 +1,85 @@
+/**
+ * The findings of the IaC security scan (checkov, scripts/checkov.sh) that the stack keeps on
+ * purpose, each with its reason, as checkov's skip metadata on the resource
+ * (`Metadata.checkov.skip`), so the template itself says why. docs/deploy.md ("Security scan") lists
+ * the same; test/deploy/package.test.ts fails on any finding not skipped here, and on a skip the
+ * docs do not list. A finding a param removes (a customer managed key) is skipped only while the
+ * param is unset.
+ */
+import type { DeploymentConfig } from '../../lib/config/schema';
+import type { Cfn } from './cfn';
+import { IDS } from './names';
+import type { Settings } from './settings';
+import { sinkTableLogicalIds } from './sink-tables';
+
+/** One kept finding: checkov's check id and why the stack does not follow it. */
+export type ScanSkip = { id: `CKV_AWS_${number}`; comment: string };
+
+const REASONS = {
+  bucketAccessLogs: {
+    id: 'CKV_AWS_18',
+    comment:
+      'Holds only the deployment packages osls uploads (public access blocked, TLS-only policy, versioned); access logs would need a second bucket that is itself unlogged. CloudTrail data events can record object access.',
+  },
+  plannerDlq: {
+    id: 'CKV_AWS_116',
+    comment:
+      'Invoked only by the schedule with async retries off: a failed tick is replaced by the next one (runs are idempotent), and a tick that cannot be delivered goes to ScheduleDeadLetterQueue. A DLQ of failed ticks would hold only {}.',
+  },
+  processorDlq: {
+    id: 'CKV_AWS_116',
+    comment:
+      'Failed and expired asynchronous invocations go to the on-failure destination ProcessorFailureQueue (which also carries the error, unlike a DLQ), watched by the processor-failures alarm; the planner re-dispatches their ranges.',
+  },
+  plannerConcurrency: {
+    id: 'CKV_AWS_115',
+    comment:
+      'Runs once per schedule tick, and overlapping runs are fenced by the ledger. Reserved concurrency is taken from the account unreserved pool, which an account with the default quota cannot give up: the deploy would fail.',
+  },
+  environmentKey: {
+    id: 'CKV_AWS_173',
+    comment:
+      'The environment holds names and settings only (passwords are secret references read at run time); Lambda encrypts it at rest with its AWS managed key. The functionKmsKeyArn param sets a customer managed key.',
+  },
+  logsKey: {
+    id: 'CKV_AWS_158',
+    comment:
+      'CloudWatch Logs encrypts log data at rest with its own keys. The logsKmsKey param sets a customer managed key (stack: one the stack creates for these log groups).',
+  },
+  tableKey: {
+    id: 'CKV_AWS_119',
+    comment: 'Encrypted at rest with KMS, the AWS managed aws/dynamodb key. The tableKmsKeyArn param sets a customer managed key.',
+  },
+  queueKey: {
+    id: 'CKV_AWS_27',
+    comment:
+      'Encrypted at rest with SQS-managed keys (SSE-SQS, SqsManagedSseEnabled), which this check does not count. Lambda (on-failure destination), the Scheduler and an EventBridge rule send to it with no key grant, which a KMS key would need for each.',
+  },
+} as const satisfies Record<string, ScanSkip>;
+
+/** The kept findings per logical id, for the stage's settings. */
+export function scanSkips(s: Settings, config: DeploymentConfig): Record<string, ScanSkip[]> {
+  const skips: Record<string, ScanSkip[]> = {
+    [IDS.deploymentBucket]: [REASONS.bucketAccessLogs],
+    [IDS.plannerFunction]: [REASONS.plannerDlq, REASONS.plannerConcurrency],
+    [IDS.processorFunction]: [REASONS.processorDlq],
+    [IDS.processorFailureQueue]: [REASONS.queueKey],
+    [IDS.scheduleDeadLetterQueue]: [REASONS.queueKey],
+  };
+  const add = (id: string, skip: ScanSkip) => (skips[id] = [...(skips[id] ?? []), skip]);
+  if (s.functionKmsKeyArn === undefined) for (const id of [IDS.plannerFunction, IDS.processorFunction]) add(id, REASONS.environmentKey);
+  if (s.logsKmsKey === undefined) for (const id of [IDS.plannerLogGroup, IDS.processorLogGroup]) add(id, REASONS.logsKey);
+  if (s.tableKmsKeyArn === undefined) {
+    for (const id of [IDS.ledgerTable, ...sinkTableLogicalIds(s, config).values()]) add(id, REASONS.tableKey);
+  }
+  return skips;
+}
+
+/** The kept findings as `resources.extensions` Metadata (osls merges it into each resource, its own ones too). */
+export function scanSkipMetadata(s: Settings, config: DeploymentConfig): { extensions: Record<string, { Metadata: Cfn }> } {
+  const extensions: Record<string, { Metadata: Cfn }> = {};
+  for (const [id, skip] of Object.entries(scanSkips(s, config))) {
+    extensions[id] = { Metadata: { checkov: { skip: skip.map(({ id: checkId, comment }) => ({ id: checkId, comment })) } } };
+  }
+  return { extensions };
+}
