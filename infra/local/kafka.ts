@@ -49,7 +49,7 @@ export type KafkaOptions = {
    * SASL_SSL taking only SCRAM-SHA-512, with these users created when the log dir is formatted, and SSL
    * requiring a client certificate, both with the TLS material of `kafka-tls.ts` in `<dir>/tls`.
    */
-  secured?: { scramUsers: ScramUser[] };
+  secured?: { scramUsers: ScramUser[]; /** Shared TLS material (a cluster's nodes share one CA); default `<dir>/tls`. */ tlsDir?: string };
 };
 
 /** A SCRAM-SHA-512 user of a secured broker. */
@@ -288,7 +288,7 @@ async function requireFreePorts(propsFile: string, port: number): Promise<void> 
 async function brokerPorts(opts: KafkaOptions, propsFile: string, reuse: boolean): Promise<{ port: number; secured?: SecuredPorts }> {
   // A broker formatted secured restarts secured, whatever the restart asks.
   const formattedSecured = reuse && /^listeners=.*\bSASL_SSL:\/\//m.test(readFileSync(propsFile, 'utf8'));
-  const tls = opts.secured || formattedSecured ? ensureTlsMaterial(join(opts.dir, 'tls')) : undefined;
+  const tls = opts.secured || formattedSecured ? ensureTlsMaterial(opts.secured?.tlsDir ?? join(opts.dir, 'tls')) : undefined;
   if (reuse) {
     // Same ports as before: clients reconnect to the address they know.
     const props = readFileSync(propsFile, 'utf8');
@@ -407,6 +407,8 @@ export type KafkaClusterOptions = {
   /** JVM max heap per node. Default LOCAL_KAFKA_HEAP, else 384m (several JVMs share the machine). */
   heap?: string;
   startTimeoutMs?: number;
+  /** Secured listeners on every node (see `KafkaOptions.secured`), one CA and one set of certificates for all. */
+  secured?: { scramUsers: ScramUser[] };
 };
 
 export type KafkaCluster = {
@@ -414,6 +416,8 @@ export type KafkaCluster = {
   brokers: string;
   /** Node id -> its broker instance; a killed node keeps its entry (its dir and ports). */
   nodes: Map<number, KafkaInstance>;
+  /** With `secured`: every node's SASL_SSL and SSL addresses (comma-separated), the shared TLS files and users. */
+  secured?: SecuredListeners;
 };
 
 /** The roles of an N-node cluster: node ids 1..N, all voters, topic defaults (pure; exported for tests). */
@@ -461,6 +465,7 @@ export async function startKafkaCluster(opts: KafkaClusterOptions): Promise<Kafk
         expectBrokers: n,
         heap,
         startTimeoutMs: opts.startTimeoutMs ?? 120_000,
+        ...(opts.secured ? { secured: { ...opts.secured, tlsDir: join(opts.dir, 'tls') } } : {}),
       }),
     ),
   );
@@ -472,12 +477,19 @@ export async function startKafkaCluster(opts: KafkaClusterOptions): Promise<Kafk
     await stopKafkaCluster({ brokers: '', nodes });
     throw failed.reason;
   }
+  const all = [...nodes.values()].flatMap((k) => (k.secured ? [k.secured] : []));
+  const secured: SecuredListeners | undefined = all[0] && {
+    ...all[0],
+    saslSsl: all.map((s) => s.saslSsl).join(','),
+    ssl: all.map((s) => s.ssl).join(','),
+  };
   return {
     brokers: ports
       .slice(0, n)
       .map((p) => `${LOOPBACK}:${p}`)
       .join(','),
     nodes,
+    ...(secured ? { secured } : {}),
   };
 }
 

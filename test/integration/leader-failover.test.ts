@@ -3,9 +3,13 @@
  * the planner plans the partitions whose leaders answer in the same run, reports the dead leader's
  * partitions unavailable with the reason until re-election moves them, and processors read
  * everything exactly once. The cluster is private to this file (its own dirs and ports) and stopped
- * in afterAll; the ledger lives on the shared DynamoDB emulator.
+ * in afterAll; the ledger lives on the shared DynamoDB emulator. The stream reaches it over SASL_SSL
+ * with SCRAM-SHA-512 (the test's own set-up over PLAINTEXT), so the leader change, the metadata
+ * refresh and the reconnects to the new leaders all re-authenticate over TLS; the chaos suite's
+ * `leader-killed` does the same over plaintext.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
@@ -37,10 +41,21 @@ let admin: Admin;
 let producer: Producer;
 let reader: RangeReader | undefined;
 const metadata = createMetadataCache();
+const SCRAM = { name: 'failover', password: randomBytes(12).toString('base64url') };
+process.env.FAILOVER_SCRAM_PASSWORD = SCRAM.password;
+
+/** The stream's way in: SASL_SSL with SCRAM-SHA-512 on every node. */
+function securedKafka(c: KafkaCluster, brokers = c.secured!.saslSsl.split(',')) {
+  return {
+    brokers,
+    ssl: { ca: readFileSync(c.secured!.tls.caCert, 'utf8') },
+    sasl: { mechanism: 'scram-sha-512', username: SCRAM.name, password: { env: 'FAILOVER_SCRAM_PASSWORD' } },
+  };
+}
 
 beforeAll(async () => {
   const [c] = await Promise.all([
-    startKafkaCluster({ dir, cacheDir: CACHE_DIR, ownerPid: process.pid, brokers: 3 }),
+    startKafkaCluster({ dir, cacheDir: CACHE_DIR, ownerPid: process.pid, brokers: 3, secured: { scramUsers: [SCRAM] } }),
     ensureLedgerTable(ddb, tableName),
   ]);
   cluster = c;
@@ -76,10 +91,7 @@ const all = Array.from({ length: PARTITIONS }, (_, p) => p);
 
 /** A stream over `topic` on the cluster: real ledger, in-process processors counting each offset they handle. */
 async function streamOn(c: KafkaCluster, topic: string) {
-  const stream: StreamConfig = parseStreamConfig(
-    { id: topic, kafka: { brokers: c.brokers.split(',') }, topics: [topic], triggerIntervalMs: 1_000 },
-    'test',
-  );
+  const stream: StreamConfig = parseStreamConfig({ id: topic, kafka: securedKafka(c), topics: [topic], triggerIntervalMs: 1_000 }, 'test');
   reader = createKafkajsRangeReader(await createKafka(stream.kafka));
   const ledger = createDynamoLedger({ client: ddb, tableName });
   const seen = new Map<string, number>();
@@ -111,8 +123,8 @@ async function streamOn(c: KafkaCluster, topic: string) {
 
 /** describeTopics + fetchAvailableOffsets from a fresh adapter whose first seed broker is `victim`. */
 async function coldLookup(c: KafkaCluster, victim: number, stream: StreamConfig, topic: string) {
-  const deadAddress = c.nodes.get(victim)!.brokers;
-  const seeds = [deadAddress, ...c.brokers.split(',').filter((b) => b !== deadAddress)];
+  const deadAddress = c.nodes.get(victim)!.secured!.saslSsl;
+  const seeds = [deadAddress, ...c.secured!.saslSsl.split(',').filter((b) => b !== deadAddress)];
   const cold = createKafkajsMetadata(await createKafka({ ...stream.kafka, brokers: seeds }));
   try {
     const t = Date.now();
