@@ -33,6 +33,12 @@ export function parsePrivateKey(pem: string, passphrase?: string): { key: KeyObj
   }
 }
 
+/** When the first certificate of `certPem` stops being valid (epoch ms), or undefined without one. */
+export function certificateValidToMs(certPem: string | undefined): number | undefined {
+  const first = certPem?.match(CERTIFICATE_BLOCK)?.[0];
+  return first === undefined ? undefined : Date.parse(new X509Certificate(first).validTo);
+}
+
 /** Whether the first certificate of `certPem` belongs to `key`. */
 export function certificateMatchesKey(certPem: string, key: KeyObject): boolean {
   const first = certPem.match(CERTIFICATE_BLOCK)?.[0];

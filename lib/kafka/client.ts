@@ -4,9 +4,9 @@
  * only adds the I/O: resolving the password.
  */
 import { Kafka, logLevel, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
-import { X509Certificate } from 'node:crypto';
 import type { ConnectionOptions } from 'node:tls';
 import { ValidationError } from '../errors';
+import { certificateValidToMs } from '../config/pem';
 import type { KafkaConnectionConfig, SslConfig } from '../config/schema';
 import { describeConnection, type ConnectionDescription } from './connection-failure';
 import { readConnectionSecrets } from './connection-secrets';
@@ -49,11 +49,11 @@ export async function createKafka(config: KafkaConnectionConfig, deps: CreateKaf
   const secrets = await readConnectionSecrets(config, resolve);
   const kafkaConfig = kafkaClientConfig(config, { ...secrets, log: deps.log, mskToken: deps.mskToken, streams: deps.streams });
   const kafka = new Kafka(kafkaConfig);
-  descriptions.set(kafka, describeConnection(config, certificateValidTo(secrets.tls?.cert)));
+  descriptions.set(kafka, describeConnection(config, certificateValidToMs(secrets.tls?.cert)));
   refreshers.set(kafka, async () => {
     const changed = await refreshSecrets(config, resolve, kafkaConfig);
     const cert = (kafkaConfig.ssl as ConnectionOptions | undefined)?.cert;
-    descriptions.set(kafka, describeConnection(config, certificateValidTo(typeof cert === 'string' ? cert : undefined)));
+    descriptions.set(kafka, describeConnection(config, certificateValidToMs(typeof cert === 'string' ? cert : undefined)));
     return changed;
   });
   return kafka;
@@ -65,11 +65,6 @@ const descriptions = new WeakMap<Kafka, ConnectionDescription>();
 /** How `kafka` connects (brokers, TLS, SASL mechanism and user, client certificate validity), when `createKafka` made it. */
 export function connectionOf(kafka: Kafka): ConnectionDescription | undefined {
   return descriptions.get(kafka);
-}
-
-function certificateValidTo(certPem: string | undefined): number | undefined {
-  const first = certPem?.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/)?.[0];
-  return first === undefined ? undefined : Date.parse(new X509Certificate(first).validTo);
 }
 
 /** How each client created by `createKafka` reads its secrets again. */

@@ -21,8 +21,8 @@ import protocolErrors from 'kafkajs/src/protocol/error';
 // @ts-expect-error -- kafkajs ships no types for its internals; only `writeBuffer` is used.
 import KafkajsEncoder from 'kafkajs/src/protocol/encoder';
 import { connectionOf, refreshCredentials } from './client';
-import { explainConnectionFailure } from './connection-failure';
-import { isCredentialRefusal, KafkaError } from './errors';
+import { explainConnectionFailure, isCredentialRefusal } from './connection-failure';
+import { KafkaError } from './errors';
 import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './fetch-response';
 import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './metadata-v12';
 

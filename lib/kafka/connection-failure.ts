@@ -55,6 +55,13 @@ const UNTRUSTED_SERVER = new Set([
 ]);
 const CLIENT_CERT_ALERT = /alert[ _](bad[ _]certificate|certificate[ _](unknown|expired|revoked|required)|unknown[ _]ca)/i;
 
+/** Whether the broker refused the client's credentials: SASL authentication failed, or its TLS client certificate. */
+export function isCredentialRefusal(err: unknown): boolean {
+  return chain(err).some(
+    (e) => e.name === 'KafkaJSSASLAuthenticationError' || (typeof e.message === 'string' && CLIENT_CERT_ALERT.test(e.message)),
+  );
+}
+
 /** The way in, as Kafka names listener security protocols. */
 function way(c: ConnectionDescription): string {
   if (c.sasl) return `${c.tls ? 'SASL_SSL' : 'SASL_PLAINTEXT'} ${c.sasl.mechanism.toUpperCase()}`;
@@ -68,8 +75,7 @@ export type ConnectionRefusal = { kind: 'AUTHENTICATION' | 'TLS'; message: strin
 export function explainConnectionFailure(err: unknown, c: ConnectionDescription, nowMs: number): ConnectionRefusal | undefined {
   const message = explain(err, c, nowMs);
   if (message === undefined) return undefined;
-  const credentials = chain(err).some((e) => e.name === 'KafkaJSSASLAuthenticationError') || CLIENT_CERT_ALERT.test(message);
-  return { kind: credentials ? 'AUTHENTICATION' : 'TLS', message };
+  return { kind: isCredentialRefusal(err) ? 'AUTHENTICATION' : 'TLS', message };
 }
 
 function explain(err: unknown, c: ConnectionDescription, nowMs: number): string | undefined {

@@ -8,7 +8,7 @@ import type { KafkaConnectionConfig, SecretRef } from '../config/schema';
 import { certificateMatchesKey, parsePrivateKey, pemCertificateProblem } from '../config/pem';
 import { ValidationError } from '../errors';
 import type { ClientTlsIdentity } from './client';
-import type { SecretResolver } from './secrets';
+import { describeSecretRef, type SecretResolver } from './secrets';
 
 export type ConnectionSecrets = { password?: string; tls?: ClientTlsIdentity };
 
@@ -46,10 +46,7 @@ async function readIdentity(
   return { cert, key, ...(passphrase !== undefined ? { passphrase } : {}) };
 }
 
-/** A setting as messages name it: where a secret lives, or that the value is in the config. */
-export function describeRef(ref: string | SecretRef): string {
-  if (typeof ref === 'string') return 'PEM text in the config';
-  if ('secretArn' in ref) return `Secrets Manager secret ${ref.secretArn}${ref.field ? ` field ${JSON.stringify(ref.field)}` : ''}`;
-  if ('ssmParameter' in ref) return `SSM parameter ${ref.ssmParameter}`;
-  return `environment variable ${ref.env}`;
+/** A setting as messages name it: where its secret lives, or that the value is in the config. */
+function describeRef(ref: string | SecretRef): string {
+  return typeof ref === 'string' ? 'PEM text in the config' : describeSecretRef(ref);
 }

@@ -58,23 +58,6 @@ export function toKafkaError(operation: string, err: unknown): AppError {
   });
 }
 
-/** The errors of an error and its causes, outermost first. */
-function causeChain(err: unknown): KafkajsLikeError[] {
-  const out: KafkajsLikeError[] = [];
-  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 6; e = asObject(e).cause, depth++) out.push(asObject(e));
-  return out;
-}
-
-/** TLS alerts a broker sends when it refuses the client certificate. */
-const CLIENT_CERT_REFUSED = /alert (bad certificate|certificate expired|certificate revoked|certificate unknown|unknown ca)/i;
-
-/** Whether the broker refused the client's credentials: SASL authentication failed, or its TLS client certificate. */
-export function isCredentialRefusal(err: unknown): boolean {
-  return causeChain(err).some(
-    (e) => e.name === 'KafkaJSSASLAuthenticationError' || (typeof e.message === 'string' && CLIENT_CERT_REFUSED.test(e.message)),
-  );
-}
-
 export type PartitionRef = { topic: string; partition: number };
 
 /**

@@ -71,6 +71,13 @@ export function createSecretResolver(options: Partial<SecretSources> & { ttlMs?:
   };
 }
 
+/** A reference as messages name it: `Secrets Manager secret <id> field "f"`, `SSM parameter <name>`, `environment variable <name>`. */
+export function describeSecretRef(ref: SecretRef): string {
+  if ('env' in ref) return `environment variable ${ref.env}`;
+  if ('ssmParameter' in ref) return `SSM parameter ${ref.ssmParameter}`;
+  return `Secrets Manager secret ${ref.secretArn}${ref.field === undefined ? '' : ` field ${JSON.stringify(ref.field)}`}`;
+}
+
 /** One string field of a JSON secret (Secrets Manager's usual `{"username":..,"password":..}`). */
 export function secretField(secretString: string, secretId: string, field: string): string {
   let parsed: unknown;

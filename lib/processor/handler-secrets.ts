@@ -4,7 +4,7 @@
  * a rotated secret reach the handler without a cold start.
  */
 import type { SecretRef, StreamConfig } from '../config/schema';
-import { SecretUnavailableError, type SecretResolver } from '../kafka/secrets';
+import { describeSecretRef, SecretUnavailableError, type SecretResolver } from '../kafka/secrets';
 
 /** What a handler of a stream without secrets gets. */
 const NO_SECRETS: Readonly<Record<string, string>> = Object.freeze({});
@@ -35,11 +35,4 @@ function referenceId(ref: SecretRef): string {
   if ('env' in ref) return ref.env;
   if ('ssmParameter' in ref) return ref.ssmParameter;
   return ref.secretArn;
-}
-
-/** A reference as messages name it: `Secrets Manager secret <id> field "f"`, `SSM parameter <name>`, `environment variable <name>`. */
-export function describeSecretRef(ref: SecretRef): string {
-  if ('env' in ref) return `environment variable ${ref.env}`;
-  if ('ssmParameter' in ref) return `SSM parameter ${ref.ssmParameter}`;
-  return `Secrets Manager secret ${ref.secretArn}${ref.field === undefined ? '' : ` field ${JSON.stringify(ref.field)}`}`;
 }
