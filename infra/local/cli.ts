@@ -1,13 +1,15 @@
 /**
- * `npm run local:up [-- --brokers N]` / `local:down` / `local:reset` / `local:prepare`. `up` prints KAFKA_BROKERS=... and
+ * `npm run local:up [-- --brokers N]` / `local:down` / `local:reset` / `local:prune` / `local:prepare`. `up` prints KAFKA_BROKERS=... and
  * DYNAMODB_ENDPOINT=... on stdout (so `eval "$(npm run -s local:up)"` works); progress, timings and what a restart lost go
- * to stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it.
+ * to stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it; `prune` deletes
+ * what the project's own tools left on it (prune.ts).
  * The same as `kafka-direct local up|down|reset|prepare` from a stream project.
  */
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
 import { CACHE_DIR, downPersistent, parseUpArgs, securedEnv, upPersistent } from './stack';
+import { parsePruneArgs, prunePersistent } from './prune';
 import { runTopic } from './topic';
 
 const log = (line: string): void => {
@@ -45,13 +47,16 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
     ensureKafkaJars(CACHE_DIR);
     ensureMoto(CACHE_DIR);
     log(`Kafka jars and moto ready in ${Date.now() - t0} ms`);
+  } else if (cmd === 'prune') {
+    // The list on stdout (one line each), the summary on stderr.
+    await prunePersistent((line) => process.stdout.write(`${line}\n`), log, parsePruneArgs(args));
   } else if (cmd === 'down' || cmd === 'reset') {
     await downPersistent(log, { wipe: cmd === 'reset' });
   } else if (cmd === 'topic') {
     return runTopic(args, `${usage} topic`);
   } else {
     process.stderr.write(
-      `usage: ${usage} up [--brokers N] [--secured]|down|reset|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`,
+      `usage: ${usage} up [--brokers N] [--secured]|down|reset|prune [--dry-run] [--older-than 1d]|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`,
     );
     return 2;
   }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { PrerequisiteError } from '../../lib/errors';
 import { packageFile } from '../../lib/paths';
+import { capOldLog, logLimits } from './logs';
 import { LOOPBACK, choosePort, requireCommand, spawnService, waitUntil } from './process';
 
 const REQUIREMENTS = packageFile('infra', 'local', 'dynamodb', 'requirements.txt');
@@ -18,6 +19,11 @@ const LAUNCHER = packageFile('infra', 'local', 'dynamodb', 'moto_server.py');
 
 export type DynamoOptions = { dir: string; cacheDir: string; ownerPid?: number; port?: string; startTimeoutMs?: number };
 export type DynamoInstance = { endpoint: string; pid: number; watchdogPid?: number; logFile: string };
+
+/** The emulator's files in its dir: its rotated log (requests, warnings) and its process output (start-up failures). */
+export function dynamoLogFiles(dir: string): { log: string; output: string } {
+  return { log: join(dir, 'moto.log'), output: join(dir, 'moto.stdout.log') };
+}
 
 /** Creates the virtualenv with moto once (keyed by the requirements file); returns its python. */
 export function ensureMoto(cacheDir: string): string {
@@ -59,10 +65,10 @@ export function emulatorClient(endpoint: string): DynamoDBClient {
 }
 
 /** True once the emulator answers ListTables. */
-export async function dynamoReady(endpoint: string): Promise<boolean> {
+export async function dynamoReady(endpoint: string, timeoutMs = 2000): Promise<boolean> {
   const client = emulatorClient(endpoint);
   try {
-    await client.send(new ListTablesCommand({}), { abortSignal: AbortSignal.timeout(2000) });
+    await client.send(new ListTablesCommand({}), { abortSignal: AbortSignal.timeout(timeoutMs) });
     return true;
   } finally {
     client.destroy();
@@ -74,14 +80,29 @@ export async function startDynamo(opts: DynamoOptions): Promise<DynamoInstance> 
   const python = ensureMoto(opts.cacheDir);
   const port = await choosePort(opts.port, 'LOCAL_DYNAMODB_PORT');
   mkdirSync(opts.dir, { recursive: true });
-  const logFile = join(opts.dir, 'moto.log');
-  const svc = spawnService({ cmd: python, args: [LAUNCHER, '-H', LOOPBACK, '-p', String(port)], logFile, ownerPid: opts.ownerPid });
+  const files = dynamoLogFiles(opts.dir);
+  const limits = logLimits();
+  capOldLog(files.log, limits);
+  capOldLog(files.output, limits);
+  const svc = spawnService({
+    cmd: python,
+    args: [LAUNCHER, '-H', LOOPBACK, '-p', String(port)],
+    // The launcher rotates its log by size (moto_server.py).
+    env: {
+      ...process.env,
+      MOTO_LOG_FILE: files.log,
+      MOTO_LOG_FILE_BYTES: String(limits.fileBytes),
+      MOTO_LOG_FILES: String(limits.keptFiles),
+    },
+    logFile: files.output,
+    ownerPid: opts.ownerPid,
+  });
   const endpoint = `http://${LOOPBACK}:${port}`;
   await waitUntil('DynamoDB emulator (moto)', () => dynamoReady(endpoint), {
     timeoutMs: opts.startTimeoutMs ?? 60_000,
     intervalMs: 200,
     pid: svc.pid,
-    logFile,
+    logFile: files.output,
   });
-  return { endpoint, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile };
+  return { endpoint, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile: files.log };
 }

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { PrerequisiteError } from '../../lib/errors';
 import { ensureTlsMaterial, type TlsMaterial } from './kafka-tls';
+import { capOldLog, logLimits, type LogLimits } from './logs';
+import { describePortOwner } from './ownership';
 import { packageFile } from '../../lib/paths';
 import { LOOPBACK, choosePort, freePort, killProcess, portInUse, requireCommand, spawnService, stopProcess, waitUntil } from './process';
 
@@ -219,15 +221,24 @@ export function serverProperties(
     .join('\n');
 }
 
-function log4jConfig(logFile: string): string {
+/** log4j2 settings: one size-rotated file (the state change and request logs only at WARN). */
+export function log4jConfig(logFile: string, limits: LogLimits): string {
   return [
     'rootLogger.level=INFO',
     'rootLogger.appenderRef.file.ref=FILE',
-    'appender.file.type=File',
+    'appender.file.type=RollingFile',
     'appender.file.name=FILE',
     `appender.file.fileName=${logFile}`,
+    `appender.file.filePattern=${logFile}.%i`,
     'appender.file.layout.type=PatternLayout',
     'appender.file.layout.pattern=[%d] %p %m (%c)%n',
+    'appender.file.policies.type=Policies',
+    'appender.file.policies.size.type=SizeBasedTriggeringPolicy',
+    `appender.file.policies.size.size=${limits.fileBytes}`,
+    'appender.file.strategy.type=DefaultRolloverStrategy',
+    `appender.file.strategy.max=${limits.keptFiles}`,
+    // server.log.1 is the newest rotated file.
+    'appender.file.strategy.fileIndex=min',
     // The state change and request logs are noisy and not needed for tests.
     'logger.state.name=state.change.logger',
     'logger.state.level=WARN',
@@ -237,13 +248,13 @@ function log4jConfig(logFile: string): string {
 }
 
 /** True once the broker answers a metadata request listing `expectBrokers` brokers (1: itself only) and a controller. */
-export async function kafkaReady(brokers: string, expectBrokers = 1): Promise<boolean> {
+export async function kafkaReady(brokers: string, expectBrokers = 1, requestTimeoutMs = 2000): Promise<boolean> {
   const admin = new Kafka({
     clientId: 'local-stack-probe',
     brokers: brokers.split(','),
     logLevel: logLevel.NOTHING,
-    connectionTimeout: 1000,
-    requestTimeout: 2000,
+    connectionTimeout: Math.min(requestTimeoutMs, 5000),
+    requestTimeout: requestTimeoutMs,
     retry: { retries: 0 },
   }).admin();
   try {
@@ -277,8 +288,9 @@ async function requireFreePorts(propsFile: string, port: number): Promise<void> 
     [Number(controller), 'controller'],
   ] as const) {
     if (Number.isInteger(p) && (await portInUse(p))) {
+      const who = describePortOwner(p);
       throw new PrerequisiteError(
-        `Kafka's ${what} port ${p} (recorded in ${propsFile}) is taken by another process: cannot restart the broker on its data`,
+        `Kafka's ${what} port ${p} (recorded in ${propsFile}) is taken by ${who ?? 'another process'}: cannot restart the broker on its data`,
       );
     }
   }
@@ -340,17 +352,22 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
   const log4jFile = join(opts.dir, 'log4j2.properties');
   const reuse = opts.reuseDir === true && existsSync(propsFile) && existsSync(join(opts.dir, 'data', 'meta.properties'));
   const { port, secured } = await brokerPorts(opts, propsFile, reuse);
-  writeFileSync(log4jFile, log4jConfig(logFile));
+  const limits = logLimits();
+  capOldLog(logFile, limits);
+  writeFileSync(log4jFile, log4jConfig(logFile, limits));
   const classpath = `${libs}/*`;
   const jvm = ['-Djava.awt.headless=true', `-Dlog4j2.configurationFile=${log4jFile}`, '-cp', classpath];
   // KRaft needs a formatted metadata log.
   if (!reuse) formatLogDir(java, jvm, propsFile, opts);
 
   const heap = opts.heap ?? process.env.LOCAL_KAFKA_HEAP ?? '1g';
+  // The JVM's own output (log4j writes server.log): start-up failures only, but appended at every start.
+  const stdoutFile = join(opts.dir, 'stdout.log');
+  capOldLog(stdoutFile, limits);
   const svc = spawnService({
     cmd: java,
     args: [`-Xms${minHeap(heap)}`, `-Xmx${heap}`, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', ...jvm, 'kafka.Kafka', propsFile],
-    logFile: join(opts.dir, 'stdout.log'),
+    logFile: stdoutFile,
     ownerPid: opts.ownerPid,
   });
   const brokers = `${LOOPBACK}:${port}`;

@@ -4,12 +4,17 @@
  * at an existing one. The persistent stack (`upPersistent`) keeps Kafka's data across restarts.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { dynamoReady, startDynamo } from './dynamodb';
-import { kafkaReady, startKafka, startKafkaCluster, stopKafka, type ScramUser, type SecuredListeners } from './kafka';
-import { isAlive, portInUse, stopProcess } from './process';
+import { dataUsage, usageLimits, usageReport } from './data-usage';
+import { dynamoLogFiles, startDynamo } from './dynamodb';
+import { startKafka, startKafkaCluster, stopKafka, type ScramUser, type SecuredListeners } from './kafka';
+import { describeLogLimits, logLimits } from './logs';
+import { nodePorts, ownPids, recordedServicesAnswer, type AnswerOptions } from './observe';
+import { describePortOwner } from './ownership';
+import { isAlive, portInUse, sleep, stopProcess } from './process';
+import { withStackLock } from './stack-lock';
 import { PrerequisiteError } from '../../lib/errors';
 import { localCommand } from '../../lib/local/cli-hint';
 import { LOCAL_ROOT } from '../../lib/paths';
@@ -158,7 +163,8 @@ export type PersistentPlace = { dir: string; stateFile: string; ownerPid?: numbe
 /** The persistent stack of `npm start` / `npm run local:up`. */
 export const PERSISTENT: PersistentPlace = { dir: PERSISTENT_DIR, stateFile: join(PERSISTENT_DIR, 'state.json') };
 
-function readState(stateFile: string): StackState | undefined {
+/** The recorded state of a persistent stack, if any. */
+export function readState(stateFile: string): StackState | undefined {
   if (!existsSync(stateFile)) return undefined;
   try {
     return JSON.parse(readFileSync(stateFile, 'utf8')) as StackState;
@@ -174,6 +180,8 @@ export type Observed = {
   kafkaNodes: number;
   kafkaUp: boolean;
   dynamoUp: boolean;
+  /** Recorded pids still the stack's own processes (alive, on their ports): the only ones ever stopped. */
+  ownPids: number[];
   /** Formatted Kafka node dirs found under the stack's dir (0: none, a fresh broker is needed). */
   kafkaDataNodes: number;
 };
@@ -182,7 +190,7 @@ export type Observed = {
 export type UpPlan = {
   kafka: 'reuse' | 'restart' | 'fresh';
   dynamodb: 'reuse' | 'start';
-  /** Recorded processes to stop first (dead ones are skipped by stopProcess). */
+  /** Recorded processes to stop first: only the stack's own (a dead one's pid may be another process's now). */
   stopPids: number[];
   /** Why the Kafka data is deleted first, when it is. */
   wipeReason?: string;
@@ -190,6 +198,11 @@ export type UpPlan = {
 
 /** Decides what to keep, restart or start fresh (pure; the I/O is in `upPersistent`). */
 export function planUp(o: Observed): UpPlan {
+  const plan = planServices(o);
+  return { ...plan, stopPids: plan.stopPids.filter((pid) => o.ownPids.includes(pid)) };
+}
+
+function planServices(o: Observed): UpPlan {
   const { prev } = o;
   const recordedNodes = prev ? prev.kafkaBrokers.split(',').length : o.kafkaDataNodes;
   const dataNodes = o.kafkaDataNodes || recordedNodes;
@@ -278,15 +291,12 @@ function nodeDirs(kafkaDir: string, nodes: number): string[] {
   return nodes === 1 ? [kafkaDir] : Array.from({ length: nodes }, (_, i) => join(kafkaDir, `node-${i + 1}`));
 }
 
-async function observe(prev: StackState | undefined, dir: string, kafkaNodes: number): Promise<Observed> {
-  const alive = (pids: number[] | undefined): boolean => (pids ?? prev?.pids ?? []).every(isAlive);
-  const [kafkaUp, dynamoUp] = prev
-    ? await Promise.all([
-        alive(prev.kafkaPids) && kafkaReady(prev.kafkaBrokers, kafkaNodes).catch(() => false),
-        alive(prev.dynamodbPids) && dynamoReady(prev.dynamodbEndpoint).catch(() => false),
-      ])
-    : [false, false];
-  return { prev, kafkaNodes, kafkaUp, dynamoUp, kafkaDataNodes: kafkaDataNodes(join(dir, 'kafka')) };
+async function observe(prev: StackState | undefined, dir: string, kafkaNodes: number, o: AnswerOptions): Promise<Observed> {
+  const kafkaDir = join(dir, 'kafka');
+  const { kafkaUp, dynamoUp } = prev
+    ? await recordedServicesAnswer(prev, kafkaDir, join(dir, 'dynamodb'), o)
+    : { kafkaUp: false, dynamoUp: false };
+  return { prev, kafkaNodes, kafkaUp, dynamoUp, ownPids: prev ? ownPids(prev) : [], kafkaDataNodes: kafkaDataNodes(kafkaDir) };
 }
 
 /** Restarts every node of the recorded Kafka on its data dir and ports (all at once: a quorum needs its voters). */
@@ -310,7 +320,8 @@ async function restartKafkaOnDirs(
         port: nodes === 1 ? port : undefined,
         expectBrokers: nodes,
         heap: nodes > 1 ? (process.env.LOCAL_KAFKA_HEAP ?? '384m') : undefined,
-        startTimeoutMs: nodes > 1 ? 120_000 : undefined,
+        // Thousands of partitions after an unclean stop are recovered before the broker answers.
+        startTimeoutMs: 180_000,
       }),
     ),
   );
@@ -364,21 +375,36 @@ async function dynamoFor(plan: UpPlan, prev: StackState | undefined, dir: string
   return startDynamoPart(dir, { ownerPid: o.ownerPid, port, log: o.log });
 }
 
+/** How `upPersistent` is called: the node count and listeners asked for, where the stack lives, and how long to wait for a busy one. */
+export type UpOptions = {
+  kafkaNodes?: number;
+  place?: PersistentPlace;
+  env?: NodeJS.ProcessEnv;
+  secured?: boolean;
+  /** How long a live but busy service of the stack may take to answer (default 120 s); it is never replaced. */
+  busyWaitMs?: number;
+};
+
 /**
  * `npm run local:up` / `npm start`: reuses what still runs of the persistent stack, restarts a dead
  * Kafka on its data dir (topics and records kept), starts a new emulator (in memory: its tables are
- * gone) and says in a line or two what was lost. KAFKA_BROKERS / DYNAMODB_ENDPOINT are ignored: after
- * `eval "$(npm run -s local:up)"` they name this very stack, which may be the thing that died.
+ * gone) and says in a line or two what was lost, what Kafka keeps on disk and where the logs are.
+ * One caller at a time per stack dir (stack-lock.ts): a second one waits, then finds the first's
+ * stack running. KAFKA_BROKERS / DYNAMODB_ENDPOINT are ignored: after `eval "$(npm run -s local:up)"`
+ * they name this very stack, which may be the thing that died.
  */
-export async function upPersistent(
-  log: Log,
-  opts: { kafkaNodes?: number; place?: PersistentPlace; env?: NodeJS.ProcessEnv; secured?: boolean } = {},
-): Promise<StackState> {
+export async function upPersistent(log: Log, opts: UpOptions = {}): Promise<StackState> {
   const place = opts.place ?? PERSISTENT;
+  const state = await withStackLock(place.dir, 'started', () => upLocked(log, place, opts), { log });
+  reportData(state, log, opts.env ?? process.env);
+  return state;
+}
+
+async function upLocked(log: Log, place: PersistentPlace, opts: UpOptions): Promise<StackState> {
   const env = opts.env ?? process.env;
   const nodes = opts.kafkaNodes ?? 1;
   const prev = readState(place.stateFile);
-  const plan = planUp(await observe(prev, place.dir, nodes));
+  const plan = planUp(await observe(prev, place.dir, nodes, { busyWaitMs: opts.busyWaitMs ?? 120_000, log }));
   if (prev && plan.kafka === 'reuse' && plan.dynamodb === 'reuse') {
     if (opts.secured && !prev.secured) {
       throw new PrerequisiteError(`the local stack runs without secured listeners: ${localCommand('reset')}, then start it with --secured`);
@@ -389,7 +415,7 @@ export async function upPersistent(
   await Promise.all(plan.stopPids.map((pid) => stopProcess(pid)));
   // Their watchdogs (test runs) end by themselves once their service is gone.
   const kafkaDir = join(place.dir, 'kafka');
-  if (plan.wipeReason) rmSync(place.dir, { recursive: true, force: true });
+  if (plan.wipeReason) wipeData(place.dir);
   else if (plan.kafka === 'fresh') rmSync(kafkaDir, { recursive: true, force: true });
   mkdirSync(place.dir, { recursive: true });
 
@@ -404,7 +430,7 @@ export async function upPersistent(
   const topics =
     plan.kafka === 'fresh'
       ? 0
-      : await countTopics(state.kafkaBrokers).catch(async (err: unknown) => {
+      : await topicsLed(state.kafkaBrokers).catch(async (err: unknown) => {
           await stopParts(started);
           throw err;
         });
@@ -420,32 +446,116 @@ export async function upPersistent(
   return state;
 }
 
-async function countTopics(brokers: string): Promise<number> {
+/** Deletes the stack's data but not its lock (held by this caller). */
+function wipeData(dir: string): void {
+  for (const entry of existsSync(dir) ? readdirSync(dir) : []) {
+    if (!entry.startsWith('.lock')) rmSync(join(dir, entry), { recursive: true, force: true });
+  }
+}
+
+/** The Kafka log dirs of a stack's dir (one per node). */
+function kafkaLogDirs(dir: string): string[] {
+  const kafkaDir = join(dir, 'kafka');
+  return nodeDirs(kafkaDir, Math.max(1, kafkaDataNodes(kafkaDir))).map((d) => join(d, 'data'));
+}
+
+/** What Kafka keeps on disk (with a warning and the prune command above the limits), and where the logs are. */
+function reportData(state: StackState, log: Log, env: NodeJS.ProcessEnv): void {
+  const kafkaDir = join(state.dir, 'kafka');
+  usageReport(dataUsage(kafkaLogDirs(state.dir)), kafkaDir, usageLimits(env), localCommand('prune')).forEach(log);
+  const nodes = state.kafkaBrokers.split(',').length;
+  const brokerLogs = nodeDirs(kafkaDir, nodes).map((d) => join(d, 'server.log'));
+  log(`logs: ${[...brokerLogs, dynamoLogFiles(join(state.dir, 'dynamodb')).log].join(', ')} (${describeLogLimits(logLimits(env))})`);
+}
+
+/**
+ * The user topics on a broker restarted on its data, once every partition has a leader again: the
+ * broker answers before it has reopened thousands of partitions, and a client then would see them
+ * leaderless. Gives up after `timeoutMs`, naming how many are still without one.
+ */
+async function topicsLed(brokers: string, timeoutMs = 180_000): Promise<number> {
   const admin = new Kafka({ clientId: 'local-stack-up', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
+  const deadline = Date.now() + timeoutMs;
   try {
     await admin.connect();
-    return (await admin.listTopics()).filter((t) => !t.startsWith('__')).length;
+    for (;;) {
+      const topics = (await admin.listTopics()).filter((t) => !t.startsWith('__'));
+      const meta = topics.length ? await admin.fetchTopicMetadata({ topics }) : { topics: [] };
+      const leaderless = meta.topics.flatMap((t) => t.partitions.filter((p) => p.leader < 0));
+      if (leaderless.length === 0) return topics.length;
+      if (Date.now() > deadline) {
+        throw new PrerequisiteError(
+          `the restarted broker still has ${leaderless.length} partition(s) without a leader after ${timeoutMs / 1000} s`,
+        );
+      }
+      await sleep(500);
+    }
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
 }
 
 /**
- * `npm run local:down`: stops every process of the persistent stack. Kafka's data dir is kept for the
- * next `local:up` (the emulator's tables live in memory and are gone); `wipe` (local:reset) deletes it.
+ * `npm run local:down`: stops every process of the persistent stack and returns once they have
+ * exited and their ports are free. Kafka's data dir is kept for the next `local:up` (the emulator's
+ * tables live in memory and are gone); `wipe` (local:reset) deletes it. Holds the stack's lock, so a
+ * `local:up` in another shell waits for it and then starts afresh.
  */
 export async function downPersistent(log: Log, opts: { place?: PersistentPlace; wipe?: boolean } = {}): Promise<void> {
   const place = opts.place ?? PERSISTENT;
+  await withStackLock(place.dir, opts.wipe ? 'reset' : 'stopped', () => downLocked(log, place, opts.wipe === true), { log });
+  if (opts.wipe) {
+    try {
+      rmdirSync(place.dir);
+    } catch {
+      // Not empty: another caller has just taken the lock to start it again.
+    }
+  }
+}
+
+async function downLocked(log: Log, place: PersistentPlace, wipe: boolean): Promise<void> {
   const prev = readState(place.stateFile);
-  if (prev) await stopStack(prev, log);
-  else log('no local stack recorded');
+  if (prev) {
+    const t0 = Date.now();
+    // Only the stack's own processes: a dead one's pid may belong to someone else by now.
+    // A broker with thousands of partitions may take a while to shut down cleanly (a kill means log recovery at the next start).
+    await Promise.all(ownPids(prev).map((pid) => stopProcess(pid, 60_000)));
+    await Promise.all((prev.watchdogPids ?? []).filter(isAlive).map((pid) => stopProcess(pid, 1000)));
+    await portsFree(stackPorts(prev));
+    log(`local stack stopped in ${Date.now() - t0} ms`);
+  } else log('no local stack recorded');
   rmSync(place.stateFile, { force: true });
   const kafkaDir = join(place.dir, 'kafka');
-  if (opts.wipe) {
-    rmSync(place.dir, { recursive: true, force: true });
+  if (wipe) {
+    wipeData(place.dir);
     log('local stack data deleted: the next local:up starts fresh');
   } else if (kafkaDataNodes(kafkaDir) > 0) {
     log(`Kafka data kept in ${kafkaDir} for the next local up (${localCommand('reset')} deletes it); DynamoDB tables are gone`);
+  }
+}
+
+/** Every port the recorded stack listens on: its brokers' (client, controller, secured) and the emulator's. */
+function stackPorts(s: StackState): number[] {
+  const kafkaDir = join(s.dir, 'kafka');
+  const nodes = s.kafkaBrokers.split(',').length;
+  const fromProps = nodeDirs(kafkaDir, nodes).flatMap(nodePorts);
+  const recorded = [...s.kafkaBrokers.split(','), s.dynamodbEndpoint].map((a) => Number(a.split(':').at(-1)));
+  return [...new Set([...recorded, ...fromProps])].filter((p) => Number.isInteger(p) && p > 0);
+}
+
+/** Resolves once nothing listens on `ports`; names the port and its holder after `timeoutMs`. */
+async function portsFree(ports: number[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const taken = (await Promise.all(ports.map(async (p) => ((await portInUse(p)) ? p : undefined)))).filter((p) => p !== undefined);
+    if (taken.length === 0) return;
+    if (Date.now() > deadline) {
+      const who = describePortOwner(taken[0] as number);
+      throw new PrerequisiteError(
+        `the local stack stopped, but port ${taken[0]} is still taken${who ? ` by ${who}` : ''} after ${timeoutMs / 1000} s`,
+      );
+    }
+    await sleep(200);
   }
 }
 

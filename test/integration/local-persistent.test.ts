@@ -172,7 +172,7 @@ describe('persistent local stack', () => {
     try {
       await expect(up()).rejects.toThrow(
         new RegExp(
-          `^Kafka's client port ${port} \\(recorded in .*\\) is taken by another process: cannot restart the broker on its data; ` +
+          `^Kafka's client port ${port} \\(recorded in .*\\) is taken by pid ${process.pid} \\(.*\\): cannot restart the broker on its data; ` +
             'npm run local:reset deletes the Kafka data and starts fresh$',
         ),
       );

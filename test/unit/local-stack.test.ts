@@ -142,6 +142,7 @@ describe('persistent local stack after a restart', () => {
     kafkaNodes: 1,
     kafkaUp: true,
     dynamoUp: true,
+    ownPids: [11, 22],
     kafkaDataNodes: 1,
     ...over,
   });
@@ -153,8 +154,8 @@ describe('persistent local stack after a restart', () => {
   });
 
   it('keeps the topics when the emulator died, and says its tables are gone and nothing is applied twice', () => {
-    const o = seen({ dynamoUp: false });
-    expect(planUp(o)).toEqual({ kafka: 'reuse', dynamodb: 'start', stopPids: [22] });
+    const o = seen({ dynamoUp: false, ownPids: [11] });
+    expect(planUp(o)).toEqual({ kafka: 'reuse', dynamodb: 'start', stopPids: [] });
     expect(report(o)).toEqual([
       'DynamoDB emulator had stopped: its tables (ledgers, sinks) are gone; Kafka topics kept (3 topics)',
       'streams start again from their startingOffsets (the ledger is new); their sink tables were on the emulator too, ' +
@@ -164,8 +165,8 @@ describe('persistent local stack after a restart', () => {
   });
 
   it('restarts a dead broker on its data dir without touching the emulator', () => {
-    const o = seen({ kafkaUp: false });
-    expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'reuse', stopPids: [11] });
+    const o = seen({ kafkaUp: false, ownPids: [22] });
+    expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'reuse', stopPids: [] });
     expect(report(o, 1)).toEqual([
       'Kafka broker had stopped: restarted on its data dir and ports; Kafka topics kept (1 topic); DynamoDB tables kept',
     ]);
@@ -211,15 +212,23 @@ describe('persistent local stack after a restart', () => {
 
   it('restarts a 3-node cluster on its data when one node died', () => {
     const prev = recorded({ kafkaBrokers: 'a:1,b:2,c:3', kafkaPids: [1, 2, 3], pids: [1, 2, 3, 22] });
-    const o = seen({ prev, kafkaNodes: 3, kafkaUp: false, kafkaDataNodes: 3 });
-    expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'reuse', stopPids: [1, 2, 3] });
+    // Node 1 died: the two live nodes are stopped so that all three restart together.
+    const o = seen({ prev, kafkaNodes: 3, kafkaUp: false, kafkaDataNodes: 3, ownPids: [2, 3, 22] });
+    expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'reuse', stopPids: [2, 3] });
     expect(report(o, 2)[0]).toMatch(/^Kafka cluster had stopped: restarted on its data dir/);
   });
 
   it('stops every recorded process of a state that does not say which is which, keeping the Kafka data', () => {
     const prev = recorded({ kafkaPids: undefined, dynamodbPids: undefined });
     expect(planUp(seen({ prev, dynamoUp: false }))).toEqual({ kafka: 'restart', dynamodb: 'start', stopPids: [11, 22] });
+    expect(planUp(seen({ prev, dynamoUp: false, ownPids: [11] }))).toEqual({ kafka: 'restart', dynamodb: 'start', stopPids: [11] });
     expect(planUp(seen({ prev }))).toEqual({ kafka: 'reuse', dynamodb: 'reuse', stopPids: [] });
+  });
+
+  it("never stops a recorded pid that is no longer the stack's own process (a reused pid)", () => {
+    const o = seen({ kafkaUp: false, dynamoUp: false, ownPids: [] });
+    expect(planUp(o)).toEqual({ kafka: 'restart', dynamodb: 'start', stopPids: [] });
+    expect(planUp(seen({ kafkaNodes: 3, kafkaUp: false, ownPids: [] })).stopPids).toEqual([]);
   });
 
   it('names a new endpoint when the old port was taken', () => {

@@ -607,5 +607,32 @@ import moto.server as _server  # noqa: E402
 
 _server.run_simple = run_simple
 
+
+
+def _rotating_log():
+    """The request log and warnings in one size-rotated file (MOTO_LOG_FILE, set by dynamodb.ts), not on stderr:
+    werkzeug logs a line per request, and a stack left running for days must not fill the disk."""
+    import logging
+    import logging.handlers
+    import os
+
+    path = os.environ.get("MOTO_LOG_FILE")
+    if not path:
+        return
+    handler = logging.handlers.RotatingFileHandler(
+        path, maxBytes=int(os.environ.get("MOTO_LOG_FILE_BYTES", "5242880")), backupCount=int(os.environ.get("MOTO_LOG_FILES", "3"))
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    # werkzeug adds a stderr handler only to a logger without one at its level.
+    requests = logging.getLogger("werkzeug")
+    requests.setLevel(logging.INFO)
+    requests.addHandler(handler)
+    requests.propagate = False
+
+
 if __name__ == "__main__":
+    _rotating_log()
     _server.main(sys.argv[1:])

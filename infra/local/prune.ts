@@ -1,0 +1,128 @@
+/**
+ * `local:prune`: deletes from the running local stack the topics and DynamoDB tables the project's
+ * own tools (benchmarks, the demo, the chaos soak) left there, recognised by their names
+ * (lib/local/tool-names.ts) and older than a day by the creation time those names carry. Any other
+ * name is a user's and never touched. `--dry-run` only lists them.
+ */
+import { DeleteTableCommand, ListTablesCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { PrerequisiteError, ValidationError } from '../../lib/errors';
+import { localCommand } from '../../lib/local/cli-hint';
+import { parseToolResourceName, type Tool } from '../../lib/local/tool-names';
+import { emulatorClient } from './dynamodb';
+import { sleep } from './process';
+import { PERSISTENT, readState, type PersistentPlace } from './stack';
+import { withStackLock } from './stack-lock';
+
+export type PruneCandidate = { kind: 'topic' | 'table'; name: string; tool: Tool; createdAtMs: number };
+
+export type PruneOptions = { dryRun: boolean; olderThanMs: number };
+
+const DAY_MS = 86_400_000;
+
+/** `[--dry-run] [--older-than <n>m|h|d]` (default one day). */
+export function parsePruneArgs(args: string[]): PruneOptions {
+  const opts: PruneOptions = { dryRun: false, olderThanMs: DAY_MS };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === '--dry-run') opts.dryRun = true;
+    else if (a === '--older-than') {
+      const m = /^(\d+)([mhd])$/.exec(args[++i] ?? '');
+      if (!m) throw new ValidationError(`--older-than takes an age like 30m, 12h or 2d, not ${JSON.stringify(args[i] ?? '')}`);
+      opts.olderThanMs = Number(m[1]) * { m: 60_000, h: 3_600_000, d: DAY_MS }[m[2] as 'm' | 'h' | 'd'];
+    } else throw new ValidationError(`usage: local:prune [--dry-run] [--older-than <n>m|h|d], not ${JSON.stringify(a)}`);
+  }
+  return opts;
+}
+
+/** Which of these topics and tables a tool made before `nowMs - olderThanMs` (pure). */
+export function pruneCandidates(topics: string[], tables: string[], olderThanMs: number, nowMs: number): PruneCandidate[] {
+  const pick = (kind: PruneCandidate['kind']) => (name: string) => {
+    const made = parseToolResourceName(name, nowMs);
+    return made && made.createdAtMs <= nowMs - olderThanMs ? [{ kind, name, ...made }] : [];
+  };
+  return [...topics.flatMap(pick('topic')), ...tables.flatMap(pick('table'))].sort((a, b) => a.createdAtMs - b.createdAtMs);
+}
+
+/** One line per candidate: what, which tool, when made. */
+export function candidateLine(c: PruneCandidate): string {
+  return `${c.kind} ${c.name} (${c.tool}, created ${new Date(c.createdAtMs).toISOString()})`;
+}
+
+async function listTables(dynamo: DynamoDBClient): Promise<string[]> {
+  const names: string[] = [];
+  let start: string | undefined;
+  do {
+    const page = await dynamo.send(new ListTablesCommand({ ExclusiveStartTableName: start }));
+    names.push(...(page.TableNames ?? []));
+    start = page.LastEvaluatedTableName;
+  } while (start);
+  return names;
+}
+
+/** Deletes the topics in batches and returns once the broker no longer lists them. */
+async function deleteTopics(admin: Admin, topics: string[], timeoutMs = 120_000): Promise<void> {
+  for (let i = 0; i < topics.length; i += 100) await admin.deleteTopics({ topics: topics.slice(i, i + 100), timeout: 60_000 });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const listed = new Set(await admin.listTopics());
+    const left = topics.filter((t) => listed.has(t));
+    if (left.length === 0) return;
+    if (Date.now() > deadline)
+      throw new PrerequisiteError(`Kafka still lists ${left.length} deleted topic(s) after ${timeoutMs / 1000} s, e.g. ${left[0]}`);
+    await sleep(250);
+  }
+}
+
+/**
+ * Lists (and unless `dryRun` deletes) what the tools left on the persistent stack; `out` gets one
+ * line per topic or table, `log` the summary. Needs the stack running.
+ */
+export async function prunePersistent(
+  out: (line: string) => void,
+  log: (line: string) => void,
+  opts: PruneOptions & { place?: PersistentPlace; nowMs?: number },
+): Promise<PruneCandidate[]> {
+  const place = opts.place ?? PERSISTENT;
+  return withStackLock(place.dir, 'pruned', () => pruneLocked(out, log, place, opts), { log });
+}
+
+async function pruneLocked(
+  out: (line: string) => void,
+  log: (line: string) => void,
+  place: PersistentPlace,
+  opts: PruneOptions & { nowMs?: number },
+): Promise<PruneCandidate[]> {
+  const state = readState(place.stateFile);
+  if (!state) throw new PrerequisiteError(`no local stack is running: ${localCommand('up')} first (prune deletes through the broker)`);
+  const admin = new Kafka({ clientId: 'local-prune', brokers: state.kafkaBrokers.split(','), logLevel: logLevel.NOTHING }).admin();
+  const dynamo = emulatorClient(state.dynamodbEndpoint);
+  try {
+    await admin.connect();
+    const [topics, tables] = await Promise.all([admin.listTopics(), listTables(dynamo)]);
+    const found = pruneCandidates(topics, tables, opts.olderThanMs, opts.nowMs ?? Date.now());
+    found.forEach((c) => out(candidateLine(c)));
+    const doomed = (kind: PruneCandidate['kind']) => found.filter((c) => c.kind === kind).map((c) => c.name);
+    if (!opts.dryRun) {
+      await deleteTopics(admin, doomed('topic'));
+      for (const t of doomed('table')) await dynamo.send(new DeleteTableCommand({ TableName: t }));
+    }
+    const age = `${Math.round((opts.olderThanMs / 3_600_000) * 10) / 10} h`;
+    log(
+      `${opts.dryRun ? 'would delete' : 'deleted'} ${doomed('topic').length} topic(s) and ${doomed('table').length} table(s) ` +
+        `the project's tools left over ${age} ago; other topics and tables are not touched`,
+    );
+    return found;
+  } catch (err) {
+    if (err instanceof PrerequisiteError) throw err;
+    throw new PrerequisiteError(
+      `local:prune could not reach the local stack (${state.kafkaBrokers}, ${state.dynamodbEndpoint}): ${String((err as Error).message ?? err)}`,
+      {
+        cause: err,
+      },
+    );
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+    dynamo.destroy();
+  }
+}
