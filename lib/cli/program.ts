@@ -13,11 +13,12 @@ import { createOpsContext, type OpsContext, type OpsContextOptions } from '../op
 import { parseDeadLetterId, redriveDeadLetters, renderDeadLetters, renderRedrive } from '../ops/dead-letters';
 import { operatorName } from '../ops/lease';
 import { peekJsonLines, peekRecords, renderPeek } from '../ops/peek';
-import { dryRunPlan, renderPlan } from '../ops/plan';
+import { dryRunPlan, nothingRead, renderPlan, unavailableLine } from '../ops/plan';
 import { createReplay, renderReplayPlan, renderReplayRun, runReplay } from '../ops/replay';
 import { parseRewindTarget, renderRewind, rewindStream } from '../ops/rewind';
-import { renderStatus, streamStatus } from '../ops/status';
+import { renderStatus, streamStatus, unavailableRows } from '../ops/status';
 import { replayStreamId, resolveStream } from '../ops/streams';
+import { partitionCount, unavailableText } from '../ops/unavailable';
 import { parseTimestamp, parseWhole } from '../ops/time';
 import { packageFile } from '../paths';
 import { scanSinkItems } from '../sink/table.dynamodb';
@@ -99,6 +100,9 @@ const COMMANDS: Record<string, CommandDef<never>> = {
         if (opts.json) inv.json(s);
         else inv.io.out(`${renderStatus(s)}\n`);
         if (opts.json && s.topicsWarning) inv.io.err(`warning: ${s.topicsWarning}\n`);
+        // Some leaders answered: the report is partial, not failed (the table marks the others).
+        const unavailable = s.kafkaError ? undefined : unavailableRows(s);
+        if (opts.json && unavailable) inv.io.err(`warning: ${unavailable}\n`);
         // The ledger's half of the table is still worth showing, but lag without Kafka is unknown.
         if (s.kafkaError) {
           inv.io.err(`error: ${s.kafkaError}\n`);
@@ -126,7 +130,13 @@ const COMMANDS: Record<string, CommandDef<never>> = {
         if (opts.json) inv.json(reports);
         else inv.io.out(`${reports.map(renderPlan).join('\n\n')}\n`);
         if (opts.json) for (const w of reports.flatMap((r) => r.warnings)) inv.io.err(`warning: ${w}\n`);
-        if (reports.some((r) => r.status === 'failed')) inv.exitWith(EXIT.failed);
+        // A partial plan (some leaders did not answer) is a plan; one that could read nothing is not.
+        for (const r of reports) {
+          const line = unavailableLine(r);
+          if (line && nothingRead(r)) inv.io.err(`error: ${line}\n`);
+          else if (line && opts.json) inv.io.err(`warning: ${line}\n`);
+        }
+        if (reports.some((r) => r.status === 'failed' || nothingRead(r))) inv.exitWith(EXIT.failed);
       });
     },
   }),
@@ -183,6 +193,13 @@ const COMMANDS: Record<string, CommandDef<never>> = {
         });
         if (opts.json) inv.json(res);
         else inv.io.out(`${renderRewind(res)}\n`);
+        // Only a dry run gets here with unavailable partitions (a rewind is refused): partial, or nothing read.
+        if (!res.unavailable.length) return;
+        const line = `Kafka offsets of ${partitionCount(res.unavailable.length)} of stream ${stream.id} unavailable: ${unavailableText(res.unavailable)}`;
+        if (!res.partitions.length) {
+          inv.io.err(`error: ${line}\n`);
+          inv.exitWith(EXIT.failed);
+        } else if (opts.json) inv.io.err(`warning: ${line}\n`);
       });
     },
   }),

@@ -93,6 +93,21 @@ export class PartitionNotFoundError extends KafkaError {
 }
 
 /**
+ * One partition's offsets could not be read now (see `UnavailableCode`: its leader dead or moving),
+ * for an operation that needs that very partition; `type` is the code.
+ */
+export class PartitionUnavailableError extends KafkaError {
+  readonly topic: string;
+  readonly partition: number;
+
+  constructor(message: string, details: PartitionRef & { code: string; cause?: unknown }) {
+    super(message, { cause: details.cause, type: details.code, retriable: true });
+    this.topic = details.topic;
+    this.partition = details.partition;
+  }
+}
+
+/**
  * kafkajs protocol error types that describe one topic or partition not being servable yet (or for a
  * moment): no leader elected, a leader moving, a broker whose metadata has not caught up with a topic
  * created a moment ago. Not among them: connection, timeout, authorization and request errors, which

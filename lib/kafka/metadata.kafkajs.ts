@@ -11,6 +11,8 @@ import type {
   KafkaMetadata,
   OffsetsAnswer,
   PartitionOffsets,
+  TimestampOffset,
+  TimestampOffsetsAnswer,
   TopicPartitions,
   UnavailableCode,
   UnavailablePartition,
@@ -353,6 +355,28 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     });
   }
 
+  /** The first offset at or after `timestampMs` per partition (latest where none), partial. */
+  async function atTimestamp(
+    partitions: TopicPartitions[],
+    timestampMs: number,
+    isolationLevel: IsolationLevel,
+  ): Promise<{ offsets: TimestampOffset[]; unavailable: Array<UnavailablePartition & { miss: Miss }> }> {
+    const level = checkIsolationLevel(isolationLevel);
+    if (!Number.isSafeInteger(timestampMs) || timestampMs < 0) {
+      throw new ValidationError(`timestamp must be a non-negative integer of milliseconds, not ${timestampMs}`);
+    }
+    const tps = flatten(partitions);
+    if (tps.length === 0) return { offsets: [], unavailable: [] };
+    return available(tps, [timestampMs, LATEST_TIMESTAMP], level, ({ topic, partition }, [byTime, latest]) => {
+      const what = `${topic}/${partition}`;
+      const found = toSafeOffset(byTime!, `offset for timestamp ${timestampMs} of ${what}`);
+      const l = toSafeOffset(latest!, `latest offset of ${what}`);
+      if (l < 0) throw new KafkaError(`broker returned no latest offset for ${what}`);
+      // -1: no record at or after the timestamp (below the last stable offset under read_committed).
+      return { topic, partition, offset: found < 0 ? l : found };
+    });
+  }
+
   const earliestLatest = ({ topic, partition }: TP, [earliest, latest]: string[]): PartitionOffsets => {
     const what = `${topic}/${partition}`;
     const e = toSafeOffset(earliest!, `earliest offset of ${what}`);
@@ -407,21 +431,12 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     },
 
     async fetchOffsetsForTimestamp(partitions, timestampMs, isolationLevel) {
-      const level = checkIsolationLevel(isolationLevel);
-      if (!Number.isSafeInteger(timestampMs) || timestampMs < 0) {
-        throw new ValidationError(`timestamp must be a non-negative integer of milliseconds, not ${timestampMs}`);
-      }
-      const tps = flatten(partitions);
-      if (tps.length === 0) return [];
-      const answer = await available(tps, [timestampMs, LATEST_TIMESTAMP], level, ({ topic, partition }, [byTime, latest]) => {
-        const what = `${topic}/${partition}`;
-        const found = toSafeOffset(byTime!, `offset for timestamp ${timestampMs} of ${what}`);
-        const l = toSafeOffset(latest!, `latest offset of ${what}`);
-        if (l < 0) throw new KafkaError(`broker returned no latest offset for ${what}`);
-        // -1: no record at or after the timestamp (below the last stable offset under read_committed).
-        return { topic, partition, offset: found < 0 ? l : found };
-      });
-      return strict(answer);
+      return strict(await atTimestamp(partitions, timestampMs, isolationLevel));
+    },
+
+    async fetchAvailableOffsetsForTimestamp(partitions, timestampMs, isolationLevel): Promise<TimestampOffsetsAnswer> {
+      const { offsets, unavailable } = await atTimestamp(partitions, timestampMs, isolationLevel);
+      return { offsets, unavailable: unavailable.map(({ topic, partition, code, reason }) => ({ topic, partition, code, reason })) };
     },
 
     requestCount: () => total,

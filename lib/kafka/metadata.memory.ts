@@ -4,6 +4,8 @@ import type {
   KafkaMetadata,
   OffsetsAnswer,
   PartitionOffsets,
+  TimestampOffset,
+  TimestampOffsetsAnswer,
   TopicPartitions,
   UnavailableCode,
   UnavailablePartition,
@@ -56,23 +58,52 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
     if (!l) throw new Error(`no partition ${topic}/${partition}`);
     return l;
   };
-  const fetchAvailableOffsets = async (parts: TopicPartitions[]): Promise<OffsetsAnswer> => {
-    requests += 2;
-    const offsets: PartitionOffsets[] = [];
+  /** Why a partition's offsets cannot be read now (as the kafkajs adapter would say), or undefined. */
+  const unavailableCode = (topic: string, partition: number): UnavailableCode | undefined => {
+    const young = notReady.get(topic);
+    return failing.has(topic) ? 'NOT_LEADER' : young ? NOT_READY_CODES[young] : down.get(`${topic}/${partition}`);
+  };
+  /** Each asked partition as `read` gives it, or unavailable with its code. */
+  const partial = <T>(parts: TopicPartitions[], read: (topic: string, partition: number) => T) => {
+    const offsets: T[] = [];
     const unavailable: UnavailablePartition[] = [];
     for (const t of parts) {
       for (const partition of t.partitions) {
-        const young = notReady.get(t.topic);
-        const code = failing.has(t.topic) ? 'NOT_LEADER' : young ? NOT_READY_CODES[young] : down.get(`${t.topic}/${partition}`);
-        if (code) {
-          unavailable.push({ topic: t.topic, partition, code, reason: `${code} (simulated)` });
-          continue;
-        }
-        const l = log(t.topic, partition);
-        offsets.push({ topic: t.topic, partition, earliest: l.earliest, latest: l.latest });
+        const code = unavailableCode(t.topic, partition);
+        if (code) unavailable.push({ topic: t.topic, partition, code, reason: `${code} (simulated)` });
+        // As the adapter reports a topic or partition gone since discovery.
+        else if (!topics.get(t.topic)?.[partition])
+          unavailable.push({
+            topic: t.topic,
+            partition,
+            code: 'UNKNOWN_PARTITION',
+            reason: `partition ${t.topic}/${partition} does not exist`,
+          });
+        else offsets.push(read(t.topic, partition));
       }
     }
     return { offsets, unavailable };
+  };
+  const fetchAvailableOffsets = async (parts: TopicPartitions[]): Promise<OffsetsAnswer> => {
+    requests += 2;
+    return partial(parts, (topic, partition): PartitionOffsets => {
+      const l = log(topic, partition);
+      return { topic, partition, earliest: l.earliest, latest: l.latest };
+    });
+  };
+  const fetchAvailableOffsetsForTimestamp = async (parts: TopicPartitions[], timestampMs: number): Promise<TimestampOffsetsAnswer> => {
+    requests++;
+    return partial(parts, (topic, partition): TimestampOffset => {
+      const l = log(topic, partition);
+      const idx = (l.timestamps ?? []).findIndex((ts, i) => i >= l.earliest && ts >= timestampMs);
+      return { topic, partition, offset: idx === -1 ? l.latest : idx };
+    });
+  };
+  /** All or nothing, as the adapter's: the first unavailable partition becomes the error. */
+  const strict = <T>({ offsets, unavailable }: { offsets: T[]; unavailable: UnavailablePartition[] }): T[] => {
+    const bad = unavailable[0];
+    if (bad) throw new Error(`${bad.code} for ${bad.topic}/${bad.partition}: ${bad.reason}`);
+    return offsets;
   };
   return {
     requestCount: () => requests,
@@ -127,21 +158,12 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
         .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i), ...(ids.has(topic) ? { topicId: ids.get(topic) } : {}) }));
     },
     async fetchOffsets(parts): Promise<PartitionOffsets[]> {
-      const { offsets, unavailable } = await fetchAvailableOffsets(parts);
-      const bad = unavailable[0];
-      if (bad) throw new Error(`${bad.code} for ${bad.topic}/${bad.partition}: ${bad.reason}`);
-      return offsets;
+      return strict(await fetchAvailableOffsets(parts));
     },
     fetchAvailableOffsets,
     async fetchOffsetsForTimestamp(parts, timestampMs) {
-      requests++;
-      return parts.flatMap((t) =>
-        t.partitions.map((partition) => {
-          const l = log(t.topic, partition);
-          const idx = (l.timestamps ?? []).findIndex((ts, i) => i >= l.earliest && ts >= timestampMs);
-          return { topic: t.topic, partition, offset: idx === -1 ? l.latest : idx };
-        }),
-      );
+      return strict(await fetchAvailableOffsetsForTimestamp(parts, timestampMs));
     },
+    fetchAvailableOffsetsForTimestamp: (parts, timestampMs) => fetchAvailableOffsetsForTimestamp(parts, timestampMs),
   };
 }

@@ -1,8 +1,11 @@
 /** `peek <topic> <partition> <offset>`: records read through the processor's own range reader, committing nothing. */
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { describeSubscription, topicMatcher } from '../config/topics';
-import { ValidationError } from '../errors';
+import { AppError, ValidationError } from '../errors';
+import { PartitionUnavailableError } from '../kafka/errors';
+import type { UnavailablePartition } from '../ports/kafka-metadata';
 import { peek, requirePeekTopic, type PeekedRecord } from '../processor/peek';
+import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 import { resolveStream } from './streams';
@@ -31,9 +34,15 @@ export function streamForTopic(config: DeploymentConfig, topic: string, id: stri
 export async function peekRecords(ctx: OpsContext, req: PeekRequest): Promise<PeekResult> {
   const stream = streamForTopic(ctx.config, req.topic, req.stream);
   const kafka = await ctx.metadata.forStream(stream);
-  const [o] = await kafka.fetchOffsets([{ topic: req.topic, partitions: [req.partition] }], stream.isolationLevel);
-  const earliest = o?.earliest ?? 0;
-  const latest = o?.latest ?? 0;
+  // Partial look-up: a dead leader elsewhere in the cluster does not stop a peek of a live one's partition.
+  const { offsets, unavailable } = await kafka.fetchAvailableOffsets(
+    [{ topic: req.topic, partitions: [req.partition] }],
+    stream.isolationLevel,
+  );
+  const [u] = unavailable;
+  if (u) throw unavailableError(stream, u);
+  const earliest = offsets[0]?.earliest ?? 0;
+  const latest = offsets[0]?.latest ?? 0;
   if (req.offset < earliest) {
     throw new ValidationError(
       `offset ${req.offset} of ${req.topic}/${req.partition} is gone (retention): the earliest offset is ${earliest}`,
@@ -41,6 +50,19 @@ export async function peekRecords(ctx: OpsContext, req: PeekRequest): Promise<Pe
   }
   const records = await peek(await ctx.readerFor(stream), { ...req, latest, isolationLevel: stream.isolationLevel });
   return { stream: stream.id, topic: req.topic, partition: req.partition, earliest, latest, records };
+}
+
+/** The partition cannot be read now: gone (bad input, exit 2), or its leader dead or moving (retry later). */
+function unavailableError(stream: StreamConfig, u: UnavailablePartition): AppError {
+  const what = `partition ${partitionKey(u.topic, u.partition)}`;
+  if (u.code === 'UNKNOWN_PARTITION') return new ValidationError(`Kafka has no ${what} (stream ${stream.id}): ${u.reason}`);
+  const hint = u.code === 'ERROR' ? '' : '; retry once Kafka has elected a new leader';
+  const reason = u.reason.replace(/\s+/g, ' ');
+  return new PartitionUnavailableError(`Kafka: ${what} unavailable (stream ${stream.id}): ${u.code}: ${reason}${hint}`, {
+    topic: u.topic,
+    partition: u.partition,
+    code: u.code,
+  });
 }
 
 /**

@@ -2,8 +2,10 @@
 import type { StreamConfig } from '../config/schema';
 import { KafkaError, kafkaFailureText } from '../kafka/errors';
 import { planStream, type StreamPlanReport } from '../planner/run';
+import type { UnavailablePartition } from '../ports/kafka-metadata';
 import type { OpsContext } from './context';
 import { table } from './format';
+import { partitionCount, unavailableText } from './unavailable';
 
 /** Runs the planner in dry-run mode (no lease, no writes, no dispatch) for each stream. */
 export async function dryRunPlan(ctx: OpsContext, streams: StreamConfig[], nowMs: number): Promise<StreamPlanReport[]> {
@@ -26,10 +28,36 @@ export async function dryRunPlan(ctx: OpsContext, streams: StreamConfig[], nowMs
   );
 }
 
+/** The partitions whose offsets the run could not read (leader dead or moving), with their reasons. */
+export function unavailableOf(rep: StreamPlanReport): UnavailablePartition[] {
+  return rep.partitions.flatMap((p) =>
+    p.unavailable ? [{ topic: p.topic, partition: p.partition, code: p.unavailable, reason: p.unavailableReason ?? p.unavailable }] : [],
+  );
+}
+
+/**
+ * The run could read no partition's offsets though it asked for some (every leader unreachable):
+ * the report says nothing about lag, the `plan` command exits 1. Some unavailable is a partial report.
+ */
+export function nothingRead(rep: StreamPlanReport): boolean {
+  return rep.unavailablePartitions > 0 && rep.partitions.every((p) => p.latest === undefined);
+}
+
+/** One line about the partitions whose offsets could not be read, for stderr (none: undefined). */
+export function unavailableLine(rep: StreamPlanReport): string | undefined {
+  const list = unavailableOf(rep);
+  if (!list.length) return undefined;
+  const what = nothingRead(rep)
+    ? `no offsets could be read (${partitionCount(list.length)})`
+    : `offsets of ${partitionCount(list.length)} unavailable`;
+  return `Kafka: ${what} for stream ${rep.stream}, nothing planned for them: ${unavailableText(list)}`;
+}
+
 /** The dry-run report as text: one row per partition, what it would get and why. */
 export function renderPlan(rep: StreamPlanReport): string {
+  const unavailable = rep.unavailablePartitions ? `, unavailable ${rep.unavailablePartitions}` : '';
   const lines = [
-    `stream ${rep.stream}: ${rep.finished ? 'finished (bounded)' : `would plan ${rep.rangesPlanned} range(s), ${rep.recordsPlanned} records`}; re-dispatch ${rep.redispatched}, park ${rep.parked}, register ${rep.registered}, retire ${rep.retired}, in flight ${rep.inFlight}${rep.reason ? ` (${rep.reason})` : ''}`,
+    `stream ${rep.stream}: ${rep.finished ? 'finished (bounded)' : `would plan ${rep.rangesPlanned} range(s), ${rep.recordsPlanned} records`}; re-dispatch ${rep.redispatched}, park ${rep.parked}, register ${rep.registered}, retire ${rep.retired}, in flight ${rep.inFlight}${unavailable}${rep.reason ? ` (${rep.reason})` : ''}`,
     '',
     table(
       ['topic', 'partition', 'status', 'committed', 'next from', 'latest', 'lag', 'action', 'ranges'],
@@ -39,8 +67,9 @@ export function renderPlan(rep: StreamPlanReport): string {
         p.status,
         p.committed,
         p.nextFrom,
-        p.latest,
-        p.lag,
+        // The planner reports lag 0 where it has no offsets: unknown, here.
+        p.unavailable ? 'unavailable' : p.latest,
+        p.unavailable ? undefined : p.lag,
         p.action,
         p.planned.map((r) => `[${r.from}, ${r.until})`).join(' ') || '-',
       ]),

@@ -14,12 +14,14 @@ import type { StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { MissingResourceError, PreconditionError, ValidationError } from '../errors';
 import { createLocalRunner } from '../local/runner';
+import type { TimestampOffset, UnavailablePartition } from '../ports/kafka-metadata';
 import type { PartitionState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { withOperatorLease } from './lease';
 import { replayStreamConfig, replayStreamId } from './streams';
+import { partitionCount, unavailableText } from './unavailable';
 
 export type ReplayRequest = {
   source: StreamConfig;
@@ -68,16 +70,18 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
   const discovered = await kafka.describeTopics(topicSelector(req.source));
   if (!discovered.length) throw new ValidationError(`stream ${req.source.id} reads no existing topic: nothing to replay`);
   const level = req.source.isolationLevel;
-  const [offsets, starts, stops] = await Promise.all([
-    kafka.fetchOffsets(discovered, level),
-    kafka.fetchOffsetsForTimestamp(discovered, req.fromMs, level),
-    kafka.fetchOffsetsForTimestamp(discovered, req.toMs, level),
+  const [bounds, startsAt, stopsAt] = await Promise.all([
+    kafka.fetchAvailableOffsets(discovered, level),
+    kafka.fetchAvailableOffsetsForTimestamp(discovered, req.fromMs, level),
+    kafka.fetchAvailableOffsetsForTimestamp(discovered, req.toMs, level),
   ]);
-  const at = (list: Array<{ topic: string; partition: number; offset: number }>) =>
-    new Map(list.map((o) => [partitionKey(o.topic, o.partition), o.offset]));
-  const startAt = at(starts);
-  const stopAt = at(stops);
-  const partitions: ReplayPartition[] = offsets.map((o) => {
+  // A replay registers its partitions once and never adds one: it is created whole or not at all.
+  const unavailable = [...bounds.unavailable, ...startsAt.unavailable, ...stopsAt.unavailable];
+  if (unavailable.length) throw refusedWhileUnavailable(req.source.id, unavailable);
+  const at = (list: TimestampOffset[]) => new Map(list.map((o) => [partitionKey(o.topic, o.partition), o.offset]));
+  const startAt = at(startsAt.offsets);
+  const stopAt = at(stopsAt.offsets);
+  const partitions: ReplayPartition[] = bounds.offsets.map((o) => {
     const k = partitionKey(o.topic, o.partition);
     // Records before retention's log start are gone; a --to in the future stops at today's end.
     const start = Math.max(o.earliest, startAt.get(k) ?? o.latest);
@@ -111,6 +115,15 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
     await ctx.ledger.recordChange({ ...lease, change: { by: req.who, atMs: req.nowMs, what } });
   });
   return { stream, partitions, offsets: records, created: true };
+}
+
+/** The refusal of a replay some of whose partitions' offsets cannot be read now (each named once, with its reason). */
+function refusedWhileUnavailable(source: string, list: UnavailablePartition[]): PreconditionError {
+  const once = [...new Map(list.map((u) => [partitionKey(u.topic, u.partition), u])).values()];
+  return new PreconditionError(
+    `replay of ${source} refused: Kafka offsets of ${partitionCount(once.length)} unavailable (${unavailableText(once)}); ` +
+      'a replay covers every partition from its creation: retry once Kafka has elected new leaders; nothing was created',
+  );
 }
 
 async function assertTable(ctx: OpsContext, tableName: string): Promise<void> {

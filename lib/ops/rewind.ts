@@ -6,12 +6,14 @@
  */
 import type { StreamConfig } from '../config/schema';
 import { PreconditionError, ValidationError } from '../errors';
+import type { PartitionOffsets, UnavailablePartition } from '../ports/kafka-metadata';
 import type { PartitionState, RewindPartition } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 import { withOperatorLease } from './lease';
 import { parseTimestamp, parseWhole } from './time';
+import { groupByTopic, partitionCount, unavailableText } from './unavailable';
 
 export type RewindTarget =
   { kind: 'earliest' } | { kind: 'latest' } | { kind: 'timestamp'; ms: number } | { kind: 'offset'; offset: number };
@@ -64,6 +66,11 @@ export type RewindResult = {
   partitions: RewindRow[];
   /** Partitions left alone, and why (retired). */
   skipped: Array<{ topic: string; partition: number; reason: string }>;
+  /**
+   * Selected partitions whose offsets could not be read now (leader dead or moving): a dry run lists
+   * them; a rewind is refused while there is any, since it moves every selected partition or none.
+   */
+  unavailable: UnavailablePartition[];
   removedRanges?: number;
   abandonedParkedRanges?: number;
   removedDeadLetters?: number;
@@ -96,16 +103,18 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
     throw new ValidationError(`--to <offset> needs exactly one partition: add --topic and --partition (${targets.length} selected)`);
   }
 
-  const rows = await targetOffsets(ctx, stream, targets, req.target);
+  const { rows, unavailable } = await targetOffsets(ctx, stream, targets, req.target);
   assertIdle(await ledger.readOpenRanges(stream.id), targets);
-  const result: RewindResult = { stream: stream.id, target: describeTarget(req.target), dryRun: req.dryRun, partitions: rows, skipped };
+  const target = describeTarget(req.target);
+  const result: RewindResult = { stream: stream.id, target, dryRun: req.dryRun, partitions: rows, skipped, unavailable };
   if (req.dryRun) return result;
-
-  const what =
-    `rewind to ${describeTarget(req.target)}: ${rows.map((r) => `${r.topic}/${r.partition} ${r.committed}->${r.to}`).join(', ')}`.slice(
-      0,
-      2000,
+  if (unavailable.length) {
+    throw new PreconditionError(
+      `rewind of ${stream.id} refused: Kafka offsets of ${partitionCount(unavailable.length)} unavailable (${unavailableText(unavailable)}); ${PARTIAL_RULE}; nothing was changed`,
     );
+  }
+
+  const what = `rewind to ${target}: ${rows.map((r) => `${r.topic}/${r.partition} ${r.committed}->${r.to}`).join(', ')}`.slice(0, 2000);
   const change = { by: req.who, atMs: req.nowMs, what };
   return withOperatorLease(ledger, { stream: stream.id, who: req.who, storeClock: ctx.storeClock }, async (lease) => {
     // Re-read under the lease: the cursors the change names must be the ones no planner can move now.
@@ -136,26 +145,38 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
   });
 }
 
-/** Each partition's target offset, within [earliest, latest] of the partition now. */
-async function targetOffsets(ctx: OpsContext, stream: StreamConfig, parts: PartitionState[], target: RewindTarget): Promise<RewindRow[]> {
+/** Why a rewind with unavailable partitions is refused, and what the operator can do. */
+const PARTIAL_RULE =
+  'a rewind moves every selected partition or none: retry once Kafka has elected new leaders, or select only partitions whose leaders answer (--topic, --partition)';
+
+/**
+ * Each partition's target offset, within [earliest, latest] of the partition now, for the partitions
+ * whose leaders answered (partial look-ups: a dead leader costs its own partitions); the others apart.
+ */
+async function targetOffsets(
+  ctx: OpsContext,
+  stream: StreamConfig,
+  parts: PartitionState[],
+  target: RewindTarget,
+): Promise<{ rows: RewindRow[]; unavailable: UnavailablePartition[] }> {
   const kafka = await ctx.metadata.forStream(stream);
-  const byTopic = new Map<string, number[]>();
-  for (const p of parts) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p.partition]);
-  const ask = [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
-  const offsets = new Map((await kafka.fetchOffsets(ask, stream.isolationLevel)).map((o) => [partitionKey(o.topic, o.partition), o]));
-  const atTime =
-    target.kind === 'timestamp'
-      ? new Map(
-          (await kafka.fetchOffsetsForTimestamp(ask, target.ms, stream.isolationLevel)).map((o) => [
-            partitionKey(o.topic, o.partition),
-            o.offset,
-          ]),
-        )
-      : undefined;
-  return parts.map((p) => {
+  const ask = groupByTopic(parts);
+  const [bounds, byTime] = await Promise.all([
+    kafka.fetchAvailableOffsets(ask, stream.isolationLevel),
+    target.kind === 'timestamp' ? kafka.fetchAvailableOffsetsForTimestamp(ask, target.ms, stream.isolationLevel) : undefined,
+  ]);
+  const offsets = new Map(bounds.offsets.map((o) => [partitionKey(o.topic, o.partition), o]));
+  const atTime = byTime && new Map(byTime.offsets.map((o) => [partitionKey(o.topic, o.partition), o.offset]));
+  const unavailable = new Map<string, UnavailablePartition>();
+  for (const u of [...bounds.unavailable, ...(byTime?.unavailable ?? [])]) {
+    const k = partitionKey(u.topic, u.partition);
+    if (u.code === 'UNKNOWN_PARTITION') throw new ValidationError(`partition ${k} no longer exists in Kafka: nothing to rewind it to`);
+    if (!unavailable.has(k)) unavailable.set(k, u);
+  }
+  const readable = parts.filter((p) => !unavailable.has(partitionKey(p.topic, p.partition)));
+  const rows = readable.map((p) => {
     const k = partitionKey(p.topic, p.partition);
-    const o = offsets.get(k);
-    if (!o) throw new ValidationError(`partition ${k} no longer exists in Kafka: nothing to rewind it to`);
+    const o = offsets.get(k) as PartitionOffsets;
     let to: number;
     if (target.kind === 'earliest') to = o.earliest;
     else if (target.kind === 'latest') to = o.latest;
@@ -177,6 +198,7 @@ async function targetOffsets(ctx: OpsContext, stream: StreamConfig, parts: Parti
       to,
     };
   });
+  return { rows, unavailable: [...unavailable.values()] };
 }
 
 /** Refuses while any range of the partitions is planned, leased or failed (parked ranges are abandoned). */
@@ -208,6 +230,10 @@ export function renderRewind(r: RewindResult): string {
     ),
   ];
   for (const s of r.skipped) lines.push(`  skipped ${s.topic}/${s.partition}: ${s.reason}`);
+  if (r.unavailable.length) {
+    lines.push(`  unavailable, not rewound: ${unavailableText(r.unavailable)}`);
+    lines.push(`  a rewind now would be refused: ${PARTIAL_RULE}`);
+  }
   if (!r.dryRun) {
     lines.push(
       `removed ${r.removedRanges ?? 0} finished range(s) and ${r.removedDeadLetters ?? 0} dead letter(s) at or after the new offsets; abandoned ${r.abandonedParkedRanges ?? 0} parked range(s)`,

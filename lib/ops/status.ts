@@ -2,12 +2,13 @@
 import type { StreamConfig } from '../config/schema';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
 import { kafkaFailureText } from '../kafka/errors';
-import type { PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
+import type { PartitionOffsets, TopicPartitions, UnavailableCode, UnavailablePartition } from '../ports/kafka-metadata';
 import type { ClosedIncarnation, OperatorChange, PartitionState, RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { doneCell, inFlightProgress, renderInFlight, renderWriting, type InFlightProgress } from './in-flight';
+import { partitionCount, unavailableText } from './unavailable';
 
 export type PartitionStatusRow = {
   topic: string;
@@ -20,6 +21,8 @@ export type PartitionStatusRow = {
   latest?: number;
   /** Records not yet processed: latest (or the stop offset of a replay) - committed. */
   lag?: number;
+  /** Kafka's offsets of this partition could not be read now (its leader dead or moving): latest and lag unknown. */
+  unavailable?: { code: UnavailableCode; reason: string };
   /** Ranges planned, leased or failed-and-awaiting-retry. */
   inFlight: number;
   /** Offsets those ranges span, and how many of them are done inside them (the processors' progress). */
@@ -50,11 +53,26 @@ export type StreamStatus = {
   lastChange?: OperatorChange;
   bounded: boolean;
   partitions: PartitionStatusRow[];
-  totals: { lag: number; inFlight: number; failures: number; parked: number; deadLetters: number; dataLossRecords: number };
+  totals: {
+    /** The sum over the partitions whose lag is known. */
+    lag: number;
+    /** Partitions (not retired) left out of `lag`: their offsets could not be read (unavailable, or `kafkaError`). */
+    lagUnknownPartitions: number;
+    inFlight: number;
+    failures: number;
+    parked: number;
+    deadLetters: number;
+    dataLossRecords: number;
+  };
   /** Progress inside the ranges in flight (the committed offset moves only when a whole range is done). */
   inFlightProgress: InFlightProgress;
-  /** Kafka could not be asked for offsets (latest and lag are then unknown). */
+  /**
+   * Kafka could not be asked for offsets, or no partition's offsets could be read: latest and lag
+   * are then unknown (and the `status` command exits 1).
+   */
   kafkaError?: string;
+  /** Partitions whose offsets could not be read (`unavailable` on their rows); the others have theirs. */
+  unavailablePartitions: number;
   /** Closed incarnations: topics deleted and re-created under their name, and what the old one had reached. */
   recreated: ClosedIncarnation[];
   /** Listed topics Kafka does not have, or a pattern matching none (one line). */
@@ -108,6 +126,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     partitions,
     totals: {
       lag: sum((r) => r.lag),
+      lagUnknownPartitions: partitions.filter((r) => lagUnknown(r, kafka.kafkaError !== undefined)).length,
       inFlight: sum((r) => r.inFlight),
       failures: sum((r) => r.failures),
       parked: sum((r) => r.parked),
@@ -116,6 +135,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     },
     inFlightProgress: inFlightProgress(current),
     kafkaError: kafka.kafkaError,
+    unavailablePartitions: kafka.unavailable.size,
     recreated,
     ...(kafka.topicsWarning ? { topicsWarning: kafka.topicsWarning } : {}),
   };
@@ -125,14 +145,20 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
 type KafkaView = {
   discovered: TopicPartitions[];
   offsets: Map<string, PartitionOffsets>;
+  /** Partitions whose leader did not answer; the others have offsets. */
+  unavailable: Map<string, UnavailablePartition>;
   kafkaError?: string;
   topicsWarning?: string;
 };
 
-/** The stream's topics and their offsets in Kafka now (empty, with `kafkaError`, when Kafka cannot be asked). */
+/**
+ * The stream's topics and their offsets in Kafka now: partial when some leaders do not answer (those
+ * partitions unavailable), empty with `kafkaError` when Kafka cannot be asked or no partition answered.
+ */
 async function kafkaOffsets(ctx: OpsContext, stream: StreamConfig): Promise<KafkaView> {
   let discovered: TopicPartitions[] = [];
   let topicsWarning: string | undefined;
+  const none = { offsets: new Map<string, PartitionOffsets>(), unavailable: new Map<string, UnavailablePartition>() };
   try {
     const kafka = await ctx.metadata.forStream(stream);
     discovered = await kafka.describeTopics(topicSelector(stream));
@@ -141,10 +167,20 @@ async function kafkaOffsets(ctx: OpsContext, stream: StreamConfig): Promise<Kafk
       discovered.map((t) => t.topic),
     )?.text;
     // Offsets of what exists in Kafka now; a ledger partition Kafka no longer has shows no latest.
-    const found = discovered.length ? await kafka.fetchOffsets(discovered, stream.isolationLevel) : [];
-    return { discovered, offsets: new Map(found.map((o) => [partitionKey(o.topic, o.partition), o])), topicsWarning };
+    const found = discovered.length
+      ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)
+      : { offsets: [], unavailable: [] };
+    const view = {
+      discovered,
+      offsets: new Map(found.offsets.map((o) => [partitionKey(o.topic, o.partition), o])),
+      unavailable: new Map(found.unavailable.map((u) => [partitionKey(u.topic, u.partition), u])),
+      topicsWarning,
+    };
+    if (found.offsets.length || !found.unavailable.length) return view;
+    const n = partitionCount(found.unavailable.length);
+    return { ...view, kafkaError: `Kafka: no offsets could be read (${n} of stream ${stream.id}): ${unavailableText(found.unavailable)}` };
   } catch (err) {
-    return { discovered, offsets: new Map(), kafkaError: kafkaFailureText(err, stream.id), topicsWarning };
+    return { discovered, ...none, kafkaError: kafkaFailureText(err, stream.id), topicsWarning };
   }
 }
 
@@ -163,6 +199,7 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
       nextFrom: p.nextFrom,
       latest: o?.latest,
       lag: end === undefined || p.status === 'retired' ? undefined : Math.max(0, end - p.committed),
+      ...unavailableMark(kafka, k),
       inFlight: 0,
       inFlightOffsets: 0,
       inFlightDone: 0,
@@ -186,6 +223,7 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
         partition,
         status: 'unregistered',
         latest: o?.latest,
+        ...unavailableMark(kafka, k),
         inFlight: 0,
         inFlightOffsets: 0,
         inFlightDone: 0,
@@ -197,6 +235,17 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
     }
   }
   return rows;
+}
+
+/** The row's `unavailable` field when its leader did not answer. */
+function unavailableMark(kafka: KafkaView, k: string): Pick<PartitionStatusRow, 'unavailable'> {
+  const u = kafka.unavailable.get(k);
+  return u ? { unavailable: { code: u.code, reason: u.reason } } : {};
+}
+
+/** A partition whose lag counts (active or failed) but whose offsets could not be read. */
+function lagUnknown(r: PartitionStatusRow, noOffsets: boolean): boolean {
+  return (r.status === 'active' || r.status === 'failed') && (noOffsets || r.unavailable !== undefined);
 }
 
 /** Counts the current incarnation's open ranges into their rows (in flight and the progress inside, failed, parked); returns those ranges. */
@@ -224,6 +273,14 @@ function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionSt
   return current;
 }
 
+/** The rows whose offsets could not be read, as one line (none: undefined). */
+export function unavailableRows(s: StreamStatus): string | undefined {
+  const rows = s.partitions.filter((r) => r.unavailable);
+  if (!rows.length) return undefined;
+  const list = unavailableText(rows.map((r) => ({ topic: r.topic, partition: r.partition, ...r.unavailable! })));
+  return `Kafka offsets of ${partitionCount(rows.length)} of stream ${s.stream} unavailable (latest and lag unknown): ${list}`;
+}
+
 /** Ranges writing a batch listed one per line under the totals, at most this many. */
 const WRITING_LINES = 10;
 
@@ -241,6 +298,8 @@ export function renderStatus(s: StreamStatus): string {
   );
   if (s.lastChange) lines.push(`last operator change: ${s.lastChange.what} (by ${s.lastChange.by} at ${isoTime(s.lastChange.atMs)})`);
   if (s.kafkaError) lines.push(`Kafka offsets unavailable: ${s.kafkaError}`);
+  const unavailable = s.kafkaError ? undefined : unavailableRows(s);
+  if (unavailable) lines.push(`warning: ${unavailable}`);
   if (s.topicsWarning) lines.push(`warning: ${s.topicsWarning}`);
   lines.push('');
   const headers = [
@@ -266,7 +325,7 @@ export function renderStatus(s: StreamStatus): string {
           r.partition,
           r.status,
           r.committed,
-          r.latest,
+          r.unavailable ? 'unavailable' : r.latest,
           r.lag,
           r.inFlight,
           doneCell(r.inFlightDone, r.inFlightOffsets),
@@ -281,9 +340,10 @@ export function renderStatus(s: StreamStatus): string {
   );
   lines.push('');
   const t = s.totals;
-  // Without Kafka's offsets the lag is unknown, not zero.
+  // Without Kafka's offsets the lag is unknown, not zero; with some of them, a lower bound.
+  const partial = t.lagUnknownPartitions ? ` (partial: lag of ${partitionCount(t.lagUnknownPartitions)} unknown)` : '';
   lines.push(
-    `total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : t.lag}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`,
+    `total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : `${t.lag}${partial}`}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`,
   );
   lines.push(renderInFlight(s.inFlightProgress));
   const writing = s.inFlightProgress.writing;

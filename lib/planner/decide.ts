@@ -56,6 +56,8 @@ export type PartitionReport = {
   note?: string;
   /** Why the offsets could not be read this run (action `no-offsets`), when the look-up said. */
   unavailable?: UnavailableCode;
+  /** The look-up's one-line reason with `unavailable` (e.g. which leader broker did not answer). */
+  unavailableReason?: string;
   /** Bounded streams (replays): where this partition stops. */
   stopOffset?: number;
 };

@@ -328,7 +328,8 @@ function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailab
   const why = new Map(unavailable.map((u) => [partitionKey(u.topic, u.partition), u]));
   rep.partitions = decision.partitions.map((p) => {
     const u = why.get(partitionKey(p.topic, p.partition));
-    return u && p.action === 'no-offsets' ? { ...p, unavailable: u.code, note: `offsets unavailable this run: ${u.code}: ${u.reason}` } : p;
+    if (!u || p.action !== 'no-offsets') return p;
+    return { ...p, unavailable: u.code, unavailableReason: u.reason, note: `offsets unavailable this run: ${u.code}: ${u.reason}` };
   });
   rep.unavailablePartitions = unavailable.length;
   rep.registered = decision.registrations.length;

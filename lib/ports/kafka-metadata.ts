@@ -32,6 +32,12 @@ export type UnavailablePartition = { topic: string; partition: number; code: Una
 /** Every asked partition appears in exactly one of the two lists. */
 export type OffsetsAnswer = { offsets: PartitionOffsets[]; unavailable: UnavailablePartition[] };
 
+/** One partition's offset for a timestamp (see `fetchOffsetsForTimestamp`). */
+export type TimestampOffset = { topic: string; partition: number; offset: number };
+
+/** Every asked partition appears in exactly one of the two lists. */
+export type TimestampOffsetsAnswer = { offsets: TimestampOffset[]; unavailable: UnavailablePartition[] };
+
 export type KafkaMetadata = {
   /**
    * Non-internal topics that exist now, with their partitions. `topics` limits the answer to those
@@ -52,13 +58,15 @@ export type KafkaMetadata = {
   fetchAvailableOffsets(partitions: TopicPartitions[], isolationLevel: IsolationLevel): Promise<OffsetsAnswer>;
   /**
    * The first offset whose timestamp is >= `timestampMs`, per partition; `latest` where no such
-   * record exists (Flink's and Spark's `latest` fallback).
+   * record exists (Flink's and Spark's `latest` fallback). All or nothing, as `fetchOffsets`.
    */
-  fetchOffsetsForTimestamp(
+  fetchOffsetsForTimestamp(partitions: TopicPartitions[], timestampMs: number, isolationLevel: IsolationLevel): Promise<TimestampOffset[]>;
+  /** The same look-up, partial, bounded in time, as `fetchAvailableOffsets`. */
+  fetchAvailableOffsetsForTimestamp(
     partitions: TopicPartitions[],
     timestampMs: number,
     isolationLevel: IsolationLevel,
-  ): Promise<Array<{ topic: string; partition: number; offset: number }>>;
+  ): Promise<TimestampOffsetsAnswer>;
   /** Number of Kafka requests sent so far (for benchmarks). */
   requestCount(): number;
   close(): Promise<void>;

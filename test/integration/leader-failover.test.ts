@@ -6,16 +6,20 @@
  * in afterAll; the ledger lives on the shared DynamoDB emulator. The stream reaches it over SASL_SSL
  * with SCRAM-SHA-512 (the test's own set-up over PLAINTEXT), so the leader change, the metadata
  * refresh and the reconnects to the new leaders all re-authenticate over TLS; the chaos suite's
- * `leader-killed` does the same over plaintext.
+ * `leader-killed` does the same over plaintext. Then, the dead node restarted, another leader is
+ * killed and the operations CLI runs against the cluster before re-election: `status`, `plan
+ * --dry-run`, `peek` and `rewind --dry-run` read the live leaders' partitions and name the others.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
-import { killKafkaNode, startKafkaCluster, stopKafkaCluster, type KafkaCluster } from '../../infra/local/kafka';
+import { killKafkaNode, restartKafkaNode, startKafkaCluster, stopKafkaCluster, type KafkaCluster } from '../../infra/local/kafka';
 import { CACHE_DIR } from '../../infra/local/stack';
-import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
+import { runCli } from '../../lib/cli/program';
+import { parseDeploymentConfig, parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
 import { createInProcessDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { createKafka } from '../../lib/kafka/client';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
@@ -43,6 +47,13 @@ let reader: RangeReader | undefined;
 const metadata = createMetadataCache();
 const SCRAM = { name: 'failover', password: randomBytes(12).toString('base64url') };
 process.env.FAILOVER_SCRAM_PASSWORD = SCRAM.password;
+/** Nodes killed by a test and not restarted yet. */
+const killed = new Set<number>();
+
+async function kill(c: KafkaCluster, nodeId: number): Promise<void> {
+  killed.add(nodeId);
+  await killKafkaNode(c, nodeId);
+}
 
 /** The stream's way in: SASL_SSL with SCRAM-SHA-512 on every node. */
 function securedKafka(c: KafkaCluster, brokers = c.secured!.saslSsl.split(',')) {
@@ -89,9 +100,13 @@ const produce = (topic: string, partitions: number[], n: number, tag: string) =>
 
 const all = Array.from({ length: PARTITIONS }, (_, p) => p);
 
+/** The stream over `topic` on the cluster, as its config says it. */
+const streamInput = (c: KafkaCluster, topic: string) => ({ id: topic, kafka: securedKafka(c), topics: [topic], triggerIntervalMs: 1_000 });
+
 /** A stream over `topic` on the cluster: real ledger, in-process processors counting each offset they handle. */
 async function streamOn(c: KafkaCluster, topic: string) {
-  const stream: StreamConfig = parseStreamConfig({ id: topic, kafka: securedKafka(c), topics: [topic], triggerIntervalMs: 1_000 }, 'test');
+  const stream: StreamConfig = parseStreamConfig(streamInput(c, topic), 'test');
+  await reader?.close();
   reader = createKafkajsRangeReader(await createKafka(stream.kafka));
   const ledger = createDynamoLedger({ client: ddb, tableName });
   const seen = new Map<string, number>();
@@ -165,7 +180,7 @@ describe('a dead leader on a 3-broker cluster', () => {
     const live = all.filter((p) => before.get(p) !== victim);
     expect(live.length).toBeGreaterThan(0); // replica placement spreads leaders over the brokers
     const killedAt = Date.now();
-    await killKafkaNode(c, victim);
+    await kill(c, victim);
 
     // 3. The run right after the crash plans the live leaders' partitions and reports the others. At
     // the same time, a cold planner (new Lambda) whose first seed broker is the dead one.
@@ -253,5 +268,120 @@ describe('a dead leader on a 3-broker cluster', () => {
     expect(coldTopics).toEqual([{ topic, partitions: all, topicId: expect.any(String) }]);
     expect(coldAnswer.offsets.map((o) => o.partition).sort()).toEqual(live);
     expect(coldAnswer.unavailable.map((u) => u.partition).sort()).toEqual(dead);
+  });
+});
+
+/** Whether a TCP connection to `hostPort` is refused (nothing listens: the broker process is gone). */
+function refusesConnections(hostPort: string): Promise<boolean> {
+  const i = hostPort.lastIndexOf(':');
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostPort.slice(0, i), port: Number(hostPort.slice(i + 1)) });
+    socket.setTimeout(2_000, () => socket.destroy(new Error('timeout')));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED'));
+  });
+}
+
+describe('the operations CLI while a leader is dead (before re-election)', () => {
+  it("status, plan --dry-run, peek and rewind --dry-run read the live leaders' partitions and name the dead leader's unavailable", async () => {
+    const c = cluster!;
+    // The test above leaves its victim dead: three brokers again first.
+    for (const node of [...killed]) {
+      await restartKafkaNode(c, node);
+      killed.delete(node);
+    }
+    const topic = uniqueName('failover-ops');
+    await createTopicsReady(admin, [{ topic, numPartitions: PARTITIONS }], 60_000);
+    const { dispatcher, run } = await streamOn(c, topic);
+    await produce(topic, all, 10, 'a');
+    expect(await run()).toMatchObject({ status: 'planned', rangesPlanned: PARTITIONS });
+    await dispatcher.idle(); // nothing in flight: rewind's precondition
+    const beforeB = Date.now();
+    await produce(topic, all, 5, 'b');
+
+    const config = parseDeploymentConfig({ ledgerTable: tableName, streams: [streamInput(c, topic)] }, 'test');
+    const env = { ...process.env, USER: 'failover-ops' };
+    const cli = async (...argv: string[]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const t = Date.now();
+      const code = await runCli(argv, { out: (x) => out.push(x), err: (x) => err.push(x) }, { env, loadConfig: () => ({ config, env }) });
+      return { code, out: out.join(''), err: err.join(''), ms: Date.now() - t };
+    };
+
+    const before = await leaders(topic);
+    const victim = before.get(0)!;
+    const dead = all.filter((p) => before.get(p) === victim);
+    const live = all.filter((p) => before.get(p) !== victim);
+    expect(live.length).toBeGreaterThan(0);
+    await kill(c, victim);
+    // Side by side, right after the kill: the controller fences the dead broker after ~9 s.
+    const [status, plan, peekLive, peekDead, rewind] = await Promise.all([
+      cli('status', topic, '--json'),
+      cli('plan', '--dry-run', topic, '--json'),
+      cli('peek', topic, String(live[0]), '10', '--count', '2', '--json'),
+      cli('peek', topic, String(dead[0]), '10', '--json'),
+      cli('rewind', topic, '--to', `@${beforeB}`, '--dry-run', '--json'),
+    ]);
+    // Leadership never moves back to a dead broker: if it still leads now, it led during every command.
+    const stillLed = [...(await leaders(topic))].filter(([, l]) => l === victim).length === dead.length;
+    const nodeDead = await refusesConnections(c.nodes.get(victim)!.brokers);
+    const ms = { status: status.ms, plan: plan.ms, peekLive: peekLive.ms, peekDead: peekDead.ms, rewind: rewind.ms };
+    process.stderr.write(
+      `[failover-ops] leader ${victim} of ${JSON.stringify(dead)} killed; CLI exit codes ${JSON.stringify([status.code, plan.code, peekLive.code, peekDead.code, rewind.code])} in ms ${JSON.stringify(ms)}; still led by it after: ${stillLed}\n` +
+        `[failover-ops] status: ${status.err}[failover-ops] peek: ${peekDead.err}`,
+    );
+    expect(nodeDead).toBe(true);
+    expect(stillLed).toBe(true);
+
+    // status: the live leaders' partitions with their offsets, the dead leader's unavailable with the reason; exit 0.
+    expect(status.code).toBe(0);
+    const s = JSON.parse(status.out);
+    for (const p of live) expect(s.partitions[p]).toMatchObject({ partition: p, committed: 10, latest: 15, lag: 5 });
+    for (const p of dead) {
+      expect(s.partitions[p].latest).toBeUndefined();
+      expect(s.partitions[p].unavailable.code).toMatch(/^(LEADER_UNREACHABLE|NO_LEADER)$/);
+      expect(s.partitions[p].unavailable.reason).toMatch(new RegExp(`broker ${victim}|leader`));
+    }
+    expect(s).toMatchObject({ unavailablePartitions: dead.length, totals: { lag: 5 * live.length, lagUnknownPartitions: dead.length } });
+    expect(status.err).toMatch(new RegExp(`^warning: Kafka offsets of ${dead.length} partitions? of stream ${topic} unavailable`));
+
+    // plan --dry-run: the live partitions planned, the others reported with the reason; exit 0.
+    expect(plan.code).toBe(0);
+    const [rep] = JSON.parse(plan.out);
+    expect(rep).toMatchObject({
+      status: 'planned',
+      rangesPlanned: live.length,
+      recordsPlanned: 5 * live.length,
+      unavailablePartitions: dead.length,
+    });
+    const planUnavailable = (rep.partitions as Array<{ partition: number; unavailable?: string }>).filter((p) => p.unavailable);
+    expect(planUnavailable.map((p) => p.partition).sort((a, b) => a - b)).toEqual(dead);
+
+    // peek: a live leader's partition is read; the dead leader's fails in one line (Kafka, partition, reason), exit 1.
+    expect(peekLive.code).toBe(0);
+    expect(
+      peekLive.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).value),
+    ).toEqual(['b0', 'b1']);
+    expect(peekDead.code).toBe(1);
+    expect(peekDead.out).toBe('');
+    expect(peekDead.err).toMatch(
+      new RegExp(
+        `^error \\(KAFKA\\): Kafka: partition ${topic}/${dead[0]} unavailable \\(stream ${topic}\\): (LEADER_UNREACHABLE|NO_LEADER): [^\\n]+\\n$`,
+      ),
+    );
+
+    // rewind --dry-run: the live partitions to the first record at the timestamp, the others listed unavailable; exit 0.
+    expect(rewind.code).toBe(0);
+    const r = JSON.parse(rewind.out);
+    expect(r.partitions.map((x: { partition: number; to: number }) => [x.partition, x.to])).toEqual(live.map((p) => [p, 10]));
+    expect((r.unavailable as Array<{ partition: number }>).map((u) => u.partition).sort((a, b) => a - b)).toEqual(dead);
+    expect(r.change).toBeUndefined();
   });
 });

@@ -80,8 +80,9 @@ describe('progress inside ranges in flight', () => {
       startedAtMs: 0,
       bounded: false,
       partitions: [row(0, 0, 0), row(1, 150_000, 200_000)],
-      totals: { lag: 4_000_000, inFlight: 1, failures: 0, parked: 0, deadLetters: 0, dataLossRecords: 0 },
+      totals: { lag: 4_000_000, lagUnknownPartitions: 0, inFlight: 1, failures: 0, parked: 0, deadLetters: 0, dataLossRecords: 0 },
       inFlightProgress: inFlightProgress([writing]),
+      unavailablePartitions: 0,
       recreated: [],
     };
     const text = renderStatus(status);

@@ -271,6 +271,145 @@ describe('CLI on in-memory fakes', () => {
   });
 });
 
+/** Marks every range done and each partition committed up to its cursor (nothing in flight). */
+function finishRanges(t: ReturnType<typeof fakes>): void {
+  const s = t.ledger.store('s1');
+  for (const r of s.ranges.values()) Object.assign(r, { status: 'done', progress: r.until });
+  for (const p of s.partitions.values()) p.committed = p.nextFrom;
+}
+
+const DOWN = 'LEADER_UNREACHABLE: LEADER_UNREACHABLE (simulated)';
+
+describe('CLI during a leader failure: the partitions whose leaders answer are read, the others marked unavailable', () => {
+  it('status: offsets of the live partitions, the other marked unavailable with its reason, lag partial, exit 0', async () => {
+    const t = fakes();
+    await t.plan();
+    t.kafka.setUnavailable('orders', 1);
+    expect(await t.run('status', '--json')).toBe(0);
+    const s = JSON.parse(t.out());
+    expect(s.kafkaError).toBeUndefined();
+    expect(s.unavailablePartitions).toBe(1);
+    expect(s.totals).toMatchObject({ lag: 30, lagUnknownPartitions: 1 });
+    expect(s.partitions[0]).toMatchObject({ partition: 0, latest: 30, lag: 30 });
+    expect(s.partitions[0].unavailable).toBeUndefined();
+    expect(s.partitions[1]).toMatchObject({
+      partition: 1,
+      committed: 0,
+      unavailable: { code: 'LEADER_UNREACHABLE', reason: 'LEADER_UNREACHABLE (simulated)' },
+    });
+    expect(s.partitions[1].latest).toBeUndefined();
+    expect(s.partitions[1].lag).toBeUndefined();
+    expect(t.err()).toBe(`warning: Kafka offsets of 1 partition of stream s1 unavailable (latest and lag unknown): orders/1: ${DOWN}\n`);
+    expect(await t.run('status')).toBe(0);
+    expect(t.out()).toMatch(/^orders +1 +active +0 +unavailable +- /m);
+    expect(t.out()).toMatch(/^warning: Kafka offsets of 1 partition of stream s1 unavailable \(latest and lag unknown\): orders\/1: /m);
+    expect(t.out()).toMatch(/total lag 30 \(partial: lag of 1 partition unknown\), ranges in flight 2/);
+  });
+
+  it('status: exit 1 only when no partition could be read; the rows still say why', async () => {
+    const t = fakes();
+    await t.plan();
+    t.kafka.setUnavailable('orders', 0);
+    t.kafka.setUnavailable('orders', 1, 'NO_LEADER');
+    expect(await t.run('status', '--json')).toBe(1);
+    const s = JSON.parse(t.out());
+    expect(s.partitions.map((p: { unavailable?: { code: string } }) => p.unavailable?.code)).toEqual(['LEADER_UNREACHABLE', 'NO_LEADER']);
+    expect(s.totals).toMatchObject({ lag: 0, lagUnknownPartitions: 2 });
+    expect(t.err()).toBe(
+      `error: Kafka: no offsets could be read (2 partitions of stream s1): orders/0: ${DOWN}; orders/1: NO_LEADER: NO_LEADER (simulated)\n`,
+    );
+    expect(await t.run('status')).toBe(1);
+    expect(t.out()).toMatch(/total lag unknown \(Kafka unavailable\)/);
+  });
+
+  it('plan --dry-run: plans the live partitions, shows the others unavailable with the reason; exit 1 only when nothing could be read', async () => {
+    const t = fakes();
+    t.kafka.setUnavailable('orders', 1);
+    expect(await t.run('plan', '--dry-run', '--json')).toBe(0);
+    const [rep] = JSON.parse(t.out());
+    expect(rep).toMatchObject({ status: 'planned', rangesPlanned: 1, recordsPlanned: 30, unavailablePartitions: 1 });
+    expect(rep.partitions[1]).toMatchObject({
+      partition: 1,
+      action: 'no-offsets',
+      unavailable: 'LEADER_UNREACHABLE',
+      unavailableReason: 'LEADER_UNREACHABLE (simulated)',
+    });
+    expect(t.err()).toBe(`warning: Kafka: offsets of 1 partition unavailable for stream s1, nothing planned for them: orders/1: ${DOWN}\n`);
+    expect(await t.run('plan', '--dry-run')).toBe(0);
+    expect(t.out()).toMatch(/would plan 1 range\(s\), 30 records; .* unavailable 1$/m);
+    expect(t.out()).toMatch(/^orders +1 +new +0 +0 +unavailable +- +no-offsets/m);
+    expect(t.out()).toMatch(/^ {2}orders\/1: offsets unavailable this run: LEADER_UNREACHABLE: /m);
+
+    t.kafka.setUnavailable('orders', 0);
+    expect(await t.run('plan', '--dry-run')).toBe(1);
+    expect(t.err()).toMatch(
+      /^error: Kafka: no offsets could be read \(2 partitions\) for stream s1, nothing planned for them: orders\/0, orders\/1: LEADER_UNREACHABLE: /m,
+    );
+    expect(t.ledger.store('s1').partitions.size).toBe(0);
+  });
+
+  it("peek: a live leader's partition is read; a dead leader's one fails in one line naming Kafka, the partition and the reason", async () => {
+    const t = fakes();
+    t.kafka.setUnavailable('orders', 1);
+    const read = jest.spyOn(t.reader, 'read');
+    expect(await t.run('peek', 'orders', '0', '28', '--json')).toBe(0);
+    expect(t.out().trim().split('\n')).toHaveLength(2);
+    read.mockClear();
+    expect(await t.run('peek', 'orders', '1', '0')).toBe(1);
+    expect(t.err()).toBe(
+      `error (KAFKA): Kafka: partition orders/1 unavailable (stream s1): ${DOWN}; retry once Kafka has elected a new leader\n`,
+    );
+    expect(read).not.toHaveBeenCalled();
+    // A partition Kafka does not have is bad input.
+    expect(await t.run('peek', 'orders', '7', '0')).toBe(2);
+    expect(t.err()).toMatch(/error: Kafka has no partition orders\/7 \(stream s1\): partition orders\/7 does not exist/);
+  });
+
+  it('rewind --dry-run computes the live partitions and lists the other; a rewind is refused (exit 3) unless narrowed to live ones', async () => {
+    const t = fakes();
+    await t.plan();
+    finishRanges(t);
+    const s = t.ledger.store('s1');
+    t.kafka.setUnavailable('orders', 1);
+    expect(await t.run('rewind', 's1', '--to', 'earliest', '--dry-run', '--json')).toBe(0);
+    const res = JSON.parse(t.out());
+    expect(res.partitions).toEqual([expect.objectContaining({ partition: 0, committed: 30, to: 0 })]);
+    expect(res.unavailable).toEqual([
+      { topic: 'orders', partition: 1, code: 'LEADER_UNREACHABLE', reason: 'LEADER_UNREACHABLE (simulated)' },
+    ]);
+    expect(t.err()).toBe(`warning: Kafka offsets of 1 partition of stream s1 unavailable: orders/1: ${DOWN}\n`);
+    expect(await t.run('rewind', 's1', '--to', '-1h', '--dry-run')).toBe(0);
+    expect(t.out()).toMatch(/^ {2}unavailable, not rewound: orders\/1: LEADER_UNREACHABLE: /m);
+    expect(t.out()).toMatch(/^ {2}a rewind now would be refused: a rewind moves every selected partition or none/m);
+
+    const before = JSON.stringify([...s.partitions.values()]);
+    expect(await t.run('rewind', 's1', '--to', 'earliest')).toBe(3);
+    expect(t.err()).toMatch(
+      /^refused: rewind of s1 refused: Kafka offsets of 1 partition unavailable \(orders\/1: LEADER_UNREACHABLE: .*\); a rewind moves every selected partition or none: .*select only partitions whose leaders answer \(--topic, --partition\); nothing was changed$/m,
+    );
+    expect(JSON.stringify([...s.partitions.values()])).toBe(before);
+    expect(s.meta?.lastChange).toBeUndefined();
+
+    // Only the dead leader's partition selected: nothing could be read.
+    expect(await t.run('rewind', 's1', '--to', 'earliest', '--partition', '1', '--dry-run')).toBe(1);
+    expect(t.err()).toMatch(/^error: Kafka offsets of 1 partition of stream s1 unavailable: orders\/1: /m);
+    expect(await t.run('rewind', 's1', '--to', 'earliest', '--partition', '0')).toBe(0);
+    expect(s.partitions.get('orders/0')).toMatchObject({ committed: 0, nextFrom: 0 });
+    expect(s.partitions.get('orders/1')).toMatchObject({ committed: 20, nextFrom: 20 });
+  });
+
+  it('replay is refused (exit 3) while a partition is unavailable, naming it; nothing is created', async () => {
+    const t = fakes();
+    t.kafka.setUnavailable('orders', 1, 'NO_LEADER');
+    expect(await t.run('replay', 's1', '--from', '-1h', '--to', 'now', '--name', 'x', '--no-run')).toBe(3);
+    expect(t.err()).toBe(
+      'refused: replay of s1 refused: Kafka offsets of 1 partition unavailable (orders/1: NO_LEADER: NO_LEADER (simulated)); ' +
+        'a replay covers every partition from its creation: retry once Kafka has elected new leaders; nothing was created\n',
+    );
+    expect(await t.ledger.readPartitions('s1-replay-x')).toEqual([]);
+  });
+});
+
 /** What kafkajs throws when every connection attempt to the seed broker was refused. */
 function refused(broker: string): KafkaJSNumberOfRetriesExceeded {
   const cause = new KafkaJSConnectionError(`Connection error: connect ECONNREFUSED ${broker}`, { broker, code: 'ECONNREFUSED' });
