@@ -52,6 +52,7 @@ export async function removeResources(
 
 /** Deletes those of `names` the broker lists, in batches, and waits until it lists none of them. */
 export async function deleteTopics(admin: Admin, names: readonly string[], timeoutMs: number): Promise<string[]> {
+  if (names.length === 0) return [];
   // kafkajs retries a DeleteTopics naming a missing topic until it gives up: ask only for listed ones.
   const listedNow = new Set(await admin.listTopics());
   const existing = [...new Set(names)].filter((t) => listedNow.has(t));
