@@ -4,7 +4,7 @@
  * runner's start until every partition is committed to the end offsets given. Shared by
  * bench/e2e.ts and bench/latency.ts.
  */
-import { DeleteTableCommand, ScanCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ScanCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig, type StreamConfigInput } from '../lib/config/schema';
 import { kafkaLogLines } from '../lib/kafka/client';
 import { createSinkTable, scanTotals } from '../lib/local/demo';
@@ -27,7 +27,7 @@ export type DrainOptions = {
   endOffsets: () => number[] | undefined;
   streamId: string;
   handler: 'running-totals' | 'noop';
-  /** Exactly-once: a fresh sink table to create, checked against `expected` at the end. */
+  /** Exactly-once: a fresh sink table to create, checked against `expected` at the end (the caller deletes it). */
   sinkTable?: string;
   /** What was produced, per account `[total, count]` (read when the drain is over). */
   expected?: () => Record<string, readonly [number, number]>;
@@ -38,7 +38,7 @@ export type DrainOptions = {
   log(line: string): void;
 };
 
-/** Drains the topic once and returns what it measured; deletes the sink table afterwards. */
+/** Drains the topic once and returns what it measured. */
 export async function drainOnce(opts: DrainOptions): Promise<DrainFigures> {
   const dynamo = dynamoClientFromEnv(process.env);
   const tally = countWriteUnits(dynamo);
@@ -182,7 +182,7 @@ function startSampler(runner: LocalRunner) {
   };
 }
 
-/** Settles write units against the stored items, checks the sink, and drops the sink table. */
+/** Settles write units against the stored items and checks the sink. */
 async function settleFigures(
   dynamo: DynamoDBClient,
   tally: WriteTally,
@@ -200,7 +200,6 @@ async function settleFigures(
     exact = mismatches.length === 0;
     if (!exact)
       opts.log(`sink differs from what was produced on ${mismatches.length} account(s), e.g. ${mismatches.slice(0, 3).join('; ')}`);
-    await dynamo.send(new DeleteTableCommand({ TableName: opts.sinkTable })).catch(() => undefined);
   }
   return {
     ...base,

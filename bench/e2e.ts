@@ -11,11 +11,12 @@
  * {"records","consumerPerfRps","exactlyOnce":{"rps","ratio","wallMs","invocations","sinkWrites",
  * "writeUnitsPer1000","exact"},"atLeastOnce":{"rps","ratio","wallMs","invocations"},"peakRssMb"}.
  *
- * Uses KAFKA_BROKERS and DYNAMODB_ENDPOINT when both are set, else starts a private stack.
+ * Uses KAFKA_BROKERS and DYNAMODB_ENDPOINT when both are set (and deletes its topic, tables and
+ * consumer groups at the end, unless --keep), else starts a private stack and removes it at the end.
  */
 import { parseArgs } from 'node:util';
 import { javaProduceAccounts } from '../test/support/java';
-import { benchLog, runBench, wholeNumberFlags } from './cli';
+import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { costPerMillion } from './cost';
 import { drainOnce } from './drain';
 import { consumerPerformance } from './kafka-tools';
@@ -39,10 +40,12 @@ function parseFlags(argv: string[]) {
       partitions: { type: 'string', default: String(E2E_DEFAULTS.partitions) },
       runs: { type: 'string', default: String(E2E_DEFAULTS.runs) },
       'drain-timeout-ms': { type: 'string', default: String(3 * 3600_000) },
+      ...KEEP_OPTION,
     },
   });
   const n = wholeNumberFlags(values, ['records', 'accounts', 'partitions', 'runs', 'drain-timeout-ms']);
-  return { records: n.records, accounts: n.accounts, partitions: n.partitions, runs: n.runs, drainTimeoutMs: n['drain-timeout-ms'] };
+  const { records, accounts, partitions, runs } = n;
+  return { records, accounts, partitions, runs, drainTimeoutMs: n['drain-timeout-ms'], keep: values.keep };
 }
 
 /** Kafka's ConsumerPerformance over the whole topic in a fresh group: its whole-run nMsg.sec. */
@@ -52,8 +55,9 @@ function runConsumerPerf(brokers: string, topic: string, records: number, group:
 
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
-  await withStack(log, (brokers) =>
-    withBenchTopic('e2e', brokers, flags.partitions, async ({ runId, topic, ledgerTable, admin }) => {
+  await withStack(log, { keep: flags.keep }, (stack) =>
+    withBenchTopic(stack, 'e2e', flags.partitions, async ({ topic, ledgerTable, admin }) => {
+      const brokers = stack.brokers;
       const tp = Date.now();
       const produced = await javaProduceAccounts(brokers, { topic, records: flags.records, accounts: flags.accounts, sizeBytes: 512 });
       const ends = await endOffsetsOf(admin, topic);
@@ -68,9 +72,9 @@ async function main(): Promise<void> {
           const figures = await drainOnce({
             ...common,
             timeoutMs: flags.drainTimeoutMs,
-            streamId: `bench-${kind}-${runId}-${run}`,
+            streamId: stack.name(`e2e-${kind}-${run}`),
             ...(kind === 'eo'
-              ? { handler: 'running-totals', sinkTable: `bench-e2e-totals-${runId}-${run}`, expected: () => produced.totals }
+              ? { handler: 'running-totals', sinkTable: stack.table(`e2e-totals-${run}`), expected: () => produced.totals }
               : { handler: 'noop' }),
           });
           log(`run ${run} ${kind === 'eo' ? 'exactly-once' : 'at-least-once'} detail ${JSON.stringify(figures)}`);
@@ -82,7 +86,7 @@ async function main(): Promise<void> {
         };
         const exactlyOnce = await drain('eo');
         const atLeastOnce = await drain('alo');
-        const perf = runConsumerPerf(brokers, topic, flags.records, `bench-perf-${runId}-${run}`);
+        const perf = runConsumerPerf(brokers, topic, flags.records, stack.group(`e2e-perf-${run}`));
         log(`run ${run} ConsumerPerformance: ${Math.round(perf)} records/s (nMsg.sec, group join included)`);
         runs.push({ consumerPerfRps: perf, exactlyOnce, atLeastOnce });
       }

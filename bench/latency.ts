@@ -8,11 +8,12 @@
  *
  * Progress goes to stderr; the last line of stdout is
  * {"handler","ratePerSec","durationMs","records","observed","p50Ms","p99Ms","maxMs","exact"}.
+ * On a shared stack its topic, ledger and sink tables are deleted at the end unless --keep.
  */
 import { parseArgs } from 'node:util';
 import { ValidationError } from '../lib/errors';
 import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';
-import { benchLog, runBench, wholeNumberFlags } from './cli';
+import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { drainOnce } from './drain';
 import { endOffsetsOf, withBenchTopic, withStack } from './stack';
 import { createLatencyObserver, latencySummary } from './stats';
@@ -29,6 +30,7 @@ function parseFlags(argv: string[]) {
       accounts: { type: 'string', default: '10000' },
       'trigger-interval-ms': { type: 'string', default: '1000' },
       handler: { type: 'string', default: 'running-totals' },
+      ...KEEP_OPTION,
     },
   });
   const handler = values.handler;
@@ -42,14 +44,16 @@ function parseFlags(argv: string[]) {
     accounts: n.accounts,
     triggerIntervalMs: n['trigger-interval-ms'],
     handler: handler as 'running-totals' | 'noop',
+    keep: values.keep,
   };
 }
 
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
   const records = Math.round((flags.ratePerSec * flags.durationMs) / 1000);
-  await withStack(log, (brokers) =>
-    withBenchTopic('latency', brokers, flags.partitions, async ({ runId, topic, ledgerTable, admin }) => {
+  await withStack(log, { keep: flags.keep }, (stack) =>
+    withBenchTopic(stack, 'latency', flags.partitions, async ({ topic, ledgerTable, admin }) => {
+      const brokers = stack.brokers;
       const observer = createLatencyObserver();
       let ends: number[] | undefined;
       let produced: ProducedAccounts | undefined;
@@ -76,9 +80,9 @@ async function main(): Promise<void> {
             if (producerError) throw producerError;
             return ends;
           },
-          streamId: `bench-lat-${runId}`,
+          streamId: stack.name('latency'),
           handler: flags.handler,
-          ...(exactlyOnce ? { sinkTable: `bench-latency-totals-${runId}`, expected: () => produced?.totals ?? {} } : {}),
+          ...(exactlyOnce ? { sinkTable: stack.table('latency-totals'), expected: () => produced?.totals ?? {} } : {}),
           triggerIntervalMs: flags.triggerIntervalMs,
           timeoutMs: flags.durationMs + 30 * 60_000,
           observer,

@@ -4,8 +4,9 @@
  * Measures a registration run, an idle run and a full run (one new record in every partition).
  * The last line printed is one JSON object with the figures.
  *
- * Flags: --topics N --partitions N. Uses KAFKA_BROKERS / DYNAMODB_ENDPOINT when set, otherwise
- * starts a private local stack and stops it at the end.
+ * Flags: --topics N --partitions N --keep. Uses KAFKA_BROKERS / DYNAMODB_ENDPOINT when set (and
+ * deletes its topics and ledger table at the end, unless --keep), otherwise starts a private local
+ * stack and removes it at the end.
  */
 import { parseArgs } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -20,8 +21,8 @@ import { ensureLedgerTable } from '../lib/ledger/table';
 import type { KafkaMetadata } from '../lib/ports/kafka-metadata';
 import { planStream, type PlannerDeps } from '../lib/planner/run';
 import { dynamoClientFromEnv } from '../lib/runtime/aws';
-import { benchLog, runBench, wholeNumberFlags } from './cli';
-import { withStack } from './stack';
+import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { withStack, type BenchStack } from './stack';
 
 const log = benchLog('planner');
 
@@ -84,13 +85,16 @@ async function waitForLeaders(warm: KafkaMetadata, prefix: string, n: number): P
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { topics: { type: 'string', default: '500' }, partitions: { type: 'string', default: '20' } } });
+  const { values } = parseArgs({
+    options: { topics: { type: 'string', default: '500' }, partitions: { type: 'string', default: '20' }, ...KEEP_OPTION },
+  });
   const { topics, partitions } = wholeNumberFlags(values, ['topics', 'partitions']);
-  await withStack(log, (brokers) => benchPlanner(brokers.split(','), topics, partitions));
+  await withStack(log, { keep: values.keep }, (stack) => benchPlanner(stack, topics, partitions));
 }
 
 /** Creates `topics` x `partitions`, then measures a registration, an idle and a full planner run. */
-async function benchPlanner(brokers: string[], topics: number, partitions: number): Promise<void> {
+async function benchPlanner(stack: BenchStack, topics: number, partitions: number): Promise<void> {
+  const brokers = stack.brokers.split(',');
   const kafka = new Kafka({ clientId: 'bench-planner', brokers, logLevel: logLevel.NOTHING, requestTimeout: 120_000 });
   const admin = kafka.admin();
   const producer = kafka.producer();
@@ -111,14 +115,16 @@ async function benchPlanner(brokers: string[], topics: number, partitions: numbe
   try {
     await admin.connect();
     await producer.connect();
-    const prefix = `bench${Date.now().toString(36)}`;
+    // One base name for the stream and its topics (`<base>-0042`): the stream's pattern matches them all.
+    const prefix = stack.name('planner');
     const names = Array.from({ length: topics }, (_, i) => `${prefix}-${String(i).padStart(4, '0')}`);
+    stack.topics(names);
     const tCreate = Date.now();
     await createTopics(admin, names, partitions);
     const n = topics * partitions;
     log(`created ${topics} topics x ${partitions} partitions = ${n} in ${Date.now() - tCreate} ms`);
 
-    const tableName = `${prefix}-ledger`;
+    const tableName = stack.table('planner-ledger');
     await ensureLedgerTable(ddb, tableName);
     const ledger = createDynamoLedger({ client: ddb, tableName });
     const dispatcher = createRecordingDispatcher();

@@ -1,7 +1,7 @@
 /**
  * Child process of bench/processor.ts: reads one partition range with the project's RangeReader and
  * a no-op handler, then prints `{"records","ms","peakRssMb"}` (its own peak RSS, not the parent's).
- * Usable alone to profile the reader on a kept topic (bench/processor.ts --keep-topic):
+ * Usable alone to profile the reader on a kept topic (bench/processor.ts --keep):
  * `node --cpu-prof --import tsx bench/processor-reader.ts <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch]`.
  */
 import { parseArgs } from 'node:util';

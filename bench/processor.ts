@@ -7,14 +7,15 @@
  * is the largest). The partition is produced once; each run reads it with all three, in turn.
  *
  * Flags: --records N (default 1000000) --size BYTES (default 1024) --runs N (default 1)
- * --keep-topic (leave the topic for profiling the reader on it: bench/processor-reader.ts).
+ * --keep (leave the topic, e.g. for profiling the reader on it: bench/processor-reader.ts; by default
+ * the topic and ConsumerPerformance's consumer groups are deleted at the end).
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { benchLog, runBench, wholeNumberFlags } from './cli';
+import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { consumerPerformance, runKafkaTool, runTimed } from './kafka-tools';
-import { withStack } from './stack';
+import { withStack, type BenchStack } from './stack';
 import { median } from './stats';
 
 const log = benchLog('processor');
@@ -28,8 +29,8 @@ function roundedMedian(values: number[]): number {
 }
 
 /** Reads the whole partition once with each of the three readers. */
-function measureOnce(p: { brokers: string; topic: string; records: number }): Sample {
-  const { brokers, topic, records } = p;
+function measureOnce(p: { brokers: string; topic: string; records: number; group: string }): Sample {
+  const { brokers, topic, records, group } = p;
   const reader = runTimed(
     process.execPath,
     ['--import', 'tsx', resolve(__dirname, 'processor-reader.ts'), brokers, topic, String(records)],
@@ -46,7 +47,7 @@ function measureOnce(p: { brokers: string; topic: string; records: number }): Sa
   const kcatRps = Math.round(records / (kcat.ms / 1000));
   log(`kcat: ${kcatCount} records in ${Math.round(kcat.ms)} ms = ${kcatRps}/s (process start included)`);
 
-  const perf = consumerPerformance({ brokers, topic, records, group: `${topic}-perf-${Date.now().toString(36)}`, timeoutMs: 15 * 60_000 });
+  const perf = consumerPerformance({ brokers, topic, records, group, timeoutMs: 15 * 60_000 });
   // CSV: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
   const line = perf.stdout.trim().split('\n').at(-1) ?? '';
   const cols = line.split(',').map((c) => c.trim());
@@ -94,17 +95,17 @@ function parseFlags(argv: string[]) {
       records: { type: 'string', default: '1000000' },
       size: { type: 'string', default: '1024' },
       runs: { type: 'string', default: '1' },
-      'keep-topic': { type: 'boolean', default: false },
+      ...KEEP_OPTION,
     },
   });
-  return { ...wholeNumberFlags(values, ['records', 'size', 'runs']), keepTopic: values['keep-topic'] };
+  return { ...wholeNumberFlags(values, ['records', 'size', 'runs']), keep: values.keep };
 }
 
 /** Reads the partition `runs` times and sums the runs up: medians, the per-run ratios, the peak RSS. */
-function measure(brokers: string, topic: string, records: number, runs: number) {
+function measure(stack: BenchStack, topic: string, records: number, runs: number) {
   const samples: Sample[] = [];
   for (let i = 1; i <= runs; i++) {
-    const sample = measureOnce({ brokers, topic, records });
+    const sample = measureOnce({ brokers: stack.brokers, topic, records, group: stack.group('processor-perf') });
     log(`run ${i}/${runs}: ${JSON.stringify(sample)}`);
     samples.push(sample);
   }
@@ -122,9 +123,10 @@ function measure(brokers: string, topic: string, records: number, runs: number) 
 }
 
 async function main(): Promise<void> {
-  const { records, size, runs, keepTopic } = parseFlags(process.argv.slice(2));
-  await withStack(log, async (brokers) => {
-    const topic = `bench-proc-${Date.now().toString(36)}`;
+  const { records, size, runs, keep } = parseFlags(process.argv.slice(2));
+  await withStack(log, { keep }, async (stack) => {
+    const brokers = stack.brokers;
+    const topic = stack.topic('processor');
     const admin = new Kafka({ clientId: 'bench-processor', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
     try {
       await admin.connect();
@@ -137,12 +139,10 @@ async function main(): Promise<void> {
       const [offsets] = await admin.fetchTopicOffsets(topic);
       const until = Number(offsets?.high);
       if (until !== records) throw new Error(`expected ${records} records, the partition ends at ${until}`);
-      const out = measure(brokers, topic, records, runs);
+      const out = measure(stack, topic, records, runs);
       log(`goal: readerRps >= kcatRps / 2 and peakRssMb < 256`);
       process.stdout.write(`${JSON.stringify(out)}\n`);
     } finally {
-      if (keepTopic) log(`kept topic ${topic} (${records} records): delete it when done`);
-      else await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
       await admin.disconnect();
     }
   });

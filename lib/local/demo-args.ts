@@ -8,7 +8,7 @@ import type { RunConfigOptions } from './run-config';
 export type StartArgs = { options: DemoOptions } | { run: RunConfigOptions } | { help: string };
 
 /** Demo options that mean nothing for a run of a config file's streams. */
-const DEMO_ONLY = ['rate', 'duration', 'partitions', 'addPartitionAfter', 'accounts', 'demoConfig'] as const;
+const DEMO_ONLY = ['rate', 'duration', 'partitions', 'addPartitionAfter', 'accounts', 'demoConfig', 'keep'] as const;
 
 /** Default --timeout of a config run: give up after this long without a commit while lag remains. */
 const CONFIG_RUN_TIMEOUT_MS = 300_000;
@@ -40,6 +40,7 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
     .option('--no-progress', 'no live progress view')
     .option('--verbose', "also print the Kafka client's own log lines (by default a failure is said once, in one line)")
     .option('--demo-config <file>', 'where to write the demo stream config for the CLI (default .local/demo/streams.json)')
+    .option('--keep', "keep the run's topic and sink table at exit (by default they are deleted)")
     .exitOverride()
     .configureOutput({ writeOut: (s) => (usage += s), writeErr: () => undefined });
   try {
@@ -103,6 +104,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     progress: boolean;
     demoConfig?: string;
     verbose?: boolean;
+    keep?: boolean;
   }>();
   const bounded = o.untilCaughtUp ?? false;
   const positive = (text: string, what: string, max: number): number => {
@@ -137,6 +139,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     ledgerTable: DEMO_DEFAULTS.ledgerTable,
     maxConcurrency,
     verbose: o.verbose ?? false,
+    keep: o.keep ?? false,
     ...(o.demoConfig !== undefined ? { configFile: o.demoConfig } : {}),
   };
 }

@@ -1,15 +1,22 @@
 /**
  * `npm start`: the main job on one machine. A fresh demo stream per run (topic, stream id and sink
- * table named after the run), card payments produced at a steady rate with a partition added part
- * way, the planner every second and the processors in this process (in-process dispatcher), and
- * the exactly-once running-totals handler writing into a DynamoDB sink table.
+ * table named after the run: `demo-<what>-<time>-<hex>`), card payments produced at a steady rate
+ * with a partition added part way, the planner every second and the processors in this process
+ * (in-process dispatcher), and the exactly-once running-totals handler writing into a DynamoDB sink
+ * table.
  *
  * Bounded (`--until-caught-up`): producing stops after `durationMs`; the run ends when every
  * partition's committed offset reached its latest offset, then checks the sink against what was
  * produced, key by key. Unbounded: runs until Ctrl-C, then stops producing, lets processors finish
  * (or stop at a chunk boundary: each chunk commits atomically) and checks that the sink holds
  * exactly the committed records.
+ *
+ * At exit (the end of the run, Ctrl-C, a failure) the run's topic and sink table are deleted, unless
+ * `keep`: a shared stack would otherwise fill up with one of each per run. The stream's items in the
+ * ledger table (shared by every demo run, in the emulator's memory) stay, so the CLI can still show
+ * its dead letters.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { CreateTableCommand, ResourceInUseException, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -36,6 +43,8 @@ import { cliCommand, localCommand } from './cli-hint';
 import type { PartitionProgress, ProgressFrame, ProgressView } from './progress';
 import type { LocalRunner } from './runner';
 import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
+import { listed, noResources, removalLine, removeResources, type CreatedResources } from './tool-cleanup';
+import { toolResourceName } from './tool-names';
 
 export type DemoOptions = {
   /** Bounded run: stop producing after `durationMs`, exit once lag is zero. */
@@ -60,6 +69,8 @@ export type DemoOptions = {
   configFile?: string | null;
   /** Also print the Kafka client's own log lines. */
   verbose?: boolean;
+  /** Leave the run's topic and sink table on the stack at exit (by default they are deleted). */
+  keep?: boolean;
 };
 
 export const DEMO_DEFAULTS = {
@@ -98,8 +109,14 @@ export type DemoSummary = {
   exact: boolean;
   /** Sink counts + dead letters equal the offsets the ledger shows processed (no loss, no duplicates). */
   consistent: boolean;
+  /** What became of the run's topic and sink table at exit: deleted, kept (--keep), or not deleted (`cleanupError`). */
+  cleanup: DemoCleanup['cleanup'];
+  cleanupError?: string;
   producerError?: string;
 };
+
+/** The end of the run's topic and sink table, and the line that says it. */
+type DemoCleanup = { cleanup: 'deleted' | 'kept' | 'failed'; cleanupError?: string; line: string };
 
 export type DemoResult = { summary: DemoSummary; expected: KeyTotals; sink: KeyTotals; exitCode: number };
 
@@ -129,8 +146,7 @@ type RunEnd = { caughtUp: boolean; caughtUpAtMs?: number; lastFrame?: ProgressFr
 
 /** Runs the demo and returns its summary and exit code (0: success; 1: a check failed; 130: interrupted bounded run). */
 export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoResult> {
-  const runId = Date.now().toString(36);
-  const names: DemoNames = { id: `demo-${runId}`, topic: `demo-payments-${runId}`, sinkTable: `demo-totals-${runId}` };
+  const names = demoNames(Date.now(), randomBytes(2).toString('hex'));
   const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint, KAFKA_BROKERS: deps.kafkaBrokers };
   const { view, dynamo } = createViewAndDynamo(opts, deps, env);
   const kafka = new Kafka({ clientId: 'demo', brokers: deps.kafkaBrokers.split(','), logLevel: logLevel.NOTHING });
@@ -144,9 +160,12 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
     retry: KAFKAJS_RETRY,
   }).admin();
   let ctx: OpsContext | undefined;
+  const created = noResources();
+  let cleanup: DemoCleanup | undefined;
+  const cleanUp = async (): Promise<DemoCleanup> => (cleanup ??= await settleResources(created, opts.keep ?? false, { admin, dynamo }));
 
   try {
-    const { config, configFile } = await setUpDemo(opts, deps, names, dynamo, admin);
+    const { config, configFile } = await setUpDemo(opts, deps, { names, created }, dynamo, admin);
     const stream = config.streams[0] as StreamConfig;
     // The Kafka client's own lines (a lost connection) only on request: the run says a failure once itself.
     ctx = composeAdapters({ config, env, dynamo, kafkaLog: opts.verbose ? kafkaLogLines((l) => view.event(l)) : quietKafkaLog });
@@ -169,33 +188,44 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
     await producer.stop();
     await runner.stop({ graceMs: 10_000 });
     view.close();
-    return await checkAndReport(run, dynamo, end);
+    return await checkAndReport(run, dynamo, end, cleanUp);
   } finally {
+    // A run that failed before its summary says here what became of what it had created.
+    if (!cleanup && listed(created)) deps.err(`${(await cleanUp()).line}\n`);
     await ctx?.close().catch(() => undefined);
     if (!ctx) dynamo.destroy();
     await admin.disconnect().catch(() => undefined);
   }
 }
 
+/** The run's stream, topic and sink table: `demo-stream-<time>-<hex>`, `demo-payments-...`, `demo-totals-...`. */
+function demoNames(nowMs: number, random: string): DemoNames {
+  const name = (what: string) => toolResourceName('demo', what, nowMs, random);
+  return { id: name('stream'), topic: name('payments'), sinkTable: name('totals') };
+}
+
 /**
- * Creates the ledger table, the sink table and the topic, and writes the demo's deployment config
- * for the CLI; returns the parsed config.
+ * Creates the ledger table, the sink table and the topic (recording in `created` the last two, the
+ * run's own), and writes the demo's deployment config for the CLI; returns the parsed config.
  */
 async function setUpDemo(
   opts: DemoOptions,
   deps: DemoDeps,
-  names: DemoNames,
+  { names, created }: { names: DemoNames; created: CreatedResources },
   dynamo: DynamoDBClient,
   admin: Admin,
 ): Promise<{ config: DeploymentConfig; configFile: string | null }> {
   await admin.connect().catch((err: unknown) => {
     throw new KafkaError(`${toKafkaError('connect', err).message} [KAFKA_BROKERS]`, { cause: err });
   });
+  // The topic is recorded before it is asked for (it may exist even if waiting for its leaders
+  // fails), the table once it exists (an unreachable emulator created nothing to delete).
+  created.topics.push(names.topic);
   // All settled before the first failure is thrown: a topic creation still in flight would reconnect
   // the admin after `runDemo`'s `finally` disconnected it, and keep the process alive.
   const setUp = await Promise.allSettled([
     ensureLedgerTable(dynamo, opts.ledgerTable),
-    createSinkTable(dynamo, names.sinkTable),
+    createSinkTable(dynamo, names.sinkTable).then(() => void created.tables.push(names.sinkTable)),
     createTopic(admin, names.topic, opts.partitions),
   ]);
   for (const r of setUp) if (r.status === 'rejected') throw r.reason;
@@ -310,8 +340,11 @@ function progressFrame(run: DemoRun, phase: DemoPhase, snap: Snapshot, history: 
   };
 }
 
-/** Checks the sink against what was produced and what the ledger committed, prints the summary, picks the exit code. */
-async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd): Promise<DemoResult> {
+/**
+ * Checks the sink against what was produced and what the ledger committed, deletes (or keeps) the
+ * run's topic and sink table, prints the summary, picks the exit code.
+ */
+async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd, cleanUp: () => Promise<DemoCleanup>): Promise<DemoResult> {
   const { opts, deps, ops, stream, runner, producer, names } = run;
   const endMs = end.caughtUpAtMs ?? Date.now();
   const expected = producer.expected();
@@ -328,6 +361,11 @@ async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd)
   const consistent = applied + deadLetters === ledgerProcessed;
   const exact = end.caughtUp && applied === produced && kafkaRecords === produced && deadLetters === 0 && sameTotals(expected, sink);
   await producer.close();
+  const partitions = (await ops.metadata.forStream(stream).then((m) => m.describeTopics({ topics: [names.topic] }))).reduce(
+    (s, t) => s + t.partitions.length,
+    0,
+  );
+  const { cleanup, cleanupError } = await cleanUp();
   const summary: DemoSummary = {
     produced,
     applied,
@@ -336,10 +374,7 @@ async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd)
     stream: names.id,
     topic: names.topic,
     sinkTable: names.sinkTable,
-    partitions: (await ops.metadata.forStream(stream).then((m) => m.describeTopics({ topics: [names.topic] }))).reduce(
-      (s, t) => s + t.partitions.length,
-      0,
-    ),
+    partitions,
     kafkaRecords,
     plannerRuns: stats.plannerRuns,
     deadLetters,
@@ -349,6 +384,8 @@ async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd)
     interrupted,
     exact,
     consistent,
+    cleanup,
+    ...(cleanupError ? { cleanupError } : {}),
     ...(producer.lastError() ? { producerError: producer.lastError() } : {}),
   };
   const exitCode = opts.untilCaughtUp ? (interrupted ? 130 : exact ? 0 : 1) : consistent ? 0 : 1;
@@ -381,8 +418,25 @@ export function humanSummary(s: DemoSummary, bounded: boolean): string {
         : 'CHECK FAILED: the sink does not match the committed offsets',
     );
   if (s.producerError) lines.push(`producer error seen: ${s.producerError}`);
-  lines.push(`inspect: ${cliCommand(`status ${s.stream}`, undefined)}   (the local stack keeps running; ${localCommand('down')} stops it)`);
+  const resources = `topic ${s.topic} and sink table ${s.sinkTable}`;
+  const stack = `the local stack keeps running; ${localCommand('down')} stops it`;
+  if (s.cleanup === 'kept')
+    lines.push(`kept ${resources} (--keep)`, `inspect: ${cliCommand(`status ${s.stream}`, undefined)}   (${stack})`);
+  else if (s.cleanup === 'deleted') lines.push(`deleted ${resources} (--keep keeps them)`, stack);
+  else lines.push(`could not delete ${resources}: ${s.cleanupError ?? 'unknown error'}`, stack);
   return lines.join('\n');
+}
+
+/** At exit: deletes what the run created (not the shared ledger table), or keeps it with --keep. */
+async function settleResources(
+  created: CreatedResources,
+  keep: boolean,
+  clients: { admin: Admin; dynamo: DynamoDBClient },
+): Promise<DemoCleanup> {
+  if (keep) return { cleanup: 'kept', line: `kept (--keep): ${listed(created)}` };
+  const removal = await removeResources(created, clients, { timeoutMs: 30_000 });
+  const line = removalLine(removal);
+  return removal.errors.length ? { cleanup: 'failed', cleanupError: removal.errors.join('; '), line } : { cleanup: 'deleted', line };
 }
 
 type Snapshot = Awaited<ReturnType<typeof snapshot>>;

@@ -7,6 +7,7 @@
  * a sink table) and `<id>-al` (audit-log, at-least-once). Each produced record has a unique key
  * (`r-<n>`, amount n), so the sink shows every duplicate and every loss record by record.
  * Faults are drawn from a seeded PRNG; runs are bounded by a wall-clock budget per scenario.
+ * What a scenario creates (`chaos-<what>-<time>-<hex>`) is deleted when it ends, passed or failed.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -38,13 +39,16 @@ import { createMetadataCache, type MetadataCache } from '../../lib/kafka/metadat
 import { createDynamoStoreClock } from '../../lib/ledger/clock.dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
+import { exitCleanups } from '../../lib/local/exit-cleanup';
+import { noResources, removeResources, type CreatedResources, type Removal } from '../../lib/local/tool-cleanup';
+import { toolResourceName } from '../../lib/local/tool-names';
 import { emptyReport, planStream, PLANNER_STEPS, type PlannerStep, type StreamPlanReport } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, PROCESSOR_STEPS } from '../../lib/processor/process-range';
 import type { Ledger, PartitionState, StoreClock } from '../../lib/ports/ledger';
 import type { RangeReader } from '../../lib/ports/range-reader';
 import type { RangePayload } from '../../lib/ranges';
-import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import { createScenarioTable, createScenarioTopics } from './scenario-resources';
 import { takeReader } from './readers';
 import { runLargeBatch } from './large-batch';
 import { runLoad } from './load';
@@ -111,6 +115,8 @@ export type ScenarioResult = {
   statuses: Record<string, number>;
   wallMs: number;
   ok: boolean;
+  /** What was deleted when the scenario ended (a private broker's topics go with the broker instead). */
+  removed?: { topics: string[]; tables: string[] };
 };
 
 export type ChaosEnv = {
@@ -125,17 +131,28 @@ export type ChaosEnv = {
   metadata: MetadataCache;
   readers: RangeReader[];
   allReaders: RangeReader[];
+  /** Topics and tables made through this environment, to delete: its ledger table, or a running scenario's own. */
+  created: CreatedResources;
 };
 
-export async function openChaosEnv(kafka: Kafka, ddb: DynamoDBClient): Promise<ChaosEnv> {
+/** An environment on `kafka` with a fresh ledger table, recorded in `created`. */
+export async function openChaosEnv(kafka: Kafka, ddb: DynamoDBClient, created = noResources()): Promise<ChaosEnv> {
   const admin = kafka.admin();
   const producer = kafka.producer();
-  const ledgerTable = uniqueName('chaos-ledger');
+  const ledgerTable = toolResourceName('chaos', 'ledger');
+  created.tables.push(ledgerTable);
   await Promise.all([admin.connect(), producer.connect(), ensureLedgerTable(ddb, ledgerTable)]);
-  return { kafka, admin, producer, ddb, ledgerTable, metadata: createMetadataCache(), readers: [], allReaders: [] };
+  return { kafka, admin, producer, ddb, ledgerTable, metadata: createMetadataCache(), readers: [], allReaders: [], created };
 }
 
-export async function closeChaosEnv(env: ChaosEnv): Promise<void> {
+/** Deletes what the environment recorded (its ledger table), then closes its clients. */
+export async function closeChaosEnv(env: ChaosEnv): Promise<Removal> {
+  const removal = await removeResources(env.created, { admin: env.admin, dynamo: env.ddb });
+  await disconnect(env);
+  return removal;
+}
+
+async function disconnect(env: ChaosEnv): Promise<void> {
   await Promise.allSettled([
     env.metadata.closeAll(),
     ...env.allReaders.map((r) => r.close()),
@@ -213,8 +230,8 @@ type ClusterControl = { brokers: string; startMs: number; killLeaderOf(topic: st
 
 /**
  * Runs one scenario end to end and checks it; never throws for a failed check (see `ok`, `problems`).
- * `broker-restart` runs against a private broker of its own (started here, stopped in `finally`), so
- * the shared test broker other test files use is never restarted.
+ * When it ends, passed, failed or interrupted (Ctrl-C in a soak), the topics and tables it created are
+ * deleted; a deletion that fails is a problem of the scenario.
  */
 export async function runScenario(
   env: ChaosEnv,
@@ -222,11 +239,50 @@ export async function runScenario(
   seed: number,
   opts: { budgetMs?: number } = {},
 ): Promise<ScenarioResult> {
+  // A producer of its own: kafkajs asks again for every topic a producer ever wrote to, so a shared
+  // one would fail in every later scenario once this one's topics are deleted.
+  const producer = env.kafka.producer();
+  await producer.connect();
+  const own: ChaosEnv = { ...env, producer, created: noResources() };
+  let removal: Removal | undefined;
+  const cleanUp = async (): Promise<void> => {
+    await producer.disconnect().catch(() => undefined);
+    removal = await removeResources(own.created, { admin: env.admin, dynamo: env.ddb });
+  };
+  const res = await exitCleanups.around(cleanUp, () => runScenarioOn(own, scenario, seed, opts));
+  const errors = removal?.errors ?? ['no clean-up ran'];
+  return {
+    ...res,
+    removed: { topics: removal?.topics ?? [], tables: removal?.tables ?? [] },
+    problems: [...res.problems, ...errors.map((e) => `clean-up: ${e}`)],
+    ok: res.ok && errors.length === 0,
+  };
+}
+
+/**
+ * The scenario's own runner. `broker-restart` and `leader-killed` run against a private broker or
+ * cluster of their own (started there, stopped in `finally`), so the shared test broker other test
+ * files use is never restarted.
+ */
+function runScenarioOn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts: { budgetMs?: number }): Promise<ScenarioResult> {
   if (scenario === 'leader-killed') return runOnCluster(env, scenario, seed, opts);
+  if (scenario === 'broker-restart') return runOnPrivateBroker(env, scenario, seed, opts);
   if (scenario === 'topic-recreated') return runTopicRecreated(env, seed, opts);
   if (scenario === 'large-batch') return runLargeBatch(env, seed, opts);
   if (scenario === 'load') return runLoad(env, seed, opts);
-  if (scenario !== 'broker-restart') return runIn(env, scenario, seed, opts);
+  return runIn(env, scenario, seed, opts);
+}
+
+/**
+ * `broker-restart` runs against a private broker, which the streams reach over SASL_SSL with SCRAM;
+ * its tables are on the shared emulator and recorded in `env.created`.
+ */
+async function runOnPrivateBroker(
+  env: ChaosEnv,
+  scenario: ScenarioName,
+  seed: number,
+  opts: { budgetMs?: number },
+): Promise<ScenarioResult> {
   const t0 = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'chaos-broker-'));
   let broker: KafkaInstance | undefined;
@@ -246,7 +302,7 @@ export async function runScenario(
     });
     process.env.CHAOS_SCRAM_PASSWORD = scram.password;
     const kafka = new Kafka({ clientId: 'chaos-private', brokers: [broker.brokers], logLevel: logLevel.NOTHING });
-    priv = await openChaosEnv(kafka, env.ddb);
+    priv = await openChaosEnv(kafka, env.ddb, env.created);
     const secured = broker.secured!;
     const streamKafka = {
       ssl: { ca: readFileSync(secured.tls.caCert, 'utf8') },
@@ -265,7 +321,7 @@ export async function runScenario(
     const res = await runIn(priv, scenario, seed, { ...opts, broker: control, startedAt: t0 });
     return res;
   } finally {
-    if (priv) await closeChaosEnv(priv);
+    if (priv) await disconnect(priv);
     if (broker) await stopKafka(broker);
     rmSync(dir, { recursive: true, force: true });
   }
@@ -285,7 +341,7 @@ async function runOnCluster(env: ChaosEnv, scenario: ScenarioName, seed: number,
     cluster = await startKafkaCluster({ dir, cacheDir: CACHE_DIR, ownerPid: process.pid, brokers: 3 });
     const c = cluster;
     const kafka = new Kafka({ clientId: 'chaos-cluster', brokers: c.brokers.split(','), logLevel: logLevel.NOTHING });
-    priv = await openChaosEnv(kafka, env.ddb);
+    priv = await openChaosEnv(kafka, env.ddb, env.created);
     const admin = priv.admin;
     const control: ClusterControl = {
       brokers: c.brokers,
@@ -300,7 +356,7 @@ async function runOnCluster(env: ChaosEnv, scenario: ScenarioName, seed: number,
     };
     return await runIn(priv, scenario, seed, { ...opts, cluster: control });
   } finally {
-    if (priv) await closeChaosEnv(priv);
+    if (priv) await disconnect(priv);
     if (cluster) await stopKafkaCluster(cluster, 5_000);
     rmSync(dir, { recursive: true, force: true });
   }
@@ -354,7 +410,7 @@ async function runIn(
   const t0 = opts.startedAt ?? Date.now();
   const rng = prng(seed);
   const spec: ScenarioSpec = { ...BASE, config: { ...BASE.config } };
-  const id = uniqueName(`c${SCENARIOS.indexOf(scenario)}`).toLowerCase();
+  const id = toolResourceName('chaos', scenario);
   const topic1 = `${id}-t1`;
   const topics = [topic1];
   const problems: string[] = [];
@@ -459,11 +515,11 @@ async function runIn(
   const faulty = faultFraction > 0 ? faultyDynamo(process.env.DYNAMODB_ENDPOINT as string, rng, faultFraction, faults) : undefined;
   const ledger = createDynamoLedger({ client: faulty ?? env.ddb, tableName: env.ledgerTable });
   const cleanLedger = createDynamoLedger({ client: env.ddb, tableName: env.ledgerTable });
-  const sinkTable = await createSinkTable(env.ddb, 'chaos-sink');
-  const auditTable = await createSinkTable(env.ddb, 'chaos-audit');
+  const sinkTable = await createScenarioTable(env, 'sink');
+  const auditTable = await createScenarioTable(env, 'audit');
   const audit = createAuditLog({ tableName: auditTable, client: env.ddb });
 
-  await createTopicsReady(env.admin, [{ topic: topic1, numPartitions: spec.partitions }]);
+  await createScenarioTopics(env, [{ topic: topic1, numPartitions: spec.partitions }]);
   const mk = (suffix: 'eo' | 'al'): StreamConfig =>
     parseStreamConfig(
       {
@@ -514,7 +570,7 @@ async function runIn(
   if (scenario === 'topic-deleted') {
     // The second matching topic exists from the start; it is deleted mid-run.
     deletedTopic = `${id}-t2`;
-    await createTopicsReady(env.admin, [{ topic: deletedTopic, numPartitions: 2 }]);
+    await createScenarioTopics(env, [{ topic: deletedTopic, numPartitions: 2 }]);
     doomedProducer = env.kafka.producer();
     await doomedProducer.connect();
     topics.push(deletedTopic);
@@ -697,7 +753,7 @@ async function runIn(
       injected = 'partition added to the topic (2 -> 3) and a second matching topic (2 partitions) created mid-run';
       await env.admin.createPartitions({ topicPartitions: [{ topic: topic1, count: 3 }] });
       const topic2 = `${id}-t2`;
-      await createTopicsReady(env.admin, [{ topic: topic2, numPartitions: 2 }]);
+      await createScenarioTopics(env, [{ topic: topic2, numPartitions: 2 }]);
       topics.push(topic2);
       for (;;) {
         const o = await env.admin.fetchTopicOffsets(topic1);

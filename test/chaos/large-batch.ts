@@ -16,7 +16,7 @@ import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { planStream } from '../../lib/planner/run';
 import { processRange, type ProcessorStep } from '../../lib/processor/process-range';
 import type { RangePayload } from '../../lib/ranges';
-import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import { createScenarioTable, createScenarioTopics, scenarioName } from './scenario-resources';
 import type { ChaosEnv, ScenarioResult } from './harness';
 import { takeReader } from './readers';
 import { scanTotals } from '../support/scan';
@@ -38,12 +38,12 @@ const amountOf = (i: number): number => (i % 97) + 1;
 export async function runLargeBatch(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
   const t0 = Date.now();
   const random = prng(seed);
-  const topic = uniqueName('clb').toLowerCase();
+  const topic = scenarioName('large-batch');
   const problems: string[] = [];
-  await createTopicsReady(env.admin, [{ topic, numPartitions: PARTITIONS }]);
+  await createScenarioTopics(env, [{ topic, numPartitions: PARTITIONS }]);
   const expected = await produceAccounts(env, topic);
   debug(`produced ${RECORDS} records in ${Date.now() - t0} ms`);
-  const sinkTable = await createSinkTable(env.ddb, 'chaos-large');
+  const sinkTable = await createScenarioTable(env, 'large-batch-sink');
   const ledger = createDynamoLedger({ client: env.ddb, tableName: env.ledgerTable });
   const stream = parseStreamConfig(
     {

@@ -16,9 +16,8 @@ import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { createLocalRunner, runnerDepsFrom, type RunnerStats } from '../../lib/local/runner';
 import type { RecordsHandler } from '../../lib/processor/handler-api';
 import { DEFAULT_LOCAL_CONCURRENCY } from '../../lib/dispatch/dispatcher.local';
-import { ensureLedgerTable } from '../../lib/ledger/table';
 import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor, type Adapters } from '../../lib/runtime/compose';
-import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import { createScenarioLedger, createScenarioTable, createScenarioTopics, scenarioName } from './scenario-resources';
 import type { ChaosEnv, ScenarioResult } from './harness';
 import { scanTotals } from '../support/scan';
 
@@ -133,14 +132,13 @@ function throttledClient(seed: number, tally: Tally): DynamoDBClient {
 
 /** The topic (produced), the sink, a ledger of its own and the stream config. */
 async function setUp(env: ChaosEnv) {
-  const id = uniqueName('load').toLowerCase();
+  const id = scenarioName('load');
   const topic = `${id}-t`;
-  await createTopicsReady(env.admin, [{ topic, numPartitions: PARTITIONS }], 60_000);
+  await createScenarioTopics(env, [{ topic, numPartitions: PARTITIONS }], 60_000);
   const produced = await produceAll(env, topic);
-  const sinkTable = await createSinkTable(env.ddb, 'load-sink');
+  const sinkTable = await createScenarioTable(env, 'load-sink');
   // A ledger of its own: the emulator's transactions cost in proportion to the tables they touch.
-  const ledgerTable = uniqueName('load-ledger');
-  await ensureLedgerTable(env.ddb, ledgerTable);
+  const ledgerTable = await createScenarioLedger(env, 'load-ledger');
   const stream = parseStreamConfig(
     {
       id,

@@ -2,9 +2,15 @@
  * Chaos soak: `npm run chaos -- --minutes 30 [--seed n]` loops over every chaos scenario with a new
  * seed each pass until the time is up, then prints a JSON summary (exit 1 if any run failed).
  * Needs a running stack: `eval "$(npm run -s local:up)"; export KAFKA_BROKERS DYNAMODB_ENDPOINT`.
+ * Each scenario deletes its topics and tables when it ends, the soak its ledger table; Ctrl-C or
+ * SIGTERM deletes them too, then exits 130.
  */
+import { cleanUpOnSignals, exitCleanups } from '../../lib/local/exit-cleanup';
+import { removalLine } from '../../lib/local/tool-cleanup';
 import { closeChaosEnv, openChaosEnv, runScenario, SCENARIOS, type ScenarioResult } from './harness';
 import { testDynamo, testKafka } from '../support/env';
+
+const log = (line: string): void => void process.stderr.write(`[chaos] ${line}\n`);
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -22,6 +28,7 @@ async function main(): Promise<void> {
     console.error('KAFKA_BROKERS and DYNAMODB_ENDPOINT must be set: eval "$(npm run -s local:up)"; export KAFKA_BROKERS DYNAMODB_ENDPOINT');
     process.exit(2);
   }
+  cleanUpOnSignals(exitCleanups, process, log, (code) => process.exit(code));
   const minutes = arg('minutes', 5);
   const seed0 = arg('seed', Date.now() % 1_000_000);
   const endAt = Date.now() + minutes * 60_000;
@@ -32,7 +39,11 @@ async function main(): Promise<void> {
   let runs = 0;
   let pass = 0;
   const t0 = Date.now();
-  try {
+  const closeEnv = async (): Promise<void> => {
+    log(`soak's ledger table: ${removalLine(await closeChaosEnv(env))}`);
+    ddb.destroy();
+  };
+  await exitCleanups.around(closeEnv, async () => {
     while (Date.now() < endAt) {
       for (const scenario of SCENARIOS) {
         if (Date.now() >= endAt) break;
@@ -75,10 +86,7 @@ async function main(): Promise<void> {
         process.stderr.write(`${res.ok ? 'ok  ' : 'FAIL'} ${scenario} seed=${seed} ${res.wallMs} ms ${res.injected}\n`);
       }
     }
-  } finally {
-    await closeChaosEnv(env);
-    ddb.destroy();
-  }
+  });
   console.log(
     JSON.stringify({ seed: seed0, minutes, wallMs: Date.now() - t0, runs, pass, failed: failures.length, perScenario, failures }),
   );

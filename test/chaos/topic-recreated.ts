@@ -23,7 +23,7 @@ import { planStream } from '../../lib/planner/run';
 import { idempotencyKeyOf } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
 import type { RangePayload } from '../../lib/ranges';
-import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import { createScenarioTable, createScenarioTopics, scenarioName } from './scenario-resources';
 import type { ChaosEnv, ScenarioResult } from './harness';
 import { takeReader } from './readers';
 import { scanItems } from '../support/scan';
@@ -68,7 +68,7 @@ function topicControl(env: ChaosEnv, id: string) {
   const create = async (o: Ordering): Promise<void> => {
     for (let i = 0; ; i++) {
       try {
-        await createTopicsReady(env.admin, [{ topic: topicOf(o), numPartitions: 1 }], 10_000);
+        await createScenarioTopics(env, [{ topic: topicOf(o), numPartitions: 1 }], 10_000);
         break;
       } catch (err) {
         if (i > 30) throw err; // the broker may still be letting go of the deleted topic
@@ -112,14 +112,14 @@ function streamConfig(id: string, suffix: 'eo' | 'al', sinkTable: string): Strea
 export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { budgetMs?: number } = {}): Promise<ScenarioResult> {
   const t0 = Date.now();
   const random = prng(seed);
-  const id = uniqueName('crc').toLowerCase();
+  const id = scenarioName('topic-recreated');
   const problems: string[] = [];
   /** Lives that no planner run ever saw (created and deleted between two runs). */
   const unseenLives = new Set<string>();
   const { topicOf, produced, life, produce, listed, remove, create, recreate } = topicControl(env, id);
   const ledger = createDynamoLedger({ client: env.ddb, tableName: env.ledgerTable });
-  const sinkTable = await createSinkTable(env.ddb, 'chaos-sink');
-  const auditTable = await createSinkTable(env.ddb, 'chaos-audit');
+  const sinkTable = await createScenarioTable(env, 'sink');
+  const auditTable = await createScenarioTable(env, 'audit');
   const audit = createAuditLog({ tableName: auditTable, client: env.ddb });
   for (const o of ORDERINGS) await create(o);
   for (const o of ORDERINGS) await produce(o, 100);

@@ -1,18 +1,38 @@
 /**
  * End to end on the local stack: the bounded main job (`npm start -- --until-caught-up`) with a
  * partition added while events are produced finishes with every produced event applied exactly
- * once in the sink table, account by account.
+ * once in the sink table, account by account; then deletes its topic and sink table, or with
+ * `--keep` leaves them.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { DEMO_DEFAULTS, runDemo } from '../../lib/local/demo';
-import { testDynamo } from '../support/env';
+import { removeResources } from '../../lib/local/tool-cleanup';
+import { testDynamo, testKafka } from '../support/env';
 
 const ddb = testDynamo();
-afterAll(() => ddb.destroy());
+const admin = testKafka('local-run-test').admin();
+beforeAll(() => admin.connect());
+afterAll(async () => {
+  await admin.disconnect();
+  ddb.destroy();
+});
+
+/** Whether the topic and the table exist now. */
+async function exist(topic: string, table: string): Promise<{ topic: boolean; table: boolean }> {
+  const tableExists = await ddb.send(new DescribeTableCommand({ TableName: table })).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof ResourceNotFoundException) return false;
+      throw err;
+    },
+  );
+  return { topic: (await admin.listTopics()).includes(topic), table: tableExists };
+}
 
 describe('local runtime, bounded run', () => {
   it('applies every produced event exactly once, including those of a partition added mid-run', async () => {
@@ -58,6 +78,10 @@ describe('local runtime, bounded run', () => {
     expect(parts[3]!.committed).toBeGreaterThan(0);
     expect(parts.reduce((sum, p) => sum + p.committed, 0)).toBe(s.produced);
     expect(await ledger.readOpenRanges(s.stream)).toEqual([]);
+    // The run's topic and sink table are gone when it returns; its ledger items stay (read above).
+    expect(s.cleanup).toBe('deleted');
+    expect(s.topic).toMatch(/^demo-payments-[0-9a-z]{8}-[0-9a-f]{4}$/);
+    expect(await exist(s.topic, s.sinkTable)).toEqual({ topic: false, table: false });
     // The last line of output is the JSON summary.
     expect(JSON.parse(out.join('').trim().split('\n').at(-1)!)).toMatchObject({
       produced: s.produced,
@@ -67,7 +91,7 @@ describe('local runtime, bounded run', () => {
     });
   }, 90_000);
 
-  it('`npm start -- --until-caught-up --json` exits 0 with the JSON summary as its last line', async () => {
+  it('`npm start -- --until-caught-up --json --keep` exits 0 with the JSON summary as its last line, leaving topic and sink', async () => {
     const root = resolve(__dirname, '..', '..');
     const demoConfig = join(mkdtempSync(join(tmpdir(), 'demo-')), 'streams.json');
     const args = [
@@ -82,6 +106,7 @@ describe('local runtime, bounded run', () => {
       '2',
       '--demo-config',
       demoConfig,
+      '--keep',
     ];
     const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), args, {
       cwd: root,
@@ -101,5 +126,10 @@ describe('local runtime, bounded run', () => {
     expect(last.produced).toBeGreaterThan(400);
     // The demo config the CLI uses names the run's stream.
     expect(JSON.parse(readFileSync(demoConfig, 'utf8')).streams[0].id).toBe(last.stream);
+    // --keep: the topic and the sink table are still there, as the summary says.
+    expect(last.cleanup).toBe('kept');
+    expect(await exist(last.topic, last.sinkTable)).toEqual({ topic: true, table: true });
+    const removal = await removeResources({ topics: [last.topic], tables: [last.sinkTable], groups: [] }, { admin, dynamo: ddb });
+    expect(removal.errors).toEqual([]);
   }, 90_000);
 });

@@ -1,6 +1,7 @@
 /**
  * `npm start` with a service it cannot reach: one line naming the service and the setting, exit 1,
- * no client log and no stack trace. An unreachable service is a closed loopback port. A bounded run
+ * no client log and no stack trace; the demo's topic, when it was created, is deleted and said so.
+ * An unreachable service is a closed loopback port. A bounded run
  * of a config file says an unavailable cluster once, gives up after its stated time, and exits
  * non-zero whatever stops it (SIGTERM included).
  */
@@ -9,7 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from '../../infra/local/process';
-import { uniqueName } from '../support/env';
+import { testKafka, uniqueName } from '../support/env';
 
 const root = resolve(__dirname, '..', '..');
 
@@ -48,15 +49,27 @@ describe('npm start: unreachable services', () => {
     expect(res.stdout).toBe('');
   }, 60_000);
 
-  it('names the endpoint and DYNAMODB_ENDPOINT when DynamoDB cannot be reached', async () => {
+  it('names the endpoint and DYNAMODB_ENDPOINT when DynamoDB cannot be reached, after deleting the topic it had created', async () => {
     const port = await freePort();
     const res = await start(process.env.KAFKA_BROKERS!, `http://127.0.0.1:${port}`);
     expect(res.code).toBe(1);
-    expect(res.stderr).toMatch(
+    const [deleted, error, ...rest] = res.stderr.split('\n');
+    expect(deleted).toMatch(/^deleted 1 topic \(demo-payments-[0-9a-z]{8}-[0-9a-f]{4}\) in \d+\.\d s$/);
+    const topic = deleted!.slice('deleted 1 topic ('.length, deleted!.indexOf(')'));
+    expect(`${error}\n`).toMatch(
       new RegExp(
         `^error: (ledger|sink) table [\\w-]+: cannot reach DynamoDB at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) \\[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint\\]\\n$`,
       ),
     );
+    expect(rest).toEqual(['']);
+    const admin = testKafka('start-failures').admin();
+    await admin.connect();
+    try {
+      // Deleted (the line names only a topic that existed), and no longer listed when the run ended.
+      expect(await admin.listTopics()).not.toContain(topic);
+    } finally {
+      await admin.disconnect();
+    }
   }, 60_000);
 });
 

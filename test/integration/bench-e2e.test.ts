@@ -3,10 +3,10 @@
  * per-account totals agree with what Kafka holds, and one drain per handler through the local
  * runtime reaches the end, checks the sink and counts the writes it sent.
  */
-import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { drainOnce } from '../../bench/drain';
 import { createBenchTopic, endOffsetsOf } from '../../bench/stack';
 import { ensureLedgerTable } from '../../lib/ledger/table';
+import { removeResources } from '../../lib/local/tool-cleanup';
 import { javaConsume, javaProduceAccounts, type ProducedAccounts } from '../support/java';
 import { testDynamo, testKafka, uniqueName } from '../support/env';
 
@@ -17,6 +17,8 @@ describe('bench:e2e parts', () => {
   const dynamo = testDynamo();
   const topic = uniqueName('bench-e2e');
   const ledgerTable = uniqueName('bench-ledger');
+  // What the tests create; the sink tables are added as the drains name them (a drain leaves its sink to its caller).
+  const created = { topics: [topic], tables: [ledgerTable], groups: [] as string[] };
   const brokers = process.env.KAFKA_BROKERS as string;
   let produced: ProducedAccounts;
   let ends: number[];
@@ -29,9 +31,8 @@ describe('bench:e2e parts', () => {
   });
 
   afterAll(async () => {
-    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await removeResources(created, { admin, dynamo });
     await admin.disconnect();
-    await dynamo.send(new DeleteTableCommand({ TableName: ledgerTable })).catch(() => undefined);
     dynamo.destroy();
   });
 
@@ -55,6 +56,11 @@ describe('bench:e2e parts', () => {
     expect(totals).toEqual(produced.totals);
   });
 
+  const sinkTable = (): string => {
+    const name = uniqueName('bench-totals');
+    created.tables.push(name);
+    return name;
+  };
   const drain = (handler: 'running-totals' | 'noop') =>
     drainOnce({
       brokers,
@@ -63,7 +69,7 @@ describe('bench:e2e parts', () => {
       endOffsets: () => ends,
       streamId: uniqueName(handler === 'noop' ? 'bench-alo' : 'bench-eo'),
       handler,
-      ...(handler === 'running-totals' ? { sinkTable: uniqueName('bench-totals'), expected: () => produced.totals } : {}),
+      ...(handler === 'running-totals' ? { sinkTable: sinkTable(), expected: () => produced.totals } : {}),
       triggerIntervalMs: 1000,
       timeoutMs: 120_000,
       log: () => undefined,

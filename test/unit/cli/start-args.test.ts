@@ -46,6 +46,8 @@ describe('npm start -- --config <file>', () => {
     expect(() => parseStartArgs(['--config', 's.json', '--add-partition-after', 'never'], { isTTY: false })).toThrow(
       '--add-partition-after is an option of the demo',
     );
+    // A config run's topics and tables are the user's: nothing of them is deleted, so nothing to keep.
+    expect(() => parseStartArgs(['--config', 's.json', '--keep'], { isTTY: false })).toThrow('--keep is an option of the demo');
   });
 });
 
@@ -60,8 +62,16 @@ describe('npm start arguments', () => {
       addPartitionAfterMs: 30_000,
       progress: 'tty',
       triggerIntervalMs: 1000,
+      keep: false,
     });
     expect(parse([], false).progress).toBe('lines');
+  });
+
+  it("keeps the run's topic and sink table at exit with --keep", () => {
+    expect(parse(['--keep']).keep).toBe(true);
+    expect(parseStartArgs(['--help'], { isTTY: false })).toEqual({
+      help: expect.stringMatching(/--keep +keep the run's topic and sink table/),
+    });
   });
 
   it('bounds the run with --until-caught-up, adding the partition half way; --json never draws the table', () => {

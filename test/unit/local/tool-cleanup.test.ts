@@ -1,0 +1,28 @@
+/** The one line a tool prints about what it deleted or kept on the local stack. */
+import { listed, removalLine } from '../../../lib/local/tool-cleanup';
+
+const none = { topics: [], tables: [], groups: [] };
+
+describe('clean-up lines', () => {
+  it('count each kind and name a few of each', () => {
+    expect(listed({ ...none, topics: ['a'] })).toBe('1 topic (a)');
+    expect(listed({ topics: ['a', 'b'], tables: ['t'], groups: ['g1', 'g2'] })).toBe(
+      '2 topics (a, b), 1 table (t) and 2 consumer groups (g1, g2)',
+    );
+    const topics = Array.from({ length: 500 }, (_, i) => `bench-planner-x-${String(i).padStart(4, '0')}`);
+    expect(listed({ ...none, topics })).toBe('500 topics (bench-planner-x-0000, bench-planner-x-0001, ... bench-planner-x-0499)');
+    // A name recorded twice (a topic re-created) counts once.
+    expect(listed({ ...none, topics: ['a', 'a'] })).toBe('1 topic (a)');
+    expect(listed(none)).toBe('');
+  });
+
+  it('say what was deleted and how long it took, what could not be, or that there was nothing', () => {
+    expect(removalLine({ ...none, topics: ['a'], tables: ['t'], ms: 1234, errors: [] })).toBe(
+      'deleted 1 topic (a) and 1 table (t) in 1.2 s',
+    );
+    expect(removalLine({ ...none, tables: ['t'], ms: 50, errors: ['broker unreachable'] })).toBe(
+      'deleted 1 table (t) in 0.1 s; could not delete the rest: broker unreachable',
+    );
+    expect(removalLine({ ...none, ms: 3, errors: [] })).toBe('nothing to delete');
+  });
+});
