@@ -4,13 +4,13 @@
  * (lib/local/tool-names.ts) and older than a day by the creation time those names carry. Any other
  * name is a user's and never touched. `--dry-run` only lists them.
  */
-import { DeleteTableCommand, ListTablesCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { ListTablesCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Kafka, logLevel } from 'kafkajs';
 import { PrerequisiteError, ValidationError } from '../../lib/errors';
 import { localCommand } from '../../lib/local/cli-hint';
+import { removalLine, removeResources } from '../../lib/local/tool-cleanup';
 import { parseToolResourceName, type Tool } from '../../lib/local/tool-names';
 import { emulatorClient } from './dynamodb';
-import { sleep } from './process';
 import { PERSISTENT, readState, type PersistentPlace } from './stack';
 import { withStackLock } from './stack-lock';
 
@@ -60,20 +60,6 @@ async function listTables(dynamo: DynamoDBClient): Promise<string[]> {
   return names;
 }
 
-/** Deletes the topics in batches and returns once the broker no longer lists them. */
-async function deleteTopics(admin: Admin, topics: string[], timeoutMs = 120_000): Promise<void> {
-  for (let i = 0; i < topics.length; i += 100) await admin.deleteTopics({ topics: topics.slice(i, i + 100), timeout: 60_000 });
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const listed = new Set(await admin.listTopics());
-    const left = topics.filter((t) => listed.has(t));
-    if (left.length === 0) return;
-    if (Date.now() > deadline)
-      throw new PrerequisiteError(`Kafka still lists ${left.length} deleted topic(s) after ${timeoutMs / 1000} s, e.g. ${left[0]}`);
-    await sleep(250);
-  }
-}
-
 /**
  * Lists (and unless `dryRun` deletes) what the tools left on the persistent stack; `out` gets one
  * line per topic or table, `log` the summary. Needs the stack running.
@@ -104,8 +90,8 @@ async function pruneLocked(
     found.forEach((c) => out(candidateLine(c)));
     const doomed = (kind: PruneCandidate['kind']) => found.filter((c) => c.kind === kind).map((c) => c.name);
     if (!opts.dryRun) {
-      await deleteTopics(admin, doomed('topic'));
-      for (const t of doomed('table')) await dynamo.send(new DeleteTableCommand({ TableName: t }));
+      const removal = await removeResources({ topics: doomed('topic'), tables: doomed('table'), groups: [] }, { admin, dynamo });
+      if (removal.errors.length) throw new PrerequisiteError(`local:prune: ${removalLine(removal)}`);
     }
     const age = `${Math.round((opts.olderThanMs / 3_600_000) * 10) / 10} h`;
     log(
