@@ -1,0 +1,65 @@
+/**
+ * The timing of a planner loop inside one scheduled invocation (docs/architecture.md, "The planner
+ * loop"), as pure functions of the times it is given: when the next tick is due, whether one more
+ * tick fits before the invocation must return, and what a tick's lag was. All times are epoch ms on
+ * one clock (the store clock), durations in ms.
+ */
+
+/**
+ * When the tick after one that was due at `dueMs` is due, if that tick ended at `endedAtMs`: one
+ * interval later, or at once when the tick overran its interval. Missed ticks are not caught up in a
+ * burst: a tick plans everything due anyway, and a burst would only repeat it.
+ */
+export function nextDueMs(dueMs: number, intervalMs: number, endedAtMs: number): number {
+  return Math.max(dueMs + intervalMs, endedAtMs);
+}
+
+/** The longest of the recent ticks (the next one is expected to take as long); 0 before any. */
+export function expectedTickMs(recentTickMs: readonly number[], window = 10): number {
+  return recentTickMs.slice(-window).reduce((a, b) => Math.max(a, b), 0);
+}
+
+/** What decides whether another tick may start. */
+export type TickFitInput = {
+  nowMs: number;
+  /** When the next tick is due (it starts then, or now if later). */
+  dueMs: number;
+  /** When the invocation must have returned (its start plus the remaining time it was given). */
+  deadlineMs: number;
+  /** How long a tick is expected to take (`expectedTickMs`). */
+  expectedTickMs: number;
+  /** Kept free after the last tick: its dispatches' outcomes recorded, the loop handed over, metrics flushed. */
+  marginMs: number;
+};
+
+/** Whether a tick starting at the later of now and its due time ends, with the margin, before the deadline. */
+export function tickFits(t: TickFitInput): boolean {
+  return Math.max(t.nowMs, t.dueMs) + t.expectedTickMs + t.marginMs <= t.deadlineMs;
+}
+
+/** How late a tick started against its due time (0 when on time or early). */
+export function tickLagMs(dueMs: number, startedAtMs: number): number {
+  return Math.max(0, startedAtMs - dueMs);
+}
+
+/**
+ * The margin kept free at the end of an invocation: at least `minMarginMs`, and twice the longest
+ * recent tick (a slow Kafka or ledger makes the last tick slow too).
+ */
+export function endMarginMs(recentTickMs: readonly number[], minMarginMs: number): number {
+  return Math.max(minMarginMs, 2 * expectedTickMs(recentTickMs));
+}
+
+/**
+ * How long the loop lease lasts from each renewal: long enough that a holder renewing every third of
+ * it never loses it to a slow tick, short enough that a dead holder is replaced within a schedule
+ * period. Three trigger intervals, at least 30 s.
+ */
+export function loopLeaseMs(intervalMs: number): number {
+  return Math.max(30_000, 3 * intervalMs);
+}
+
+/** How often a waiting successor looks whether the holder has handed over: a quarter interval, 50 ms to 1 s. */
+export function handoverPollMs(intervalMs: number): number {
+  return Math.min(1000, Math.max(50, Math.floor(intervalMs / 4)));
+}

@@ -1,0 +1,208 @@
+/**
+ * The planner loop of one scheduled invocation (docs/architecture.md, "The planner loop"): for each
+ * stream, take the stream's loop (waiting for the holder to hand over if another invocation ticks
+ * it), tick every trigger interval (each tick one planner run, `planStream`) while another tick fits
+ * in the invocation's remaining time, then hand over, leaving when the next tick is due. One loop
+ * per stream at a time (the loop lease); every tick is fenced by its own epoch as any run is.
+ */
+import type { StreamConfig } from '../config/schema';
+import type { Ledger } from '../ports/ledger';
+import type { PlannerLoopLease, PlannerLoopState } from '../ports/planner-loop';
+import { endMarginMs, expectedTickMs, handoverPollMs, loopLeaseMs, nextDueMs, tickFits, tickLagMs } from './loop-timing';
+import { emptyReport, planStream, type PlannerDeps, type StreamPlanReport } from './run';
+
+/** Time as the loop sees it: the store clock, and a way to wait. */
+export type LoopClock = {
+  /** Store time now (leases and ticks are judged on it). */
+  nowMs(): Promise<number>;
+  sleep(ms: number): Promise<void>;
+};
+
+export type LoopDeps = Omit<PlannerDeps, 'ledger' | 'ownerToken'> & { ledger: Ledger & PlannerLoopLease; clock: LoopClock };
+
+export type LoopOptions = {
+  streams: StreamConfig[];
+  /** This invocation's token: it holds the loops it takes under it. */
+  ownerToken: string;
+  /** When the invocation must have returned, on the store clock. */
+  deadlineMs: number;
+  /** The least time kept free after the last tick (default 2 s). */
+  minMarginMs?: number;
+};
+
+/** One tick of one stream, as the loop ran it. */
+export type TickRecord = {
+  stream: string;
+  dueMs: number;
+  startedAtMs: number;
+  /** How late it started against its due time. */
+  lagMs: number;
+  durationMs: number;
+  report: StreamPlanReport;
+};
+
+/** How one stream's loop in this invocation ended, and what it did. */
+export type StreamLoopReport = {
+  stream: string;
+  /**
+   * `handed-over`: a successor asked and got the loop; `time-up`: the invocation's time ran out and
+   * the loop was left for the next schedule; `lost`: another invocation took an expired loop;
+   * `not-taken`: another invocation holds it and another successor already waits, or it was not
+   * handed over in time.
+   */
+  outcome: 'handed-over' | 'time-up' | 'lost' | 'not-taken';
+  reason?: string;
+  ticks: number;
+  failedTicks: number;
+  /** From the previous holder's last tick to this loop's first (absent without a previous tick). */
+  handoverGapMs?: number;
+  maxTickLagMs: number;
+  /** How long this invocation waited for the previous holder to hand over. */
+  waitedMs: number;
+  holderSinceMs?: number;
+  /** The last tick's planner report. */
+  last?: StreamPlanReport;
+};
+
+/** Runs every stream's loop side by side until each hands over, runs out of time or is not taken. */
+export async function runPlannerLoop(
+  deps: LoopDeps,
+  opts: LoopOptions,
+  onTick: (t: TickRecord) => void | Promise<void> = () => undefined,
+): Promise<StreamLoopReport[]> {
+  return Promise.all(opts.streams.map((s) => streamLoop(deps, s, opts, onTick)));
+}
+
+async function streamLoop(
+  deps: LoopDeps,
+  stream: StreamConfig,
+  opts: LoopOptions,
+  onTick: (t: TickRecord) => void | Promise<void>,
+): Promise<StreamLoopReport> {
+  const rep: StreamLoopReport = { stream: stream.id, outcome: 'not-taken', ticks: 0, failedTicks: 0, maxTickLagMs: 0, waitedMs: 0 };
+  const took = await takeOver(deps, stream, opts, rep);
+  if (!took) return rep;
+  const ended = await tick(deps, stream, opts, rep, { firstDueMs: took.firstDueMs, previous: took.previous, onTick });
+  if (ended.outcome !== 'lost') {
+    const released = await deps.ledger.releasePlannerLoop({
+      stream: stream.id,
+      ownerToken: opts.ownerToken,
+      lastTickAtMs: ended.lastTickAtMs,
+      nextTickDueMs: ended.nextDueMs,
+    });
+    if (released !== 'applied') return { ...rep, outcome: 'lost', reason: 'another invocation took the loop before it was handed over' };
+  }
+  return { ...rep, outcome: ended.outcome };
+}
+
+/**
+ * Take over: the loop at once when free, else wait as the successor until the holder hands over
+ * (or its lease expires), reading the loop a few times per interval (a read, not a write, per look);
+ * give up when another invocation is already next or no tick would fit any more.
+ */
+async function takeOver(
+  deps: LoopDeps,
+  stream: StreamConfig,
+  opts: LoopOptions,
+  rep: StreamLoopReport,
+): Promise<{ firstDueMs: number; previous: PlannerLoopState } | undefined> {
+  const { clock, ledger } = deps;
+  const leaseMs = loopLeaseMs(stream.triggerIntervalMs);
+  const t0 = await clock.nowMs();
+  for (;;) {
+    const nowMs = await clock.nowMs();
+    const take = await ledger.takePlannerLoop({ stream: stream.id, ownerToken: opts.ownerToken, nowMs, leaseMs, asSuccessor: true });
+    if (take.taken) {
+      rep.waitedMs = nowMs - t0;
+      rep.holderSinceMs = nowMs;
+      // The previous holder's next tick, never earlier than now (nor twice in its tick).
+      return { firstDueMs: Math.max(nowMs, take.previous.nextTickDueMs ?? nowMs), previous: take.previous };
+    }
+    if (take.holder.successor !== opts.ownerToken) {
+      rep.reason = `another invocation holds the loop until ${iso(take.holder.expiresAtMs)} and another waits to take it over`;
+      return undefined;
+    }
+    const waited = await waitForHandover(deps, stream, opts, opts.ownerToken);
+    if (!waited) {
+      rep.waitedMs = (await clock.nowMs()) - t0;
+      rep.reason = `the holder did not hand over before this invocation's time ran out (held until ${iso(take.holder.expiresAtMs)})`;
+      return undefined;
+    }
+  }
+}
+
+/** Reads the loop until it is free, expired, or no longer waits for this caller; false when time runs out first. */
+async function waitForHandover(deps: LoopDeps, stream: StreamConfig, opts: LoopOptions, me: string): Promise<boolean> {
+  for (;;) {
+    await deps.clock.sleep(handoverPollMs(stream.triggerIntervalMs));
+    const nowMs = await deps.clock.nowMs();
+    if (!tickFits({ nowMs, dueMs: nowMs, deadlineMs: opts.deadlineMs, expectedTickMs: 0, marginMs: opts.minMarginMs ?? 2000 })) return false;
+    const loop = (await deps.ledger.readMeta(stream.id))?.loop;
+    if (!loop?.ownerToken || (loop.expiresAtMs ?? 0) < nowMs || loop.successor !== me) return true;
+  }
+}
+
+type TickEnd = { outcome: 'handed-over' | 'time-up' | 'lost'; lastTickAtMs?: number; nextDueMs: number };
+
+/**
+ * Tick: wait for the due time, run one planner run, schedule the next; after each tick, see whether
+ * a successor waits (hand over) or the loop was lost, and renew the lease a third of the way through.
+ */
+async function tick(
+  deps: LoopDeps,
+  stream: StreamConfig,
+  opts: LoopOptions,
+  rep: StreamLoopReport,
+  start: { firstDueMs: number; previous: PlannerLoopState; onTick: (t: TickRecord) => void | Promise<void> },
+): Promise<TickEnd> {
+  const { clock, ledger } = deps;
+  const leaseMs = loopLeaseMs(stream.triggerIntervalMs);
+  const durations: number[] = [];
+  let dueMs = start.firstDueMs;
+  let renewedAtMs = await clock.nowMs();
+  let lastTickAtMs = start.previous.lastTickAtMs;
+  for (;;) {
+    const nowMs = await clock.nowMs();
+    const marginMs = endMarginMs(durations, opts.minMarginMs ?? 2000);
+    if (!tickFits({ nowMs, dueMs, deadlineMs: opts.deadlineMs, expectedTickMs: expectedTickMs(durations), marginMs })) {
+      return { outcome: 'time-up', lastTickAtMs, nextDueMs: dueMs };
+    }
+    if (dueMs > nowMs) await clock.sleep(dueMs - nowMs);
+    const t = await runTick(deps, stream, opts.ownerToken, dueMs);
+    if (rep.ticks === 0 && lastTickAtMs !== undefined) rep.handoverGapMs = t.startedAtMs - lastTickAtMs;
+    rep.ticks++;
+    if (t.report.status === 'failed') rep.failedTicks++;
+    rep.maxTickLagMs = Math.max(rep.maxTickLagMs, t.lagMs);
+    rep.last = t.report;
+    durations.push(t.durationMs);
+    lastTickAtMs = t.startedAtMs;
+    await start.onTick(t);
+    const endedAtMs = t.startedAtMs + t.durationMs;
+    dueMs = nextDueMs(dueMs, stream.triggerIntervalMs, endedAtMs);
+    const loop = (await ledger.readMeta(stream.id))?.loop;
+    if (loop?.ownerToken !== opts.ownerToken) return { outcome: 'lost', lastTickAtMs, nextDueMs: dueMs };
+    if (loop.successor !== undefined) return { outcome: 'handed-over', lastTickAtMs, nextDueMs: dueMs };
+    if (endedAtMs - renewedAtMs >= leaseMs / 3) {
+      const renewal = await ledger.renewPlannerLoop({ stream: stream.id, ownerToken: opts.ownerToken, nowMs: endedAtMs, leaseMs, lastTickAtMs });
+      if (!renewal.held) return { outcome: 'lost', lastTickAtMs, nextDueMs: dueMs };
+      renewedAtMs = endedAtMs;
+      if (renewal.successor !== undefined) return { outcome: 'handed-over', lastTickAtMs, nextDueMs: dueMs };
+    }
+  }
+}
+
+/** One planner run of the stream, timed; a run that throws is a failed report (the loop goes on). */
+async function runTick(deps: LoopDeps, stream: StreamConfig, ownerToken: string, dueMs: number): Promise<TickRecord> {
+  const startedAtMs = await deps.clock.nowMs();
+  const report = await planStream({ ...deps, ownerToken: `${ownerToken}:${startedAtMs}` }, stream, { dryRun: false, nowMs: startedAtMs }).catch(
+    (err: unknown): StreamPlanReport => ({
+      ...emptyReport(stream.id, false),
+      status: 'failed',
+      reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
+    }),
+  );
+  const durationMs = (await deps.clock.nowMs()) - startedAtMs;
+  return { stream: stream.id, dueMs, startedAtMs, lagMs: tickLagMs(dueMs, startedAtMs), durationMs, report };
+}
+
+const iso = (ms: number | undefined): string => (ms === undefined ? 'unknown' : new Date(ms).toISOString());

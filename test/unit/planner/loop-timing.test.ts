@@ -1,0 +1,68 @@
+import fc from 'fast-check';
+import {
+  endMarginMs,
+  expectedTickMs,
+  handoverPollMs,
+  loopLeaseMs,
+  nextDueMs,
+  tickFits,
+  tickLagMs,
+} from '../../../lib/planner/loop-timing';
+
+describe('planner loop timing', () => {
+  it.each([
+    // [due, interval, ended, next]
+    [1000, 1000, 1200, 2000], // on time: the next interval boundary
+    [1000, 1000, 2000, 2000], // ended exactly at the next due time
+    [1000, 1000, 2500, 2500], // overran its interval: the next tick at once, not a catch-up burst
+    [1000, 1000, 9000, 9000], // overran by many intervals: still one tick, at once
+    [0, 60_000, 400, 60_000],
+  ])('a tick due at %i (interval %i) that ended at %i is followed at %i', (due, interval, ended, next) => {
+    expect(nextDueMs(due, interval, ended)).toBe(next);
+  });
+
+  it('never schedules a tick before the last one ended, nor sooner than one interval after its due time', () => {
+    fc.assert(
+      fc.property(fc.nat(1e9), fc.integer({ min: 1000, max: 900_000 }), fc.nat(1e6), (due, interval, took) => {
+        const next = nextDueMs(due, interval, due + took);
+        expect(next).toBeGreaterThanOrEqual(due + took);
+        expect(next).toBeGreaterThanOrEqual(due + interval);
+        // Never later than needed: either the boundary or the end of the overrunning tick.
+        expect(next === due + interval || next === due + took).toBe(true);
+      }),
+    );
+  });
+
+  it('expects the next tick to take as long as the longest of the last ten', () => {
+    expect(expectedTickMs([])).toBe(0);
+    expect(expectedTickMs([100, 300, 200])).toBe(300);
+    expect(expectedTickMs([5000, ...Array(10).fill(100)])).toBe(100);
+  });
+
+  it.each([
+    // now, due, deadline, expected, margin, fits
+    [0, 1000, 10_000, 500, 2000, true], // 1000 + 500 + 2000 <= 10000
+    [0, 8000, 10_000, 500, 2000, false], // 8000 + 500 + 2000 > 10000
+    [0, 7500, 10_000, 500, 2000, true], // exactly at the deadline
+    [9000, 1000, 10_000, 0, 2000, false], // overdue, but the margin is gone
+    [5000, 1000, 10_000, 1000, 2000, true], // overdue: starts now, ends 8000
+  ])('now %i, due %i, deadline %i, tick %i ms, margin %i: fits %s', (now, due, deadline, expected, margin, fits) => {
+    expect(tickFits({ nowMs: now, dueMs: due, deadlineMs: deadline, expectedTickMs: expected, marginMs: margin })).toBe(fits);
+  });
+
+  it('measures lag from the due time, never negative', () => {
+    expect(tickLagMs(1000, 1250)).toBe(250);
+    expect(tickLagMs(1000, 900)).toBe(0);
+  });
+
+  it('keeps twice the longest recent tick free at the end, at least the minimum', () => {
+    expect(endMarginMs([], 2000)).toBe(2000);
+    expect(endMarginMs([400, 1500], 2000)).toBe(3000);
+  });
+
+  it('leases the loop for three intervals, at least 30 s, and polls for a hand-over a few times per interval', () => {
+    expect(loopLeaseMs(1000)).toBe(30_000);
+    expect(loopLeaseMs(60_000)).toBe(180_000);
+    expect([handoverPollMs(1000), handoverPollMs(100), handoverPollMs(60_000)]).toEqual([250, 50, 1000]);
+  });
+});
