@@ -18,6 +18,7 @@
 import type { QueryCommandInput, TransactWriteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { ValidationError } from '../errors';
 import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
+import { splitLoop } from './loop.dynamodb';
 import type {
   LedgerLimits,
   ClosedIncarnation,
@@ -120,7 +121,10 @@ function legacyHeaders(headers: unknown): DeadLetterHeader[] {
 }
 
 export const codec = {
-  metaFromItem: (item: Item): StreamMeta => strip(item) as StreamMeta,
+  metaFromItem: (item: Item): StreamMeta => {
+    const { loop, rest } = splitLoop(strip(item));
+    return { ...(rest as StreamMeta), ...(loop ? { loop } : {}) };
+  },
   partitionItem: (p: PartitionState): Item => compact({ ...keys.partition(p.stream, p.topic, p.partition), type: 'partition', ...p }),
   partitionFromItem: (item: Item): PartitionState => strip(item) as PartitionState,
   rangeItem: (r: RangeState): Item =>
@@ -406,7 +410,8 @@ export function acquirePlannerLeaseUpdate(
   return {
     TableName: table,
     Key: keys.meta(a.stream),
-    UpdateExpression: 'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream',
+    UpdateExpression:
+      'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream, lastRunAtMs = :now',
     ConditionExpression: 'attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner',
     ExpressionAttributeNames: { '#s': 'stream' },
     ExpressionAttributeValues: {

@@ -20,6 +20,8 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { maySucceed, type LoopRenewal, type LoopTake, type PlannerLoopState } from '../ports/planner-loop';
+import { recordSuccessorUpdate, releasePlannerLoopUpdate, renewPlannerLoopUpdate, splitLoop, takePlannerLoopUpdate } from './loop.dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConfigurationError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
 import { CommitTooLargeError, fitsOneCommit, leaseRefusal, SinkConditionError } from '../ports/ledger';
@@ -348,6 +350,19 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     });
   };
 
+  /** Records `ownerToken` as the successor of `holder`'s loop; the loop as it is after (or as found, when the holder changed). */
+  const recordSuccessor = async (stream: string, holder: string, ownerToken: string): Promise<PlannerLoopState> => {
+    try {
+      const res = await send(`wait for planner loop of ${stream}`, () =>
+        doc.send(new UpdateCommand(recordSuccessorUpdate(table, { stream, holder, ownerToken }))),
+      );
+      return splitLoop(res.Attributes ?? {}).loop ?? {};
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      return splitLoop(err.Item ? unmarshall(err.Item) : {}).loop ?? {};
+    }
+  };
+
   return {
     limits: DYNAMODB_LIMITS,
 
@@ -377,6 +392,43 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
 
     markStreamStarted: (input) => markMetaOnce(input, 'startedAtMs'),
+
+    async takePlannerLoop(input): Promise<LoopTake> {
+      try {
+        const res = await send(`take planner loop of ${input.stream}`, () =>
+          doc.send(new UpdateCommand(takePlannerLoopUpdate(table, input))),
+        );
+        return { taken: true, previous: splitLoop(res.Attributes ?? {}).loop ?? {} };
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+        const holder = splitLoop(err.Item ? unmarshall(err.Item) : {}).loop ?? {};
+        if (!input.asSuccessor || holder.ownerToken === undefined || !maySucceed(holder, input.ownerToken)) return { taken: false, holder };
+        return { taken: false, holder: await recordSuccessor(input.stream, holder.ownerToken, input.ownerToken) };
+      }
+    },
+
+    async renewPlannerLoop(input): Promise<LoopRenewal> {
+      try {
+        const res = await send(`renew planner loop of ${input.stream}`, () =>
+          doc.send(new UpdateCommand(renewPlannerLoopUpdate(table, input))),
+        );
+        const successor = splitLoop(res.Attributes ?? {}).loop?.successor;
+        return successor !== undefined ? { held: true, successor } : { held: true };
+      } catch (err) {
+        if (err instanceof ConditionalCheckFailedException) return { held: false };
+        throw err;
+      }
+    },
+
+    async releasePlannerLoop(input) {
+      try {
+        await send(`release planner loop of ${input.stream}`, () => doc.send(new UpdateCommand(releasePlannerLoopUpdate(table, input))));
+        return 'applied';
+      } catch (err) {
+        if (err instanceof ConditionalCheckFailedException) return 'condition-failed';
+        throw err;
+      }
+    },
 
     async releasePlannerLease(input) {
       try {

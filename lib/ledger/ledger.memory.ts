@@ -4,6 +4,7 @@
  */
 import { DYNAMODB_LIMITS } from './codec.dynamodb';
 import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit, isMarkableWrite, leaseRefusal } from '../ports/ledger';
+import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
 import { ValidationError } from '../errors';
 import type {
   LedgerLimits,
@@ -183,8 +184,36 @@ export function createMemoryLedger(
         return { acquired: false, holder: s.meta.ownerToken, leaseExpiresAtMs: s.meta.leaseExpiresAtMs };
       }
       const epoch = (s.meta?.epoch ?? 0) + 1;
-      s.meta = { ...(s.meta ?? { stream }), stream, epoch, ownerToken, leaseExpiresAtMs: nowMs + leaseMs };
+      s.meta = { ...(s.meta ?? { stream }), stream, epoch, ownerToken, leaseExpiresAtMs: nowMs + leaseMs, lastRunAtMs: nowMs };
       return { acquired: true, epoch, meta: clone(s.meta) };
+    },
+    async takePlannerLoop({ stream, ownerToken, nowMs, leaseMs, asSuccessor }): Promise<LoopTake> {
+      requests++;
+      const s = store(stream);
+      // A loop taken before any planner run creates the META item a first run then leases.
+      s.meta ??= { stream, epoch: 0, ownerToken: '', leaseExpiresAtMs: 0 };
+      const prev = s.meta.loop ?? {};
+      if (mayTakeLoop(prev, ownerToken, nowMs)) {
+        s.meta.loop = takenLoop(prev, ownerToken, nowMs, leaseMs);
+        return { taken: true, previous: clone(prev) };
+      }
+      if (asSuccessor && maySucceed(prev, ownerToken)) s.meta.loop = { ...prev, successor: ownerToken };
+      return { taken: false, holder: clone(s.meta.loop ?? prev) };
+    },
+    async renewPlannerLoop({ stream, ownerToken, nowMs, leaseMs, lastTickAtMs }): Promise<LoopRenewal> {
+      requests++;
+      const loop = store(stream).meta?.loop;
+      if (!loop || loop.ownerToken !== ownerToken) return { held: false };
+      loop.expiresAtMs = nowMs + leaseMs;
+      if (lastTickAtMs !== undefined) loop.lastTickAtMs = lastTickAtMs;
+      return loop.successor !== undefined ? { held: true, successor: loop.successor } : { held: true };
+    },
+    async releasePlannerLoop({ stream, ownerToken, lastTickAtMs, nextTickDueMs }) {
+      requests++;
+      const meta = store(stream).meta;
+      if (!meta?.loop || meta.loop.ownerToken !== ownerToken) return 'condition-failed';
+      meta.loop = releasedLoop(meta.loop, lastTickAtMs, nextTickDueMs);
+      return 'applied';
     },
     async markStreamStarted({ stream, epoch, ownerToken, nowMs }) {
       requests++;

@@ -136,7 +136,8 @@ async function waitForHandover(deps: LoopDeps, stream: StreamConfig, opts: LoopO
   for (;;) {
     await deps.clock.sleep(handoverPollMs(stream.triggerIntervalMs));
     const nowMs = await deps.clock.nowMs();
-    if (!tickFits({ nowMs, dueMs: nowMs, deadlineMs: opts.deadlineMs, expectedTickMs: 0, marginMs: opts.minMarginMs ?? 2000 })) return false;
+    if (!tickFits({ nowMs, dueMs: nowMs, deadlineMs: opts.deadlineMs, expectedTickMs: 0, marginMs: opts.minMarginMs ?? 2000 }))
+      return false;
     const loop = (await deps.ledger.readMeta(stream.id))?.loop;
     if (!loop?.ownerToken || (loop.expiresAtMs ?? 0) < nowMs || loop.successor !== me) return true;
   }
@@ -183,7 +184,13 @@ async function tick(
     if (loop?.ownerToken !== opts.ownerToken) return { outcome: 'lost', lastTickAtMs, nextDueMs: dueMs };
     if (loop.successor !== undefined) return { outcome: 'handed-over', lastTickAtMs, nextDueMs: dueMs };
     if (endedAtMs - renewedAtMs >= leaseMs / 3) {
-      const renewal = await ledger.renewPlannerLoop({ stream: stream.id, ownerToken: opts.ownerToken, nowMs: endedAtMs, leaseMs, lastTickAtMs });
+      const renewal = await ledger.renewPlannerLoop({
+        stream: stream.id,
+        ownerToken: opts.ownerToken,
+        nowMs: endedAtMs,
+        leaseMs,
+        lastTickAtMs,
+      });
       if (!renewal.held) return { outcome: 'lost', lastTickAtMs, nextDueMs: dueMs };
       renewedAtMs = endedAtMs;
       if (renewal.successor !== undefined) return { outcome: 'handed-over', lastTickAtMs, nextDueMs: dueMs };
@@ -194,13 +201,14 @@ async function tick(
 /** One planner run of the stream, timed; a run that throws is a failed report (the loop goes on). */
 async function runTick(deps: LoopDeps, stream: StreamConfig, ownerToken: string, dueMs: number): Promise<TickRecord> {
   const startedAtMs = await deps.clock.nowMs();
-  const report = await planStream({ ...deps, ownerToken: `${ownerToken}:${startedAtMs}` }, stream, { dryRun: false, nowMs: startedAtMs }).catch(
-    (err: unknown): StreamPlanReport => ({
-      ...emptyReport(stream.id, false),
-      status: 'failed',
-      reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
-    }),
-  );
+  const report = await planStream({ ...deps, ownerToken: `${ownerToken}:${startedAtMs}` }, stream, {
+    dryRun: false,
+    nowMs: startedAtMs,
+  }).catch((err: unknown): StreamPlanReport => ({
+    ...emptyReport(stream.id, false),
+    status: 'failed',
+    reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
+  }));
   const durationMs = (await deps.clock.nowMs()) - startedAtMs;
   return { stream: stream.id, dueMs, startedAtMs, lagMs: tickLagMs(dueMs, startedAtMs), durationMs, report };
 }

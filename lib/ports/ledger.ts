@@ -8,6 +8,7 @@
  */
 import { AppError } from '../errors';
 import type { PidState } from '../offsets/pid';
+import type { PlannerLoopLease, PlannerLoopState } from './planner-loop';
 import type { TimestampType } from './range-reader';
 
 export type StreamMeta = {
@@ -29,6 +30,10 @@ export type StreamMeta = {
    * sends them again (a duplicate invocation is harmless: the range lease admits one processor).
    */
   confirmedEpoch?: number;
+  /** When the last planner run took the lease (a loop's last tick, or an ad hoc run). */
+  lastRunAtMs?: number;
+  /** The planner loop: which scheduled invocation ticks the stream (see ports/planner-loop.ts). */
+  loop?: PlannerLoopState;
 };
 
 /**
@@ -446,7 +451,7 @@ export type RewindOutcome =
   | { outcome: 'condition-failed'; reason: string }
   | { outcome: 'fenced' };
 
-export type Ledger = {
+export type Ledger = PlannerLoopLease & {
   /** What one commit may carry (see LedgerLimits); the same for every adapter of one store. */
   readonly limits: LedgerLimits;
   readMeta(stream: string): Promise<StreamMeta | undefined>;

@@ -43,7 +43,13 @@ export type PlannerLoopLease = {
    * Extends the holder's loop to `nowMs + leaseMs` and records its last tick, conditional on still
    * holding it; says whether a successor waits.
    */
-  renewPlannerLoop(input: { stream: string; ownerToken: string; nowMs: number; leaseMs: number; lastTickAtMs?: number }): Promise<LoopRenewal>;
+  renewPlannerLoop(input: {
+    stream: string;
+    ownerToken: string;
+    nowMs: number;
+    leaseMs: number;
+    lastTickAtMs?: number;
+  }): Promise<LoopRenewal>;
   /**
    * Hands the loop over: frees it, conditional on still holding it, leaving the last tick and when
    * the next is due for whoever takes it next (the waiting successor, or the next schedule).

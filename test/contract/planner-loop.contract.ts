@@ -73,7 +73,10 @@ export function plannerLoopContract(makeLedger: LoopLedgerFactory): void {
     const stream = streamName();
     await take(stream, 'a', 1000);
     expect(await take(stream, 'b', 31_000)).toMatchObject({ taken: false });
-    expect(await take(stream, 'b', 31_001)).toEqual({ taken: true, previous: { ownerToken: 'a', sinceMs: 1000, expiresAtMs: 31_000, successor: 'b' } });
+    expect(await take(stream, 'b', 31_001)).toEqual({
+      taken: true,
+      previous: { ownerToken: 'a', sinceMs: 1000, expiresAtMs: 31_000, successor: 'b' },
+    });
     expect(await ledger.renewPlannerLoop({ stream, ownerToken: 'a', nowMs: 31_002, leaseMs: 30_000 })).toEqual({ held: false });
     expect(await ledger.releasePlannerLoop({ stream, ownerToken: 'a', nextTickDueMs: 0 })).toBe('condition-failed');
   });

@@ -2,6 +2,7 @@
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { ledgerContract, partitionFixture, rangeFixture } from '../contract/ledger.contract';
+import { plannerLoopContract } from '../contract/planner-loop.contract';
 import { countRequests } from '../support/dynamo-requests';
 import { createSinkTable, testDynamo, uniqueName } from '../support/env';
 
@@ -18,6 +19,10 @@ describe('DynamoDB ledger (contract)', () => {
   ledgerContract(async () => createDynamoLedger({ client, tableName }), {
     sinkTable: async () => (sinkTable ??= await createSinkTable(client, 'marks')),
   });
+});
+
+describe('DynamoDB ledger (planner loop lease contract)', () => {
+  plannerLoopContract(async () => createDynamoLedger({ client, tableName }));
 });
 
 describe('DynamoDB ledger batching', () => {
