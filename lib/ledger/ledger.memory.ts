@@ -186,12 +186,13 @@ export function createMemoryLedger(
       s.meta = { ...(s.meta ?? { stream }), stream, epoch, ownerToken, leaseExpiresAtMs: nowMs + leaseMs };
       return { acquired: true, epoch, meta: clone(s.meta) };
     },
-    async markStreamStarted({ stream, epoch, ownerToken, nowMs }) {
+    async markStreamStarted({ stream, epoch, ownerToken, nowMs, pendingStart }) {
       requests++;
       const s = store(stream);
       if (fencedOut(s, epoch, ownerToken)) return 'fenced';
       if (s.meta!.startedAtMs !== undefined) return 'condition-failed';
       s.meta!.startedAtMs = nowMs;
+      if (pendingStart?.length) s.meta!.pendingStart = clone(pendingStart);
       return 'applied';
     },
     async releasePlannerLease({ stream, epoch, ownerToken, confirmDispatches }) {
