@@ -241,9 +241,9 @@ function waitingReport(input: PlanInput, ix: PlanIndex, t: TopicPartitions, part
   const o = ix.offsets.get(partitionKey(t.topic, partition));
   const why = o ? 'no start offset by timestamp this run' : 'no offsets this run';
   const where = startsAtStartingOffsets(input.initial, ix.pendingStart, t, partition)
-    ? 'present when the stream started, it starts at startingOffsets once readable'
-    : 'it starts at earliest';
-  return { ...report(waiting, o, 'no-offsets', `not registered yet: ${why}; ${where}`), status: 'new' };
+    ? 'present when the stream started, it will start at startingOffsets'
+    : 'it will start at earliest';
+  return { ...report(waiting, o, 'no-offsets', `not registered yet (${why}): ${where}`), status: 'new' };
 }
 
 /** Partitions pending their start by key (`partitionKey`), with the topic id recorded for them. */

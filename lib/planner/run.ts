@@ -348,13 +348,17 @@ async function readOpenRanges(
   return needed ? ledger.readOpenRanges(stream) : [];
 }
 
-/** What the decision says about partitions, for every run (dry or not); unavailable partitions carry their reason. */
+/**
+ * What the decision says about partitions, for every run (dry or not); unavailable partitions carry
+ * their reason (a new one also where it will start).
+ */
 function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailable: UnavailablePartition[]): void {
   const why = new Map(unavailable.map((u) => [partitionKey(u.topic, u.partition), u]));
   rep.partitions = decision.partitions.map((p) => {
     const u = why.get(partitionKey(p.topic, p.partition));
     if (!u || p.action !== 'no-offsets') return p;
-    return { ...p, unavailable: u.code, unavailableReason: u.reason, note: `offsets unavailable this run: ${u.code}: ${u.reason}` };
+    const note = `offsets unavailable this run: ${u.code}: ${u.reason}${p.status === 'new' && p.note ? `; ${p.note}` : ''}`;
+    return { ...p, unavailable: u.code, unavailableReason: u.reason, note };
   });
   rep.unavailablePartitions = unavailable.length;
   rep.registered = decision.registrations.length;

@@ -35,7 +35,13 @@ describe('startingOffsets of partitions unreadable at the first run', () => {
     t.kafka.setUnavailable('orders', 1);
     const first = await t.run();
     expect(first).toMatchObject({ status: 'planned', registered: 2, unavailablePartitions: 1 });
-    expect(first.partitions.find((p) => p.partition === 1)).toMatchObject({ status: 'new', action: 'no-offsets' });
+    expect(first.partitions.find((p) => p.partition === 1)).toMatchObject({
+      status: 'new',
+      action: 'no-offsets',
+      note: expect.stringMatching(
+        /^offsets unavailable this run: LEADER_UNREACHABLE: .*; not registered yet \(no offsets this run\): present when the stream started, it will start at startingOffsets$/,
+      ),
+    });
     expect(t.partition(0)).toMatchObject({ startOffset: 10, nextFrom: 10 });
     expect(t.partition(1)).toBeUndefined();
 
@@ -44,6 +50,12 @@ describe('startingOffsets of partitions unreadable at the first run', () => {
     t.kafka.addPartitions('orders', 1);
     t.kafka.produce('orders', 3, 4);
     t.kafka.setUnavailable('orders', 1, null);
+    t.kafka.setUnavailable('orders', 3);
+    const waiting = await t.run(true);
+    expect(waiting.partitions.find((p) => p.partition === 3)?.note).toMatch(
+      /; not registered yet \(no offsets this run\): it will start at earliest$/,
+    );
+    t.kafka.setUnavailable('orders', 3, null);
     expect(await t.run(true)).toMatchObject({ registered: 2, rangesPlanned: 1 });
     const second = await t.run();
     expect(second).toMatchObject({ registered: 2, rangesPlanned: 1, unavailablePartitions: 0 });
