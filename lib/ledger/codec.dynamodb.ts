@@ -2,7 +2,7 @@
  * The ledger's DynamoDB item shapes and condition expressions, in one place.
  *
  * One table, one item collection per stream (`pk = S#<stream>`):
- *   META                          planner lease/epoch, start marker
+ *   META                          planner lease/epoch, start marker (and partitions pending their start)
  *   P#<topic>#<partition:6>       partition state (cursor, committed offset, rate statistics)
  *   R#<topic>#<partition:6>#<from:16>  range (status, lease, progress, attempts)
  *   L#<topic>#<partition:6>#<from:16>  data-loss entry (exact lost span)
@@ -28,6 +28,7 @@ import type {
   LeasedRange,
   OperatorChange,
   PartitionState,
+  PendingStart,
   PlanWrite,
   RangeState,
   RangeStats,
@@ -386,18 +387,22 @@ export function fenceCheck(table: string, stream: string, epoch: number, ownerTo
   };
 }
 
-/** Sets a one-time timestamp on the META item, fenced by the planner epoch; ALL_OLD tells fenced from set. */
+/**
+ * Sets a one-time timestamp on the META item, fenced by the planner epoch; ALL_OLD tells fenced from
+ * set. The start mark carries the partitions the first run could not register, when there are any.
+ */
 export function markMetaOnceUpdate(
   table: string,
-  m: { stream: string; epoch: number; ownerToken: string; nowMs: number },
+  m: { stream: string; epoch: number; ownerToken: string; nowMs: number; pendingStart?: PendingStart[] },
   attribute: 'startedAtMs' | 'finishedAtMs',
 ): UpdateCommandInput {
+  const pending = attribute === 'startedAtMs' && m.pendingStart?.length ? m.pendingStart.map((t) => compact({ ...t })) : undefined;
   return {
     TableName: table,
     Key: keys.meta(m.stream),
-    UpdateExpression: `SET ${attribute} = :now`,
+    UpdateExpression: `SET ${attribute} = :now${pending ? ', pendingStart = :pending' : ''}`,
     ConditionExpression: `epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(${attribute})`,
-    ExpressionAttributeValues: { ':now': m.nowMs, ':epoch': m.epoch, ':owner': m.ownerToken },
+    ExpressionAttributeValues: { ':now': m.nowMs, ':epoch': m.epoch, ':owner': m.ownerToken, ...(pending ? { ':pending': pending } : {}) },
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }

@@ -268,7 +268,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
   /** Sets a one-time timestamp on the stream's META item, fenced by the planner epoch. */
   const markMetaOnce = async (
-    input: { stream: string; epoch: number; ownerToken: string; nowMs: number },
+    input: Parameters<Ledger['markStreamStarted']>[0],
     attribute: 'startedAtMs' | 'finishedAtMs',
   ): Promise<WriteOutcome> => {
     const { stream, epoch, ownerToken } = input;

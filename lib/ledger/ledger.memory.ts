@@ -215,12 +215,13 @@ export function createMemoryLedger(
       meta.loop = releasedLoop(meta.loop, lastTickAtMs, nextTickDueMs);
       return 'applied';
     },
-    async markStreamStarted({ stream, epoch, ownerToken, nowMs }) {
+    async markStreamStarted({ stream, epoch, ownerToken, nowMs, pendingStart }) {
       requests++;
       const s = store(stream);
       if (fencedOut(s, epoch, ownerToken)) return 'fenced';
       if (s.meta!.startedAtMs !== undefined) return 'condition-failed';
       s.meta!.startedAtMs = nowMs;
+      if (pendingStart?.length) s.meta!.pendingStart = clone(pendingStart);
       return 'applied';
     },
     async releasePlannerLease({ stream, epoch, ownerToken, confirmDispatches }) {

@@ -7,19 +7,34 @@ import { topicMatcher } from '../config/topics';
 import { clampRanges, computePidRate, initialPidState, partsForMinPartitions, shouldTrigger, splitRange, timeBudget } from '../offsets';
 import type { OffsetRange, PartitionClampInput } from '../offsets';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../ports/kafka-metadata';
-import { CLOSE_MAX_OPEN_RANGES, type ClosedIncarnation, type PartitionState, type PlanWrite, type RangeState } from '../ports/ledger';
+import {
+  CLOSE_MAX_OPEN_RANGES,
+  type ClosedIncarnation,
+  type PartitionState,
+  type PendingStart,
+  type PlanWrite,
+  type RangeState,
+} from '../ports/ledger';
 import { partitionKey } from '../ranges';
 
 export type PlanInput = {
   stream: StreamConfig;
   nowMs: number;
   epoch: number;
-  /** True until the stream's first partitions are registered (startingOffsets applies only then). */
+  /**
+   * True on the stream's first run (until it is marked started): new partitions start at
+   * `startingOffsets`. Afterwards only those of `pendingStart` do; any other starts at earliest.
+   */
   initial: boolean;
+  /** Partitions the first run found but could not register (`StreamMeta.pendingStart`). */
+  pendingStart?: PendingStart[];
   known: PartitionState[];
   discovered: TopicPartitions[];
   offsets: PartitionOffsets[];
-  /** Start offsets looked up by timestamp for new partitions (startingOffsets.timestampMs). */
+  /**
+   * Start offsets looked up by timestamp for the new partitions that start at `startingOffsets`
+   * (startingOffsets.timestampMs); one missing here waits for a later run.
+   */
   timestampOffsets?: Map<string, number>;
   openRanges: RangeState[];
   /** The last epoch that confirmed its dispatches (`StreamMeta.confirmedEpoch`). */
@@ -67,6 +82,8 @@ export type RedispatchReason = 'never-dispatched' | 'dispatch-unconfirmed' | 'no
 export type PlanDecision = {
   /** Partitions to persist before anything is planned for them. */
   registrations: PartitionState[];
+  /** A first run: the partitions found but not registered (no offsets yet), recorded with the start mark. */
+  pendingStart: PendingStart[];
   /** Retire, fail, data-loss and range writes, in the order they must apply. */
   writes: PlanWrite[];
   /** Ranges newly planned in `writes` (to dispatch once persisted). */
@@ -105,7 +122,7 @@ export const MISSING_AFTER_REGISTRATION_GRACE_MS = 5_000;
 export function decidePlan(input: PlanInput): PlanDecision {
   const ix = indexInput(input);
   const draft: Draft = { writes: [], reports: new Map() };
-  const registrations = discoverNew(input, ix, draft);
+  const { registrations, pendingStart } = discoverNew(input, ix, draft);
   const known = classifyKnown(input, ix, draft);
   // New partitions are candidates too, ahead of the known ones.
   const candidates = [...registrations, ...known.candidates];
@@ -114,6 +131,7 @@ export function decidePlan(input: PlanInput): PlanDecision {
   const { redispatch, parks } = redispatchOpen(input, candidates);
   return {
     registrations,
+    pendingStart,
     writes: draft.writes,
     newRanges,
     redispatch,
@@ -138,6 +156,7 @@ type PlanIndex = {
   openByKey: Map<string, RangeState[]>;
   /** A bounded stream (replay) reads exactly the partitions and offsets it was created with. */
   bounded: boolean;
+  pendingStart: PendingIndex;
 };
 
 /** What the phases decided so far: the writes in the order they must apply, and each partition's latest report. */
@@ -162,35 +181,32 @@ function indexInput(input: PlanInput): PlanIndex {
     known: new Map(input.known.map((p) => [partitionKey(p.topic, p.partition), p])),
     openByKey,
     bounded: input.known.some((p) => p.stopOffset !== undefined),
+    pendingStart: pendingIndex(input.pendingStart),
   };
 }
 
-/** Discover: partitions seen for the first time are registered at their start offset (never in a bounded stream). */
-function discoverNew(input: PlanInput, ix: PlanIndex, draft: Draft): PartitionState[] {
+/**
+ * Discover: partitions seen for the first time are registered at their start offset (never in a
+ * bounded stream). One whose start cannot be told this run (no offsets) waits for a later run; a
+ * first run returns those as pending their start.
+ */
+function discoverNew(input: PlanInput, ix: PlanIndex, draft: Draft): Pick<PlanDecision, 'registrations' | 'pendingStart'> {
   const { stream, nowMs } = input;
   const registrations: PartitionState[] = [];
-  if (ix.bounded) return registrations;
+  const pendingStart: PendingStart[] = [];
+  if (ix.bounded) return { registrations, pendingStart };
   for (const t of input.discovered) {
+    const waiting: number[] = [];
     for (const partition of t.partitions) {
       const k = partitionKey(t.topic, partition);
       if (ix.known.has(k)) continue;
-      const o = ix.offsets.get(k);
-      if (!o) {
-        // No offsets this run (leader moving, topic just deleted): registered on a later run.
-        const pending = {
-          stream: stream.id,
-          topic: t.topic,
-          partition,
-          status: 'active' as const,
-          startOffset: 0,
-          committed: 0,
-          nextFrom: 0,
-          firstSeenAtMs: nowMs,
-        };
-        draft.reports.set(k, { ...report(pending, undefined, 'no-offsets', 'not registered yet: no offsets this run'), status: 'new' });
+      const start = startOffsetFor(input, ix, t, partition);
+      if (start === undefined) {
+        // No offsets this run (leader down or moving, topic just deleted): registered on a later run.
+        waiting.push(partition);
+        draft.reports.set(k, waitingReport(input, ix, t, partition));
         continue;
       }
-      const start = startOffsetFor(input, { topic: t.topic, partition }, o);
       registrations.push({
         stream: stream.id,
         topic: t.topic,
@@ -203,17 +219,68 @@ function discoverNew(input: PlanInput, ix: PlanIndex, draft: Draft): PartitionSt
         ...(t.topicId !== undefined ? { topicId: t.topicId } : {}),
       });
     }
+    if (input.initial && waiting.length) pendingStart.push({ topic: t.topic, partitions: waiting, ...topicIdOf(t) });
   }
-  return registrations;
+  return { registrations, pendingStart };
 }
 
-function startOffsetFor(input: PlanInput, tp: { topic: string; partition: number }, o: PartitionOffsets): number {
-  if (!input.initial) return o.earliest; // found mid-run: earliest, or data written before discovery is lost
+const topicIdOf = (t: TopicPartitions): { topicId?: string } => (t.topicId !== undefined ? { topicId: t.topicId } : {});
+
+/** The report of a new partition not registered this run, saying where it will start. */
+function waitingReport(input: PlanInput, ix: PlanIndex, t: TopicPartitions, partition: number): PartitionReport {
+  const waiting: PartitionState = {
+    stream: input.stream.id,
+    topic: t.topic,
+    partition,
+    status: 'active',
+    startOffset: 0,
+    committed: 0,
+    nextFrom: 0,
+    firstSeenAtMs: input.nowMs,
+  };
+  const o = ix.offsets.get(partitionKey(t.topic, partition));
+  const why = o ? 'no start offset by timestamp this run' : 'no offsets this run';
+  const where = startsAtStartingOffsets(input.initial, ix.pendingStart, t, partition)
+    ? 'present when the stream started, it will start at startingOffsets'
+    : 'it will start at earliest';
+  return { ...report(waiting, o, 'no-offsets', `not registered yet (${why}): ${where}`), status: 'new' };
+}
+
+/** Partitions pending their start by key (`partitionKey`), with the topic id recorded for them. */
+export type PendingIndex = Map<string, { topicId?: string }>;
+
+export function pendingIndex(pending: PendingStart[] = []): PendingIndex {
+  const ix: PendingIndex = new Map();
+  for (const t of pending) for (const p of t.partitions) ix.set(partitionKey(t.topic, p), topicIdOf(t));
+  return ix;
+}
+
+/**
+ * Whether a partition seen for the first time starts at the stream's `startingOffsets`: on its
+ * first run, and later when that run found it but could not read it (pending its start), unless
+ * its topic id changed since (a topic re-created in between appeared after the start). Any other
+ * partition appeared after the stream started: earliest, like Spark, or what was written before
+ * its discovery would be lost.
+ */
+export function startsAtStartingOffsets(initial: boolean, pending: PendingIndex, t: TopicPartitions, partition: number): boolean {
+  if (initial) return true;
+  const recorded = pending.get(partitionKey(t.topic, partition));
+  if (!recorded) return false;
+  return recorded.topicId === undefined || t.topicId === undefined || recorded.topicId === t.topicId;
+}
+
+/** Where a new partition starts, or undefined while that cannot be told (no offsets, or no timestamp offset, this run). */
+function startOffsetFor(input: PlanInput, ix: PlanIndex, t: TopicPartitions, partition: number): number | undefined {
+  const k = partitionKey(t.topic, partition);
+  const o = ix.offsets.get(k);
+  if (!o) return undefined;
+  if (!startsAtStartingOffsets(input.initial, ix.pendingStart, t, partition)) return o.earliest;
   const so = input.stream.startingOffsets;
   if (so === 'earliest') return o.earliest;
+  // The end when its offsets are first read: the start of a partition unreadable at the first run.
   if (so === 'latest') return o.latest;
-  if ('timestampMs' in so) return input.timestampOffsets?.get(partitionKey(tp.topic, tp.partition)) ?? o.latest;
-  const explicit = so.offsets[tp.topic]?.[String(tp.partition)];
+  if ('timestampMs' in so) return input.timestampOffsets?.get(k);
+  const explicit = so.offsets[t.topic]?.[String(partition)];
   // A partition the map does not name starts at earliest; an offset past the end starts at the end.
   if (explicit === undefined) return o.earliest;
   return Math.min(explicit, o.latest);

@@ -10,9 +10,18 @@ import { mapWithConcurrency } from '../concurrency';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
-import type { ClosedIncarnation, DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
+import type {
+  ClosedIncarnation,
+  DataLossEntry,
+  Ledger,
+  PartitionState,
+  PendingStart,
+  PlanWrite,
+  RangeState,
+  WriteOutcome,
+} from '../ports/ledger';
 import { partitionKey, type RangePayload } from '../ranges';
-import { decidePlan, type PartitionReport, type PlanDecision } from './decide';
+import { decidePlan, pendingIndex, startsAtStartingOffsets, type PartitionReport, type PlanDecision } from './decide';
 
 /** Checkpoints of a run, in order; tests inject crashes at each. */
 export const PLANNER_STEPS = ['leased', 'registered', 'persisted', 'dispatched', 'recorded'] as const;
@@ -159,13 +168,14 @@ export async function planStream(
     const initial = fenced.startedAtMs === undefined;
     // Finished when looked at, no longer when fenced (a rewind in between): ask Kafka now.
     const { kafka, discovered, known } = await discover(run, reached ?? (await askKafka(deps, stream)));
-    const { offsets, unavailable, timestampOffsets } = await readOffsets(kafka, stream, initial, discovered, known);
+    const starts = { initial, pendingStart: fenced.pendingStart };
+    const { offsets, unavailable, timestampOffsets } = await readOffsets(kafka, stream, starts, discovered, known);
     const openRanges = await readOpenRanges(deps.ledger, stream.id, known, discovered);
     const decision = decidePlan({
       stream,
       nowMs,
       epoch: fenced.epoch,
-      initial,
+      ...starts,
       known,
       discovered,
       offsets,
@@ -233,7 +243,14 @@ function runContext(deps: PlannerDeps, stream: StreamConfig, nowMs: number, ctx:
 }
 
 type Fence =
-  | { acquired: true; epoch: number; startedAtMs?: number; finishedAtMs?: number; confirmedEpoch?: number }
+  | {
+      acquired: true;
+      epoch: number;
+      startedAtMs?: number;
+      pendingStart?: PendingStart[];
+      finishedAtMs?: number;
+      confirmedEpoch?: number;
+    }
   | { acquired: false; reason: string };
 
 /** Fence: take the stream's planner lease (a new epoch). A dry run takes no lease, writes nothing, and reads as the next epoch. */
@@ -244,6 +261,7 @@ async function fence(deps: PlannerDeps, stream: StreamConfig, run: { dryRun: boo
       acquired: true,
       epoch: (meta?.epoch ?? 0) + 1,
       startedAtMs: meta?.startedAtMs,
+      pendingStart: meta?.pendingStart,
       finishedAtMs: meta?.finishedAtMs,
       confirmedEpoch: meta?.confirmedEpoch,
     };
@@ -256,8 +274,8 @@ async function fence(deps: PlannerDeps, stream: StreamConfig, run: { dryRun: boo
   });
   if (!lease.acquired)
     return { acquired: false, reason: `another planner run holds the lease until ${new Date(lease.leaseExpiresAtMs).toISOString()}` };
-  const { startedAtMs, finishedAtMs, confirmedEpoch } = lease.meta;
-  return { acquired: true, epoch: lease.epoch, startedAtMs, finishedAtMs, confirmedEpoch };
+  const { startedAtMs, pendingStart, finishedAtMs, confirmedEpoch } = lease.meta;
+  return { acquired: true, epoch: lease.epoch, startedAtMs, pendingStart, finishedAtMs, confirmedEpoch };
 }
 
 type Reached = { kafka: KafkaMetadata; discovered: TopicPartitions[] };
@@ -295,11 +313,18 @@ async function discover(
   return { kafka, discovered, known };
 }
 
-/** Offsets: earliest and latest of every discovered partition (batched), and the timestamp start offsets of a first run. */
+/** Whether new partitions start at startingOffsets: on the first run, and afterwards those pending their start. */
+type Starts = { initial: boolean; pendingStart?: PendingStart[] };
+
+/**
+ * Offsets: earliest and latest of every discovered partition (batched), and the timestamp start
+ * offsets of the new partitions that start at startingOffsets. Unavailable: the partitions of
+ * either look-up that could not be read.
+ */
 async function readOffsets(
   kafka: KafkaMetadata,
   stream: StreamConfig,
-  initial: boolean,
+  starts: Starts,
   discovered: TopicPartitions[],
   known: PartitionState[],
 ): Promise<{ offsets: PartitionOffsets[]; unavailable: UnavailablePartition[]; timestampOffsets?: Map<string, number> }> {
@@ -307,8 +332,8 @@ async function readOffsets(
   const { offsets, unavailable } = discovered.length
     ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)
     : { offsets: [], unavailable: [] };
-  const timestampOffsets = await timestampStarts(kafka, stream, initial, available(discovered, offsets), known);
-  return { offsets, unavailable, timestampOffsets };
+  const byTimestamp = await timestampStarts(kafka, stream, starts, available(discovered, offsets), known);
+  return { offsets, unavailable: [...unavailable, ...(byTimestamp?.unavailable ?? [])], timestampOffsets: byTimestamp?.offsets };
 }
 
 /** The open ranges, read only when a partition has one: active and in flight, or of a topic that exists (it may have been re-created). */
@@ -323,13 +348,17 @@ async function readOpenRanges(
   return needed ? ledger.readOpenRanges(stream) : [];
 }
 
-/** What the decision says about partitions, for every run (dry or not); unavailable partitions carry their reason. */
+/**
+ * What the decision says about partitions, for every run (dry or not); unavailable partitions carry
+ * their reason (a new one also where it will start).
+ */
 function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailable: UnavailablePartition[]): void {
   const why = new Map(unavailable.map((u) => [partitionKey(u.topic, u.partition), u]));
   rep.partitions = decision.partitions.map((p) => {
     const u = why.get(partitionKey(p.topic, p.partition));
     if (!u || p.action !== 'no-offsets') return p;
-    return { ...p, unavailable: u.code, unavailableReason: u.reason, note: `offsets unavailable this run: ${u.code}: ${u.reason}` };
+    const note = `offsets unavailable this run: ${u.code}: ${u.reason}${p.status === 'new' && p.note ? `; ${p.note}` : ''}`;
+    return { ...p, unavailable: u.code, unavailableReason: u.reason, note };
   });
   rep.unavailablePartitions = unavailable.length;
   rep.registered = decision.registrations.length;
@@ -362,7 +391,9 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
     decision.registrations.filter((_, i) => regOut[i] !== 'applied').map((p) => partitionKey(p.topic, p.partition)),
   );
   if (initial) {
-    const started = await run.deps.ledger.markStreamStarted({ ...run.ctx, nowMs: run.nowMs });
+    // With the partitions this run could not register: they existed at the start, so a later run
+    // registers them at startingOffsets (a partition appearing later starts at earliest).
+    const started = await run.deps.ledger.markStreamStarted({ ...run.ctx, nowMs: run.nowMs, pendingStart: decision.pendingStart });
     if (started === 'fenced') throw new FencedOut(run.stream.id, run.ctx.epoch);
   }
   await run.step('registered');
@@ -431,27 +462,39 @@ class FencedOut extends Error {
 function available(discovered: TopicPartitions[], offsets: PartitionOffsets[]): TopicPartitions[] {
   const read = new Set(offsets.map((o) => partitionKey(o.topic, o.partition)));
   return discovered
-    .map((t) => ({ topic: t.topic, partitions: t.partitions.filter((p) => read.has(partitionKey(t.topic, p))) }))
+    .map((t) => ({ ...t, partitions: t.partitions.filter((p) => read.has(partitionKey(t.topic, p))) }))
     .filter((t) => t.partitions.length);
 }
 
-/** startingOffsets by timestamp: look up offsets only for partitions registered in the first run. */
+/**
+ * startingOffsets by timestamp: the start offsets of the new partitions that start at
+ * startingOffsets (a first run's, and later those pending their start), among those whose offsets
+ * were read. Partial: one the look-up cannot serve is not registered this run and waits for a later
+ * one, pending its start, so a dead leader costs only its own partitions here too.
+ */
 async function timestampStarts(
   kafka: KafkaMetadata,
   stream: StreamConfig,
-  initial: boolean,
-  discovered: TopicPartitions[],
+  starts: Starts,
+  readable: TopicPartitions[],
   known: PartitionState[],
-): Promise<Map<string, number> | undefined> {
+): Promise<{ offsets: Map<string, number>; unavailable: UnavailablePartition[] } | undefined> {
   const so = stream.startingOffsets;
-  if (!initial || typeof so !== 'object' || !('timestampMs' in so)) return undefined;
+  if (typeof so !== 'object' || !('timestampMs' in so)) return undefined;
+  if (!starts.initial && !starts.pendingStart?.length) return { offsets: new Map(), unavailable: [] };
   const knownKeys = new Set(known.map((p) => partitionKey(p.topic, p.partition)));
-  const fresh = discovered
-    .map((t) => ({ topic: t.topic, partitions: t.partitions.filter((p) => !knownKeys.has(partitionKey(t.topic, p))) }))
+  const pending = pendingIndex(starts.pendingStart);
+  const fresh = readable
+    .map((t) => ({
+      topic: t.topic,
+      partitions: t.partitions.filter(
+        (p) => !knownKeys.has(partitionKey(t.topic, p)) && startsAtStartingOffsets(starts.initial, pending, t, p),
+      ),
+    }))
     .filter((t) => t.partitions.length);
-  if (!fresh.length) return new Map();
-  const found = await kafka.fetchOffsetsForTimestamp(fresh, so.timestampMs, stream.isolationLevel);
-  return new Map(found.map((o) => [partitionKey(o.topic, o.partition), o.offset]));
+  if (!fresh.length) return { offsets: new Map(), unavailable: [] };
+  const found = await kafka.fetchAvailableOffsetsForTimestamp(fresh, so.timestampMs, stream.isolationLevel);
+  return { offsets: new Map(found.offsets.map((o) => [partitionKey(o.topic, o.partition), o.offset])), unavailable: found.unavailable };
 }
 
 /**

@@ -19,6 +19,13 @@ export type StreamMeta = {
   leaseExpiresAtMs: number;
   /** Set once the stream's initial partitions are registered; later partitions start at earliest. */
   startedAtMs?: number;
+  /**
+   * Partitions the stream's first run found but could not register (their offsets could not be
+   * read: a leader down), written with `startedAtMs`. They existed when the stream started, so a
+   * later run registers them at `startingOffsets`, not at earliest. Never rewritten: an entry is
+   * only looked at while its partition is not registered.
+   */
+  pendingStart?: PendingStart[];
   /** Operator changes (rewind) leave who/when here. */
   lastChange?: { by: string; atMs: number; what: string };
   /** Set once a bounded stream (a replay) has committed every partition up to its stop offset. */
@@ -35,6 +42,9 @@ export type StreamMeta = {
   /** The planner loop: which scheduled invocation ticks the stream (see ports/planner-loop.ts). */
   loop?: PlannerLoopState;
 };
+
+/** Partitions of one topic (and its topic id when the broker gave one) awaiting their start (`StreamMeta.pendingStart`). */
+export type PendingStart = { topic: string; partitions: number[]; topicId?: string };
 
 /**
  * The store's current time (epoch ms) as this process estimates it. Every lease (planner and range)
@@ -460,8 +470,17 @@ export type Ledger = PlannerLoopLease & {
    * another planner holds it (I5).
    */
   acquirePlannerLease(input: { stream: string; ownerToken: string; nowMs: number; leaseMs: number }): Promise<PlannerLease>;
-  /** Marks the stream started (once), fenced like planner writes. */
-  markStreamStarted(input: { stream: string; epoch: number; ownerToken: string; nowMs: number }): Promise<WriteOutcome>;
+  /**
+   * Marks the stream started (once), fenced like planner writes, with the partitions its first run
+   * could not register (`StreamMeta.pendingStart`; an empty or absent list records none).
+   */
+  markStreamStarted(input: {
+    stream: string;
+    epoch: number;
+    ownerToken: string;
+    nowMs: number;
+    pendingStart?: PendingStart[];
+  }): Promise<WriteOutcome>;
   /**
    * Frees the lease early (conditional on still holding `epoch`). `confirmDispatches` records that
    * this run recorded the outcome of every dispatch it made (`StreamMeta.confirmedEpoch`).

@@ -91,6 +91,31 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect((await ledger.readMeta(stream))?.confirmedEpoch).toBe(1);
   });
 
+  it('records the partitions pending their start with the start mark, once and only from the lease holder', async () => {
+    const stream = streamName();
+    const { ctx } = await plannerContext(stream);
+    const pendingStart = [
+      { topic: 'orders', partitions: [1, 4], topicId: 'AAAAAAAAAAAAAAAAAAAAAA' },
+      { topic: 'orders.eu-west_1', partitions: [0] },
+    ];
+    expect(await ledger.markStreamStarted({ ...ctx, epoch: 99, nowMs: 1, pendingStart })).toBe('fenced');
+    expect((await ledger.readMeta(stream))?.pendingStart).toBeUndefined();
+    expect(await ledger.markStreamStarted({ ...ctx, nowMs: 1, pendingStart })).toBe('applied');
+    expect(await ledger.markStreamStarted({ ...ctx, nowMs: 2, pendingStart: [{ topic: 'other', partitions: [0] }] })).toBe(
+      'condition-failed',
+    );
+    expect(await ledger.readMeta(stream)).toMatchObject({ startedAtMs: 1, pendingStart });
+    // Kept as written across lease takes (the planner reads it from the lease).
+    await ledger.releasePlannerLease(ctx);
+    const next = await ledger.acquirePlannerLease({ stream, ownerToken: 'p', nowMs: 1, leaseMs: 60_000 });
+    expect(next.acquired && next.meta.pendingStart).toEqual(pendingStart);
+    // A stream marked started with none pending records none.
+    const other = streamName();
+    const o = await plannerContext(other);
+    expect(await ledger.markStreamStarted({ ...o.ctx, nowMs: 1, pendingStart: [] })).toBe('applied');
+    expect(await ledger.readMeta(other)).not.toHaveProperty('pendingStart');
+  });
+
   it('registers a partition once and plans ranges that tile from its start (I1)', async () => {
     const stream = streamName();
     const { lease, ctx } = await plannerContext(stream);

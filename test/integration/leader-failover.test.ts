@@ -2,7 +2,8 @@
  * One dead broker on a 3-broker cluster (replication 3, min.insync.replicas 2), started by the test:
  * the planner plans the partitions whose leaders answer in the same run, reports the dead leader's
  * partitions unavailable with the reason until re-election moves them, and processors read
- * everything exactly once. The cluster is private to this file (its own dirs and ports) and stopped
+ * everything exactly once; a second stream at `startingOffsets: latest` whose first run meets the
+ * dead leader starts those partitions at their end once re-elected, not at earliest. The cluster is private to this file (its own dirs and ports) and stopped
  * in afterAll; the ledger lives on the shared DynamoDB emulator. The stream reaches it over SASL_SSL
  * with SCRAM-SHA-512 (the test's own set-up over PLAINTEXT), so the leader change, the metadata
  * refresh and the reconnects to the new leaders all re-authenticate over TLS; the chaos suite's
@@ -19,7 +20,7 @@ import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { killKafkaNode, restartKafkaNode, startKafkaCluster, stopKafkaCluster, type KafkaCluster } from '../../infra/local/kafka';
 import { CACHE_DIR } from '../../infra/local/stack';
 import { runCli } from '../../lib/cli/program';
-import { parseDeploymentConfig, parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
+import { parseDeploymentConfig, parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createInProcessDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { createKafka } from '../../lib/kafka/client';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
@@ -101,11 +102,17 @@ const produce = (topic: string, partitions: number[], n: number, tag: string) =>
 const all = Array.from({ length: PARTITIONS }, (_, p) => p);
 
 /** The stream over `topic` on the cluster, as its config says it. */
-const streamInput = (c: KafkaCluster, topic: string) => ({ id: topic, kafka: securedKafka(c), topics: [topic], triggerIntervalMs: 1_000 });
+const streamInput = (c: KafkaCluster, topic: string, over: Partial<StreamConfigInput> = {}) => ({
+  id: topic,
+  kafka: securedKafka(c),
+  topics: [topic],
+  triggerIntervalMs: 1_000,
+  ...over,
+});
 
 /** A stream over `topic` on the cluster: real ledger, in-process processors counting each offset they handle. */
-async function streamOn(c: KafkaCluster, topic: string) {
-  const stream: StreamConfig = parseStreamConfig(streamInput(c, topic), 'test');
+async function streamOn(c: KafkaCluster, topic: string, over: Partial<StreamConfigInput> = {}) {
+  const stream: StreamConfig = parseStreamConfig(streamInput(c, topic, over), 'test');
   await reader?.close();
   reader = createKafkajsRangeReader(await createKafka(stream.kafka));
   const ledger = createDynamoLedger({ client: ddb, tableName });
@@ -166,6 +173,9 @@ describe('a dead leader on a 3-broker cluster', () => {
     const topic = uniqueName('failover');
     await createTopicsReady(admin, [{ topic, numPartitions: PARTITIONS }], 60_000);
     const { stream, dispatcher, seen, errors, run } = await streamOn(c, topic);
+    // A second stream over the topic, at startingOffsets latest, whose first run is the one right
+    // after the kill: the dead leader's partitions start at their end once readable, not at earliest.
+    const fromLatest = await streamOn(c, topic, { id: `${topic}-latest`, startingOffsets: 'latest' });
 
     // 1. All brokers up: everything is planned and read.
     await produce(topic, all, 10, 'a');
@@ -185,10 +195,12 @@ describe('a dead leader on a 3-broker cluster', () => {
     // 3. The run right after the crash plans the live leaders' partitions and reports the others. At
     // the same time, a cold planner (new Lambda) whose first seed broker is the dead one.
     const coldRun = coldLookup(c, victim, stream, topic);
+    const latestFirstRun = fromLatest.run();
     const t0 = Date.now();
     const during = await run();
     const duringMs = Date.now() - t0;
     const coldResult = await coldRun.catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
+    const latestFirst = await latestFirstRun;
     // Leadership never moves back to a dead broker: if it still leads now, it led during both calls.
     const stillLed = [...(await leaders(topic))].filter(([, l]) => l === victim).length === dead.length;
     const unavailable = during.partitions.filter((p) => p.action === 'no-offsets');
@@ -225,6 +237,8 @@ describe('a dead leader on a 3-broker cluster', () => {
     );
     expect(recovered).toBeDefined();
     const readRecords = await readerDone;
+    // Re-elected (the stream above read them): the latest stream registers them at their end.
+    const latestLater = await fromLatest.run();
 
     // 5. Records written after the failover, then drain: every offset exactly once.
     await produce(topic, all, 3, 'c');
@@ -247,6 +261,21 @@ describe('a dead leader on a 3-broker cluster', () => {
     }
     expect([...seen.values()].every((n) => n === 1)).toBe(true);
     expect(readRecords).toBe(15);
+    // The latest stream reads only what was written after its start, the dead leader's partitions too.
+    let latestFinal = await fromLatest.run();
+    for (let round = 0; round < 5 && latestFinal.partitions.some((p) => p.lag > 0); round++) {
+      await fromLatest.dispatcher.idle();
+      latestFinal = await fromLatest.run();
+    }
+    await fromLatest.dispatcher.idle();
+    expect(fromLatest.errors).toEqual([]);
+    expect([...fromLatest.seen.keys()].sort()).toEqual(all.flatMap((p) => [15, 16, 17].map((o) => `${p}/${o}`)).sort());
+    expect([...fromLatest.seen.values()].every((n) => n === 1)).toBe(true);
+    expect(latestFirst).toMatchObject({ status: 'planned', registered: live.length, rangesPlanned: 0, unavailablePartitions: dead.length });
+    expect(latestLater).toMatchObject({ status: 'planned', registered: dead.length, unavailablePartitions: 0 });
+    expect(latestLater.partitions.filter((p) => dead.includes(p.partition)).map((p) => [p.partition, p.status, p.committed])).toEqual(
+      dead.map((p) => [p, 'new', 15]),
+    );
 
     // The run right after the crash (asserted last, so the figures above are printed either way). Both
     // calls ended before the controller fenced the dead broker (~broker.session.timeout.ms, 9 s).
