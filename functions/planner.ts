@@ -1,6 +1,8 @@
 /**
- * Planner Lambda: runs on an EventBridge schedule or ad hoc ({"dryRun": true, "streams": [...]}).
- * Thin: validate the payload, run the planner use case, publish metrics, return the reports.
+ * Planner Lambda. On its schedule ({"loop": true}, or an EventBridge rule's event) it ticks every
+ * stream every trigger interval for as long as its remaining time allows, then hands the loop over
+ * to the next scheduled invocation (lib/planner/loop.ts). Ad hoc ({"dryRun"?, "streams"?}) it plans
+ * once. Thin: validate the payload, run the use case, publish metrics, return the reports.
  */
 import middy from '@middy/core';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -8,14 +10,15 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context } from 'aws-lambda';
+import type { StreamConfig } from '../lib/config/schema';
 import { AppError } from '../lib/errors';
+import type { Dispatcher } from '../lib/ports/dispatcher';
+import { runPlannerLoop, type LoopDeps, type StreamLoopReport } from '../lib/planner/loop';
+import { createLoopMetrics } from '../lib/planner/loop-metrics';
 import { recordPlannerMetrics } from '../lib/planner/metrics';
-import { parsePlannerPayload } from '../lib/planner/payload';
-import { runPlanner } from '../lib/planner/run';
-import { awsRuntime, kafkaLogTo } from '../lib/runtime/aws';
-
-const logger = new Logger({ serviceName: 'planner' });
-const metrics = new Metrics({ namespace: process.env.METRICS_NAMESPACE ?? 'KafkaLambdaDirect', serviceName: 'planner' });
+import { parsePlannerPayload, type PlannerRequest } from '../lib/planner/payload';
+import { runPlanner, type StreamPlanReport } from '../lib/planner/run';
+import { awsRuntime, kafkaLogTo, type Runtime } from '../lib/runtime/aws';
 
 /** Raised after all streams ran when at least one failed, so Lambda records the invocation as failed. */
 export class PlannerRunFailed extends AppError {
@@ -24,23 +27,64 @@ export class PlannerRunFailed extends AppError {
   }
 }
 
-async function plan(event: unknown, context: Context) {
-  const rt = awsRuntime(process.env, { kafkaLog: kafkaLogTo(logger) });
-  const req = parsePlannerPayload(event, rt.config);
-  // A lease outlives the function timeout so a hard-killed run cannot overlap the next one.
-  const plannerLeaseMs = Math.max(context.getRemainingTimeInMillis?.() ?? 60_000, 1000) + 10_000;
-  const reports = await runPlanner(
-    {
-      ledger: rt.ledger,
-      metadataFor: (s) => rt.metadata.forStream(s),
-      dispatcher: req.dryRun ? { dispatch: async () => [] } : rt.dispatcher(),
-      plannerLeaseMs,
-      ownerToken: `${context.awsRequestId ?? 'local'}:${Date.now()}`,
-    },
-    // Store time: the planner lease and range lease expiry are judged on DynamoDB's clock.
-    { streams: req.streams, dryRun: req.dryRun, nowMs: await rt.storeClock() },
-  );
-  for (const r of reports) {
+/** What the handler is built on: the container's runtime, and (for in-process runs, benchmarks) another dispatcher. */
+export type PlannerHandlerOptions = {
+  runtime?: () => Runtime;
+  dispatcher?: Dispatcher;
+  logger?: Logger;
+  metrics?: Metrics;
+};
+
+/** A planner handler; `handler` below is the deployed one. */
+export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
+  const logger = opts.logger ?? new Logger({ serviceName: 'planner' });
+  const metrics = opts.metrics ?? new Metrics({ namespace: process.env.METRICS_NAMESPACE ?? 'KafkaLambdaDirect', serviceName: 'planner' });
+  const runtime = opts.runtime ?? (() => awsRuntime(process.env, { kafkaLog: kafkaLogTo(logger) }));
+
+  async function plan(event: unknown, context: Context) {
+    const rt = runtime();
+    const req = parsePlannerPayload(event, rt.config);
+    const dispatcher = req.dryRun ? { dispatch: async () => [] } : (opts.dispatcher ?? rt.dispatcher());
+    // A lease outlives the function timeout so a hard-killed run cannot overlap the next one.
+    const remainingMs = (): number => context.getRemainingTimeInMillis?.() ?? 60_000;
+    const plannerLeaseMs = Math.max(remainingMs(), 1000) + 10_000;
+    const deps = { ledger: rt.ledger, metadataFor: (s: StreamConfig) => rt.metadata.forStream(s), dispatcher, plannerLeaseMs };
+    const ownerToken = `${context.awsRequestId ?? 'local'}:${Date.now()}`;
+    if (req.loop) return loop(rt, req, deps, { ownerToken, remainingMs });
+    const reports = await runPlanner(
+      { ...deps, ownerToken },
+      // Store time: the planner lease and range lease expiry are judged on DynamoDB's clock.
+      { streams: req.streams, dryRun: req.dryRun, nowMs: await rt.storeClock() },
+    );
+    reports.forEach(logRun);
+    if (!req.dryRun) recordPlannerMetrics(metrics, reports);
+    failIfAny(reports.filter((r) => r.status === 'failed').map((r) => `${r.stream}: ${r.reason}`));
+    return { dryRun: req.dryRun, streams: reports };
+  }
+
+  /** The scheduled loop: ticks until the remaining time runs out or the next invocation takes over. */
+  async function loop(
+    rt: Runtime,
+    req: PlannerRequest,
+    deps: Omit<LoopDeps, 'clock'>,
+    run: { ownerToken: string; remainingMs: () => number },
+  ) {
+    const startMs = await rt.storeClock();
+    const deadlineMs = startMs + run.remainingMs();
+    const clock = { nowMs: () => rt.storeClock(), sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
+    const loopMetrics = createLoopMetrics(metrics);
+    const reports = await runPlannerLoop({ ...deps, clock }, { streams: req.streams, ownerToken: run.ownerToken, deadlineMs }, (t) => {
+      loopMetrics.tick(t);
+      if (t.report.status === 'failed') logger.warn('planner tick failed', { stream: t.stream, reason: t.report.reason });
+    });
+    loopMetrics.end(reports);
+    for (const r of reports) logLoop(r);
+    // The invocation fails when a stream's last tick failed: Lambda's Errors metric and alarm see a loop that cannot plan.
+    failIfAny(reports.filter((r) => r.last?.status === 'failed').map((r) => `${r.stream}: ${r.last?.reason}`));
+    return { loop: true, streams: reports };
+  }
+
+  function logRun(r: StreamPlanReport): void {
     logger.info('planner run', {
       stream: r.stream,
       status: r.status,
@@ -56,10 +100,18 @@ async function plan(event: unknown, context: Context) {
     if (r.recreated.length) logger.warn('topic re-created', { stream: r.stream, closedIncarnations: r.recreated });
     for (const w of r.warnings) logger.warn(w, { stream: r.stream });
   }
-  if (!req.dryRun) recordPlannerMetrics(metrics, reports);
-  const failed = reports.filter((r) => r.status === 'failed');
-  if (failed.length) throw new PlannerRunFailed(failed.map((r) => `${r.stream}: ${r.reason}`).join('; '));
-  return { dryRun: req.dryRun, streams: reports };
+
+  function logLoop(r: StreamLoopReport): void {
+    const { last, ...loopReport } = r;
+    logger.info('planner loop', { ...loopReport, lastStatus: last?.status });
+    if (last) logRun(last);
+  }
+
+  return middy(plan).use(injectLambdaContext(logger)).use(logMetrics(metrics));
 }
 
-export const handler = middy(plan).use(injectLambdaContext(logger)).use(logMetrics(metrics));
+function failIfAny(failures: string[]): void {
+  if (failures.length) throw new PlannerRunFailed(failures.join('; '));
+}
+
+export const handler = createPlannerHandler();

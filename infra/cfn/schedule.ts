@@ -69,8 +69,8 @@ function schedulerSchedule(s: Settings, { plannerArn, dlqArn, retryPolicy, descr
           Target: {
             Arn: plannerArn,
             RoleArn: getAtt(IDS.scheduleRole, 'Arn'),
-            // The planner accepts exactly {} (plan every stream); unknown fields are refused.
-            Input: '{}',
+            // Every stream, in a loop of ticks for the invocation's time (lib/planner/payload.ts); unknown fields are refused.
+            Input: '{"loop":true}',
             RetryPolicy: retryPolicy,
             DeadLetterConfig: { Arn: dlqArn },
           },

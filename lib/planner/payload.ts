@@ -8,9 +8,12 @@ const adHocSchema = z.strictObject({
   dryRun: z.boolean().default(false),
   /** Plan only these stream ids (default: all). */
   streams: z.array(z.string().min(1)).min(1).optional(),
+  /** Tick every trigger interval for as long as the invocation runs (what the schedule sends), not once. */
+  loop: z.boolean().default(false),
 });
 
-export type PlannerRequest = { dryRun: boolean; streams: StreamConfig[] };
+/** What an invocation is to do: one run (ad hoc), or a loop of runs (the schedule). */
+export type PlannerRequest = { dryRun: boolean; streams: StreamConfig[]; loop: boolean };
 
 /** EventBridge rules deliver this envelope; its `detail` carries nothing for us. */
 function isScheduledEvent(e: unknown): boolean {
@@ -19,11 +22,14 @@ function isScheduledEvent(e: unknown): boolean {
 
 /** Validates a planner payload against the deployment; throws ValidationError naming what is wrong. */
 export function parsePlannerPayload(event: unknown, config: DeploymentConfig): PlannerRequest {
-  const raw = event === undefined || event === null || isScheduledEvent(event) ? {} : event;
+  // An EventBridge rule's envelope carries no input of ours: it is the schedule, which loops.
+  const raw = event === undefined || event === null ? {} : isScheduledEvent(event) ? { loop: true } : event;
   const res = adHocSchema.safeParse(raw);
   if (!res.success) {
     const issues = res.error.issues.map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`).join('; ');
-    throw new ValidationError(`invalid planner payload: ${issues} (accepted: {"dryRun"?: boolean, "streams"?: string[]})`);
+    throw new ValidationError(
+      `invalid planner payload: ${issues} (accepted: {"dryRun"?: boolean, "streams"?: string[], "loop"?: boolean})`,
+    );
   }
   const known = new Map(config.streams.map((s) => [s.id, s]));
   const unknown = (res.data.streams ?? []).filter((id) => !known.has(id));
@@ -33,5 +39,7 @@ export function parsePlannerPayload(event: unknown, config: DeploymentConfig): P
     );
   }
   const streams = res.data.streams ? res.data.streams.map((id) => known.get(id) as StreamConfig) : config.streams;
-  return { dryRun: res.data.dryRun, streams };
+  if (res.data.loop && res.data.dryRun)
+    throw new ValidationError('invalid planner payload: a dry run plans once; "loop" and "dryRun" do not go together');
+  return { dryRun: res.data.dryRun, streams, loop: res.data.loop };
 }

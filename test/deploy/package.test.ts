@@ -179,9 +179,10 @@ describe('schedule', () => {
     expect(target.RoleArn).toEqual(getAtt('PlannerScheduleRole'));
     expect(target.RetryPolicy).toEqual({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 120 });
     expect(target.DeadLetterConfig).toEqual({ Arn: getAtt('ScheduleDeadLetterQueue') });
-    // What the schedule sends is a valid planner payload: plan every stream, for real.
+    // What the schedule sends is a valid planner payload: plan every stream, for real, in a loop of ticks.
     const request = parsePlannerPayload(JSON.parse(target.Input as string), ciConfig);
     expect(request.dryRun).toBe(false);
+    expect(request.loop).toBe(true);
     expect(request.streams.map((s) => s.id)).toEqual(ciConfig.streams.map((s) => s.id));
     // Role-based invocation: no rule, no resource policy on the function.
     expect(ofType(ci.template, 'AWS::Events::Rule')).toEqual([]);
@@ -231,7 +232,7 @@ describe('schedule', () => {
       resources: [],
       detail: {},
     };
-    expect(parsePlannerPayload(envelope, ruleConfig).dryRun).toBe(false);
+    expect(parsePlannerPayload(envelope, ruleConfig)).toMatchObject({ dryRun: false, loop: true });
     const permissions = ofType(rule.template, 'AWS::Lambda::Permission').map(([, p]) => p.Properties);
     expect(permissions).toEqual([
       {

@@ -58,7 +58,7 @@ describe('planner handler', () => {
     expect(await ledger().readMeta(`${prefix}-two`)).toBeUndefined();
   });
 
-  it('treats an EventBridge scheduled event as a run of every stream', async () => {
+  it('treats an EventBridge scheduled event as the schedule: a loop over every stream, handed back when the next tick does not fit', async () => {
     process.env.PROCESSOR_FUNCTION_NAME = 'unused-no-ranges';
     const event = {
       version: '0',
@@ -68,11 +68,17 @@ describe('planner handler', () => {
       time: new Date().toISOString(),
       detail: {},
     };
-    const res = (await handler(event, context)) as { streams: Array<{ stream: string; status: string; registered: number }> };
-    expect(res.streams.map((s) => [s.stream, s.status, s.registered])).toEqual([
-      [`${prefix}-one`, 'planned', 2],
-      [`${prefix}-two`, 'planned', 2],
+    const res = (await handler(event, context)) as {
+      loop: boolean;
+      streams: Array<{ stream: string; outcome: string; ticks: number; last?: { status: string; registered: number } }>;
+    };
+    // The default trigger interval is a minute: one tick fits in the 30 s the context gives.
+    expect(res.loop).toBe(true);
+    expect(res.streams.map((s) => [s.stream, s.outcome, s.ticks, s.last?.status, s.last?.registered])).toEqual([
+      [`${prefix}-one`, 'time-up', 1, 'planned', 2],
+      [`${prefix}-two`, 'time-up', 1, 'planned', 2],
     ]);
+    expect((await ledger().readMeta(`${prefix}-one`))?.loop).toMatchObject({ nextTickDueMs: expect.any(Number) });
     expect((await ledger().readPartitions(`${prefix}-two`)).length).toBe(2);
   });
 

@@ -1,13 +1,5 @@
 import fc from 'fast-check';
-import {
-  endMarginMs,
-  expectedTickMs,
-  handoverPollMs,
-  loopLeaseMs,
-  nextDueMs,
-  tickFits,
-  tickLagMs,
-} from '../../../lib/planner/loop-timing';
+import { endMarginMs, expectedTickMs, handoverPollMs, loopLeaseMs, nextDueMs, tickFits, tickLagMs } from '../../../lib/planner/loop-timing';
 
 describe('planner loop timing', () => {
   it.each([
