@@ -619,17 +619,28 @@ function closeIncarnation(
   return { write: { kind: 'close-incarnation', closed, next }, report: report(next, o, 'recreated', note) };
 }
 
-function redispatchReason(r: RangeState, { stream, nowMs, epoch, confirmedEpoch }: PlanInput): RedispatchReason | undefined {
+/**
+ * Why an open range is due to be sent again, or undefined. A range whose processor holds a live
+ * lease never is. A failed or expired range is sent again once: until a processor takes it (a new
+ * attempt), that dispatch is waited for like a new range's, for the lease time; otherwise a planner
+ * ticking faster than processors start would send it on every run.
+ */
+export function redispatchReason(
+  r: RangeState,
+  { stream, nowMs, epoch, confirmedEpoch }: Pick<PlanInput, 'stream' | 'nowMs' | 'epoch' | 'confirmedEpoch'>,
+): RedispatchReason | undefined {
+  const notStarted = r.dispatchedAtMs === undefined || nowMs - r.dispatchedAtMs > stream.processor.leaseMs;
+  const sentAgain = r.redispatchedAtAttempts === r.attempts && !notStarted;
   switch (r.status) {
     case 'planned':
       if (r.dispatchedAtMs === undefined) return 'never-dispatched';
       // Planned by a run that ended before recording its dispatches: it may never have been sent.
       if (r.epoch > (confirmedEpoch ?? 0) && r.epoch < epoch) return 'dispatch-unconfirmed';
-      return nowMs - r.dispatchedAtMs > stream.processor.leaseMs ? 'not-started' : undefined;
+      return notStarted ? 'not-started' : undefined;
     case 'leased':
-      return r.leaseExpiresAtMs !== undefined && r.leaseExpiresAtMs < nowMs ? 'lease-expired' : undefined;
+      return r.leaseExpiresAtMs !== undefined && r.leaseExpiresAtMs < nowMs && !sentAgain ? 'lease-expired' : undefined;
     case 'failed':
-      return 'failed';
+      return sentAgain ? undefined : 'failed';
     default:
       return undefined;
   }
