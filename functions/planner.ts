@@ -9,6 +9,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context } from 'aws-lambda';
 import { AppError } from '../lib/errors';
+import { processorConcurrencyFromEnv } from '../lib/planner/concurrency-cap';
 import { recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload } from '../lib/planner/payload';
 import { runPlanner } from '../lib/planner/run';
@@ -36,6 +37,8 @@ async function plan(event: unknown, context: Context) {
       dispatcher: req.dryRun ? { dispatch: async () => [] } : rt.dispatcher(),
       plannerLeaseMs,
       ownerToken: `${context.awsRequestId ?? 'local'}:${Date.now()}`,
+      // Shared by every configured stream, also in an ad hoc run of a few: the scheduled runs keep planning the others.
+      processorConcurrency: processorConcurrencyFromEnv(process.env, rt.config.streams.length),
     },
     // Store time: the planner lease and range lease expiry are judged on DynamoDB's clock.
     { streams: req.streams, dryRun: req.dryRun, nowMs: await rt.storeClock() },

@@ -12,6 +12,7 @@ import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
 import type { ClosedIncarnation, DataLossEntry, Ledger, PartitionState, PlanWrite, RangeState, WriteOutcome } from '../ports/ledger';
 import { partitionKey, type RangePayload } from '../ranges';
+import type { ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, redispatchReason, type PartitionReport, type PlanDecision } from './decide';
 
 /** Checkpoints of a run, in order; tests inject crashes at each. */
@@ -29,6 +30,11 @@ export type PlannerDeps = {
   ownerToken?: string;
   /** Test seam: called after each step; throwing simulates a crash there. */
   afterStep?: (step: PlannerStep, stream: string) => void | Promise<void>;
+  /**
+   * The processors the planned streams share (the processor's reserved concurrency, or the local
+   * runtime's slots): each stream's share caps its open ranges. Unset: only `maxConcurrency` does.
+   */
+  processorConcurrency?: ProcessorConcurrency;
 };
 
 export type StreamPlanReport = {
@@ -172,6 +178,7 @@ export async function planStream(
       timestampOffsets,
       openRanges,
       confirmedEpoch: fenced.confirmedEpoch,
+      processorConcurrency: deps.processorConcurrency,
     });
     reportDecision(rep, decision, unavailable);
     if (dryRun) {
