@@ -15,6 +15,7 @@ import { AppError } from '../lib/errors';
 import type { Dispatcher } from '../lib/ports/dispatcher';
 import { runPlannerLoop, type LoopDeps, type StreamLoopReport } from '../lib/planner/loop';
 import { createLoopMetrics } from '../lib/planner/loop-metrics';
+import { processorConcurrencyFromEnv } from '../lib/planner/concurrency-cap';
 import { recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload, type PlannerRequest } from '../lib/planner/payload';
 import { runPlanner, type StreamPlanReport } from '../lib/planner/run';
@@ -48,7 +49,14 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     // A lease outlives the function timeout so a hard-killed run cannot overlap the next one.
     const remainingMs = (): number => context.getRemainingTimeInMillis?.() ?? 60_000;
     const plannerLeaseMs = Math.max(remainingMs(), 1000) + 10_000;
-    const deps = { ledger: rt.ledger, metadataFor: (s: StreamConfig) => rt.metadata.forStream(s), dispatcher, plannerLeaseMs };
+    const deps = {
+      ledger: rt.ledger,
+      metadataFor: (s: StreamConfig) => rt.metadata.forStream(s),
+      dispatcher,
+      plannerLeaseMs,
+      // Shared by every configured stream, also in an ad hoc run of a few: the scheduled runs keep planning the others.
+      processorConcurrency: processorConcurrencyFromEnv(process.env, rt.config.streams.length),
+    };
     const ownerToken = `${context.awsRequestId ?? 'local'}:${Date.now()}`;
     if (req.loop) return loop(rt, req, deps, { ownerToken, remainingMs });
     const reports = await runPlanner(

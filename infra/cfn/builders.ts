@@ -20,4 +20,12 @@ export { sinkTableLogicalIds, sinkTableResources } from './sink-tables';
 export { alarmTopicEncryption, logGroupEncryption, tableSse } from './encryption';
 export { scanSkipMetadata, scanSkips, type ScanSkip } from './scan';
 export { observability } from './alarms';
-export { esbuildExclude, handlerModules, processorEnvironment, reservedConcurrency, RUNTIME_PROVIDED, vpc } from './functions';
+export {
+  esbuildExclude,
+  handlerModules,
+  plannerEnvironment,
+  processorEnvironment,
+  reservedConcurrency,
+  RUNTIME_PROVIDED,
+  vpc,
+} from './functions';

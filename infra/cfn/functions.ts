@@ -2,6 +2,7 @@
 import { handlerEnvironment } from '../../lib/config/handler-access';
 import type { DeploymentConfig } from '../../lib/config/schema';
 import { handlerModuleFile, isHandlerPath } from '../../lib/handlers/modules';
+import { PROCESSOR_RESERVED_CONCURRENCY_ENV } from '../../lib/planner/concurrency-cap';
 import { NO_VALUE } from './cfn';
 import type { Settings } from './settings';
 
@@ -13,6 +14,19 @@ export function vpc(s: Settings): { subnetIds: string[]; securityGroupIds: strin
 /** Processor ReservedConcurrentExecutions, or AWS::NoValue (unreserved). */
 export function reservedConcurrency(s: Settings): number | { Ref: string } {
   return s.processorReservedConcurrency ?? NO_VALUE;
+}
+
+/**
+ * Environment the stack gives the planner function beyond provider.environment: the processor it
+ * invokes and, when the param reserves it, the processor's concurrency, which the planner shares
+ * among the streams so that it never dispatches more processors than can run.
+ */
+export function plannerEnvironment(s: Settings): Record<string, string> {
+  const reserved = s.processorReservedConcurrency;
+  return {
+    PROCESSOR_FUNCTION_NAME: s.names.processor,
+    ...(reserved !== undefined ? { [PROCESSOR_RESERVED_CONCURRENCY_ENV]: String(reserved) } : {}),
+  };
 }
 
 /**

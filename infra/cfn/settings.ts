@@ -288,9 +288,10 @@ async function environmentSecretErrors(
 /**
  * Fails packaging for a config the deployed functions could not run as intended: a schedule that
  * does not match the streams' trigger interval (their rate budgets assume it), a stream processor
- * timeout beyond the function's, handler tables without IAM, MSK IAM auth with the functions' own
- * credentials without a cluster, MSK without a VPC, and whatever the processor itself would refuse
- * at its first range.
+ * timeout beyond the function's, a stream maxConcurrency beyond the processor's reserved
+ * concurrency (processors that could never run at once), handler tables without IAM, MSK IAM auth
+ * with the functions' own credentials without a cluster, MSK without a VPC, and whatever the
+ * processor itself would refuse at its first range.
  */
 export async function checkConfig(s: Settings, config: DeploymentConfig): Promise<void> {
   const problems: string[] = [];
@@ -311,6 +312,12 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
     if (stream.kafka.sasl?.mechanism === 'aws-msk-iam' && stream.kafka.sasl.roleArn === undefined && s.mskClusterArns.length === 0) {
       problems.push(
         `stream ${stream.id}: aws-msk-iam needs the mskClusterArns param (the cluster ARN scopes the kafka-cluster:* permissions)`,
+      );
+    }
+    const reserved = s.processorReservedConcurrency;
+    if (reserved !== undefined && stream.maxConcurrency !== undefined && stream.maxConcurrency > reserved) {
+      problems.push(
+        `stream ${stream.id}: maxConcurrency is ${stream.maxConcurrency} but the processor's reserved concurrency (param processorReservedConcurrency) is ${reserved}; lower maxConcurrency or raise the param`,
       );
     }
     if (needsVpc(stream) && !s.vpc && s.stage !== 'local') {

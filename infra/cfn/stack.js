@@ -178,6 +178,8 @@ module.exports = {
   tableSse: withContext(({ settings }) => builders.tableSse(settings)),
   /** Processor ReservedConcurrentExecutions, or AWS::NoValue (unreserved). */
   processorReservedConcurrency: withContext(({ settings }) => builders.reservedConcurrency(settings)),
+  /** Planner-only environment: PROCESSOR_FUNCTION_NAME, and PROCESSOR_RESERVED_CONCURRENCY when processorReservedConcurrency is set. */
+  plannerEnvironment: withContext(({ settings }) => builders.plannerEnvironment(settings)),
   /** Processor-only environment: AUDIT_LOG_TABLE when the auditLogTable param is set, and the streams' handler.environment. */
   processorEnvironment: withContext(({ settings, config }) => builders.processorEnvironment(settings, config)),
   /** serverless-esbuild `exclude` list. */

@@ -103,6 +103,7 @@ const STACK_VARIABLES: Record<string, string> = {
   METRICS_NAMESPACE: "the functions' metrics namespace",
   NODE_OPTIONS: "the functions' Node.js options",
   PROCESSOR_FUNCTION_NAME: "the planner's processor function",
+  PROCESSOR_RESERVED_CONCURRENCY: "the processor's reserved concurrency, which the planner shares among the streams",
   AUDIT_LOG_TABLE: 'the audit-log handler\'s table (the "auditLogTable" param)',
   DYNAMODB_ENDPOINT: "the local stack's DynamoDB endpoint, which the ledger client would use",
   KAFKA_BROKERS: "the local stack's Kafka brokers",

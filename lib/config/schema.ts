@@ -426,6 +426,12 @@ export const streamConfigSchema = strictObject({
    */
   recreatedTopicOffsets: z.enum(['earliest', 'latest']).default('earliest'),
   maxAttempts: wholeNumber().min(1).max(100).default(3),
+  /**
+   * Most open ranges (planned, leased, failed awaiting a retry) the stream has at once, hence most
+   * processors running for it (what partitions and provisioned pollers bound for Lambda's Kafka
+   * trigger). Unset: no cap of its own; its share of the processor's reserved concurrency applies.
+   */
+  maxConcurrency: positiveInt.optional(),
   handler: handlerSchema.optional(),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
   deadLetters: deadLettersSchema.prefault({}),

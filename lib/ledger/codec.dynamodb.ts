@@ -567,13 +567,13 @@ const planRange: PlanWriteBuilder<'plan-range'> = (table, stream, w) => {
   ];
 };
 
-/** Records a dispatch unless the range finished or was parked, from the dispatch count seen. */
+/** Records a dispatch (and the attempts it was sent at) unless the range finished or was parked, from the dispatch count seen. */
 const markDispatched: PlanWriteBuilder<'mark-dispatched'> = (table, stream, w) => [
   {
     Update: {
       TableName: table,
       Key: keys.range(stream, w.range),
-      UpdateExpression: 'SET dispatchedAtMs = :now, dispatches = dispatches + :one',
+      UpdateExpression: `SET dispatchedAtMs = :now, dispatches = dispatches + :one${w.attempts === undefined ? '' : ', redispatchedAtAttempts = :attempts'}`,
       ConditionExpression: 'NOT #st IN (:done, :parked) AND dispatches = :expectDispatches',
       ExpressionAttributeNames: { '#st': 'status' },
       ExpressionAttributeValues: {
@@ -582,6 +582,7 @@ const markDispatched: PlanWriteBuilder<'mark-dispatched'> = (table, stream, w) =
         ':done': 'done',
         ':parked': 'parked',
         ':expectDispatches': w.expect.dispatches,
+        ...(w.attempts === undefined ? {} : { ':attempts': w.attempts }),
       },
     },
   },

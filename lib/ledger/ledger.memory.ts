@@ -71,6 +71,7 @@ function applyOne(s: StreamStore, w: PlanWrite): boolean {
       if (!r || r.status === 'done' || r.status === 'parked' || r.dispatches !== w.expect.dispatches) return false;
       r.dispatchedAtMs = w.nowMs;
       r.dispatches += 1;
+      if (w.attempts !== undefined) r.redispatchedAtAttempts = w.attempts;
       return true;
     }
     case 'unmark-dispatch': {

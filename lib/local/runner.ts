@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
-import { createInProcessDispatcher } from '../dispatch/dispatcher.local';
+import { createInProcessDispatcher, DEFAULT_LOCAL_CONCURRENCY } from '../dispatch/dispatcher.local';
 import type { KafkaMetadata } from '../ports/kafka-metadata';
 import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
@@ -196,7 +196,14 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
         (deps.storeClock ? deps.storeClock() : Promise.resolve(Date.now()))
           .then((nowMs) =>
             planStream(
-              { ledger: deps.ledger, metadataFor: deps.metadataFor, dispatcher, plannerLeaseMs: deps.plannerLeaseMs ?? 30_000 },
+              {
+                ledger: deps.ledger,
+                metadataFor: deps.metadataFor,
+                dispatcher,
+                plannerLeaseMs: deps.plannerLeaseMs ?? 30_000,
+                // The processor slots, shared by the streams as a Lambda's reserved concurrency is: no more ranges are planned than can run.
+                processorConcurrency: { limit: deps.maxConcurrency ?? DEFAULT_LOCAL_CONCURRENCY, streams: streams.length },
+              },
               s,
               { dryRun: false, nowMs },
             ),

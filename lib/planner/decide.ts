@@ -16,6 +16,7 @@ import {
   type RangeState,
 } from '../ports/ledger';
 import { partitionKey } from '../ranges';
+import { admitPieces, bySlotPriority, capSource, occupiedSlots, openRangeCap, type ProcessorConcurrency } from './concurrency-cap';
 
 export type PlanInput = {
   stream: StreamConfig;
@@ -39,6 +40,8 @@ export type PlanInput = {
   openRanges: RangeState[];
   /** The last epoch that confirmed its dispatches (`StreamMeta.confirmedEpoch`). */
   confirmedEpoch?: number;
+  /** The processors this stream shares with the planner's other streams (its share caps its open ranges). */
+  processorConcurrency?: ProcessorConcurrency;
 };
 
 /** What happened to one partition in this run (for reports, metrics and `plan --dry-run`). */
@@ -59,6 +62,8 @@ export type PartitionReport = {
     | 'idle'
     | 'in-flight'
     | 'waiting-for-min-offsets'
+    /** Due, but the stream has as many ranges open as its cap allows: planned when a slot frees. */
+    | 'waiting-for-concurrency'
     | 'retired'
     | 'failed'
     | 'data-loss'
@@ -116,7 +121,7 @@ export const MISSING_AFTER_REGISTRATION_GRACE_MS = 5_000;
 /**
  * The pure planning step: registrations, retirements, data loss, clamped ranges and re-dispatches.
  * Its phases (docs/architecture.md, "Planning, one run"): discover -> classify known -> check
- * candidates -> clamp and split -> redispatch and park. Linear in the partitions and open ranges:
+ * candidates -> grant slots -> clamp and split -> redispatch and park. Linear in the partitions and open ranges:
  * every look-up by partition goes through the index built once.
  */
 export function decidePlan(input: PlanInput): PlanDecision {
@@ -127,7 +132,8 @@ export function decidePlan(input: PlanInput): PlanDecision {
   // New partitions are candidates too, ahead of the known ones.
   const candidates = [...registrations, ...known.candidates];
   const { eligible, checkCommitted } = checkCandidates(input, ix, candidates, draft);
-  const { newRanges, recordsPlanned } = clampAndSplit(input, ix, eligible, draft);
+  const slots = grantSlots(input, ix, candidates, eligible, draft);
+  const { newRanges, recordsPlanned } = clampAndSplit(input, ix, slots, draft);
   const { redispatch, parks } = redispatchOpen(input, candidates);
   return {
     registrations,
@@ -460,14 +466,46 @@ function offsetAnomaly(
   return { write, report: report({ ...p, committed: lostUntil, nextFrom: lostUntil }, o, 'data-loss', `lost ${span}`), skipTo: lostUntil };
 }
 
-/** Clamp and split: how far each eligible partition's next range reaches under the stream's limits, cut into pieces if asked. */
-function clampAndSplit(
-  input: PlanInput,
-  ix: PlanIndex,
-  eligible: Eligible[],
-  draft: Draft,
-): { newRanges: RangeState[]; recordsPlanned: number } {
+/** The due partitions given a slot, in the order they got it, and the slots free for their ranges (undefined: no cap). */
+type Slots = { granted: Eligible[]; free?: number };
+
+/**
+ * Slots: under a cap (the stream's maxConcurrency, or its share of the processor concurrency if
+ * lower), a run plans at most `cap - open` ranges. The due partitions get the free slots in
+ * `bySlotPriority` order (waiting longest first, then most lag); the others are reported waiting
+ * and planned on a later run. Re-dispatches are not limited: their ranges are open, so counted.
+ */
+function grantSlots(input: PlanInput, ix: PlanIndex, candidates: PartitionState[], eligible: Eligible[], draft: Draft): Slots {
+  const { stream, processorConcurrency } = input;
+  const cap = openRangeCap(stream.maxConcurrency, processorConcurrency);
+  if (cap === undefined) return { granted: eligible };
+  const live = new Map(candidates.filter((p) => p.status === 'active').map((p) => [partitionKey(p.topic, p.partition), p]));
+  const open = occupiedSlots(input.openRanges, live, { nowMs: input.nowMs, leaseMs: stream.processor.leaseMs });
+  const free = Math.max(0, cap - open);
+  const claims = eligible.map((e) => ({
+    e,
+    topic: e.p.topic,
+    partition: e.p.partition,
+    waitingSinceMs: e.p.lastPlannedAtMs ?? e.p.firstSeenAtMs,
+    lag: e.input.latest - e.input.from,
+  }));
+  const ordered = bySlotPriority(claims);
+  const why = `${open} of ${cap} ranges open (${capSource(stream.maxConcurrency, processorConcurrency)}): planned when a range finishes`;
+  for (const { e } of ordered.slice(free)) {
+    const k = e.input.key;
+    const before = draft.reports.get(k)?.note;
+    draft.reports.set(k, report(e.p, ix.offsets.get(k), 'waiting-for-concurrency', before ? `${before}; ${why}` : why));
+  }
+  return { granted: ordered.slice(0, free).map((c) => c.e), free };
+}
+
+/**
+ * Clamp and split: how far each granted partition's next range reaches under the stream's limits,
+ * cut into pieces if asked; under a cap, only the pieces that fit the free slots (`admitPieces`).
+ */
+function clampAndSplit(input: PlanInput, ix: PlanIndex, slots: Slots, draft: Draft): { newRanges: RangeState[]; recordsPlanned: number } {
   const { stream, nowMs } = input;
+  const eligible = slots.granted;
   const clamped = eligible.length
     ? clampRanges(
         eligible.map((e) => e.input),
@@ -480,26 +518,32 @@ function clampAndSplit(
       )
     : new Map<string, OffsetRange>();
   const splitting = stream.split.orderInsensitive;
+  // Under a cap, pieces past the free slots could not be planned: minPartitions asks for no more.
+  const minPartitions = stream.split.minPartitions && Math.min(stream.split.minPartitions, slots.free ?? Infinity);
   const parts =
-    splitting && stream.split.minPartitions
-      ? partsForMinPartitions(new Map([...clamped].map(([k, r]) => [k, r.until - r.from])), stream.split.minPartitions)
+    splitting && minPartitions
+      ? partsForMinPartitions(new Map([...clamped].map(([k, r]) => [k, r.until - r.from])), minPartitions)
       : undefined;
+  const split = eligible.map((e) => {
+    const r = clamped.get(e.input.key);
+    if (!r || r.until <= r.from) return [];
+    return splitting && (stream.split.maxRangeSize || parts)
+      ? splitRange(r, { maxRangeSize: stream.split.maxRangeSize, parts: parts?.get(e.input.key) })
+      : [r];
+  });
+  const admitted = slots.free === undefined ? split : admitPieces(split, slots.free);
   const newRanges: RangeState[] = [];
   let recordsPlanned = 0;
-  for (const e of eligible) {
+  for (const [i, e] of eligible.entries()) {
     const k = e.input.key;
-    const r = clamped.get(k);
-    if (!r || r.until <= r.from) continue;
-    const pieces =
-      splitting && (stream.split.maxRangeSize || parts)
-        ? splitRange(r, { maxRangeSize: stream.split.maxRangeSize, parts: parts?.get(k) })
-        : [r];
+    const pieces = admitted[i] ?? [];
+    if (!pieces.length) continue;
     for (const piece of pieces) {
       const range = newRange(input, e.p, piece, ix.topicIds.get(e.p.topic));
       newRanges.push(range);
       draft.writes.push({ kind: 'plan-range', range, partitionUpdate: { lastPlannedAtMs: nowMs, ...(e.pidUpdate ?? {}) } });
+      recordsPlanned += piece.until - piece.from;
     }
-    recordsPlanned += r.until - r.from;
     const rep = report({ ...e.p }, ix.offsets.get(k), 'planned', draft.reports.get(k)?.note);
     rep.planned = pieces.map((x) => ({ from: x.from, until: x.until }));
     draft.reports.set(k, rep);
@@ -686,17 +730,28 @@ function closeIncarnation(
   return { write: { kind: 'close-incarnation', closed, next }, report: report(next, o, 'recreated', note) };
 }
 
-function redispatchReason(r: RangeState, { stream, nowMs, epoch, confirmedEpoch }: PlanInput): RedispatchReason | undefined {
+/**
+ * Why an open range is due to be sent again, or undefined. A range whose processor holds a live
+ * lease never is. A failed or expired range is sent again once: until a processor takes it (a new
+ * attempt), that dispatch is waited for like a new range's, for the lease time; otherwise a planner
+ * ticking faster than processors start would send it on every run.
+ */
+export function redispatchReason(
+  r: RangeState,
+  { stream, nowMs, epoch, confirmedEpoch }: Pick<PlanInput, 'stream' | 'nowMs' | 'epoch' | 'confirmedEpoch'>,
+): RedispatchReason | undefined {
+  const notStarted = r.dispatchedAtMs === undefined || nowMs - r.dispatchedAtMs > stream.processor.leaseMs;
+  const sentAgain = r.redispatchedAtAttempts === r.attempts && !notStarted;
   switch (r.status) {
     case 'planned':
       if (r.dispatchedAtMs === undefined) return 'never-dispatched';
       // Planned by a run that ended before recording its dispatches: it may never have been sent.
       if (r.epoch > (confirmedEpoch ?? 0) && r.epoch < epoch) return 'dispatch-unconfirmed';
-      return nowMs - r.dispatchedAtMs > stream.processor.leaseMs ? 'not-started' : undefined;
+      return notStarted ? 'not-started' : undefined;
     case 'leased':
-      return r.leaseExpiresAtMs !== undefined && r.leaseExpiresAtMs < nowMs ? 'lease-expired' : undefined;
+      return r.leaseExpiresAtMs !== undefined && r.leaseExpiresAtMs < nowMs && !sentAgain ? 'lease-expired' : undefined;
     case 'failed':
-      return 'failed';
+      return sentAgain ? undefined : 'failed';
     default:
       return undefined;
   }

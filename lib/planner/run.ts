@@ -21,7 +21,8 @@ import type {
   WriteOutcome,
 } from '../ports/ledger';
 import { partitionKey, type RangePayload } from '../ranges';
-import { decidePlan, pendingIndex, startsAtStartingOffsets, type PartitionReport, type PlanDecision } from './decide';
+import type { ProcessorConcurrency } from './concurrency-cap';
+import { decidePlan, pendingIndex, redispatchReason, startsAtStartingOffsets, type PartitionReport, type PlanDecision } from './decide';
 
 /** Checkpoints of a run, in order; tests inject crashes at each. */
 export const PLANNER_STEPS = ['leased', 'registered', 'persisted', 'dispatched', 'recorded'] as const;
@@ -38,6 +39,11 @@ export type PlannerDeps = {
   ownerToken?: string;
   /** Test seam: called after each step; throwing simulates a crash there. */
   afterStep?: (step: PlannerStep, stream: string) => void | Promise<void>;
+  /**
+   * The processors the planned streams share (the processor's reserved concurrency, or the local
+   * runtime's slots): each stream's share caps its open ranges. Unset: only `maxConcurrency` does.
+   */
+  processorConcurrency?: ProcessorConcurrency;
 };
 
 export type StreamPlanReport = {
@@ -182,6 +188,7 @@ export async function planStream(
       timestampOffsets,
       openRanges,
       confirmedEpoch: fenced.confirmedEpoch,
+      processorConcurrency: deps.processorConcurrency,
     });
     reportDecision(rep, decision, unavailable);
     if (dryRun) {
@@ -189,8 +196,14 @@ export async function planStream(
       rep.durationMs = Date.now() - t0;
       return rep;
     }
+    const again = await stillDue(deps.ledger, decision.redispatch, {
+      stream,
+      nowMs,
+      epoch: fenced.epoch,
+      confirmedEpoch: fenced.confirmedEpoch,
+    });
     const planned = await persist(run, decision, initial);
-    const marks = await dispatch(run, decision, planned);
+    const marks = await dispatch(run, { ...decision, redispatch: again }, planned);
     await record(run, decision, { planned, marks, openRanges });
     confirmed = true;
     if (decision.finished) {
@@ -429,11 +442,32 @@ async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[])
     const isNew = i < planned.length;
     if (!res.ok) rep.dispatchFailures.push({ range: `${r.topic}/${r.partition}/${r.from}`, error: res.error });
     if (isNew && !res.ok) marks.push({ kind: 'unmark-dispatch', range: r, expect: { dispatches: r.dispatches } });
-    if (!isNew && res.ok) marks.push({ kind: 'mark-dispatched', range: r, expect: { dispatches: r.dispatches }, nowMs: run.nowMs });
+    if (!isNew && res.ok) {
+      marks.push({ kind: 'mark-dispatched', range: r, expect: { dispatches: r.dispatches }, nowMs: run.nowMs, attempts: r.attempts });
+    }
   });
   rep.dispatched = results.filter((r) => r.ok).length;
   rep.redispatched = results.slice(planned.length).filter((r) => r.ok).length;
   return marks;
+}
+
+/**
+ * The re-dispatches a consistent read of each range confirms, with the range as read. The
+ * open-ranges index is eventually consistent: a planner ticking every second can read a range as
+ * it was before its last dispatch, failure or lease renewal, and would send it again while its
+ * processor runs, or twice for one failure.
+ */
+async function stillDue(
+  ledger: Ledger,
+  due: PlanDecision['redispatch'],
+  at: Parameters<typeof redispatchReason>[1],
+): Promise<PlanDecision['redispatch']> {
+  const fresh = await mapWithConcurrency(due, REDISPATCH_READ_CONCURRENCY, async ({ range }) => {
+    const r = await ledger.readRange(range.stream, range);
+    const reason = r && redispatchReason(r, at);
+    return r && reason ? { range: r, reason } : undefined;
+  });
+  return fresh.filter((x) => x !== undefined);
 }
 
 /** Record: the dispatch exceptions, the parks and the committed offsets repaired, in one batch. */
@@ -519,3 +553,6 @@ async function repairCommitted(ledger: Ledger, stream: string, partitions: Parti
 
 /** Partitions whose finished ranges one run reads at once when repairing committed offsets. */
 const REPAIR_READ_CONCURRENCY = 8;
+
+/** Ranges due again that one run reads at once to confirm them. */
+const REDISPATCH_READ_CONCURRENCY = 16;

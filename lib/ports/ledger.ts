@@ -156,6 +156,12 @@ export type RangeState = {
   dispatchedAtMs?: number;
   /** Dispatches recorded, the intent of a new range included. */
   dispatches: number;
+  /**
+   * `attempts` when the planner last sent the range again. A failed or expired range that still has
+   * as many attempts has not been taken since: that dispatch is waited for (as a new range's is, the
+   * lease time) instead of sending the range again every run.
+   */
+  redispatchedAtAttempts?: number;
   /** Lease takes by processors (KCL's leaseCounter); bounded by the stream's maxAttempts. */
   attempts: number;
   leaseToken?: string;
@@ -402,6 +408,8 @@ export type PlanWrite =
       range: RangeRef;
       expect: { dispatches: number };
       nowMs: number;
+      /** The range's attempts as read, recorded as `redispatchedAtAttempts`. */
+      attempts?: number;
     }
   /**
    * The dispatcher refused a new range this run had recorded as dispatched: clear the record so the

@@ -164,7 +164,17 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect(
       await ledger.applyPlan({ ...ctx, writes: [{ kind: 'mark-dispatched', range: r, expect: { dispatches: 0 }, nowMs: 8 }] }),
     ).toEqual(['condition-failed']);
-    expect(await ledger.readRange(stream, r)).toMatchObject({ dispatchedAtMs: 7, dispatches: 1, status: 'planned' });
+    const marked = await ledger.readRange(stream, r);
+    expect(marked).toMatchObject({ dispatchedAtMs: 7, dispatches: 1, status: 'planned' });
+    expect(marked?.redispatchedAtAttempts).toBeUndefined();
+    // A re-dispatch records the attempts it was sent at.
+    expect(
+      await ledger.applyPlan({ ...ctx, writes: [{ kind: 'mark-dispatched', range: r, expect: { dispatches: 1 }, nowMs: 8, attempts: 0 }] }),
+    ).toEqual(['applied']);
+    expect(await ledger.readRange(stream, r)).toMatchObject({ dispatchedAtMs: 8, dispatches: 2, redispatchedAtAttempts: 0 });
+    expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'unmark-dispatch', range: r, expect: { dispatches: 2 } }] })).toEqual([
+      'applied',
+    ]);
     // The dispatcher refused it: clear the record (only from the count the planner saw, only while planned).
     const unmark = (dispatches: number): PlanWrite => ({ kind: 'unmark-dispatch', range: r, expect: { dispatches } });
     expect(await ledger.applyPlan({ ...ctx, writes: [unmark(0)] })).toEqual(['condition-failed']);

@@ -14,6 +14,7 @@ import {
   needsVpc,
   observability,
   parseSettings,
+  plannerEnvironment,
   schedulePeriodMs,
   secretResources,
   sinkTableResources,
@@ -204,6 +205,24 @@ describe('streams config against the stage', () => {
       /^the streams config does not fit stage test: stream s0: triggerIntervalMs is 120000 but the planner runs rate\(1 minute\)/,
     );
     expect(message).not.toContain('\n');
+  });
+
+  it("refuses a stream maxConcurrency above the processor's reserved concurrency, on one line naming both", async () => {
+    const reserved = settings({ processorReservedConcurrency: '8' });
+    expect(await configProblem(reserved, config([{ maxConcurrency: 12, ...HANDLED }]))).toBe(
+      "the streams config does not fit stage test: stream s0: maxConcurrency is 12 but the processor's reserved concurrency (param processorReservedConcurrency) is 8; lower maxConcurrency or raise the param",
+    );
+    await expect(checkConfig(reserved, config([{ maxConcurrency: 8, ...HANDLED }, { ...HANDLED }]))).resolves.toBeUndefined();
+    // Unreserved: nothing to compare with.
+    await expect(checkConfig(settings(), config([{ maxConcurrency: 500, ...HANDLED }]))).resolves.toBeUndefined();
+  });
+
+  it('gives the planner the reserved concurrency it shares among the streams, only when the param sets one', () => {
+    expect(plannerEnvironment(settings({ processorReservedConcurrency: '20' }))).toEqual({
+      PROCESSOR_FUNCTION_NAME: 'svc-test-processor',
+      PROCESSOR_RESERVED_CONCURRENCY: '20',
+    });
+    expect(plannerEnvironment(settings())).toEqual({ PROCESSOR_FUNCTION_NAME: 'svc-test-processor' });
   });
 
   it('does not tie the trigger interval to a cron schedule', async () => {

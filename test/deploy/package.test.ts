@@ -131,9 +131,11 @@ describe('functions', () => {
     });
     if (name === 'planner') {
       expect(env.PROCESSOR_FUNCTION_NAME).toBe('kafka-lambda-direct-ci-processor');
+      expect(env.PROCESSOR_RESERVED_CONCURRENCY).toBe(CI_PARAMS.processorReservedConcurrency);
       expect(env.AUDIT_LOG_TABLE).toBeUndefined();
     } else {
       expect(env.PROCESSOR_FUNCTION_NAME).toBeUndefined();
+      expect(env.PROCESSOR_RESERVED_CONCURRENCY).toBeUndefined();
       expect(env.AUDIT_LOG_TABLE).toBe(CI_PARAMS.auditLogTable);
     }
   });
@@ -142,6 +144,11 @@ describe('functions', () => {
     expect(resource(ci.template, 'ProcessorLambdaFunction').Properties.ReservedConcurrentExecutions).toBe(20);
     expect(resource(ci.template, 'PlannerLambdaFunction').Properties.ReservedConcurrentExecutions).toBeUndefined();
     expect(resource(dev.template, 'ProcessorLambdaFunction').Properties.ReservedConcurrentExecutions).toEqual({ Ref: 'AWS::NoValue' });
+    // Unreserved: the planner gets no cap to share (only the streams' own maxConcurrency applies).
+    const devPlannerEnv = (resource(dev.template, 'PlannerLambdaFunction').Properties.Environment as { Variables: Record<string, string> })
+      .Variables;
+    expect(devPlannerEnv.PROCESSOR_FUNCTION_NAME).toBe('kafka-lambda-direct-dev-processor');
+    expect(devPlannerEnv).not.toHaveProperty('PROCESSOR_RESERVED_CONCURRENCY');
     expect(resource(rule.template, 'ProcessorLambdaFunction').Properties.VpcConfig).toBeUndefined();
     // The dev example is on MSK, so it carries (placeholder) VPC params.
     expect(resource(dev.template, 'ProcessorLambdaFunction').Properties.VpcConfig).toEqual({

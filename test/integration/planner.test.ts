@@ -1,13 +1,14 @@
 /**
  * The planner against the real broker and the DynamoDB emulator: discovery while the stream runs,
- * retirement, two planners at once (I5), and crash recovery.
+ * retirement, two planners at once (I5), crash recovery, and the concurrency cap.
  */
-import { parseStreamConfig } from '../../lib/config/schema';
+import { parseStreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream, type PlannerDeps } from '../../lib/planner/run';
+import type { RangePayload } from '../../lib/ranges';
 import { countRequests } from '../support/dynamo-requests';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
@@ -28,10 +29,16 @@ afterAll(async () => {
   ddb.destroy();
 });
 
-function setup() {
+function setup(over: Partial<StreamConfigInput> = {}) {
   const prefix = uniqueName('plan');
   const stream = parseStreamConfig(
-    { id: prefix, kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') }, topicPattern: `${prefix}-.*`, triggerIntervalMs: 10_000 },
+    {
+      id: prefix,
+      kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') },
+      topicPattern: `${prefix}-.*`,
+      triggerIntervalMs: 10_000,
+      ...over,
+    },
     'test',
   );
   const ledger = Object.assign(createDynamoLedger({ client: ddb, tableName }), { requestCount: ddbRequests });
@@ -195,6 +202,41 @@ describe('planner on the real broker and emulator', () => {
     expect((await t.ledger.readMeta(t.prefix))?.confirmedEpoch).toBe(rep.epoch);
     // Confirmed now: the next run sends nothing again.
     expect(await t.run()).toMatchObject({ rangesPlanned: 0, redispatched: 0 });
+  });
+
+  it('keeps a stream with maxConcurrency 2 at two open ranges over its six partitions, and drains them all', async () => {
+    // 1 record/s x 10 s: ranges of 10 offsets, two per partition.
+    const t = setup({ maxConcurrency: 2, maxRatePerPartition: 1 });
+    const topic = `${t.prefix}-capped`;
+    await t.createTopic(topic, 6);
+    for (let p = 0; p < 6; p++) await t.produce(topic, p, 15);
+    /** A processor: takes the range's lease and finishes it, as process-range does. */
+    const finish = async (r: RangePayload) => {
+      const leaseToken = `proc-${r.partition}-${r.from}`;
+      const lease = await t.ledger.takeRangeLease({ ...r, leaseToken, nowMs: t.at(), leaseMs: t.stream.processor.leaseMs, maxAttempts: 3 });
+      expect(lease.kind).toBe('taken');
+      const stats = { records: r.until - r.from, processingMs: 5, schedulingDelayMs: 5, finishedAtMs: t.at() };
+      await t.ledger.completeRange({ range: { ...r, leaseToken }, expectProgress: r.from, nowMs: t.at(), stats, advancePartition: true });
+    };
+    const open = async () =>
+      (await Promise.all(t.dispatcher.dispatched.map(async (r) => ({ r, stored: await t.ledger.readRange(t.prefix, r) })))).filter(
+        (x) => x.stored?.status !== 'done',
+      );
+
+    const first = await t.run();
+    expect(first).toMatchObject({ status: 'planned', registered: 6, rangesPlanned: 2 });
+    expect(first.partitions.filter((p) => p.action === 'waiting-for-concurrency')).toHaveLength(4);
+    let runs = 1;
+    for (let busy = await open(); busy.length; busy = await open()) {
+      expect(busy.length).toBeLessThanOrEqual(2);
+      // One processor finishes between two planner runs.
+      await finish(busy[0]!.r);
+      expect(await t.run()).toMatchObject({ status: 'planned', dispatchFailures: [] });
+      expect(++runs).toBeLessThan(30);
+    }
+    expect(t.dispatcher.dispatched).toHaveLength(12);
+    const parts = await t.ledger.readPartitions(t.prefix);
+    expect(parts.map((p) => [p.partition, p.committed, p.nextFrom])).toEqual([0, 1, 2, 3, 4, 5].map((p) => [p, 15, 15]));
   });
 
   it('makes no per-partition writes in an idle run', async () => {

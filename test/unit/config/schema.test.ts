@@ -107,6 +107,7 @@ describe('parseDeploymentConfig', () => {
           split: { orderInsensitive: true, maxRangeSize: 100000, minPartitions: 8 },
           failOnDataLoss: false,
           maxAttempts: 5,
+          maxConcurrency: 8,
           handler: { module: 'handlers/payments.js', mode: 'dynamodb-exactly-once', sinkTable: 'payments-sink' },
           poisonPolicy: 'stop-partition',
           consumerGroup: 'payments-direct',
@@ -131,6 +132,8 @@ describe('parseDeploymentConfig', () => {
     const config = parseDeploymentConfig(full, 'full.json');
     expect(config.streams).toHaveLength(4);
     expect(config.streams[0]?.processor.leaseMs).toBe(400000);
+    expect(config.streams[0]?.maxConcurrency).toBe(8);
+    expect(config.streams[1]?.maxConcurrency).toBeUndefined();
     expect(config.streams[0]?.kafka.sasl).toEqual(full.streams[0]?.kafka.sasl);
   });
 
@@ -249,6 +252,9 @@ describe('parseDeploymentConfig', () => {
     ],
     ['max attempts zero', { maxAttempts: 0 }, 'maxAttempts: must be >= 1'],
     ['max attempts above 100', { maxAttempts: 101 }, 'maxAttempts: must be <= 100'],
+    ['max concurrency zero', { maxConcurrency: 0 }, 'maxConcurrency: must be > 0'],
+    ['max concurrency fractional', { maxConcurrency: 2.5 }, 'maxConcurrency: must be a whole number'],
+    ['max concurrency as text', { maxConcurrency: '4' }, 'maxConcurrency: expected a number'],
     [
       'exactly-once without sink table',
       { handler: { module: 'h.js', mode: 'dynamodb-exactly-once' } },

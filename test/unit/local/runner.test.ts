@@ -1,7 +1,8 @@
 /**
  * The local runner behaves like warm Lambdas under reserved concurrency: at most `maxConcurrency`
- * processors at once (the other dispatches wait and all run), range readers reused by the next
- * invocation, at most one per processor slot, and closed once idle. In-memory ledger, Kafka and readers.
+ * processors at once, and the planner plans no more ranges than that (the others on later runs,
+ * all of them eventually), range readers reused by the next invocation, at most one per processor
+ * slot, and closed once idle. In-memory ledger, Kafka and readers.
  */
 import { parseStreamConfig } from '../../../lib/config/schema';
 import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
@@ -71,16 +72,28 @@ function setup(maxConcurrency: number) {
     },
     [stream],
   );
-  return { runner, readers, handled, peak: () => peak };
+  /** Planner runs, each after the processors it started finished, until every range ran. */
+  const drain = async () => {
+    const dispatched: number[] = [];
+    for (let i = 0; i < PARTITIONS && handled.size < PARTITIONS * 5; i++) {
+      const [rep] = await runner.planOnce();
+      dispatched.push(rep?.dispatched ?? 0);
+      await runner.idle();
+    }
+    return dispatched;
+  };
+  return { runner, readers, handled, drain, peak: () => peak };
 }
 
 describe('local runner', () => {
-  it('runs at most maxConcurrency processors; every dispatched range still runs', async () => {
+  it('runs at most maxConcurrency processors and plans no more ranges than that; every range runs', async () => {
     const t = setup(4);
     const [rep] = await t.runner.planOnce();
-    expect(rep?.dispatched).toBe(PARTITIONS);
-    expect(t.runner.stats().queued).toBeGreaterThan(0);
+    expect(rep?.dispatched).toBe(4);
+    expect(rep?.partitions.filter((p) => p.action === 'waiting-for-concurrency')).toHaveLength(PARTITIONS - 4);
+    expect(t.runner.stats().queued).toBe(0);
     await t.runner.idle();
+    expect(await t.drain()).toEqual(Array.from({ length: PARTITIONS / 4 - 1 }, () => 4));
     expect(t.handled.size).toBe(PARTITIONS * 5);
     expect(t.peak()).toBeLessThanOrEqual(4);
     expect(t.runner.stats().invocations).toBe(PARTITIONS);
@@ -89,8 +102,7 @@ describe('local runner', () => {
 
   it('reuses readers across invocations, one per processor slot, and closes them once idle', async () => {
     const t = setup(4);
-    await t.runner.planOnce();
-    await t.runner.idle();
+    await t.drain();
     expect(t.readers.created).toBeLessThanOrEqual(4);
     expect(t.runner.stats().readersOpen).toBe(t.readers.created);
     await sleep(100);

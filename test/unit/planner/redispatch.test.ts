@@ -73,6 +73,33 @@ describe('re-dispatch decisions', () => {
     ['sent but no processor took it within the lease time', range({ dispatchedAtMs: NOW - LEASE_MS - 1 }), {}, 'not-started'],
     ['lease expired', range({ status: 'leased', attempts: 1, leaseExpiresAtMs: NOW - 1 }), {}, 'lease-expired'],
     ['failed', range({ status: 'failed', attempts: 1, lastError: 'x' }), {}, 'failed'],
+    // Sent again once: until a processor takes it (a new attempt), that dispatch is waited for.
+    ['failed, sent again and not taken yet', range({ status: 'failed', attempts: 1, redispatchedAtAttempts: 1 }), {}, undefined],
+    [
+      'failed, sent again but not taken within the lease time',
+      range({ status: 'failed', attempts: 1, redispatchedAtAttempts: 1, dispatchedAtMs: NOW - LEASE_MS - 1 }),
+      {},
+      'failed',
+    ],
+    ['failed again after the re-sent range was taken', range({ status: 'failed', attempts: 2, redispatchedAtAttempts: 1 }), {}, 'failed'],
+    [
+      'lease expired, sent again and not taken yet',
+      range({ status: 'leased', attempts: 1, leaseExpiresAtMs: NOW - 1, redispatchedAtAttempts: 1 }),
+      {},
+      undefined,
+    ],
+    [
+      'lease expired again after the re-sent range was taken',
+      range({ status: 'leased', attempts: 2, leaseExpiresAtMs: NOW - 1, redispatchedAtAttempts: 1 }),
+      {},
+      'lease-expired',
+    ],
+    [
+      'a live lease, however long ago the range was sent',
+      range({ status: 'leased', attempts: 1, leaseExpiresAtMs: NOW, dispatchedAtMs: NOW - 10 * LEASE_MS }),
+      {},
+      undefined,
+    ],
   ] as const)('%s', (_name, r, over, reason) => {
     const d = decide(r, over);
     expect(d.redispatch.map((x) => x.reason)).toEqual(reason ? [reason] : []);
