@@ -31,8 +31,9 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
   }
   const { stream, range } = req;
   logger.appendKeys({ stream: stream.id, range: `${range.topic}/${range.partition}/${range.from}-${range.until}` });
-  // Stop handling new chunks once the safety share of the remaining time is used, to commit in time.
-  const remainingMs = context.getRemainingTimeInMillis?.() ?? stream.processor.timeoutMs;
+  // Stop handling new chunks once the safety share of the remaining time is used, to commit in time. Never
+  // beyond processor.timeoutMs: the range lease (timeoutMs + margin) must outlast the work, whatever the function's timeout.
+  const remainingMs = Math.min(context.getRemainingTimeInMillis?.() ?? stream.processor.timeoutMs, stream.processor.timeoutMs);
   const deadlineAtMs = Date.now() + remainingMs * stream.processor.safetyFactor;
   const result = await processRange(
     {
