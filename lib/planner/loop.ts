@@ -28,6 +28,8 @@ export type LoopOptions = {
   deadlineMs: number;
   /** The least time kept free after the last tick (default 2 s). */
   minMarginMs?: number;
+  /** The loop lease's length; default `loopLeaseMs` of the stream's interval. Tests shorten it to replace a dead holder sooner. */
+  loopLeaseMs?: number;
 };
 
 /** One tick of one stream, as the loop ran it. */
@@ -107,7 +109,7 @@ async function takeOver(
   rep: StreamLoopReport,
 ): Promise<{ firstDueMs: number; previous: PlannerLoopState } | undefined> {
   const { clock, ledger } = deps;
-  const leaseMs = loopLeaseMs(stream.triggerIntervalMs);
+  const leaseMs = opts.loopLeaseMs ?? loopLeaseMs(stream.triggerIntervalMs);
   const t0 = await clock.nowMs();
   for (;;) {
     const nowMs = await clock.nowMs();
@@ -157,7 +159,7 @@ async function tick(
   start: { firstDueMs: number; previous: PlannerLoopState; onTick: (t: TickRecord) => void | Promise<void> },
 ): Promise<TickEnd> {
   const { clock, ledger } = deps;
-  const leaseMs = loopLeaseMs(stream.triggerIntervalMs);
+  const leaseMs = opts.loopLeaseMs ?? loopLeaseMs(stream.triggerIntervalMs);
   const durations: number[] = [];
   let dueMs = start.firstDueMs;
   let renewedAtMs = await clock.nowMs();
