@@ -8,12 +8,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { CreateTableCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel } from 'kafkajs';
 import { emulatorClient } from '../../infra/local/dynamodb';
 import { commandLine } from '../../infra/local/ownership';
 import { isAlive, portInUse, waitUntil } from '../../infra/local/process';
 import { CACHE_DIR, LOCAL_DIR, type StackState } from '../../infra/local/stack';
+import { createSinkTable } from '../../lib/local/demo';
 import { toolResourceName } from '../../lib/local/tool-names';
 import { PACKAGE_ROOT } from '../../lib/paths';
 
@@ -187,16 +188,7 @@ it("local:prune lists, then deletes, only the tools' topics and tables older tha
   const dynamo = emulatorClient(s.dynamodbEndpoint);
   const oldTable = toolResourceName('chaos', 'ledger', Date.now() - 2 * DAY);
   const keep = ['kafka-direct-ledger', toolResourceName('demo', 'totals')];
-  for (const t of [oldTable, ...keep]) {
-    await dynamo.send(
-      new CreateTableCommand({
-        TableName: t,
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      }),
-    );
-  }
+  for (const t of [oldTable, ...keep]) await createSinkTable(dynamo, t);
   const dry = await local(['prune', '--dry-run']);
   expect(dry.code).toBe(0);
   const listed = dry.stdout.trim().split('\n');

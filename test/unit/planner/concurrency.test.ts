@@ -17,6 +17,8 @@ import {
 } from '../../../lib/planner/concurrency-cap';
 import { decidePlan, type PlanDecision } from '../../../lib/planner/decide';
 import type { PartitionState, RangeState } from '../../../lib/ports/ledger';
+import { prng } from '../../chaos/prng';
+import { partitionFixture } from '../../contract/ledger.contract';
 
 const NOW = 1_000_000;
 const LEASE_MS = 960_000;
@@ -25,13 +27,7 @@ const config = (over: Partial<StreamConfigInput> = {}): StreamConfig =>
   parseStreamConfig({ id: 's1', kafka: { brokers: ['localhost:9092'] }, topics: ['t'], triggerIntervalMs: 1000, ...over }, 'test');
 
 const partition = (n: number, over: Partial<PartitionState> = {}): PartitionState => ({
-  stream: 's1',
-  topic: 't',
-  partition: n,
-  status: 'active',
-  startOffset: 0,
-  committed: 0,
-  nextFrom: 0,
+  ...partitionFixture('s1', 't', n),
   firstSeenAtMs: 1,
   ...over,
 });
@@ -318,18 +314,6 @@ describe('decidePlan under a cap', () => {
 // ---------------------------------------------------------------------------------------------
 // Random runs: a planner tick per second, Kafka growing, processors finishing, failing or
 // holding ranges at random, under random caps.
-
-/** A small seeded generator (mulberry32): fast-check draws the seed, and shrinks it. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type World = { now: number; parts: PartitionState[]; latest: number[]; ranges: RangeState[] };
 

@@ -10,6 +10,7 @@ import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import { runPlannerLoop, type LoopDeps, type TickRecord } from '../../../lib/planner/loop';
 import type { Ledger } from '../../../lib/ports/ledger';
+import { finishAllRanges } from '../../support/finish-ranges';
 import { virtualClock, type VirtualClock } from '../../support/virtual-clock';
 
 const T0 = 1_000_000;
@@ -37,16 +38,7 @@ function setup() {
   const invocation = (owner: string, deadlineMs: number, over: Partial<LoopDeps> = {}) =>
     runPlannerLoop(deps(over), { streams: [cfg], ownerToken: owner, deadlineMs }, (t) => void ticks.push({ ...t, owner }));
   /** Processors: every dispatched range finishes at once. */
-  const finishAll = () => {
-    const s = ledger.store('s1');
-    for (const r of s.ranges.values()) {
-      if (r.status === 'done') continue;
-      r.status = 'done';
-      r.progress = r.until;
-      const p = s.partitions.get(`${r.topic}/${r.partition}`)!;
-      if (p.committed === r.from) p.committed = r.until;
-    }
-  };
+  const finishAll = () => finishAllRanges(ledger, 's1');
   return { kafka, ledger, dispatcher, clock, ticks, invocation, finishAll, deps };
 }
 

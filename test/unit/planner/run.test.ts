@@ -4,6 +4,7 @@ import { createRecordingDispatcher } from '../../../lib/dispatch/dispatcher.loca
 import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import { planStream, runPlanner, type PlannerDeps } from '../../../lib/planner/run';
+import { finishAllRanges } from '../../support/finish-ranges';
 
 const stream = (over: Partial<StreamConfigInput> = {}) =>
   parseStreamConfig(
@@ -23,16 +24,7 @@ function setup(over: Partial<StreamConfigInput> = {}) {
     return planStream(deps, cfg, { dryRun: opts.dryRun ?? false, nowMs: now });
   };
   /** Simulates processors finishing every dispatched range. */
-  const finishAll = () => {
-    const s = ledger.store('s1');
-    for (const r of s.ranges.values()) {
-      if (r.status === 'done') continue;
-      r.status = 'done';
-      r.progress = r.until;
-      const p = s.partitions.get(`${r.topic}/${r.partition}`)!;
-      if (p.committed === r.from) p.committed = r.until;
-    }
-  };
+  const finishAll = () => finishAllRanges(ledger, 's1');
   return { kafka, ledger, dispatcher, deps, cfg, run, finishAll, now: () => now };
 }
 
