@@ -108,6 +108,34 @@ describe('processor handler', () => {
     expect((await ledger.readPartition(id, topic, 0))?.committed).toBe(3);
   });
 
+  it("stops reading by the stream's processor.timeoutMs, however long the function may still run, and gives the range back", async () => {
+    const ledger = createDynamoLedger({ client: ddb, tableName });
+    const stream = `${id}-short`;
+    // The same topic with a processor timeout far below the function's.
+    const config = process.env.STREAMS_CONFIG;
+    const brokers = process.env.KAFKA_BROKERS!.split(',');
+    const short = {
+      id: stream,
+      kafka: { brokers },
+      topics: [topic],
+      handler: { module: 'noop', mode: 'at-least-once' },
+      processor: { timeoutMs: 1000 },
+    };
+    process.env.STREAMS_CONFIG = JSON.stringify({ ledgerTable: tableName, streams: [short] });
+    await resetAwsRuntime();
+    try {
+      await planRange(ledger, { partition: 0, from: 0, until: 3 }, { stream });
+      // 60 s left in the function, 1 s of processor.timeoutMs: the deadline is 0.8 s away, too close to read a chunk.
+      const res = (await handler({ stream, topic, partition: 0, from: 0, until: 3 }, context)) as { status: string; records: number };
+      expect(res).toMatchObject({ records: 0 });
+      expect(res.status).not.toBe('done');
+      expect(await ledger.readRange(stream, { topic, partition: 0, from: 0 })).toMatchObject({ progress: 0 });
+    } finally {
+      process.env.STREAMS_CONFIG = config;
+      await resetAwsRuntime();
+    }
+  });
+
   it('refuses a forged payload (planned from, wrong until) before touching anything: a full table scan is unchanged', async () => {
     const ledger = createDynamoLedger({ client: ddb, tableName });
     const { range: planned } = await planRange(ledger, { partition: 0, from: 3, until: 6, progress: 3 }, { register: false });
@@ -161,13 +189,13 @@ describe('processor handler', () => {
 async function planRange(
   ledger: Ledger,
   r: { partition: number; from: number; until: number; progress?: number },
-  { register = true } = {},
+  { register = true, stream = id } = {},
 ): Promise<{ epoch: number; range: RangeState }> {
-  const lease = await ledger.acquirePlannerLease({ stream: id, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
+  const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 't', nowMs: Date.now(), leaseMs: 1000 });
   if (!lease.acquired) throw new Error('lease');
   const { partition, from, until, progress = 0 } = r;
   const range: RangeState = {
-    stream: id,
+    stream,
     topic,
     partition,
     from,
@@ -181,9 +209,9 @@ async function planRange(
   };
   const registration: PlanWrite = {
     kind: 'register-partition',
-    partition: { stream: id, topic, partition, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
+    partition: { stream, topic, partition, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
   };
   const plan: PlanWrite = { kind: 'plan-range', range, partitionUpdate: { lastPlannedAtMs: Date.now() } };
-  await ledger.applyPlan({ stream: id, epoch: lease.epoch, ownerToken: 't', writes: register ? [registration, plan] : [plan] });
+  await ledger.applyPlan({ stream, epoch: lease.epoch, ownerToken: 't', writes: register ? [registration, plan] : [plan] });
   return { epoch: lease.epoch, range };
 }
