@@ -34,7 +34,7 @@ const REASONS = {
   plannerConcurrency: {
     id: 'CKV_AWS_115',
     comment:
-      'Runs once per schedule tick, and overlapping runs are fenced by the ledger. Reserved concurrency is taken from the account unreserved pool, which an account with the default quota cannot give up: the deploy would fail.',
+      'One invocation per schedule period, overlapping the next by design (the loop holder hands over to its successor), and each stream is ticked by one at a time (the ledger loop lease). Reserved concurrency is taken from the account unreserved pool, which an account with the default quota cannot give up: the deploy would fail; one set by hand must allow at least 2.',
   },
   environmentKey: {
     id: 'CKV_AWS_173',
