@@ -504,6 +504,53 @@ describe('IAM resources', () => {
     });
   });
 
+  it('alarms per stream when no planner tick ran for 3 trigger intervals, or no tick metric arrives at all', () => {
+    const { Resources } = observability(settings(), config([{ id: 'orders', triggerIntervalMs: 1_000 }, { id: 'slow' }]));
+    expect(Resources.NoTickOrdersAlarm?.Properties).toMatchObject({
+      AlarmName: 'svc-test-orders-no-tick',
+      AlarmDescription: expect.stringMatching(
+        /^Stream orders: no planner tick for 3 trigger intervals \(3000 ms; planner TickGapMs\).*`status`/,
+      ),
+      Namespace: 'KafkaLambdaDirect',
+      MetricName: 'TickGapMs',
+      Dimensions: [
+        { Name: 'service', Value: 'planner' },
+        { Name: 'stream', Value: 'orders' },
+      ],
+      Statistic: 'Maximum',
+      Period: 60,
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 3_000,
+      EvaluationPeriods: 1,
+      // A dead planner publishes nothing: that alarms too.
+      TreatMissingData: 'breaching',
+      AlarmActions: [{ Ref: 'AlarmTopic' }],
+      OKActions: [{ Ref: 'AlarmTopic' }],
+    });
+    expect(Resources.NoTickSlowAlarm?.Properties).toMatchObject({ Threshold: 180_000, Period: 60 });
+    // An interval above a minute: a period of at least one interval (a datapoint every other tick).
+    const long = observability(
+      settings({ scheduleRate: 'rate(5 minutes)', plannerTimeout: 320 }),
+      config([{ id: 'o', triggerIntervalMs: 150_000 }]),
+    );
+    expect(long.Resources.NoTickOAlarm?.Properties).toMatchObject({ Threshold: 450_000, Period: 180 });
+    // Without the schedule nothing ticks: no alarm that would only fire.
+    expect(observability(settings({ scheduleEnabled: false }), config([{ id: 'orders' }])).Resources.NoTickOrdersAlarm).toBeUndefined();
+  });
+
+  it('shows each stream loop on the dashboard: ticks, tick lag, tick and hand-over gaps with the alarm threshold', () => {
+    const { Resources } = observability(settings(), config([{ id: 'orders', triggerIntervalMs: 2_000 }]));
+    const body = (Resources.Dashboard!.Properties.DashboardBody as { 'Fn::Sub': string })['Fn::Sub'];
+    type Widget = { properties: { title?: string; metrics?: unknown[][]; annotations?: { horizontal: { value: number }[] } } };
+    const widgets = (JSON.parse(body) as { widgets: Widget[] }).widgets;
+    const named = (title: string) => widgets.find((w) => w.properties.title === title)!.properties;
+    const metricNames = (title: string) => named(title).metrics!.map((m) => m[1]);
+    expect(metricNames('orders: planner ticks')).toEqual(['Ticks', 'TicksPerInvocation']);
+    expect(metricNames('orders: tick lag (ms)')).toEqual(['TickLagMs', 'LoopWaitMs']);
+    expect(metricNames('orders: tick gap / hand-over gap (ms)')).toEqual(['TickGapMs', 'HandoverGapMs']);
+    expect(named('orders: tick gap / hand-over gap (ms)').annotations!.horizontal[0]!.value).toBe(6_000);
+  });
+
   it('names alarm resources uniquely per stream', () => {
     expect([...streamLogicalNames([{ id: 'a-b' }, { id: 'a_b' }, { id: 'orders' }]).values()]).toEqual(['AB', 'AB2', 'Orders']);
   });

@@ -516,7 +516,10 @@ describe('alarms and dashboard', () => {
   /** Metric names each function emits, read from the code that emits them (the formatter may put the name on its own line). */
   const emitted = (file: string) =>
     new Set([...readFileSync(join(ROOT, file), 'utf8').matchAll(/addMetric\(\s*'([A-Za-z]+)'/g)].map((m) => m[1]));
-  const emittedBy = { planner: emitted('lib/planner/metrics.ts'), processor: emitted('functions/processor.ts') };
+  const emittedBy = {
+    planner: new Set([...emitted('lib/planner/metrics.ts'), ...emitted('lib/planner/loop-metrics.ts')]),
+    processor: emitted('functions/processor.ts'),
+  };
 
   type MetricRef = { Namespace: string; MetricName: string; Dimensions: Array<{ Name: string; Value: unknown }> };
   function metricsOf(alarm: CfnResource): MetricRef[] {
@@ -541,6 +544,7 @@ describe('alarms and dashboard', () => {
         'failed-ranges',
         'dead-letters',
         'planner-failed',
+        'no-tick',
       ]) {
         expect(names).toContain(`kafka-lambda-direct-ci-${s.id}-${kind}`);
       }
@@ -563,6 +567,10 @@ describe('alarms and dashboard', () => {
     expect(metricNames('kafka-lambda-direct-ci-payments-topic-recreated')).toEqual(['planner:TopicRecreated']);
     expect(metricNames('kafka-lambda-direct-ci-payments-topics-missing')).toEqual(['planner:TopicsMissing']);
     expect(metricNames('kafka-lambda-direct-ci-payments-partitions-unavailable')).toEqual(['planner:PartitionsUnavailable']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-no-tick')).toEqual(['planner:TickGapMs']);
+    // Three of each stream's trigger intervals.
+    expect(byName('kafka-lambda-direct-ci-payments-no-tick').Properties.Threshold).toBe(3_000);
+    expect(byName('kafka-lambda-direct-ci-legacy-no-tick').Properties.Threshold).toBe(360_000);
   });
 
   it('use only metrics the functions emit, with exactly their dimensions (service, stream)', () => {
@@ -585,7 +593,7 @@ describe('alarms and dashboard', () => {
         expect(streamIds).toContain(m.Dimensions[1]!.Value);
       }
     }
-    expect(custom).toBeGreaterThanOrEqual(ciConfig.streams.length * 9);
+    expect(custom).toBeGreaterThanOrEqual(ciConfig.streams.length * 10);
   });
 
   it('watch the planner itself and both failure queues, and notify the alarm topic', () => {
