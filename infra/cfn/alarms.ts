@@ -336,7 +336,7 @@ function queueAlarms(ctx: AlarmContext): CfnResources {
     }),
     ScheduleDeadLettersAlarm: queueAlarm(ctx, IDS.scheduleDeadLetterQueue, {
       name: 'schedule-dead-letters',
-      description: 'Planner schedule ticks could not be delivered to the planner function (dead-letter queue).',
+      description: 'Scheduled planner invocations could not be delivered to the planner function (dead-letter queue).',
     }),
   };
 }

@@ -24,7 +24,7 @@ const REASONS = {
   plannerDlq: {
     id: 'CKV_AWS_116',
     comment:
-      'Invoked only by the schedule with async retries off: a failed tick is replaced by the next one (runs are idempotent), and a tick that cannot be delivered goes to ScheduleDeadLetterQueue. A DLQ of failed ticks would hold only {}.',
+      'Invoked only by the schedule with async retries off: a failed invocation is replaced by the next one (runs are idempotent), and one that cannot be delivered goes to ScheduleDeadLetterQueue. A DLQ of failed invocations would hold only {"loop":true}.',
   },
   processorDlq: {
     id: 'CKV_AWS_116',
