@@ -1,5 +1,5 @@
 /** Alarms per stream on the custom metrics and stack-wide alarms on Lambda and SQS, with the dashboard. */
-import type { DeploymentConfig } from '../../lib/config/schema';
+import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
 import { getAtt, type Cfn, type CfnResource, type CfnResources } from './cfn';
 import { dashboardBody } from './dashboard';
 import { IDS, streamLogicalNames } from './names';
@@ -117,8 +117,49 @@ function lagGrowingAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: s
   });
 }
 
-/** The alarms of every stream, in this order; logical ID `<kind><stream>Alarm`. */
-const STREAM_ALARMS: { kind: string; build: (ctx: AlarmContext, streamId: string) => CfnResource }[] = [
+/** How many trigger intervals without a tick the no-tick alarm waits for. */
+export const NO_TICK_INTERVALS = 3;
+
+/**
+ * No tick of the stream's planner loop for three trigger intervals: `TickGapMs` (the longest gap
+ * between tick starts in a 10 s window, and the gap across each hand-over) above three intervals,
+ * or no `TickGapMs` at all (no planner ticking: missing data breaches). CloudWatch fills in missing
+ * data only when its evaluation range (several periods) holds too few datapoints, so one minute
+ * without one is not an alarm; a period of at least one interval keeps a slow stream's datapoints
+ * (one per two ticks, and one per hand-over) within that range.
+ */
+function noTickAlarm({ s, prefix }: AlarmContext, stream: StreamConfig): CfnResource {
+  const thresholdMs = NO_TICK_INTERVALS * stream.triggerIntervalMs;
+  return alarm({
+    AlarmName: `${prefix}-${stream.id}-no-tick`,
+    AlarmDescription:
+      `Stream ${stream.id}: no planner tick for ${NO_TICK_INTERVALS} trigger intervals (${thresholdMs} ms; planner TickGapMs), or no planner ticking at all. ` +
+      'Nothing is planned meanwhile. Check `status` (the planner loop: its holder, lease and last tick), the planner-errors and planner-not-running alarms, ' +
+      "the planner's log (slow ticks: Kafka or the ledger; a timed-out invocation) and the schedule's dead-letter queue.",
+    Namespace: s.metricsNamespace,
+    MetricName: 'TickGapMs',
+    Dimensions: [
+      { Name: 'service', Value: 'planner' },
+      { Name: 'stream', Value: stream.id },
+    ],
+    Statistic: 'Maximum',
+    Period: 60 * Math.max(1, Math.ceil(stream.triggerIntervalMs / 60_000)),
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: thresholdMs,
+    EvaluationPeriods: 1,
+    TreatMissingData: 'breaching',
+  });
+}
+
+/**
+ * The alarms of every stream, in this order; logical ID `<kind><stream>Alarm`. `when`: only for a
+ * stack whose settings call for it.
+ */
+const STREAM_ALARMS: {
+  kind: string;
+  build: (ctx: AlarmContext, streamId: string, stream: StreamConfig) => CfnResource;
+  when?: (s: Settings) => boolean;
+}[] = [
   { kind: 'LagGrowing', build: lagGrowingAlarm },
   {
     kind: 'DataLoss',
@@ -216,6 +257,8 @@ const STREAM_ALARMS: { kind: string; build: (ctx: AlarmContext, streamId: string
         description: "the planner run failed in 3 consecutive triggers (PlannerFailed); see the planner's log for the reason.",
       }),
   },
+  // Without the schedule nothing loops, and the missing metric would keep it firing.
+  { kind: 'NoTick', build: (ctx, _id, stream) => noTickAlarm(ctx, stream), when: (s) => s.scheduleEnabled },
 ];
 
 function streamAlarms(ctx: AlarmContext, config: DeploymentConfig): CfnResources {
@@ -223,7 +266,9 @@ function streamAlarms(ctx: AlarmContext, config: DeploymentConfig): CfnResources
   const resources: CfnResources = {};
   for (const stream of config.streams) {
     const n = names.get(stream.id) as string;
-    for (const { kind, build } of STREAM_ALARMS) resources[`${kind}${n}Alarm`] = build(ctx, stream.id);
+    for (const { kind, build, when } of STREAM_ALARMS) {
+      if (!when || when(ctx.s)) resources[`${kind}${n}Alarm`] = build(ctx, stream.id, stream);
+    }
   }
   return resources;
 }
@@ -291,7 +336,7 @@ function queueAlarms(ctx: AlarmContext): CfnResources {
     }),
     ScheduleDeadLettersAlarm: queueAlarm(ctx, IDS.scheduleDeadLetterQueue, {
       name: 'schedule-dead-letters',
-      description: 'Planner schedule ticks could not be delivered to the planner function (dead-letter queue).',
+      description: 'Scheduled planner invocations could not be delivered to the planner function (dead-letter queue).',
     }),
   };
 }
@@ -306,7 +351,10 @@ export function observability(s: Settings, config: DeploymentConfig): { Resource
     ...alarms,
     [IDS.dashboard]: {
       Type: 'AWS::CloudWatch::Dashboard',
-      Properties: { DashboardName: s.names.dashboard, DashboardBody: dashboardBody(s, config, Object.keys(alarms), ctx.periodSeconds) },
+      Properties: {
+        DashboardName: s.names.dashboard,
+        DashboardBody: dashboardBody(s, config, Object.keys(alarms), ctx.periodSeconds, NO_TICK_INTERVALS),
+      },
     },
   };
   if (s.alarmEmail) {

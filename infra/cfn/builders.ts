@@ -13,7 +13,16 @@
  */
 export type { Cfn, CfnResource, CfnResources, Statement } from './cfn';
 export { alarmArnPattern, IDS, streamLogicalNames } from './names';
-export { checkConfig, DeployConfigError, needsVpc, parseSettings, schedulePeriodMs, type RawSettings, type Settings } from './settings';
+export {
+  checkConfig,
+  DeployConfigError,
+  needsVpc,
+  parseSettings,
+  PLANNER_TIMEOUT_MARGIN_SECONDS,
+  schedulePeriodMs,
+  type RawSettings,
+  type Settings,
+} from './settings';
 export { handlerSecretResources, handlerStatements, iamRoles, LEDGER_ACTIONS, secretResources, SINK_ACTIONS, sinkTables } from './iam';
 export { schedule } from './schedule';
 export { sinkTableLogicalIds, sinkTableResources } from './sink-tables';

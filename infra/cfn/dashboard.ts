@@ -1,5 +1,5 @@
 /** The stack's CloudWatch dashboard. */
-import type { DeploymentConfig } from '../../lib/config/schema';
+import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
 import { sub, subLiteral, type Cfn } from './cfn';
 import { IDS } from './names';
 import type { Settings } from './settings';
@@ -76,6 +76,27 @@ function streamWidgets(grid: DashboardGrid, ns: string, streamId: string): void 
   ]);
 }
 
+/**
+ * A stream's planner loop: ticks, how late they started, and the gaps between them (the no-tick
+ * alarm's metric, with its threshold drawn in); the hand-over gap and the successor's wait per invocation.
+ */
+function loopWidgets(grid: DashboardGrid, ns: string, stream: StreamConfig, noTickIntervals: number): void {
+  const id = subLiteral(stream.id);
+  const p = (name: string, extra: Record<string, string> = {}) => [ns, name, 'service', 'planner', 'stream', id, extra];
+  grid.row([
+    { title: `${id}: planner ticks`, stat: 'Sum', metrics: [p('Ticks'), p('TicksPerInvocation', { stat: 'Maximum' })] },
+    { title: `${id}: tick lag (ms)`, stat: 'Maximum', metrics: [p('TickLagMs'), p('LoopWaitMs', { label: 'successor wait' })] },
+    {
+      title: `${id}: tick gap / hand-over gap (ms)`,
+      stat: 'Maximum',
+      metrics: [p('TickGapMs'), p('HandoverGapMs')],
+      annotations: {
+        horizontal: [{ label: `no-tick alarm (${noTickIntervals} intervals)`, value: noTickIntervals * stream.triggerIntervalMs }],
+      },
+    },
+  ]);
+}
+
 /** The functions' Lambda metrics and the two failure queues. */
 function functionWidgets(grid: DashboardGrid, s: Settings): void {
   const fn = (name: string, metricName: string, extra: Record<string, string> = {}) => [
@@ -133,13 +154,16 @@ function functionWidgets(grid: DashboardGrid, s: Settings): void {
 }
 
 /** Dashboard JSON as an Fn::Sub string (region and alarm ARNs filled in by CloudFormation). */
-export function dashboardBody(s: Settings, config: DeploymentConfig, alarmIds: string[], period: number): Cfn {
+export function dashboardBody(s: Settings, config: DeploymentConfig, alarmIds: string[], period: number, noTickIntervals: number): Cfn {
   const grid = dashboardGrid(period);
   grid.text(
     `# ${subLiteral(s.service)} (${subLiteral(s.stage)})\nPlanner schedule: \`${subLiteral(s.scheduleRate)}\`. Metrics namespace \`${subLiteral(s.metricsNamespace)}\`.`,
   );
   grid.alarms(alarmIds);
-  for (const stream of config.streams) streamWidgets(grid, s.metricsNamespace, stream.id);
+  for (const stream of config.streams) {
+    streamWidgets(grid, s.metricsNamespace, stream.id);
+    loopWidgets(grid, s.metricsNamespace, stream, noTickIntervals);
+  }
   functionWidgets(grid, s);
   return sub(JSON.stringify({ widgets: grid.widgets }));
 }

@@ -24,7 +24,7 @@ const REASONS = {
   plannerDlq: {
     id: 'CKV_AWS_116',
     comment:
-      'Invoked only by the schedule with async retries off: a failed tick is replaced by the next one (runs are idempotent), and a tick that cannot be delivered goes to ScheduleDeadLetterQueue. A DLQ of failed ticks would hold only {}.',
+      'Invoked only by the schedule with async retries off: a failed invocation is replaced by the next one (runs are idempotent), and one that cannot be delivered goes to ScheduleDeadLetterQueue. A DLQ of failed invocations would hold only {"loop":true}.',
   },
   processorDlq: {
     id: 'CKV_AWS_116',
@@ -34,7 +34,7 @@ const REASONS = {
   plannerConcurrency: {
     id: 'CKV_AWS_115',
     comment:
-      'Runs once per schedule tick, and overlapping runs are fenced by the ledger. Reserved concurrency is taken from the account unreserved pool, which an account with the default quota cannot give up: the deploy would fail.',
+      'One invocation per schedule period, overlapping the next by design (the loop holder hands over to its successor), and each stream is ticked by one at a time (the ledger loop lease). Reserved concurrency is taken from the account unreserved pool, which an account with the default quota cannot give up: the deploy would fail; one set by hand must allow at least 2.',
   },
   environmentKey: {
     id: 'CKV_AWS_173',

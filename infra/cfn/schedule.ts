@@ -8,8 +8,8 @@ const MIN_EVENT_AGE_SECONDS = 60;
 
 /**
  * The planner schedule's target settings, applied as `resources.extensions` of the resource the
- * `schedule` event compiles to: a retry window of one trigger interval (a later tick replaces a
- * missed one) and a dead-letter queue for ticks that could not be delivered. With the Scheduler,
+ * `schedule` event compiles to: a retry window of one schedule period (the next invocation replaces
+ * a missed one) and a dead-letter queue for invocations that could not be delivered. With the Scheduler,
  * a dedicated role (not the planner's) is the only principal allowed to invoke the planner.
  */
 export function schedule(s: Settings): ScheduleParts {

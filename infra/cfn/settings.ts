@@ -163,7 +163,7 @@ export function parseSettings(raw: RawSettings): Settings {
       `param kafkaSecretsKmsKeyArn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), got ${JSON.stringify(kmsKey)}`,
     );
   }
-  return {
+  const settings: Settings = {
     service,
     stage,
     names: {
@@ -197,6 +197,44 @@ export function parseSettings(raw: RawSettings): Settings {
     alarmEmail: String(raw.alarmEmail ?? '').trim() || undefined,
     bundleAwsSdk: bool('bundleAwsSdk', raw.bundleAwsSdk ?? false),
   };
+  checkPlannerTimeout(settings);
+  return settings;
+}
+
+/**
+ * How much longer than the schedule period the planner's timeout must be. Each scheduled invocation
+ * ticks until its time is nearly up, and the next one must have arrived and registered as its
+ * successor before then, or the stream goes without ticks until it does. The holder stops a tick
+ * plus its end margin (max(2 s, twice the longest recent tick)) before its deadline; the successor
+ * needs its delivery (EventBridge is seconds late at times) and a cold start. 20 s leaves room for
+ * ticks of up to 3 s (9 s) and 11 s of delivery and start-up.
+ */
+export const PLANNER_TIMEOUT_MARGIN_SECONDS = 20;
+
+/** Lambda's longest function timeout. */
+const MAX_FUNCTION_TIMEOUT_SECONDS = 900;
+
+/**
+ * Refuses a planner timeout that does not outlast the schedule period by the margin, and a period so
+ * long that no timeout could (above 14 minutes). A cron schedule has no fixed period: not checked.
+ */
+function checkPlannerTimeout(s: Settings): void {
+  if (s.schedulePeriodMs === undefined) return;
+  const periodSeconds = s.schedulePeriodMs / 1000;
+  const needed = periodSeconds + PLANNER_TIMEOUT_MARGIN_SECONDS;
+  if (needed > MAX_FUNCTION_TIMEOUT_SECONDS) {
+    const longest = Math.floor((MAX_FUNCTION_TIMEOUT_SECONDS - PLANNER_TIMEOUT_MARGIN_SECONDS) / 60);
+    throw new DeployConfigError(
+      `param scheduleRate is ${s.scheduleRate} (${periodSeconds} s), but the planner's timeout must exceed the schedule period by ${PLANNER_TIMEOUT_MARGIN_SECONDS} s ` +
+        `and Lambda allows at most ${MAX_FUNCTION_TIMEOUT_SECONDS} s: use rate(${longest} minutes) or less (each invocation ticks every triggerIntervalMs until the next takes over)`,
+    );
+  }
+  if (s.plannerTimeoutSeconds < needed) {
+    throw new DeployConfigError(
+      `param plannerTimeout is ${s.plannerTimeoutSeconds} s but param scheduleRate is ${s.scheduleRate} (${periodSeconds} s): ` +
+        `set plannerTimeout to at least ${needed} (the period + ${PLANNER_TIMEOUT_MARGIN_SECONDS} s), so that each planner invocation is still ticking when the next one arrives to take over`,
+    );
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -286,8 +324,9 @@ async function environmentSecretErrors(
 }
 
 /**
- * Fails packaging for a config the deployed functions could not run as intended: a schedule that
- * does not match the streams' trigger interval (their rate budgets assume it), a stream processor
+ * Fails packaging for a config the deployed functions could not run as intended: a trigger interval
+ * longer than the schedule period (the next invocation takes over at the holder's next tick, and would
+ * wait longer than a period for it), a stream processor
  * timeout beyond the function's, a stream maxConcurrency beyond the processor's reserved
  * concurrency (processors that could never run at once), handler tables without IAM, MSK IAM auth
  * with the functions' own credentials without a cluster, MSK without a VPC, and whatever the
@@ -296,10 +335,10 @@ async function environmentSecretErrors(
 export async function checkConfig(s: Settings, config: DeploymentConfig): Promise<void> {
   const problems: string[] = [];
   for (const stream of config.streams) {
-    if (s.schedulePeriodMs !== undefined && stream.triggerIntervalMs !== s.schedulePeriodMs) {
+    if (s.schedulePeriodMs !== undefined && stream.triggerIntervalMs > s.schedulePeriodMs) {
       problems.push(
         `stream ${stream.id}: triggerIntervalMs is ${stream.triggerIntervalMs} but the planner runs ${s.scheduleRate} (${s.schedulePeriodMs} ms); ` +
-          'make them equal (the planner sizes ranges for one trigger interval)',
+          'triggerIntervalMs must be at most the schedule period (each scheduled invocation ticks every triggerIntervalMs until the next one takes over)',
       );
     }
     if (stream.processor.timeoutMs > s.processorTimeoutSeconds * 1000) {

@@ -8,6 +8,7 @@ import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { doneCell, inFlightProgress, renderInFlight, renderWriting, type InFlightProgress } from './in-flight';
+import { loopStatus, renderLoop, type LoopStatus } from './loop-status';
 import { partitionCount, unavailableText } from './unavailable';
 
 export type PartitionStatusRow = {
@@ -50,6 +51,10 @@ export type StreamStatus = {
   epoch?: number;
   /** A planner run (or an operator) holds the stream's lease until then. */
   leaseHeldUntilMs?: number;
+  /** When the last planner run took the lease (a loop's last tick, or an ad hoc run). */
+  lastRunAtMs?: number;
+  /** The planner loop of the scheduled invocations; absent while none has taken it. */
+  loop?: LoopStatus;
   lastChange?: OperatorChange;
   bounded: boolean;
   partitions: PartitionStatusRow[];
@@ -121,6 +126,8 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     finishedAtMs: meta?.finishedAtMs,
     epoch: meta?.epoch,
     leaseHeldUntilMs: meta && meta.leaseExpiresAtMs > nowMs ? meta.leaseExpiresAtMs : undefined,
+    lastRunAtMs: meta?.lastRunAtMs,
+    loop: loopStatus(meta, nowMs),
     lastChange: meta?.lastChange,
     bounded,
     partitions,
@@ -296,6 +303,7 @@ export function renderStatus(s: StreamStatus): string {
   lines.push(
     `stream ${s.stream}${s.bounded ? ' (bounded replay)' : ''}: ${state}, planner epoch ${s.epoch ?? 0}${s.leaseHeldUntilMs ? `, lease held for ${duration(s.leaseHeldUntilMs - s.atMs)}` : ''}`,
   );
+  lines.push(...renderLoop(s.loop, s.lastRunAtMs, s.atMs));
   if (s.lastChange) lines.push(`last operator change: ${s.lastChange.what} (by ${s.lastChange.by} at ${isoTime(s.lastChange.atMs)})`);
   if (s.kafkaError) lines.push(`Kafka offsets unavailable: ${s.kafkaError}`);
   const unavailable = s.kafkaError ? undefined : unavailableRows(s);

@@ -28,7 +28,7 @@ const DEFAULTS: RawSettings = {
   scheduleRate: 'rate(1 minute)',
   scheduleMethod: 'scheduler',
   scheduleEnabled: true,
-  plannerTimeout: 60,
+  plannerTimeout: 90,
   processorTimeout: 900,
   processorMaximumEventAge: 960,
   processorReservedConcurrency: '',
@@ -91,6 +91,29 @@ describe('stage params', () => {
     expect(problem(() => settings({ scheduleMethod: 'cron' }))).toMatch(/scheduleMethod/);
     expect(problem(() => settings({ processorReservedConcurrency: '0' }))).toMatch(/processorReservedConcurrency/);
     expect(problem(() => settings({ processorTimeout: '901' }))).toMatch(/processorTimeout must be a whole number between 1 and 900/);
+  });
+
+  it('refuse a planner timeout that does not outlast the schedule period by 20 s, in one line naming both params', () => {
+    expect(problem(() => settings({ plannerTimeout: 60 }))).toBe(
+      'param plannerTimeout is 60 s but param scheduleRate is rate(1 minute) (60 s): set plannerTimeout to at least 80 (the period + 20 s), ' +
+        'so that each planner invocation is still ticking when the next one arrives to take over',
+    );
+    expect(settings({ plannerTimeout: 80 }).plannerTimeoutSeconds).toBe(80);
+    expect(problem(() => settings({ scheduleRate: 'rate(5 minutes)' }))).toMatch(/^param plannerTimeout is 90 s .* at least 320 /);
+    expect(settings({ scheduleRate: 'rate(5 minutes)', plannerTimeout: '320' }).schedulePeriodMs).toBe(300_000);
+    // A cron schedule has no fixed period to compare with.
+    expect(settings({ scheduleRate: 'cron(0/5 * * * ? *)', plannerTimeout: 60 }).plannerTimeoutSeconds).toBe(60);
+  });
+
+  it('refuse a schedule period no planner timeout can outlast (Lambda stops at 900 s): 14 minutes at most', () => {
+    expect(settings({ scheduleRate: 'rate(14 minutes)', plannerTimeout: 900 }).schedulePeriodMs).toBe(840_000);
+    for (const rate of ['rate(15 minutes)', 'rate(1 hour)', 'rate(1 day)']) {
+      const message = problem(() => settings({ scheduleRate: rate, plannerTimeout: 900 }));
+      expect(message.startsWith(`param scheduleRate is ${rate} (`)).toBe(true);
+      expect(message).toContain(
+        "but the planner's timeout must exceed the schedule period by 20 s and Lambda allows at most 900 s: use rate(14 minutes) or less",
+      );
+    }
   });
 
   it('take comma-separated lists and unset optional values as "none"', () => {
@@ -223,6 +246,23 @@ describe('streams config against the stage', () => {
       PROCESSOR_RESERVED_CONCURRENCY: '20',
     });
     expect(plannerEnvironment(settings())).toEqual({ PROCESSOR_FUNCTION_NAME: 'svc-test-processor' });
+  });
+
+  it('accepts trigger intervals shorter than the schedule period (the planner loops inside each invocation)', async () => {
+    const s = settings({ scheduleRate: 'rate(2 minutes)', plannerTimeout: 140 });
+    await expect(
+      checkConfig(
+        s,
+        config([
+          { triggerIntervalMs: 1_000, ...HANDLED },
+          { triggerIntervalMs: 120_000, ...HANDLED },
+        ]),
+      ),
+    ).resolves.toBeUndefined();
+    expect(await configProblem(s, config([{ triggerIntervalMs: 120_001, ...HANDLED }]))).toBe(
+      'the streams config does not fit stage test: stream s0: triggerIntervalMs is 120001 but the planner runs rate(2 minutes) (120000 ms); ' +
+        'triggerIntervalMs must be at most the schedule period (each scheduled invocation ticks every triggerIntervalMs until the next one takes over)',
+    );
   });
 
   it('does not tie the trigger interval to a cron schedule', async () => {
@@ -462,6 +502,53 @@ describe('IAM resources', () => {
       Threshold: 0,
       AlarmActions: [{ Ref: 'AlarmTopic' }],
     });
+  });
+
+  it('alarms per stream when no planner tick ran for 3 trigger intervals, or no tick metric arrives at all', () => {
+    const { Resources } = observability(settings(), config([{ id: 'orders', triggerIntervalMs: 1_000 }, { id: 'slow' }]));
+    expect(Resources.NoTickOrdersAlarm?.Properties).toMatchObject({
+      AlarmName: 'svc-test-orders-no-tick',
+      AlarmDescription: expect.stringMatching(
+        /^Stream orders: no planner tick for 3 trigger intervals \(3000 ms; planner TickGapMs\).*`status`/,
+      ),
+      Namespace: 'KafkaLambdaDirect',
+      MetricName: 'TickGapMs',
+      Dimensions: [
+        { Name: 'service', Value: 'planner' },
+        { Name: 'stream', Value: 'orders' },
+      ],
+      Statistic: 'Maximum',
+      Period: 60,
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 3_000,
+      EvaluationPeriods: 1,
+      // A dead planner publishes nothing: that alarms too.
+      TreatMissingData: 'breaching',
+      AlarmActions: [{ Ref: 'AlarmTopic' }],
+      OKActions: [{ Ref: 'AlarmTopic' }],
+    });
+    expect(Resources.NoTickSlowAlarm?.Properties).toMatchObject({ Threshold: 180_000, Period: 60 });
+    // An interval above a minute: a period of at least one interval (a datapoint every other tick).
+    const long = observability(
+      settings({ scheduleRate: 'rate(5 minutes)', plannerTimeout: 320 }),
+      config([{ id: 'o', triggerIntervalMs: 150_000 }]),
+    );
+    expect(long.Resources.NoTickOAlarm?.Properties).toMatchObject({ Threshold: 450_000, Period: 180 });
+    // Without the schedule nothing ticks: no alarm that would only fire.
+    expect(observability(settings({ scheduleEnabled: false }), config([{ id: 'orders' }])).Resources.NoTickOrdersAlarm).toBeUndefined();
+  });
+
+  it('shows each stream loop on the dashboard: ticks, tick lag, tick and hand-over gaps with the alarm threshold', () => {
+    const { Resources } = observability(settings(), config([{ id: 'orders', triggerIntervalMs: 2_000 }]));
+    const body = (Resources.Dashboard!.Properties.DashboardBody as { 'Fn::Sub': string })['Fn::Sub'];
+    type Widget = { properties: { title?: string; metrics?: unknown[][]; annotations?: { horizontal: { value: number }[] } } };
+    const widgets = (JSON.parse(body) as { widgets: Widget[] }).widgets;
+    const named = (title: string) => widgets.find((w) => w.properties.title === title)!.properties;
+    const metricNames = (title: string) => named(title).metrics!.map((m) => m[1]);
+    expect(metricNames('orders: planner ticks')).toEqual(['Ticks', 'TicksPerInvocation']);
+    expect(metricNames('orders: tick lag (ms)')).toEqual(['TickLagMs', 'LoopWaitMs']);
+    expect(metricNames('orders: tick gap / hand-over gap (ms)')).toEqual(['TickGapMs', 'HandoverGapMs']);
+    expect(named('orders: tick gap / hand-over gap (ms)').annotations!.horizontal[0]!.value).toBe(6_000);
   });
 
   it('names alarm resources uniquely per stream', () => {

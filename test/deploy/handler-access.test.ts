@@ -62,7 +62,7 @@ const settings = (over: RawSettings = {}) =>
     service: 'svc',
     stage: 'test',
     scheduleRate: 'rate(1 minute)',
-    plannerTimeout: 60,
+    plannerTimeout: 90,
     processorTimeout: 900,
     processorMaximumEventAge: 960,
     ...over,

@@ -40,6 +40,7 @@ const KMS_KEY = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-
 const CI_PARAMS = {
   streamsConfig: 'test/deploy/fixtures/streams.ci.json',
   scheduleRate: 'rate(2 minutes)',
+  plannerTimeout: '150',
   processorTimeout: '300',
   processorReservedConcurrency: '20',
   mskClusterArns: MSK_CLUSTER,
@@ -142,7 +143,9 @@ describe('functions', () => {
 
   it('caps the processor with reserved concurrency only when configured', () => {
     expect(resource(ci.template, 'ProcessorLambdaFunction').Properties.ReservedConcurrentExecutions).toBe(20);
+    // The planner's invocations overlap by design (a loop's holder and its successor): never reserved.
     expect(resource(ci.template, 'PlannerLambdaFunction').Properties.ReservedConcurrentExecutions).toBeUndefined();
+    expect(resource(dev.template, 'PlannerLambdaFunction').Properties.ReservedConcurrentExecutions).toBeUndefined();
     expect(resource(dev.template, 'ProcessorLambdaFunction').Properties.ReservedConcurrentExecutions).toEqual({ Ref: 'AWS::NoValue' });
     // Unreserved: the planner gets no cap to share (only the streams' own maxConcurrency applies).
     const devPlannerEnv = (resource(dev.template, 'PlannerLambdaFunction').Properties.Environment as { Variables: Record<string, string> })
@@ -170,6 +173,13 @@ describe('functions', () => {
     expect(conf.DestinationConfig).toEqual({ OnFailure: { Destination: getAtt('ProcessorFailureQueue') } });
     const planner = resource(ci.template, 'PlannerLambdaEvConf').Properties;
     expect(planner).toMatchObject({ MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 });
+  });
+
+  it('gives the planner a timeout beyond the schedule period, so each invocation is still ticking when the next arrives', () => {
+    // ci: rate(2 minutes) and plannerTimeout 150; dev: the defaults, rate(1 minute) and 90 s.
+    expect(resource(ci.template, 'PlannerLambdaFunction').Properties.Timeout).toBe(150);
+    expect(resource(dev.template, 'PlannerLambdaFunction').Properties.Timeout).toBe(90);
+    expect(resource(rule.template, 'PlannerLambdaFunction').Properties.Timeout).toBe(90);
   });
 });
 
@@ -258,10 +268,10 @@ describe('schedule', () => {
     ]);
   });
 
-  it('matches the streams trigger interval (dev: every minute)', () => {
+  it('has every stream trigger interval at most the schedule period (dev: every minute)', () => {
     const [, schedule] = ofType(dev.template, 'AWS::Scheduler::Schedule')[0]!;
     expect(schedule.Properties.ScheduleExpression).toBe('rate(1 minute)');
-    for (const s of ciConfig.streams) expect(s.triggerIntervalMs).toBe(120_000);
+    expect(ciConfig.streams.map((s) => s.triggerIntervalMs)).toEqual([1_000, 120_000, 120_000, 120_000]);
   });
 });
 
@@ -506,7 +516,10 @@ describe('alarms and dashboard', () => {
   /** Metric names each function emits, read from the code that emits them (the formatter may put the name on its own line). */
   const emitted = (file: string) =>
     new Set([...readFileSync(join(ROOT, file), 'utf8').matchAll(/addMetric\(\s*'([A-Za-z]+)'/g)].map((m) => m[1]));
-  const emittedBy = { planner: emitted('lib/planner/metrics.ts'), processor: emitted('functions/processor.ts') };
+  const emittedBy = {
+    planner: new Set([...emitted('lib/planner/metrics.ts'), ...emitted('lib/planner/loop-metrics.ts')]),
+    processor: emitted('functions/processor.ts'),
+  };
 
   type MetricRef = { Namespace: string; MetricName: string; Dimensions: Array<{ Name: string; Value: unknown }> };
   function metricsOf(alarm: CfnResource): MetricRef[] {
@@ -531,6 +544,7 @@ describe('alarms and dashboard', () => {
         'failed-ranges',
         'dead-letters',
         'planner-failed',
+        'no-tick',
       ]) {
         expect(names).toContain(`kafka-lambda-direct-ci-${s.id}-${kind}`);
       }
@@ -553,6 +567,10 @@ describe('alarms and dashboard', () => {
     expect(metricNames('kafka-lambda-direct-ci-payments-topic-recreated')).toEqual(['planner:TopicRecreated']);
     expect(metricNames('kafka-lambda-direct-ci-payments-topics-missing')).toEqual(['planner:TopicsMissing']);
     expect(metricNames('kafka-lambda-direct-ci-payments-partitions-unavailable')).toEqual(['planner:PartitionsUnavailable']);
+    expect(metricNames('kafka-lambda-direct-ci-payments-no-tick')).toEqual(['planner:TickGapMs']);
+    // Three of each stream's trigger intervals.
+    expect(byName('kafka-lambda-direct-ci-payments-no-tick').Properties.Threshold).toBe(3_000);
+    expect(byName('kafka-lambda-direct-ci-legacy-no-tick').Properties.Threshold).toBe(360_000);
   });
 
   it('use only metrics the functions emit, with exactly their dimensions (service, stream)', () => {
@@ -575,7 +593,7 @@ describe('alarms and dashboard', () => {
         expect(streamIds).toContain(m.Dimensions[1]!.Value);
       }
     }
-    expect(custom).toBeGreaterThanOrEqual(ciConfig.streams.length * 9);
+    expect(custom).toBeGreaterThanOrEqual(ciConfig.streams.length * 10);
   });
 
   it('watch the planner itself and both failure queues, and notify the alarm topic', () => {
@@ -873,6 +891,18 @@ describe('bad input fails packaging with one line and exit code 1', () => {
       'ci',
       { streamsConfig: UNKNOWN_HANDLER },
       'Error: the streams config does not fit stage ci: stream clicks: unknown handler.module "click-count" (registered: running-totals, audit-log, noop; a handler file is named by a path such as "./handlers/click-count.ts")',
+    ],
+    [
+      'a planner timeout that does not outlast the schedule period',
+      'dev',
+      { plannerTimeout: '60' },
+      'Error: param plannerTimeout is 60 s but param scheduleRate is rate(1 minute) (60 s): set plannerTimeout to at least 80 (the period + 20 s)',
+    ],
+    [
+      'a schedule period longer than any planner timeout can outlast',
+      'dev',
+      { scheduleRate: 'rate(15 minutes)', plannerTimeout: '900' },
+      "Error: param scheduleRate is rate(15 minutes) (900 s), but the planner's timeout must exceed the schedule period by 20 s and Lambda allows at most 900 s: use rate(14 minutes) or less",
     ],
     [
       'a stage without a streams config file',

@@ -170,6 +170,55 @@ describe('CLI on in-memory fakes', () => {
     );
   });
 
+  it("status shows the planner loop: its holder, lease and waiting successor, the last run and tick; once released, the next tick's due time", async () => {
+    const t = fakes();
+    await t.plan();
+    const stream = 's1';
+    await t.ledger.takePlannerLoop({ stream, ownerToken: 'inv-a', nowMs: NOW - 20_000, leaseMs: 60_000, asSuccessor: true });
+    await t.ledger.renewPlannerLoop({ stream, ownerToken: 'inv-a', nowMs: NOW - 5_000, leaseMs: 60_000, lastTickAtMs: NOW - 5_000 });
+    // The next scheduled invocation finds it held and waits as the successor.
+    await t.ledger.takePlannerLoop({ stream, ownerToken: 'inv-b', nowMs: NOW - 1_000, leaseMs: 60_000, asSuccessor: true });
+
+    expect(await t.run('status', '--json')).toBe(0);
+    expect(JSON.parse(t.out())).toMatchObject({
+      epoch: 1,
+      lastRunAtMs: NOW - 10_000,
+      loop: {
+        state: 'held',
+        ownerToken: 'inv-a',
+        sinceMs: NOW - 20_000,
+        leaseUntilMs: NOW + 55_000,
+        successor: 'inv-b',
+        lastTickAtMs: NOW - 5_000,
+      },
+    });
+    const jsonLength = t.out().length;
+    expect(await t.run('status')).toBe(0);
+    const lines = t.out().slice(jsonLength).split('\n');
+    expect(lines[0]).toMatch(/^stream s1: started .*, planner epoch 1$/);
+    expect(lines[1]).toBe(
+      'planner loop: held by inv-a since 2026-05-01T11:59:40.000Z, lease until 2026-05-01T12:00:55.000Z (in 55.0s); successor inv-b waiting to take over',
+    );
+    expect(lines[2]).toBe(
+      'last planner run 2026-05-01T11:59:50.000Z (10.0s ago); last tick recorded on the loop 2026-05-01T11:59:55.000Z (5.0s ago)',
+    );
+
+    // The holder hands over after its tick, leaving when the next one is due for the successor.
+    await t.ledger.releasePlannerLoop({ stream, ownerToken: 'inv-a', lastTickAtMs: NOW - 2_000, nextTickDueMs: NOW - 1_000 });
+    const before = t.out().length;
+    expect(await t.run('status', '--json')).toBe(0);
+    expect(JSON.parse(t.out().slice(before)).loop).toEqual({
+      state: 'free',
+      successor: 'inv-b',
+      lastTickAtMs: NOW - 2_000,
+      nextTickDueMs: NOW - 1_000,
+    });
+    expect(await t.run('status')).toBe(0);
+    expect(t.out()).toContain(
+      'planner loop: free (released by its last holder), next tick due at 2026-05-01T11:59:59.000Z (1.0s ago); successor inv-b waiting to take over\n',
+    );
+  });
+
   it('rewind refuses while ranges are in flight (exit 3) and changes nothing', async () => {
     const t = fakes();
     await t.plan();
