@@ -42,7 +42,7 @@ import { ensureLedgerTable } from '../../lib/ledger/table';
 import { exitCleanups } from '../../lib/local/exit-cleanup';
 import { noResources, removeResources, type CreatedResources, type Removal } from '../../lib/local/tool-cleanup';
 import { toolResourceName } from '../../lib/local/tool-names';
-import { emptyReport, planStream, PLANNER_STEPS, type PlannerStep, type StreamPlanReport } from '../../lib/planner/run';
+import { emptyReport, planStream, type StreamPlanReport } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, PROCESSOR_STEPS } from '../../lib/processor/process-range';
 import type { Ledger, PartitionState, StoreClock } from '../../lib/ports/ledger';
@@ -56,6 +56,7 @@ import { runTopicRecreated } from './topic-recreated';
 import { scanItems, scanTotals } from '../support/scan';
 import { prng } from './prng';
 import { killable } from './killable';
+import { startLoops, type LoopDriver } from './loops';
 
 export const SCENARIOS = [
   'baseline',
@@ -418,16 +419,14 @@ async function runIn(
   let nextId = 1;
   const produced: Produced[] = [];
   const faults = { injected: 0 };
-  const kills = { processor: 0, planner: 0 };
+  const kills = { processor: 0 };
   const killedAt: string[] = [];
   let plannerFailures = 0;
-  const killedPlannerAt: string[] = [];
 
   // Scenario knobs.
   let planners = 1;
   let duplicateInvoke = false;
   let killProb = 0;
-  let plannerKillProb = 0;
   let deadlineMs: (() => number) | undefined;
   let handlerDelayMs = 0;
   let faultFraction = 0;
@@ -464,7 +463,8 @@ async function runIn(
       planners = 3;
       break;
     case 'planner-kill':
-      plannerKillProb = 0.4;
+      // Planner loops only (test/chaos/loops.ts), no one-shot runs.
+      planners = 0;
       break;
     case 'partitions-added':
       pattern = true;
@@ -624,7 +624,7 @@ async function runIn(
       return true;
     };
     const reader = takeReader(env);
-    const start = Date.now();
+    const start = clocks?.clock() ?? Date.now();
     const before = !restart;
     inFlight++;
     try {
@@ -669,13 +669,10 @@ async function runIn(
   };
 
   const plan = async (stream: StreamConfig, queue: Array<{ stream: StreamConfig; range: RangePayload }>): Promise<void> => {
-    const dead = { v: false };
-    const kill = plannerKillProb > 0 && kills.planner < 10 && rng() < plannerKillProb;
-    const killAt: PlannerStep | undefined = kill ? PLANNER_STEPS[Math.floor(rng() * PLANNER_STEPS.length)] : undefined;
     const planStartedAt = Date.now();
     await planStream(
       {
-        ledger: kill ? killable(ledger, dead) : ledger,
+        ledger,
         metadataFor: (s) => env.metadata.forStream(s),
         dispatcher: {
           async dispatch(ranges) {
@@ -688,14 +685,6 @@ async function runIn(
         },
         plannerLeaseMs: 1500,
         ownerToken: randomUUID(),
-        afterStep: (step) => {
-          if (step === killAt) {
-            kills.planner++;
-            killedPlannerAt.push(step);
-            dead.v = true;
-            throw new Error(`chaos: planner killed at ${step}`);
-          }
-        },
       },
       stream,
       { dryRun: false, nowMs: skew ? await skew.ahead.storeClock() : Date.now() },
@@ -737,6 +726,11 @@ async function runIn(
   const budget = opts.budgetMs ?? spec.budgetMs;
   let rounds = 0;
   let finished = false;
+  // planners-2/3, planner-kill: planner loops on a schedule beside the rounds, their ranges processed as dispatched.
+  const loopInput = { streams, ledger, cleanLedger, rng, metadata: env.metadata };
+  const loops: LoopDriver | undefined = startLoops(scenario, loopInput, (s, r) =>
+    invoke(s, r, { ledger, ...(loops as LoopDriver).clocks }),
+  );
   /** Mid-run events happen once, after the first round, and before the run may count as complete. */
   const hasEvent =
     scenario === 'partitions-added' ||
@@ -744,7 +738,8 @@ async function runIn(
     scenario === 'retention-fail' ||
     scenario === 'broker-restart' ||
     scenario === 'topic-deleted' ||
-    scenario === 'leader-killed';
+    scenario === 'leader-killed' ||
+    loops !== undefined;
   let eventDone = !hasEvent;
   while (Date.now() - t0 < budget) {
     // Scenario events between rounds.
@@ -832,6 +827,7 @@ async function runIn(
       await restart;
       eventDone = true;
     }
+    if (loops) eventDone = loops.satisfied();
     rounds++;
     // leader-killed: the log ends cannot be read from a dead leader until re-election; not complete yet.
     const done = scenario === 'leader-killed' ? complete().catch(() => false) : complete();
@@ -842,6 +838,8 @@ async function runIn(
     await new Promise((r) => setTimeout(r, queue.length ? 50 : 300));
   }
   if (!finished) problems.push(`did not complete within ${budget} ms (${rounds} rounds)`);
+  const loopCheck = await loops?.stop();
+  problems.push(...(loopCheck?.problems ?? []));
 
   switch (scenario) {
     case 'processor-kill':
@@ -852,10 +850,10 @@ async function runIn(
       break;
     case 'planners-2':
     case 'planners-3':
-      injected = `${planners} planner runs at once, every round`;
+      injected = `${planners} one-shot planner runs at once every round, beside ${loopCheck?.injected}`;
       break;
     case 'planner-kill':
-      injected = `${kills.planner} planner kills at seeded steps (${[...new Set(killedPlannerAt)].sort().join(', ')}); lease left held`;
+      injected = loopCheck?.injected ?? '';
       break;
     case 'dynamodb-faults':
       injected = `${faults.injected} ledger requests failed before sending (20% of requests, throttling or InternalServerError, SDK maxAttempts 2); ${processorErrors} processor invocations and ${plannerFailures} planner runs failed after the SDK's retry and were retried by the system`;
@@ -1159,6 +1157,8 @@ export function reportMarkdown(results: ScenarioResult[], meta: { seed: number; 
     '`broker-restart` runs against a private broker started for the scenario (the shared test broker is never restarted) and restarts it on the same data dir and port while processors read.',
     '',
     '`leader-killed` runs against a private 3-broker cluster started for the scenario and kills the leader of some partitions between two planner rounds, so the following planner runs meet the dead leader before the controller fences it.',
+    '',
+    "`planners-2`, `planners-3` and `planner-kill` run the planner as its schedule does, in loops (test/chaos/loops.ts): a delivery every 2 s, each invocation ticking both streams every trigger interval for 4 s unless the next one asks it to hand over. `planners-2` and `planners-3` deliver each schedule 2 or 3 times (up to 150 ms apart) and run 2 or 3 one-shot planner runs at once every round beside the loops; no two invocations' ticks of a stream may interleave. `planner-kill` runs loops only and kills two of them mid-loop, at a seeded tick and step (nothing the killed invocation calls answers from then on); rather than wait out the loop lease (30 s at least), the store time the loops and processors read moves on past it, and the next delivery must take each dead loop over after its lease expired and tick.",
     '',
   ].join('\n');
 }
