@@ -77,9 +77,10 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     deps: Omit<LoopDeps, 'clock'>,
     run: { ownerToken: string; remainingMs: () => number },
   ) {
-    const startMs = await rt.storeClock();
-    const deadlineMs = startMs + run.remainingMs();
-    const clock = { nowMs: () => rt.storeClock(), sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
+    // Its own timing on this container's clock (the deadline's clock); leases and tick times on the store's.
+    const localMs = (): number => performance.timeOrigin + performance.now();
+    const deadlineMs = localMs() + run.remainingMs();
+    const clock = { nowMs: () => rt.storeClock(), localMs, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
     const loopMetrics = createLoopMetrics(metrics);
     const reports = await runPlannerLoop({ ...deps, clock }, { streams: req.streams, ownerToken: run.ownerToken, deadlineMs }, (t) => {
       loopMetrics.tick(t);

@@ -11,10 +11,17 @@ import type { PlannerLoopLease, PlannerLoopState } from '../ports/planner-loop';
 import { endMarginMs, expectedTickMs, handoverPollMs, loopLeaseMs, nextDueMs, tickFits, tickLagMs } from './loop-timing';
 import { emptyReport, planStream, type PlannerDeps, type StreamPlanReport } from './run';
 
-/** Time as the loop sees it: the store clock, and a way to wait. */
+/**
+ * Time as the loop sees it: the store clock for what other processes read (leases, a tick's time in
+ * the ledger, the planner's `nowMs`), and this process's clock for its own timing (due times, the
+ * deadline, sleeps). The store clock's estimate moves as its samples narrow it, by up to a second;
+ * ticks timed on it would move with it.
+ */
 export type LoopClock = {
-  /** Store time now (leases and ticks are judged on it). */
+  /** Store time now. */
   nowMs(): Promise<number>;
+  /** This process's time now (the deadline's clock). */
+  localMs(): number;
   sleep(ms: number): Promise<void>;
 };
 
@@ -24,7 +31,7 @@ export type LoopOptions = {
   streams: StreamConfig[];
   /** This invocation's token: it holds the loops it takes under it. */
   ownerToken: string;
-  /** When the invocation must have returned, on the store clock. */
+  /** When the invocation must have returned, on this process's clock (`LoopClock.localMs`). */
   deadlineMs: number;
   /** The least time kept free after the last tick (default 2 s). */
   minMarginMs?: number;
@@ -32,11 +39,13 @@ export type LoopOptions = {
   loopLeaseMs?: number;
 };
 
-/** One tick of one stream, as the loop ran it. */
+/** One tick of one stream, as the loop ran it (times on this process's clock). */
 export type TickRecord = {
   stream: string;
   dueMs: number;
   startedAtMs: number;
+  /** The start on the store clock (the planner run's `nowMs`, the tick time the ledger records). */
+  storeStartedAtMs: number;
   /** How late it started against its due time. */
   lagMs: number;
   durationMs: number;
@@ -110,15 +119,17 @@ async function takeOver(
 ): Promise<{ firstDueMs: number; previous: PlannerLoopState } | undefined> {
   const { clock, ledger } = deps;
   const leaseMs = opts.loopLeaseMs ?? loopLeaseMs(stream.triggerIntervalMs);
-  const t0 = await clock.nowMs();
+  const t0 = clock.localMs();
   for (;;) {
     const nowMs = await clock.nowMs();
     const take = await ledger.takePlannerLoop({ stream: stream.id, ownerToken: opts.ownerToken, nowMs, leaseMs, asSuccessor: true });
     if (take.taken) {
-      rep.waitedMs = nowMs - t0;
+      const localMs = clock.localMs();
+      rep.waitedMs = localMs - t0;
       rep.holderSinceMs = nowMs;
-      // The previous holder's next tick, never earlier than now (nor twice in its tick).
-      return { firstDueMs: Math.max(nowMs, take.previous.nextTickDueMs ?? nowMs), previous: take.previous };
+      // The previous holder's next tick (store time, here on this clock), never earlier than now (nor twice in its tick).
+      const dueMs = (take.previous.nextTickDueMs ?? nowMs) - (nowMs - localMs);
+      return { firstDueMs: Math.max(localMs, dueMs), previous: take.previous };
     }
     if (take.holder.successor !== opts.ownerToken) {
       rep.reason = `another invocation holds the loop until ${iso(take.holder.expiresAtMs)} and another waits to take it over`;
@@ -126,7 +137,7 @@ async function takeOver(
     }
     const waited = await waitForHandover(deps, stream, opts, opts.ownerToken);
     if (!waited) {
-      rep.waitedMs = (await clock.nowMs()) - t0;
+      rep.waitedMs = clock.localMs() - t0;
       rep.reason = `the holder did not hand over before this invocation's time ran out (held until ${iso(take.holder.expiresAtMs)})`;
       return undefined;
     }
@@ -135,13 +146,14 @@ async function takeOver(
 
 /** Reads the loop until it is free, expired, or no longer waits for this caller; false when time runs out first. */
 async function waitForHandover(deps: LoopDeps, stream: StreamConfig, opts: LoopOptions, me: string): Promise<boolean> {
+  const { clock } = deps;
   for (;;) {
-    await deps.clock.sleep(handoverPollMs(stream.triggerIntervalMs));
-    const nowMs = await deps.clock.nowMs();
-    if (!tickFits({ nowMs, dueMs: nowMs, deadlineMs: opts.deadlineMs, expectedTickMs: 0, marginMs: opts.minMarginMs ?? 2000 }))
+    await clock.sleep(handoverPollMs(stream.triggerIntervalMs));
+    const localMs = clock.localMs();
+    if (!tickFits({ nowMs: localMs, dueMs: localMs, deadlineMs: opts.deadlineMs, expectedTickMs: 0, marginMs: opts.minMarginMs ?? 2000 }))
       return false;
     const loop = (await deps.ledger.readMeta(stream.id))?.loop;
-    if (!loop?.ownerToken || (loop.expiresAtMs ?? 0) < nowMs || loop.successor !== me) return true;
+    if (!loop?.ownerToken || (loop.expiresAtMs ?? 0) < (await clock.nowMs()) || loop.successor !== me) return true;
   }
 }
 
@@ -162,57 +174,63 @@ async function tick(
   const leaseMs = opts.loopLeaseMs ?? loopLeaseMs(stream.triggerIntervalMs);
   const durations: number[] = [];
   let dueMs = start.firstDueMs;
-  let renewedAtMs = await clock.nowMs();
+  let renewedAtMs = clock.localMs();
   let lastTickAtMs = start.previous.lastTickAtMs;
+  // What the ledger keeps for the next holder is store time: the next due time converted back.
+  const end = async (outcome: TickEnd['outcome']): Promise<TickEnd> => ({
+    outcome,
+    lastTickAtMs,
+    nextDueMs: dueMs + ((await clock.nowMs()) - clock.localMs()),
+  });
   for (;;) {
-    const nowMs = await clock.nowMs();
+    const nowMs = clock.localMs();
     const marginMs = endMarginMs(durations, opts.minMarginMs ?? 2000);
-    if (!tickFits({ nowMs, dueMs, deadlineMs: opts.deadlineMs, expectedTickMs: expectedTickMs(durations), marginMs })) {
-      return { outcome: 'time-up', lastTickAtMs, nextDueMs: dueMs };
-    }
+    if (!tickFits({ nowMs, dueMs, deadlineMs: opts.deadlineMs, expectedTickMs: expectedTickMs(durations), marginMs }))
+      return end('time-up');
     if (dueMs > nowMs) await clock.sleep(dueMs - nowMs);
     const t = await runTick(deps, stream, opts.ownerToken, dueMs);
-    if (rep.ticks === 0 && lastTickAtMs !== undefined) rep.handoverGapMs = t.startedAtMs - lastTickAtMs;
+    if (rep.ticks === 0 && lastTickAtMs !== undefined) rep.handoverGapMs = t.storeStartedAtMs - lastTickAtMs;
     rep.ticks++;
     if (t.report.status === 'failed') rep.failedTicks++;
     rep.maxTickLagMs = Math.max(rep.maxTickLagMs, t.lagMs);
     rep.last = t.report;
     durations.push(t.durationMs);
-    lastTickAtMs = t.startedAtMs;
+    lastTickAtMs = t.storeStartedAtMs;
     await start.onTick(t);
     const endedAtMs = t.startedAtMs + t.durationMs;
     dueMs = nextDueMs(dueMs, stream.triggerIntervalMs, endedAtMs);
     const loop = (await ledger.readMeta(stream.id))?.loop;
-    if (loop?.ownerToken !== opts.ownerToken) return { outcome: 'lost', lastTickAtMs, nextDueMs: dueMs };
-    if (loop.successor !== undefined) return { outcome: 'handed-over', lastTickAtMs, nextDueMs: dueMs };
+    if (loop?.ownerToken !== opts.ownerToken) return end('lost');
+    if (loop.successor !== undefined) return end('handed-over');
     if (endedAtMs - renewedAtMs >= leaseMs / 3) {
       const renewal = await ledger.renewPlannerLoop({
         stream: stream.id,
         ownerToken: opts.ownerToken,
-        nowMs: endedAtMs,
+        nowMs: await clock.nowMs(),
         leaseMs,
         lastTickAtMs,
       });
-      if (!renewal.held) return { outcome: 'lost', lastTickAtMs, nextDueMs: dueMs };
+      if (!renewal.held) return end('lost');
       renewedAtMs = endedAtMs;
-      if (renewal.successor !== undefined) return { outcome: 'handed-over', lastTickAtMs, nextDueMs: dueMs };
+      if (renewal.successor !== undefined) return end('handed-over');
     }
   }
 }
 
-/** One planner run of the stream, timed; a run that throws is a failed report (the loop goes on). */
+/** One planner run of the stream, timed on this process's clock; a run that throws is a failed report (the loop goes on). */
 async function runTick(deps: LoopDeps, stream: StreamConfig, ownerToken: string, dueMs: number): Promise<TickRecord> {
-  const startedAtMs = await deps.clock.nowMs();
-  const report = await planStream({ ...deps, ownerToken: `${ownerToken}:${startedAtMs}` }, stream, {
+  const startedAtMs = deps.clock.localMs();
+  const storeStartedAtMs = await deps.clock.nowMs();
+  const report = await planStream({ ...deps, ownerToken: `${ownerToken}:${storeStartedAtMs}` }, stream, {
     dryRun: false,
-    nowMs: startedAtMs,
+    nowMs: storeStartedAtMs,
   }).catch((err: unknown): StreamPlanReport => ({
     ...emptyReport(stream.id, false),
     status: 'failed',
     reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
   }));
-  const durationMs = (await deps.clock.nowMs()) - startedAtMs;
-  return { stream: stream.id, dueMs, startedAtMs, lagMs: tickLagMs(dueMs, startedAtMs), durationMs, report };
+  const durationMs = deps.clock.localMs() - startedAtMs;
+  return { stream: stream.id, dueMs, startedAtMs, storeStartedAtMs, lagMs: tickLagMs(dueMs, startedAtMs), durationMs, report };
 }
 
 const iso = (ms: number | undefined): string => (ms === undefined ? 'unknown' : new Date(ms).toISOString());

@@ -215,7 +215,8 @@ function loopDeps(s: State, inv: Invocation, now: () => number): LoopDeps {
     metadataFor: (stream) => s.in.metadata.forStream(stream),
     dispatcher: hangsWhenDead(dispatcher, inv.dead),
     plannerLeaseMs: 1500,
-    clock: hangsWhenDead({ nowMs: async () => now(), sleep }, inv.dead),
+    // The scenario clock is both clocks: a kill moves it forward to expire the dead holder's leases.
+    clock: { ...hangsWhenDead({ nowMs: async () => now(), sleep }, inv.dead), localMs: () => now() },
     afterStep: (step, stream) => afterStep(s, inv, step, stream),
   };
 }

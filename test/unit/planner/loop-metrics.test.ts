@@ -28,6 +28,7 @@ const tick = (startedAtMs: number, over: Partial<StreamPlanReport> = {}, lagMs =
   stream: 's1',
   dueMs: startedAtMs - lagMs,
   startedAtMs,
+  storeStartedAtMs: startedAtMs,
   lagMs,
   durationMs: 100,
   report: report(over),

@@ -31,7 +31,7 @@ function setup() {
     dispatcher,
     metadataFor: async () => kafka,
     plannerLeaseMs: 60_000,
-    clock: { nowMs: async () => clock.nowMs(), sleep: (ms) => clock.sleep(ms) },
+    clock: { nowMs: async () => clock.nowMs(), localMs: () => clock.nowMs(), sleep: (ms) => clock.sleep(ms) },
     ...over,
   });
   /** One scheduled invocation: `owner` loops until `deadline`. */
@@ -155,6 +155,27 @@ describe('planner loop', () => {
     expect(first?.startedAtMs).toBeGreaterThan(T0 + 30_000);
     expect(first?.startedAtMs).toBeLessThanOrEqual(T0 + 30_000 + 250);
     expectContiguous(t.ledger);
+  });
+
+  it("times ticks on its own clock while the store clock's estimate moves, and records store times for the next holder", async () => {
+    const t = setup();
+    // The store is 5 s ahead at first; after the third tick the estimate moves 800 ms further.
+    let offsetMs = 5000;
+    const store = {
+      nowMs: async () => t.clock.nowMs() + offsetMs,
+      localMs: () => t.clock.nowMs(),
+      sleep: (ms: number) => t.clock.sleep(ms),
+    };
+    const invocation = runPlannerLoop(t.deps({ clock: store }), { streams: [cfg], ownerToken: 'a', deadlineMs: T0 + 8000 }, (x) => {
+      t.ticks.push({ ...x, owner: 'a' });
+      if (t.ticks.length === 3) offsetMs += 800;
+    });
+    await t.clock.run(invocation);
+    expect(t.ticks.map((x) => x.startedAtMs - T0)).toEqual([0, 1000, 2000, 3000, 4000, 5000, 6000]);
+    expect(t.ticks.map((x) => x.storeStartedAtMs - x.startedAtMs)).toEqual([5000, 5000, 5000, 5800, 5800, 5800, 5800]);
+    // The ledger's times are the store's: the last tick, and the next due one for whoever takes over.
+    expect(t.ledger.store('s1').meta?.loop).toEqual({ lastTickAtMs: T0 + 6000 + 5800, nextTickDueMs: T0 + 7000 + 5800 });
+    expect(t.ledger.store('s1').meta?.lastRunAtMs).toBe(T0 + 6000 + 5800);
   });
 
   it('follows a tick that overran its interval at once, with its lag, and not with a burst', async () => {
