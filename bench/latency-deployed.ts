@@ -18,7 +18,6 @@
  * Loaded only in --deployed mode, after require-middy (bench/latency.ts imports it first).
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createPlannerHandler } from '../functions/planner';
 import { handler as processorHandler } from '../functions/processor';
@@ -32,6 +31,7 @@ import type { Ledger } from '../lib/ports/ledger';
 import { awsRuntime, resetAwsRuntime, type Runtime } from '../lib/runtime/aws';
 import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';
 import { observedHandlerFor, observedLedger, storedSizes } from './drain';
+import { captureStdout, type LogTally } from './log-capture';
 import { countRequestsByRole, type RequestCounter, type RoleRequests } from './request-counts';
 import { endOffsetsOf, withBenchTopic, withStack, type BenchStack, type BenchTopic } from './stack';
 import {
@@ -106,14 +106,18 @@ async function phase(stack: BenchStack, flags: DeployedFlags, handler: Handler, 
     if (sinkTable) await createSinkTable(bench.dynamo, sinkTable);
     const streamId = stack.name(`latency-deployed-${kind}`);
     const shape = await deployedShape({ ...bench, brokers: stack.brokers, streamId, handler, sinkTable, flags });
+    // The handlers log to stdout at the deployed level (INFO) and publish EMF metrics there: counted, not shown.
+    const logs = captureStdout(shape.requests.role);
     try {
       const { schedule, produced } = await scheduleUnderLoad(shape, bench, flags, log);
       const late = await drainRest(shape, streamId, produced.ends, log);
       const figures = phaseFigures(shape, schedule, produced.records);
       if (sinkTable) figures.exact = await sinkExact(bench.dynamo, sinkTable, produced.accounts.totals, log);
-      logDetail(log, handler, flags, { figures, shape, late, sizes: await sizesOf(bench.dynamo, shape.tables) });
+      logs.restore();
+      logDetail(log, handler, flags, { figures, shape, late, logs: logs.byRole(), sizes: await sizesOf(bench.dynamo, shape.tables) });
       return figures;
     } finally {
+      logs.restore();
       await resetAwsRuntime();
     }
   });
@@ -176,10 +180,7 @@ async function deployedShape(p: {
       }
     }),
   );
-  // Metrics are off in this process (bench/latency.ts), which makes every invocation warn that it has none to publish.
-  const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
-  const metrics = new Metrics({ namespace: 'KafkaLambdaDirect', serviceName: 'planner', logger: quiet });
-  const planner = createPlannerHandler({ dispatcher, runtime: () => rt, metrics });
+  const planner = createPlannerHandler({ dispatcher, runtime: () => rt });
   return {
     rt,
     tables: { ledger: p.ledgerTable, ...(p.sinkTable && { sink: p.sinkTable }) },
@@ -302,13 +303,17 @@ function logDetail(
   log: Log,
   handler: Handler,
   flags: DeployedFlags,
-  d: { figures: DeployedPhase; shape: Shape; late: number; sizes: Map<string, number> },
+  d: { figures: DeployedPhase; shape: Shape; late: number; logs: Map<string, LogTally>; sizes: Map<string, number> },
 ): void {
   const { shape, figures } = d;
   const ticks = shape.ticks.length;
   const held = shape.ticks.flatMap((t) => (t.heldMs === undefined ? [] : [t.heldMs]));
   const roles = shape.requests.roles();
-  const per = (role: string, n: number) => perUnit(roles.get(role), n, shape.tables, d.sizes);
+  const per = (role: string, n: number) => ({
+    ...perUnit(roles.get(role), n, shape.tables, d.sizes),
+    logBytes: Math.round((d.logs.get(role)?.bytes ?? 0) / Math.max(1, n)),
+    logLines: Math.round(((d.logs.get(role)?.lines ?? 0) / Math.max(1, n)) * 100) / 100,
+  });
   log(
     `detail ${handler} ${JSON.stringify({
       ...figures,

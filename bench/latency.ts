@@ -110,10 +110,6 @@ function deployedFlags(
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
   if (flags.deployed) {
-    // Before the handlers load: their loggers and metrics are made then. Info lines and EMF metrics
-    // would go to stdout, whose last line is the result; warnings and errors still show.
-    process.env.POWERTOOLS_LOG_LEVEL ??= 'WARN';
-    process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
     const { runDeployedLatency } = await import('./latency-deployed');
     const result = await runDeployedLatency(flags.deployed, log);
     process.stdout.write(`${JSON.stringify(result)}\n`);

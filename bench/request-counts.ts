@@ -44,6 +44,8 @@ const UTF8 = new TextDecoder();
 export type RequestCounter = {
   /** Runs `fn` with every DynamoDB request it makes (and the calls it starts) counted under `role`. */
   as<T>(role: string, fn: () => T): T;
+  /** The role the caller runs under, if any. */
+  role(): string | undefined;
   /** What each role sent so far; requests made outside any role count under `other`. */
   roles(): Map<string, RoleRequests>;
 };
@@ -78,5 +80,5 @@ export function countRequestsByRole(client: DynamoDBClient): RequestCounter {
     // After serialization (the body as sent), before the retry middleware: once per command.
     { step: 'build', name: 'benchRoleRequestCounter' },
   );
-  return { as: (role, fn) => current.run(role, fn), roles: () => roles };
+  return { as: (role, fn) => current.run(role, fn), role: () => current.getStore(), roles: () => roles };
 }
