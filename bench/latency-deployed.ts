@@ -132,7 +132,7 @@ type Shape = {
   observer: ReturnType<typeof createLatencyObserver>;
   requests: RequestCounter;
   /** Planner lease takes (one per tick) while recording: store time and how long the tick held it. */
-  ticks: Array<{ atMs: number; heldMs?: number }>;
+  ticks: Array<{ atMs: number; offsetMs: number; heldMs?: number }>;
   stopRecordingTicks(): void;
   processors: { invocations: number; totalMs: number };
   loopDelay: IntervalHistogram;
@@ -196,7 +196,7 @@ async function deployedShape(p: {
 
 /** The ledger with each planner lease a tick takes recorded (store time) until told to stop, and how long it was held. */
 function recordTicks(ledger: Ledger) {
-  const ticks: Array<{ atMs: number; heldMs?: number }> = [];
+  const ticks: Array<{ atMs: number; offsetMs: number; heldMs?: number }> = [];
   const open = new Map<string, { tick: (typeof ticks)[number]; t0: number }>();
   let recording = true;
   return {
@@ -207,7 +207,7 @@ function recordTicks(ledger: Ledger) {
       async acquirePlannerLease(input) {
         const lease = await ledger.acquirePlannerLease(input);
         if (lease.acquired && recording) {
-          const tick = { atMs: input.nowMs };
+          const tick = { atMs: input.nowMs, offsetMs: input.nowMs - Date.now() };
           ticks.push(tick);
           open.set(input.ownerToken, { tick, t0: Date.now() });
         }
@@ -256,7 +256,8 @@ async function scheduleUnderLoad(shape: Shape, bench: BenchTopic, flags: Deploye
 
 const loopLine = (r: StreamLoopReport | undefined): string =>
   r
-    ? `${r.outcome}, ${r.ticks} ticks, hand-over gap ${r.handoverGapMs ?? '-'} ms, waited ${r.waitedMs} ms, max tick lag ${r.maxTickLagMs} ms`
+    ? `${r.outcome}, ${r.ticks} ticks, hand-over gap ${r.handoverGapMs ?? '-'} ms, waited ${r.waitedMs} ms, max tick lag ${r.maxTickLagMs} ms` +
+      (r.reason ? ` (${r.reason})` : '')
     : 'no report';
 
 /**
@@ -281,7 +282,9 @@ function phaseFigures(shape: Shape, schedule: Array<ScheduledInvocation<LoopResu
   return {
     records,
     ...latencySummary(shape.observer.latenciesMs),
-    handovers: reports.filter((r) => r?.outcome === 'handed-over').length,
+    // Invocations that took the loop over from an earlier one and ticked: whether it was handed to them
+    // (`handed-over`) or left for them at its holder's deadline (`time-up`), the ticks went on.
+    handovers: reports.filter((r) => r?.handoverGapMs !== undefined).length,
     ticksPerInvocation: reports.map((r) => r?.ticks ?? 0),
     maxTickGapMs: maxGapMs(shape.ticks.map((t) => t.atMs)),
     maxHandoverGapMs: Math.max(0, ...reports.map((r) => r?.handoverGapMs ?? 0)),
@@ -321,6 +324,8 @@ function logDetail(
       ticks,
       tickMs: { p50: Math.round(median(held)), p99: Math.round(percentile(held, 99)), max: Math.max(0, ...held) },
       ticksOverInterval: held.filter((ms) => ms > flags.triggerIntervalMs).length,
+      // The store clock (DynamoDB's time as estimated from its responses) against this machine's, over the ticks.
+      storeClockOffsetMs: { min: Math.min(...shape.ticks.map((t) => t.offsetMs)), max: Math.max(...shape.ticks.map((t) => t.offsetMs)) },
       // The event loop's longest stall: a tick waits for it like for any request.
       eventLoopDelayMs: { p99: Math.round(shape.loopDelay.percentile(99) / 1e6), max: Math.round(shape.loopDelay.max / 1e6) },
       processorInvocations: shape.processors.invocations,

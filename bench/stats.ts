@@ -187,7 +187,7 @@ export type DeployedPhase = {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
-  /** Scheduled invocations that handed the loop over to the next. */
+  /** Scheduled invocations that took the loop over from an earlier one and ticked (a hand-over each). */
   handovers: number;
   /** Ticks of each scheduled invocation, in schedule order. */
   ticksPerInvocation: number[];
