@@ -123,6 +123,12 @@ async function phase(stack: BenchStack, flags: DeployedFlags, handler: Handler, 
   });
 }
 
+/**
+ * A tick as its planner lease take saw it: this machine's time (the gaps are measured on it) and
+ * the store clock's (the loop's own clock: DynamoDB's time as estimated from its responses).
+ */
+type Tick = { atMs: number; storeMs: number; invocation: string; heldMs?: number };
+
 /** The planner and processor handlers on the container's runtime, instrumented. */
 type Shape = {
   rt: Runtime;
@@ -132,7 +138,7 @@ type Shape = {
   observer: ReturnType<typeof createLatencyObserver>;
   requests: RequestCounter;
   /** Planner lease takes (one per tick) while recording: store time and how long the tick held it. */
-  ticks: Array<{ atMs: number; offsetMs: number; heldMs?: number }>;
+  ticks: Tick[];
   stopRecordingTicks(): void;
   processors: { invocations: number; totalMs: number };
   loopDelay: IntervalHistogram;
@@ -196,7 +202,7 @@ async function deployedShape(p: {
 
 /** The ledger with each planner lease a tick takes recorded (store time) until told to stop, and how long it was held. */
 function recordTicks(ledger: Ledger) {
-  const ticks: Array<{ atMs: number; offsetMs: number; heldMs?: number }> = [];
+  const ticks: Tick[] = [];
   const open = new Map<string, { tick: (typeof ticks)[number]; t0: number }>();
   let recording = true;
   return {
@@ -207,7 +213,8 @@ function recordTicks(ledger: Ledger) {
       async acquirePlannerLease(input) {
         const lease = await ledger.acquirePlannerLease(input);
         if (lease.acquired && recording) {
-          const tick = { atMs: input.nowMs, offsetMs: input.nowMs - Date.now() };
+          // The loop's run tokens are `<request id>:<invocation start>:<tick start>`.
+          const tick: Tick = { atMs: Date.now(), storeMs: input.nowMs, invocation: input.ownerToken.split(':')[0] ?? '' };
           ticks.push(tick);
           open.set(input.ownerToken, { tick, t0: Date.now() });
         }
@@ -287,8 +294,18 @@ function phaseFigures(shape: Shape, schedule: Array<ScheduledInvocation<LoopResu
     handovers: reports.filter((r) => r?.handoverGapMs !== undefined).length,
     ticksPerInvocation: reports.map((r) => r?.ticks ?? 0),
     maxTickGapMs: maxGapMs(shape.ticks.map((t) => t.atMs)),
-    maxHandoverGapMs: Math.max(0, ...reports.map((r) => r?.handoverGapMs ?? 0)),
+    maxHandoverGapMs: maxHandoverGapMs(shape.ticks),
   };
+}
+
+/** The largest gap between the last tick of one invocation and the first of the next. */
+function maxHandoverGapMs(ticks: readonly Tick[]): number {
+  let gap = 0;
+  for (let i = 1; i < ticks.length; i++) {
+    const [a, b] = [ticks[i - 1] as Tick, ticks[i] as Tick];
+    if (a.invocation !== b.invocation) gap = Math.max(gap, b.atMs - a.atMs);
+  }
+  return gap;
 }
 
 async function sinkExact(dynamo: DynamoDBClient, sinkTable: string, expected: ProducedAccounts['totals'], log: Log): Promise<boolean> {
@@ -311,6 +328,7 @@ function logDetail(
   const { shape, figures } = d;
   const ticks = shape.ticks.length;
   const held = shape.ticks.flatMap((t) => (t.heldMs === undefined ? [] : [t.heldMs]));
+  const offsets = shape.ticks.map((t) => t.storeMs - t.atMs);
   const roles = shape.requests.roles();
   const per = (role: string, n: number) => ({
     ...perUnit(roles.get(role), n, shape.tables, d.sizes),
@@ -325,7 +343,9 @@ function logDetail(
       tickMs: { p50: Math.round(median(held)), p99: Math.round(percentile(held, 99)), max: Math.max(0, ...held) },
       ticksOverInterval: held.filter((ms) => ms > flags.triggerIntervalMs).length,
       // The store clock (DynamoDB's time as estimated from its responses) against this machine's, over the ticks.
-      storeClockOffsetMs: { min: Math.min(...shape.ticks.map((t) => t.offsetMs)), max: Math.max(...shape.ticks.map((t) => t.offsetMs)) },
+      // The gaps on the store clock, as the loop and its TickGapMs metric see them: its estimate moves as responses come in.
+      maxTickGapStoreMs: maxGapMs(shape.ticks.map((t) => t.storeMs)),
+      storeClockOffsetMs: { min: Math.min(...offsets), max: Math.max(...offsets) },
       // The event loop's longest stall: a tick waits for it like for any request.
       eventLoopDelayMs: { p99: Math.round(shape.loopDelay.percentile(99) / 1e6), max: Math.round(shape.loopDelay.max / 1e6) },
       processorInvocations: shape.processors.invocations,

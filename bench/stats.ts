@@ -191,9 +191,9 @@ export type DeployedPhase = {
   handovers: number;
   /** Ticks of each scheduled invocation, in schedule order. */
   ticksPerInvocation: number[];
-  /** The largest gap between the starts of consecutive ticks over the whole schedule, hand-overs included. */
+  /** The largest gap between the starts of consecutive ticks over the whole schedule, hand-overs included (this machine's clock). */
   maxTickGapMs: number;
-  /** The largest of the invocations' `handoverGapMs` (the previous holder's last tick to their first). */
+  /** The largest gap from one invocation's last tick to the next one's first. */
   maxHandoverGapMs: number;
   /** Exactly-once phases: the sink equals what was produced. */
   exact?: boolean;
