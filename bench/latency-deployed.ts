@@ -95,6 +95,7 @@ const brief = (p: DeployedPhase) => ({
   p99Ms: p.p99Ms,
   maxMs: p.maxMs,
   handovers: p.handovers,
+  maxHandoverGapMs: p.maxHandoverGapMs,
   maxTickGapMs: p.maxTickGapMs,
 });
 
@@ -298,6 +299,11 @@ function phaseFigures(shape: Shape, schedule: Array<ScheduledInvocation<LoopResu
   };
 }
 
+/** How many gaps between consecutive ticks exceed `ms`. */
+function gapsOver(ticks: readonly Tick[], ms: number): number {
+  return ticks.filter((t, i) => i > 0 && t.atMs - (ticks[i - 1] as Tick).atMs > ms).length;
+}
+
 /** The largest gap between the last tick of one invocation and the first of the next. */
 function maxHandoverGapMs(ticks: readonly Tick[]): number {
   let gap = 0;
@@ -343,6 +349,7 @@ function logDetail(
       tickMs: { p50: Math.round(median(held)), p99: Math.round(percentile(held, 99)), max: Math.max(0, ...held) },
       ticksOverInterval: held.filter((ms) => ms > flags.triggerIntervalMs).length,
       // The store clock (DynamoDB's time as estimated from its responses) against this machine's, over the ticks.
+      gapsOverTwoIntervals: gapsOver(shape.ticks, 2 * flags.triggerIntervalMs),
       // The gaps on the store clock, as the loop and its TickGapMs metric see them: its estimate moves as responses come in.
       maxTickGapStoreMs: maxGapMs(shape.ticks.map((t) => t.storeMs)),
       storeClockOffsetMs: { min: Math.min(...offsets), max: Math.max(...offsets) },

@@ -13,7 +13,8 @@
  * `--deployed` measures the deployed shape instead: the planner and processor Lambda handlers,
  * invoked the way the schedule invokes the planner (bench/latency-deployed.ts). Its last line is
  * {"triggerIntervalMs","schedulePeriodMs","handovers","maxTickGapMs","noop":{"p50Ms","p99Ms","maxMs"},
- * "exactlyOnce":{"p50Ms","p99Ms","maxMs","exact"}}, medians over --runs.
+ * "exactlyOnce":{"p50Ms","p99Ms","maxMs","exact"}}, medians over --runs (`maxTickGapMs`: the largest gap
+ * between ticks across hand-overs).
  */
 // First: the Lambda handlers --deployed loads require middy, which is ESM-only.
 import '../lib/local/require-middy';

@@ -207,6 +207,7 @@ export type DeployedResult = {
   triggerIntervalMs: number;
   schedulePeriodMs: number;
   handovers: number;
+  /** The largest gap between ticks across hand-overs: one invocation's last tick to the next one's first. */
   maxTickGapMs: number;
   noop: { p50Ms: number; p99Ms: number; maxMs: number };
   exactlyOnce: { p50Ms: number; p99Ms: number; maxMs: number; exact: boolean };
@@ -214,7 +215,7 @@ export type DeployedResult = {
 
 /**
  * The result over `runs`, each figure a median over the runs: of a run's fewer hand-overs and larger
- * tick gap of its two phases, and of each phase's percentiles; `exact` holds only if every run was.
+ * hand-over gap of its two phases, and of each phase's percentiles; `exact` holds only if every run was.
  */
 export function deployedResult(
   setting: { triggerIntervalMs: number; schedulePeriodMs: number },
@@ -231,7 +232,7 @@ export function deployedResult(
     triggerIntervalMs: setting.triggerIntervalMs,
     schedulePeriodMs: setting.schedulePeriodMs,
     handovers: m((r) => Math.min(r.noop.handovers, r.exactlyOnce.handovers)),
-    maxTickGapMs: m((r) => Math.max(r.noop.maxTickGapMs, r.exactlyOnce.maxTickGapMs)),
+    maxTickGapMs: m((r) => Math.max(r.noop.maxHandoverGapMs, r.exactlyOnce.maxHandoverGapMs)),
     noop: phase((r) => r.noop),
     exactlyOnce: { ...phase((r) => r.exactlyOnce), exact: runs.every((r) => r.exactlyOnce.exact === true) },
   };

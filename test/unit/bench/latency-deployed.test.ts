@@ -24,11 +24,11 @@ describe('maxGapMs', () => {
 });
 
 describe('deployedResult', () => {
-  it('takes medians over the runs: the fewer hand-overs and the larger gap of each run, each phase its own percentiles', () => {
+  it('takes medians over the runs: the fewer hand-overs and the larger hand-over gap of each run, each phase its own percentiles', () => {
     const result = deployedResult({ triggerIntervalMs: 1000, schedulePeriodMs: 20000 }, [
-      { noop: phase({ p50Ms: 700, handovers: 3 }), exactlyOnce: phase({ p50Ms: 1100, handovers: 2, maxTickGapMs: 1200, exact: true }) },
-      { noop: phase({ p50Ms: 800, maxTickGapMs: 2100 }), exactlyOnce: phase({ p50Ms: 1000, exact: true }) },
-      { noop: phase({ p50Ms: 750 }), exactlyOnce: phase({ p50Ms: 1300, maxTickGapMs: 1100, exact: true }) },
+      { noop: phase({ p50Ms: 700, handovers: 3 }), exactlyOnce: phase({ p50Ms: 1100, handovers: 2, maxHandoverGapMs: 1200, exact: true }) },
+      { noop: phase({ p50Ms: 800, maxHandoverGapMs: 2100, maxTickGapMs: 3000 }), exactlyOnce: phase({ p50Ms: 1000, exact: true }) },
+      { noop: phase({ p50Ms: 750 }), exactlyOnce: phase({ p50Ms: 1300, maxHandoverGapMs: 1100, maxTickGapMs: 5000, exact: true }) },
     ]);
     expect(result).toEqual({
       triggerIntervalMs: 1000,
