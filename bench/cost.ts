@@ -10,6 +10,8 @@ export const PRICES = {
   readOn: '2026-12-01',
   /** Lambda, arm64: per GB-second of duration, and per request. */
   lambdaGbSecond: 0.0000133334,
+  /** Lambda, x86_64: per GB-second of duration. */
+  lambdaGbSecondX86: 0.0000166667,
   lambdaRequest: 0.2 / 1e6,
   /** DynamoDB on-demand (since November 2024): per write and per read request unit. */
   dynamoWriteUnit: 0.625 / 1e6,
@@ -22,6 +24,8 @@ export const PRICES = {
   /** What one Kafka event poller handles (Lambda's documentation). */
   epuBytesPerSec: 5 * 1024 * 1024,
   epuConcurrentInvokes: 5,
+  /** CloudWatch Logs, standard class: per GB ingested (Lambda logs' first tier). */
+  logsIngestedGb: 0.5,
 } as const;
 
 /** Hours in the month the cost model uses (730 = 8,760 / 12, AWS's own convention). */
@@ -121,4 +125,101 @@ export function idleMonthCost(i: IdleInput): { scheduler: number; lambda: number
 /** The trigger's idle month: nothing in on-demand mode; the minimum pollers' hours in provisioned mode. */
 export function triggerIdleMonthCost(minPollers: number): number {
   return minPollers * HOURS_PER_MONTH * PRICES.epuHour;
+}
+
+/** Seconds in the cost model's month. */
+export const SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600;
+/** Bytes per GB as CloudWatch Logs bills ingestion (decimal). */
+const GB = 1e9;
+
+/**
+ * A month of the resident planner loop with records flowing (docs/COST.md, "Freshness against
+ * cost"): one planner invocation at a time, plus the overlap of each hand-over; a tick every
+ * interval; a processor invocation per partition with records at each tick.
+ */
+export type LoopMonthInput = {
+  triggerIntervalMs: number;
+  schedulePeriodMs: number;
+  /** Two invocations run at once at each hand-over for about this long (the successor waiting for the holder's next tick). */
+  overlapMs: number;
+  plannerMemoryGb: number;
+  processorMemoryGb: number;
+  /** Per GB-second of the functions' architecture (PRICES.lambdaGbSecond or lambdaGbSecondX86). */
+  gbSecond: number;
+  /** Processor invocations per tick: the partitions with records since the last tick. */
+  rangesPerTick: number;
+  /** The planner's ledger requests per tick (lease take and release, its reads) and per range it plans. */
+  tick: { writeUnits: number; readUnits: number; logBytes: number };
+  plannedRange: { writeUnits: number };
+  /** One processor invocation: its duration, ledger units and log bytes (Lambda's own lines included). */
+  invocation: { durationMs: number; writeUnits: number; readUnits: number; logBytes: number };
+};
+
+export type LoopMonthCost = {
+  ticks: number;
+  invocations: number;
+  plannerGbSeconds: number;
+  planner: number;
+  processorRequests: number;
+  processorDuration: number;
+  dynamo: number;
+  logs: number;
+  total: number;
+};
+
+/** This system's month at one trigger interval (the processors' handler work and sink writes not included). */
+export function loopMonthCost(i: LoopMonthInput): LoopMonthCost {
+  const ticks = (SECONDS_PER_MONTH * 1000) / i.triggerIntervalMs;
+  const invocations = ticks * i.rangesPerTick;
+  const scheduled = (SECONDS_PER_MONTH * 1000) / i.schedulePeriodMs;
+  const plannerGbSeconds = SECONDS_PER_MONTH * (1 + i.overlapMs / i.schedulePeriodMs) * i.plannerMemoryGb;
+  const planner = plannerGbSeconds * i.gbSecond + scheduled * PRICES.lambdaRequest;
+  const processorRequests = invocations * PRICES.lambdaRequest;
+  const processorDuration = invocations * (i.invocation.durationMs / 1000) * i.processorMemoryGb * i.gbSecond;
+  const writeUnits = ticks * i.tick.writeUnits + invocations * (i.plannedRange.writeUnits + i.invocation.writeUnits);
+  const readUnits = ticks * i.tick.readUnits + invocations * i.invocation.readUnits;
+  const dynamo = writeUnits * PRICES.dynamoWriteUnit + readUnits * PRICES.dynamoReadUnit;
+  const logs = ((ticks * i.tick.logBytes + invocations * i.invocation.logBytes) / GB) * PRICES.logsIngestedGb;
+  const total = planner + processorRequests + processorDuration + dynamo + logs;
+  return { ticks, invocations, plannerGbSeconds, planner, processorRequests, processorDuration, dynamo, logs, total };
+}
+
+/** Lambda's Kafka trigger for the same flow: a batch per batching window (or per full batch), no ledger. */
+export type TriggerMonthInput = {
+  ratePerSec: number;
+  /** MaximumBatchingWindowInSeconds, in ms (500 ms is the Kafka default). */
+  batchWindowMs: number;
+  /** BatchSize (at most 10,000). */
+  batchSize: number;
+  memoryGb: number;
+  gbSecond: number;
+  /** One invocation: its duration and log bytes (Lambda's own lines included). */
+  invocation: { durationMs: number; logBytes: number };
+  /** Provisioned mode: its minimum event pollers, billed every hour. */
+  provisionedPollers?: number;
+};
+
+export function triggerMonthCost(t: TriggerMonthInput): {
+  invocations: number;
+  lambda: number;
+  logs: number;
+  pollers: number;
+  total: number;
+} {
+  const batchRecords = Math.min(t.batchSize, (t.ratePerSec * t.batchWindowMs) / 1000);
+  const invocations = (SECONDS_PER_MONTH * t.ratePerSec) / batchRecords;
+  const lambda = invocations * (PRICES.lambdaRequest + (t.invocation.durationMs / 1000) * t.memoryGb * t.gbSecond);
+  const logs = ((invocations * t.invocation.logBytes) / GB) * PRICES.logsIngestedGb;
+  const pollers = (t.provisionedPollers ?? 0) * HOURS_PER_MONTH * PRICES.epuHour;
+  return { invocations, lambda, logs, pollers, total: lambda + logs + pollers };
+}
+
+/**
+ * A month of sink writes for running totals over `keys` keys at `ratePerSec`: each write unit of
+ * `unitsPerWrite` per distinct key of a batch of `batchRecords` records drawn from `batchKeys` keys
+ * (this system: a range, one partition's records and keys; the trigger: a batch mixing partitions).
+ */
+export function sinkMonthCost(s: { ratePerSec: number; batchRecords: number; batchKeys: number; unitsPerWrite: number }): number {
+  const batches = (SECONDS_PER_MONTH * s.ratePerSec) / s.batchRecords;
+  return batches * expectedDistinctKeys(s.batchRecords, s.batchKeys) * s.unitsPerWrite * PRICES.dynamoWriteUnit;
 }

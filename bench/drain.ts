@@ -93,11 +93,16 @@ function benchConfig(opts: DrainOptions): DeploymentConfig {
 /** The adapters with the observer's hooks on the handler and on the ledger's progress commits. */
 function observed(ctx: Adapters, observer?: DrainObserver): Adapters {
   if (!observer) return ctx;
+  return { ...ctx, ledger: observedLedger(ctx.ledger, observer), handlerFor: observedHandlerFor(ctx.handlerFor, observer) };
+}
+
+/** `handlerFor` whose handlers tell the observer every record they are given (shared with bench/latency-deployed.ts). */
+export function observedHandlerFor(handlerFor: (s: StreamConfig) => RecordsHandler, observer: DrainObserver) {
   const handlers = new Map<string, RecordsHandler>();
-  const handlerFor = (s: StreamConfig): RecordsHandler => {
+  return (s: StreamConfig): RecordsHandler => {
     let h = handlers.get(s.id);
     if (!h) {
-      const inner = ctx.handlerFor(s);
+      const inner = handlerFor(s);
       const fold = inner.mode === 'dynamodb-exactly-once' ? inner.fold : undefined;
       h = {
         ...inner,
@@ -120,20 +125,23 @@ function observed(ctx: Adapters, observer?: DrainObserver): Adapters {
     }
     return h;
   };
-  const ledger: Ledger = {
-    ...ctx.ledger,
+}
+
+/** The ledger with every progress commit that applied told to the observer. */
+export function observedLedger<L extends Ledger>(ledger: L, observer: DrainObserver): L {
+  return {
+    ...ledger,
     async commitChunk(input) {
-      const out = await ctx.ledger.commitChunk(input);
+      const out = await ledger.commitChunk(input);
       if (out === 'applied') observer.onCommitted(input.range.partition, input.expectProgress, input.to);
       return out;
     },
     async completeRange(input) {
-      const out = await ctx.ledger.completeRange(input);
+      const out = await ledger.completeRange(input);
       if (out === 'applied') observer.onCommitted(input.range.partition, input.expectProgress, input.range.until);
       return out;
     },
   };
-  return { ...ctx, ledger, handlerFor };
 }
 
 /**
@@ -212,7 +220,7 @@ async function settleFigures(
 }
 
 /** Every item's size in `table`, by its key as the tally spells it. */
-async function storedSizes(dynamo: DynamoDBClient, table: string): Promise<Map<string, number>> {
+export async function storedSizes(dynamo: DynamoDBClient, table: string): Promise<Map<string, number>> {
   const sizes = new Map<string, number>();
   let start: Record<string, AttributeValue> | undefined;
   do {

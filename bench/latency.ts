@@ -9,34 +9,60 @@
  * Progress goes to stderr; the last line of stdout is
  * {"handler","ratePerSec","durationMs","records","observed","p50Ms","p99Ms","maxMs","exact"}.
  * On a shared stack its topic, ledger and sink tables are deleted at the end unless --keep.
+ *
+ * `--deployed` measures the deployed shape instead: the planner and processor Lambda handlers,
+ * invoked the way the schedule invokes the planner (bench/latency-deployed.ts). Its last line is
+ * {"triggerIntervalMs","schedulePeriodMs","handovers","maxTickGapMs","noop":{"p50Ms","p99Ms","maxMs"},
+ * "exactlyOnce":{"p50Ms","p99Ms","maxMs","exact"}}, medians over --runs (`maxTickGapMs`: the largest gap
+ * between ticks across hand-overs).
  */
+// First: the Lambda handlers --deployed loads require middy, which is ESM-only.
+import '../lib/local/require-middy';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '../lib/errors';
 import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { drainOnce } from './drain';
 import { endOffsetsOf, withBenchTopic, withStack } from './stack';
+import type { DeployedFlags } from './latency-deployed';
 import { createLatencyObserver, latencySummary } from './stats';
 
 const log = benchLog('latency');
 
+const OPTIONS = {
+  rate: { type: 'string', default: '5000' },
+  'duration-ms': { type: 'string' },
+  partitions: { type: 'string', default: '10' },
+  accounts: { type: 'string' },
+  'trigger-interval-ms': { type: 'string', default: '1000' },
+  handler: { type: 'string' },
+  deployed: { type: 'boolean', default: false },
+  'schedule-period-ms': { type: 'string', default: '20000' },
+  'planner-timeout-ms': { type: 'string' },
+  invocations: { type: 'string', default: '4' },
+  runs: { type: 'string', default: '3' },
+  ...KEEP_OPTION,
+} as const;
+
+/** The flags only one of the two modes takes: given to the other, they stop the run. */
+const LOCAL_ONLY = ['duration-ms', 'handler'] as const;
+const DEPLOYED_ONLY = ['schedule-period-ms', 'planner-timeout-ms', 'invocations', 'runs'] as const;
+
 function parseFlags(argv: string[]) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      rate: { type: 'string', default: '5000' },
-      'duration-ms': { type: 'string', default: '120000' },
-      partitions: { type: 'string', default: '10' },
-      accounts: { type: 'string', default: '10000' },
-      'trigger-interval-ms': { type: 'string', default: '1000' },
-      handler: { type: 'string', default: 'running-totals' },
-      ...KEEP_OPTION,
-    },
-  });
-  const handler = values.handler;
+  const { values, tokens } = parseArgs({ args: argv, options: OPTIONS, tokens: true });
+  const given = new Set(tokens.flatMap((t) => (t.kind === 'option' ? [t.name] : [])));
+  const wrong = (values.deployed ? LOCAL_ONLY : DEPLOYED_ONLY).find((f) => given.has(f));
+  if (wrong) throw new ValidationError(`--${wrong} ${values.deployed ? 'is not taken with' : 'needs'} --deployed`);
+  const handler = values.handler ?? 'running-totals';
   if (handler !== 'running-totals' && handler !== 'noop')
     throw new ValidationError(`--handler must be running-totals or noop, not ${handler}`);
-  const n = wholeNumberFlags(values, ['rate', 'duration-ms', 'partitions', 'accounts', 'trigger-interval-ms']);
+  const withDefaults = {
+    ...values,
+    'duration-ms': values['duration-ms'] ?? '120000',
+    // The deployed mode's workload (issue 23): 1,000 keys; the local mode's, 10,000.
+    accounts: values.accounts ?? (values.deployed ? '1000' : '10000'),
+  };
+  const n = wholeNumberFlags(withDefaults, ['rate', 'duration-ms', 'partitions', 'accounts', 'trigger-interval-ms']);
   return {
     ratePerSec: n.rate,
     durationMs: n['duration-ms'],
@@ -45,11 +71,51 @@ function parseFlags(argv: string[]) {
     triggerIntervalMs: n['trigger-interval-ms'],
     handler: handler as 'running-totals' | 'noop',
     keep: values.keep,
+    deployed: values.deployed ? deployedFlags(values, n) : undefined,
+  };
+}
+
+/**
+ * The deployed mode's schedule: `--schedule-period-ms` between invocations (shortened from the
+ * deployed minute), the planner's timeout (default: the period plus 10 s, so each invocation still
+ * ticks when the next arrives), `--invocations` (at least 2: one hand-over), `--runs`.
+ */
+function deployedFlags(
+  values: Partial<Record<keyof typeof OPTIONS, string | boolean | undefined>>,
+  n: { rate: number; partitions: number; accounts: number; 'trigger-interval-ms': number },
+): DeployedFlags {
+  const period = wholeNumberFlags(values, ['schedule-period-ms'])['schedule-period-ms'];
+  const d = wholeNumberFlags({ ...values, 'planner-timeout-ms': values['planner-timeout-ms'] ?? String(period + 10_000) }, [
+    'planner-timeout-ms',
+    'invocations',
+    'runs',
+  ]);
+  if (d.invocations < 2) throw new ValidationError(`--invocations must be at least 2 (one hand-over), not ${d.invocations}`);
+  if (d['planner-timeout-ms'] <= period)
+    throw new ValidationError(`--planner-timeout-ms must exceed --schedule-period-ms (${period}), or no invocation hands over`);
+  if (n['trigger-interval-ms'] > period)
+    throw new ValidationError(`--trigger-interval-ms must not exceed --schedule-period-ms (${period})`);
+  return {
+    ratePerSec: n.rate,
+    partitions: n.partitions,
+    accounts: n.accounts,
+    triggerIntervalMs: n['trigger-interval-ms'],
+    schedulePeriodMs: period,
+    plannerTimeoutMs: d['planner-timeout-ms'],
+    invocations: d.invocations,
+    runs: d.runs,
+    keep: values.keep === true,
   };
 }
 
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2));
+  if (flags.deployed) {
+    const { runDeployedLatency } = await import('./latency-deployed');
+    const result = await runDeployedLatency(flags.deployed, log);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return;
+  }
   const records = Math.round((flags.ratePerSec * flags.durationMs) / 1000);
   await withStack(log, { keep: flags.keep }, (stack) =>
     withBenchTopic(stack, 'latency', flags.partitions, async ({ topic, ledgerTable, admin }) => {

@@ -171,3 +171,69 @@ export function totalsMismatches(
   }
   return out;
 }
+
+/** The largest gap between consecutive times (in any order); 0 with fewer than two. */
+export function maxGapMs(times: readonly number[]): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let gap = 0;
+  for (let i = 1; i < sorted.length; i++) gap = Math.max(gap, (sorted[i] as number) - (sorted[i - 1] as number));
+  return gap;
+}
+
+/** What one handler's phase of a `bench:latency -- --deployed` run measured. */
+export type DeployedPhase = {
+  records: number;
+  observed: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Scheduled invocations that took the loop over from an earlier one and ticked (a hand-over each). */
+  handovers: number;
+  /** Ticks of each scheduled invocation, in schedule order. */
+  ticksPerInvocation: number[];
+  /** The largest gap between the starts of consecutive ticks over the whole schedule, hand-overs included (this machine's clock). */
+  maxTickGapMs: number;
+  /** The largest gap from one invocation's last tick to the next one's first. */
+  maxHandoverGapMs: number;
+  /** Exactly-once phases: the sink equals what was produced. */
+  exact?: boolean;
+};
+
+/** One run: a phase per handler. */
+export type DeployedRun = { noop: DeployedPhase; exactlyOnce: DeployedPhase };
+
+/** The last line of `npm run bench:latency -- --deployed`. */
+export type DeployedResult = {
+  triggerIntervalMs: number;
+  schedulePeriodMs: number;
+  handovers: number;
+  /** The largest gap between ticks across hand-overs: one invocation's last tick to the next one's first. */
+  maxTickGapMs: number;
+  noop: { p50Ms: number; p99Ms: number; maxMs: number };
+  exactlyOnce: { p50Ms: number; p99Ms: number; maxMs: number; exact: boolean };
+};
+
+/**
+ * The result over `runs`, each figure a median over the runs: of a run's fewer hand-overs and larger
+ * hand-over gap of its two phases, and of each phase's percentiles; `exact` holds only if every run was.
+ */
+export function deployedResult(
+  setting: { triggerIntervalMs: number; schedulePeriodMs: number },
+  runs: readonly DeployedRun[],
+): DeployedResult {
+  if (runs.length === 0) throw new RangeError('no runs to summarise');
+  const m = (f: (r: DeployedRun) => number): number => Math.round(median(runs.map(f)));
+  const phase = (p: (r: DeployedRun) => DeployedPhase) => ({
+    p50Ms: m((r) => p(r).p50Ms),
+    p99Ms: m((r) => p(r).p99Ms),
+    maxMs: m((r) => p(r).maxMs),
+  });
+  return {
+    triggerIntervalMs: setting.triggerIntervalMs,
+    schedulePeriodMs: setting.schedulePeriodMs,
+    handovers: m((r) => Math.min(r.noop.handovers, r.exactlyOnce.handovers)),
+    maxTickGapMs: m((r) => Math.max(r.noop.maxHandoverGapMs, r.exactlyOnce.maxHandoverGapMs)),
+    noop: phase((r) => r.noop),
+    exactlyOnce: { ...phase((r) => r.exactlyOnce), exact: runs.every((r) => r.exactlyOnce.exact === true) },
+  };
+}

@@ -1,0 +1,387 @@
+/**
+ * `npm run bench:latency -- --deployed`: the latency of the deployed shape. The real planner Lambda
+ * handler (functions/planner.ts) is invoked the way its schedule invokes it: `{"loop": true}` once
+ * per (shortened) schedule period, each invocation with a Lambda context whose remaining time counts
+ * down from the planner's timeout, overlapping the next, so every invocation but the last hands the
+ * loop over. Processors run through the real processor handler (functions/processor.ts) in this
+ * process (the in-process dispatcher standing in for Lambda's async invoke). Kafka's Java producer
+ * writes the load while the schedule runs: `--rate` records/s over `--accounts` keys for all but the
+ * last schedule period, which drains.
+ *
+ * Latency is measured as bench/latency.ts measures it: from a record's produce timestamp to the
+ * ledger commit that moved its range's progress past it, seen when that write returned `applied`.
+ * The handlers' runtime (the one a warm container caches, `awsRuntime`) is instrumented in place:
+ * its handlers tell the observer each record's timestamp, its ledger each applied commit and each
+ * planner lease taken (one per tick: the tick gaps), and its DynamoDB client counts requests by who
+ * sent them (planner or processor: the cost model's per-tick and per-invocation figures).
+ *
+ * Loaded only in --deployed mode, after require-middy (bench/latency.ts imports it first).
+ */
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createPlannerHandler } from '../functions/planner';
+import { handler as processorHandler } from '../functions/processor';
+import { parseDeploymentConfig, type StreamConfigInput } from '../lib/config/schema';
+import { createInProcessDispatcher, type InProcessDispatcher } from '../lib/dispatch/dispatcher.local';
+import { createSinkTable, scanTotals } from '../lib/local/demo';
+import { oneTopicConfigInput } from '../lib/local/one-topic';
+import { lambdaContext, runSchedule, type ScheduledInvocation } from '../lib/local/scheduled-invocations';
+import type { StreamLoopReport } from '../lib/planner/loop';
+import type { Ledger } from '../lib/ports/ledger';
+import { awsRuntime, resetAwsRuntime, type Runtime } from '../lib/runtime/aws';
+import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';
+import { observedHandlerFor, observedLedger, storedSizes } from './drain';
+import { captureStdout, type LogTally } from './log-capture';
+import { countRequestsByRole, type RequestCounter, type RoleRequests } from './request-counts';
+import { endOffsetsOf, withBenchTopic, withStack, type BenchStack, type BenchTopic } from './stack';
+import {
+  createLatencyObserver,
+  deployedResult,
+  latencySummary,
+  maxGapMs,
+  median,
+  percentile,
+  totalsMismatches,
+  type DeployedPhase,
+  type DeployedResult,
+  type DeployedRun,
+} from './stats';
+
+export type DeployedFlags = {
+  ratePerSec: number;
+  partitions: number;
+  accounts: number;
+  triggerIntervalMs: number;
+  schedulePeriodMs: number;
+  /** The planner function's timeout: each invocation's remaining time starts there. */
+  plannerTimeoutMs: number;
+  /** Scheduled invocations per phase (each but the last hands over). */
+  invocations: number;
+  runs: number;
+  keep: boolean;
+};
+
+type Handler = 'noop' | 'running-totals';
+type LoopResult = { loop: true; streams: StreamLoopReport[] };
+type Log = (line: string) => void;
+
+/** Runs `--runs` runs, each a no-op phase then an exactly-once phase; returns the result line. */
+export async function runDeployedLatency(flags: DeployedFlags, log: Log): Promise<DeployedResult> {
+  const records = Math.round((flags.ratePerSec * produceMs(flags)) / 1000);
+  log(
+    `deployed shape: ${flags.invocations} scheduled invocations ${flags.schedulePeriodMs} ms apart (planner timeout ` +
+      `${flags.plannerTimeoutMs} ms), a tick every ${flags.triggerIntervalMs} ms; ${records} records at ${flags.ratePerSec}/s ` +
+      `over ${flags.accounts} keys into ${flags.partitions} partitions per phase`,
+  );
+  return withStack(log, { keep: flags.keep }, async (stack) => {
+    const runs: DeployedRun[] = [];
+    for (let i = 1; i <= flags.runs; i++) {
+      const noop = await phase(stack, flags, 'noop', log);
+      const exactlyOnce = await phase(stack, flags, 'running-totals', log);
+      log(`run ${i}/${flags.runs}: ${JSON.stringify({ noop: brief(noop), exactlyOnce: brief(exactlyOnce) })}`);
+      runs.push({ noop, exactlyOnce });
+    }
+    return deployedResult(flags, runs);
+  });
+}
+
+/** The load is produced for all the schedule's periods but the last (which drains it). */
+function produceMs(flags: DeployedFlags): number {
+  return Math.max(1, flags.invocations - 1) * flags.schedulePeriodMs;
+}
+
+const brief = (p: DeployedPhase) => ({
+  p50Ms: p.p50Ms,
+  p99Ms: p.p99Ms,
+  maxMs: p.maxMs,
+  handovers: p.handovers,
+  maxHandoverGapMs: p.maxHandoverGapMs,
+  maxTickGapMs: p.maxTickGapMs,
+});
+
+/** One handler's phase: a fresh topic, ledger (and sink), the schedule under load, the figures. */
+async function phase(stack: BenchStack, flags: DeployedFlags, handler: Handler, log: Log): Promise<DeployedPhase> {
+  const kind = handler === 'noop' ? 'noop' : 'eo';
+  return withBenchTopic(stack, `latency-deployed-${kind}`, flags.partitions, async (bench) => {
+    const sinkTable = handler === 'running-totals' ? stack.table('latency-deployed-totals') : undefined;
+    if (sinkTable) await createSinkTable(bench.dynamo, sinkTable);
+    const streamId = stack.name(`latency-deployed-${kind}`);
+    const shape = await deployedShape({ ...bench, brokers: stack.brokers, streamId, handler, sinkTable, flags });
+    // The handlers log to stdout at the deployed level (INFO) and publish EMF metrics there: counted, not shown.
+    const logs = captureStdout(shape.requests.role);
+    try {
+      const { schedule, produced } = await scheduleUnderLoad(shape, bench, flags, log);
+      const late = await drainRest(shape, streamId, produced.ends, log);
+      const figures = phaseFigures(shape, schedule, produced.records);
+      if (sinkTable) figures.exact = await sinkExact(bench.dynamo, sinkTable, produced.accounts.totals, log);
+      logs.restore();
+      logDetail(log, handler, flags, { figures, shape, late, logs: logs.byRole(), sizes: await sizesOf(bench.dynamo, shape.tables) });
+      return figures;
+    } finally {
+      logs.restore();
+      await resetAwsRuntime();
+    }
+  });
+}
+
+/**
+ * A tick as its planner lease take saw it: this machine's time (the gaps are measured on it) and
+ * the store clock's (the loop's own clock: DynamoDB's time as estimated from its responses).
+ */
+type Tick = { atMs: number; storeMs: number; invocation: string; heldMs?: number };
+
+/** The planner and processor handlers on the container's runtime, instrumented. */
+type Shape = {
+  rt: Runtime;
+  tables: { ledger: string; sink?: string };
+  dispatcher: InProcessDispatcher;
+  invokePlanner(event: unknown, context: ReturnType<typeof lambdaContext>): Promise<LoopResult>;
+  observer: ReturnType<typeof createLatencyObserver>;
+  requests: RequestCounter;
+  /** Planner lease takes (one per tick) while recording: store time and how long the tick held it. */
+  ticks: Tick[];
+  stopRecordingTicks(): void;
+  processors: { invocations: number; totalMs: number };
+  loopDelay: IntervalHistogram;
+};
+
+/**
+ * The deployment config of one stream in STREAMS_CONFIG, the cached runtime rebuilt from it, and
+ * its ledger, handlers and DynamoDB client instrumented in place (the processor handler takes the
+ * runtime from the same cache).
+ */
+async function deployedShape(p: {
+  ledgerTable: string;
+  brokers: string;
+  topic: string;
+  streamId: string;
+  handler: Handler;
+  sinkTable?: string;
+  flags: DeployedFlags;
+}): Promise<Shape> {
+  const handler: StreamConfigInput['handler'] =
+    p.handler === 'running-totals'
+      ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: p.sinkTable }
+      : { module: 'noop', mode: 'at-least-once' };
+  const input = oneTopicConfigInput({ ...p, triggerIntervalMs: p.flags.triggerIntervalMs, handler });
+  parseDeploymentConfig(input, 'bench'); // a bad config fails here, with its own message
+  process.env.STREAMS_CONFIG = JSON.stringify(input);
+  await resetAwsRuntime();
+  const rt = awsRuntime(process.env);
+  const observer = createLatencyObserver();
+  const requests = countRequestsByRole(rt.dynamo);
+  const recorded = recordTicks(observedLedger(rt.ledger, observer));
+  Object.assign(rt, { ledger: recorded.ledger, handlerFor: observedHandlerFor(rt.handlerFor, observer) });
+  const processors = { invocations: 0, totalMs: 0 };
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  const stream = rt.config.streams[0];
+  const dispatcher = createInProcessDispatcher((range) =>
+    requests.as('processor', async () => {
+      const t0 = Date.now();
+      processors.invocations++;
+      try {
+        return await processorHandler(range, lambdaContext(`p-${t0}`, stream?.processor.timeoutMs ?? 900_000, 'processor'));
+      } finally {
+        processors.totalMs += Date.now() - t0;
+      }
+    }),
+  );
+  const planner = createPlannerHandler({ dispatcher, runtime: () => rt });
+  return {
+    rt,
+    tables: { ledger: p.ledgerTable, ...(p.sinkTable && { sink: p.sinkTable }) },
+    dispatcher,
+    invokePlanner: (event, context) => requests.as('planner', () => planner(event, context) as Promise<LoopResult>),
+    observer,
+    requests,
+    ...recorded,
+    processors,
+    loopDelay,
+  };
+}
+
+/** The ledger with each planner lease a tick takes recorded (store time) until told to stop, and how long it was held. */
+function recordTicks(ledger: Ledger) {
+  const ticks: Tick[] = [];
+  const open = new Map<string, { tick: (typeof ticks)[number]; t0: number }>();
+  let recording = true;
+  return {
+    ticks,
+    stopRecordingTicks: () => void (recording = false),
+    ledger: {
+      ...ledger,
+      async acquirePlannerLease(input) {
+        const lease = await ledger.acquirePlannerLease(input);
+        if (lease.acquired && recording) {
+          // The loop's run tokens are `<request id>:<invocation start>:<tick start>`.
+          const tick: Tick = { atMs: Date.now(), storeMs: input.nowMs, invocation: input.ownerToken.split(':')[0] ?? '' };
+          ticks.push(tick);
+          open.set(input.ownerToken, { tick, t0: Date.now() });
+        }
+        return lease;
+      },
+      async releasePlannerLease(input) {
+        const held = open.get(input.ownerToken);
+        open.delete(input.ownerToken);
+        try {
+          return await ledger.releasePlannerLease(input);
+        } finally {
+          if (held) held.tick.heldMs = Date.now() - held.t0;
+        }
+      },
+    } as Ledger,
+  };
+}
+
+/** The schedule's invocations while the Java producer writes the load; resolves when both are done. */
+async function scheduleUnderLoad(shape: Shape, bench: BenchTopic, flags: DeployedFlags, log: Log) {
+  const records = Math.round((flags.ratePerSec * produceMs(flags)) / 1000);
+  const producing = javaProduceAccounts(shape.rt.config.streams[0]!.kafka.brokers.join(','), {
+    topic: bench.topic,
+    records,
+    accounts: flags.accounts,
+    ratePerSec: flags.ratePerSec,
+  });
+  // A failed producer must not leave the schedule's promise unobserved: both are awaited together.
+  const [schedule, accounts] = await Promise.all([
+    runSchedule({
+      invoke: (event, context) => shape.invokePlanner(event, context),
+      event: { loop: true },
+      periodMs: flags.schedulePeriodMs,
+      timeoutMs: flags.plannerTimeoutMs,
+      invocations: flags.invocations,
+      onEnd: (i) => log(`invocation ${i.index}: ${i.error ? `failed: ${String(i.error)}` : loopLine(i.result?.streams[0])}`),
+    }),
+    producing,
+  ]);
+  shape.stopRecordingTicks();
+  shape.loopDelay.disable();
+  const failed = schedule.find((i) => i.error);
+  if (failed) throw new Error(`scheduled invocation ${failed.index} failed: ${String(failed.error)}`);
+  return { schedule, produced: { records, accounts, ends: await endOffsetsOf(bench.admin, bench.topic) } };
+}
+
+const loopLine = (r: StreamLoopReport | undefined): string =>
+  r
+    ? `${r.outcome}, ${r.ticks} ticks, hand-over gap ${r.handoverGapMs ?? '-'} ms, waited ${r.waitedMs} ms, max tick lag ${r.maxTickLagMs} ms` +
+      (r.reason ? ` (${r.reason})` : '')
+    : 'no report';
+
+/**
+ * After the schedule: waits for the processors it started, then, if a partition is still behind
+ * its end, runs short loop invocations until it is not (what they commit counts too, late).
+ * Returns how many such invocations it took.
+ */
+async function drainRest(shape: Shape, streamId: string, ends: number[], log: Log): Promise<number> {
+  for (let extra = 0; ; extra++) {
+    await shape.dispatcher.idle();
+    const parts = await shape.rt.ledger.readPartitions(streamId);
+    const behind = ends.reduce((s, end, p) => s + Math.max(0, end - (parts.find((x) => x.partition === p)?.committed ?? 0)), 0);
+    if (behind === 0) return extra;
+    if (extra >= 20) throw new Error(`${streamId}: ${behind} records still uncommitted after the schedule and ${extra} more invocations`);
+    if (extra === 0) log(`${behind} records not committed when the schedule ended: invoking the loop again until they are`);
+    await shape.invokePlanner({ loop: true }, lambdaContext(`drain-${extra}`, 5_000));
+  }
+}
+
+function phaseFigures(shape: Shape, schedule: Array<ScheduledInvocation<LoopResult>>, records: number): DeployedPhase {
+  const reports = schedule.map((i) => i.result?.streams[0]);
+  return {
+    records,
+    ...latencySummary(shape.observer.latenciesMs),
+    // Invocations that took the loop over from an earlier one and ticked: whether it was handed to them
+    // (`handed-over`) or left for them at its holder's deadline (`time-up`), the ticks went on.
+    handovers: reports.filter((r) => r?.handoverGapMs !== undefined).length,
+    ticksPerInvocation: reports.map((r) => r?.ticks ?? 0),
+    maxTickGapMs: maxGapMs(shape.ticks.map((t) => t.atMs)),
+    maxHandoverGapMs: maxHandoverGapMs(shape.ticks),
+  };
+}
+
+/** How many gaps between consecutive ticks exceed `ms`. */
+function gapsOver(ticks: readonly Tick[], ms: number): number {
+  return ticks.filter((t, i) => i > 0 && t.atMs - (ticks[i - 1] as Tick).atMs > ms).length;
+}
+
+/** The largest gap between the last tick of one invocation and the first of the next. */
+function maxHandoverGapMs(ticks: readonly Tick[]): number {
+  let gap = 0;
+  for (let i = 1; i < ticks.length; i++) {
+    const [a, b] = [ticks[i - 1] as Tick, ticks[i] as Tick];
+    if (a.invocation !== b.invocation) gap = Math.max(gap, b.atMs - a.atMs);
+  }
+  return gap;
+}
+
+async function sinkExact(dynamo: DynamoDBClient, sinkTable: string, expected: ProducedAccounts['totals'], log: Log): Promise<boolean> {
+  const mismatches = totalsMismatches(expected, await scanTotals(dynamo, sinkTable));
+  if (mismatches.length)
+    log(`sink differs from what was produced on ${mismatches.length} account(s), e.g. ${mismatches.slice(0, 3).join('; ')}`);
+  return mismatches.length === 0;
+}
+
+/**
+ * One stderr line of what the cost model and a profile need: tick durations, processor
+ * invocations and their time, and the DynamoDB requests and units per tick and per invocation.
+ */
+function logDetail(
+  log: Log,
+  handler: Handler,
+  flags: DeployedFlags,
+  d: { figures: DeployedPhase; shape: Shape; late: number; logs: Map<string, LogTally>; sizes: Map<string, number> },
+): void {
+  const { shape, figures } = d;
+  const ticks = shape.ticks.length;
+  const held = shape.ticks.flatMap((t) => (t.heldMs === undefined ? [] : [t.heldMs]));
+  const offsets = shape.ticks.map((t) => t.storeMs - t.atMs);
+  const roles = shape.requests.roles();
+  const per = (role: string, n: number) => ({
+    ...perUnit(roles.get(role), n, shape.tables, d.sizes),
+    logBytes: Math.round((d.logs.get(role)?.bytes ?? 0) / Math.max(1, n)),
+    logLines: Math.round(((d.logs.get(role)?.lines ?? 0) / Math.max(1, n)) * 100) / 100,
+  });
+  log(
+    `detail ${handler} ${JSON.stringify({
+      ...figures,
+      extraInvocations: d.late,
+      ticks,
+      tickMs: { p50: Math.round(median(held)), p99: Math.round(percentile(held, 99)), max: Math.max(0, ...held) },
+      ticksOverInterval: held.filter((ms) => ms > flags.triggerIntervalMs).length,
+      // The store clock (DynamoDB's time as estimated from its responses) against this machine's, over the ticks.
+      gapsOverTwoIntervals: gapsOver(shape.ticks, 2 * flags.triggerIntervalMs),
+      // The gaps on the store clock, as the loop and its TickGapMs metric see them: its estimate moves as responses come in.
+      maxTickGapStoreMs: maxGapMs(shape.ticks.map((t) => t.storeMs)),
+      storeClockOffsetMs: { min: Math.min(...offsets), max: Math.max(...offsets) },
+      // The event loop's longest stall: a tick waits for it like for any request.
+      eventLoopDelayMs: { p99: Math.round(shape.loopDelay.percentile(99) / 1e6), max: Math.round(shape.loopDelay.max / 1e6) },
+      processorInvocations: shape.processors.invocations,
+      processorMsPerInvocation: Math.round(shape.processors.totalMs / Math.max(1, shape.processors.invocations)),
+      perTick: per('planner', ticks),
+      perProcessorInvocation: per('processor', shape.processors.invocations),
+      triggerIntervalMs: flags.triggerIntervalMs,
+    })}`,
+  );
+}
+
+/** A role's requests by operation, read units and write units (ledger, sink), divided by `n` (ticks or invocations). */
+function perUnit(r: RoleRequests | undefined, n: number, tables: { ledger: string; sink?: string }, sizes: Map<string, number>) {
+  if (!r || n === 0) return {};
+  const round = (x: number) => Math.round((x / n) * 100) / 100;
+  const units = (table: string | undefined) => (table ? round(r.writes.settle(table, (k) => sizes.get(`${table} ${k}`))) : undefined);
+  return {
+    requests: Object.fromEntries(Object.entries(r.byOperation).map(([op, c]) => [op, round(c)])),
+    // Time waiting for DynamoDB per tick or invocation, and the longest single request, by operation.
+    requestMs: Object.fromEntries(Object.entries(r.msByOperation).map(([op, m]) => [op, { each: round(m.total), max: m.max }])),
+    readUnits: round(r.readUnits),
+    ledgerWriteUnits: units(tables.ledger),
+    ...(tables.sink && { sinkWriteUnits: units(tables.sink) }),
+  };
+}
+
+/** The stored size of every item of `tables`, by `<table> <key>`. */
+async function sizesOf(dynamo: DynamoDBClient, tables: { ledger: string; sink?: string }): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const t of [tables.ledger, tables.sink]) if (t) for (const [k, size] of await storedSizes(dynamo, t)) out.set(`${t} ${k}`, size);
+  return out;
+}

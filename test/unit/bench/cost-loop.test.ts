@@ -1,0 +1,75 @@
+/** The cost model of the resident planner loop against the Kafka trigger (docs/COST.md, "Freshness against cost"). */
+import { HOURS_PER_MONTH, loopMonthCost, PRICES, SECONDS_PER_MONTH, sinkMonthCost, triggerMonthCost } from '../../../bench/cost';
+
+const month = HOURS_PER_MONTH * 3600;
+
+describe('loopMonthCost', () => {
+  const input = {
+    triggerIntervalMs: 1000,
+    schedulePeriodMs: 60_000,
+    overlapMs: 0,
+    plannerMemoryGb: 0.5,
+    processorMemoryGb: 1,
+    gbSecond: PRICES.lambdaGbSecond,
+    rangesPerTick: 10,
+    tick: { writeUnits: 2, readUnits: 3, logBytes: 1000 },
+    plannedRange: { writeUnits: 4 },
+    invocation: { durationMs: 100, writeUnits: 7, readUnits: 1, logBytes: 1000 },
+  };
+
+  it('bills the planner for the whole month at its memory, and more by the overlap of each hand-over', () => {
+    expect(SECONDS_PER_MONTH).toBe(month);
+    const resident = loopMonthCost(input);
+    expect(resident.plannerGbSeconds).toBe(month * 0.5);
+    expect(resident.planner).toBeCloseTo(month * 0.5 * 0.0000133334 + (month / 60) * 0.2e-6, 9);
+    const overlapping = loopMonthCost({ ...input, overlapMs: 30_000 });
+    expect(overlapping.plannerGbSeconds).toBe(month * 1.5 * 0.5);
+  });
+
+  it('counts a tick per interval and a processor invocation per range, with their ledger units and logs', () => {
+    const c = loopMonthCost(input);
+    expect(c.ticks).toBe(month);
+    expect(c.invocations).toBe(10 * month);
+    expect(c.processorRequests).toBeCloseTo(10 * month * 0.2e-6, 6);
+    expect(c.processorDuration).toBeCloseTo(10 * month * 0.1 * 0.0000133334, 6);
+    const writes = month * 2 + 10 * month * (4 + 7);
+    const reads = month * 3 + 10 * month * 1;
+    expect(c.dynamo).toBeCloseTo(writes * 0.625e-6 + reads * 0.125e-6, 6);
+    expect(c.logs).toBeCloseTo(((month * 1000 + 10 * month * 1000) / 1e9) * 0.5, 6);
+    expect(c.total).toBeCloseTo(c.planner + c.processorRequests + c.processorDuration + c.dynamo + c.logs, 9);
+    // Ten times the interval: a tenth of the ticks and invocations; the resident planner costs the same.
+    const slow = loopMonthCost({ ...input, triggerIntervalMs: 10_000 });
+    expect(slow.invocations).toBe(month);
+    expect(slow.planner).toBe(c.planner);
+  });
+});
+
+describe('triggerMonthCost', () => {
+  const base = {
+    ratePerSec: 1000,
+    batchSize: 10_000,
+    memoryGb: 1,
+    gbSecond: PRICES.lambdaGbSecond,
+    invocation: { durationMs: 10, logBytes: 300 },
+  };
+
+  it('invokes once per batching window, or per full batch, and adds provisioned pollers by the hour', () => {
+    const halfSecond = triggerMonthCost({ ...base, batchWindowMs: 500 });
+    expect(halfSecond.invocations).toBe(2 * month);
+    expect(halfSecond.lambda).toBeCloseTo(2 * month * (0.2e-6 + 0.01 * 0.0000133334), 9);
+    expect(halfSecond.logs).toBeCloseTo(((2 * month * 300) / 1e9) * 0.5, 9);
+    expect(halfSecond.pollers).toBe(0);
+    // A minute's window holds more than a full batch: a batch every 10 s.
+    expect(triggerMonthCost({ ...base, batchWindowMs: 60_000 }).invocations).toBe(month / 10);
+    expect(triggerMonthCost({ ...base, batchWindowMs: 500, provisionedPollers: 1 }).pollers).toBeCloseTo(730 * 0.185, 9);
+  });
+});
+
+describe('sinkMonthCost', () => {
+  it('writes each distinct key of a batch once', () => {
+    // 10 s ranges of one partition: 1,000 records over its 100 keys touch all of them.
+    const tenSeconds = sinkMonthCost({ ratePerSec: 1000, batchRecords: 1000, batchKeys: 100, unitsPerWrite: 2 });
+    expect(tenSeconds / (month * 100 * 2 * 0.625e-6)).toBeCloseTo(1, 4);
+    expect(sinkMonthCost({ ratePerSec: 1000, batchRecords: 1, batchKeys: 100, unitsPerWrite: 1 })).toBeCloseTo(month * 1000 * 0.625e-6, 3);
+  });
+});
