@@ -120,7 +120,7 @@ async function takeOver(
   const { clock, ledger } = deps;
   const leaseMs = opts.loopLeaseMs ?? loopLeaseMs(stream.triggerIntervalMs);
   const t0 = clock.localMs();
-  for (;;) {
+  for (let raced = 0; ;) {
     const nowMs = await clock.nowMs();
     const take = await ledger.takePlannerLoop({ stream: stream.id, ownerToken: opts.ownerToken, nowMs, leaseMs, asSuccessor: true });
     if (take.taken) {
@@ -131,6 +131,8 @@ async function takeOver(
       const dueMs = (take.previous.nextTickDueMs ?? nowMs) - (nowMs - localMs);
       return { firstDueMs: Math.max(localMs, dueMs), previous: take.previous };
     }
+    // Handed over (or expired) between the refusal and the successor's record: ask again at once.
+    if ((take.holder.ownerToken === undefined || (take.holder.expiresAtMs ?? 0) < nowMs) && ++raced <= 5) continue;
     if (take.holder.successor !== opts.ownerToken) {
       rep.reason = `another invocation holds the loop until ${iso(take.holder.expiresAtMs)} and another waits to take it over`;
       return undefined;

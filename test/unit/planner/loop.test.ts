@@ -125,6 +125,26 @@ describe('planner loop', () => {
     expect(dues).toEqual(dues.map((_, i) => i * 1000));
   });
 
+  it('asks again when the loop was handed over between its refusal and the successor record (not taken by nobody)', async () => {
+    const t = setup();
+    // The store's answer in that race: refused, then the holder found gone when recording the successor.
+    let raced = 0;
+    const racing: Ledger = new Proxy(t.ledger, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        if (prop !== 'takePlannerLoop' || typeof v !== 'function') return v;
+        return (...args: unknown[]) =>
+          raced++ === 0
+            ? Promise.resolve({ taken: false, holder: { lastTickAtMs: T0 - 1000, nextTickDueMs: T0 } })
+            : (v as (...a: unknown[]) => unknown).apply(target, args);
+      },
+    });
+    const [rep] = await t.clock.run(t.invocation('b', T0 + 5000, { ledger: racing as LoopDeps['ledger'] }));
+    expect(raced).toBe(2);
+    expect(rep).toMatchObject({ outcome: 'time-up' });
+    expect(rep?.ticks).toBeGreaterThan(0);
+  });
+
   it('replaces a holder that died mid-loop once its lease expires, without planning anything twice', async () => {
     const t = setup();
     const load = traffic(t, t.clock);
