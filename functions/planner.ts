@@ -15,6 +15,7 @@ import { AppError } from '../lib/errors';
 import type { Dispatcher } from '../lib/ports/dispatcher';
 import { runPlannerLoop, type LoopDeps, type StreamLoopReport } from '../lib/planner/loop';
 import { createLoopMetrics } from '../lib/planner/loop-metrics';
+import { schedulePeriodFromEnv } from '../lib/planner/loop-timing';
 import { processorConcurrencyFromEnv } from '../lib/planner/concurrency-cap';
 import { recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload, type PlannerRequest } from '../lib/planner/payload';
@@ -82,7 +83,8 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     const deadlineMs = localMs() + run.remainingMs();
     const clock = { nowMs: () => rt.storeClock(), localMs, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
     const loopMetrics = createLoopMetrics(metrics);
-    const reports = await runPlannerLoop({ ...deps, clock }, { streams: req.streams, ownerToken: run.ownerToken, deadlineMs }, (t) => {
+    const opts = { streams: req.streams, ownerToken: run.ownerToken, deadlineMs, schedulePeriodMs: schedulePeriodFromEnv(process.env) };
+    const reports = await runPlannerLoop({ ...deps, clock }, opts, (t) => {
       loopMetrics.tick(t);
       if (t.report.status === 'failed') logger.warn('planner tick failed', { stream: t.stream, reason: t.report.reason });
     });

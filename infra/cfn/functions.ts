@@ -1,5 +1,6 @@
 /** Function settings that depend on the stage: VPC, reserved concurrency, extra environment, bundling. */
 import { handlerEnvironment } from '../../lib/config/handler-access';
+import { SCHEDULE_PERIOD_ENV } from '../../lib/planner/loop-timing';
 import type { DeploymentConfig } from '../../lib/config/schema';
 import { handlerModuleFile, isHandlerPath } from '../../lib/handlers/modules';
 import { PROCESSOR_RESERVED_CONCURRENCY_ENV } from '../../lib/planner/concurrency-cap';
@@ -26,6 +27,8 @@ export function plannerEnvironment(s: Settings): Record<string, string> {
   return {
     PROCESSOR_FUNCTION_NAME: s.names.processor,
     ...(reserved !== undefined ? { [PROCESSOR_RESERVED_CONCURRENCY_ENV]: String(reserved) } : {}),
+    // A stream whose interval is not shorter ticks once per invocation (lib/planner/loop-timing.ts).
+    ...(s.schedulePeriodMs !== undefined ? { [SCHEDULE_PERIOD_ENV]: String(s.schedulePeriodMs) } : {}),
   };
 }
 

@@ -63,3 +63,20 @@ export function loopLeaseMs(intervalMs: number): number {
 export function handoverPollMs(intervalMs: number): number {
   return Math.min(1000, Math.max(50, Math.floor(intervalMs / 4)));
 }
+
+/** The planner function's environment variable giving its schedule's period (set by the stack when the rate has one). */
+export const SCHEDULE_PERIOD_ENV = 'SCHEDULE_PERIOD_MS';
+
+/** The schedule period the stack gave the planner, if any (a cron schedule has none). */
+export function schedulePeriodFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const n = Number(env[SCHEDULE_PERIOD_ENV]);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+/**
+ * Whether a stream gets one tick per invocation: its interval is not shorter than the schedule
+ * period, so the next tick is the next invocation's, and waiting for it would only bill idle time.
+ */
+export function oneTickPerInvocation(intervalMs: number, schedulePeriodMs: number | undefined): boolean {
+  return schedulePeriodMs !== undefined && intervalMs >= schedulePeriodMs;
+}

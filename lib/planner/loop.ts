@@ -8,7 +8,16 @@
 import type { StreamConfig } from '../config/schema';
 import type { Ledger } from '../ports/ledger';
 import type { PlannerLoopLease, PlannerLoopState } from '../ports/planner-loop';
-import { endMarginMs, expectedTickMs, handoverPollMs, loopLeaseMs, nextDueMs, tickFits, tickLagMs } from './loop-timing';
+import {
+  endMarginMs,
+  expectedTickMs,
+  handoverPollMs,
+  loopLeaseMs,
+  nextDueMs,
+  oneTickPerInvocation,
+  tickFits,
+  tickLagMs,
+} from './loop-timing';
 import { emptyReport, planStream, type PlannerDeps, type StreamPlanReport } from './run';
 
 /**
@@ -37,6 +46,8 @@ export type LoopOptions = {
   minMarginMs?: number;
   /** The loop lease's length; default `loopLeaseMs` of the stream's interval. Tests shorten it to replace a dead holder sooner. */
   loopLeaseMs?: number;
+  /** The schedule's period, when known: a stream whose interval is not shorter ticks once per invocation. */
+  schedulePeriodMs?: number;
 };
 
 /** One tick of one stream, as the loop ran it (times on this process's clock). */
@@ -204,6 +215,10 @@ async function tick(
     const loop = (await ledger.readMeta(stream.id))?.loop;
     if (loop?.ownerToken !== opts.ownerToken) return end('lost');
     if (loop.successor !== undefined) return end('handed-over');
+    if (oneTickPerInvocation(stream.triggerIntervalMs, opts.schedulePeriodMs)) {
+      rep.reason = 'the trigger interval is not shorter than the schedule period: one tick per invocation';
+      return end('time-up');
+    }
     if (endedAtMs - renewedAtMs >= leaseMs / 3) {
       const renewal = await ledger.renewPlannerLoop({
         stream: stream.id,

@@ -244,8 +244,11 @@ describe('streams config against the stage', () => {
     expect(plannerEnvironment(settings({ processorReservedConcurrency: '20' }))).toEqual({
       PROCESSOR_FUNCTION_NAME: 'svc-test-processor',
       PROCESSOR_RESERVED_CONCURRENCY: '20',
+      SCHEDULE_PERIOD_MS: '60000',
     });
-    expect(plannerEnvironment(settings())).toEqual({ PROCESSOR_FUNCTION_NAME: 'svc-test-processor' });
+    expect(plannerEnvironment(settings())).toEqual({ PROCESSOR_FUNCTION_NAME: 'svc-test-processor', SCHEDULE_PERIOD_MS: '60000' });
+    // A cron schedule has no period: no variable, every stream loops.
+    expect(plannerEnvironment(settings({ scheduleRate: 'cron(0/5 * * * ? *)' })).SCHEDULE_PERIOD_MS).toBeUndefined();
   });
 
   it('accepts trigger intervals shorter than the schedule period (the planner loops inside each invocation)', async () => {

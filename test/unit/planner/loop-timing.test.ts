@@ -1,5 +1,15 @@
 import fc from 'fast-check';
-import { endMarginMs, expectedTickMs, handoverPollMs, loopLeaseMs, nextDueMs, tickFits, tickLagMs } from '../../../lib/planner/loop-timing';
+import {
+  endMarginMs,
+  expectedTickMs,
+  handoverPollMs,
+  loopLeaseMs,
+  nextDueMs,
+  oneTickPerInvocation,
+  schedulePeriodFromEnv,
+  tickFits,
+  tickLagMs,
+} from '../../../lib/planner/loop-timing';
 
 describe('planner loop timing', () => {
   it.each([
@@ -56,5 +66,19 @@ describe('planner loop timing', () => {
     expect(loopLeaseMs(1000)).toBe(30_000);
     expect(loopLeaseMs(60_000)).toBe(180_000);
     expect([handoverPollMs(1000), handoverPollMs(100), handoverPollMs(60_000)]).toEqual([250, 50, 1000]);
+  });
+
+  it('reads the schedule period the stack gives, and ticks once per invocation only at or above it', () => {
+    expect(schedulePeriodFromEnv({ SCHEDULE_PERIOD_MS: '60000' })).toBe(60_000);
+    expect([
+      schedulePeriodFromEnv({}),
+      schedulePeriodFromEnv({ SCHEDULE_PERIOD_MS: 'x' }),
+      schedulePeriodFromEnv({ SCHEDULE_PERIOD_MS: '0' }),
+    ]).toEqual([undefined, undefined, undefined]);
+    expect([oneTickPerInvocation(60_000, 60_000), oneTickPerInvocation(1000, 60_000), oneTickPerInvocation(60_000, undefined)]).toEqual([
+      true,
+      false,
+      false,
+    ]);
   });
 });

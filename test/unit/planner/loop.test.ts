@@ -198,6 +198,24 @@ describe('planner loop', () => {
     expect(t.ledger.store('s1').meta?.lastRunAtMs).toBe(T0 + 6000 + 5800);
   });
 
+  it('ticks once per invocation when the interval is not shorter than the schedule period, leaving the next tick to the next schedule', async () => {
+    const t = setup();
+    const once = runPlannerLoop(
+      t.deps(),
+      { streams: [cfg], ownerToken: 'a', deadlineMs: T0 + 90_000, schedulePeriodMs: 1000 },
+      (x) => void t.ticks.push({ ...x, owner: 'a' }),
+    );
+    const [rep] = await t.clock.run(once);
+    expect(rep).toMatchObject({ outcome: 'time-up', ticks: 1, reason: expect.stringMatching(/one tick per invocation/) });
+    // It returned right after its tick, not at its deadline.
+    expect(t.clock.nowMs()).toBe(T0);
+    expect(t.ledger.store('s1').meta?.loop).toEqual({ lastTickAtMs: T0, nextTickDueMs: T0 + 1000 });
+    // A shorter interval than the period loops as usual.
+    const loops = runPlannerLoop(t.deps(), { streams: [cfg], ownerToken: 'b', deadlineMs: T0 + 6000, schedulePeriodMs: 60_000 });
+    const [looped] = await t.clock.run(loops);
+    expect(looped?.ticks).toBeGreaterThan(1);
+  });
+
   it('follows a tick that overran its interval at once, with its lag, and not with a burst', async () => {
     const t = setup();
     let n = 0;
