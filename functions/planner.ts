@@ -7,7 +7,7 @@
 import middy from '@middy/core';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { Metrics } from '@aws-lambda-powertools/metrics';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context } from 'aws-lambda';
 import type { StreamConfig } from '../lib/config/schema';
@@ -44,6 +44,16 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
   const runtime = opts.runtime ?? (() => awsRuntime(process.env, { kafkaLog: kafkaLogTo(logger) }));
 
   async function plan(event: unknown, context: Context) {
+    try {
+      return await planOrLoop(event, context);
+    } finally {
+      // Added last, for logMetrics to flush: the runs publish their own metrics as they go, and it
+      // would otherwise find nothing and warn on every invocation.
+      metrics.addMetric('PlannerInvocations', MetricUnit.Count, 1);
+    }
+  }
+
+  async function planOrLoop(event: unknown, context: Context) {
     const rt = runtime();
     const req = parsePlannerPayload(event, rt.config);
     const dispatcher = req.dryRun ? { dispatch: async () => [] } : (opts.dispatcher ?? rt.dispatcher());
