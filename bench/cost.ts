@@ -133,15 +133,21 @@ export const SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600;
 const GB = 1e9;
 
 /**
- * A month of the resident planner loop with records flowing (docs/COST.md, "Freshness against
- * cost"): one planner invocation at a time, plus the overlap of each hand-over; a tick every
- * interval; a processor invocation per partition with records at each tick.
+ * A month of the planner loop with records flowing (docs/COST.md, "Freshness against cost"): one
+ * planner invocation at a time, plus the overlap of each hand-over (or, with an interval not shorter
+ * than the schedule period, one run per invocation); a tick every interval; a processor invocation
+ * per partition with records at each tick.
  */
 export type LoopMonthInput = {
   triggerIntervalMs: number;
   schedulePeriodMs: number;
   /** Two invocations run at once at each hand-over for about this long (the successor waiting for the holder's next tick). */
   overlapMs: number;
+  /**
+   * With an interval not shorter than the schedule period the planner ticks once per invocation
+   * (lib/planner/loop-timing.ts `oneTickPerInvocation`) and is billed for that run only, this long.
+   */
+  plannerRunMs?: number;
   plannerMemoryGb: number;
   processorMemoryGb: number;
   /** Per GB-second of the functions' architecture (PRICES.lambdaGbSecond or lambdaGbSecondX86). */
@@ -172,7 +178,9 @@ export function loopMonthCost(i: LoopMonthInput): LoopMonthCost {
   const ticks = (SECONDS_PER_MONTH * 1000) / i.triggerIntervalMs;
   const invocations = ticks * i.rangesPerTick;
   const scheduled = (SECONDS_PER_MONTH * 1000) / i.schedulePeriodMs;
-  const plannerGbSeconds = SECONDS_PER_MONTH * (1 + i.overlapMs / i.schedulePeriodMs) * i.plannerMemoryGb;
+  const oneTick = i.triggerIntervalMs >= i.schedulePeriodMs;
+  const plannerSeconds = oneTick ? scheduled * ((i.plannerRunMs ?? 0) / 1000) : SECONDS_PER_MONTH * (1 + i.overlapMs / i.schedulePeriodMs);
+  const plannerGbSeconds = plannerSeconds * i.plannerMemoryGb;
   const planner = plannerGbSeconds * i.gbSecond + scheduled * PRICES.lambdaRequest;
   const processorRequests = invocations * PRICES.lambdaRequest;
   const processorDuration = invocations * (i.invocation.durationMs / 1000) * i.processorMemoryGb * i.gbSecond;

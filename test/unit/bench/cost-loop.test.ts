@@ -26,6 +26,12 @@ describe('loopMonthCost', () => {
     expect(overlapping.plannerGbSeconds).toBe(month * 1.5 * 0.5);
   });
 
+  it('bills one run per invocation when the interval is not shorter than the schedule period', () => {
+    const once = loopMonthCost({ ...input, triggerIntervalMs: 60_000, plannerRunMs: 300, overlapMs: 30_000 });
+    expect(once.ticks).toBe(month / 60);
+    expect(once.plannerGbSeconds).toBeCloseTo((month / 60) * 0.3 * 0.5, 6);
+  });
+
   it('counts a tick per interval and a processor invocation per range, with their ledger units and logs', () => {
     const c = loopMonthCost(input);
     expect(c.ticks).toBe(month);
