@@ -9,6 +9,8 @@ import { dynamoClientFromEnv } from '../lib/runtime/compose';
 
 /** How long the broker gets to let go of a run's topics (the planner benchmark's 500 take the longest). */
 const REMOVAL_TIMEOUT_MS = 300_000;
+/** How long after the first clean-up pass the second looks again. */
+const SECOND_PASS_DELAY_MS = 1000;
 
 /**
  * Deletes what the run created on the shared stack at `brokers` (and DYNAMODB_ENDPOINT), with clients
@@ -31,7 +33,18 @@ export async function cleanUpSharedStack(p: {
   const dynamo = dynamoClientFromEnv(process.env);
   try {
     await admin.connect();
-    const removal = await removeResources(created, { admin, dynamo }, { timeoutMs: REMOVAL_TIMEOUT_MS });
+    const first = await removeResources(created, { admin, dynamo }, { timeoutMs: REMOVAL_TIMEOUT_MS });
+    // A creation still in flight when a signal came lands after the first pass found nothing to delete
+    // (the name is recorded before the create is sent): a second pass, a moment later, takes it.
+    await new Promise((r) => setTimeout(r, SECOND_PASS_DELAY_MS));
+    const second = await removeResources(created, { admin, dynamo }, { timeoutMs: REMOVAL_TIMEOUT_MS });
+    const removal = {
+      topics: [...first.topics, ...second.topics],
+      tables: [...first.tables, ...second.tables],
+      groups: [...first.groups, ...second.groups],
+      ms: first.ms + second.ms,
+      errors: [...first.errors, ...second.errors],
+    };
     log(removalLine(removal));
     if (removal.errors.length) process.exitCode = 1;
   } catch (err) {

@@ -67,8 +67,6 @@ import {
 
 const MAX_TX_ACTIONS = 100;
 const CONFLICT_RETRIES = 6;
-/** Marked sink writes in flight at once (each its own conditional update). */
-const MARKED_WRITE_CONCURRENCY = 25;
 
 export type DynamoLedgerOptions = {
   client: DynamoDBClient;
@@ -533,14 +531,23 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     async applyMarkedSinkWrites({ mark, writes }) {
       if (writes.length > DYNAMODB_LIMITS.maxMarkedWrites) throw new CommitTooLargeError(writes.length, DYNAMODB_LIMITS);
       const what = `write ${writes.length} sink items of ${mark.topic}/${mark.partition} up to ${mark.until}`;
-      // One conditional update per item, not a transaction: each is atomic on its item and guarded by
-      // its own mark, so the batch gains nothing from atomicity across items, and DynamoDB bills a
-      // transactional write twice. In parallel within a bound; the SDK retries a throttled one alone.
-      const actions = writes.map((w) => markedSinkAction(w, mark));
-      const outcomes = await mapWithConcurrency(actions, MARKED_WRITE_CONCURRENCY, (a) => applyOneMarked(what, a));
-      return outcomes.reduce((sum, o) => ({ applied: sum.applied + o.applied, skipped: sum.skipped + o.skipped }), {
-        applied: 0,
-        skipped: 0,
+      let pending = writes.map((w) => markedSinkAction(w, mark));
+      if (pending.length === 1) return applyOneMarked(what, pending[0] as TxAction);
+      let skipped = 0;
+      return transactLoop(what, {
+        items: () => (pending.length > 0 ? pending : undefined),
+        applied: () => ({ applied: writes.length - skipped, skipped }),
+        cancelled: (reasons, attempt, err) => {
+          // The only condition is the mark: a failed one means the item has this batch already.
+          const has = new Set(reasons.flatMap((r, i) => (r.Code === 'ConditionalCheckFailed' ? [i] : [])));
+          if (has.size > 0) {
+            skipped += has.size;
+            pending = pending.filter((_, i) => !has.has(i));
+            return { retry: 'now' };
+          }
+          if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting`, { cause: err });
+          return { retry: 'backoff' };
+        },
       });
     },
 
