@@ -7,9 +7,10 @@
 import { ScanCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig, type StreamConfigInput } from '../lib/config/schema';
 import { kafkaLogLines } from '../lib/kafka/client';
-import { createSinkTable, scanTotals } from '../lib/local/demo';
+import { createSinkTable } from '../lib/sink/table.dynamodb';
+import { scanTotals } from '../lib/sink/totals.dynamodb';
 import { oneTopicConfigInput } from '../lib/local/one-topic';
-import { createLocalRunner, runnerDepsFrom, type LocalRunner } from '../lib/local/runner';
+import { createLocalRunner, runnerDepsFrom, type LocalRunner } from '../lib/runtime/local';
 import type { Ledger } from '../lib/ports/ledger';
 import type { RecordsHandler } from '../lib/processor/handler-api';
 import { composeAdapters, dynamoClientFromEnv, type Adapters } from '../lib/runtime/compose';

@@ -17,7 +17,7 @@
  * between ticks across hand-overs).
  */
 // First: the Lambda handlers --deployed loads require middy, which is ESM-only.
-import '../lib/local/require-middy';
+import '../lib/runtime/require-middy';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '../lib/errors';
 import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';

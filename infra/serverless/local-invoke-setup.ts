@@ -11,10 +11,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CreateTableCommand, ResourceInUseException } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { dynamoClientFromEnv } from '../../lib/runtime/aws';
+import { createSinkTable } from '../../lib/sink/table.dynamodb';
 
 /** serverless.yml's service name and the stage this prepares (resource names are `<service>-<stage>-...`). */
 const PREFIX = 'kafka-lambda-direct-local';
@@ -56,18 +56,7 @@ async function createTables({ ledgerTable, sinkTable }: Options): Promise<void> 
   const dynamo = dynamoClientFromEnv();
   try {
     await ensureLedgerTable(dynamo, ledgerTable);
-    try {
-      await dynamo.send(
-        new CreateTableCommand({
-          TableName: sinkTable,
-          BillingMode: 'PAY_PER_REQUEST',
-          KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-          AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        }),
-      );
-    } catch (err) {
-      if (!(err instanceof ResourceInUseException)) throw err;
-    }
+    await createSinkTable(dynamo, sinkTable);
   } finally {
     dynamo.destroy();
   }

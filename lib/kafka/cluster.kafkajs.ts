@@ -23,8 +23,8 @@ import KafkajsEncoder from 'kafkajs/src/protocol/encoder';
 import { connectionOf, refreshCredentials } from './client';
 import { explainConnectionFailure, isCredentialRefusal } from './connection-failure';
 import { KafkaError } from './errors';
-import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './fetch-response';
-import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './metadata-v12';
+import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './protocol/fetch-response';
+import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './protocol/metadata-v12';
 
 export const SUPPORTED_KAFKAJS_VERSION = '2.2.4';
 
@@ -332,7 +332,7 @@ export class KafkajsCluster {
 
   /**
    * One Fetch v11 request to broker `nodeId` for one partition. The response is decoded batch by
-   * batch (see fetch-response.ts); partition errors are returned, not thrown.
+   * batch (see protocol/fetch-response.ts); partition errors are returned, not thrown.
    */
   async fetch(nodeId: number, req: FetchPartitionRequest, options: DecodeOptions = {}): Promise<FetchResponse> {
     return this.authenticated(() => this.fetchOnce(nodeId, req, options));

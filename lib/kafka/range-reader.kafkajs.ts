@@ -6,7 +6,7 @@
  */
 import type { Kafka } from 'kafkajs';
 import type { RangeReader } from '../ports/range-reader';
-import { registerCodecs } from './codecs';
+import { registerCodecs } from './protocol/codecs';
 import { createKafkajsTransport } from './fetch-transport.kafkajs';
 import { createRangeReader, type RangeReaderOptions } from './range-reader';
 

@@ -9,7 +9,7 @@
  * How a range is read:
  * - Offsets advance by record batch ends (`baseOffset + lastOffsetDelta + 1`), never by
  *   `offset + 1`: compaction leaves gaps and empty batches, transactions leave control batches,
- *   aborted data is skipped. The Fetch response is decoded batch by batch (fetch-response.ts)
+ *   aborted data is skipped. The Fetch response is decoded batch by batch (protocol/fetch-response.ts)
  *   because kafkajs's decoder drops empty batches and would leave a compacted range stuck.
  * - Only `from <= offset < until` is delivered, in order, each offset once. The first batch of a
  *   response may start before the fetch offset (its earlier records are skipped) and the last may
@@ -17,7 +17,7 @@
  * - Every batch the read goes through has its CRC-32C checked (`verify`, unless checks are off)
  *   before its records or control type are used; the check comes after the prefetch is sent.
  * - read_committed: the broker stops at the last stable offset (LSO); aborted transactions are
- *   dropped the way Java's consumer does it (aborted.ts); control records are never delivered.
+ *   dropped the way Java's consumer does it (protocol/aborted.ts); control records are never delivered.
  * - Lazy and bounded: reading runs at most one Fetch ahead of what the consumer asked for, at most
  *   `maxFetchBytes` each (partition and response limit; kafkajs would send a partition limit of 0;
  *   the broker still returns one whole batch if that batch alone is larger). Records are decoded
@@ -31,7 +31,7 @@
  *   used only if reading does continue at its offset, and its retries stop when the read ends.
  * - Records: offsets and timestamps as numbers (an offset beyond Number.MAX_SAFE_INTEGER is an
  *   error, never rounded), the timestamp type, key/value Buffers or null, headers as an ordered
- *   list exactly as written (record-batch.ts).
+ *   list exactly as written (protocol/record-batch.ts).
  * - Retriable failures (leader moved, broker restarting, connection lost, request timed out)
  *   re-fetch the same offset after a metadata refresh, with exponential backoff bounded in total
  *   time. OFFSET_OUT_OF_RANGE becomes `OffsetOutOfRangeError` with the current log start offset
@@ -51,10 +51,10 @@
  */
 import { TimeoutError, ValidationError } from '../errors';
 import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../ports/range-reader';
-import { controlRecordType, createAbortedBatchFilter } from './aborted';
+import { controlRecordType, createAbortedBatchFilter } from './protocol/aborted';
 import { ISOLATION_LEVEL, protocolError, type FetchPartitionRequest } from './cluster.kafkajs';
 import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from './errors';
-import type { FetchedPartition, FetchResponse } from './fetch-response';
+import type { FetchedPartition, FetchResponse } from './protocol/fetch-response';
 import { backoffMs, DEFAULT_RETRY_POLICY, systemClock, withRetries, type Clock, type RetryPolicy } from './retry';
 
 export type RangeReaderOptions = {

@@ -19,15 +19,13 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { CreateTableCommand, ResourceInUseException, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
 import { KAFKAJS_RETRY, kafkaLogLines, quietKafkaLog } from '../kafka/client';
 import { KafkaError, toKafkaError } from '../kafka/errors';
-import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
 import type { OpsContext } from '../ops/context';
 import { DEFAULT_LOCAL_CONCURRENCY } from '../dispatch/dispatcher.local';
@@ -36,12 +34,14 @@ import { inFlightProgress } from '../ops/in-flight';
 import type { RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 import { composeAdapters } from '../runtime/compose';
+import { createSinkTable } from '../sink/table.dynamodb';
+import { scanTotals, type KeyTotals } from '../sink/totals.dynamodb';
 import { DEMO_CONFIG_FILE } from './paths';
-import { createDemoProducer, type DemoProducer, type KeyTotals } from './producer';
+import { createDemoProducer, type DemoProducer } from './producer';
 import { oneTopicConfigInput } from './one-topic';
 import { cliCommand, localCommand } from './cli-hint';
 import type { PartitionProgress, ProgressFrame, ProgressView } from './progress';
-import type { LocalRunner } from './runner';
+import type { LocalRunner } from '../runtime/local';
 import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
 import { listed, noResources, removalLine, removeResources, type CreatedResources } from './tool-cleanup';
 import { toolResourceName } from './tool-names';
@@ -487,41 +487,10 @@ async function countRecords(ctx: OpsContext, stream: StreamConfig): Promise<numb
   return offsets.reduce((s, o) => s + o.latest - o.earliest, 0);
 }
 
-/** Per-key `total` and `count` of a running-totals sink table. */
-export async function scanTotals(dynamo: DynamoDBClient, table: string): Promise<KeyTotals> {
-  const out: KeyTotals = {};
-  let start: Record<string, never> | undefined;
-  do {
-    const page = await dynamo.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
-    for (const item of page.Items ?? []) {
-      const i = unmarshall(item) as { pk: string; total?: number; count?: number };
-      out[i.pk] = { total: Number(i.total ?? 0), count: Number(i.count ?? 0) };
-    }
-    start = page.LastEvaluatedKey as Record<string, never> | undefined;
-  } while (start);
-  return out;
-}
-
 function sameTotals(a: KeyTotals, b: KeyTotals): boolean {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
   for (const k of keys) if (a[k]?.total !== b[k]?.total || a[k]?.count !== b[k]?.count) return false;
   return true;
-}
-
-/** Creates an on-demand sink table keyed by `pk` (an existing one is kept). */
-export async function createSinkTable(dynamo: DynamoDBClient, name: string): Promise<void> {
-  try {
-    await dynamo.send(
-      new CreateTableCommand({
-        TableName: name,
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      }),
-    );
-  } catch (err) {
-    if (!(err instanceof ResourceInUseException)) throw dynamoSetupError(err, `sink table ${name}`) ?? err;
-  }
 }
 
 /** Creates the topic and waits until every partition's leader answers (kafkajs's waitForLeaders is racy). */

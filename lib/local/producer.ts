@@ -6,8 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Partitioners, type Admin, type Kafka, type Producer } from 'kafkajs';
 import { TimeoutError } from '../errors';
-
-export type KeyTotals = Record<string, { total: number; count: number }>;
+import type { KeyTotals } from '../sink/totals.dynamodb';
 
 export type DemoProducer = {
   /** Produces `ratePerSec` events per second until `stop` (sent in batches every 100 ms). */

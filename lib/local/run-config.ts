@@ -19,7 +19,7 @@ import { partitionKey } from '../ranges';
 import { composeAdapters } from '../runtime/compose';
 import { cliCommand } from './cli-hint';
 import type { PartitionProgress, ProgressView } from './progress';
-import type { LocalRunner } from './runner';
+import type { LocalRunner } from '../runtime/local';
 import { applyHandlerEnvironment, appliedEnvironmentLine } from './handler-environment';
 import { createViewAndDynamo, createViewedRunner, pause, readStreamOffsets, type LocalRunDeps } from './session';
 import { ensureConfigTables } from './tables';

@@ -13,7 +13,7 @@ import type { PartitionState, RangeState } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 import { dynamoClientFromEnv, dynamoSocketsFor } from '../runtime/compose';
 import { createProgressView, type ProgressView } from './progress';
-import { createLocalRunner, runnerDepsFrom, type LocalRunner } from './runner';
+import { createLocalRunner, runnerDepsFrom, type LocalRunner } from '../runtime/local';
 
 /** What a local run is given by `npm start`. */
 export type LocalRunDeps = {

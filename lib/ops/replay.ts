@@ -13,7 +13,7 @@ import { DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client
 import type { StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { MissingResourceError, PreconditionError, ValidationError } from '../errors';
-import { createLocalRunner } from '../local/runner';
+import { createLocalRunner } from '../runtime/local';
 import type { TimestampOffset, UnavailablePartition } from '../ports/kafka-metadata';
 import type { PartitionState } from '../ports/ledger';
 import { partitionKey } from '../ranges';

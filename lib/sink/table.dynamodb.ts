@@ -2,7 +2,8 @@
  * Declared sink tables in DynamoDB terms: the key schema a stream declares (`handler.sinkTable:
  * { name, key }`) as a table definition, used by the local runtime to create the table and by the
  * stack's builders (infra/cfn) for its CloudFormation resource, so both create the same table;
- * and a sink table's items for the CLI's `sink` command.
+ * the `pk`-keyed table the demo, the benchmarks and the tests write into; and a sink table's items
+ * for the CLI's `sink` command.
  */
 import {
   CreateTableCommand,
@@ -35,6 +36,18 @@ export function sinkTableDefinition(
     KeySchema: attributes.map(({ attr, role }) => ({ AttributeName: attr.name, KeyType: role })),
     AttributeDefinitions: attributes.map(({ attr }) => ({ AttributeName: attr.name, AttributeType: attr.type })),
   };
+}
+
+/** The key of the demo's, the benchmarks' and the tests' sink tables: `pk`, a string, as the example handlers write it. */
+export const PK_SINK_KEY: SinkTableKey = { partitionKey: { name: 'pk', type: 'S' } };
+
+/** Creates an on-demand sink table keyed by `pk` (an existing one is kept, whatever its key). */
+export async function createSinkTable(client: DynamoDBClient, name: string): Promise<void> {
+  try {
+    await client.send(new CreateTableCommand(sinkTableDefinition(name, PK_SINK_KEY)));
+  } catch (err) {
+    if (!(err instanceof ResourceInUseException)) throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ import { createMemoryKafka } from '../kafka/metadata.memory';
 import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import { createMemoryRangeReader } from '../kafka/range-reader.memory';
 import { createMemoryLedger } from '../ledger/ledger.memory';
-import { createLocalRunner } from '../local/runner';
+import { createLocalRunner } from '../runtime/local';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
 import type { KafkaMetadata } from '../ports/kafka-metadata';
 import type { RangeReader, RecordHeader } from '../ports/range-reader';

@@ -13,7 +13,7 @@ import { checkInvariants } from '../../lib/chaos/invariants';
 import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
-import { createLocalRunner, runnerDepsFrom, type RunnerStats } from '../../lib/local/runner';
+import { createLocalRunner, runnerDepsFrom, type RunnerStats } from '../../lib/runtime/local';
 import type { RecordsHandler } from '../../lib/processor/handler-api';
 import { DEFAULT_LOCAL_CONCURRENCY } from '../../lib/dispatch/dispatcher.local';
 import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor, type Adapters } from '../../lib/runtime/compose';

@@ -4,7 +4,7 @@
  * passed or failed, and a soak on a shared stack leaves nothing behind.
  */
 import { ensureLedgerTable } from '../../lib/ledger/table';
-import { createSinkTable } from '../../lib/local/demo';
+import { createSinkTable } from '../../lib/sink/table.dynamodb';
 import { toolResourceName } from '../../lib/local/tool-names';
 import { createTopicsReady } from '../support/env';
 import type { ChaosEnv } from './harness';

@@ -7,7 +7,7 @@ import { Kafka } from 'kafkajs';
 import { parseStreamConfig } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { runningTotals } from '../../lib/handlers/running-totals';
-import { registerCodecs } from '../../lib/kafka/codecs';
+import { registerCodecs } from '../../lib/kafka/protocol/codecs';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';

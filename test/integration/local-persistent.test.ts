@@ -7,11 +7,12 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel } from 'kafkajs';
 import { emulatorClient } from '../../infra/local/dynamodb';
 import { isAlive, killProcess, LOOPBACK, waitUntil } from '../../infra/local/process';
 import { downPersistent, kafkaDataNodes, upPersistent, type PersistentPlace, type StackState } from '../../infra/local/stack';
+import { createSinkTable } from '../../lib/sink/table.dynamodb';
 import { createTopicsReady, uniqueName } from '../support/env';
 
 jest.setTimeout(300_000);
@@ -112,14 +113,7 @@ describe('persistent local stack', () => {
     await producer.send({ topic, acks: -1, messages: values.map((value) => ({ value })) });
     await producer.disconnect();
     const ddb = emulatorClient(first.dynamodbEndpoint);
-    await ddb.send(
-      new CreateTableCommand({
-        TableName: table,
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      }),
-    );
+    await createSinkTable(ddb, table);
     ddb.destroy();
   });
 

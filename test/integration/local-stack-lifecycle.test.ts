@@ -14,7 +14,7 @@ import { emulatorClient } from '../../infra/local/dynamodb';
 import { commandLine } from '../../infra/local/ownership';
 import { isAlive, portInUse, waitUntil } from '../../infra/local/process';
 import { CACHE_DIR, LOCAL_DIR, type StackState } from '../../infra/local/stack';
-import { createSinkTable } from '../../lib/local/demo';
+import { createSinkTable } from '../../lib/sink/table.dynamodb';
 import { toolResourceName } from '../../lib/local/tool-names';
 import { PACKAGE_ROOT } from '../../lib/paths';
 

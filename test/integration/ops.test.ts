@@ -3,12 +3,12 @@
  * dead letters listed and re-driven exactly once, rewind refused while a range is in flight and
  * applied when idle, and a bounded replay into its own sink table.
  */
-import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { runCli, type CliDeps } from '../../lib/cli/program';
 import { parseDeploymentConfig, type StreamConfig } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
-import { scanTotals } from '../../lib/local/demo';
-import { createLocalRunner } from '../../lib/local/runner';
+import { createSinkTable } from '../../lib/sink/table.dynamodb';
+import { scanTotals } from '../../lib/sink/totals.dynamodb';
+import { createLocalRunner } from '../../lib/runtime/local';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { createOpsContext, type OpsContext } from '../../lib/ops/context';
 import { planStream } from '../../lib/planner/run';
@@ -85,22 +85,11 @@ async function catchUp(): Promise<void> {
   }
 }
 
-async function createSink(name: string): Promise<void> {
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: name,
-      BillingMode: 'PAY_PER_REQUEST',
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-    }),
-  );
-}
-
 beforeAll(async () => {
   await Promise.all([
     ensureLedgerTable(ddb, ledgerTable),
-    createSink(sinkTable),
-    createSink(replaySink),
+    createSinkTable(ddb, sinkTable),
+    createSinkTable(ddb, replaySink),
     admin.connect(),
     producer.connect(),
   ]);

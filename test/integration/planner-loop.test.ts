@@ -14,7 +14,7 @@ import { handler as processor } from '../../functions/processor';
 import { createInProcessDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
-import { lambdaContext, runSchedule } from '../../lib/local/scheduled-invocations';
+import { lambdaContext, runSchedule } from '../../lib/runtime/scheduled-invocations';
 import type { StreamLoopReport } from '../../lib/planner/loop';
 import type { Ledger } from '../../lib/ports/ledger';
 import { PACKAGE_ROOT } from '../../lib/paths';

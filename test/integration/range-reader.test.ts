@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { TimeoutError } from '../../lib/errors';
 import { KafkajsCluster } from '../../lib/kafka/cluster.kafkajs';
-import { registerCodecs } from '../../lib/kafka/codecs';
+import { registerCodecs } from '../../lib/kafka/protocol/codecs';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../lib/kafka/errors';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../../lib/ports/range-reader';

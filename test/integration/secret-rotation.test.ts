@@ -9,7 +9,7 @@
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { parseDeploymentConfig } from '../../lib/config/schema';
 import { createSecretResolver, readSecretsManager } from '../../lib/kafka/secrets';
-import { createLocalRunner, runnerDepsFrom } from '../../lib/local/runner';
+import { createLocalRunner, runnerDepsFrom } from '../../lib/runtime/local';
 import { composeAdapters } from '../../lib/runtime/compose';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { createSinkTable, createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';

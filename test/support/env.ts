@@ -1,7 +1,8 @@
 /** Clients for the services of the current test run, from KAFKA_BROKERS / DYNAMODB_ENDPOINT. */
 import { randomBytes } from 'node:crypto';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { createSinkTable as createPkSinkTable } from '../../lib/sink/table.dynamodb';
 
 function required(name: string): string {
   const v = process.env[name];
@@ -54,13 +55,6 @@ export async function createTopicsReady(
 /** Creates a sink table keyed by `pk` (string), like the running-totals example expects. */
 export async function createSinkTable(ddb: DynamoDBClient, prefix = 'sink'): Promise<string> {
   const name = uniqueName(prefix);
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: name,
-      BillingMode: 'PAY_PER_REQUEST',
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-    }),
-  );
+  await createPkSinkTable(ddb, name);
   return name;
 }

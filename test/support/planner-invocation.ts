@@ -3,11 +3,11 @@
  * tests that kill it mid-loop: `node --import tsx test/support/planner-invocation.ts <timeoutMs> <requestId>`.
  * The deployment config comes from STREAMS_CONFIG, the services from the environment.
  */
-import '../../lib/local/require-middy';
+import '../../lib/runtime/require-middy';
 import { createPlannerHandler } from '../../functions/planner';
 import { handler as processor } from '../../functions/processor';
 import { createInProcessDispatcher } from '../../lib/dispatch/dispatcher.local';
-import { lambdaContext } from '../../lib/local/scheduled-invocations';
+import { lambdaContext } from '../../lib/runtime/scheduled-invocations';
 
 const [timeoutMs, requestId] = [Number(process.argv[2]), process.argv[3] ?? 'child'];
 const dispatcher = createInProcessDispatcher((range) =>

@@ -1,8 +1,8 @@
 /** An in-memory partition log behind the reader's FetchTransport, with fault injection. */
-import type { AbortedTransaction } from '../../../lib/kafka/aborted';
+import type { AbortedTransaction } from '../../../lib/kafka/protocol/aborted';
 import { KafkaError, PartitionNotFoundError } from '../../../lib/kafka/errors';
 import type { FetchPartitionRequest } from '../../../lib/kafka/cluster.kafkajs';
-import type { FetchedBatch, FetchResponse } from '../../../lib/kafka/fetch-response';
+import type { FetchedBatch, FetchResponse } from '../../../lib/kafka/protocol/fetch-response';
 import type { KafkaRecord } from '../../../lib/ports/range-reader';
 import type { FetchTransport } from '../../../lib/kafka/range-reader';
 import type { Clock } from '../../../lib/kafka/retry';

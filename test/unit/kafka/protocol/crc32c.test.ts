@@ -1,7 +1,7 @@
 /** The hand-written CRC-32C: published check values, and the crc-32 package on any bytes at any alignment. */
 import { buf as crc32cReference } from 'crc-32/crc32c';
 import fc from 'fast-check';
-import { crc32c } from '../../../lib/kafka/crc32c';
+import { crc32c } from '../../../../lib/kafka/protocol/crc32c';
 
 const reference = (data: Uint8Array): number => crc32cReference(data) >>> 0;
 

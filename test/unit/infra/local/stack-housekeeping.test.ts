@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dataUsage, sizeText, usageLimits, usageReport } from '../../../infra/local/data-usage';
-import { log4jConfig } from '../../../infra/local/kafka';
-import { capOldLog, describeLogLimits, logLimits } from '../../../infra/local/logs';
-import { isOurService } from '../../../infra/local/ownership';
-import { parsePruneArgs, pruneCandidates } from '../../../infra/local/prune';
-import { toolResourceName } from '../../../lib/local/tool-names';
+import { dataUsage, sizeText, usageLimits, usageReport } from '../../../../infra/local/data-usage';
+import { log4jConfig } from '../../../../infra/local/kafka';
+import { capOldLog, describeLogLimits, logLimits } from '../../../../infra/local/logs';
+import { isOurService } from '../../../../infra/local/ownership';
+import { parsePruneArgs, pruneCandidates } from '../../../../infra/local/prune';
+import { toolResourceName } from '../../../../lib/local/tool-names';
 
 const MB = 1024 * 1024;
 const DAY = 86_400_000;

@@ -12,9 +12,9 @@ import type { RangeReader } from '../ports/range-reader';
 import { emptyReport, planStream, type StreamPlanReport } from '../planner/run';
 import type { RecordsHandler } from '../processor/handler-api';
 import { processRange, type ProcessResult } from '../processor/process-range';
-import { commitGroupOffset } from '../runtime/group-offsets';
+import { commitGroupOffset } from './group-offsets';
 import type { RangePayload } from '../ranges';
-import type { Adapters } from '../runtime/compose';
+import type { Adapters } from './compose';
 
 export type RunnerDeps = {
   ledger: Ledger;

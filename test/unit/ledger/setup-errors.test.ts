@@ -3,8 +3,8 @@
  * naming the setting to fix. The region case uses the real SDK client (it fails before any I/O).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ConfigurationError, StoreError } from '../../lib/errors';
-import { createDynamoLedger, translateDynamoError } from '../../lib/ledger/ledger.dynamodb';
+import { ConfigurationError, StoreError } from '../../../lib/errors';
+import { createDynamoLedger, translateDynamoError } from '../../../lib/ledger/ledger.dynamodb';
 
 describe('DynamoDB set-up errors', () => {
   const saved = { ...process.env };

@@ -4,7 +4,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { buf as crc32c } from 'crc-32/crc32c';
-import { lz4Compress, snappyCompress, zstdCompress } from '../../../lib/kafka/codecs';
+import { lz4Compress, snappyCompress, zstdCompress } from '../../../../lib/kafka/protocol/codecs';
 
 export type RawRecord = {
   offsetDelta: number;

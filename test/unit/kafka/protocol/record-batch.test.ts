@@ -1,8 +1,8 @@
 /** The v2 record decoder on batches written byte by byte: headers exactly as written, timestamp types, every codec. */
-import { registerCodecs } from '../../../lib/kafka/codecs';
-import { KafkaError } from '../../../lib/kafka/errors';
-import { decodeRecordBatches } from '../../../lib/kafka/fetch-response';
-import type { KafkaRecord } from '../../../lib/ports/range-reader';
+import { registerCodecs } from '../../../../lib/kafka/protocol/codecs';
+import { KafkaError } from '../../../../lib/kafka/errors';
+import { decodeRecordBatches } from '../../../../lib/kafka/protocol/fetch-response';
+import type { KafkaRecord } from '../../../../lib/ports/range-reader';
 import { rawBatch, type RawBatch } from './raw-batch';
 
 beforeAll(() => registerCodecs());

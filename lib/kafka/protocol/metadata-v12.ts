@@ -9,7 +9,7 @@
  * wire. It hands the response after the correlation id to `decode`, so the decoder first skips the
  * response header v1's tagged fields.
  */
-import type { RawMetadata, RawPartitionMetadata, RawTopicMetadata } from './cluster.kafkajs';
+import type { RawMetadata, RawPartitionMetadata, RawTopicMetadata } from '../cluster.kafkajs';
 
 /** The flexible Metadata versions this codec reads and writes. */
 export const MIN_TOPIC_ID_METADATA_VERSION = 10;

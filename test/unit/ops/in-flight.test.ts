@@ -3,10 +3,10 @@
  * line, --json's fields) and the live view show offsets done inside the ranges, not only the
  * partition's committed offset, and the batch a processor is writing.
  */
-import { frameLine, renderFrame, type ProgressFrame } from '../../lib/local/progress';
-import { inFlightProgress, renderInFlight } from '../../lib/ops/in-flight';
-import { renderStatus, type StreamStatus } from '../../lib/ops/status';
-import type { RangeState } from '../../lib/ports/ledger';
+import { frameLine, renderFrame, type ProgressFrame } from '../../../lib/local/progress';
+import { inFlightProgress, renderInFlight } from '../../../lib/ops/in-flight';
+import { renderStatus, type StreamStatus } from '../../../lib/ops/status';
+import type { RangeState } from '../../../lib/ports/ledger';
 
 const range = (partition: number, from: number, until: number, progress: number, over: Partial<RangeState> = {}): RangeState => ({
   stream: 's1',

@@ -3,11 +3,11 @@ import { createServer, type Server } from 'node:net';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PrerequisiteError } from '../../lib/errors';
-import { ensureMoto } from '../../infra/local/dynamodb';
-import { clusterRoles, javaBinary, minHeap, newClusterId, serverProperties } from '../../infra/local/kafka';
-import { choosePort, LOOPBACK, requireCommand, waitUntil } from '../../infra/local/process';
-import { kafkaDataNodes, parseUpArgs, planUp, upReport, type Observed, type StackState } from '../../infra/local/stack';
+import { PrerequisiteError } from '../../../../lib/errors';
+import { ensureMoto } from '../../../../infra/local/dynamodb';
+import { clusterRoles, javaBinary, minHeap, newClusterId, serverProperties } from '../../../../infra/local/kafka';
+import { choosePort, LOOPBACK, requireCommand, waitUntil } from '../../../../infra/local/process';
+import { kafkaDataNodes, parseUpArgs, planUp, upReport, type Observed, type StackState } from '../../../../infra/local/stack';
 
 describe('local stack prerequisites', () => {
   const saved = { ...process.env };

@@ -1,6 +1,6 @@
-import { createMemoryLedger } from '../../lib/ledger/ledger.memory';
-import { ledgerContract } from '../contract/ledger.contract';
-import { plannerLoopContract } from '../contract/planner-loop.contract';
+import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
+import { ledgerContract } from '../../contract/ledger.contract';
+import { plannerLoopContract } from '../../contract/planner-loop.contract';
 
 describe('in-memory ledger (contract)', () => {
   ledgerContract(async () => createMemoryLedger());

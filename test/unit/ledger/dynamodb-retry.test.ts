@@ -4,9 +4,9 @@
  * with the same request token, and where it gives up.
  */
 import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { ConflictError, StoreError } from '../../lib/errors';
-import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
-import type { PlanWrite } from '../../lib/ports/ledger';
+import { ConflictError, StoreError } from '../../../lib/errors';
+import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
+import type { PlanWrite } from '../../../lib/ports/ledger';
 
 type Sent = { items: unknown[]; token: string };
 

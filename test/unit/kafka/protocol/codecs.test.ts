@@ -16,7 +16,7 @@ import {
   snappyDecompress,
   zstdCompress,
   zstdDecompress,
-} from '../../../lib/kafka/codecs';
+} from '../../../../lib/kafka/protocol/codecs';
 
 /** Buffer.equals: jest's deep equality walks large buffers byte by byte, slowly. */
 function expectSame(actual: Buffer, expected: Buffer): void {

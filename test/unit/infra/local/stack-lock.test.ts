@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { lockFile, withStackLock } from '../../../infra/local/stack-lock';
+import { lockFile, withStackLock } from '../../../../infra/local/stack-lock';
 
 /** The pid of a process that has exited (its number is free, or someone else's by now: either way not a holder). */
 function deadPid(): number {

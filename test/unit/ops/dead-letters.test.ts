@@ -1,12 +1,12 @@
 /** Re-driving dead letters that keep only coordinates: from Kafka while it has the record, else a clear refusal. */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { parseDeploymentConfig } from '../../lib/config/schema';
-import { runningTotals } from '../../lib/handlers/running-totals';
-import { createMemoryRangeReader } from '../../lib/kafka/range-reader.memory';
-import { createMemoryLedger } from '../../lib/ledger/ledger.memory';
-import type { OpsContext } from '../../lib/ops/context';
-import { redriveDeadLetters, renderDeadLetters } from '../../lib/ops/dead-letters';
-import type { DeadLetter } from '../../lib/ports/ledger';
+import { parseDeploymentConfig } from '../../../lib/config/schema';
+import { runningTotals } from '../../../lib/handlers/running-totals';
+import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
+import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
+import type { OpsContext } from '../../../lib/ops/context';
+import { redriveDeadLetters, renderDeadLetters } from '../../../lib/ops/dead-letters';
+import type { DeadLetter } from '../../../lib/ports/ledger';
 
 const NOW = Date.parse('2026-05-01T12:00:00Z');
 

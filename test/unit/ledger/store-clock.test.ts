@@ -1,7 +1,7 @@
 /** The DynamoDB store clock: DynamoDB's time from response Date headers, whatever the local clock says. */
 import { Readable } from 'node:stream';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { createDynamoStoreClock } from '../../lib/ledger/clock.dynamodb';
+import { createDynamoStoreClock } from '../../../lib/ledger/clock.dynamodb';
 
 const STORE_EPOCH_MS = Date.parse('2026-03-01T12:00:00.000Z');
 

@@ -2,8 +2,8 @@
  * The planner loop in `status`, from the loop lease as the in-memory ledger keeps it: a loop never
  * taken, a holder whose lease ran out without a hand-over (died or timed out), and the JSON fields.
  */
-import { createMemoryLedger } from '../../lib/ledger/ledger.memory';
-import { loopStatus, renderLoop } from '../../lib/ops/loop-status';
+import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
+import { loopStatus, renderLoop } from '../../../lib/ops/loop-status';
 
 const NOW = Date.parse('2026-05-01T12:00:00Z');
 const stream = 's1';

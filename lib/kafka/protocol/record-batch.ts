@@ -11,9 +11,9 @@
  * varint library reads zigzag varlongs in place from a Buffer, and this is the reader's hot loop:
  * one object per record and per header, no per-record copies or closures.
  */
-import type { KafkaRecord, RecordHeader, TimestampType } from '../ports/range-reader';
+import type { KafkaRecord, RecordHeader, TimestampType } from '../../ports/range-reader';
 import { COMPRESSION_CODEC_MASK, decompressRecords } from './codecs';
-import { KafkaError } from './errors';
+import { KafkaError } from '../errors';
 
 /** Offsets of batch header fields (see fetch-response.ts for the rest). */
 const ATTRIBUTES_AT = 21;

@@ -8,7 +8,7 @@ import { parseStreamConfig } from '../../../lib/config/schema';
 import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
 import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
-import { createLocalRunner } from '../../../lib/local/runner';
+import { createLocalRunner } from '../../../lib/runtime/local';
 import type { RangeReader } from '../../../lib/ports/range-reader';
 import type { RecordsHandler } from '../../../lib/processor/handler-api';
 

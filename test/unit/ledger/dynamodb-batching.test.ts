@@ -5,8 +5,8 @@
  * writes of one item still land in order, one transaction after the other.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
-import type { PlanWrite, RangeState } from '../../lib/ports/ledger';
+import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
+import type { PlanWrite, RangeState } from '../../../lib/ports/ledger';
 
 type Tx = Array<{ Put?: { Item: Record<string, unknown> }; Update?: { Key: Record<string, unknown> }; ConditionCheck?: unknown }>;
 

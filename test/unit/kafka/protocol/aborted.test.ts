@@ -1,5 +1,5 @@
 /** Java-consumer-style aborted transaction filtering, on synthetic batch sequences. */
-import { controlRecordType, createAbortedBatchFilter, type BatchHeader } from '../../../lib/kafka/aborted';
+import { controlRecordType, createAbortedBatchFilter, type BatchHeader } from '../../../../lib/kafka/protocol/aborted';
 // @ts-expect-error -- kafkajs internal, untyped: its filter, for contrast.
 import kafkajsFilterAbortedMessages from 'kafkajs/src/consumer/filterAbortedMessages';
 

@@ -1,5 +1,10 @@
 /** The Metadata v10-v12 codec (topic ids) on hand-made bytes, laid out field by field from Kafka's schemas. */
-import { decodeMetadataResponse, encodeMetadataRequest, formatTopicId, topicIdMetadataVersion } from '../../../lib/kafka/metadata-v12';
+import {
+  decodeMetadataResponse,
+  encodeMetadataRequest,
+  formatTopicId,
+  topicIdMetadataVersion,
+} from '../../../../lib/kafka/protocol/metadata-v12';
 
 const i16 = (n: number) => Buffer.from([(n >> 8) & 0xff, n & 0xff]);
 const i32 = (n: number) => {
