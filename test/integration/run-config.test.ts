@@ -6,9 +6,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { runConfigFile, type RunConfigOptions, type RunConfigSummary } from '../../lib/local/run-config';
-import { sinkTableDefinition } from '../../lib/sink/table.dynamodb';
+import { createSinkTable } from '../../lib/sink/table.dynamodb';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const ddb = testDynamo();
@@ -153,7 +153,7 @@ describe('npm start -- --config <file>', () => {
   it('refuses a declared sink table that exists with another key, before creating anything', async () => {
     const topic = await topicWith(1);
     const sink = uniqueName('other-key-sink');
-    await ddb.send(new CreateTableCommand(sinkTableDefinition(sink, { partitionKey: { name: 'pk', type: 'S' } })));
+    await createSinkTable(ddb, sink);
     const file = configFile({
       topics: [topic],
       handler: {
