@@ -26,7 +26,8 @@ import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig } from 
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
 import { KAFKAJS_RETRY, kafkaLogLines, quietKafkaLog } from '../kafka/client';
-import { KafkaError, toKafkaError } from '../kafka/errors';
+import { KafkaError } from '../errors';
+import { toKafkaError } from '../kafka/errors';
 import { dynamoSetupError } from '../ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../ledger/table';
 import type { OpsContext } from '../ops/context';

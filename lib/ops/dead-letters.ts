@@ -11,7 +11,7 @@
  */
 import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
-import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import { resolveSecret } from '../kafka/secrets';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord } from '../ports/range-reader';

@@ -2,7 +2,7 @@
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { describeSubscription, topicMatcher } from '../config/topics';
 import { AppError, ValidationError } from '../errors';
-import { PartitionUnavailableError } from '../kafka/errors';
+import { PartitionUnavailableError } from '../ports/kafka-metadata';
 import type { UnavailablePartition } from '../ports/kafka-metadata';
 import { peek, requirePeekTopic, type PeekedRecord } from '../processor/peek';
 import { partitionKey } from '../ranges';

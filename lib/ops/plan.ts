@@ -1,6 +1,7 @@
 /** `plan --dry-run`: what the next planner run would do, computed by the planner itself with writes off. */
 import type { StreamConfig } from '../config/schema';
-import { KafkaError, kafkaFailureText } from '../kafka/errors';
+import { KafkaError } from '../errors';
+import { kafkaFailureText } from '../kafka/errors';
 import { planStream, type StreamPlanReport } from '../planner/run';
 import type { UnavailablePartition } from '../ports/kafka-metadata';
 import type { OpsContext } from './context';

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
-import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import { resolveSecret } from '../kafka/secrets';
 import { updateObservedRate } from '../offsets';
 import type { LeasedRange, Ledger, RangeState, StoreClock } from '../ports/ledger';
