@@ -11,10 +11,9 @@ import { resolveHandlerSecrets } from '../../lib/processor/handler-secrets';
 import { processorEnvironment } from './functions';
 
 /** The stage's params or streams config cannot be deployed as they are; the message says why. */
-export class DeployConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'DeployConfigError';
+export class DeployConfigError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('DEPLOY_CONFIG', message, options);
     // serverless prints `stack` for a failed variable; the message is all a user needs here.
     this.stack = `${this.name}: ${message}`;
   }

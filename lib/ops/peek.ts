@@ -8,6 +8,7 @@ import { peek, requirePeekTopic, type PeekedRecord } from '../processor/peek';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
+import { offsetGoneMessage } from './messages';
 import { resolveStream } from './streams';
 
 export type PeekRequest = { stream?: string; topic: string; partition: number; offset: number; count: number };
@@ -44,9 +45,7 @@ export async function peekRecords(ctx: OpsContext, req: PeekRequest): Promise<Pe
   const earliest = offsets[0]?.earliest ?? 0;
   const latest = offsets[0]?.latest ?? 0;
   if (req.offset < earliest) {
-    throw new ValidationError(
-      `offset ${req.offset} of ${req.topic}/${req.partition} is gone (retention): the earliest offset is ${earliest}`,
-    );
+    throw new ValidationError(offsetGoneMessage(req.offset, req.topic, req.partition, earliest));
   }
   const records = await peek(await ctx.readerFor(stream), { ...req, latest, isolationLevel: stream.isolationLevel });
   return { stream: stream.id, topic: req.topic, partition: req.partition, earliest, latest, records };

@@ -20,6 +20,7 @@ import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { withOperatorLease } from './lease';
+import { replayNoProgressMessage, replayRefusedUnavailableMessage } from './messages';
 import { replayStreamConfig, replayStreamId } from './streams';
 import { partitionCount, unavailableText } from './unavailable';
 
@@ -120,10 +121,7 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
 /** The refusal of a replay some of whose partitions' offsets cannot be read now (each named once, with its reason). */
 function refusedWhileUnavailable(source: string, list: UnavailablePartition[]): PreconditionError {
   const once = [...new Map(list.map((u) => [partitionKey(u.topic, u.partition), u])).values()];
-  return new PreconditionError(
-    `replay of ${source} refused: Kafka offsets of ${partitionCount(once.length)} unavailable (${unavailableText(once)}); ` +
-      'a replay covers every partition from its creation: retry once Kafka has elected new leaders; nothing was created',
-  );
+  return new PreconditionError(replayRefusedUnavailableMessage(source, partitionCount(once.length), unavailableText(once)));
 }
 
 async function assertTable(ctx: OpsContext, tableName: string): Promise<void> {
@@ -200,9 +198,7 @@ export async function runReplay(
       );
       idleRuns = rep.rangesPlanned + rep.redispatched === 0 && runner.inFlight().length === 0 ? idleRuns + 1 : 0;
       if (idleRuns >= 5) {
-        throw new PreconditionError(
-          `replay ${plan.stream.id} makes no progress (parked ranges? see: status ${plan.stream.id}); it can be continued by running the same replay command again`,
-        );
+        throw new PreconditionError(replayNoProgressMessage(plan.stream.id));
       }
       if (opts.timeoutMs !== undefined && Date.now() - t0 > opts.timeoutMs) break;
       await runner.idle();

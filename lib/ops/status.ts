@@ -9,6 +9,7 @@ import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { doneCell, inFlightProgress, renderInFlight, renderWriting, type InFlightProgress } from './in-flight';
 import { loopStatus, renderLoop, type LoopStatus } from './loop-status';
+import { noOffsetsReadMessage } from './messages';
 import { partitionCount, unavailableText } from './unavailable';
 
 export type PartitionStatusRow = {
@@ -185,7 +186,7 @@ async function kafkaOffsets(ctx: OpsContext, stream: StreamConfig): Promise<Kafk
     };
     if (found.offsets.length || !found.unavailable.length) return view;
     const n = partitionCount(found.unavailable.length);
-    return { ...view, kafkaError: `Kafka: no offsets could be read (${n} of stream ${stream.id}): ${unavailableText(found.unavailable)}` };
+    return { ...view, kafkaError: noOffsetsReadMessage(n, stream.id, unavailableText(found.unavailable)) };
   } catch (err) {
     return { discovered, ...none, kafkaError: kafkaFailureText(err, stream.id), topicsWarning };
   }
