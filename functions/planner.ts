@@ -24,8 +24,8 @@ import { awsRuntime, kafkaLogTo, type Runtime } from '../lib/runtime/aws';
 
 /** Raised after all streams ran when at least one failed, so Lambda records the invocation as failed. */
 export class PlannerRunFailedError extends AppError {
-  constructor(message: string) {
-    super('PLANNER_FAILED', message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('PLANNER_FAILED', message, options);
   }
 }
 

@@ -84,6 +84,13 @@ export class CredentialsError extends AppError {
   }
 }
 
+/** The secret store could not be read (missing secret, access denied, network, throttling). */
+export class SecretUnavailableError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SECRET_UNAVAILABLE', message, options);
+  }
+}
+
 export type KafkaErrorDetails = {
   cause?: unknown;
   /** kafkajs protocol error type, e.g. 'UNKNOWN_TOPIC_OR_PARTITION', 'NOT_LEADER_FOR_PARTITION'. */

@@ -212,7 +212,7 @@ export class NondeterministicFoldError extends AppError {
 
 /** `fold.write` returned something other than an unconditional update of the item it was given. */
 export class FoldWriteError extends AppError {
-  constructor(message: string) {
-    super('FOLD_WRITE', message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('FOLD_WRITE', message, options);
   }
 }
