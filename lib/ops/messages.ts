@@ -58,6 +58,12 @@ export function invalidRewindTargetMessage(text: string): string {
   return `invalid --to "${text}": use earliest, latest, an offset (whole number), or a timestamp (2024-05-01T12:00:00Z, @<epoch ms>, -2h)`;
 }
 
+/** A rewind whose --topic/--partition select no partition of the stream. */
+export function noPartitionMatchesMessage(stream: string, topic: string | undefined, partition: number | undefined): string {
+  const selection = `${topic ? ` topic ${topic}` : ''}${partition !== undefined ? ` partition ${partition}` : ''}`;
+  return `no partition of stream ${stream} matches${selection}`;
+}
+
 /** A rewind to one offset that selects several partitions. */
 export function offsetTargetNeedsOnePartitionMessage(selected: number): string {
   return `--to <offset> needs exactly one partition: add --topic and --partition (${selected} selected)`;

@@ -90,7 +90,9 @@ export function renderPeek(res: PeekResult): string {
     s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`;
   const headersText = (r: PeekedRecord) =>
     r.headers.length ? r.headers.map((h) => `${h.key}=${cut(h.value, h.valueEncoding)}`).join(', ') : '-';
-  const head = `${res.topic}/${res.partition}: offsets [${res.earliest}, ${res.latest}), ${res.records.length} record(s) shown (nothing committed)`;
+  const head =
+    `${res.topic}/${res.partition}: offsets [${res.earliest}, ${res.latest}), ` +
+    `${res.records.length} record(s) shown (nothing committed)`;
   if (!res.records.length) return `${head}\n(no records at or after this offset)`;
   return `${head}\n\n${table(
     ['offset', 'timestamp', 'key', 'value', 'headers'],

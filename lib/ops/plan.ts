@@ -57,8 +57,11 @@ export function unavailableLine(rep: StreamPlanReport): string | undefined {
 /** The dry-run report as text: one row per partition, what it would get and why. */
 export function renderPlan(rep: StreamPlanReport): string {
   const unavailable = rep.unavailablePartitions ? `, unavailable ${rep.unavailablePartitions}` : '';
+  const planned = rep.finished ? 'finished (bounded)' : `would plan ${rep.rangesPlanned} range(s), ${rep.recordsPlanned} records`;
   const lines = [
-    `stream ${rep.stream}: ${rep.finished ? 'finished (bounded)' : `would plan ${rep.rangesPlanned} range(s), ${rep.recordsPlanned} records`}; re-dispatch ${rep.redispatched}, park ${rep.parked}, register ${rep.registered}, retire ${rep.retired}, in flight ${rep.inFlight}${unavailable}${rep.reason ? ` (${rep.reason})` : ''}`,
+    `stream ${rep.stream}: ${planned}; ` +
+      `re-dispatch ${rep.redispatched}, park ${rep.parked}, register ${rep.registered}, retire ${rep.retired}, ` +
+      `in flight ${rep.inFlight}${unavailable}${rep.reason ? ` (${rep.reason})` : ''}`,
     '',
     table(
       ['topic', 'partition', 'status', 'committed', 'next from', 'latest', 'lag', 'action', 'ranges'],

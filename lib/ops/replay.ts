@@ -112,7 +112,9 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
     if ((await ctx.ledger.markStreamStarted({ ...lease, nowMs: req.nowMs })) === 'fenced') {
       throw new PreconditionError(`a planner run took over ${id} while it was being created; run the command again`);
     }
-    const what = `replay of ${req.source.id} from ${isoTime(req.fromMs)} to ${isoTime(req.toMs)}: ${records} offsets in ${partitions.length} partition(s)${req.sinkTable ? ` into ${req.sinkTable}` : ''}`;
+    const what =
+      `replay of ${req.source.id} from ${isoTime(req.fromMs)} to ${isoTime(req.toMs)}: ` +
+      `${records} offsets in ${partitions.length} partition(s)${req.sinkTable ? ` into ${req.sinkTable}` : ''}`;
     await ctx.ledger.recordChange({ ...lease, change: { by: req.who, atMs: req.nowMs, what } });
   });
   return { stream, partitions, offsets: records, created: true };
@@ -194,7 +196,8 @@ export async function runReplay(
         0,
       );
       log(
-        `replay ${plan.stream.id}: ${done}/${plan.offsets} offsets committed, ${rep.rangesPlanned} range(s) planned, ${runner.inFlight().length} in flight (${duration(Date.now() - t0)})`,
+        `replay ${plan.stream.id}: ${done}/${plan.offsets} offsets committed, ${rep.rangesPlanned} range(s) planned, ` +
+          `${runner.inFlight().length} in flight (${duration(Date.now() - t0)})`,
       );
       idleRuns = rep.rangesPlanned + rep.redispatched === 0 && runner.inFlight().length === 0 ? idleRuns + 1 : 0;
       if (idleRuns >= 5) {
@@ -239,7 +242,8 @@ export function renderReplayRun(res: ReplayRunResult): string {
 /** The replay's partitions and window as text. */
 export function renderReplayPlan(p: ReplayPlan): string {
   return [
-    `${p.created ? 'created' : 'continuing'} replay stream ${p.stream.id}: ${p.offsets} offsets${p.stream.handler?.sinkTable ? `, sink ${p.stream.handler.sinkTable}` : ''}`,
+    `${p.created ? 'created' : 'continuing'} replay stream ${p.stream.id}: ` +
+      `${p.offsets} offsets${p.stream.handler?.sinkTable ? `, sink ${p.stream.handler.sinkTable}` : ''}`,
     '',
     table(
       ['topic', 'partition', 'start', 'stop', 'offsets'],

@@ -14,6 +14,7 @@ import { isoTime, table } from './format';
 import { withOperatorLease } from './lease';
 import {
   invalidRewindTargetMessage,
+  noPartitionMatchesMessage,
   offsetTargetNeedsOnePartitionMessage,
   PARTIAL_RULE,
   rewindRefusedBusyMessage,
@@ -95,9 +96,7 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
     (p) => (req.topic === undefined || p.topic === req.topic) && (req.partition === undefined || p.partition === req.partition),
   );
   if (!selected.length) {
-    throw new ValidationError(
-      `no partition of stream ${stream.id} matches${req.topic ? ` topic ${req.topic}` : ''}${req.partition !== undefined ? ` partition ${req.partition}` : ''}`,
-    );
+    throw new ValidationError(noPartitionMatchesMessage(stream.id, req.topic, req.partition));
   }
   const skipped = selected
     .filter((p) => p.status === 'retired')
@@ -221,7 +220,8 @@ function assertIdle(
 /** The rewind as text: one row per partition, old and new cursor. */
 export function renderRewind(r: RewindResult): string {
   const lines = [
-    `${r.dryRun ? 'would rewind' : 'rewound'} stream ${r.stream} to ${r.target}${r.change ? ` (recorded: by ${r.change.by} at ${isoTime(r.change.atMs)})` : ''}`,
+    `${r.dryRun ? 'would rewind' : 'rewound'} stream ${r.stream} to ${r.target}` +
+      `${r.change ? ` (recorded: by ${r.change.by} at ${isoTime(r.change.atMs)})` : ''}`,
     '',
     table(
       ['topic', 'partition', 'status', 'committed', 'earliest', 'latest', 'new offset'],
@@ -235,7 +235,8 @@ export function renderRewind(r: RewindResult): string {
   }
   if (!r.dryRun) {
     lines.push(
-      `removed ${r.removedRanges ?? 0} finished range(s) and ${r.removedDeadLetters ?? 0} dead letter(s) at or after the new offsets; abandoned ${r.abandonedParkedRanges ?? 0} parked range(s)`,
+      `removed ${r.removedRanges ?? 0} finished range(s) and ${r.removedDeadLetters ?? 0} dead letter(s) at or after the new offsets; ` +
+        `abandoned ${r.abandonedParkedRanges ?? 0} parked range(s)`,
     );
   }
   return lines.join('\n');
