@@ -6,7 +6,7 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
-import { AppError, SecretUnavailableError, ValidationError } from '../errors';
+import { SecretUnavailableError, ValidationError } from '../errors';
 import type { SecretRef } from '../config/schema';
 
 /**
