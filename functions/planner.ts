@@ -23,9 +23,9 @@ import { runPlanner, type StreamPlanReport } from '../lib/planner/run';
 import { awsRuntime, kafkaLogTo, type Runtime } from '../lib/runtime/aws';
 
 /** Raised after all streams ran when at least one failed, so Lambda records the invocation as failed. */
-export class PlannerRunFailed extends AppError {
-  constructor(message: string) {
-    super('PLANNER_FAILED', message);
+export class PlannerRunFailedError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('PLANNER_FAILED', message, options);
   }
 }
 
@@ -132,7 +132,7 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
 }
 
 function failIfAny(failures: string[]): void {
-  if (failures.length) throw new PlannerRunFailed(failures.join('; '));
+  if (failures.length) throw new PlannerRunFailedError(failures.join('; '));
 }
 
 export const handler = createPlannerHandler();

@@ -83,3 +83,31 @@ export class CredentialsError extends AppError {
     super('CREDENTIALS', message, options);
   }
 }
+
+/** The secret store could not be read (missing secret, access denied, network, throttling). */
+export class SecretUnavailableError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SECRET_UNAVAILABLE', message, options);
+  }
+}
+
+export type KafkaErrorDetails = {
+  cause?: unknown;
+  /** kafkajs protocol error type, e.g. 'UNKNOWN_TOPIC_OR_PARTITION', 'NOT_LEADER_FOR_PARTITION'. */
+  type?: string;
+  /** Whether retrying the same call later may succeed (kafkajs's own classification). */
+  retriable?: boolean;
+};
+
+/** A Kafka request failed or returned something the project cannot use. */
+export class KafkaError extends AppError {
+  /** kafkajs protocol error type ('UNKNOWN_TOPIC_OR_PARTITION', ...) or error name when known. */
+  readonly type: string | undefined;
+  readonly retriable: boolean;
+
+  constructor(message: string, details: KafkaErrorDetails = {}) {
+    super('KAFKA', message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.type = details.type;
+    this.retriable = details.retriable ?? false;
+  }
+}

@@ -11,10 +11,9 @@ import { resolveHandlerSecrets } from '../../lib/processor/handler-secrets';
 import { processorEnvironment } from './functions';
 
 /** The stage's params or streams config cannot be deployed as they are; the message says why. */
-export class DeployConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'DeployConfigError';
+export class DeployConfigError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('DEPLOY_CONFIG', message, options);
     // serverless prints `stack` for a failed variable; the message is all a user needs here.
     this.stack = `${this.name}: ${message}`;
   }
@@ -70,7 +69,8 @@ export function schedulePeriodMs(expression: unknown): number | undefined {
   if (n < 1) throw new DeployConfigError(`param scheduleRate: the rate must be at least 1, got ${JSON.stringify(expression)}`);
   if ((n === 1) !== (plural === unit)) {
     throw new DeployConfigError(
-      `param scheduleRate: write "rate(1 ${unit})" or "rate(${n === 1 ? 2 : n} ${unit}s)" (EventBridge rejects ${JSON.stringify(expression)})`,
+      `param scheduleRate: write "rate(1 ${unit})" or "rate(${n === 1 ? 2 : n} ${unit}s)" ` +
+        `(EventBridge rejects ${JSON.stringify(expression)})`,
     );
   }
   return n * { minute: 60_000, hour: 3_600_000, day: 86_400_000 }[unit];
@@ -153,7 +153,8 @@ export function parseSettings(raw: RawSettings): Settings {
   const scheduleMethod = String(raw.scheduleMethod ?? 'scheduler');
   if (scheduleMethod !== 'scheduler' && scheduleMethod !== 'eventBus') {
     throw new DeployConfigError(
-      `param scheduleMethod must be "scheduler" (EventBridge Scheduler) or "eventBus" (EventBridge rule), got ${JSON.stringify(scheduleMethod)}`,
+      'param scheduleMethod must be "scheduler" (EventBridge Scheduler) or "eventBus" (EventBridge rule), ' +
+        `got ${JSON.stringify(scheduleMethod)}`,
     );
   }
   const reserved = String(raw.processorReservedConcurrency ?? '').trim();
@@ -225,14 +226,16 @@ function checkPlannerTimeout(s: Settings): void {
   if (needed > MAX_FUNCTION_TIMEOUT_SECONDS) {
     const longest = Math.floor((MAX_FUNCTION_TIMEOUT_SECONDS - PLANNER_TIMEOUT_MARGIN_SECONDS) / 60);
     throw new DeployConfigError(
-      `param scheduleRate is ${s.scheduleRate} (${periodSeconds} s), but the planner's timeout must exceed the schedule period by ${PLANNER_TIMEOUT_MARGIN_SECONDS} s ` +
-        `and Lambda allows at most ${MAX_FUNCTION_TIMEOUT_SECONDS} s: use rate(${longest} minutes) or less (each invocation ticks every triggerIntervalMs until the next takes over)`,
+      `param scheduleRate is ${s.scheduleRate} (${periodSeconds} s), but the planner's timeout must exceed the schedule period ` +
+        `by ${PLANNER_TIMEOUT_MARGIN_SECONDS} s and Lambda allows at most ${MAX_FUNCTION_TIMEOUT_SECONDS} s: ` +
+        `use rate(${longest} minutes) or less (each invocation ticks every triggerIntervalMs until the next takes over)`,
     );
   }
   if (s.plannerTimeoutSeconds < needed) {
     throw new DeployConfigError(
       `param plannerTimeout is ${s.plannerTimeoutSeconds} s but param scheduleRate is ${s.scheduleRate} (${periodSeconds} s): ` +
-        `set plannerTimeout to at least ${needed} (the period + ${PLANNER_TIMEOUT_MARGIN_SECONDS} s), so that each planner invocation is still ticking when the next one arrives to take over`,
+        `set plannerTimeout to at least ${needed} (the period + ${PLANNER_TIMEOUT_MARGIN_SECONDS} s), ` +
+        'so that each planner invocation is still ticking when the next one arrives to take over',
     );
   }
 }
@@ -337,13 +340,16 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
   for (const stream of config.streams) {
     if (s.schedulePeriodMs !== undefined && stream.triggerIntervalMs > s.schedulePeriodMs) {
       problems.push(
-        `stream ${stream.id}: triggerIntervalMs is ${stream.triggerIntervalMs} but the planner runs ${s.scheduleRate} (${s.schedulePeriodMs} ms); ` +
-          'triggerIntervalMs must be at most the schedule period (each scheduled invocation ticks every triggerIntervalMs until the next one takes over)',
+        `stream ${stream.id}: triggerIntervalMs is ${stream.triggerIntervalMs} ` +
+          `but the planner runs ${s.scheduleRate} (${s.schedulePeriodMs} ms); ` +
+          'triggerIntervalMs must be at most the schedule period ' +
+          '(each scheduled invocation ticks every triggerIntervalMs until the next one takes over)',
       );
     }
     if (stream.processor.timeoutMs > s.processorTimeoutSeconds * 1000) {
       problems.push(
-        `stream ${stream.id}: processor.timeoutMs is ${stream.processor.timeoutMs} but the processor function times out after ${s.processorTimeoutSeconds} s; ` +
+        `stream ${stream.id}: processor.timeoutMs is ${stream.processor.timeoutMs} ` +
+          `but the processor function times out after ${s.processorTimeoutSeconds} s; ` +
           'lower processor.timeoutMs or raise the processorTimeout param',
       );
     }
@@ -356,12 +362,15 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
     const reserved = s.processorReservedConcurrency;
     if (reserved !== undefined && stream.maxConcurrency !== undefined && stream.maxConcurrency > reserved) {
       problems.push(
-        `stream ${stream.id}: maxConcurrency is ${stream.maxConcurrency} but the processor's reserved concurrency (param processorReservedConcurrency) is ${reserved}; lower maxConcurrency or raise the param`,
+        `stream ${stream.id}: maxConcurrency is ${stream.maxConcurrency} ` +
+          `but the processor's reserved concurrency (param processorReservedConcurrency) is ${reserved}; ` +
+          'lower maxConcurrency or raise the param',
       );
     }
     if (needsVpc(stream) && !s.vpc && s.stage !== 'local') {
       problems.push(
-        `stream ${stream.id}: Amazon MSK brokers are reachable only from the cluster's VPC: set the vpcSubnetIds and vpcSecurityGroupIds params`,
+        `stream ${stream.id}: Amazon MSK brokers are reachable only from the cluster's VPC: ` +
+          'set the vpcSubnetIds and vpcSecurityGroupIds params',
       );
     }
   }

@@ -39,7 +39,7 @@ function declaredSinks(config: DeploymentConfig) {
   try {
     return sinkTablesOf(config).declared;
   } catch (err) {
-    if (err instanceof AppError) throw new DeployConfigError(err.message);
+    if (err instanceof AppError) throw new DeployConfigError(err.message, { cause: err });
     throw err;
   }
 }

@@ -22,7 +22,7 @@ import protocolErrors from 'kafkajs/src/protocol/error';
 import KafkajsEncoder from 'kafkajs/src/protocol/encoder';
 import { connectionOf, refreshCredentials } from './client';
 import { explainConnectionFailure, isCredentialRefusal } from './connection-failure';
-import { KafkaError } from './errors';
+import { KafkaError } from '../errors';
 import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './protocol/fetch-response';
 import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './protocol/metadata-v12';
 

@@ -1,29 +1,8 @@
 /**
  * Kafka errors at the edge: adapters translate kafkajs errors (and protocol error codes) into
- * `KafkaError`, keeping the original as `cause`.
+ * `KafkaError` (lib/errors.ts), keeping the original as `cause`; the errors a port names live with it.
  */
-import { AppError } from '../errors';
-
-export type KafkaErrorDetails = {
-  cause?: unknown;
-  /** kafkajs protocol error type, e.g. 'UNKNOWN_TOPIC_OR_PARTITION', 'NOT_LEADER_FOR_PARTITION'. */
-  type?: string;
-  /** Whether retrying the same call later may succeed (kafkajs's own classification). */
-  retriable?: boolean;
-};
-
-/** A Kafka request failed or returned something the project cannot use. */
-export class KafkaError extends AppError {
-  /** kafkajs protocol error type ('UNKNOWN_TOPIC_OR_PARTITION', ...) or error name when known. */
-  readonly type: string | undefined;
-  readonly retriable: boolean;
-
-  constructor(message: string, details: KafkaErrorDetails = {}) {
-    super('KAFKA', message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.type = details.type;
-    this.retriable = details.retriable ?? false;
-  }
-}
+import { AppError, KafkaError } from '../errors';
 
 type KafkajsLikeError = { name?: unknown; message?: unknown; type?: unknown; retriable?: unknown; cause?: unknown };
 
@@ -56,55 +35,6 @@ export function toKafkaError(operation: string, err: unknown): AppError {
     type,
     retriable: e.retriable === true,
   });
-}
-
-export type PartitionRef = { topic: string; partition: number };
-
-/**
- * The offset to read is outside the partition's log: retention (or `deleteRecords`) removed it, or,
- * rarely, it lies beyond the log end. `logStartOffset` is the partition's earliest offset when it
- * could be looked up, so the caller can record the exact lost span.
- */
-export class OffsetOutOfRangeError extends KafkaError {
-  readonly topic: string;
-  readonly partition: number;
-  readonly fetchOffset: number;
-  readonly logStartOffset: number | undefined;
-
-  constructor(message: string, details: PartitionRef & { fetchOffset: number; logStartOffset?: number; cause?: unknown }) {
-    super(message, { cause: details.cause, type: 'OFFSET_OUT_OF_RANGE', retriable: false });
-    this.topic = details.topic;
-    this.partition = details.partition;
-    this.fetchOffset = details.fetchOffset;
-    this.logStartOffset = details.logStartOffset;
-  }
-}
-
-/** The topic, or that partition of it, does not exist (deleted, or never created); nothing is auto-created. */
-export class PartitionNotFoundError extends KafkaError {
-  readonly topic: string;
-  readonly partition: number;
-
-  constructor(message: string, details: PartitionRef & { cause?: unknown }) {
-    super(message, { cause: details.cause, type: 'UNKNOWN_TOPIC_OR_PARTITION', retriable: false });
-    this.topic = details.topic;
-    this.partition = details.partition;
-  }
-}
-
-/**
- * One partition's offsets could not be read now (see `UnavailableCode`: its leader dead or moving),
- * for an operation that needs that very partition; `type` is the code.
- */
-export class PartitionUnavailableError extends KafkaError {
-  readonly topic: string;
-  readonly partition: number;
-
-  constructor(message: string, details: PartitionRef & { code: string; cause?: unknown }) {
-    super(message, { cause: details.cause, type: details.code, retriable: true });
-    this.topic = details.topic;
-    this.partition = details.partition;
-  }
 }
 
 /**

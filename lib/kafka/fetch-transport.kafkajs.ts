@@ -6,7 +6,8 @@
  */
 import type { Kafka } from 'kafkajs';
 import { EARLIEST_TIMESTAMP, ISOLATION_LEVEL, KafkajsCluster, LATEST_TIMESTAMP } from './cluster.kafkajs';
-import { KafkaError, PartitionNotFoundError } from './errors';
+import { KafkaError } from '../errors';
+import { PartitionNotFoundError } from '../ports/range-reader';
 import { toSafeOffset } from './metadata.kafkajs';
 import { INVALID_TOPIC_EXCEPTION, NO_ERROR, protocolFailure, UNKNOWN_TOPIC_OR_PARTITION, type FetchTransport } from './range-reader';
 import { systemClock, type Clock } from './retry';

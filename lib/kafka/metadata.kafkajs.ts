@@ -26,7 +26,8 @@ import {
   type RawMetadata,
   type RawTopicMetadata,
 } from './cluster.kafkajs';
-import { KafkaError, toKafkaError } from './errors';
+import { KafkaError } from '../errors';
+import { toKafkaError } from './errors';
 
 export type KafkajsMetadataOptions = {
   /** Extra attempts after a retriable error (stale leader, lost connection), metadata refreshed each time. Default 5. */

@@ -1,5 +1,5 @@
 /** In-memory RangeReader for processor unit tests: records per partition, gaps and injected faults. */
-import { OffsetOutOfRangeError, PartitionNotFoundError } from './errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk, RecordHeader } from '../ports/range-reader';
 
 export type MemoryRangeReader = RangeReader & {

@@ -49,11 +49,11 @@
  *   unfinished, as when it stops iterating on its own.
  * - A failure after some records were read first yields them as a chunk, then throws.
  */
-import { TimeoutError, ValidationError } from '../errors';
+import { KafkaError, TimeoutError, ValidationError } from '../errors';
 import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../ports/range-reader';
 import { controlRecordType, createAbortedBatchFilter } from './protocol/aborted';
 import { ISOLATION_LEVEL, protocolError, type FetchPartitionRequest } from './cluster.kafkajs';
-import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from './errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import type { FetchedPartition, FetchResponse } from './protocol/fetch-response';
 import { backoffMs, DEFAULT_RETRY_POLICY, systemClock, withRetries, type Clock, type RetryPolicy } from './retry';
 

@@ -3,7 +3,7 @@
  * broker restarting, connection dropped). Bounded in total time, not only in attempts, so a reader
  * inside a Lambda never retries past its budget; an AbortSignal stops waiting at once.
  */
-import { KafkaError } from './errors';
+import { KafkaError } from '../errors';
 
 export type RetryPolicy = {
   /** Backoff before the first retry; doubles per retry. */

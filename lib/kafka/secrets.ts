@@ -6,7 +6,7 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
-import { AppError, ValidationError } from '../errors';
+import { SecretUnavailableError, ValidationError } from '../errors';
 import type { SecretRef } from '../config/schema';
 
 /**
@@ -14,13 +14,6 @@ import type { SecretRef } from '../config/schema';
  * value was refused: it may have been rotated), and keep what it says.
  */
 export type SecretResolver = (ref: SecretRef, options?: { fresh?: boolean }) => Promise<string>;
-
-/** The secret store could not be read (missing secret, access denied, network, throttling). */
-export class SecretUnavailableError extends AppError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('SECRET_UNAVAILABLE', message, options);
-  }
-}
 
 /** Long enough to spare the stores on busy warm Lambdas, short enough to follow a rotation. */
 export const DEFAULT_SECRET_CACHE_TTL_MS = 5 * 60_000;

@@ -25,7 +25,8 @@ import { parseDeploymentConfig, type DeploymentConfig, type StreamConfig } from 
 import { topicSelector } from '../config/topics';
 import { TimeoutError } from '../errors';
 import { KAFKAJS_RETRY, kafkaLogLines, quietKafkaLog } from '../kafka/client';
-import { KafkaError, toKafkaError } from '../kafka/errors';
+import { KafkaError } from '../errors';
+import { toKafkaError } from '../kafka/errors';
 import { ensureLedgerTable } from '../ledger/table';
 import type { OpsContext } from '../ops/context';
 import { DEFAULT_LOCAL_CONCURRENCY } from '../dispatch/dispatcher.local';

@@ -11,7 +11,7 @@
  */
 import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
-import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import { resolveSecret } from '../kafka/secrets';
 import type { DeadLetter, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord } from '../ports/range-reader';
@@ -19,6 +19,7 @@ import { idempotencyKeyOf, type HandlerRecord } from '../processor/handler-api';
 import { resolveHandlerSecrets } from '../processor/handler-secrets';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
+import { onlyCoordinatesKeptMessage, truncatedCopyMessage } from './messages';
 
 /** `topic/partition/offset`, the record's idempotency key. */
 export function deadLetterId(d: { topic: string; partition: number; offset: number }): string {
@@ -119,11 +120,9 @@ async function recordOf(
     if (!(err instanceof OffsetOutOfRangeError) && !(err instanceof PartitionNotFoundError)) throw err;
   }
   if (d.kept === 'coordinates') {
-    throw new Error(
-      `Kafka no longer has ${deadLetterId(d)} and its dead letter keeps only coordinates (deadLetters.keep = "coordinates"): nothing to re-drive`,
-    );
+    throw new Error(onlyCoordinatesKeptMessage(deadLetterId(d)));
   }
-  if (d.truncated) throw new Error(`Kafka no longer has ${deadLetterId(d)} and its stored copy is truncated (${d.valueBytes} bytes)`);
+  if (d.truncated) throw new Error(truncatedCopyMessage(deadLetterId(d), d.valueBytes));
   const record: KafkaRecord = {
     topic: d.topic,
     partition: d.partition,

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { PreconditionError } from '../errors';
 import type { Ledger, StoreClock } from '../ports/ledger';
+import { streamBeingPlannedMessage } from './messages';
 
 export type OperatorLease = { stream: string; epoch: number; ownerToken: string };
 
@@ -40,9 +41,7 @@ export async function withOperatorLease<T>(
       }
     }
     if (clock() >= deadline) {
-      throw new PreconditionError(
-        `stream ${input.stream} is being planned (lease held by ${got.holder} until ${new Date(got.leaseExpiresAtMs).toISOString()}); nothing was changed, try again`,
-      );
+      throw new PreconditionError(streamBeingPlannedMessage(input.stream, got.holder, got.leaseExpiresAtMs));
     }
     await new Promise((r) => setTimeout(r, Math.min(2000, 200 * 2 ** attempt)));
   }

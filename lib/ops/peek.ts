@@ -2,12 +2,13 @@
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { describeSubscription, topicMatcher } from '../config/topics';
 import { AppError, ValidationError } from '../errors';
-import { PartitionUnavailableError } from '../kafka/errors';
+import { PartitionUnavailableError } from '../ports/kafka-metadata';
 import type { UnavailablePartition } from '../ports/kafka-metadata';
 import { peek, requirePeekTopic, type PeekedRecord } from '../processor/peek';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
+import { offsetGoneMessage } from './messages';
 import { resolveStream } from './streams';
 
 export type PeekRequest = { stream?: string; topic: string; partition: number; offset: number; count: number };
@@ -44,9 +45,7 @@ export async function peekRecords(ctx: OpsContext, req: PeekRequest): Promise<Pe
   const earliest = offsets[0]?.earliest ?? 0;
   const latest = offsets[0]?.latest ?? 0;
   if (req.offset < earliest) {
-    throw new ValidationError(
-      `offset ${req.offset} of ${req.topic}/${req.partition} is gone (retention): the earliest offset is ${earliest}`,
-    );
+    throw new ValidationError(offsetGoneMessage(req.offset, req.topic, req.partition, earliest));
   }
   const records = await peek(await ctx.readerFor(stream), { ...req, latest, isolationLevel: stream.isolationLevel });
   return { stream: stream.id, topic: req.topic, partition: req.partition, earliest, latest, records };
@@ -91,7 +90,9 @@ export function renderPeek(res: PeekResult): string {
     s === null ? 'null' : `${enc === 'base64' ? 'base64:' : ''}${s.length > 80 ? `${s.slice(0, 77)}...` : s}`;
   const headersText = (r: PeekedRecord) =>
     r.headers.length ? r.headers.map((h) => `${h.key}=${cut(h.value, h.valueEncoding)}`).join(', ') : '-';
-  const head = `${res.topic}/${res.partition}: offsets [${res.earliest}, ${res.latest}), ${res.records.length} record(s) shown (nothing committed)`;
+  const head =
+    `${res.topic}/${res.partition}: offsets [${res.earliest}, ${res.latest}), ` +
+    `${res.records.length} record(s) shown (nothing committed)`;
   if (!res.records.length) return `${head}\n(no records at or after this offset)`;
   return `${head}\n\n${table(
     ['offset', 'timestamp', 'key', 'value', 'headers'],

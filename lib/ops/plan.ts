@@ -1,6 +1,7 @@
 /** `plan --dry-run`: what the next planner run would do, computed by the planner itself with writes off. */
 import type { StreamConfig } from '../config/schema';
-import { KafkaError, kafkaFailureText } from '../kafka/errors';
+import { KafkaError } from '../errors';
+import { kafkaFailureText } from '../kafka/errors';
 import { planStream, type StreamPlanReport } from '../planner/run';
 import type { UnavailablePartition } from '../ports/kafka-metadata';
 import type { OpsContext } from './context';
@@ -56,8 +57,11 @@ export function unavailableLine(rep: StreamPlanReport): string | undefined {
 /** The dry-run report as text: one row per partition, what it would get and why. */
 export function renderPlan(rep: StreamPlanReport): string {
   const unavailable = rep.unavailablePartitions ? `, unavailable ${rep.unavailablePartitions}` : '';
+  const planned = rep.finished ? 'finished (bounded)' : `would plan ${rep.rangesPlanned} range(s), ${rep.recordsPlanned} records`;
   const lines = [
-    `stream ${rep.stream}: ${rep.finished ? 'finished (bounded)' : `would plan ${rep.rangesPlanned} range(s), ${rep.recordsPlanned} records`}; re-dispatch ${rep.redispatched}, park ${rep.parked}, register ${rep.registered}, retire ${rep.retired}, in flight ${rep.inFlight}${unavailable}${rep.reason ? ` (${rep.reason})` : ''}`,
+    `stream ${rep.stream}: ${planned}; ` +
+      `re-dispatch ${rep.redispatched}, park ${rep.parked}, register ${rep.registered}, retire ${rep.retired}, ` +
+      `in flight ${rep.inFlight}${unavailable}${rep.reason ? ` (${rep.reason})` : ''}`,
     '',
     table(
       ['topic', 'partition', 'status', 'committed', 'next from', 'latest', 'lag', 'action', 'ranges'],

@@ -20,6 +20,7 @@ import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { withOperatorLease } from './lease';
+import { replayNoProgressMessage, replayRefusedUnavailableMessage } from './messages';
 import { replayStreamConfig, replayStreamId } from './streams';
 import { partitionCount, unavailableText } from './unavailable';
 
@@ -111,7 +112,9 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
     if ((await ctx.ledger.markStreamStarted({ ...lease, nowMs: req.nowMs })) === 'fenced') {
       throw new PreconditionError(`a planner run took over ${id} while it was being created; run the command again`);
     }
-    const what = `replay of ${req.source.id} from ${isoTime(req.fromMs)} to ${isoTime(req.toMs)}: ${records} offsets in ${partitions.length} partition(s)${req.sinkTable ? ` into ${req.sinkTable}` : ''}`;
+    const what =
+      `replay of ${req.source.id} from ${isoTime(req.fromMs)} to ${isoTime(req.toMs)}: ` +
+      `${records} offsets in ${partitions.length} partition(s)${req.sinkTable ? ` into ${req.sinkTable}` : ''}`;
     await ctx.ledger.recordChange({ ...lease, change: { by: req.who, atMs: req.nowMs, what } });
   });
   return { stream, partitions, offsets: records, created: true };
@@ -120,10 +123,7 @@ export async function createReplay(ctx: OpsContext, req: ReplayRequest): Promise
 /** The refusal of a replay some of whose partitions' offsets cannot be read now (each named once, with its reason). */
 function refusedWhileUnavailable(source: string, list: UnavailablePartition[]): PreconditionError {
   const once = [...new Map(list.map((u) => [partitionKey(u.topic, u.partition), u])).values()];
-  return new PreconditionError(
-    `replay of ${source} refused: Kafka offsets of ${partitionCount(once.length)} unavailable (${unavailableText(once)}); ` +
-      'a replay covers every partition from its creation: retry once Kafka has elected new leaders; nothing was created',
-  );
+  return new PreconditionError(replayRefusedUnavailableMessage(source, partitionCount(once.length), unavailableText(once)));
 }
 
 async function assertTable(ctx: OpsContext, tableName: string): Promise<void> {
@@ -196,13 +196,12 @@ export async function runReplay(
         0,
       );
       log(
-        `replay ${plan.stream.id}: ${done}/${plan.offsets} offsets committed, ${rep.rangesPlanned} range(s) planned, ${runner.inFlight().length} in flight (${duration(Date.now() - t0)})`,
+        `replay ${plan.stream.id}: ${done}/${plan.offsets} offsets committed, ${rep.rangesPlanned} range(s) planned, ` +
+          `${runner.inFlight().length} in flight (${duration(Date.now() - t0)})`,
       );
       idleRuns = rep.rangesPlanned + rep.redispatched === 0 && runner.inFlight().length === 0 ? idleRuns + 1 : 0;
       if (idleRuns >= 5) {
-        throw new PreconditionError(
-          `replay ${plan.stream.id} makes no progress (parked ranges? see: status ${plan.stream.id}); it can be continued by running the same replay command again`,
-        );
+        throw new PreconditionError(replayNoProgressMessage(plan.stream.id));
       }
       if (opts.timeoutMs !== undefined && Date.now() - t0 > opts.timeoutMs) break;
       await runner.idle();
@@ -243,7 +242,8 @@ export function renderReplayRun(res: ReplayRunResult): string {
 /** The replay's partitions and window as text. */
 export function renderReplayPlan(p: ReplayPlan): string {
   return [
-    `${p.created ? 'created' : 'continuing'} replay stream ${p.stream.id}: ${p.offsets} offsets${p.stream.handler?.sinkTable ? `, sink ${p.stream.handler.sinkTable}` : ''}`,
+    `${p.created ? 'created' : 'continuing'} replay stream ${p.stream.id}: ` +
+      `${p.offsets} offsets${p.stream.handler?.sinkTable ? `, sink ${p.stream.handler.sinkTable}` : ''}`,
     '',
     table(
       ['topic', 'partition', 'start', 'stop', 'offsets'],

@@ -12,6 +12,14 @@ import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 import { withOperatorLease } from './lease';
+import {
+  invalidRewindTargetMessage,
+  noPartitionMatchesMessage,
+  offsetTargetNeedsOnePartitionMessage,
+  PARTIAL_RULE,
+  rewindRefusedBusyMessage,
+  rewindRefusedUnavailableMessage,
+} from './messages';
 import { parseTimestamp, parseWhole } from './time';
 import { groupByTopic, partitionCount, unavailableText } from './unavailable';
 
@@ -26,9 +34,7 @@ export function parseRewindTarget(text: string, nowMs: number): RewindTarget {
   try {
     return { kind: 'timestamp', ms: parseTimestamp(t, nowMs) };
   } catch {
-    throw new ValidationError(
-      `invalid --to "${text}": use earliest, latest, an offset (whole number), or a timestamp (2024-05-01T12:00:00Z, @<epoch ms>, -2h)`,
-    );
+    throw new ValidationError(invalidRewindTargetMessage(text));
   }
 }
 
@@ -90,9 +96,7 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
     (p) => (req.topic === undefined || p.topic === req.topic) && (req.partition === undefined || p.partition === req.partition),
   );
   if (!selected.length) {
-    throw new ValidationError(
-      `no partition of stream ${stream.id} matches${req.topic ? ` topic ${req.topic}` : ''}${req.partition !== undefined ? ` partition ${req.partition}` : ''}`,
-    );
+    throw new ValidationError(noPartitionMatchesMessage(stream.id, req.topic, req.partition));
   }
   const skipped = selected
     .filter((p) => p.status === 'retired')
@@ -100,7 +104,7 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
   const targets = selected.filter((p) => p.status !== 'retired');
   if (!targets.length) throw new ValidationError(`every selected partition of ${stream.id} is retired: nothing to rewind`);
   if (req.target.kind === 'offset' && targets.length > 1) {
-    throw new ValidationError(`--to <offset> needs exactly one partition: add --topic and --partition (${targets.length} selected)`);
+    throw new ValidationError(offsetTargetNeedsOnePartitionMessage(targets.length));
   }
 
   const { rows, unavailable } = await targetOffsets(ctx, stream, targets, req.target);
@@ -110,7 +114,7 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
   if (req.dryRun) return result;
   if (unavailable.length) {
     throw new PreconditionError(
-      `rewind of ${stream.id} refused: Kafka offsets of ${partitionCount(unavailable.length)} unavailable (${unavailableText(unavailable)}); ${PARTIAL_RULE}; nothing was changed`,
+      rewindRefusedUnavailableMessage(stream.id, partitionCount(unavailable.length), unavailableText(unavailable)),
     );
   }
 
@@ -144,10 +148,6 @@ export async function rewindStream(ctx: OpsContext, req: RewindRequest): Promise
     };
   });
 }
-
-/** Why a rewind with unavailable partitions is refused, and what the operator can do. */
-const PARTIAL_RULE =
-  'a rewind moves every selected partition or none: retry once Kafka has elected new leaders, or select only partitions whose leaders answer (--topic, --partition)';
 
 /**
  * Each partition's target offset, within [earliest, latest] of the partition now, for the partitions
@@ -213,16 +213,15 @@ function assertIdle(
       .slice(0, 5)
       .map((r) => `${r.topic}/${r.partition} [${r.from}, ${r.until}) ${r.status}`)
       .join(', ');
-    throw new PreconditionError(
-      `rewind refused: ${busy.length} range(s) in flight (${list}${busy.length > 5 ? ', ...' : ''}); wait until they finish (status shows them) and retry; nothing was changed`,
-    );
+    throw new PreconditionError(rewindRefusedBusyMessage(busy.length, list, busy.length > 5));
   }
 }
 
 /** The rewind as text: one row per partition, old and new cursor. */
 export function renderRewind(r: RewindResult): string {
   const lines = [
-    `${r.dryRun ? 'would rewind' : 'rewound'} stream ${r.stream} to ${r.target}${r.change ? ` (recorded: by ${r.change.by} at ${isoTime(r.change.atMs)})` : ''}`,
+    `${r.dryRun ? 'would rewind' : 'rewound'} stream ${r.stream} to ${r.target}` +
+      `${r.change ? ` (recorded: by ${r.change.by} at ${isoTime(r.change.atMs)})` : ''}`,
     '',
     table(
       ['topic', 'partition', 'status', 'committed', 'earliest', 'latest', 'new offset'],
@@ -236,7 +235,8 @@ export function renderRewind(r: RewindResult): string {
   }
   if (!r.dryRun) {
     lines.push(
-      `removed ${r.removedRanges ?? 0} finished range(s) and ${r.removedDeadLetters ?? 0} dead letter(s) at or after the new offsets; abandoned ${r.abandonedParkedRanges ?? 0} parked range(s)`,
+      `removed ${r.removedRanges ?? 0} finished range(s) and ${r.removedDeadLetters ?? 0} dead letter(s) at or after the new offsets; ` +
+        `abandoned ${r.abandonedParkedRanges ?? 0} parked range(s)`,
     );
   }
   return lines.join('\n');

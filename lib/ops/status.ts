@@ -9,6 +9,7 @@ import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { doneCell, inFlightProgress, renderInFlight, renderWriting, type InFlightProgress } from './in-flight';
 import { loopStatus, renderLoop, type LoopStatus } from './loop-status';
+import { noOffsetsReadMessage } from './messages';
 import { partitionCount, unavailableText } from './unavailable';
 
 export type PartitionStatusRow = {
@@ -89,7 +90,8 @@ function renderClosed(c: ClosedIncarnation): string {
   const id = (x?: string) => (x ? ` (topic id ${x})` : '');
   const open = c.openRanges.length ? `, ${c.openRanges.length} open range(s) removed unread` : '';
   return (
-    `${c.topic}/${c.partition} re-created: incarnation ${c.incarnation}${id(c.topicId)} closed at ${isoTime(c.detectedAtMs)} with committed ${c.committed}, ` +
+    `${c.topic}/${c.partition} re-created: incarnation ${c.incarnation}${id(c.topicId)} ` +
+    `closed at ${isoTime(c.detectedAtMs)} with committed ${c.committed}, ` +
     `planned up to ${c.nextFrom}${open}; incarnation ${c.incarnation + 1}${id(c.newTopicId)} reads from ${c.newStartOffset}`
   );
 }
@@ -185,7 +187,7 @@ async function kafkaOffsets(ctx: OpsContext, stream: StreamConfig): Promise<Kafk
     };
     if (found.offsets.length || !found.unavailable.length) return view;
     const n = partitionCount(found.unavailable.length);
-    return { ...view, kafkaError: `Kafka: no offsets could be read (${n} of stream ${stream.id}): ${unavailableText(found.unavailable)}` };
+    return { ...view, kafkaError: noOffsetsReadMessage(n, stream.id, unavailableText(found.unavailable)) };
   } catch (err) {
     return { discovered, ...none, kafkaError: kafkaFailureText(err, stream.id), topicsWarning };
   }
@@ -255,7 +257,10 @@ function lagUnknown(r: PartitionStatusRow, noOffsets: boolean): boolean {
   return (r.status === 'active' || r.status === 'failed') && (noOffsets || r.unavailable !== undefined);
 }
 
-/** Counts the current incarnation's open ranges into their rows (in flight and the progress inside, failed, parked); returns those ranges. */
+/**
+ * Counts the current incarnation's open ranges into their rows (in flight and the progress inside,
+ * failed, parked); returns those ranges.
+ */
 function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionState[], open: RangeState[]): RangeState[] {
   const current: RangeState[] = [];
   const incarnation = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.incarnation ?? 0]));
@@ -301,7 +306,8 @@ export function renderStatus(s: StreamStatus): string {
         ? `started ${isoTime(s.startedAtMs)}`
         : 'not started (no planner run yet)';
   lines.push(
-    `stream ${s.stream}${s.bounded ? ' (bounded replay)' : ''}: ${state}, planner epoch ${s.epoch ?? 0}${s.leaseHeldUntilMs ? `, lease held for ${duration(s.leaseHeldUntilMs - s.atMs)}` : ''}`,
+    `stream ${s.stream}${s.bounded ? ' (bounded replay)' : ''}: ${state}, planner epoch ${s.epoch ?? 0}` +
+      `${s.leaseHeldUntilMs ? `, lease held for ${duration(s.leaseHeldUntilMs - s.atMs)}` : ''}`,
   );
   lines.push(...renderLoop(s.loop, s.lastRunAtMs, s.atMs));
   if (s.lastChange) lines.push(`last operator change: ${s.lastChange.what} (by ${s.lastChange.by} at ${isoTime(s.lastChange.atMs)})`);
@@ -351,7 +357,8 @@ export function renderStatus(s: StreamStatus): string {
   // Without Kafka's offsets the lag is unknown, not zero; with some of them, a lower bound.
   const partial = t.lagUnknownPartitions ? ` (partial: lag of ${partitionCount(t.lagUnknownPartitions)} unknown)` : '';
   lines.push(
-    `total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : `${t.lag}${partial}`}, ranges in flight ${t.inFlight}, failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`,
+    `total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : `${t.lag}${partial}`}, ranges in flight ${t.inFlight}, ` +
+      `failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`,
   );
   lines.push(renderInFlight(s.inFlightProgress));
   const writing = s.inFlightProgress.writing;
@@ -363,7 +370,8 @@ export function renderStatus(s: StreamStatus): string {
     if (r.lastError) lines.push(`  ${r.topic}/${r.partition} last range error: ${r.lastError}`);
     if (r.parkedAt !== undefined) {
       lines.push(
-        `  ${r.topic}/${r.partition} is stopped by a parked range at offset ${r.parkedAt}: once fixed, rewind ${s.stream} --topic ${r.topic} --partition ${r.partition} --to ${r.parkedAt}`,
+        `  ${r.topic}/${r.partition} is stopped by a parked range at offset ${r.parkedAt}: ` +
+          `once fixed, rewind ${s.stream} --topic ${r.topic} --partition ${r.partition} --to ${r.parkedAt}`,
       );
     }
   }

@@ -5,6 +5,7 @@
  */
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
+import { invalidReplayStreamIdMessage } from './messages';
 
 const REPLAY_ID = /^(.+)-replay-([a-z0-9][a-z0-9_-]*)$/;
 const STREAM_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -13,9 +14,7 @@ const STREAM_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 export function replayStreamId(source: string, name: string): string {
   const id = `${source}-replay-${name}`;
   if (!STREAM_ID.test(id)) {
-    throw new ValidationError(
-      `replay stream id "${id}" is not a valid stream id (1-63 characters: lowercase letters, digits, '_' or '-'); choose a shorter --name`,
-    );
+    throw new ValidationError(invalidReplayStreamIdMessage(id));
   }
   return id;
 }

@@ -1,5 +1,6 @@
 /** Timestamps and offsets as operators type them on the command line. */
 import { ValidationError } from '../errors';
+import { invalidTimeMessage } from './messages';
 
 const RELATIVE = /^-(\d+)(ms|s|m|h|d)$/;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -19,9 +20,7 @@ export function parseTimestamp(text: string, nowMs: number, what = 'timestamp'):
     const ms = Date.parse(t.includes('T') || t.includes(' ') ? t : `${t}T00:00:00Z`);
     if (Number.isFinite(ms)) return ms;
   }
-  throw new ValidationError(
-    `invalid ${what} "${text}": use ISO 8601 (2024-05-01T12:00:00Z), @<epoch ms>, now, or -<n>ms|s|m|h|d (e.g. -2h)`,
-  );
+  throw new ValidationError(invalidTimeMessage(what, text));
 }
 
 /** A non-negative whole number as typed (no sign, no exponent, no blanks). */

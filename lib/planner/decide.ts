@@ -17,6 +17,13 @@ import {
 } from '../ports/ledger';
 import { partitionKey } from '../ranges';
 import { admitPieces, bySlotPriority, capSource, occupiedSlots, openRangeCap, type ProcessorConcurrency } from './concurrency-cap';
+import {
+  attemptsExhaustedError,
+  dataLossReason,
+  offsetRegressionReason,
+  regressionRecreationReason,
+  waitingForConcurrencyNote,
+} from './messages';
 
 export type PlanInput = {
   stream: StreamConfig;
@@ -431,7 +438,7 @@ function offsetAnomaly(
   nowMs: number,
 ): { write: PlanWrite; report: PartitionReport; skipTo?: number } | undefined {
   if (o.latest < p.nextFrom) {
-    const reason = `OFFSET_REGRESSION: latest offset ${o.latest} is below planned offset ${p.nextFrom} with the same topic id (the log was truncated, e.g. by an unclean leader election); rewind the stream to continue`;
+    const reason = offsetRegressionReason(o.latest, p.nextFrom);
     return {
       write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs },
       report: report(p, o, 'failed', reason),
@@ -444,7 +451,7 @@ function offsetAnomaly(
   const lostUntil = stop === undefined ? o.earliest : Math.min(o.earliest, stop);
   const span = `[${p.nextFrom}, ${lostUntil})`;
   if (stream.failOnDataLoss) {
-    const reason = `DATA_LOSS: offsets ${span} were deleted by retention before they were processed (failOnDataLoss=true)`;
+    const reason = dataLossReason(span);
     return {
       write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs },
       report: report(p, o, 'failed', reason),
@@ -490,7 +497,7 @@ function grantSlots(input: PlanInput, ix: PlanIndex, candidates: PartitionState[
     lag: e.input.latest - e.input.from,
   }));
   const ordered = bySlotPriority(claims);
-  const why = `${open} of ${cap} ranges open (${capSource(stream.maxConcurrency, processorConcurrency)}): planned when a range finishes`;
+  const why = waitingForConcurrencyNote(open, cap, capSource(stream.maxConcurrency, processorConcurrency));
   for (const { e } of ordered.slice(free)) {
     const k = e.input.key;
     const before = draft.reports.get(k)?.note;
@@ -589,7 +596,7 @@ function redispatchOpen(input: PlanInput, candidates: PartitionState[]): Pick<Pl
       const error =
         reason === 'not-started'
           ? `no processor took the range after ${r.dispatches} dispatches`
-          : `gave up after ${r.attempts} attempts (maxAttempts ${stream.maxAttempts}): ${r.lastError ?? 'lease expired'}`;
+          : attemptsExhaustedError(r.attempts, stream.maxAttempts, r.lastError);
       parks.push({ kind: 'park-range', range: r, expect: { status: r.status, attempts: r.attempts }, error });
       continue;
     }
@@ -644,7 +651,7 @@ export function recreationReason(p: PartitionState, idNow: string | undefined, o
   }
   const regressed = o !== undefined && o.latest < p.nextFrom;
   if (regressed && (p.status === 'active' || p.reason?.startsWith('OFFSET_REGRESSION'))) {
-    return `latest offset ${o.latest} is below planned offset ${p.nextFrom} (${how}: detected by offset regression)`;
+    return regressionRecreationReason(o.latest, p.nextFrom, how);
   }
   return undefined;
 }

@@ -18,6 +18,7 @@ import {
   tickFits,
   tickLagMs,
 } from './loop-timing';
+import { handoverTimedOutReason, loopHeldWithSuccessorReason } from './messages';
 import { emptyReport, planStream, type PlannerDeps, type StreamPlanReport } from './run';
 
 /**
@@ -145,13 +146,13 @@ async function takeOver(
     // Handed over (or expired) between the refusal and the successor's record: ask again at once.
     if ((take.holder.ownerToken === undefined || (take.holder.expiresAtMs ?? 0) < nowMs) && ++raced <= 5) continue;
     if (take.holder.successor !== opts.ownerToken) {
-      rep.reason = `another invocation holds the loop until ${iso(take.holder.expiresAtMs)} and another waits to take it over`;
+      rep.reason = loopHeldWithSuccessorReason(iso(take.holder.expiresAtMs));
       return undefined;
     }
     const waited = await waitForHandover(deps, stream, opts, opts.ownerToken);
     if (!waited) {
       rep.waitedMs = clock.localMs() - t0;
-      rep.reason = `the holder did not hand over before this invocation's time ran out (held until ${iso(take.holder.expiresAtMs)})`;
+      rep.reason = handoverTimedOutReason(iso(take.holder.expiresAtMs));
       return undefined;
     }
   }

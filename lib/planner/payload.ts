@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
+import { invalidPlannerPayloadMessage, unknownPlannerStreamsMessage } from './messages';
 
 const adHocSchema = z.strictObject({
   /** Return the plan without writing anything or dispatching. */
@@ -27,16 +28,12 @@ export function parsePlannerPayload(event: unknown, config: DeploymentConfig): P
   const res = adHocSchema.safeParse(raw);
   if (!res.success) {
     const issues = res.error.issues.map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`).join('; ');
-    throw new ValidationError(
-      `invalid planner payload: ${issues} (accepted: {"dryRun"?: boolean, "streams"?: string[], "loop"?: boolean})`,
-    );
+    throw new ValidationError(invalidPlannerPayloadMessage(issues));
   }
   const known = new Map(config.streams.map((s) => [s.id, s]));
   const unknown = (res.data.streams ?? []).filter((id) => !known.has(id));
   if (unknown.length) {
-    throw new ValidationError(
-      `invalid planner payload: unknown stream${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (configured: ${[...known.keys()].join(', ')})`,
-    );
+    throw new ValidationError(unknownPlannerStreamsMessage(unknown, [...known.keys()]));
   }
   const streams = res.data.streams ? res.data.streams.map((id) => known.get(id) as StreamConfig) : config.streams;
   if (res.data.loop && res.data.dryRun)

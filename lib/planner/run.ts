@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { mapWithConcurrency } from '../concurrency';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
+import { AppError } from '../errors';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
 import type {
@@ -23,6 +24,7 @@ import type {
 import { partitionKey, type RangePayload } from '../ranges';
 import type { ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, pendingIndex, redispatchReason, startsAtStartingOffsets, type PartitionReport, type PlanDecision } from './decide';
+import { fencedOutMessage } from './messages';
 
 /** Checkpoints of a run, in order; tests inject crashes at each. */
 export const PLANNER_STEPS = ['leased', 'registered', 'persisted', 'dispatched', 'recorded'] as const;
@@ -208,11 +210,11 @@ export async function planStream(
     confirmed = true;
     if (decision.finished) {
       const marked = await deps.ledger.markStreamFinished({ ...run.ctx, nowMs });
-      if (marked === 'fenced') throw new FencedOut(stream.id, fenced.epoch);
+      if (marked === 'fenced') throw new FencedOutError(stream.id, fenced.epoch);
     }
     await run.step('recorded');
   } catch (err) {
-    if (err instanceof FencedOut) {
+    if (err instanceof FencedOutError) {
       return { ...rep, status: 'skipped', reason: err.message, durationMs: Date.now() - t0 };
     }
     throw err;
@@ -248,7 +250,7 @@ function runContext(deps: PlannerDeps, stream: StreamConfig, nowMs: number, ctx:
     apply: async (writes) => {
       if (!writes.length) return [];
       const out = await deps.ledger.applyPlan({ ...ctx, writes });
-      if (out.includes('fenced')) throw new FencedOut(stream.id, ctx.epoch);
+      if (out.includes('fenced')) throw new FencedOutError(stream.id, ctx.epoch);
       rep.conditionsLost += out.filter((o) => o === 'condition-failed').length;
       return out;
     },
@@ -407,7 +409,7 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
     // With the partitions this run could not register: they existed at the start, so a later run
     // registers them at startingOffsets (a partition appearing later starts at earliest).
     const started = await run.deps.ledger.markStreamStarted({ ...run.ctx, nowMs: run.nowMs, pendingStart: decision.pendingStart });
-    if (started === 'fenced') throw new FencedOut(run.stream.id, run.ctx.epoch);
+    if (started === 'fenced') throw new FencedOutError(run.stream.id, run.ctx.epoch);
   }
   await run.step('registered');
 
@@ -486,9 +488,10 @@ async function record(
 /** The warning of a run whose broker gives no topic ids (Metadata below v10). */
 export const NO_TOPIC_IDS = 'no topic ids from this broker: re-creation detected only by offset regression';
 
-class FencedOut extends Error {
-  constructor(stream: string, epoch: number) {
-    super(`planner epoch ${epoch} of stream ${stream} was fenced out by a newer run; it stopped without further writes`);
+/** A newer planner run fenced this one out: it stops without further writes (the run is skipped, not failed). */
+export class FencedOutError extends AppError {
+  constructor(stream: string, epoch: number, options?: { cause?: unknown }) {
+    super('FENCED_OUT', fencedOutMessage(stream, epoch), options);
   }
 }
 

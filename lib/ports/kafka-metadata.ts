@@ -2,6 +2,7 @@
  * Port: what the planner needs to know about Kafka. Offsets are plain numbers (int64 offsets stay
  * below 2^53 in practice; adapters reject anything larger rather than round it).
  */
+import { KafkaError } from '../errors';
 
 /**
  * A topic's partitions as the cluster reports them now. `topicId` (KIP-516) tells a topic deleted
@@ -28,6 +29,21 @@ export type UnavailableCode = 'LEADER_UNREACHABLE' | 'NO_LEADER' | 'NOT_LEADER' 
 
 /** A partition whose offsets this call could not read, with the one-line reason. */
 export type UnavailablePartition = { topic: string; partition: number; code: UnavailableCode; reason: string };
+
+/**
+ * One partition's offsets could not be read now (see `UnavailableCode`: its leader dead or moving),
+ * for an operation that needs that very partition; `type` is the code.
+ */
+export class PartitionUnavailableError extends KafkaError {
+  readonly topic: string;
+  readonly partition: number;
+
+  constructor(message: string, details: { topic: string; partition: number; code: string; cause?: unknown }) {
+    super(message, { cause: details.cause, type: details.code, retriable: true });
+    this.topic = details.topic;
+    this.partition = details.partition;
+  }
+}
 
 /** Every asked partition appears in exactly one of the two lists. */
 export type OffsetsAnswer = { offsets: PartitionOffsets[]; unavailable: UnavailablePartition[] };

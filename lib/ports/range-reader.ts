@@ -3,6 +3,7 @@
  * Offsets are not contiguous (compaction gaps, transaction markers, aborted records), so a chunk
  * says where reading continues (`nextOffset`) instead of callers assuming `offset + 1`.
  */
+import { KafkaError } from '../errors';
 import type { IsolationLevel } from './kafka-metadata';
 
 /** One record header as written: names may repeat, a value may be null (Kafka allows both). */
@@ -70,6 +71,43 @@ export type RangeReader = {
   requestCount(): number;
   close(): Promise<void>;
 };
+
+// The errors `read` throws: part of the port's contract, so callers branch on them whatever the adapter.
+
+/**
+ * The offset to read is outside the partition's log: retention (or `deleteRecords`) removed it, or,
+ * rarely, it lies beyond the log end. `logStartOffset` is the partition's earliest offset when it
+ * could be looked up, so the caller can record the exact lost span.
+ */
+export class OffsetOutOfRangeError extends KafkaError {
+  readonly topic: string;
+  readonly partition: number;
+  readonly fetchOffset: number;
+  readonly logStartOffset: number | undefined;
+
+  constructor(
+    message: string,
+    details: { topic: string; partition: number; fetchOffset: number; logStartOffset?: number; cause?: unknown },
+  ) {
+    super(message, { cause: details.cause, type: 'OFFSET_OUT_OF_RANGE', retriable: false });
+    this.topic = details.topic;
+    this.partition = details.partition;
+    this.fetchOffset = details.fetchOffset;
+    this.logStartOffset = details.logStartOffset;
+  }
+}
+
+/** The topic, or that partition of it, does not exist (deleted, or never created); nothing is auto-created. */
+export class PartitionNotFoundError extends KafkaError {
+  readonly topic: string;
+  readonly partition: number;
+
+  constructor(message: string, details: { topic: string; partition: number; cause?: unknown }) {
+    super(message, { cause: details.cause, type: 'UNKNOWN_TOPIC_OR_PARTITION', retriable: false });
+    this.topic = details.topic;
+    this.partition = details.partition;
+  }
+}
 
 /**
  * The value of the last header named `key` (Java's `Headers.lastHeader`): `null` when that header's

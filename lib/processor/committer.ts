@@ -13,11 +13,21 @@ import type { KafkaRecord } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import { deadLetterOf, retained } from './dead-letter';
 import { idempotencyKeyOf, type HandlerContext, type HandlerRecord, type RecordsHandler } from './handler-api';
+import { LEASE_LOST_REASON, recordWritesTooLargeMessage } from './messages';
 
 /** A commit's condition showed another processor holds the lease: stop without further writes. */
-export class LeaseLost extends Error {}
-/** A record kept failing under `poisonPolicy: stop-partition`: park the range. */
-export class PoisonStop extends Error {}
+export class LeaseLostError extends AppError {
+  constructor(options?: { cause?: unknown }) {
+    super('LEASE_LOST', LEASE_LOST_REASON, options);
+  }
+}
+
+/** A record kept failing under `poisonPolicy: stop-partition` (or a batch cannot be completed exactly): park the range. */
+export class PoisonStopError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('POISON_STOP', message, options);
+  }
+}
 
 export type CommitterInput = {
   ledger: Ledger;
@@ -102,7 +112,7 @@ export class ChunkCommitter {
     if (due) await this.flush();
   }
 
-  /** Commits `[progress, to)` with its writes; throws LeaseLost when a condition shows we lost the lease. */
+  /** Commits `[progress, to)` with its writes; throws LeaseLostError when a condition shows we lost the lease. */
   protected async commit(
     to: number,
     sinkWrites: SinkWrite[],
@@ -120,7 +130,7 @@ export class ChunkCommitter {
       deadLetters: range.incarnation ? deadLetters.map((d) => ({ ...d, incarnation: range.incarnation })) : deadLetters,
       dataLoss: dataLoss && this.lossEntry(dataLoss),
     });
-    if (outcome === 'lease-lost') throw new LeaseLost();
+    if (outcome === 'lease-lost') throw new LeaseLostError();
     await this.c.afterStep?.('committed', { from: this.progress, to });
     this.progress = to;
     if (this.handledTo !== undefined && this.handledTo <= to) this.handledTo = undefined;
@@ -161,10 +171,7 @@ export class ChunkCommitter {
       return;
     }
     if (!fitsOneCommit(writes, limits)) {
-      const error =
-        `the writes for one record do not fit one ledger commit (${writes.length} writes; at most ${limits.maxSinkWrites}, ` +
-        `${limits.maxSinkBytes} bytes, one write per item)`;
-      return this.isolate(batch, to, new Error(error));
+      return this.isolate(batch, to, new Error(recordWritesTooLargeMessage(writes.length, limits.maxSinkWrites, limits.maxSinkBytes)));
     }
     try {
       await this.commit(to, writes, []);
@@ -214,7 +221,7 @@ export class ChunkCommitter {
         return undefined;
       } catch (err) {
         // Our own infrastructure errors (store, Kafka, config) are not the record's fault.
-        if (err instanceof LeaseLost) throw err;
+        if (err instanceof LeaseLostError) throw err;
         if (err instanceof AppError && !(err instanceof SinkConditionError)) throw err;
         lastError = err;
       }
@@ -228,7 +235,7 @@ export class ChunkCommitter {
     const message = `handler rejected ${rec.idempotencyKey} ${failed.attempts} times: ${errorText(failed.lastError)}`;
     if (stream.poisonPolicy === 'stop-partition') {
       await this.flush(); // at-least-once: what was handled before it stays handled
-      throw new PoisonStop(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
+      throw new PoisonStopError(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
     }
     const letter = deadLetterOf(
       this.c.ledger.limits.deadLetter,

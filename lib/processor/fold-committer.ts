@@ -17,9 +17,10 @@ import { AppError } from '../errors';
 import { fitsOneCommit } from '../ports/ledger';
 import type { RangeState, SinkMark, SinkWrite } from '../ports/ledger';
 import type { KafkaRecord } from '../ports/range-reader';
-import { ChunkCommitter, LeaseLost, PoisonStop, toHandlerRecord, withTable, type CommitterInput } from './committer';
+import { ChunkCommitter, LeaseLostError, PoisonStopError, toHandlerRecord, withTable, type CommitterInput } from './committer';
 import { foldWriteProblem } from './fold-write';
 import { sinkItemId, type HandlerRecord, type ItemFold, type SinkItemRef } from './handler-api';
+import { foldReplayDataLossMessage, nondeterministicFoldMessage } from './messages';
 
 /** How large a batch grows and how it is written. */
 export type FoldBudget = {
@@ -103,10 +104,7 @@ export class FoldCommitter extends ChunkCommitter {
 
   override async skipLost(until: number): Promise<void> {
     if (this.replayUntil !== undefined) {
-      throw new PoisonStop(
-        `DATA_LOSS: retention deleted offsets before ${until} while the batch [${this.progress}, ${this.replayUntil}) was ` +
-          'being written again; the items it had not reached yet cannot be completed exactly',
-      );
+      throw new PoisonStopError(foldReplayDataLossMessage(until, this.progress, this.replayUntil));
     }
     await this.writeBatch(this.foldedTo);
     await super.skipLost(until);
@@ -174,7 +172,7 @@ export class FoldCommitter extends ChunkCommitter {
       nowMs: await this.c.storeClock(),
       leaseMs: stream.processor.leaseMs,
     });
-    if (outcome === 'lease-lost') throw new LeaseLost();
+    if (outcome === 'lease-lost') throw new LeaseLostError();
     this.replayUntil = end;
     await this.c.afterStep?.('batch-begun', { from: this.progress, to: Math.min(end, range.until) });
   }
@@ -208,18 +206,13 @@ export class FoldCommitter extends ChunkCommitter {
 /** A record folded into a pending batch is rejected when the batch is folded again. */
 export class NondeterministicFoldError extends AppError {
   constructor(key: string, from: number, until: number, cause: unknown) {
-    super(
-      'FOLD_NOT_DETERMINISTIC',
-      `record ${key} was folded into the batch [${from}, ${until}) that is being written, but fold.map rejects it now: ` +
-        'fold.map must be deterministic',
-      { cause },
-    );
+    super('FOLD_NOT_DETERMINISTIC', nondeterministicFoldMessage(key, from, until), { cause });
   }
 }
 
 /** `fold.write` returned something other than an unconditional update of the item it was given. */
 export class FoldWriteError extends AppError {
-  constructor(message: string) {
-    super('FOLD_WRITE', message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('FOLD_WRITE', message, options);
   }
 }

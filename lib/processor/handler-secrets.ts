@@ -4,7 +4,8 @@
  * a rotated secret reach the handler without a cold start.
  */
 import type { SecretRef, StreamConfig } from '../config/schema';
-import { describeSecretRef, SecretUnavailableError, type SecretResolver } from '../kafka/secrets';
+import { SecretUnavailableError } from '../errors';
+import { describeSecretRef, type SecretResolver } from '../kafka/secrets';
 
 /** What a handler of a stream without secrets gets. */
 const NO_SECRETS: Readonly<Record<string, string>> = Object.freeze({});

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
 import type { RangePayload } from '../ranges';
+import { invalidProcessorPayloadMessage, peekStreamRequiredMessage, unknownProcessorStreamMessage } from './messages';
 import { requirePeekTopic } from './peek';
 
 const offset = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -32,22 +33,21 @@ export type ProcessorRequest =
 
 function fail(issues: z.core.$ZodIssue[]): never {
   const text = issues.map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`).join('; ');
-  throw new ValidationError(
-    `invalid processor payload: ${text} (accepted: {"stream","topic","partition","from","until","incarnation"?} or {"peek": {"stream"?,"topic","partition","offset","count"?}})`,
-  );
+  throw new ValidationError(invalidProcessorPayloadMessage(text));
 }
 
 function streamOf(config: DeploymentConfig, id: string | undefined): StreamConfig {
   if (id === undefined) {
     if (config.streams.length === 1) return config.streams[0] as StreamConfig;
-    throw new ValidationError(
-      `invalid processor payload: peek.stream is required with several streams (${config.streams.map((s) => s.id).join(', ')})`,
-    );
+    throw new ValidationError(peekStreamRequiredMessage(config.streams.map((s) => s.id)));
   }
   const s = config.streams.find((x) => x.id === id);
   if (!s)
     throw new ValidationError(
-      `invalid processor payload: unknown stream ${id} (configured: ${config.streams.map((x) => x.id).join(', ')})`,
+      unknownProcessorStreamMessage(
+        id,
+        config.streams.map((x) => x.id),
+      ),
     );
   return s;
 }

@@ -4,6 +4,7 @@ import { describeSubscription, topicMatcher } from '../config/topics';
 import { ValidationError } from '../errors';
 import type { IsolationLevel } from '../ports/kafka-metadata';
 import type { KafkaRecord, RangeReader, TimestampType } from '../ports/range-reader';
+import { peekTopicRefusedMessage } from './messages';
 
 /** How a peeked byte string is written: UTF-8 text only when that round-trips exactly, else base64; null for null. */
 export type ByteEncoding = 'utf8' | 'base64';
@@ -62,9 +63,7 @@ export function toPeeked(r: KafkaRecord): PeekedRecord {
  */
 export function requirePeekTopic(stream: StreamConfig, topic: string): void {
   if (!topicMatcher(stream)(topic)) {
-    throw new ValidationError(
-      `stream ${stream.id} does not consume topic ${topic} (its ${describeSubscription(stream)}): peek reads only a stream's own topics`,
-    );
+    throw new ValidationError(peekTopicRefusedMessage(stream.id, topic, describeSubscription(stream)));
   }
 }
 

@@ -6,16 +6,17 @@
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
-import { OffsetOutOfRangeError, PartitionNotFoundError } from '../kafka/errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import { resolveSecret } from '../kafka/secrets';
 import { updateObservedRate } from '../offsets';
 import type { LeasedRange, Ledger, RangeState, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
-import { ChunkCommitter, errorText, LeaseLost, PoisonStop, type CommitterInput } from './committer';
+import { ChunkCommitter, errorText, LeaseLostError, PoisonStopError, type CommitterInput } from './committer';
 import { DEFAULT_FOLD_BUDGET, FoldCommitter, type FoldBudget } from './fold-committer';
 import type { HandlerContext, RecordsHandler } from './handler-api';
 import { resolveHandlerSecrets } from './handler-secrets';
+import { LEASE_LOST_REASON, rangeDataLossReason, rangeMismatchMessage, topicRecreatedReason } from './messages';
 
 /**
  * Crash-injection points, in order, for tests. `batch-begun` and `sink-written` are reached by folded
@@ -175,9 +176,7 @@ async function leaseRange(run: Run): Promise<{ taken: RangeState } | { result: P
   switch (lease.kind) {
     case 'mismatch':
       // Checked by the lease-taking write itself: nothing was counted or held.
-      throw new ValidationError(
-        `invalid processor payload: until=${range.until} does not match the ledger's range ${range.topic}/${range.partition} [${range.from}, ${lease.range.until}); nothing was changed`,
-      );
+      throw new ValidationError(rangeMismatchMessage(range, lease.range.until));
     case 'missing':
       return end('unknown-range', { reason: 'the ledger has no such range: only ranges the planner planned are processed' });
     case 'done':
@@ -265,7 +264,7 @@ async function onRetentionLoss(run: Run, committer: ChunkCommitter, held: Leased
   if (!(err instanceof OffsetOutOfRangeError) || err.logStartOffset === undefined || err.logStartOffset <= progress) throw err;
   const lostUntil = Math.min(err.logStartOffset, range.until);
   if (stream.failOnDataLoss) {
-    const reason = `DATA_LOSS: offsets [${progress}, ${lostUntil}) of ${range.topic}/${range.partition} were deleted by retention before they were processed (failOnDataLoss=true)`;
+    const reason = rangeDataLossReason(range, progress, lostUntil);
     await run.deps.ledger.failRange({ range: held, status: 'parked', error: reason, nowMs: clock() });
     return finish(run, 'parked', committer, { reason, dataLoss: { from: progress, until: lostUntil } });
   }
@@ -289,7 +288,7 @@ async function complete(
   const progress = committer.progress;
   if (progress < range.until) {
     const progressed = progress > leased.progress;
-    if ((await deps.ledger.releaseRange({ range: held, nowMs: clock(), progressed })) === 'lease-lost') throw new LeaseLost();
+    if ((await deps.ledger.releaseRange({ range: held, nowMs: clock(), progressed })) === 'lease-lost') throw new LeaseLostError();
     return finish(run, 'partial', committer, {
       remaining: range.until - progress,
       reason: 'stopped before the deadline; the planner dispatches the remainder',
@@ -311,7 +310,7 @@ async function complete(
     observedRecordsPerSec: updateObservedRate(partition?.observedRecordsPerSec, committer.records, processingMs),
     advancePartition: true,
   });
-  if (outcome === 'lease-lost') throw new LeaseLost();
+  if (outcome === 'lease-lost') throw new LeaseLostError();
   await deps.afterStep?.('completed', { from: range.from, to: range.until });
   if (stream.consumerGroup && deps.commitGroupOffset) {
     // Best effort: the ledger is the source of truth; the group only feeds standard lag tools.
@@ -327,9 +326,8 @@ async function mapError(run: Run, committer: ChunkCommitter, held: LeasedRange, 
     await ledger.failRange({ range: held, status: 'parked', error: reason, nowMs: run.clock() });
     return finish(run, 'parked', committer, { reason });
   };
-  if (err instanceof LeaseLost)
-    return finish(run, 'lease-lost', committer, { reason: 'another processor took the lease; stopped without further writes' });
-  if (err instanceof PoisonStop) return park(err.message);
+  if (err instanceof LeaseLostError) return finish(run, 'lease-lost', committer, { reason: LEASE_LOST_REASON });
+  if (err instanceof PoisonStopError) return park(err.message);
   if (err instanceof PartitionNotFoundError) return park(`PARTITION_DELETED: ${err.message}`);
   // Anything else (broker down, throttling): record it for the planner, then fail the invocation.
   await recordFailedAttempt(run, held, err);
@@ -350,5 +348,5 @@ async function topicRecreatedSince(reader: RangeReader, topic: string, plannedTo
   if (plannedTopicId === undefined || !reader.topicId) return undefined;
   const now = await reader.topicId(topic);
   if (now === undefined || now === plannedTopicId) return undefined; // gone: the read reports it
-  return `TOPIC_RECREATED: topic ${topic} now has id ${now}, the range was planned against ${plannedTopicId}; its records were not read`;
+  return topicRecreatedReason(topic, now, plannedTopicId);
 }

@@ -1,7 +1,6 @@
 /** The kafkajs KafkaMetadata adapter against the real local broker. */
 import type { Admin, Kafka, Producer } from 'kafkajs';
-import { AppError, ValidationError } from '../../lib/errors';
-import { KafkaError } from '../../lib/kafka/errors';
+import { AppError, KafkaError, ValidationError } from '../../lib/errors';
 import { createKafkajsMetadata, toSafeOffset, type KafkajsMetadata } from '../../lib/kafka/metadata.kafkajs';
 import type { TopicPartitions } from '../../lib/ports/kafka-metadata';
 import { createTopicsReady, testKafka, uniqueName } from '../support/env';

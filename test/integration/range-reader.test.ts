@@ -5,7 +5,7 @@ import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'ka
 import { TimeoutError } from '../../lib/errors';
 import { KafkajsCluster } from '../../lib/kafka/cluster.kafkajs';
 import { registerCodecs } from '../../lib/kafka/protocol/codecs';
-import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../lib/kafka/errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../lib/ports/range-reader';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../../lib/ports/range-reader';
 import { createTopicsReady, testKafka, uniqueName } from '../support/env';

@@ -21,7 +21,7 @@ import snappyjsModule from 'snappyjs';
 import lz4jsModule from 'lz4js';
 // @ts-expect-error -- lz4js ships no types; xxh32 is typed below.
 import xxh32Module from 'lz4js/xxh32.js';
-import { KafkaError } from '../errors';
+import { KafkaError } from '../../errors';
 
 /** What kafkajs calls with a codec: `compress` gets its Encoder (bytes in `.buffer`). */
 export type KafkajsCodec = {

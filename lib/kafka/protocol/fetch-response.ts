@@ -19,7 +19,7 @@
 import type { AbortedTransaction } from './aborted';
 import { crc32c } from './crc32c';
 import type { KafkaRecord } from '../../ports/range-reader';
-import { KafkaError } from '../errors';
+import { KafkaError } from '../../errors';
 import { decodeBatchRecords } from './record-batch';
 
 /** A record batch's header, and its records decoded on demand. */

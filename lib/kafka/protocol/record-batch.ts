@@ -13,7 +13,7 @@
  */
 import type { KafkaRecord, RecordHeader, TimestampType } from '../../ports/range-reader';
 import { COMPRESSION_CODEC_MASK, decompressRecords } from './codecs';
-import { KafkaError } from '../errors';
+import { KafkaError } from '../../errors';
 
 /** Offsets of batch header fields (see fetch-response.ts for the rest). */
 const ATTRIBUTES_AT = 21;

@@ -1,6 +1,7 @@
 /** An in-memory partition log behind the reader's FetchTransport, with fault injection. */
 import type { AbortedTransaction } from '../../../lib/kafka/protocol/aborted';
-import { KafkaError, PartitionNotFoundError } from '../../../lib/kafka/errors';
+import { KafkaError } from '../../../lib/errors';
+import { PartitionNotFoundError } from '../../../lib/ports/range-reader';
 import type { FetchPartitionRequest } from '../../../lib/kafka/cluster.kafkajs';
 import type { FetchedBatch, FetchResponse } from '../../../lib/kafka/protocol/fetch-response';
 import type { KafkaRecord } from '../../../lib/ports/range-reader';

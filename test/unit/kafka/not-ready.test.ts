@@ -1,7 +1,9 @@
 /** isNotReadyError: which failures mean "this topic is not ready yet" (skip it this run) and which do not. */
 import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded } from 'kafkajs';
 import { protocolError } from '../../../lib/kafka/cluster.kafkajs';
-import { isNotReadyError, KafkaError, PartitionNotFoundError, toKafkaError } from '../../../lib/kafka/errors';
+import { isNotReadyError, toKafkaError } from '../../../lib/kafka/errors';
+import { KafkaError } from '../../../lib/errors';
+import { PartitionNotFoundError } from '../../../lib/ports/range-reader';
 import { withRetries } from '../../../lib/kafka/retry';
 
 const UNKNOWN_TOPIC_OR_PARTITION = 3;

@@ -1,6 +1,6 @@
 /** The range reading loop over a fake transport: exact ranges, chunking, retries, waits, errors. */
-import { TimeoutError, ValidationError } from '../../../lib/errors';
-import { KafkaError, OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/kafka/errors';
+import { KafkaError, TimeoutError, ValidationError } from '../../../lib/errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/ports/range-reader';
 import { createRangeReader, isRetriableFetchError, type RangeReaderOptions } from '../../../lib/kafka/range-reader';
 import type { RangeReader, ReadRequest, RecordChunk } from '../../../lib/ports/range-reader';
 import { batch, FakeClock, FakeLog, record, type BatchSpec } from './fake-log';

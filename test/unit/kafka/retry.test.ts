@@ -1,5 +1,5 @@
 /** Bounded exponential backoff and abortable waits. */
-import { KafkaError } from '../../../lib/kafka/errors';
+import { KafkaError } from '../../../lib/errors';
 import { abortable, backoffMs, systemClock, withRetries, type RetryPolicy } from '../../../lib/kafka/retry';
 import { FakeClock } from './fake-log';
 

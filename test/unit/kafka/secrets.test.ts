@@ -1,15 +1,8 @@
 /** SecretRef resolution: sources, JSON fields, per-process caching with expiry; no AWS calls. */
 import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
-import { ValidationError } from '../../../lib/errors';
-import {
-  createSecretResolver,
-  readSecretsManager,
-  readSsmParameter,
-  regionOfArn,
-  secretField,
-  SecretUnavailableError,
-} from '../../../lib/kafka/secrets';
+import { SecretUnavailableError, ValidationError } from '../../../lib/errors';
+import { createSecretResolver, readSecretsManager, readSsmParameter, regionOfArn, secretField } from '../../../lib/kafka/secrets';
 
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:kafka-AbCdEf';
 

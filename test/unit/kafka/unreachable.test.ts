@@ -2,7 +2,8 @@
 import { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError } from 'kafkajs';
 import { kafkaLogLines } from '../../../lib/kafka/client';
 import { kafkaLogTo } from '../../../lib/runtime/aws';
-import { connectionFailure, KafkaError, kafkaFailureText, toKafkaError } from '../../../lib/kafka/errors';
+import { connectionFailure, kafkaFailureText, toKafkaError } from '../../../lib/kafka/errors';
+import { KafkaError } from '../../../lib/errors';
 
 const refused = (broker: string, code = 'ECONNREFUSED') =>
   new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionError(`Connection error: connect ${code} ${broker}`, { broker, code }), {

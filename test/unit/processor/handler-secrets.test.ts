@@ -4,7 +4,8 @@
  * range attempt with one line, before the handler sees a record.
  */
 import type { StreamConfigInput } from '../../../lib/config/schema';
-import { createSecretResolver, SecretUnavailableError, type SecretResolver } from '../../../lib/kafka/secrets';
+import { SecretUnavailableError } from '../../../lib/errors';
+import { createSecretResolver, type SecretResolver } from '../../../lib/kafka/secrets';
 import type { AtLeastOnceHandler, HandlerContext } from '../../../lib/processor/handler-api';
 import { resolveHandlerSecrets } from '../../../lib/processor/handler-secrets';
 import { parseStreamConfig } from '../../../lib/config/schema';

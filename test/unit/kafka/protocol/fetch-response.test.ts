@@ -1,7 +1,7 @@
 /** The batch-preserving Fetch v11 decoder on synthetic broker responses. */
 import { CompressionTypes } from 'kafkajs';
 import { registerCodecs } from '../../../../lib/kafka/protocol/codecs';
-import { KafkaError } from '../../../../lib/kafka/errors';
+import { KafkaError } from '../../../../lib/errors';
 import { decodeFetchResponseV11, decodeRecordBatches } from '../../../../lib/kafka/protocol/fetch-response';
 import { batchBytes, fetchResponseBytes } from './batches';
 

@@ -1,6 +1,6 @@
 /** The v2 record decoder on batches written byte by byte: headers exactly as written, timestamp types, every codec. */
 import { registerCodecs } from '../../../../lib/kafka/protocol/codecs';
-import { KafkaError } from '../../../../lib/kafka/errors';
+import { KafkaError } from '../../../../lib/errors';
 import { decodeRecordBatches } from '../../../../lib/kafka/protocol/fetch-response';
 import type { KafkaRecord } from '../../../../lib/ports/range-reader';
 import { rawBatch, type RawBatch } from './raw-batch';
