@@ -19,8 +19,9 @@ import type { QueryCommandInput, TransactWriteCommandInput, UpdateCommandInput }
 import { ValidationError } from '../errors';
 import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
 import { splitLoop } from './loop.dynamodb';
+import type { LedgerLimits } from '../ports/commit-limits';
+import type { PlanWrite, RewindPartition } from '../ports/ledger';
 import type {
-  LedgerLimits,
   ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
@@ -29,14 +30,11 @@ import type {
   OperatorChange,
   PartitionState,
   PendingStart,
-  PlanWrite,
   RangeState,
   RangeStats,
-  RewindPartition,
-  SinkMark,
-  SinkWrite,
   StreamMeta,
-} from '../ports/ledger';
+} from '../ports/ledger-state';
+import type { SinkMark, SinkWrite } from '../ports/sink-write';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
 

@@ -24,18 +24,12 @@ import { maySucceed, type LoopRenewal, type LoopTake, type PlannerLoopState } fr
 import { recordSuccessorUpdate, releasePlannerLoopUpdate, renewPlannerLoopUpdate, splitLoop, takePlannerLoopUpdate } from './loop.dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConfigurationError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
-import { CommitTooLargeError, fitsOneCommit, leaseRefusal, SinkConditionError } from '../ports/ledger';
-import type {
-  LeaseOutcome,
-  Ledger,
-  MarkedWritesOutcome,
-  PlannerLease,
-  PlanWrite,
-  ProcessorWriteOutcome,
-  RangeState,
-  RewindOutcome,
-  WriteOutcome,
-} from '../ports/ledger';
+import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
+import { leaseRefusal } from '../ports/ledger-rules/lease';
+import { SinkConditionError } from '../ports/sink-write';
+import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RewindOutcome, WriteOutcome } from '../ports/ledger';
+import type { RangeState } from '../ports/ledger-state';
+import type { MarkedWritesOutcome } from '../ports/sink-write';
 import {
   acquirePlannerLeaseUpdate,
   advancePartitionAction,

@@ -3,28 +3,24 @@
  * adapter (the shared contract test runs against both), with none of its batching.
  */
 import { DYNAMODB_LIMITS } from './codec.dynamodb';
-import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit, isMarkableWrite, leaseRefusal } from '../ports/ledger';
+import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
+import { CLOSE_MAX_OPEN_RANGES } from '../ports/ledger';
+import { leaseRefusal } from '../ports/ledger-rules/lease';
+import { isMarkableWrite } from '../ports/sink-write';
 import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
 import { ValidationError } from '../errors';
+import type { LedgerLimits } from '../ports/commit-limits';
+import type { LeaseOutcome, ProcessorWriteOutcome, Ledger, PlannerLease, PlanWrite, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import type {
-  LedgerLimits,
   ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
   LeasedRange,
-  LeaseOutcome,
-  ProcessorWriteOutcome,
-  SinkMark,
-  SinkWrite,
-  Ledger,
   PartitionState,
-  PlannerLease,
-  PlanWrite,
   RangeState,
-  RewindOutcome,
   StreamMeta,
-  WriteOutcome,
-} from '../ports/ledger';
+} from '../ports/ledger-state';
+import type { SinkMark, SinkWrite } from '../ports/sink-write';
 
 type StreamStore = {
   meta?: StreamMeta;

@@ -10,16 +10,8 @@ import { mapWithConcurrency } from '../concurrency';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
-import type {
-  ClosedIncarnation,
-  DataLossEntry,
-  Ledger,
-  PartitionState,
-  PendingStart,
-  PlanWrite,
-  RangeState,
-  WriteOutcome,
-} from '../ports/ledger';
+import type { Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
+import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
 import type { ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, pendingIndex, redispatchReason, startsAtStartingOffsets, type PartitionReport, type PlanDecision } from './decide';
