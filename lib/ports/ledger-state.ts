@@ -65,6 +65,8 @@ export type PartitionState = {
   lastPlannedAtMs?: number;
   /** Why the partition was retired or failed (e.g. `TOPIC_DELETED`, `DATA_LOSS ...`). */
   reason?: string;
+  /** When the partition was retired or failed. */
+  statusChangedAtMs?: number;
   /** EWMA of processor throughput on this partition, records/s (time budget). */
   observedRecordsPerSec?: number;
   /** Backpressure estimator state (when the stream enables backpressure). */
