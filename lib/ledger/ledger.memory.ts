@@ -2,7 +2,7 @@
  * In-memory Ledger for fast unit tests of planner logic. Same conditional semantics as the DynamoDB
  * adapter (the shared contract test runs against both), with none of its batching.
  */
-import { DYNAMODB_LIMITS } from './codec.dynamodb';
+import { DYNAMODB_LIMITS } from './limits.dynamodb';
 import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
 import { holdsLease, leaseRefusal, takenRange } from '../ports/ledger-rules/lease';
 import { changed, meets, type ItemRef, type ItemStep } from '../ports/ledger-rules/item-step';
