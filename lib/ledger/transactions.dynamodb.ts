@@ -105,6 +105,9 @@ export function putIfAbsent(table: string, item: Item): TxAction {
   return { Put: { TableName: table, Item: item, ConditionExpression: ABSENT } };
 }
 
+/** A map of expression names or values, left out when empty (DynamoDB refuses an empty one). */
+const orNone = <T extends object>(m: T): T | undefined => (Object.keys(m).length > 0 ? m : undefined);
+
 /** One step of a ledger rule as a transaction action: its requirements are the action's condition. */
 export function stepAction(table: string, stream: string, step: ItemStep): TxAction {
   switch (step.kind) {
@@ -125,8 +128,8 @@ export function stepAction(table: string, stream: string, step: ItemStep): TxAct
           Key: itemKey(stream, step.ref),
           UpdateExpression: update.expression,
           ConditionExpression: cond.expression,
-          ExpressionAttributeNames: { ...cond.names, ...update.names },
-          ExpressionAttributeValues: { ...cond.values, ...update.values },
+          ExpressionAttributeNames: orNone({ ...cond.names, ...update.names }),
+          ExpressionAttributeValues: orNone({ ...cond.values, ...update.values }),
         },
       };
     }
@@ -137,8 +140,8 @@ export function stepAction(table: string, stream: string, step: ItemStep): TxAct
           TableName: table,
           Item: codec.partitionItem(step.value),
           ConditionExpression: cond.expression,
-          ExpressionAttributeNames: cond.names,
-          ExpressionAttributeValues: cond.values,
+          ExpressionAttributeNames: orNone(cond.names),
+          ExpressionAttributeValues: orNone(cond.values),
         },
       };
     }

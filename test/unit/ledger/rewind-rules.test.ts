@@ -84,10 +84,9 @@ describe('rewindRanges', () => {
 
   it('never removes a range it does not look at, and blocks exactly when an open range lies there (property)', () => {
     const status = fc.constantFrom<RangeStatus>('planned', 'leased', 'done', 'failed', 'parked');
-    const ranges = fc.array(
-      fc.record({ from: fc.nat(100), len: fc.integer({ min: 1, max: 20 }), status, partition: fc.nat(1) }),
-      { maxLength: 12 },
-    );
+    const ranges = fc.array(fc.record({ from: fc.nat(100), len: fc.integer({ min: 1, max: 20 }), status, partition: fc.nat(1) }), {
+      maxLength: 12,
+    });
     fc.assert(
       fc.property(ranges, fc.nat(120), fc.nat(120), (specs, to, committed) => {
         const rs = specs.map((s) => range(s.from, s.from + s.len, s.status, { partition: s.partition }));
