@@ -25,6 +25,8 @@ import { recordSuccessorUpdate, releasePlannerLoopUpdate, renewPlannerLoopUpdate
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConfigurationError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
 import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
+import { plannerFence } from '../ports/ledger-rules/fence';
+import { meets } from '../ports/ledger-rules/item-step';
 import { lostLeaseOutcome } from '../ports/ledger-rules/lease';
 import { rewindDeadLetters, rewindRanges, rewindScanFrom } from '../ports/ledger-rules/rewind';
 import { SinkConditionError } from '../ports/sink-write';
@@ -264,8 +266,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return 'applied';
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      const old = (err.Item ?? {}) as { epoch?: { N?: string }; ownerToken?: { S?: string } };
-      const mine = Number(old.epoch?.N) === epoch && old.ownerToken?.S === ownerToken;
+      // The META item the condition failed on: still ours means the mark was set already.
+      const mine = err.Item !== undefined && meets(unmarshall(err.Item), plannerFence(epoch, ownerToken));
       return mine ? 'condition-failed' : 'fenced';
     }
   };

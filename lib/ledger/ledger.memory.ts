@@ -4,6 +4,7 @@
  */
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
 import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
+import { plannerFence } from '../ports/ledger-rules/fence';
 import { holdsLease, leaseRefusal, takenRange } from '../ports/ledger-rules/lease';
 import { changed, meets, type ItemRef, type ItemStep } from '../ports/ledger-rules/item-step';
 import { planWriteSteps } from '../ports/ledger-rules/plan-write';
@@ -131,8 +132,7 @@ export function createMemoryLedger(
     }
     return s;
   };
-  const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean =>
-    !s.meta || s.meta.epoch !== epoch || s.meta.ownerToken !== ownerToken;
+  const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean => !meets(s.meta, plannerFence(epoch, ownerToken));
   /** The range if `range.leaseToken` still holds its lease. */
   const held = (range: LeasedRange): RangeState | undefined => {
     const r = store(range.stream).ranges.get(rKey(range));

@@ -4,6 +4,7 @@
  */
 import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { ItemStep } from '../ports/ledger-rules/item-step';
+import { plannerFence } from '../ports/ledger-rules/fence';
 import { planWriteSteps } from '../ports/ledger-rules/plan-write';
 import { rewindPartitionStep } from '../ports/ledger-rules/rewind';
 import type { PlanWrite, RewindPartition } from '../ports/ledger';
@@ -90,12 +91,14 @@ export function advancePartitionAction(
 
 /** The condition every fenced planner transaction checks first. */
 export function fenceCheck(table: string, stream: string, epoch: number, ownerToken: string): TxAction {
+  const fence = requirementsCondition(plannerFence(epoch, ownerToken));
   return {
     ConditionCheck: {
       TableName: table,
       Key: keys.meta(stream),
-      ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
-      ExpressionAttributeValues: { ':epoch': epoch, ':owner': ownerToken },
+      ConditionExpression: fence.expression,
+      ExpressionAttributeNames: fence.names,
+      ExpressionAttributeValues: fence.values,
     },
   };
 }
@@ -162,13 +165,15 @@ export function rewindPartitionAction(table: string, stream: string, p: RewindPa
 
 /** Records an operator change on META; the update itself carries the planner fence (one action per item). */
 export function fencedChangeAction(table: string, stream: string, epoch: number, ownerToken: string, change: OperatorChange): TxAction {
+  const fence = requirementsCondition(plannerFence(epoch, ownerToken));
   return {
     Update: {
       TableName: table,
       Key: keys.meta(stream),
       UpdateExpression: 'SET lastChange = :change',
-      ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
-      ExpressionAttributeValues: { ':change': change, ':epoch': epoch, ':owner': ownerToken },
+      ConditionExpression: fence.expression,
+      ExpressionAttributeNames: fence.names,
+      ExpressionAttributeValues: { ':change': change, ...fence.values },
     },
   };
 }

@@ -4,7 +4,8 @@
  */
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { LEASE_TAKEABLE_STATUSES } from '../ports/ledger-rules/lease';
-import { HOLDS_LEASE } from './conditions.dynamodb';
+import { plannerFence } from '../ports/ledger-rules/fence';
+import { HOLDS_LEASE, requirementsCondition } from './conditions.dynamodb';
 import { compact } from './items.dynamodb';
 import { keys, type Key } from './keys.dynamodb';
 import type { LeasedRange, PendingStart } from '../ports/ledger-state';
@@ -79,12 +80,14 @@ export function markMetaOnceUpdate(
   attribute: 'startedAtMs' | 'finishedAtMs',
 ): UpdateCommandInput {
   const pending = attribute === 'startedAtMs' && m.pendingStart?.length ? m.pendingStart.map((t) => compact({ ...t })) : undefined;
+  const cond = requirementsCondition([...plannerFence(m.epoch, m.ownerToken), { field: attribute, is: undefined }]);
   return {
     TableName: table,
     Key: keys.meta(m.stream),
     UpdateExpression: `SET ${attribute} = :now${pending ? ', pendingStart = :pending' : ''}`,
-    ConditionExpression: `epoch = :epoch AND ownerToken = :owner AND attribute_not_exists(${attribute})`,
-    ExpressionAttributeValues: { ':now': m.nowMs, ':epoch': m.epoch, ':owner': m.ownerToken, ...(pending ? { ':pending': pending } : {}) },
+    ConditionExpression: cond.expression,
+    ExpressionAttributeNames: cond.names,
+    ExpressionAttributeValues: { ':now': m.nowMs, ...cond.values, ...(pending ? { ':pending': pending } : {}) },
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }
@@ -119,12 +122,14 @@ export function releasePlannerLeaseUpdate(
   table: string,
   r: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean },
 ): UpdateCommandInput {
+  const fence = requirementsCondition(plannerFence(r.epoch, r.ownerToken));
   return {
     TableName: table,
     Key: keys.meta(r.stream),
     UpdateExpression: r.confirmDispatches ? 'SET leaseExpiresAtMs = :zero, confirmedEpoch = :epoch' : 'SET leaseExpiresAtMs = :zero',
-    ConditionExpression: 'epoch = :epoch AND ownerToken = :owner',
-    ExpressionAttributeValues: { ':zero': 0, ':epoch': r.epoch, ':owner': r.ownerToken },
+    ConditionExpression: fence.expression,
+    ExpressionAttributeNames: fence.names,
+    ExpressionAttributeValues: { ':zero': 0, ...(r.confirmDispatches ? { ':epoch': r.epoch } : {}), ...fence.values },
   };
 }
 
