@@ -20,7 +20,7 @@ export {
 } from './processor/handler-api';
 export { foldWriteProblem } from './processor/fold-write';
 export { headerMap, headerValues, lastHeader, type KafkaRecord, type RecordHeader, type TimestampType } from './ports/range-reader';
-export type { SinkCondition, SinkUpdate, SinkWrite } from './ports/ledger';
+export type { SinkCondition, SinkUpdate, SinkWrite } from './ports/sink-write';
 export {
   parseDeploymentConfig,
   parseStreamConfig,

@@ -1,7 +1,7 @@
 /** Per-function IAM roles: least privilege on the ledger, sink tables, Kafka secrets, MSK and what handlers declare. */
 import { usesSubstitution } from '../../lib/config/handler-access';
 import type { DeploymentConfig, SecretRef, StreamConfig } from '../../lib/config/schema';
-import { OPEN_RANGES_INDEX } from '../../lib/ledger/codec.dynamodb';
+import { OPEN_RANGES_INDEX } from '../../lib/ledger/keys.dynamodb';
 import { ACCOUNT_PREFIX, getAtt, NO_VALUE, sub, subLiteral, type Cfn, type CfnResource, type CfnResources, type Statement } from './cfn';
 import { IDS, streamLogicalNames } from './names';
 import { sinkTableLogicalIds } from './sink-tables';

@@ -1,7 +1,8 @@
 /** Loads one stream's ledger snapshot (META, partitions, every range, data-loss entries, closed incarnations) by Query on `pk = S#<stream>`. */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { codec, keys } from '../ledger/codec.dynamodb';
+import { codec } from '../ledger/items.dynamodb';
+import { keys } from '../ledger/keys.dynamodb';
 import type { LedgerSnapshot } from './invariants';
 
 export async function readLedgerSnapshot(client: DynamoDBClient, tableName: string, stream: string): Promise<LedgerSnapshot> {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { pemCertificateProblem } from './pem';
 import { ValidationError } from '../errors';
 import type { IsolationLevel as PortIsolationLevel } from '../ports/kafka-metadata';
-import { DEAD_LETTER_CONTENTS } from '../ports/ledger';
+import { DEAD_LETTER_CONTENTS } from '../ports/ledger-state';
 import { environmentNameProblem, iamActionProblem, iamResourceProblem, IAM_SID_PATTERN, VARIABLE_NAME_PATTERN } from './handler-access';
 import { formatIssues, issueMessage, unknownKeysMessage } from './issues';
 import { isInternalTopic, isValidTopicName, regexSourceError, topicMatcher } from './topics';

@@ -15,7 +15,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { StoreClock } from '../ports/ledger';
-import { keys } from './codec.dynamodb';
+import { keys } from './keys.dynamodb';
 
 /** Bounds are intersected over at most this long: local clock rate drift would make older ones wrong. */
 const INTERSECTION_MAX_AGE_MS = 10 * 60_000;

@@ -24,46 +24,40 @@ import { maySucceed, type LoopRenewal, type LoopTake, type PlannerLoopState } fr
 import { recordSuccessorUpdate, releasePlannerLoopUpdate, renewPlannerLoopUpdate, splitLoop, takePlannerLoopUpdate } from './loop.dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConfigurationError, ConflictError, MissingResourceError, StoreError, ThrottledError } from '../errors';
-import { CommitTooLargeError, fitsOneCommit, leaseRefusal, SinkConditionError } from '../ports/ledger';
-import type {
-  LeaseOutcome,
-  Ledger,
-  MarkedWritesOutcome,
-  PlannerLease,
-  PlanWrite,
-  ProcessorWriteOutcome,
-  RangeState,
-  RewindOutcome,
-  WriteOutcome,
-} from '../ports/ledger';
+import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
+import { plannerFence } from '../ports/ledger-rules/fence';
+import { meets } from '../ports/ledger-rules/item-step';
+import { lostLeaseOutcome } from '../ports/ledger-rules/lease';
+import { rewindDeadLetters, rewindRanges, rewindScanFrom } from '../ports/ledger-rules/rewind';
+import { SinkConditionError } from '../ports/sink-write';
+import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RewindOutcome, WriteOutcome } from '../ports/ledger';
+import type { MarkedWritesOutcome } from '../ports/sink-write';
+import { codec } from './items.dynamodb';
+import { keys, openRangesQuery, prefixQuery, spanQuery } from './keys.dynamodb';
+import { DYNAMODB_LIMITS } from './limits.dynamodb';
+import { markedSinkAction, sinkAction } from './sink.dynamodb';
 import {
-  acquirePlannerLeaseUpdate,
   advancePartitionAction,
-  codec,
   completeAction,
   deleteRangeAction,
-  DYNAMODB_LIMITS,
-  failRangeUpdate,
   fenceCheck,
   fencedChangeAction,
-  keys,
-  markMetaOnceUpdate,
-  markedSinkAction,
-  beginBatchUpdate,
-  openRangesQuery,
   planWriteActions,
-  prefixQuery,
   progressAction,
   putIfAbsent,
   redriveAction,
+  rewindPartitionAction,
+  type TxAction,
+} from './transactions.dynamodb';
+import {
+  acquirePlannerLeaseUpdate,
+  beginBatchUpdate,
+  failRangeUpdate,
+  markMetaOnceUpdate,
   releasePlannerLeaseUpdate,
   releaseRangeUpdate,
-  rewindPartitionAction,
-  sinkAction,
-  spanQuery,
   takeLeaseUpdate,
-  type TxAction,
-} from './codec.dynamodb';
+} from './updates.dynamodb';
 
 const MAX_TX_ACTIONS = 100;
 const CONFLICT_RETRIES = 6;
@@ -191,11 +185,6 @@ function waves(batches: Batch[]): Batch[][] {
   return out;
 }
 
-/** A lost lease race, judged on the item the condition failed on (held when a concurrent taker just won). */
-function lostLeaseOutcome(range: RangeState | undefined, asked: { until: number; nowMs: number; maxAttempts: number }): LeaseOutcome {
-  return leaseRefusal(range, asked) ?? { kind: 'held', range: range as RangeState };
-}
-
 /** Creates the DynamoDB ledger; the client is the caller's (endpoint, credentials, retries). */
 export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const table = opts.tableName;
@@ -277,8 +266,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return 'applied';
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
-      const old = (err.Item ?? {}) as { epoch?: { N?: string }; ownerToken?: { S?: string } };
-      const mine = Number(old.epoch?.N) === epoch && old.ownerToken?.S === ownerToken;
+      // The META item the condition failed on: still ours means the mark was set already.
+      const mine = err.Item !== undefined && meets(unmarshall(err.Item), plannerFence(epoch, ownerToken));
       return mine ? 'condition-failed' : 'fenced';
     }
   };
@@ -588,30 +577,28 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       );
       const meta = metaRes.Item ? codec.metaFromItem(metaRes.Item) : undefined;
       if (!meta || meta.epoch !== epoch || meta.ownerToken !== ownerToken) return { outcome: 'fenced' };
-      // 1. What lies at or after each cursor: only finished history and parked ranges may (nothing in flight).
+      // 1. What lies at or after each cursor: the rewind rules say what blocks and what goes.
       const perPartition: TxAction[][] = [];
       const cleanup: TxAction[] = [];
       let abandoned = 0;
+      let removedRanges = 0;
+      let removedDeadLetters = 0;
       for (const p of partitions) {
-        const lo = Math.min(p.to, p.expect.committed);
-        const ranges = (await querySpan(stream, keys.partitionSpan('R', p.topic, p.partition, lo, p.incarnation))).map(codec.rangeFromItem);
-        const busy = ranges.find((r) => r.status !== 'done' && r.status !== 'parked');
-        if (busy) {
-          return {
-            outcome: 'condition-failed',
-            reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}`,
-          };
-        }
-        const parked = ranges.filter((r) => r.status === 'parked');
-        abandoned += parked.length;
-        perPartition.push([rewindPartitionAction(table, stream, p), ...parked.map((r) => deleteRangeAction(table, stream, r, 'parked'))]);
-        // Finished ranges at or after the new cursor would collide with the ranges planned again there.
-        for (const r of ranges) if (r.status === 'done' && r.from >= p.to) cleanup.push(deleteRangeAction(table, stream, r, 'done'));
-        const dead = await querySpan(stream, keys.partitionSpan('D', p.topic, p.partition, p.to, p.incarnation));
-        for (const d of dead) cleanup.push({ Delete: { TableName: table, Key: { pk: d.pk, sk: d.sk } } });
+        const span = keys.partitionSpan('R', p.topic, p.partition, rewindScanFrom(p), p.incarnation);
+        const plan = rewindRanges(p, (await querySpan(stream, span)).map(codec.rangeFromItem));
+        if (plan.blocked) return { outcome: 'condition-failed', reason: plan.reason };
+        abandoned += plan.abandonParked.length;
+        perPartition.push([
+          rewindPartitionAction(table, stream, p),
+          ...plan.abandonParked.map((r) => deleteRangeAction(table, stream, r, 'parked')),
+        ]);
+        removedRanges += plan.removeDone.length;
+        for (const r of plan.removeDone) cleanup.push(deleteRangeAction(table, stream, r, 'done'));
+        const stored = await querySpan(stream, keys.partitionSpan('D', p.topic, p.partition, p.to, p.incarnation));
+        const dead = rewindDeadLetters(p, stored.map(codec.deadLetterFromItem));
+        removedDeadLetters += dead.length;
+        for (const d of dead) cleanup.push({ Delete: { TableName: table, Key: keys.deadLetter(stream, d) } });
       }
-      const removedRanges = cleanup.filter((a) => (a.Delete?.Key as { sk: string }).sk.startsWith('R#')).length;
-      const removedDeadLetters = cleanup.length - removedRanges;
 
       // 2. Cursors, parked ranges and the change record: one transaction when it fits (the usual case);
       //    the META update carries the fence, and comes last when several transactions are needed.

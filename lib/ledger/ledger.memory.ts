@@ -2,29 +2,28 @@
  * In-memory Ledger for fast unit tests of planner logic. Same conditional semantics as the DynamoDB
  * adapter (the shared contract test runs against both), with none of its batching.
  */
-import { DYNAMODB_LIMITS } from './codec.dynamodb';
-import { CLOSE_MAX_OPEN_RANGES, CommitTooLargeError, fitsOneCommit, isMarkableWrite, leaseRefusal } from '../ports/ledger';
+import { DYNAMODB_LIMITS } from './limits.dynamodb';
+import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
+import { plannerFence } from '../ports/ledger-rules/fence';
+import { holdsLease, leaseRefusal, takenRange } from '../ports/ledger-rules/lease';
+import { changed, meets, type ItemRef, type ItemStep } from '../ports/ledger-rules/item-step';
+import { planWriteSteps } from '../ports/ledger-rules/plan-write';
+import { partitionChangedReason, rewindDeadLetters, rewindPartitionStep, rewindRanges } from '../ports/ledger-rules/rewind';
+import { isMarkableWrite } from '../ports/sink-write';
 import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
 import { ValidationError } from '../errors';
+import type { LedgerLimits } from '../ports/commit-limits';
+import type { LeaseOutcome, ProcessorWriteOutcome, Ledger, PlannerLease, PlanWrite, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import type {
-  LedgerLimits,
   ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
   LeasedRange,
-  LeaseOutcome,
-  ProcessorWriteOutcome,
-  SinkMark,
-  SinkWrite,
-  Ledger,
   PartitionState,
-  PlannerLease,
-  PlanWrite,
   RangeState,
-  RewindOutcome,
   StreamMeta,
-  WriteOutcome,
-} from '../ports/ledger';
+} from '../ports/ledger-state';
+import type { SinkMark, SinkWrite } from '../ports/sink-write';
 
 type StreamStore = {
   meta?: StreamMeta;
@@ -46,97 +45,69 @@ const clone = <T>(v: T): T => structuredClone(v);
 /** A mark's identity, as the DynamoDB adapter names its attribute. */
 const markName = (m: SinkMark): string => `${m.stream}:${m.topic}:${m.partition}#${m.incarnation ?? 0}@${m.rewinds ?? 0}`;
 
-/** Applies one write to a stream's state; returns false when its condition does not hold. */
-function applyOne(s: StreamStore, w: PlanWrite): boolean {
-  switch (w.kind) {
-    case 'register-partition': {
-      const k = pKey(w.partition.topic, w.partition.partition);
-      if (s.partitions.has(k)) return false;
-      s.partitions.set(k, clone(w.partition));
-      return true;
+/** The stored item a step names (undefined when there is none). */
+function itemOf(s: StreamStore, ref: ItemRef): PartitionState | RangeState | undefined {
+  return ref.item === 'partition' ? s.partitions.get(pKey(ref.topic, ref.partition)) : s.ranges.get(rKey(ref));
+}
+
+/** Whether a step's condition holds on the stream's state as it is. */
+function stepHolds(s: StreamStore, step: ItemStep): boolean {
+  switch (step.kind) {
+    case 'create-partition':
+      return !s.partitions.has(pKey(step.value.topic, step.value.partition));
+    case 'create-range':
+      return !s.ranges.has(rKey(step.value));
+    case 'create-loss': {
+      const l = step.value;
+      return !s.losses.some((x) => x.topic === l.topic && x.partition === l.partition && x.from === l.from && sameInc(x, l));
     }
-    case 'plan-range': {
-      const p = s.partitions.get(pKey(w.range.topic, w.range.partition));
-      const k = rKey(w.range);
-      if (!p || p.status !== 'active' || p.nextFrom !== w.range.from || !sameInc(p, w.range) || s.ranges.has(k)) return false;
-      s.ranges.set(k, clone(w.range));
-      p.nextFrom = w.range.until;
-      p.lastPlannedAtMs = w.partitionUpdate.lastPlannedAtMs;
-      if (w.partitionUpdate.pid) p.pid = clone(w.partitionUpdate.pid);
-      if (w.partitionUpdate.backpressureRatePerSec !== undefined) p.backpressureRatePerSec = w.partitionUpdate.backpressureRatePerSec;
-      return true;
+    case 'create-closed': {
+      const c = step.value;
+      return !s.closed.some((x) => x.topic === c.topic && x.partition === c.partition && x.incarnation === c.incarnation);
     }
-    case 'mark-dispatched': {
-      const r = s.ranges.get(rKey(w.range));
-      if (!r || r.status === 'done' || r.status === 'parked' || r.dispatches !== w.expect.dispatches) return false;
-      r.dispatchedAtMs = w.nowMs;
-      r.dispatches += 1;
-      if (w.attempts !== undefined) r.redispatchedAtAttempts = w.attempts;
+    case 'update':
+    case 'replace-partition':
+      return meets(itemOf(s, step.ref), step.when);
+    case 'delete':
       return true;
-    }
-    case 'unmark-dispatch': {
-      const r = s.ranges.get(rKey(w.range));
-      if (!r || r.status !== 'planned' || r.dispatches !== w.expect.dispatches) return false;
-      delete r.dispatchedAtMs;
-      r.dispatches -= 1;
-      return true;
-    }
-    case 'park-range': {
-      const r = s.ranges.get(rKey(w.range));
-      if (!r || r.status !== w.expect.status || r.attempts !== w.expect.attempts) return false;
-      r.status = 'parked';
-      r.lastError = w.error;
-      return true;
-    }
-    case 'retire-partition':
-    case 'fail-partition': {
-      const p = s.partitions.get(pKey(w.topic, w.partition));
-      if (!p || p.status !== 'active') return false;
-      p.status = w.kind === 'retire-partition' ? 'retired' : 'failed';
-      p.reason = w.reason;
-      return true;
-    }
-    case 'record-data-loss': {
-      const p = s.partitions.get(pKey(w.loss.topic, w.loss.partition));
-      if (!p || p.status !== 'active' || p.nextFrom !== w.expectFrom || p.committed !== w.expectFrom) return false;
-      if (
-        s.losses.some((l) => l.topic === w.loss.topic && l.partition === w.loss.partition && l.from === w.loss.from && sameInc(l, w.loss))
-      ) {
-        return false;
-      }
-      s.losses.push(clone(w.loss));
-      p.nextFrom = w.loss.until;
-      p.committed = w.loss.until;
-      return true;
-    }
-    case 'advance-committed': {
-      const p = s.partitions.get(pKey(w.topic, w.partition));
-      if (!p || p.committed !== w.expect || w.to < w.expect || w.to > p.nextFrom) return false;
-      p.committed = w.to;
-      return true;
-    }
-    case 'close-incarnation':
-      return applyClose(s, w);
-    case 'record-topic-id': {
-      const p = s.partitions.get(pKey(w.topic, w.partition));
-      if (!p || p.topicId !== undefined || !sameInc(p, w)) return false;
-      p.topicId = w.topicId;
-      return true;
-    }
   }
 }
 
-/** Closes a partition incarnation: conditional on everything read of it, all or nothing. */
-function applyClose(s: StreamStore, w: Extract<PlanWrite, { kind: 'close-incarnation' }>): boolean {
-  const c = w.closed;
-  const p = s.partitions.get(pKey(c.topic, c.partition));
-  if (c.openRanges.length > CLOSE_MAX_OPEN_RANGES) throw new Error(`close-incarnation names ${c.openRanges.length} open ranges`);
-  if (!p || p.status !== c.status || p.committed !== c.committed || p.nextFrom !== c.nextFrom) return false;
-  if ((p.incarnation ?? 0) !== c.incarnation || p.topicId !== c.topicId) return false;
-  if (s.closed.some((x) => x.topic === c.topic && x.partition === c.partition && x.incarnation === c.incarnation)) return false;
-  s.closed.push(clone(c));
-  for (const r of c.openRanges) s.ranges.delete(rKey({ topic: c.topic, partition: c.partition, from: r.from, incarnation: c.incarnation }));
-  s.partitions.set(pKey(c.topic, c.partition), clone(w.next));
+/** Executes a step whose condition holds. */
+function execute(s: StreamStore, step: ItemStep): void {
+  switch (step.kind) {
+    case 'create-partition':
+    case 'replace-partition':
+      s.partitions.set(pKey(step.value.topic, step.value.partition), clone(step.value));
+      return;
+    case 'create-range':
+      s.ranges.set(rKey(step.value), clone(step.value));
+      return;
+    case 'create-loss':
+      s.losses.push(clone(step.value));
+      return;
+    case 'create-closed':
+      s.closed.push(clone(step.value));
+      return;
+    case 'update': {
+      // In place: a test holding the stored object sees the write, as it did before the rules were shared.
+      const item = itemOf(s, step.ref) as Record<string, unknown>;
+      const next = changed(item, step.change);
+      for (const field of Object.keys(item)) if (!(field in next)) delete item[field];
+      Object.assign(item, next);
+      return;
+    }
+    case 'delete':
+      if (step.ref.item === 'partition') s.partitions.delete(pKey(step.ref.topic, step.ref.partition));
+      else s.ranges.delete(rKey(step.ref));
+  }
+}
+
+/** Applies one write's steps, all or none (the plan-write rules decide them); false when a condition does not hold. */
+function applyOne(s: StreamStore, w: PlanWrite): boolean {
+  const steps = planWriteSteps(w);
+  if (!steps.every((step) => stepHolds(s, step))) return false;
+  steps.forEach((step) => execute(s, step));
   return true;
 }
 
@@ -161,12 +132,11 @@ export function createMemoryLedger(
     }
     return s;
   };
-  const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean =>
-    !s.meta || s.meta.epoch !== epoch || s.meta.ownerToken !== ownerToken;
+  const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean => !meets(s.meta, plannerFence(epoch, ownerToken));
   /** The range if `range.leaseToken` still holds its lease. */
   const held = (range: LeasedRange): RangeState | undefined => {
     const r = store(range.stream).ranges.get(rKey(range));
-    return r && r.status === 'leased' && r.leaseToken === range.leaseToken ? r : undefined;
+    return holdsLease(r, range.leaseToken) ? r : undefined;
   };
 
   return {
@@ -275,8 +245,7 @@ export function createMemoryLedger(
       const r = store(stream).ranges.get(rKey({ topic, partition, from, incarnation }));
       const refused = leaseRefusal(r && clone(r), { until, nowMs, maxAttempts });
       if (refused || !r) return refused ?? { kind: 'missing' };
-      Object.assign(r, { status: 'leased', leaseToken, leaseExpiresAtMs: nowMs + leaseMs, attempts: r.attempts + 1 });
-      r.firstLeasedAtMs ??= nowMs;
+      Object.assign(r, takenRange(r, { leaseToken, nowMs, leaseMs }));
       return { kind: 'taken', range: clone(r) };
     },
     async commitChunk({ range, expectProgress, to, nowMs, leaseMs, sinkWrites, deadLetters, dataLoss }): Promise<ProcessorWriteOutcome> {
@@ -354,56 +323,27 @@ export function createMemoryLedger(
       requests++;
       const s = store(stream);
       if (fencedOut(s, epoch, ownerToken)) return { outcome: 'fenced' };
-      // Check everything first: the rewind applies to all partitions or to none.
+      // Decide everything first: the rewind applies to all partitions or to none.
+      const plans = [];
       for (const p of partitions) {
-        const cur = s.partitions.get(pKey(p.topic, p.partition));
-        if (!cur || cur.status === 'retired' || cur.committed !== p.expect.committed || cur.nextFrom !== p.expect.nextFrom) {
-          return { outcome: 'condition-failed', reason: `partition ${p.topic}/${p.partition} changed since it was read` };
-        }
-        const lo = Math.min(p.to, p.expect.committed);
-        if (!sameInc(cur, p))
-          return { outcome: 'condition-failed', reason: `partition ${p.topic}/${p.partition} changed since it was read` };
-        const busy = [...s.ranges.values()].find(
-          (r) =>
-            r.topic === p.topic &&
-            r.partition === p.partition &&
-            sameInc(r, p) &&
-            r.from >= lo &&
-            r.status !== 'done' &&
-            r.status !== 'parked',
-        );
-        if (busy)
-          return {
-            outcome: 'condition-failed',
-            reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}`,
-          };
+        const step = rewindPartitionStep(p);
+        if (!meets(itemOf(s, step.ref), step.when)) return { outcome: 'condition-failed', reason: partitionChangedReason(p) };
+        const ranges = rewindRanges(p, [...s.ranges.values()]);
+        if (ranges.blocked) return { outcome: 'condition-failed', reason: ranges.reason };
+        plans.push({ step, ranges, deadLetters: new Set(rewindDeadLetters(p, s.deadLetters)) });
       }
-      let removedRanges = 0;
-      let abandonedParkedRanges = 0;
-      let removedDeadLetters = 0;
-      for (const p of partitions) {
-        const cur = s.partitions.get(pKey(p.topic, p.partition)) as PartitionState;
-        Object.assign(cur, { committed: p.to, nextFrom: p.to, status: 'active', rewinds: (cur.rewinds ?? 0) + 1 });
-        delete cur.reason;
-        const lo = Math.min(p.to, p.expect.committed);
-        for (const [k, r] of s.ranges) {
-          if (r.topic !== p.topic || r.partition !== p.partition || !sameInc(r, p) || r.from < lo) continue;
-          if (r.status === 'parked') {
-            s.ranges.delete(k);
-            abandonedParkedRanges++;
-          } else if (r.status === 'done' && r.from >= p.to) {
-            s.ranges.delete(k);
-            removedRanges++;
-          }
-        }
-        const before = s.deadLetters.length;
-        s.deadLetters = s.deadLetters.filter(
-          (d) => !(d.topic === p.topic && d.partition === p.partition && sameInc(d, p) && d.offset >= p.to),
-        );
-        removedDeadLetters += before - s.deadLetters.length;
+      for (const { step, ranges, deadLetters } of plans) {
+        execute(s, step);
+        for (const r of [...ranges.abandonParked, ...ranges.removeDone]) s.ranges.delete(rKey(r));
+        s.deadLetters = s.deadLetters.filter((d) => !deadLetters.has(d));
       }
       s.meta!.lastChange = clone(change);
-      return { outcome: 'applied', removedRanges, abandonedParkedRanges, removedDeadLetters };
+      return {
+        outcome: 'applied',
+        removedRanges: plans.reduce((n, p) => n + p.ranges.removeDone.length, 0),
+        abandonedParkedRanges: plans.reduce((n, p) => n + p.ranges.abandonParked.length, 0),
+        removedDeadLetters: plans.reduce((n, p) => n + p.deadLetters.size, 0),
+      };
     },
     async recordChange({ stream, epoch, ownerToken, change }) {
       requests++;

@@ -6,7 +6,7 @@
  */
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { PlannerLoopState } from '../ports/planner-loop';
-import { keys } from './codec.dynamodb';
+import { keys } from './keys.dynamodb';
 
 /** Each field of the loop state and the attribute holding it. */
 const ATTRIBUTES = {

@@ -11,7 +11,7 @@ import {
   type CreateTableCommandInput,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { OPEN_RANGES_INDEX } from './codec.dynamodb';
+import { OPEN_RANGES_INDEX } from './keys.dynamodb';
 import { dynamoSetupError } from './ledger.dynamodb';
 
 /** Key schema, the sparse open-ranges GSI and on-demand billing. */

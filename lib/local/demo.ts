@@ -32,7 +32,7 @@ import type { OpsContext } from '../ops/context';
 import { DEFAULT_LOCAL_CONCURRENCY } from '../dispatch/dispatcher.local';
 import { duration } from '../ops/format';
 import { inFlightProgress } from '../ops/in-flight';
-import type { RangeState } from '../ports/ledger';
+import type { RangeState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 import { composeAdapters } from '../runtime/compose';
 import { createSinkTable } from '../sink/table.dynamodb';

@@ -9,7 +9,7 @@ import type { StreamConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import type { OpsContext } from '../ops/context';
 import type { PartitionOffsets } from '../ports/kafka-metadata';
-import type { PartitionState, RangeState } from '../ports/ledger';
+import type { PartitionState, RangeState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 import { dynamoClientFromEnv, dynamoSocketsFor } from '../runtime/compose';
 import { createProgressView, type ProgressView } from './progress';

@@ -3,7 +3,7 @@
  * committed offset moves only when a whole range is done, so a large range shows nothing for
  * minutes unless its own progress (committed chunk by chunk by the processor) is shown too.
  */
-import type { RangeState } from '../ports/ledger';
+import type { RangeState } from '../ports/ledger-state';
 
 /** A range whose processor is writing a batch now: `[progress, pendingUntil)`. */
 export type WritingRange = Pick<RangeState, 'topic' | 'partition' | 'from' | 'until' | 'progress'> & { pendingUntil: number };

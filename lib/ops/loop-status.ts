@@ -3,7 +3,7 @@
  * on the stream's META item, lib/ports/planner-loop.ts), who waits to take over, and the last tick;
  * when nobody holds it, when the next tick was due.
  */
-import type { StreamMeta } from '../ports/ledger';
+import type { StreamMeta } from '../ports/ledger-state';
 import { loopHolder } from '../ports/planner-loop';
 import { duration, isoTime } from './format';
 

@@ -15,7 +15,7 @@ import { topicSelector } from '../config/topics';
 import { MissingResourceError, PreconditionError, ValidationError } from '../errors';
 import { createLocalRunner } from '../runtime/local';
 import type { TimestampOffset, UnavailablePartition } from '../ports/kafka-metadata';
-import type { PartitionState } from '../ports/ledger';
+import type { PartitionState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';

@@ -7,7 +7,8 @@
 import type { StreamConfig } from '../config/schema';
 import { PreconditionError, ValidationError } from '../errors';
 import type { PartitionOffsets, UnavailablePartition } from '../ports/kafka-metadata';
-import type { PartitionState, RewindPartition } from '../ports/ledger';
+import type { RewindPartition } from '../ports/ledger';
+import type { PartitionState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';

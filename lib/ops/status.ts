@@ -3,7 +3,7 @@ import type { StreamConfig } from '../config/schema';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
 import { kafkaFailureText } from '../kafka/errors';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode, UnavailablePartition } from '../ports/kafka-metadata';
-import type { ClosedIncarnation, OperatorChange, PartitionState, RangeState } from '../ports/ledger';
+import type { ClosedIncarnation, OperatorChange, PartitionState, RangeState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';

@@ -4,7 +4,7 @@
  * slots). Pure: decide.ts applies it between checking the candidates and clamping their ranges.
  */
 import { ValidationError } from '../errors';
-import type { PartitionState, RangeState } from '../ports/ledger';
+import type { PartitionState, RangeState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 
 /** The planner's variable holding the processor function's reserved concurrency (the stack sets it with the param). */

@@ -7,14 +7,8 @@ import { topicMatcher } from '../config/topics';
 import { clampRanges, computePidRate, initialPidState, partsForMinPartitions, shouldTrigger, splitRange, timeBudget } from '../offsets';
 import type { OffsetRange, PartitionClampInput } from '../offsets';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../ports/kafka-metadata';
-import {
-  CLOSE_MAX_OPEN_RANGES,
-  type ClosedIncarnation,
-  type PartitionState,
-  type PendingStart,
-  type PlanWrite,
-  type RangeState,
-} from '../ports/ledger';
+import { CLOSE_MAX_OPEN_RANGES, type PlanWrite } from '../ports/ledger';
+import { type ClosedIncarnation, type PartitionState, type PendingStart, type RangeState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 import { admitPieces, bySlotPriority, capSource, occupiedSlots, openRangeCap, type ProcessorConcurrency } from './concurrency-cap';
 import {

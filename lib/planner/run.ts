@@ -11,16 +11,8 @@ import { topicSelector, unmatchedSubscription } from '../config/topics';
 import { AppError } from '../errors';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
-import type {
-  ClosedIncarnation,
-  DataLossEntry,
-  Ledger,
-  PartitionState,
-  PendingStart,
-  PlanWrite,
-  RangeState,
-  WriteOutcome,
-} from '../ports/ledger';
+import type { Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
+import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
 import type { ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, pendingIndex, redispatchReason, startsAtStartingOffsets, type PartitionReport, type PlanDecision } from './decide';

@@ -7,8 +7,11 @@
  */
 import type { StreamConfig } from '../config/schema';
 import { AppError } from '../errors';
-import { fitsOneCommit, SinkConditionError } from '../ports/ledger';
-import type { DataLossEntry, DeadLetter, LeasedRange, Ledger, SinkWrite, StoreClock } from '../ports/ledger';
+import { fitsOneCommit } from '../ports/commit-limits';
+import { SinkConditionError } from '../ports/sink-write';
+import type { Ledger, StoreClock } from '../ports/ledger';
+import type { DataLossEntry, DeadLetter, LeasedRange } from '../ports/ledger-state';
+import type { SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import { deadLetterOf, retained } from './dead-letter';

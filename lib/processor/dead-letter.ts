@@ -1,6 +1,7 @@
 /** Dead letters as the processor writes them: sized to the store's published limits, then retention applied. */
 import type { DeadLettersConfig } from '../config/schema';
-import type { DeadLetter, DeadLetterHeader, LedgerLimits } from '../ports/ledger';
+import type { LedgerLimits } from '../ports/commit-limits';
+import type { DeadLetter, DeadLetterHeader } from '../ports/ledger-state';
 import type { HandlerRecord } from './handler-api';
 
 const DAY_MS = 24 * 3600 * 1000;

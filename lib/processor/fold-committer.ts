@@ -14,8 +14,9 @@
  */
 import { mapWithConcurrency } from '../concurrency';
 import { AppError } from '../errors';
-import { fitsOneCommit } from '../ports/ledger';
-import type { RangeState, SinkMark, SinkWrite } from '../ports/ledger';
+import { fitsOneCommit } from '../ports/commit-limits';
+import type { RangeState } from '../ports/ledger-state';
+import type { SinkMark, SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
 import { ChunkCommitter, LeaseLostError, PoisonStopError, toHandlerRecord, withTable, type CommitterInput } from './committer';
 import { foldWriteProblem } from './fold-write';

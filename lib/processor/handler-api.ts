@@ -14,7 +14,7 @@
  *   since the last commit (use the idempotency key to deduplicate).
  */
 import type { KafkaRecord } from '../ports/range-reader';
-import type { SinkUpdate, SinkWrite } from '../ports/ledger';
+import type { SinkUpdate, SinkWrite } from '../ports/sink-write';
 
 export type HandlerRecord = KafkaRecord & {
   /**

@@ -17,7 +17,8 @@ import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import { createMemoryRangeReader } from '../kafka/range-reader.memory';
 import { createMemoryLedger } from '../ledger/ledger.memory';
 import { createLocalRunner } from '../runtime/local';
-import type { DeadLetter, SinkWrite } from '../ports/ledger';
+import type { DeadLetter } from '../ports/ledger-state';
+import type { SinkWrite } from '../ports/sink-write';
 import type { KafkaMetadata } from '../ports/kafka-metadata';
 import type { RangeReader, RecordHeader } from '../ports/range-reader';
 import type { FoldingHandler, RecordsHandler } from '../processor/handler-api';
@@ -26,7 +27,7 @@ import { applySinkWrites, type SinkItem } from './sink.memory';
 
 export { applySinkWrites, type SinkItem } from './sink.memory';
 export type { AtLeastOnceHandler, ExactlyOnceHandler, HandlerContext, HandlerRecord, RecordsHandler } from '../processor/handler-api';
-export type { SinkWrite } from '../ports/ledger';
+export type { SinkWrite } from '../ports/sink-write';
 
 /** A record to feed the handler: an object value is written as its JSON text. */
 export type TestRecord = {

@@ -7,7 +7,7 @@
  * (one commit per chunk) are what the kit exercises.
  */
 import { ValidationError } from '../errors';
-import type { SinkWrite } from '../ports/ledger';
+import type { SinkWrite } from '../ports/sink-write';
 
 export type SinkItem = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 /** The ledger invariant checker on hand-made snapshots: a sound ledger, then each violation. */
 import { checkInvariants, type LedgerSnapshot } from '../../lib/chaos/invariants';
-import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState } from '../../lib/ports/ledger';
+import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState } from '../../lib/ports/ledger-state';
 
 const part = (over: Partial<PartitionState> = {}): PartitionState => ({
   stream: 's',

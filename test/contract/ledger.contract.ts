@@ -2,16 +2,10 @@
  * The Ledger contract: conditional semantics every adapter must have. Run against the in-memory
  * fake (unit) and the DynamoDB adapter on the emulator (integration).
  */
-import {
-  CommitTooLargeError,
-  fitsOneCommit,
-  type ClosedIncarnation,
-  type Ledger,
-  type PartitionState,
-  type PlanWrite,
-  type RangeState,
-  type SinkWrite,
-} from '../../lib/ports/ledger';
+import { CommitTooLargeError, fitsOneCommit } from '../../lib/ports/commit-limits';
+import { type Ledger, type PlanWrite } from '../../lib/ports/ledger';
+import { type ClosedIncarnation, type PartitionState, type RangeState } from '../../lib/ports/ledger-state';
+import { type SinkWrite } from '../../lib/ports/sink-write';
 
 export type LedgerFactory = () => Promise<Ledger>;
 

@@ -15,7 +15,7 @@ import { builtinModules } from 'node:module';
 import { dirname, join } from 'node:path';
 import { loadDeploymentConfig } from '../../lib/config/load';
 import type { DeploymentConfig } from '../../lib/config/schema';
-import { codec, TTL_ATTRIBUTE } from '../../lib/ledger/codec.dynamodb';
+import { codec, TTL_ATTRIBUTE } from '../../lib/ledger/items.dynamodb';
 import { ledgerTableDefinition } from '../../lib/ledger/table';
 import { parsePlannerPayload } from '../../lib/planner/payload';
 import { LEDGER_ACTIONS, RUNTIME_PROVIDED, SINK_ACTIONS } from '../../infra/cfn/builders';

@@ -7,7 +7,7 @@ import { parseStreamConfig, type StreamConfigInput } from '../../lib/config/sche
 import { runningTotals } from '../../lib/handlers/running-totals';
 import { createMemoryRangeReader, type MemoryRangeReader } from '../../lib/kafka/range-reader.memory';
 import { createMemoryLedger } from '../../lib/ledger/ledger.memory';
-import type { LedgerLimits } from '../../lib/ports/ledger';
+import type { LedgerLimits } from '../../lib/ports/commit-limits';
 import type { RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, type ProcessorDeps } from '../../lib/processor/process-range';
 

@@ -20,7 +20,8 @@ import {
 } from '../../lib/errors';
 import { FencedOutError } from '../../lib/planner/run';
 import { PartitionUnavailableError } from '../../lib/ports/kafka-metadata';
-import { CommitTooLargeError, SinkConditionError, type LedgerLimits } from '../../lib/ports/ledger';
+import { CommitTooLargeError, type LedgerLimits } from '../../lib/ports/commit-limits';
+import { SinkConditionError } from '../../lib/ports/sink-write';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../lib/ports/range-reader';
 import { LeaseLostError, PoisonStopError } from '../../lib/processor/committer';
 import { FoldWriteError, NondeterministicFoldError } from '../../lib/processor/fold-committer';

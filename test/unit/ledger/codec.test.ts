@@ -1,6 +1,6 @@
 /** The DynamoDB codec's dead-letter items: headers as an ordered list, and items stored in the earlier map shape. */
-import { codec } from '../../../lib/ledger/codec.dynamodb';
-import type { DeadLetter } from '../../../lib/ports/ledger';
+import { codec } from '../../../lib/ledger/items.dynamodb';
+import type { DeadLetter } from '../../../lib/ports/ledger-state';
 
 const base: DeadLetter = {
   stream: 's',

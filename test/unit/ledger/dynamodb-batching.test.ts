@@ -6,7 +6,8 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
-import type { PlanWrite, RangeState } from '../../../lib/ports/ledger';
+import type { PlanWrite } from '../../../lib/ports/ledger';
+import type { RangeState } from '../../../lib/ports/ledger-state';
 
 type Tx = Array<{ Put?: { Item: Record<string, unknown> }; Update?: { Key: Record<string, unknown> }; ConditionCheck?: unknown }>;
 

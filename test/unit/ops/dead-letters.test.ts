@@ -6,7 +6,7 @@ import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory'
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import type { OpsContext } from '../../../lib/ops/context';
 import { redriveDeadLetters, renderDeadLetters } from '../../../lib/ops/dead-letters';
-import type { DeadLetter } from '../../../lib/ports/ledger';
+import type { DeadLetter } from '../../../lib/ports/ledger-state';
 
 const NOW = Date.parse('2026-05-01T12:00:00Z');
 

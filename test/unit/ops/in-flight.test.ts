@@ -6,7 +6,7 @@
 import { frameLine, renderFrame, type ProgressFrame } from '../../../lib/local/progress';
 import { inFlightProgress, renderInFlight } from '../../../lib/ops/in-flight';
 import { renderStatus, type StreamStatus } from '../../../lib/ops/status';
-import type { RangeState } from '../../../lib/ports/ledger';
+import type { RangeState } from '../../../lib/ports/ledger-state';
 
 const range = (partition: number, from: number, until: number, progress: number, over: Partial<RangeState> = {}): RangeState => ({
   stream: 's1',

@@ -5,7 +5,7 @@ import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import { decidePlan } from '../../../lib/planner/decide';
 import { planStream } from '../../../lib/planner/run';
-import type { PartitionState } from '../../../lib/ports/ledger';
+import type { PartitionState } from '../../../lib/ports/ledger-state';
 
 const ID = 'replay1';
 const config = (over: Partial<StreamConfigInput> = {}) =>

@@ -16,7 +16,7 @@ import {
   type ProcessorConcurrency,
 } from '../../../lib/planner/concurrency-cap';
 import { decidePlan, type PlanDecision } from '../../../lib/planner/decide';
-import type { PartitionState, RangeState } from '../../../lib/ports/ledger';
+import type { PartitionState, RangeState } from '../../../lib/ports/ledger-state';
 import { prng } from '../../chaos/prng';
 import { partitionFixture } from '../../contract/ledger.contract';
 

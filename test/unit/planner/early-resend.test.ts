@@ -9,7 +9,8 @@ import { createRecordingDispatcher } from '../../../lib/dispatch/dispatcher.loca
 import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import { planStream, type PlannerDeps } from '../../../lib/planner/run';
-import type { Ledger, RangeState } from '../../../lib/ports/ledger';
+import type { Ledger } from '../../../lib/ports/ledger';
+import type { RangeState } from '../../../lib/ports/ledger-state';
 
 const stream = parseStreamConfig(
   { id: 's1', kafka: { brokers: ['localhost:9092'] }, topics: ['orders'], triggerIntervalMs: 1000, processor: { timeoutMs: 60_000 } },

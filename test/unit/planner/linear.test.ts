@@ -6,7 +6,7 @@
 import { parseStreamConfig, type StreamConfigInput } from '../../../lib/config/schema';
 import { decidePlan, type PlanInput } from '../../../lib/planner/decide';
 import type { PartitionOffsets, TopicPartitions } from '../../../lib/ports/kafka-metadata';
-import type { PartitionState, RangeState } from '../../../lib/ports/ledger';
+import type { PartitionState, RangeState } from '../../../lib/ports/ledger-state';
 
 const NOW = 10_000_000;
 const PER_TOPIC = 50;

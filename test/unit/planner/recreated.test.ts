@@ -5,7 +5,7 @@ import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import { NO_TOPIC_IDS, planStream, type PlannerDeps } from '../../../lib/planner/run';
 import { decidePlan, recreationReason } from '../../../lib/planner/decide';
-import type { PartitionState } from '../../../lib/ports/ledger';
+import type { PartitionState } from '../../../lib/ports/ledger-state';
 
 function setup(over: Partial<StreamConfigInput> = {}, kafkaOpts: { topicIds?: boolean } = {}) {
   const kafka = createMemoryKafka(kafkaOpts);

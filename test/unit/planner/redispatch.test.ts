@@ -1,7 +1,7 @@
 /** Which open ranges a run sends again, and why (decidePlan, pure). */
 import { parseStreamConfig } from '../../../lib/config/schema';
 import { decidePlan, type PlanInput } from '../../../lib/planner/decide';
-import type { PartitionState, RangeState } from '../../../lib/ports/ledger';
+import type { PartitionState, RangeState } from '../../../lib/ports/ledger-state';
 
 const stream = parseStreamConfig(
   { id: 's1', kafka: { brokers: ['localhost:9092'] }, topics: ['orders'], maxAttempts: 3, processor: { timeoutMs: 60_000 } },

@@ -1,6 +1,7 @@
 /** The processor keeps every commit within the limits the ledger publishes (here smaller than DynamoDB's). */
-import { DYNAMODB_LIMITS } from '../../../lib/ledger/codec.dynamodb';
-import type { LedgerLimits, SinkWrite } from '../../../lib/ports/ledger';
+import { DYNAMODB_LIMITS } from '../../../lib/ledger/limits.dynamodb';
+import type { LedgerLimits } from '../../../lib/ports/commit-limits';
+import type { SinkWrite } from '../../../lib/ports/sink-write';
 import type { RecordsHandler } from '../../../lib/processor/handler-api';
 import { processorFixture } from '../../support/processor-fixture';
 

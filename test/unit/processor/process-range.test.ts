@@ -2,7 +2,7 @@
 import type { StreamConfigInput } from '../../../lib/config/schema';
 import { runningTotals } from '../../../lib/handlers/running-totals';
 import { StoreError } from '../../../lib/errors';
-import type { SinkWrite } from '../../../lib/ports/ledger';
+import type { SinkWrite } from '../../../lib/ports/sink-write';
 import { redriveDeadLetters } from '../../../lib/ops/dead-letters';
 import type { OpsContext } from '../../../lib/ops/context';
 import type { HandlerRecord, RecordsHandler } from '../../../lib/processor/handler-api';
