@@ -118,7 +118,7 @@ function lagGrowingAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: s
 }
 
 /** How many trigger intervals without a tick the no-tick alarm waits for. */
-export const NO_TICK_INTERVALS = 3;
+const NO_TICK_INTERVALS = 3;
 
 /**
  * No tick of the stream's planner loop for three trigger intervals: `TickGapMs` (the longest gap

@@ -84,7 +84,7 @@ export function newClusterId(random: (n: number) => Buffer = randomBytes): strin
 }
 
 /** The Kafka version pinned in the pom. */
-export function kafkaVersion(): string {
+function kafkaVersion(): string {
   const m = /<kafka\.version>([^<]+)<\/kafka\.version>/.exec(readFileSync(POM, 'utf8'));
   if (!m?.[1]) throw new PrerequisiteError(`no <kafka.version> in ${POM}`);
   return m[1];

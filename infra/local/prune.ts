@@ -45,7 +45,7 @@ export function pruneCandidates(topics: string[], tables: string[], olderThanMs:
 }
 
 /** One line per candidate: what, which tool, when made. */
-export function candidateLine(c: PruneCandidate): string {
+function candidateLine(c: PruneCandidate): string {
   return `${c.kind} ${c.name} (${c.tool}, created ${new Date(c.createdAtMs).toISOString()})`;
 }
 

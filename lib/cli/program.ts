@@ -42,7 +42,7 @@ export type CliDeps = {
 };
 
 /** The package version, as `--version` prints it. */
-export function packageVersion(): string {
+function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version?: unknown };
   return String(pkg.version);
 }

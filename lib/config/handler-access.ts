@@ -6,7 +6,7 @@
  */
 
 /** The pseudo parameters a handler's IAM resource may name; the stack then writes the resource as an Fn::Sub. */
-export const IAM_RESOURCE_SUBSTITUTIONS = ['${AWS::Partition}', '${AWS::Region}', '${AWS::AccountId}'] as const;
+const IAM_RESOURCE_SUBSTITUTIONS = ['${AWS::Partition}', '${AWS::Region}', '${AWS::AccountId}'] as const;
 
 /** Values that parse like the pseudo parameters they stand for, so a substituted ARN is checked as written out. */
 const SUBSTITUTION_STAND_INS: Record<(typeof IAM_RESOURCE_SUBSTITUTIONS)[number], string> = {

@@ -13,7 +13,7 @@ import { handlerModuleFile, isHandlerPath, loadHandlerModule } from './modules';
 import { noop } from './noop';
 import { runningTotals } from './running-totals';
 
-export { isHandlerPath, handlerModuleFile, handlerFromExports, loadHandlerModule } from './modules';
+export { isHandlerPath, loadHandlerModule } from './modules';
 
 export type HandlerDeps = {
   dynamo: DynamoDBClient;

@@ -13,7 +13,7 @@ import { readConnectionSecrets } from './connection-secrets';
 import { mskIamToken, type MskTokenProvider } from './msk-iam';
 import { resolveSecret as processSecretResolver, type SecretResolver } from './secrets';
 
-export { mskIamToken, type MskTokenProvider } from './msk-iam';
+export type { MskTokenProvider } from './msk-iam';
 
 export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
 /** Receives kafkajs log lines (WARN and ERROR unless KAFKAJS_LOG_LEVEL asks for more). */

@@ -44,13 +44,13 @@ export type ProgressFrame = {
 };
 
 /** Lag of one partition: latest - committed, counted from earliest while it is not registered (never 0 by default). */
-export function partitionLag(p: Pick<PartitionProgress, 'committed' | 'earliest' | 'latest' | 'lag'>): number | undefined {
+function partitionLag(p: Pick<PartitionProgress, 'committed' | 'earliest' | 'latest' | 'lag'>): number | undefined {
   if (p.latest === undefined) return p.lag;
   return Math.max(0, p.latest - (p.committed ?? p.earliest ?? 0));
 }
 
 /** Totals of a frame: the header's figures (lag = latest - committed, summed over what the table shows). */
-export function frameTotals(f: Pick<ProgressFrame, 'partitions'>): {
+function frameTotals(f: Pick<ProgressFrame, 'partitions'>): {
   partitions: number;
   unregistered: number;
   latest: number;

@@ -39,7 +39,7 @@ export function sinkTableDefinition(
 }
 
 /** The key of the demo's, the benchmarks' and the tests' sink tables: `pk`, a string, as the example handlers write it. */
-export const PK_SINK_KEY: SinkTableKey = { partitionKey: { name: 'pk', type: 'S' } };
+const PK_SINK_KEY: SinkTableKey = { partitionKey: { name: 'pk', type: 'S' } };
 
 /** Creates an on-demand sink table keyed by `pk` (an existing one is kept, whatever its key). */
 export async function createSinkTable(client: DynamoDBClient, name: string): Promise<void> {

@@ -241,15 +241,15 @@ export async function decompressRecords(codec: number, data: Buffer): Promise<Bu
 // ---- registration ------------------------------------------------------------------------------
 
 /** The codecs as kafkajs's codec table holds them. */
-export const snappyCodec: KafkajsCodec = {
+const snappyCodec: KafkajsCodec = {
   compress: async (encoder) => snappyCompress(encoder.buffer),
   decompress: async (buffer) => snappyDecompress(buffer),
 };
-export const lz4Codec: KafkajsCodec = {
+const lz4Codec: KafkajsCodec = {
   compress: async (encoder) => lz4Compress(encoder.buffer),
   decompress: async (buffer) => lz4Decompress(buffer),
 };
-export const zstdCodec: KafkajsCodec = {
+const zstdCodec: KafkajsCodec = {
   compress: async (encoder) => zstdCompress(encoder.buffer),
   decompress: async (buffer) => zstdDecompress(buffer),
 };
