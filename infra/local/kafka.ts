@@ -290,7 +290,8 @@ async function requireFreePorts(propsFile: string, port: number): Promise<void> 
     if (Number.isInteger(p) && (await portInUse(p))) {
       const who = describePortOwner(p);
       throw new PrerequisiteError(
-        `Kafka's ${what} port ${p} (recorded in ${propsFile}) is taken by ${who ?? 'another process'}: cannot restart the broker on its data`,
+        `Kafka's ${what} port ${p} (recorded in ${propsFile}) is taken by ` +
+          `${who ?? 'another process'}: cannot restart the broker on its data`,
       );
     }
   }

@@ -102,7 +102,8 @@ async function pruneLocked(
   } catch (err) {
     if (err instanceof PrerequisiteError) throw err;
     throw new PrerequisiteError(
-      `local:prune could not reach the local stack (${state.kafkaBrokers}, ${state.dynamodbEndpoint}): ${String((err as Error).message ?? err)}`,
+      `local:prune could not reach the local stack (${state.kafkaBrokers}, ` +
+        `${state.dynamodbEndpoint}): ${String((err as Error).message ?? err)}`,
       {
         cause: err,
       },

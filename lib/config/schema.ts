@@ -252,7 +252,9 @@ const processorSchema = strictObject({
       ctx.addIssue({
         code: 'custom',
         path: ['leaseMs'],
-        message: `must be greater than processor.timeoutMs (${p.timeoutMs}), or a second processor could take a range the first is still processing`,
+        message:
+          `must be greater than processor.timeoutMs (${p.timeoutMs}), or a ` +
+          `second processor could take a range the first is still processing`,
       });
     }
   })
@@ -272,7 +274,8 @@ const splitSchema = strictObject({
         code: 'custom',
         path: [key],
         message:
-          'splitting a partition into parallel ranges breaks per-partition order: set split.orderInsensitive to true if the handler does not depend on order',
+          'splitting a partition into parallel ranges breaks per-partition order: ' +
+          'set split.orderInsensitive to true if the handler does not depend on order',
       });
     }
   }
@@ -556,7 +559,9 @@ function checkHandlerEnvironments(streams: unknown[], ctx: z.RefinementCtx): voi
         ctx.addIssue({
           code: 'custom',
           path: ['streams', index, 'handler', 'environment', name],
-          message: `streams[${first.index}].handler.environment sets ${name} to another value, but one processor function serves every stream: give both the same value or use another name`,
+          message:
+            `streams[${first.index}].handler.environment sets ${name} to another value, but one ` +
+            `processor function serves every stream: give both the same value or use another name`,
         });
       }
     }

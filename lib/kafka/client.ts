@@ -177,8 +177,7 @@ export function kafkaLogLines(write: (line: string) => void): KafkaLogFn {
     const details = Object.entries(extra)
       .filter(([k, v]) => v !== undefined && k !== 'stack')
       .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
-    write(
-      `[kafkajs ${level}] ${typeof namespace === 'string' && namespace ? `${namespace}: ` : ''}${message}${details.length ? ` (${details.join(', ')})` : ''}`,
-    );
+    const where = typeof namespace === 'string' && namespace ? `${namespace}: ` : '';
+    write(`[kafkajs ${level}] ${where}${message}${details.length ? ` (${details.join(', ')})` : ''}`);
   };
 }

@@ -198,7 +198,9 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
     for (const s of config.streams) if (s.handler) ops.handlerFor(s);
     const sinkTablesCreated = await ensureConfigTables(dynamo, config);
     view.event(
-      `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; CLI: ${cliCommand('status', opts.configFile)}`,
+      `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ` +
+        `ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; ` +
+        `CLI: ${cliCommand('status', opts.configFile)}`,
     );
     const runner = createViewedRunner(ops, view, config.streams, opts.maxConcurrency, deps.hardSignal);
     const w: Watch = { ops, runner, view, streams: config.streams, t0: Date.now() };
@@ -254,7 +256,8 @@ async function report(
 function humanRunSummary(s: RunConfigSummary): string {
   const lines = [
     '',
-    `streams ${s.streams.join(', ')}: ${s.records} records processed in ${s.invocations} processor invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}; ${s.partitions} partitions, lag ${s.lag}`,
+    `streams ${s.streams.join(', ')}: ${s.records} records processed in ${s.invocations} processor ` +
+      `invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}; ${s.partitions} partitions, lag ${s.lag}`,
   ];
   for (const p of s.parked) lines.push(`PARKED ${p}`);
   for (const p of s.failedPartitions) lines.push(`FAILED ${p}`);

@@ -76,7 +76,8 @@ export async function ensureSinkTable(client: DynamoDBClient, name: string, key:
 export async function assertSinkTableExists(client: DynamoDBClient, name: string, streams: string[]): Promise<void> {
   if (await tableExists(client, name)) return;
   throw new MissingResourceError(
-    `sink table ${name} (stream ${streams.join(', ')}) does not exist: create it, or declare it in handler.sinkTable as { "name": "${name}", "key": { "partitionKey": "pk" } } to have it created`,
+    `sink table ${name} (stream ${streams.join(', ')}) does not exist: create it, or declare it in ` +
+      `handler.sinkTable as { "name": "${name}", "key": { "partitionKey": "pk" } } to have it created`,
   );
 }
 
@@ -94,7 +95,8 @@ function assertSameKey(existing: TableDescription, name: string, key: SinkTableK
   const [found, declared] = [keyText(existing), keyText(sinkTableDefinition(name, key))];
   if (found !== declared) {
     throw new ConfigurationError(
-      `sink table ${name} exists with the key ${found}, but handler.sinkTable declares ${declared}: declare the table's key, or name another table`,
+      `sink table ${name} exists with the key ${found}, but handler.sinkTable ` +
+        `declares ${declared}: declare the table's key, or name another table`,
     );
   }
 }
