@@ -8,7 +8,7 @@ import { basename, dirname, join } from 'node:path';
 const PACKAGE_NAME = 'kafka-lambda-direct';
 
 /** The nearest directory at or above `from` holding this package's package.json. */
-export function findPackageRoot(from: string): string {
+function findPackageRoot(from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     const manifest = join(dir, 'package.json');
     if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name === PACKAGE_NAME) return dir;
@@ -35,7 +35,7 @@ export function isSourceCheckout(root = PACKAGE_ROOT): boolean {
  * KAFKA_DIRECT_HOME when set; for an engine installed into a project, that project's `.local/`
  * (next to its node_modules, so reinstalling the engine keeps the stack); else the clone's `.local/`.
  */
-export function localRootFor(root: string, env: NodeJS.ProcessEnv): string {
+function localRootFor(root: string, env: NodeJS.ProcessEnv): string {
   if (env.KAFKA_DIRECT_HOME) return env.KAFKA_DIRECT_HOME;
   const parent = dirname(root);
   const modules = basename(parent) === 'node_modules' ? parent : basename(dirname(parent)) === 'node_modules' ? dirname(parent) : undefined;

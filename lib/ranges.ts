@@ -15,8 +15,3 @@ export type RangePayload = {
 export function partitionKey(topic: string, partition: number): string {
   return `${topic}/${partition}`;
 }
-
-/** The deterministic range id `topic/partition/from` (also the idempotency key style of records). */
-export function rangeId(r: { topic: string; partition: number; from: number }): string {
-  return `${r.topic}/${r.partition}/${r.from}`;
-}

@@ -46,7 +46,10 @@ function alarm(props: Record<string, Cfn>): CfnResource {
 /** What every alarm of the stack shares: the name prefix `<service>-<stage>` and the period of the planner's metrics. */
 type AlarmContext = { s: Settings; prefix: string; periodSeconds: number };
 
-/** A stream's count of something that needs an operator, on one custom metric: alarms after `evaluationPeriods` consecutive periods above 0. */
+/**
+ * A stream's count of something that needs an operator, on one custom metric: alarms after
+ * `evaluationPeriods` consecutive periods above 0.
+ */
 type CountAlarm = { name: string; metricName: string; service: Service; evaluationPeriods: number; description: string };
 
 function countAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: string, what: CountAlarm): CfnResource {
@@ -99,7 +102,9 @@ function lagGrowingAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: s
   const lagPeriods = Math.max(2, Math.ceil((s.lagAlarmMinutes * 60) / periodSeconds));
   return alarm({
     AlarmName: `${prefix}-${streamId}-lag-growing`,
-    AlarmDescription: `Stream ${streamId}: TotalLag above ${s.lagAlarmThreshold} records and still growing in most planner runs of the last ${s.lagAlarmMinutes} minutes (processing falls behind).`,
+    AlarmDescription:
+      `Stream ${streamId}: TotalLag above ${s.lagAlarmThreshold} records and still growing in ` +
+      `most planner runs of the last ${s.lagAlarmMinutes} minutes (processing falls behind).`,
     Metrics: [
       metric(s, 'lag', 'TotalLag', 'planner', streamId, 'Maximum', periodSeconds),
       {
@@ -118,7 +123,7 @@ function lagGrowingAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: s
 }
 
 /** How many trigger intervals without a tick the no-tick alarm waits for. */
-export const NO_TICK_INTERVALS = 3;
+const NO_TICK_INTERVALS = 3;
 
 /**
  * No tick of the stream's planner loop for three trigger intervals: `TickGapMs` (the longest gap
@@ -133,8 +138,10 @@ function noTickAlarm({ s, prefix }: AlarmContext, stream: StreamConfig): CfnReso
   return alarm({
     AlarmName: `${prefix}-${stream.id}-no-tick`,
     AlarmDescription:
-      `Stream ${stream.id}: no planner tick for ${NO_TICK_INTERVALS} trigger intervals (${thresholdMs} ms; planner TickGapMs), or no planner ticking at all. ` +
-      'Nothing is planned meanwhile. Check `status` (the planner loop: its holder, lease and last tick), the planner-errors and planner-not-running alarms, ' +
+      `Stream ${stream.id}: no planner tick for ${NO_TICK_INTERVALS} trigger ` +
+      `intervals (${thresholdMs} ms; planner TickGapMs), or no planner ticking at all. ` +
+      'Nothing is planned meanwhile. Check `status` (the planner loop: its holder, ' +
+      'lease and last tick), the planner-errors and planner-not-running alarms, ' +
       "the planner's log (slow ticks: Kafka or the ledger; a timed-out invocation) and the schedule's dead-letter queue.",
     Namespace: s.metricsNamespace,
     MetricName: 'TickGapMs',
@@ -167,7 +174,8 @@ const STREAM_ALARMS: {
       sumAlarm(ctx, streamId, {
         name: 'data-loss',
         description:
-          'retention deleted offsets that were never processed (planner DataLossEvents/DataLossRecords, processor DataLossRecords). The ledger records the exact spans.',
+          'retention deleted offsets that were never processed (planner DataLossEvents/DataLossRecords, ' +
+          'processor DataLossRecords). The ledger records the exact spans.',
         metrics: [
           ['plannerEvents', 'DataLossEvents', 'planner', 'Sum'],
           ['plannerRecords', 'DataLossRecords', 'planner', 'Sum'],
@@ -188,7 +196,8 @@ const STREAM_ALARMS: {
         service: 'planner',
         evaluationPeriods: 1,
         description:
-          'a topic was deleted and re-created under the same name (planner TopicRecreated); the old incarnation was closed with a record of what it had committed and planned, and the new one is read per recreatedTopicOffsets.',
+          'a topic was deleted and re-created under the same name (planner TopicRecreated); the old incarnation was ' +
+          'closed with a record of what it had committed and planned, and the new one is read per recreatedTopicOffsets.',
       }),
   },
   {
@@ -202,7 +211,8 @@ const STREAM_ALARMS: {
         service: 'planner',
         evaluationPeriods: 1,
         description:
-          'a topic of the stream config does not exist in Kafka, or its topicPattern matches no topic (planner TopicsMissing); those topics are not read.',
+          'a topic of the stream config does not exist in Kafka, or its topicPattern ' +
+          'matches no topic (planner TopicsMissing); those topics are not read.',
       }),
   },
   {
@@ -216,7 +226,8 @@ const STREAM_ALARMS: {
         service: 'planner',
         evaluationPeriods: 3,
         description:
-          'partitions whose offsets could not be read (leader unreachable, no leader) in 3 consecutive periods (planner PartitionsUnavailable); the run plans the others.',
+          'partitions whose offsets could not be read (leader unreachable, no leader) in ' +
+          '3 consecutive periods (planner PartitionsUnavailable); the run plans the others.',
       }),
   },
   {
@@ -225,7 +236,8 @@ const STREAM_ALARMS: {
       sumAlarm(ctx, streamId, {
         name: 'failed-ranges',
         description:
-          'ranges parked after maxAttempts, or partitions failed (planner RangesParked/PartitionsFailed, processor RangesParked). Nothing advances there until an operator acts.',
+          'ranges parked after maxAttempts, or partitions failed (planner RangesParked/PartitionsFailed, ' +
+          'processor RangesParked). Nothing advances there until an operator acts.',
         metrics: [
           ['plannerParked', 'RangesParked', 'planner', 'Sum'],
           ['processorParked', 'RangesParked', 'processor', 'Sum'],
@@ -332,7 +344,8 @@ function queueAlarms(ctx: AlarmContext): CfnResources {
     ProcessorFailuresAlarm: queueAlarm(ctx, IDS.processorFailureQueue, {
       name: 'processor-failures',
       description:
-        'Processor invocations failed or expired in the async queue (on-failure destination). The planner re-dispatches their ranges; the messages tell why.',
+        'Processor invocations failed or expired in the async queue (on-failure ' +
+        'destination). The planner re-dispatches their ranges; the messages tell why.',
     }),
     ScheduleDeadLettersAlarm: queueAlarm(ctx, IDS.scheduleDeadLetterQueue, {
       name: 'schedule-dead-letters',

@@ -1,12 +1,12 @@
 /**
  * Pure builders for the parts of the CloudFormation stack that depend on the stage's settings and
  * on the streams config, one file per resource family: `settings.ts` (params, deploy-time checks),
- * `names.ts` (logical IDs), `iam.ts` (per-function roles, with the statements handlers declare), `sink-tables.ts` (declared sink tables), `schedule.ts` (the planner schedule's
- * target), `encryption.ts` (tables, alarm topic key, log groups' key), `scan.ts` (the security scan's
- * kept findings, with their reasons), `alarms.ts` and `dashboard.ts`,
- * `functions.ts` (VPC, concurrency, environment, bundling). `stack.js` resolves the inputs
- * (serverless params, the parsed streams config) and calls them through this file; the deploy
- * tests call them directly too.
+ * `names.ts` (logical IDs), `iam.ts` (per-function roles, with the statements handlers declare),
+ * `sink-tables.ts` (declared sink tables), `schedule.ts` (the planner schedule's target),
+ * `encryption.ts` (tables, alarm topic key, log groups' key), `scan.ts` (the security scan's kept
+ * findings, with their reasons), `alarms.ts` and `dashboard.ts`, `functions.ts` (VPC, concurrency,
+ * environment, bundling). `stack.js` resolves the inputs (serverless params, the parsed streams
+ * config) and calls them through this file; the deploy tests call them directly too.
  *
  * Everything returned is plain CloudFormation (JSON-shaped objects); nothing here talks to AWS.
  * Loaded by stack.js through tsx (a devDependency), so it is type-checked with the project.

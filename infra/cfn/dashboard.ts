@@ -157,7 +157,8 @@ function functionWidgets(grid: DashboardGrid, s: Settings): void {
 export function dashboardBody(s: Settings, config: DeploymentConfig, alarmIds: string[], period: number, noTickIntervals: number): Cfn {
   const grid = dashboardGrid(period);
   grid.text(
-    `# ${subLiteral(s.service)} (${subLiteral(s.stage)})\nPlanner schedule: \`${subLiteral(s.scheduleRate)}\`. Metrics namespace \`${subLiteral(s.metricsNamespace)}\`.`,
+    `# ${subLiteral(s.service)} (${subLiteral(s.stage)})\nPlanner schedule: ` +
+      `\`${subLiteral(s.scheduleRate)}\`. Metrics namespace \`${subLiteral(s.metricsNamespace)}\`.`,
   );
   grid.alarms(alarmIds);
   for (const stream of config.streams) {

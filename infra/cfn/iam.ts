@@ -127,7 +127,8 @@ function withHandlerStatements(own: Statement[], config: DeploymentConfig): Stat
   for (const { origin, ...statement } of handlerStatements(config)) {
     if (used.has(statement.Sid)) {
       throw new DeployConfigError(
-        `${origin}: the statement id ${JSON.stringify(statement.Sid)} is taken by another statement of the processor role; set "sid" to another id`,
+        `${origin}: the statement id ${JSON.stringify(statement.Sid)} is taken ` +
+          `by another statement of the processor role; set "sid" to another id`,
       );
     }
     used.add(statement.Sid);

@@ -19,32 +19,41 @@ const REASONS = {
   bucketAccessLogs: {
     id: 'CKV_AWS_18',
     comment:
-      'Holds only the deployment packages osls uploads (public access blocked, TLS-only policy, versioned); access logs would need a second bucket that is itself unlogged. CloudTrail data events can record object access.',
+      'Holds only the deployment packages osls uploads (public access blocked, TLS-only policy, versioned); access ' +
+      'logs would need a second bucket that is itself unlogged. CloudTrail data events can record object access.',
   },
   plannerDlq: {
     id: 'CKV_AWS_116',
     comment:
-      'Invoked only by the schedule with async retries off: a failed invocation is replaced by the next one (runs are idempotent), and one that cannot be delivered goes to ScheduleDeadLetterQueue. A DLQ of failed invocations would hold only {"loop":true}.',
+      'Invoked only by the schedule with async retries off: a failed invocation is replaced ' +
+      'by the next one (runs are idempotent), and one that cannot be delivered goes to ' +
+      'ScheduleDeadLetterQueue. A DLQ of failed invocations would hold only {"loop":true}.',
   },
   processorDlq: {
     id: 'CKV_AWS_116',
     comment:
-      'Failed and expired asynchronous invocations go to the on-failure destination ProcessorFailureQueue (which also carries the error, unlike a DLQ), watched by the processor-failures alarm; the planner re-dispatches their ranges.',
+      'Failed and expired asynchronous invocations go to the on-failure destination ProcessorFailureQueue (which also ' +
+      'carries the error, unlike a DLQ), watched by the processor-failures alarm; the planner re-dispatches their ranges.',
   },
   plannerConcurrency: {
     id: 'CKV_AWS_115',
     comment:
-      'One invocation per schedule period, overlapping the next by design (the loop holder hands over to its successor), and each stream is ticked by one at a time (the ledger loop lease). Reserved concurrency is taken from the account unreserved pool, which an account with the default quota cannot give up: the deploy would fail; one set by hand must allow at least 2.',
+      'One invocation per schedule period, overlapping the next by design (the loop holder hands ' +
+      'over to its successor), and each stream is ticked by one at a time (the ledger loop lease). ' +
+      'Reserved concurrency is taken from the account unreserved pool, which an account with the ' +
+      'default quota cannot give up: the deploy would fail; one set by hand must allow at least 2.',
   },
   environmentKey: {
     id: 'CKV_AWS_173',
     comment:
-      'The environment holds names and settings only (passwords are secret references read at run time); Lambda encrypts it at rest with its AWS managed key. The functionKmsKeyArn param sets a customer managed key.',
+      'The environment holds names and settings only (passwords are secret references read at run time); Lambda ' +
+      'encrypts it at rest with its AWS managed key. The functionKmsKeyArn param sets a customer managed key.',
   },
   logsKey: {
     id: 'CKV_AWS_158',
     comment:
-      'CloudWatch Logs encrypts log data at rest with its own keys. The logsKmsKey param sets a customer managed key (stack: one the stack creates for these log groups).',
+      'CloudWatch Logs encrypts log data at rest with its own keys. The logsKmsKey param ' +
+      'sets a customer managed key (stack: one the stack creates for these log groups).',
   },
   tableKey: {
     id: 'CKV_AWS_119',
@@ -53,7 +62,9 @@ const REASONS = {
   queueKey: {
     id: 'CKV_AWS_27',
     comment:
-      'Encrypted at rest with SQS-managed keys (SSE-SQS, SqsManagedSseEnabled), which this check does not count. Lambda (on-failure destination), the Scheduler and an EventBridge rule send to it with no key grant, which a KMS key would need for each.',
+      'Encrypted at rest with SQS-managed keys (SSE-SQS, SqsManagedSseEnabled), which ' +
+      'this check does not count. Lambda (on-failure destination), the Scheduler and an ' +
+      'EventBridge rule send to it with no key grant, which a KMS key would need for each.',
   },
 } as const satisfies Record<string, ScanSkip>;
 

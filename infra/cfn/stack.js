@@ -99,7 +99,9 @@ function inlineConfig(setting) {
   );
   if (Buffer.byteLength(text) > MAX_INLINE_CONFIG_BYTES) {
     throw new builders.DeployConfigError(
-      `param streamsConfig: ${setting} is outside the service directory and too large (${Buffer.byteLength(text)} bytes) to pass inline in STREAMS_CONFIG (at most ${MAX_INLINE_CONFIG_BYTES}: Lambda allows 4 KB of environment in all); shorten it (a CA bundle can move to a secret), or from a clone put it under ${ROOT}`,
+      `param streamsConfig: ${setting} is outside the service directory and too large (${Buffer.byteLength(text)} ` +
+        `bytes) to pass inline in STREAMS_CONFIG (at most ${MAX_INLINE_CONFIG_BYTES}: Lambda allows 4 KB of ` +
+        `environment in all); shorten it (a CA bundle can move to a secret), or from a clone put it under ${ROOT}`,
     );
   }
   return text;

@@ -56,7 +56,8 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
     return runTopic(args, `${usage} topic`);
   } else {
     process.stderr.write(
-      `usage: ${usage} up [--brokers N] [--secured]|down|reset|prune [--dry-run] [--older-than 1d]|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`,
+      `usage: ${usage} up [--brokers N] [--secured]|down|reset|prune [--dry-run] ` +
+        `[--older-than 1d]|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`,
     );
     return 2;
   }

@@ -84,7 +84,7 @@ export function newClusterId(random: (n: number) => Buffer = randomBytes): strin
 }
 
 /** The Kafka version pinned in the pom. */
-export function kafkaVersion(): string {
+function kafkaVersion(): string {
   const m = /<kafka\.version>([^<]+)<\/kafka\.version>/.exec(readFileSync(POM, 'utf8'));
   if (!m?.[1]) throw new PrerequisiteError(`no <kafka.version> in ${POM}`);
   return m[1];
@@ -290,7 +290,8 @@ async function requireFreePorts(propsFile: string, port: number): Promise<void> 
     if (Number.isInteger(p) && (await portInUse(p))) {
       const who = describePortOwner(p);
       throw new PrerequisiteError(
-        `Kafka's ${what} port ${p} (recorded in ${propsFile}) is taken by ${who ?? 'another process'}: cannot restart the broker on its data`,
+        `Kafka's ${what} port ${p} (recorded in ${propsFile}) is taken by ` +
+          `${who ?? 'another process'}: cannot restart the broker on its data`,
       );
     }
   }

@@ -10,7 +10,7 @@ import { PrerequisiteError } from '../../lib/errors';
 export type LogLimits = { fileBytes: number; keptFiles: number };
 
 const MB = 1024 * 1024;
-export const DEFAULT_LOG_LIMITS: LogLimits = { fileBytes: 5 * MB, keptFiles: 3 };
+const DEFAULT_LOG_LIMITS: LogLimits = { fileBytes: 5 * MB, keptFiles: 3 };
 
 /** LOCAL_LOG_FILE_MB (default 5; a fraction for tests) and LOCAL_LOG_FILES (rotated files kept, default 3). */
 export function logLimits(env: NodeJS.ProcessEnv = process.env): LogLimits {

@@ -23,13 +23,13 @@ export type RecordedStack = {
   dynamodbPids?: number[];
 };
 
-export const KAFKA_MARKER = 'kafka.Kafka';
-export const DYNAMODB_MARKER = 'moto_server.py';
+const KAFKA_MARKER = 'kafka.Kafka';
+const DYNAMODB_MARKER = 'moto_server.py';
 
 const portOf = (address: string): number => Number(address.split(':').at(-1));
 
 /** Each recorded process with its port and command-line marker; undefined for a state that does not say which is which. */
-export function recordedServices(s: RecordedStack): { kafka: RecordedService[]; dynamodb: RecordedService[] } | undefined {
+function recordedServices(s: RecordedStack): { kafka: RecordedService[]; dynamodb: RecordedService[] } | undefined {
   if (s.kafkaPids === undefined || s.dynamodbPids === undefined) return undefined;
   const brokers = s.kafkaBrokers.split(',');
   return {

@@ -62,7 +62,7 @@ function holdsSocket(pid: number, inodes: Set<string>): boolean {
  * The pid listening on the loopback `port`: a number, 'none' when nothing listens, or 'unknown'
  * when the system cannot tell (no /proc, or a process this user may not inspect).
  */
-export function portOwner(port: number): number | 'none' | 'unknown' {
+function portOwner(port: number): number | 'none' | 'unknown' {
   const inodes = listeningInodes(port);
   if (inodes === undefined) return 'unknown';
   if (inodes.size === 0) return 'none';

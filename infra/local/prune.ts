@@ -45,7 +45,7 @@ export function pruneCandidates(topics: string[], tables: string[], olderThanMs:
 }
 
 /** One line per candidate: what, which tool, when made. */
-export function candidateLine(c: PruneCandidate): string {
+function candidateLine(c: PruneCandidate): string {
   return `${c.kind} ${c.name} (${c.tool}, created ${new Date(c.createdAtMs).toISOString()})`;
 }
 
@@ -102,7 +102,8 @@ async function pruneLocked(
   } catch (err) {
     if (err instanceof PrerequisiteError) throw err;
     throw new PrerequisiteError(
-      `local:prune could not reach the local stack (${state.kafkaBrokers}, ${state.dynamodbEndpoint}): ${String((err as Error).message ?? err)}`,
+      `local:prune could not reach the local stack (${state.kafkaBrokers}, ` +
+        `${state.dynamodbEndpoint}): ${String((err as Error).message ?? err)}`,
       {
         cause: err,
       },

@@ -58,7 +58,8 @@ async function acquire(dir: string, what: string, opts: LockOptions): Promise<Lo
     said = true;
     if (Date.now() > deadline) {
       throw new PrerequisiteError(
-        `the local stack's lock ${file} is held by pid ${holder.pid} (${holder.what}) for ${Math.round((Date.now() - holder.atMs) / 1000)} s: ` +
+        `the local stack's lock ${file} is held by pid ${holder.pid} ` +
+          `(${holder.what}) for ${Math.round((Date.now() - holder.atMs) / 1000)} s: ` +
           `wait for it, or stop that process`,
       );
     }

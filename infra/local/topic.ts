@@ -70,7 +70,8 @@ async function topicCommand(argv: string[], usage: string): Promise<string> {
       await producer.connect();
       for (let i = 0; i < messages.length; i += 1000) await producer.send({ topic, messages: messages.slice(i, i + 1000) });
     }
-    return `topic ${topic}: ${created ? `created with ${partitions} partition(s)` : 'exists'}${messages.length ? `; produced ${messages.length} records` : ''}`;
+    const produced = messages.length ? `; produced ${messages.length} records` : '';
+    return `topic ${topic}: ${created ? `created with ${partitions} partition(s)` : 'exists'}${produced}`;
   } finally {
     await producer.disconnect().catch(() => undefined);
     await admin.disconnect().catch(() => undefined);

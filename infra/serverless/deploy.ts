@@ -17,7 +17,8 @@ import { PACKAGE_ROOT } from '../../lib/paths';
 import { findStreamProject, SERVICE_NAME, serviceNameOf } from '../../lib/project/project';
 
 export const DEPLOY_USAGE =
-  'usage: kafka-direct deploy --stage <stage> [--config <file>] [--region <region>] [--package-only] [--service <name>] [--param name=value]...';
+  'usage: kafka-direct deploy --stage <stage> [--config <file>] [--region <region>] ' +
+  '[--package-only] [--service <name>] [--param name=value]...';
 export const REMOVE_USAGE =
   'usage: kafka-direct remove --stage <stage> [--config <file>] [--region <region>] [--service <name>] [--param name=value]...';
 
@@ -87,7 +88,8 @@ export function runDeploy(o: DeployOptions, env: NodeJS.ProcessEnv, err: (s: str
   const packaged = osls('package', o, packageDir, env);
   if (packaged !== 0) return packaged;
   err(
-    `[deploy] packaged stage ${o.stage} of ${o.service} into ${relative(process.cwd(), packageDir) || packageDir}: ${artifacts(packageDir)}\n`,
+    `[deploy] packaged stage ${o.stage} of ${o.service} into ` +
+      `${relative(process.cwd(), packageDir) || packageDir}: ${artifacts(packageDir)}\n`,
   );
   if (o.packageOnly) return 0;
   return osls('deploy', o, packageDir, env);

@@ -40,7 +40,10 @@ function userHandlers(modules) {
       build.onResolve({ filter: /^kafka-lambda-direct(\/testing)?$/ }, (args) => ({ path: path.join(ROOT, ENGINE_ENTRIES[args.path]) }));
       build.onLoad({ filter: /[\\/]lib[\\/]handlers[\\/]load-file\.ts$/ }, (args) => {
         if (path.resolve(args.path) !== FILE_LOADER) return undefined;
-        const contents = `export function loadHandlerFile(file: string): never {\n  throw new Error('handler files are bundled; this package cannot load ' + file);\n}\n`;
+        const contents =
+          `export function loadHandlerFile(file: string): never {\n` +
+          `  throw new Error('handler files are bundled; this package cannot load ' + file);\n` +
+          `}\n`;
         return { contents, loader: 'ts', resolveDir: path.dirname(FILE_LOADER) };
       });
       build.onLoad({ filter: /[\\/]lib[\\/]handlers[\\/]bundled\.ts$/ }, (args) => {

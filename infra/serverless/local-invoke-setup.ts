@@ -130,7 +130,8 @@ async function main(): Promise<void> {
   writeLocalConfig(options);
   const { ledgerTable, sinkTable, topic, produce } = options;
   process.stderr.write(
-    `[local-invoke] tables ${ledgerTable}, ${sinkTable}; topic ${topic}${produce ? ` (+${produce} records)` : ''}; config ${LOCAL_CONFIG_PATH}\n` +
+    `[local-invoke] tables ${ledgerTable}, ${sinkTable}; topic ` +
+      `${topic}${produce ? ` (+${produce} records)` : ''}; config ${LOCAL_CONFIG_PATH}\n` +
       `[local-invoke] now: npx sls invoke local --stage local -f planner --data '{"dryRun":true}'\n`,
   );
 }

@@ -177,7 +177,8 @@ export function checkInvariants(snap: LedgerSnapshot): Violation[] {
     if (skipped.length && !allowGaps)
       v(
         'I6',
-        `offsets ${skipped.map(fmt).join(', ')} below committed ${p.committed} are neither processed (done range) nor recorded as data loss`,
+        `offsets ${skipped.map(fmt).join(', ')} below committed ${p.committed} ` +
+          `are neither processed (done range) nor recorded as data loss`,
       );
   }
   return out;

@@ -1,4 +1,7 @@
-/** Loads one stream's ledger snapshot (META, partitions, every range, data-loss entries, closed incarnations) by Query on `pk = S#<stream>`. */
+/**
+ * Loads one stream's ledger snapshot (META, partitions, every range, data-loss entries, closed
+ * incarnations) by Query on `pk = S#<stream>`.
+ */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { codec } from '../ledger/items.dynamodb';

@@ -39,7 +39,8 @@ export function loadCliConfig(configPath: string | undefined, env: NodeJS.Proces
   }
   if (!existsSync(DEMO_CONFIG_FILE)) {
     throw new ValidationError(
-      `no deployment config: set ${CONFIG_ENV.streams} (inline JSON or a file path, as for the Lambdas), pass --config <file>, or run \`npm start\` once to create the local demo's config`,
+      `no deployment config: set ${CONFIG_ENV.streams} (inline JSON or a file path, as for the ` +
+        `Lambdas), pass --config <file>, or run \`npm start\` once to create the local demo's config`,
     );
   }
   const config = loadDeploymentConfig({ ...env, [CONFIG_ENV.streams]: DEMO_CONFIG_FILE });

@@ -42,7 +42,7 @@ export type CliDeps = {
 };
 
 /** The package version, as `--version` prints it. */
-export function packageVersion(): string {
+function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(packageFile('package.json'), 'utf8')) as { version?: unknown };
   return String(pkg.version);
 }
@@ -195,7 +195,9 @@ const COMMANDS: Record<string, CommandDef<never>> = {
         else inv.io.out(`${renderRewind(res)}\n`);
         // Only a dry run gets here with unavailable partitions (a rewind is refused): partial, or nothing read.
         if (!res.unavailable.length) return;
-        const line = `Kafka offsets of ${partitionCount(res.unavailable.length)} of stream ${stream.id} unavailable: ${unavailableText(res.unavailable)}`;
+        const line =
+          `Kafka offsets of ${partitionCount(res.unavailable.length)} of ` +
+          `stream ${stream.id} unavailable: ${unavailableText(res.unavailable)}`;
         if (!res.partitions.length) {
           inv.io.err(`error: ${line}\n`);
           inv.exitWith(EXIT.failed);

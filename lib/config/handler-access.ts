@@ -6,7 +6,7 @@
  */
 
 /** The pseudo parameters a handler's IAM resource may name; the stack then writes the resource as an Fn::Sub. */
-export const IAM_RESOURCE_SUBSTITUTIONS = ['${AWS::Partition}', '${AWS::Region}', '${AWS::AccountId}'] as const;
+const IAM_RESOURCE_SUBSTITUTIONS = ['${AWS::Partition}', '${AWS::Region}', '${AWS::AccountId}'] as const;
 
 /** Values that parse like the pseudo parameters they stand for, so a substituted ARN is checked as written out. */
 const SUBSTITUTION_STAND_INS: Record<(typeof IAM_RESOURCE_SUBSTITUTIONS)[number], string> = {
@@ -63,7 +63,10 @@ export function iamResourceProblem(resource: string): string | undefined {
   if (/^[*?]+$/.test(resource)) return `${quoted} grants every resource: name the resources by ARN, e.g. "${EXAMPLE_RESOURCE}"`;
   const unknownSubstitution = /\$\{[^}]*\}?/.exec(withStandIns(resource))?.[0];
   if (unknownSubstitution !== undefined) {
-    return `${JSON.stringify(unknownSubstitution)} cannot be substituted: only ${IAM_RESOURCE_SUBSTITUTIONS.join(', ')} may appear in a resource`;
+    return (
+      `${JSON.stringify(unknownSubstitution)} cannot be substituted: only ` +
+      `${IAM_RESOURCE_SUBSTITUTIONS.join(', ')} may appear in a resource`
+    );
   }
   const arn = /^arn:([^:]*):([^:]*):([^:]*):([^:]*):(.*)$/.exec(withStandIns(resource));
   const [partition, service, region, account, name] = arn?.slice(1) ?? [];
@@ -75,11 +78,17 @@ export function iamResourceProblem(resource: string): string | undefined {
     /^[a-z0-9*?-]*$/.test(account ?? '') &&
     (name ?? '') !== '';
   if (!wellFormed) {
-    return `${quoted} is not an ARN: name the resource as "arn:<partition>:<service>:<region>:<account>:<resource>", e.g. "${EXAMPLE_RESOURCE}"`;
+    return (
+      `${quoted} is not an ARN: name the resource as ` +
+      `"arn:<partition>:<service>:<region>:<account>:<resource>", e.g. "${EXAMPLE_RESOURCE}"`
+    );
   }
   if (/[*?]/.test(service ?? '')) return `${quoted} names every service: write the service, e.g. "${EXAMPLE_RESOURCE}"`;
   if (/^[*?/:]+$/.test(name ?? '')) {
-    return `${quoted} names every ${service} resource: name the resource (a wildcard may only complete a name or a path, e.g. "arn:aws:s3:::my-bucket/*")`;
+    return (
+      `${quoted} names every ${service} resource: name the resource (a wildcard ` +
+      `may only complete a name or a path, e.g. "arn:aws:s3:::my-bucket/*")`
+    );
   }
   return undefined;
 }

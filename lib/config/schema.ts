@@ -15,11 +15,11 @@ import { isInternalTopic, isValidTopicName, regexSourceError, topicMatcher } fro
 // ---------------------------------------------------------------------------------------------
 // Defaults (exported so docs, tests and the planner quote one source of truth).
 
-export const DEFAULT_CLIENT_ID = 'kafka-lambda-direct';
+const DEFAULT_CLIENT_ID = 'kafka-lambda-direct';
 /** Lambda's hard limit on a function's timeout. */
-export const LAMBDA_MAX_TIMEOUT_MS = 900_000;
+const LAMBDA_MAX_TIMEOUT_MS = 900_000;
 /** Extra lease time past the processor timeout, so a lease never lapses while its invocation may still run. */
-export const DEFAULT_LEASE_MARGIN_MS = 60_000;
+const DEFAULT_LEASE_MARGIN_MS = 60_000;
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks.
@@ -73,7 +73,7 @@ function isBrokerAddress(address: string): boolean {
 const SECRET_REF_FORMS = '{ "secretArn": ..., "field"?: ... }, { "ssmParameter": ... } or { "env": ... }';
 
 /** Where a secret (a Kafka password, a handler secret) lives; the config itself never holds one. */
-export const secretRefSchema = z.union(
+const secretRefSchema = z.union(
   [
     strictObject({
       /** Secrets Manager secret ARN (or name). */
@@ -131,7 +131,7 @@ const mskIamSchema = strictObject({
   }
 });
 
-export const saslSchema = z.discriminatedUnion(
+const saslSchema = z.discriminatedUnion(
   'mechanism',
   [
     strictObject({
@@ -155,7 +155,7 @@ const pemCertificates = z.string().superRefine((pem, ctx) => {
   if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
 });
 
-export const sslSchema = z.union([
+const sslSchema = z.union([
   z.boolean(),
   strictObject({
     rejectUnauthorized: z.boolean().optional(),
@@ -179,7 +179,7 @@ export const sslSchema = z.union([
 ]);
 export type SslConfig = z.output<typeof sslSchema>;
 
-export const kafkaConnectionSchema = strictObject({
+const kafkaConnectionSchema = strictObject({
   brokers: z.array(brokerAddress).min(1),
   clientId: z.string().min(1).max(255).default(DEFAULT_CLIENT_ID),
   ssl: sslSchema.optional(),
@@ -204,7 +204,7 @@ const partitionKey = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, {
  * Where a stream starts reading a partition it has never committed. With `offsets`, partitions not
  * listed start at their earliest offset (like partitions discovered after the stream started).
  */
-export const startingOffsetsSchema = z.union(
+const startingOffsetsSchema = z.union(
   [
     z.enum(['earliest', 'latest']),
     /** The first record whose timestamp is >= timestampMs (epoch milliseconds). */
@@ -221,7 +221,7 @@ const isolationLevelSchema = z.enum(['read_committed', 'read_uncommitted'] as co
 export type IsolationLevel = PortIsolationLevel;
 
 /** Spark's PID rate estimator (spark.streaming.backpressure.pid.*), with Spark's defaults. */
-export const backpressureSchema = strictObject({
+const backpressureSchema = strictObject({
   enabled: z.boolean().default(false),
   /** Rate used before the first observation; unset = no limit from backpressure until one exists. */
   initialRatePerSec: z.number().positive().optional(),
@@ -232,7 +232,7 @@ export const backpressureSchema = strictObject({
 });
 export type BackpressureConfig = z.output<typeof backpressureSchema>;
 
-export const processorSchema = strictObject({
+const processorSchema = strictObject({
   timeoutMs: wholeNumber().min(1_000).max(LAMBDA_MAX_TIMEOUT_MS).default(LAMBDA_MAX_TIMEOUT_MS),
   /** Share of the remaining time a processor plans to use, leaving room to commit. */
   safetyFactor: z.number().positive().max(1).default(0.8),
@@ -252,14 +252,16 @@ export const processorSchema = strictObject({
       ctx.addIssue({
         code: 'custom',
         path: ['leaseMs'],
-        message: `must be greater than processor.timeoutMs (${p.timeoutMs}), or a second processor could take a range the first is still processing`,
+        message:
+          `must be greater than processor.timeoutMs (${p.timeoutMs}), or a ` +
+          `second processor could take a range the first is still processing`,
       });
     }
   })
   .transform((p) => ({ ...p, leaseMs: p.leaseMs ?? p.timeoutMs + DEFAULT_LEASE_MARGIN_MS }));
 export type ProcessorConfig = z.output<typeof processorSchema>;
 
-export const splitSchema = strictObject({
+const splitSchema = strictObject({
   /** Declares that the handler does not rely on per-partition record order, which splitting breaks. */
   orderInsensitive: z.boolean().default(false),
   maxRangeSize: positiveInt.optional(),
@@ -272,7 +274,8 @@ export const splitSchema = strictObject({
         code: 'custom',
         path: [key],
         message:
-          'splitting a partition into parallel ranges breaks per-partition order: set split.orderInsensitive to true if the handler does not depend on order',
+          'splitting a partition into parallel ranges breaks per-partition order: ' +
+          'set split.orderInsensitive to true if the handler does not depend on order',
       });
     }
   }
@@ -288,7 +291,7 @@ const keyAttributeSchema = z.union([
 ]);
 export type SinkKeyAttribute = z.output<typeof keyAttributeSchema>;
 
-export const sinkTableKeySchema = strictObject({ partitionKey: keyAttributeSchema, sortKey: keyAttributeSchema.optional() });
+const sinkTableKeySchema = strictObject({ partitionKey: keyAttributeSchema, sortKey: keyAttributeSchema.optional() });
 /** Key schema of a declared sink table. */
 export type SinkTableKey = z.output<typeof sinkTableKeySchema>;
 
@@ -313,7 +316,7 @@ function checkedString(problem: (value: string) => string | undefined) {
  * One IAM statement the processor role gets for a handler that writes elsewhere (Allow only): named
  * actions on named resources, so a stream cannot widen the role beyond what it declares.
  */
-export const handlerIamStatementSchema = strictObject({
+const handlerIamStatementSchema = strictObject({
   actions: z.array(checkedString(iamActionProblem)).min(1),
   resources: z.array(checkedString(iamResourceProblem)).min(1),
   /** Statement id in the role's policy (default `Stream<Id>Handler<N>`). */
@@ -325,7 +328,7 @@ const variableName = z.string().regex(VARIABLE_NAME_PATTERN, {
   error: "must be a variable name: a letter or '_', then letters, digits or '_'",
 });
 
-export const handlerSchema = strictObject({
+const handlerSchema = strictObject({
   /** A built-in handler's name, or the path of a handler file relative to the config file. */
   module: nonEmptyString,
   mode: z.enum(['dynamodb-exactly-once', 'at-least-once']),
@@ -370,9 +373,9 @@ const poisonPolicySchema = z.enum(['dead-letter', 'stop-partition']);
 export type PoisonPolicy = z.output<typeof poisonPolicySchema>;
 
 /** Dead letters expire after this many days by default (an SQS dead-letter queue's 14-day maximum). */
-export const DEFAULT_DEAD_LETTER_RETENTION_DAYS = 14;
+const DEFAULT_DEAD_LETTER_RETENTION_DAYS = 14;
 
-export const deadLettersSchema = strictObject({
+const deadLettersSchema = strictObject({
   /** Days a dead letter is kept (DynamoDB TTL deletes it afterwards, usually within a few days). */
   retentionDays: wholeNumber().min(1).max(3650).default(DEFAULT_DEAD_LETTER_RETENTION_DAYS),
   /**
@@ -384,7 +387,7 @@ export const deadLettersSchema = strictObject({
 });
 export type DeadLettersConfig = z.output<typeof deadLettersSchema>;
 
-export const streamConfigSchema = strictObject({
+const streamConfigSchema = strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
     error: "must be 1-63 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit",
   }),
@@ -556,7 +559,9 @@ function checkHandlerEnvironments(streams: unknown[], ctx: z.RefinementCtx): voi
         ctx.addIssue({
           code: 'custom',
           path: ['streams', index, 'handler', 'environment', name],
-          message: `streams[${first.index}].handler.environment sets ${name} to another value, but one processor function serves every stream: give both the same value or use another name`,
+          message:
+            `streams[${first.index}].handler.environment sets ${name} to another value, but one ` +
+            `processor function serves every stream: give both the same value or use another name`,
         });
       }
     }

@@ -29,7 +29,8 @@ export function sinkTablesOf(config: Pick<DeploymentConfig, 'streams' | 'ledgerT
     const seen = declared.get(h.sinkTable);
     if (seen && JSON.stringify(seen.key) !== JSON.stringify(h.sinkTableKey)) {
       throw new ValidationError(
-        `stream ${stream.id}: handler.sinkTable ${h.sinkTable} is declared with another key by stream ${seen.streams[0]}; declare one key per table`,
+        `stream ${stream.id}: handler.sinkTable ${h.sinkTable} is declared with ` +
+          `another key by stream ${seen.streams[0]}; declare one key per table`,
       );
     }
     declared.set(h.sinkTable, { key: h.sinkTableKey, streams: [...(seen?.streams ?? []), stream.id] });

@@ -13,7 +13,7 @@ import { handlerModuleFile, isHandlerPath, loadHandlerModule } from './modules';
 import { noop } from './noop';
 import { runningTotals } from './running-totals';
 
-export { isHandlerPath, handlerModuleFile, handlerFromExports, loadHandlerModule } from './modules';
+export { isHandlerPath, loadHandlerModule } from './modules';
 
 export type HandlerDeps = {
   dynamo: DynamoDBClient;
@@ -39,7 +39,8 @@ export function resolveHandler(stream: StreamConfig, deps: HandlerDeps, registry
   const spec = stream.handler;
   if (!spec)
     throw new ValidationError(
-      `stream ${stream.id} has no handler: set handler.module to one of ${Object.keys(registry).join(', ')}, or to the path of your handler file`,
+      `stream ${stream.id} has no handler: set handler.module to one of ` +
+        `${Object.keys(registry).join(', ')}, or to the path of your handler file`,
     );
   let handler: RecordsHandler;
   let name: string;
@@ -50,7 +51,8 @@ export function resolveHandler(stream: StreamConfig, deps: HandlerDeps, registry
     const factory = registry[spec.module];
     if (!factory) {
       throw new ValidationError(
-        `stream ${stream.id}: unknown handler.module "${spec.module}" (registered: ${Object.keys(registry).join(', ')}; a handler file is named by a path such as "./handlers/${spec.module}.ts")`,
+        `stream ${stream.id}: unknown handler.module "${spec.module}" (registered: ` +
+          `${Object.keys(registry).join(', ')}; a handler file is named by a path such as "./handlers/${spec.module}.ts")`,
       );
     }
     handler = factory(deps);

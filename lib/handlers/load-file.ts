@@ -30,7 +30,9 @@ export function loadHandlerFile(file: string): { exports: unknown } | { problem:
   if (missing.length) {
     const list = missing.map((m) => JSON.stringify(m.name)).join(', ');
     const where = relative(process.cwd(), packageDirOf(file)) || '.';
-    const message = `imports ${list}, which ${missing.length > 1 ? 'are' : 'is'} not installed (npm install ${missing.map((m) => m.name).join(' ')} in ${where})`;
+    const message =
+      `imports ${list}, which ${missing.length > 1 ? 'are' : 'is'} not ` +
+      `installed (npm install ${missing.map((m) => m.name).join(' ')} in ${where})`;
     return { problem: { kind: 'missing-package', message } };
   }
   try {

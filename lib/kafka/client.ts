@@ -13,7 +13,7 @@ import { readConnectionSecrets } from './connection-secrets';
 import { mskIamToken, type MskTokenProvider } from './msk-iam';
 import { resolveSecret as processSecretResolver, type SecretResolver } from './secrets';
 
-export { mskIamToken, type MskTokenProvider } from './msk-iam';
+export type { MskTokenProvider } from './msk-iam';
 
 export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
 /** Receives kafkajs log lines (WARN and ERROR unless KAFKAJS_LOG_LEVEL asks for more). */
@@ -177,8 +177,7 @@ export function kafkaLogLines(write: (line: string) => void): KafkaLogFn {
     const details = Object.entries(extra)
       .filter(([k, v]) => v !== undefined && k !== 'stack')
       .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
-    write(
-      `[kafkajs ${level}] ${typeof namespace === 'string' && namespace ? `${namespace}: ` : ''}${message}${details.length ? ` (${details.join(', ')})` : ''}`,
-    );
+    const where = typeof namespace === 'string' && namespace ? `${namespace}: ` : '';
+    write(`[kafkajs ${level}] ${where}${message}${details.length ? ` (${details.join(', ')})` : ''}`);
   };
 }

@@ -26,7 +26,7 @@ import { KafkaError } from '../errors';
 import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './protocol/fetch-response';
 import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './protocol/metadata-v12';
 
-export const SUPPORTED_KAFKAJS_VERSION = '2.2.4';
+const SUPPORTED_KAFKAJS_VERSION = '2.2.4';
 
 /** kafkajs's ISOLATION_LEVEL values (kafkajs/src/protocol/isolationLevel). */
 export const ISOLATION_LEVEL = { read_uncommitted: 0, read_committed: 1 } as const;

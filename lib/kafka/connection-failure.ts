@@ -68,7 +68,10 @@ function way(c: ConnectionDescription): string {
   return c.tls ? (c.clientCertValidToMs !== undefined ? 'SSL with a client certificate' : 'SSL') : 'PLAINTEXT';
 }
 
-/** What a refused connection was refused for: credentials (SASL, client certificate) or TLS (the broker's certificate, a protocol mismatch). */
+/**
+ * What a refused connection was refused for: credentials (SASL, client certificate) or TLS (the
+ * broker's certificate, a protocol mismatch).
+ */
 export type ConnectionRefusal = { kind: 'AUTHENTICATION' | 'TLS'; message: string };
 
 /** The refusal of a connection failure of a client described by `c`, or undefined when `err` is none we can explain. */
@@ -95,15 +98,24 @@ function explain(err: unknown, c: ConnectionDescription, nowMs: number): string 
   const code = codes.find((x) => UNTRUSTED_SERVER.has(x) || x === 'CERT_HAS_EXPIRED' || x === 'ERR_TLS_CERT_ALTNAME_INVALID');
   if (code === 'CERT_HAS_EXPIRED') return `${at}: the broker's certificate has expired (CERT_HAS_EXPIRED)`;
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
-    return `${at}: the broker's certificate does not name ${broker.replace(/:\d+$/, '')} (ERR_TLS_CERT_ALTNAME_INVALID): connect by a name the certificate lists, in kafka.brokers`;
+    return (
+      `${at}: the broker's certificate does not name ${broker.replace(/:\d+$/, '')} ` +
+      `(ERR_TLS_CERT_ALTNAME_INVALID): connect by a name the certificate lists, in kafka.brokers`
+    );
   }
   if (code)
     return `${at}: the broker's certificate is not signed by a CA this client trusts (${code}): set kafka.ssl.ca to the CA that signed it`;
   if (c.tls && /ECONNRESET|EPROTO|wrong version number|disconnected before secure TLS connection|packet length too long/i.test(text)) {
-    return `${at}: no TLS handshake from the broker (${codes[0] ?? 'connection reset'}): is this a plaintext listener? Use its TLS port, or drop kafka.ssl`;
+    return (
+      `${at}: no TLS handshake from the broker (${codes[0] ?? 'connection reset'}): ` +
+      `is this a plaintext listener? Use its TLS port, or drop kafka.ssl`
+    );
   }
   if (!c.tls && errors.some((e) => e.name === 'KafkaJSConnectionClosedError' || /Closed connection/i.test(String(e.message)))) {
-    return `${at}: the broker closed the connection at the first request: is this a TLS listener? Set kafka.ssl (and kafka.sasl for a SASL_SSL port)`;
+    return (
+      `${at}: the broker closed the connection at the first request: is this ` +
+      `a TLS listener? Set kafka.ssl (and kafka.sasl for a SASL_SSL port)`
+    );
   }
   return undefined;
 }
@@ -114,9 +126,15 @@ function saslRefused(at: string, text: string, c: ConnectionDescription): string
     return `${at}: the listener does not take SASL ${mechanism.toUpperCase()}: check kafka.sasl.mechanism (and the port)`;
   }
   if (mechanism === 'aws-msk-iam') {
-    return `${at}: the cluster refused the MSK IAM token (region ${c.sasl?.region ?? '?'}): does the function's role allow kafka-cluster:Connect on the cluster?`;
+    return (
+      `${at}: the cluster refused the MSK IAM token (region ${c.sasl?.region ?? '?'}): ` +
+      `does the function's role allow kafka-cluster:Connect on the cluster?`
+    );
   }
-  return `${at}: SASL authentication of user ${JSON.stringify(c.sasl?.username ?? '')} refused (wrong password or unknown user): check kafka.sasl.username and kafka.sasl.password`;
+  return (
+    `${at}: SASL authentication of user ${JSON.stringify(c.sasl?.username ?? '')} refused ` +
+    `(wrong password or unknown user): check kafka.sasl.username and kafka.sasl.password`
+  );
 }
 
 function clientCertRefused(at: string, text: string, c: ConnectionDescription, nowMs: number): string {
@@ -125,7 +143,10 @@ function clientCertRefused(at: string, text: string, c: ConnectionDescription, n
     return `${at}: the broker requires a client certificate (TLS ${alert}): set kafka.ssl.cert and kafka.ssl.key (mutual TLS)`;
   }
   if (c.clientCertValidToMs < nowMs) {
-    return `${at}: the broker refused the client certificate, which expired at ${new Date(c.clientCertValidToMs).toISOString()} (TLS ${alert}): renew kafka.ssl.cert and kafka.ssl.key`;
+    return (
+      `${at}: the broker refused the client certificate, which expired at ` +
+      `${new Date(c.clientCertValidToMs).toISOString()} (TLS ${alert}): renew kafka.ssl.cert and kafka.ssl.key`
+    );
   }
   return `${at}: the broker refused the client certificate (TLS ${alert}): is kafka.ssl.cert signed by a CA the broker trusts?`;
 }

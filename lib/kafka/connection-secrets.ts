@@ -40,7 +40,8 @@ async function readIdentity(
   if ('problem' in parsed) throw new ValidationError(`kafka.ssl.key (${describeRef(keyRef)}) ${parsed.problem}`);
   if (!certificateMatchesKey(cert, parsed.key)) {
     throw new ValidationError(
-      `kafka.ssl.key (${describeRef(keyRef)}) does not match kafka.ssl.cert (${describeRef(certSetting)}): the certificate is for another key`,
+      `kafka.ssl.key (${describeRef(keyRef)}) does not match kafka.ssl.cert ` +
+        `(${describeRef(certSetting)}): the certificate is for another key`,
     );
   }
   return { cert, key, ...(passphrase !== undefined ? { passphrase } : {}) };

@@ -58,7 +58,7 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const UNKNOWN = 'UNKNOWN_TOPIC_OR_PARTITION';
 
 /** Internal topics (`__consumer_offsets`, `__transaction_state`, `__share_group_state`, ...). */
-export function isInternalTopic(topic: string, isInternal?: boolean): boolean {
+function isInternalTopic(topic: string, isInternal?: boolean): boolean {
   return isInternal === true || topic.startsWith('__');
 }
 

@@ -35,7 +35,7 @@ export type MskIamDeps = {
 /** Assumed credentials are replaced this long before they expire (the SDK's own refresh window). */
 export const CREDENTIALS_REFRESH_MARGIN_MS = 5 * 60_000;
 /** Session name when neither `sessionName` nor a Lambda function name is there. */
-export const DEFAULT_MSK_SESSION_NAME = 'kafka-lambda-direct';
+const DEFAULT_MSK_SESSION_NAME = 'kafka-lambda-direct';
 
 /**
  * A token provider whose assumed-role credentials live as long as it does: the module's own
@@ -75,7 +75,7 @@ async function ownCredentialsToken(region: string): Promise<string> {
 }
 
 /** The AssumeRole request of a config; the session name defaults to the function's, so the other account's CloudTrail names it. */
-export function assumeRoleRequest(sasl: MskIamSaslConfig & { roleArn: string }, env: NodeJS.ProcessEnv): AssumeRoleRequest {
+function assumeRoleRequest(sasl: MskIamSaslConfig & { roleArn: string }, env: NodeJS.ProcessEnv): AssumeRoleRequest {
   const fallback = (env.AWS_LAMBDA_FUNCTION_NAME ?? '').replace(/[^\w+=,.@-]/g, '').slice(0, 64);
   const sessionName = sasl.sessionName ?? (fallback.length >= 2 ? fallback : DEFAULT_MSK_SESSION_NAME);
   return {

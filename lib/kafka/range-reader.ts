@@ -291,7 +291,8 @@ function stallTimeout(req: ReadRequest, position: number, stalledMs: number, rea
   const committed = req.isolationLevel === 'read_committed';
   const why =
     position < readableEnd
-      ? `the broker returned no record batch at offset ${position} although its ${committed ? 'last stable offset' : 'high watermark'} is ${readableEnd}`
+      ? `the broker returned no record batch at offset ${position} although its ` +
+        `${committed ? 'last stable offset' : 'high watermark'} is ${readableEnd}`
       : committed
         ? `the last stable offset stayed at ${readableEnd} (a transaction is still open)`
         : `the high watermark stayed at ${readableEnd}`;

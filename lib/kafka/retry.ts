@@ -25,7 +25,7 @@ export type Clock = {
 };
 
 /** The reason an aborted signal carries (an AbortError DOMException unless the caller gave one). */
-export function abortReason(signal: AbortSignal): unknown {
+function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 

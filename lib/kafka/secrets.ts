@@ -16,7 +16,7 @@ import type { SecretRef } from '../config/schema';
 export type SecretResolver = (ref: SecretRef, options?: { fresh?: boolean }) => Promise<string>;
 
 /** Long enough to spare the stores on busy warm Lambdas, short enough to follow a rotation. */
-export const DEFAULT_SECRET_CACHE_TTL_MS = 5 * 60_000;
+const DEFAULT_SECRET_CACHE_TTL_MS = 5 * 60_000;
 
 /** Where secrets come from; each reader returns the stored string of one secret or parameter. */
 export type SecretSources = {

@@ -506,7 +506,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       if (res.codes[0] === 'ConditionalCheckFailed') return 'lease-lost';
       const failed = res.codes.map((c, i) => (c === 'ConditionalCheckFailed' ? i : -1)).filter((i) => i > 0);
       throw new SinkConditionError(
-        `a sink write's condition failed (actions ${failed.join(', ')} of the chunk ${expectProgress}->${to}); nothing of the chunk was applied`,
+        `a sink write's condition failed (actions ${failed.join(', ')} of ` +
+          `the chunk ${expectProgress}->${to}); nothing of the chunk was applied`,
       );
     },
 

@@ -97,10 +97,11 @@ export function releasePlannerLoopUpdate(
   r: { stream: string; ownerToken: string; lastTickAtMs?: number; nextTickDueMs: number },
 ): UpdateCommandInput {
   const tick = r.lastTickAtMs !== undefined;
+  const setTick = tick ? ', loopLastTickAtMs = :tick' : '';
   return {
     TableName: table,
     Key: keys.meta(r.stream),
-    UpdateExpression: `SET loopNextTickDueMs = :due${tick ? ', loopLastTickAtMs = :tick' : ''} REMOVE loopOwner, loopSinceMs, loopExpiresAtMs`,
+    UpdateExpression: `SET loopNextTickDueMs = :due${setTick} REMOVE loopOwner, loopSinceMs, loopExpiresAtMs`,
     ConditionExpression: 'loopOwner = :me',
     ExpressionAttributeValues: { ':me': r.ownerToken, ':due': r.nextTickDueMs, ...(tick ? { ':tick': r.lastTickAtMs } : {}) },
   };

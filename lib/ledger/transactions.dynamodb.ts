@@ -112,7 +112,7 @@ export function putIfAbsent(table: string, item: Item): TxAction {
 const orNone = <T extends object>(m: T): T | undefined => (Object.keys(m).length > 0 ? m : undefined);
 
 /** One step of a ledger rule as a transaction action: its requirements are the action's condition. */
-export function stepAction(table: string, stream: string, step: ItemStep): TxAction {
+function stepAction(table: string, stream: string, step: ItemStep): TxAction {
   switch (step.kind) {
     case 'create-partition':
       return putIfAbsent(table, codec.partitionItem(step.value));

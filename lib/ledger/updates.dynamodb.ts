@@ -26,7 +26,8 @@ export function takeLeaseUpdate(
     TableName: table,
     Key: key,
     UpdateExpression:
-      'SET #st = :leased, leaseToken = :token, leaseExpiresAtMs = :expires, attempts = attempts + :one, firstLeasedAtMs = if_not_exists(firstLeasedAtMs, :now)',
+      'SET #st = :leased, leaseToken = :token, leaseExpiresAtMs = :expires, ' +
+      'attempts = attempts + :one, firstLeasedAtMs = if_not_exists(firstLeasedAtMs, :now)',
     ConditionExpression:
       'attribute_exists(pk) AND #until = :until AND attempts < :max AND ' +
       `(#st IN (${Object.keys(takeable).join(', ')}) OR (#st = :leased AND leaseExpiresAtMs < :now))`,
@@ -165,7 +166,9 @@ export function releaseRangeUpdate(table: string, range: LeasedRange, nowMs: num
     Key: keys.range(range.stream, range),
     // Back to `planned` and not dispatched: the next planner run dispatches it again at once.
     // A deadline that still made progress is not a failed attempt.
-    UpdateExpression: `SET #st = :planned, leaseExpiresAtMs = :zero, releasedAtMs = :now${progressed ? ', attempts = attempts - :one' : ''} REMOVE dispatchedAtMs`,
+    UpdateExpression:
+      'SET #st = :planned, leaseExpiresAtMs = :zero, releasedAtMs = :now' +
+      `${progressed ? ', attempts = attempts - :one' : ''} REMOVE dispatchedAtMs`,
     ConditionExpression: HOLDS_LEASE,
     ExpressionAttributeNames: { '#st': 'status' },
     ExpressionAttributeValues: {

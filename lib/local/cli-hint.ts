@@ -7,7 +7,10 @@ import { resolve } from 'node:path';
 import { isSourceCheckout } from '../paths';
 import { findStreamProject } from '../project/project';
 
-/** The command that runs a local-stack command (`reset`, `down`, ...): `npm run local:<c>` in a clone, else `npx kafka-direct local <c>`. */
+/**
+ * The command that runs a local-stack command (`reset`, `down`, ...): `npm run local:<c>` in a
+ * clone, else `npx kafka-direct local <c>`.
+ */
 export function localCommand(command: string): string {
   return isSourceCheckout() ? `npm run local:${command}` : `npx kafka-direct local ${command}`;
 }

@@ -18,7 +18,8 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
   let usage = '';
   const cmd = new Command('npm start --')
     .description(
-      'Run the pipeline on the local stack: the demo stream (default) or the streams of --config <file>; planner and processors in this process',
+      'Run the pipeline on the local stack: the demo stream (default) or ' +
+        'the streams of --config <file>; planner and processors in this process',
     )
     .option('--config <file>', "run this deployment config's streams (your handlers) instead of the demo")
     .option('--until-caught-up', 'bounded run: produce for --duration, then exit 0 once lag is zero and the sink matches')
@@ -30,7 +31,8 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
     .option('--accounts <n>', 'distinct keys (accounts)', String(DEMO_DEFAULTS.accounts))
     .option(
       '--timeout <seconds>',
-      `bounded run: give up waiting for lag 0 after producing stopped (demo, default ${DEMO_DEFAULTS.timeoutMs / 1000}) or after nothing was committed (--config, default ${CONFIG_RUN_TIMEOUT_MS / 1000})`,
+      `bounded run: give up waiting for lag 0 after producing stopped (demo, default ${DEMO_DEFAULTS.timeoutMs / 1000}) ` +
+        `or after nothing was committed (--config, default ${CONFIG_RUN_TIMEOUT_MS / 1000})`,
     )
     .option(
       '--concurrency <n>',

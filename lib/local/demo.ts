@@ -172,7 +172,8 @@ export async function runDemo(opts: DemoOptions, deps: DemoDeps): Promise<DemoRe
     ctx = composeAdapters({ config, env, dynamo, kafkaLog: opts.verbose ? kafkaLogLines((l) => view.event(l)) : quietKafkaLog });
     const { id, topic, sinkTable } = names;
     view.event(
-      `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ledger ${opts.ledgerTable}${configFile ? `; CLI: ${cliCommand('status', undefined)}` : ''}`,
+      `stream ${id}: topic ${topic} created with ${opts.partitions} partitions, sink ${sinkTable}, ` +
+        `ledger ${opts.ledgerTable}${configFile ? `; CLI: ${cliCommand('status', undefined)}` : ''}`,
     );
 
     const runner = createViewedRunner(ctx, view, [stream], opts.maxConcurrency, deps.hardSignal);
@@ -399,7 +400,8 @@ async function checkAndReport(run: DemoRun, dynamo: DynamoDBClient, end: RunEnd,
 export function humanSummary(s: DemoSummary, bounded: boolean): string {
   const lines = [
     '',
-    `produced ${s.produced} events (Kafka holds ${s.kafkaRecords}) into ${s.partitions} partitions; the sink applied ${s.applied}; ${s.invocations} processor invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}`,
+    `produced ${s.produced} events (Kafka holds ${s.kafkaRecords}) into ${s.partitions} partitions; the sink applied ` +
+      `${s.applied}; ${s.invocations} processor invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}`,
   ];
   // What is not in the sink, and why: dead-lettered (needs an operator) or not processed yet.
   if (s.deadLetters)

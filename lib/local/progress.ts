@@ -44,13 +44,13 @@ export type ProgressFrame = {
 };
 
 /** Lag of one partition: latest - committed, counted from earliest while it is not registered (never 0 by default). */
-export function partitionLag(p: Pick<PartitionProgress, 'committed' | 'earliest' | 'latest' | 'lag'>): number | undefined {
+function partitionLag(p: Pick<PartitionProgress, 'committed' | 'earliest' | 'latest' | 'lag'>): number | undefined {
   if (p.latest === undefined) return p.lag;
   return Math.max(0, p.latest - (p.committed ?? p.earliest ?? 0));
 }
 
 /** Totals of a frame: the header's figures (lag = latest - committed, summed over what the table shows). */
-export function frameTotals(f: Pick<ProgressFrame, 'partitions'>): {
+function frameTotals(f: Pick<ProgressFrame, 'partitions'>): {
   partitions: number;
   unregistered: number;
   latest: number;
@@ -76,10 +76,13 @@ export function frameTotals(f: Pick<ProgressFrame, 'partitions'>): {
 /** The frame as lines of text (the terminal view). */
 export function renderFrame(f: ProgressFrame): string[] {
   const t = frameTotals(f);
-  const parts = `${t.partitions} partition${t.partitions === 1 ? '' : 's'}${t.unregistered ? ` (${t.unregistered} not registered yet)` : ''}`;
+  const unregistered = t.unregistered ? ` (${t.unregistered} not registered yet)` : '';
+  const parts = `${t.partitions} partition${t.partitions === 1 ? '' : 's'}${unregistered}`;
+  const stopHint = f.phase === 'stopping' ? '(Ctrl-C again: abort at a chunk boundary)' : '(Ctrl-C stops cleanly)';
   const lines = [
-    `stream ${f.stream}  ${f.phase}  ${duration(f.elapsedMs)}  ${parts}   ${f.phase === 'stopping' ? '(Ctrl-C again: abort at a chunk boundary)' : '(Ctrl-C stops cleanly)'}`,
-    `produced ${f.produced} (${Math.round(f.producedPerSec)}/s)   latest ${t.latest}   committed ${t.committed}   lag ${t.lag}   ${Math.round(t.ratePerSec)} records/s`,
+    `stream ${f.stream}  ${f.phase}  ${duration(f.elapsedMs)}  ${parts}   ${stopHint}`,
+    `produced ${f.produced} (${Math.round(f.producedPerSec)}/s)   latest ${t.latest}   committed ${t.committed}   lag ${t.lag}   ` +
+      `${Math.round(t.ratePerSec)} records/s`,
     `ranges in flight ${f.inFlight}   processor invocations ${f.invocations}   planner runs ${f.plannerRuns}`,
     ...(f.inFlightProgress?.ranges
       ? [renderInFlight(f.inFlightProgress), ...f.inFlightProgress.writing.slice(0, 3).map((w) => `  ${renderWriting(w)}`)]
@@ -111,7 +114,20 @@ export function renderFrame(f: ProgressFrame): string[] {
 /** The frame as one log line (non-terminal output). */
 export function frameLine(f: ProgressFrame): string {
   const t = frameTotals(f);
-  return `[${duration(f.elapsedMs)}] ${f.phase}: produced=${f.produced} latest=${t.latest} committed=${t.committed} lag=${t.lag} records/s=${Math.round(t.ratePerSec)} partitions=${t.partitions}${t.unregistered ? ` unregistered=${t.unregistered}` : ''} inFlight=${f.inFlight}${f.inFlightProgress?.ranges ? ` doneInside=${f.inFlightProgress.done}/${f.inFlightProgress.offsets}` : ''} invocations=${f.invocations}${f.errors ? ` errors=${f.errors}` : ''}`;
+  const fields = [
+    `produced=${f.produced}`,
+    `latest=${t.latest}`,
+    `committed=${t.committed}`,
+    `lag=${t.lag}`,
+    `records/s=${Math.round(t.ratePerSec)}`,
+    `partitions=${t.partitions}`,
+    ...(t.unregistered ? [`unregistered=${t.unregistered}`] : []),
+    `inFlight=${f.inFlight}`,
+    ...(f.inFlightProgress?.ranges ? [`doneInside=${f.inFlightProgress.done}/${f.inFlightProgress.offsets}`] : []),
+    `invocations=${f.invocations}`,
+    ...(f.errors ? [`errors=${f.errors}`] : []),
+  ];
+  return `[${duration(f.elapsedMs)}] ${f.phase}: ${fields.join(' ')}`;
 }
 
 export type ProgressView = {

@@ -38,7 +38,7 @@ export type RunConfigOptions = {
 };
 
 /** A bounded run gives up this soon when Kafka cannot be read at all (or after `timeoutMs`, when shorter). */
-export const UNAVAILABLE_GIVE_UP_MS = 30_000;
+const UNAVAILABLE_GIVE_UP_MS = 30_000;
 
 export type RunConfigDeps = LocalRunDeps;
 
@@ -69,7 +69,7 @@ export type RunConfigSummary = {
 export type RunConfigResult = { summary: RunConfigSummary; exitCode: number };
 
 /** A config file's streams as they run locally: read from `kafkaBrokers`. */
-export function loadLocalConfig(configFile: string, kafkaBrokers: string, env: NodeJS.ProcessEnv): DeploymentConfig {
+function loadLocalConfig(configFile: string, kafkaBrokers: string, env: NodeJS.ProcessEnv): DeploymentConfig {
   const config = loadDeploymentConfig({ STREAMS_CONFIG: configFile, LEDGER_TABLE: env.LEDGER_TABLE }, { from: '--config' });
   const brokers = kafkaBrokers.split(',').map((b) => b.trim());
   return { ...config, streams: config.streams.map((s) => ({ ...s, kafka: { ...s.kafka, brokers } })) };
@@ -198,7 +198,9 @@ export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps)
     for (const s of config.streams) if (s.handler) ops.handlerFor(s);
     const sinkTablesCreated = await ensureConfigTables(dynamo, config);
     view.event(
-      `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; CLI: ${cliCommand('status', opts.configFile)}`,
+      `streams ${config.streams.map((s) => s.id).join(', ')} from ${opts.configFile}; ` +
+        `ledger ${config.ledgerTable}${sinkTablesCreated.length ? `; created sink tables ${sinkTablesCreated.join(', ')}` : ''}; ` +
+        `CLI: ${cliCommand('status', opts.configFile)}`,
     );
     const runner = createViewedRunner(ops, view, config.streams, opts.maxConcurrency, deps.hardSignal);
     const w: Watch = { ops, runner, view, streams: config.streams, t0: Date.now() };
@@ -251,10 +253,11 @@ async function report(
 }
 
 /** The summary printed when a config run ends. */
-export function humanRunSummary(s: RunConfigSummary): string {
+function humanRunSummary(s: RunConfigSummary): string {
   const lines = [
     '',
-    `streams ${s.streams.join(', ')}: ${s.records} records processed in ${s.invocations} processor invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}; ${s.partitions} partitions, lag ${s.lag}`,
+    `streams ${s.streams.join(', ')}: ${s.records} records processed in ${s.invocations} processor ` +
+      `invocations, ${s.plannerRuns} planner runs, ${duration(s.wallMs)}; ${s.partitions} partitions, lag ${s.lag}`,
   ];
   for (const p of s.parked) lines.push(`PARKED ${p}`);
   for (const p of s.failedPartitions) lines.push(`FAILED ${p}`);

@@ -51,7 +51,7 @@ export async function removeResources(
 }
 
 /** Deletes those of `names` the broker lists, in batches, and waits until it lists none of them. */
-export async function deleteTopics(admin: Admin, names: readonly string[], timeoutMs: number): Promise<string[]> {
+async function deleteTopics(admin: Admin, names: readonly string[], timeoutMs: number): Promise<string[]> {
   if (names.length === 0) return [];
   // kafkajs retries a DeleteTopics naming a missing topic until it gives up: ask only for listed ones.
   const listedNow = new Set(await admin.listTopics());
@@ -70,7 +70,7 @@ export async function deleteTopics(admin: Admin, names: readonly string[], timeo
 }
 
 /** Deletes those of `names` that exist and waits until DynamoDB no longer describes them. */
-export async function deleteTables(dynamo: DynamoDBClient, names: readonly string[], timeoutMs: number): Promise<string[]> {
+async function deleteTables(dynamo: DynamoDBClient, names: readonly string[], timeoutMs: number): Promise<string[]> {
   const deleted = await Promise.all(
     [...new Set(names)].map(async (name) => {
       try {

@@ -32,9 +32,6 @@ export type PartitionClampInput = PartitionLag & {
   timeBudget?: number;
 };
 
-/** Default for `ClampLimits.minRatePerPartition` (Spark's spark.streaming.kafka.minRatePerPartition). */
-export const DEFAULT_MIN_RATE_PER_PARTITION = 1;
-
 /** Next range `[from, until)` per partition: the tightest applicable budget, never starving a partition with lag. */
 export function clampRanges(partitions: readonly PartitionClampInput[], limits: ClampLimits): Map<string, OffsetRange> {
   requirePartitions(partitions);

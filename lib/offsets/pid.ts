@@ -55,7 +55,7 @@ export function initialPidState(nowMs: number): PidState {
 }
 
 /** Throws unless the parameters are usable (Spark's constructor checks). */
-export function validatePidParams(params: PidParams): void {
+function validatePidParams(params: PidParams): void {
   requireFinite('batchIntervalMs', params.batchIntervalMs, 0, true);
   requireFinite('proportional', params.proportional, 0);
   requireFinite('integral', params.integral, 0);

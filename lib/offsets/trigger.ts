@@ -5,9 +5,7 @@
  */
 
 /** Why `shouldTrigger` decided as it did (for logs and metrics). */
-export const TRIGGER_REASONS = ['no-lag', 'min-offsets-reached', 'max-delay-passed', 'no-minimum', 'waiting-for-min-offsets'] as const;
-/** One of `TRIGGER_REASONS`. */
-export type TriggerReason = (typeof TRIGGER_REASONS)[number];
+export type TriggerReason = 'no-lag' | 'min-offsets-reached' | 'max-delay-passed' | 'no-minimum' | 'waiting-for-min-offsets';
 
 /** Spark's default maxTriggerDelay (15 minutes). */
 export const DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000;

@@ -23,7 +23,7 @@ import { isoTime, table } from './format';
 import { onlyCoordinatesKeptMessage, truncatedCopyMessage } from './messages';
 
 /** `topic/partition/offset`, the record's idempotency key. */
-export function deadLetterId(d: { topic: string; partition: number; offset: number }): string {
+function deadLetterId(d: { topic: string; partition: number; offset: number }): string {
   return `${d.topic}/${d.partition}/${d.offset}`;
 }
 

@@ -51,7 +51,10 @@ export function renderInFlight(p: InFlightProgress): string {
   const pct = p.offsets ? ` (${Math.floor((100 * p.done) / p.offsets)}%)` : '';
   const records = p.records !== undefined ? `, ${n(p.records)} records` : '';
   const writing = p.writing.length ? `; ${p.writing.length} writing a batch` : '';
-  return `in flight: ${n(p.ranges)} range${p.ranges === 1 ? '' : 's'}, ${n(p.done)} of ${n(p.offsets)} offsets done inside them${pct}${records}${writing}`;
+  return (
+    `in flight: ${n(p.ranges)} range${p.ranges === 1 ? '' : 's'}, ${n(p.done)} ` +
+    `of ${n(p.offsets)} offsets done inside them${pct}${records}${writing}`
+  );
 }
 
 /** One range writing a batch, as `t/0 [0, 200000) at 84000: writing [84000, 90000)`. */

@@ -62,7 +62,10 @@ function loopHead(loop: LoopStatus | undefined, nowMs: number): string {
     return `held by ${loop.ownerToken}${since}, lease until ${until}${successor}`;
   }
   if (loop.state === 'expired') {
-    return `not held: the lease of ${loop.ownerToken} ran out at ${until} without a hand-over (the invocation died or timed out)${successor}`;
+    return (
+      `not held: the lease of ${loop.ownerToken} ran out at ${until} ` +
+      `without a hand-over (the invocation died or timed out)${successor}`
+    );
   }
   const due = loop.nextTickDueMs === undefined ? '' : `, next tick due at ${when(loop.nextTickDueMs, nowMs)}`;
   return `free (released by its last holder)${due}${successor}`;

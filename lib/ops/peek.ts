@@ -19,7 +19,7 @@ export type PeekResult = { stream: string; topic: string; partition: number; ear
  * which must consume the topic, else the first stream that consumes it. A topic no stream consumes
  * is refused, even when the credentials could read it.
  */
-export function streamForTopic(config: DeploymentConfig, topic: string, id: string | undefined): StreamConfig {
+function streamForTopic(config: DeploymentConfig, topic: string, id: string | undefined): StreamConfig {
   if (id !== undefined) {
     const stream = resolveStream(config, id);
     requirePeekTopic(stream, topic);

@@ -30,7 +30,7 @@ export async function dryRunPlan(ctx: OpsContext, streams: StreamConfig[], nowMs
 }
 
 /** The partitions whose offsets the run could not read (leader dead or moving), with their reasons. */
-export function unavailableOf(rep: StreamPlanReport): UnavailablePartition[] {
+function unavailableOf(rep: StreamPlanReport): UnavailablePartition[] {
   return rep.partitions.flatMap((p) =>
     p.unavailable ? [{ topic: p.topic, partition: p.partition, code: p.unavailable, reason: p.unavailableReason ?? p.unavailable }] : [],
   );

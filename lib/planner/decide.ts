@@ -117,7 +117,7 @@ export type PlanDecision = {
  * A partition missing from the metadata within this long of its registration is not retired yet
  * (metadata of a topic created a moment ago reaches brokers one by one; see docs/architecture.md).
  */
-export const MISSING_AFTER_REGISTRATION_GRACE_MS = 5_000;
+const MISSING_AFTER_REGISTRATION_GRACE_MS = 5_000;
 
 /**
  * The pure planning step: registrations, retirements, data loss, clamped ranges and re-dispatches.

@@ -44,8 +44,7 @@ export type PendingStart = { topic: string; partitions: number[]; topicId?: stri
 /** Who changed a stream by hand, when, and what they did (kept on the stream's META item). */
 export type OperatorChange = { by: string; atMs: number; what: string };
 
-export const PARTITION_STATUSES = ['active', 'retired', 'failed'] as const;
-export type PartitionStatus = (typeof PARTITION_STATUSES)[number];
+export type PartitionStatus = 'active' | 'retired' | 'failed';
 
 /** Statistics of the last range the processor finished on a partition (inputs to the rate limits). */
 export type RangeStats = { records: number; processingMs: number; schedulingDelayMs: number; finishedAtMs: number };

@@ -19,18 +19,25 @@ export function foldWriteProblem(item: SinkItemRef, write: unknown, defaultTable
   if (typeof update !== 'object' || update === null) return `fold.write returned { update: ${show(update)} } for ${given}`;
   const u = update as { key?: unknown; table?: unknown; expression?: unknown; condition?: unknown };
   if (u.condition !== undefined) {
-    return `fold.write returned an update of ${given} with a condition (${show(u.condition)}): remove it, the processor guards each folded write with the item's applied-offset mark`;
+    return (
+      `fold.write returned an update of ${given} with a condition (${show(u.condition)}): ` +
+      `remove it, the processor guards each folded write with the item's applied-offset mark`
+    );
   }
   if (typeof u.expression !== 'string' || u.expression.trim() === '') {
     return `fold.write returned an update of ${given} without an expression (e.g. "ADD clicks :n")`;
   }
   if (!sameKey(u.key, item.key)) {
-    return `fold.write returned an update of key ${show(u.key)}, but was given ${given}: update the key it was given (e.g. { update: { ...item, expression } })`;
+    return (
+      `fold.write returned an update of key ${show(u.key)}, but was given ${given}: ` +
+      `update the key it was given (e.g. { update: { ...item, expression } })`
+    );
   }
   const table = u.table ?? defaultTable;
   const itemTable = item.table ?? defaultTable;
   if (table !== itemTable) {
-    return `fold.write returned an update in table ${show(table)}, but was given ${given}${item.table ? '' : ` (table ${show(itemTable)})`}`;
+    const tableNote = item.table ? '' : ` (table ${show(itemTable)})`;
+    return `fold.write returned an update in table ${show(table)}, but was given ${given}${tableNote}`;
   }
   return undefined;
 }

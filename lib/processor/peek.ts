@@ -28,7 +28,7 @@ export type PeekedRecord = {
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** `b` as UTF-8 text when it round-trips exactly, else as base64; null stays null. */
-export function encodeBytes(b: Buffer | null): { text: string | null; encoding: ByteEncoding | null } {
+function encodeBytes(b: Buffer | null): { text: string | null; encoding: ByteEncoding | null } {
   if (b === null) return { text: null, encoding: null };
   try {
     return { text: utf8.decode(b), encoding: 'utf8' };

@@ -39,7 +39,7 @@ export function sinkTableDefinition(
 }
 
 /** The key of the demo's, the benchmarks' and the tests' sink tables: `pk`, a string, as the example handlers write it. */
-export const PK_SINK_KEY: SinkTableKey = { partitionKey: { name: 'pk', type: 'S' } };
+const PK_SINK_KEY: SinkTableKey = { partitionKey: { name: 'pk', type: 'S' } };
 
 /** Creates an on-demand sink table keyed by `pk` (an existing one is kept, whatever its key). */
 export async function createSinkTable(client: DynamoDBClient, name: string): Promise<void> {
@@ -76,7 +76,8 @@ export async function ensureSinkTable(client: DynamoDBClient, name: string, key:
 export async function assertSinkTableExists(client: DynamoDBClient, name: string, streams: string[]): Promise<void> {
   if (await tableExists(client, name)) return;
   throw new MissingResourceError(
-    `sink table ${name} (stream ${streams.join(', ')}) does not exist: create it, or declare it in handler.sinkTable as { "name": "${name}", "key": { "partitionKey": "pk" } } to have it created`,
+    `sink table ${name} (stream ${streams.join(', ')}) does not exist: create it, or declare it in ` +
+      `handler.sinkTable as { "name": "${name}", "key": { "partitionKey": "pk" } } to have it created`,
   );
 }
 
@@ -94,7 +95,8 @@ function assertSameKey(existing: TableDescription, name: string, key: SinkTableK
   const [found, declared] = [keyText(existing), keyText(sinkTableDefinition(name, key))];
   if (found !== declared) {
     throw new ConfigurationError(
-      `sink table ${name} exists with the key ${found}, but handler.sinkTable declares ${declared}: declare the table's key, or name another table`,
+      `sink table ${name} exists with the key ${found}, but handler.sinkTable ` +
+        `declares ${declared}: declare the table's key, or name another table`,
     );
   }
 }

@@ -45,7 +45,10 @@ export type RunHandlerOptions = {
   stream?: Partial<StreamConfigInput>;
   /** Records per handler call (default: the processor's 500). */
   maxChunkRecords?: number;
-  /** Key attributes of the sink table: items are told apart by them, and a fold.map key without exactly them fails the run (default: the writes' key attributes). */
+  /**
+   * Key attributes of the sink table: items are told apart by them, and a fold.map key without
+   * exactly them fails the run (default: the writes' key attributes).
+   */
   sinkKey?: string[];
   /** The handler's `ctx.secrets` (default none): test values instead of the secret stores. */
   secrets?: Record<string, string>;
@@ -127,7 +130,10 @@ export async function runHandlerOnTopic<V = unknown>(
   }
 }
 
-/** The handler as the processor gets it: a module loaded by path, an object checked (and a fold given its `handle`) as a module export is. */
+/**
+ * The handler as the processor gets it: a module loaded by path, an object checked (and a fold
+ * given its `handle`) as a module export is.
+ */
 function handlerOf<V>(handler: RecordsHandler | FoldingHandler<V> | string): RecordsHandler {
   if (typeof handler === 'string') return loadHandlerModule(STREAM_ID, handler, process.cwd());
   return handlerFromExports({ default: handler }, 'the handler given to the test kit');

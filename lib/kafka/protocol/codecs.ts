@@ -1,8 +1,9 @@
 /**
  * Compression codecs kafkajs 2.2.4 lacks (it ships gzip only and throws "not implemented" for the
  * rest), registered in kafkajs's codec table so its producer uses them; the range reader's own
- * record decoder (record-batch.ts) calls the same functions by codec id (`decompressRecords`). All three are pure JavaScript (or Node's own zlib), so the Lambda bundle needs no native
- * module for arm64:
+ * record decoder (record-batch.ts) calls the same functions by codec id (`decompressRecords`).
+ * All three are pure JavaScript (or Node's own zlib), so the Lambda bundle needs no native module
+ * for arm64:
  * - snappy: `snappyjs` for the raw block format, framed the way Kafka's Java client writes it
  *   (snappy-java's "xerial" stream); unframed input is accepted as well (librdkafka, older clients).
  * - lz4: `lz4js` for the block format only. The LZ4 *frame* around it is written here, because
@@ -241,15 +242,15 @@ export async function decompressRecords(codec: number, data: Buffer): Promise<Bu
 // ---- registration ------------------------------------------------------------------------------
 
 /** The codecs as kafkajs's codec table holds them. */
-export const snappyCodec: KafkajsCodec = {
+const snappyCodec: KafkajsCodec = {
   compress: async (encoder) => snappyCompress(encoder.buffer),
   decompress: async (buffer) => snappyDecompress(buffer),
 };
-export const lz4Codec: KafkajsCodec = {
+const lz4Codec: KafkajsCodec = {
   compress: async (encoder) => lz4Compress(encoder.buffer),
   decompress: async (buffer) => lz4Decompress(buffer),
 };
-export const zstdCodec: KafkajsCodec = {
+const zstdCodec: KafkajsCodec = {
   compress: async (encoder) => zstdCompress(encoder.buffer),
   decompress: async (buffer) => zstdDecompress(buffer),
 };

@@ -12,8 +12,8 @@
 import type { RawMetadata, RawPartitionMetadata, RawTopicMetadata } from '../cluster.kafkajs';
 
 /** The flexible Metadata versions this codec reads and writes. */
-export const MIN_TOPIC_ID_METADATA_VERSION = 10;
-export const MAX_TOPIC_ID_METADATA_VERSION = 12;
+const MIN_TOPIC_ID_METADATA_VERSION = 10;
+const MAX_TOPIC_ID_METADATA_VERSION = 12;
 
 /** Kafka's Uuid.ZERO_UUID: "no topic id" (a broker without ids, or a topic that failed). */
 const ZERO_UUID = Buffer.alloc(16);

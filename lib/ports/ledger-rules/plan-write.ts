@@ -40,7 +40,8 @@ function closeIncarnation(w: PlanWriteOf<'close-incarnation'>): ItemStep[] {
   const c = w.closed;
   if (c.openRanges.length > CLOSE_MAX_OPEN_RANGES) {
     throw new ValidationError(
-      `close-incarnation of ${c.topic}/${c.partition} names ${c.openRanges.length} open ranges; at most ${CLOSE_MAX_OPEN_RANGES} fit one transaction`,
+      `close-incarnation of ${c.topic}/${c.partition} names ${c.openRanges.length} ` +
+        `open ranges; at most ${CLOSE_MAX_OPEN_RANGES} fit one transaction`,
     );
   }
   const when: Requirement[] = [
