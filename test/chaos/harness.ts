@@ -27,9 +27,9 @@ import {
 } from '../../infra/local/kafka';
 import { freePort } from '../../infra/local/process';
 import { CACHE_DIR } from '../../infra/local/stack';
-import { checkInvariants, type Violation } from '../../lib/chaos/invariants';
+import { checkInvariants, type Violation } from './invariants';
 import { createKafka } from '../../lib/kafka/client';
-import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
+import { readLedgerSnapshot } from './snapshot.dynamodb';
 import { mapWithConcurrency } from '../../lib/concurrency';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
 import { StoreError, ValidationError } from '../../lib/errors';
@@ -1150,7 +1150,7 @@ export function reportMarkdown(results: ScenarioResult[], meta: { seed: number; 
     '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     '',
-    '"duplicates in sink" counts extra applications in the exactly-once sink (must be 0); the audit log may see redeliveries (at least once) and must lose nothing. "losses" counts records neither applied, nor dead-lettered, nor inside a data-loss span the ledger recorded, nor behind a partition stopped on purpose (failOnDataLoss=true), nor (topic-deleted only) at or past the committed offset of a partition of the deleted topic that the planner retired. Invariant violations come from `checkInvariants` (lib/chaos/invariants.ts) over both streams\' ledger snapshots.',
+    '"duplicates in sink" counts extra applications in the exactly-once sink (must be 0); the audit log may see redeliveries (at least once) and must lose nothing. "losses" counts records neither applied, nor dead-lettered, nor inside a data-loss span the ledger recorded, nor behind a partition stopped on purpose (failOnDataLoss=true), nor (topic-deleted only) at or past the committed offset of a partition of the deleted topic that the planner retired. Invariant violations come from `checkInvariants` (test/chaos/invariants.ts) over both streams\' ledger snapshots.',
     '',
     'A longer soak loops every scenario with fresh seeds: `npm run chaos -- --minutes 30 [--seed n]` (prints a JSON summary; exit 1 on any failure).',
     '',

@@ -12,8 +12,8 @@
  * planner runs left no trace any client could see; they are counted apart.
  */
 import { randomUUID } from 'node:crypto';
-import { checkInvariants } from '../../lib/chaos/invariants';
-import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
+import { checkInvariants } from './invariants';
+import { readLedgerSnapshot } from './snapshot.dynamodb';
 import { mapWithConcurrency } from '../../lib/concurrency';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
 import { createAuditLog } from '../../lib/handlers/audit-log';

@@ -1,7 +1,7 @@
 /** Loads one stream's ledger snapshot (META, partitions, every range, data-loss entries, closed incarnations) by Query on `pk = S#<stream>`. */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { codec, keys } from '../ledger/codec.dynamodb';
+import { codec, keys } from '../../lib/ledger/codec.dynamodb';
 import type { LedgerSnapshot } from './invariants';
 
 export async function readLedgerSnapshot(client: DynamoDBClient, tableName: string, stream: string): Promise<LedgerSnapshot> {
