@@ -10,6 +10,7 @@ export const plannerKill = (): RoundScenario => ({
     run.injected = loops?.injected ?? '';
     const kills = loops?.kills ?? { planned: 0, fired: 0 };
     // Without a kill this is a run of planner loops alone: it must not pass as planner-kill.
-    if (!kills.fired || kills.fired !== kills.planned) run.problems.push(`only ${kills.fired} of ${kills.planned} loop kills fired`);
+    if (!kills.fired || kills.fired !== kills.planned)
+      run.problems.push(`${kills.fired} loop kills fired, ${kills.planned} planned: the kill did not fire`);
   },
 });
