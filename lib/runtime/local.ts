@@ -168,7 +168,8 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
       count('error');
       // An aborted processor (shutdown) recorded its range as failed; the next planner run retries it.
       if (abort.signal.aborted) return;
-      stats.lastError = `${range.topic}/${range.partition} [${range.from}, ${range.until}): ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+      const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      stats.lastError = `${range.topic}/${range.partition} [${range.from}, ${range.until}): ${why}`;
       log(`processor error on ${stats.lastError}`);
     },
     { maxConcurrency: deps.maxConcurrency },
@@ -201,7 +202,8 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
                 metadataFor: deps.metadataFor,
                 dispatcher,
                 plannerLeaseMs: deps.plannerLeaseMs ?? 30_000,
-                // The processor slots, shared by the streams as a Lambda's reserved concurrency is: no more ranges are planned than can run.
+                // The processor slots, shared by the streams as a Lambda's reserved concurrency is:
+                // no more ranges are planned than can run.
                 processorConcurrency: { limit: deps.maxConcurrency ?? DEFAULT_LOCAL_CONCURRENCY, streams: streams.length },
               },
               s,

@@ -23,8 +23,8 @@ import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
-import { checkInvariants } from '../../lib/chaos/invariants';
-import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
+import { checkInvariants } from './invariants';
+import { readLedgerSnapshot } from './snapshot.dynamodb';
 import { createSinkTable, createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 
 const VALID_STREAM = {

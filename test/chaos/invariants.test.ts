@@ -1,5 +1,5 @@
 /** The ledger invariant checker on hand-made snapshots: a sound ledger, then each violation. */
-import { checkInvariants, type LedgerSnapshot } from '../../lib/chaos/invariants';
+import { checkInvariants, type LedgerSnapshot } from './invariants';
 import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState } from '../../lib/ports/ledger-state';
 
 const part = (over: Partial<PartitionState> = {}): PartitionState => ({

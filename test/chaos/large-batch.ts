@@ -8,8 +8,8 @@
  * total and count that were produced.
  */
 import { randomUUID } from 'node:crypto';
-import { checkInvariants } from '../../lib/chaos/invariants';
-import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
+import { checkInvariants } from './invariants';
+import { readLedgerSnapshot } from './snapshot.dynamodb';
 import { parseStreamConfig } from '../../lib/config/schema';
 import { runningTotals } from '../../lib/handlers/running-totals';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';

@@ -9,8 +9,8 @@
  */
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
-import { checkInvariants } from '../../lib/chaos/invariants';
-import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
+import { checkInvariants } from './invariants';
+import { readLedgerSnapshot } from './snapshot.dynamodb';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { createLocalRunner, runnerDepsFrom, type RunnerStats } from '../../lib/runtime/local';

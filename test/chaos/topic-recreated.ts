@@ -12,8 +12,8 @@
  * planner runs left no trace any client could see; they are counted apart.
  */
 import { randomUUID } from 'node:crypto';
-import { checkInvariants } from '../../lib/chaos/invariants';
-import { readLedgerSnapshot } from '../../lib/chaos/snapshot.dynamodb';
+import { checkInvariants } from './invariants';
+import { readLedgerSnapshot } from './snapshot.dynamodb';
 import { mapWithConcurrency } from '../../lib/concurrency';
 import { parseStreamConfig, type StreamConfig } from '../../lib/config/schema';
 import { createAuditLog } from '../../lib/handlers/audit-log';
@@ -22,6 +22,7 @@ import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { planStream } from '../../lib/planner/run';
 import { idempotencyKeyOf } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
+import type { Ledger } from '../../lib/ports/ledger';
 import type { RangePayload } from '../../lib/ranges';
 import { createScenarioTable, createScenarioTopics, scenarioName } from './scenario-resources';
 import type { ChaosEnv, ScenarioResult } from './harness';
@@ -204,41 +205,12 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
   };
 
   const budget = opts.budgetMs ?? 40_000;
-  let rounds = 0;
-  await round();
-  rounds++;
-  // Event A, between planning and processing: ranges of every topic are in flight.
-  await round(async () => {
-    await recreate('more', 300);
-    await recreate('fewer', 30);
-    await recreate('twice', 50);
-    await remove('twice');
-    unseenLives.add(`${topicOf('twice')}#${life.twice}`);
-    await remove('retired');
-  });
-  rounds++;
-  // A run sees 'more' and 'fewer' re-created and retires 'retired' and 'twice'; then they come back.
-  await round(async () => {
-    life.retired++;
-    await create('retired');
-    await produce('retired', 300);
-    life.twice++;
-    await create('twice');
-    await produce('twice', 7);
-  });
-  rounds++;
+  let rounds = await eventRounds(round, { topicOf, life, produce, remove, create, recreate }, unseenLives);
   let finished = false;
   while (Date.now() - t0 < budget) {
     await round();
     rounds++;
-    if (process.env.CHAOS_DEBUG) {
-      const parts = await ledger.readPartitions(streams[0]!.id);
-      console.log(
-        Date.now() - t0,
-        JSON.stringify(parts.map((p) => [p.topic.slice(-6), p.status, p.incarnation, p.committed, p.nextFrom])),
-        JSON.stringify([...(await ends())]),
-      );
-    }
+    if (process.env.CHAOS_DEBUG) await debugRound(ledger, streams[0]!, Date.now() - t0, ends);
     if (await complete()) {
       finished = true;
       break;
@@ -263,11 +235,7 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
   const result: ScenarioResult = {
     scenario: 'topic-recreated',
     seed,
-    injected:
-      `4 topics with ranges in flight: re-created with more records (100 -> 300), with fewer (100 -> 30), re-created after a run retired it (300), ` +
-      `and deleted, re-created with 50 and deleted again within one interval, then re-created (7); ${refused} stale range invocations refused ` +
-      `(TOPIC_RECREATED or PARTITION_DELETED), ${gone} records of deleted topics never read (recorded by their closed incarnation), ` +
-      `${vanished} records of the topic that lived between two runs`,
+    injected: injectedText(refused, gone, vanished),
     produced: produced.length,
     expected,
     applied,
@@ -291,6 +259,58 @@ export async function runTopicRecreated(env: ChaosEnv, seed: number, opts: { bud
   result.ok =
     problems.length === 0 && violations.length === 0 && duplicates === 0 && losses === 0 && auditLosses === 0 && applied === expected;
   return result;
+}
+
+/** CHAOS_DEBUG: the first stream's partitions and the log ends after a round. */
+async function debugRound(ledger: Ledger, stream: StreamConfig, atMs: number, ends: () => Promise<Map<string, number>>): Promise<void> {
+  const parts = await ledger.readPartitions(stream.id);
+  console.log(
+    atMs,
+    JSON.stringify(parts.map((p) => [p.topic.slice(-6), p.status, p.incarnation, p.committed, p.nextFrom])),
+    JSON.stringify([...(await ends())]),
+  );
+}
+
+/** What the scenario injected, for the report. */
+function injectedText(refused: number, gone: number, vanished: number): string {
+  return (
+    `4 topics with ranges in flight: re-created with more records (100 -> 300), with fewer (100 -> 30), re-created after a run retired it (300), ` +
+    `and deleted, re-created with 50 and deleted again within one interval, then re-created (7); ${refused} stale range invocations refused ` +
+    `(TOPIC_RECREATED or PARTITION_DELETED), ${gone} records of deleted topics never read (recorded by their closed incarnation), ` +
+    `${vanished} records of the topic that lived between two runs`
+  );
+}
+
+/**
+ * The scenario's first three rounds, the topics changing between planning and processing in the
+ * second and third; returns the number of rounds.
+ */
+async function eventRounds(
+  round: (between?: () => Promise<void>) => Promise<void>,
+  ctl: Pick<ReturnType<typeof topicControl>, 'topicOf' | 'life' | 'produce' | 'remove' | 'create' | 'recreate'>,
+  unseenLives: Set<string>,
+): Promise<number> {
+  const { topicOf, life, produce, remove, create, recreate } = ctl;
+  await round();
+  // Event A, between planning and processing: ranges of every topic are in flight.
+  await round(async () => {
+    await recreate('more', 300);
+    await recreate('fewer', 30);
+    await recreate('twice', 50);
+    await remove('twice');
+    unseenLives.add(`${topicOf('twice')}#${life.twice}`);
+    await remove('retired');
+  });
+  // A run sees 'more' and 'fewer' re-created and retires 'retired' and 'twice'; then they come back.
+  await round(async () => {
+    life.retired++;
+    await create('retired');
+    await produce('retired', 300);
+    life.twice++;
+    await create('twice');
+    await produce('twice', 7);
+  });
+  return 3;
 }
 
 type Snapshot = Awaited<ReturnType<typeof readLedgerSnapshot>>;

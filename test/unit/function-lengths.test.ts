@@ -35,7 +35,7 @@ describe('function lengths', () => {
     ).toEqual([['long', 92]]);
   });
 
-  it('no function in lib/, functions/, bin/ or infra/ has over 80 lines of its own', () => {
+  it('no function in lib/, functions/, bin/, infra/, bench/, test/chaos/ or test/support/ (test files aside) has over 80 lines of its own', () => {
     const long = longFunctions(resolve(__dirname, '..', '..'));
     expect(long.map((f) => `${f.ownLines} ${f.file}:${f.firstLine} ${f.name}`)).toEqual([]);
   });

@@ -38,6 +38,13 @@ function setup(maxConcurrency: number) {
     );
   }
   const readers = { created: 0, closed: 0 };
+  /** Resolved once every reader made so far is closed: the test waits for the event, not a time. */
+  let allClosed: (() => void) | undefined;
+  const everyReaderClosed = () =>
+    new Promise<void>((r) => {
+      allClosed = r;
+      if (readers.closed === readers.created) r();
+    });
   const createReader = async (): Promise<RangeReader> => {
     readers.created++;
     let open = true;
@@ -46,6 +53,7 @@ function setup(maxConcurrency: number) {
       close: async () => {
         if (open) readers.closed++;
         open = false;
+        if (readers.closed === readers.created) allClosed?.();
       },
     };
   };
@@ -82,7 +90,7 @@ function setup(maxConcurrency: number) {
     }
     return dispatched;
   };
-  return { runner, readers, handled, drain, peak: () => peak };
+  return { runner, readers, everyReaderClosed, handled, drain, peak: () => peak };
 }
 
 describe('local runner', () => {
@@ -105,7 +113,8 @@ describe('local runner', () => {
     await t.drain();
     expect(t.readers.created).toBeLessThanOrEqual(4);
     expect(t.runner.stats().readersOpen).toBe(t.readers.created);
-    await sleep(100);
+    // Closed by the pool's idle timers (readerIdleMs 30), never by stop(): the wait ends when the last one closes.
+    await t.everyReaderClosed();
     expect(t.readers.closed).toBe(t.readers.created);
     expect(t.runner.stats().readersOpen).toBe(0);
     await t.runner.stop();

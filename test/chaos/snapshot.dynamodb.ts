@@ -4,8 +4,8 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { codec } from '../ledger/items.dynamodb';
-import { keys } from '../ledger/keys.dynamodb';
+import { codec } from '../../lib/ledger/items.dynamodb';
+import { keys } from '../../lib/ledger/keys.dynamodb';
 import type { LedgerSnapshot } from './invariants';
 
 export async function readLedgerSnapshot(client: DynamoDBClient, tableName: string, stream: string): Promise<LedgerSnapshot> {

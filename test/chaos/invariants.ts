@@ -4,7 +4,7 @@
  * The chaos suite runs it after every scenario; operators can run it against a live table
  * (`readLedgerSnapshot` in ./snapshot.dynamodb.ts).
  */
-import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState, StreamMeta } from '../ports/ledger-state';
+import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState, StreamMeta } from '../../lib/ports/ledger-state';
 
 export type LedgerSnapshot = {
   meta?: StreamMeta;
