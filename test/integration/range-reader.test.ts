@@ -523,8 +523,9 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
           await expect(
             readAll(impatient, { topic, partition: 0, from: 1, until, isolationLevel: 'read_committed' }),
           ).rejects.toBeInstanceOf(TimeoutError);
-          expect(Date.now() - t0).toBeLessThan(3000);
-          expect(impatient.requestCount()).toBeLessThanOrEqual(8); // ~800 ms / 200 ms long polls, no spinning
+          // It waited out the stall (the error is not an early give-up), long-polling, not spinning: ~800 ms / 200 ms polls.
+          expect(Date.now() - t0).toBeGreaterThanOrEqual(800);
+          expect(impatient.requestCount()).toBeLessThanOrEqual(8);
         } finally {
           await impatient.close();
         }
