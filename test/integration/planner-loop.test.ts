@@ -105,18 +105,28 @@ function deployedShape(runtime?: () => Runtime) {
   return { dispatcher, invoke: (event: unknown, context: Parameters<typeof planner>[1]) => planner(event, context) as Promise<LoopResult> };
 }
 
-/** Invokes the loop until the sink holds everything produced (or the attempts run out). */
+/**
+ * Invokes the loop (5 s invocations) until the sink holds everything produced, for up to 2 minutes:
+ * on a machine busy with other suites a drain takes more ticks than on a quiet one.
+ */
 async function drain(shape: ReturnType<typeof deployedShape>, stream: string, sinkTable: string, expected: Map<string, number>) {
-  for (let i = 0; i < 10; i++) {
-    await shape.invoke({ loop: true }, lambdaContext(`drain-${i}`, 5000));
+  const seen: string[] = [];
+  for (let i = 0, giveUpAt = Date.now() + 120_000; Date.now() < giveUpAt; i++) {
+    const res = await shape.invoke({ loop: true }, lambdaContext(`drain-${i}`, 5000));
+    const rep = res.streams[0];
+    seen.push(`${rep?.outcome}/${rep?.ticks}${rep?.reason ? ` (${rep.reason})` : ''}`);
     await shape.dispatcher.idle();
     const totals = await scanTotals(ddb, sinkTable);
     if ([...expected].every(([a, t]) => totals.get(a)?.total === t)) return totals;
   }
-  // Not drained: say what the ledger holds, so a failure shows parked or stuck ranges, not only short totals.
-  const open = await createDynamoLedger({ client: ddb, tableName: ledgerTable }).readOpenRanges(stream);
-  const left = open.map((r) => `${r.partition}@${r.from}:${r.status}x${r.attempts}`);
-  process.stderr.write(`planner-loop drain: not drained; open ranges ${left.join(' ') || 'none'}\n`);
+  // Not drained: say what the loop and the ledger did, so a failure shows stuck planning, not only short totals.
+  const ledger = createDynamoLedger({ client: ddb, tableName: ledgerTable });
+  const open = (await ledger.readOpenRanges(stream)).map((r) => `${r.partition}@${r.from}:${r.status}x${r.attempts}`);
+  const parts = (await ledger.readPartitions(stream)).map((p) => `${p.partition}:${p.status} committed ${p.committed} next ${p.nextFrom}`);
+  process.stderr.write(
+    `planner-loop drain: not drained; invocations (outcome/ticks) ${seen.join(', ')}; ` +
+      `partitions ${parts.join('; ')}; open ranges ${open.join(' ') || 'none'}\n`,
+  );
   return scanTotals(ddb, sinkTable);
 }
 
