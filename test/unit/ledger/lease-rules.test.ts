@@ -9,21 +9,9 @@ import {
   type LeaseAsk,
 } from '../../../lib/ports/ledger-rules/lease';
 import { RANGE_STATUSES, type RangeState, type RangeStatus } from '../../../lib/ports/ledger-state';
+import { rangeState } from './states';
 
-const range = (extra: Partial<RangeState> = {}): RangeState => ({
-  stream: 's',
-  topic: 't',
-  partition: 0,
-  from: 0,
-  until: 10,
-  status: 'planned',
-  epoch: 1,
-  plannedAtMs: 0,
-  dispatches: 1,
-  attempts: 0,
-  progress: 0,
-  ...extra,
-});
+const range = (extra: Partial<RangeState> = {}): RangeState => rangeState(0, 10, extra);
 const ask: LeaseAsk = { until: 10, nowMs: 1000, maxAttempts: 3 };
 
 describe('leaseRefusal', () => {

@@ -8,32 +8,10 @@ import { changed, meets, type ItemStep } from '../../../lib/ports/ledger-rules/i
 import { planWriteSteps } from '../../../lib/ports/ledger-rules/plan-write';
 import type { PlanWrite } from '../../../lib/ports/ledger';
 import type { ClosedIncarnation, PartitionState, RangeState } from '../../../lib/ports/ledger-state';
+import { partitionState, rangeState } from './states';
 
-const partition = (extra: Partial<PartitionState> = {}): PartitionState => ({
-  stream: 's',
-  topic: 't',
-  partition: 0,
-  status: 'active',
-  startOffset: 0,
-  committed: 10,
-  nextFrom: 20,
-  firstSeenAtMs: 0,
-  ...extra,
-});
-const range = (extra: Partial<RangeState> = {}): RangeState => ({
-  stream: 's',
-  topic: 't',
-  partition: 0,
-  from: 20,
-  until: 30,
-  status: 'planned',
-  epoch: 1,
-  plannedAtMs: 0,
-  dispatches: 1,
-  attempts: 0,
-  progress: 20,
-  ...extra,
-});
+const partition = partitionState;
+const range = (extra: Partial<RangeState> = {}): RangeState => rangeState(20, 30, extra);
 
 /** The one partition item and one range item a write may touch, as a test's whole ledger. */
 type State = { partition?: PartitionState; range?: RangeState; created: string[]; deleted: number };

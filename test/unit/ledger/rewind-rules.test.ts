@@ -10,21 +10,10 @@ import {
 } from '../../../lib/ports/ledger-rules/rewind';
 import type { RewindPartition } from '../../../lib/ports/ledger';
 import type { PartitionState, RangeState, RangeStatus } from '../../../lib/ports/ledger-state';
+import { partitionState, rangeState } from './states';
 
-const range = (from: number, until: number, status: RangeStatus, extra: Partial<RangeState> = {}): RangeState => ({
-  stream: 's',
-  topic: 't',
-  partition: 0,
-  from,
-  until,
-  status,
-  epoch: 1,
-  plannedAtMs: 0,
-  dispatches: 1,
-  attempts: 0,
-  progress: from,
-  ...extra,
-});
+const range = (from: number, until: number, status: RangeStatus, extra: Partial<RangeState> = {}): RangeState =>
+  rangeState(from, until, { status, ...extra });
 
 const rewind = (to: number, committed: number, extra: Partial<RewindPartition> = {}): RewindPartition => ({
   topic: 't',
@@ -127,17 +116,7 @@ describe('rewindDeadLetters', () => {
 });
 
 describe('rewindPartitionStep', () => {
-  const partition = (extra: Partial<PartitionState> = {}): PartitionState => ({
-    stream: 's',
-    topic: 't',
-    partition: 0,
-    status: 'active',
-    startOffset: 0,
-    committed: 50,
-    nextFrom: 50,
-    firstSeenAtMs: 0,
-    ...extra,
-  });
+  const partition = (extra: Partial<PartitionState> = {}): PartitionState => partitionState({ committed: 50, nextFrom: 50, ...extra });
 
   it.each<[string, PartitionState | undefined, boolean]>([
     ['active, as read', partition(), true],
