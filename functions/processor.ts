@@ -49,6 +49,8 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
   metrics.addDimensions({ stream: stream.id });
   metrics.addMetric('RecordsProcessed', MetricUnit.Count, result.records);
   metrics.addMetric('DeadLetters', MetricUnit.Count, result.deadLetters);
+  metrics.addMetric('RecordsFiltered', MetricUnit.Count, result.filtered);
+  metrics.addMetric('RecordsExpired', MetricUnit.Count, result.expired);
   metrics.addMetric('RangesCompleted', MetricUnit.Count, result.status === 'done' ? 1 : 0);
   metrics.addMetric('RangesParked', MetricUnit.Count, result.status === 'parked' ? 1 : 0);
   metrics.addMetric('RangesPartial', MetricUnit.Count, result.status === 'partial' ? 1 : 0);

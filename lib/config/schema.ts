@@ -436,6 +436,13 @@ const streamConfigSchema = strictObject({
    */
   maxConcurrency: positiveInt.optional(),
   handler: handlerSchema.optional(),
+  /**
+   * Records older than this (by their Kafka timestamp, when their range was first leased) do not reach
+   * the handler: the Kafka trigger's MaximumRecordAgeInSeconds. Unset: no limit.
+   */
+  maxRecordAgeMs: positiveInt.optional(),
+  /** What happens to such a record: a dead letter with cause `expired`, or skipped and counted. */
+  expiredRecords: z.enum(['dead-letter', 'skip']).default('dead-letter'),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
   deadLetters: deadLettersSchema.prefault({}),
   /** Kafka consumer group that also receives committed offsets, for standard lag tooling. */

@@ -196,6 +196,10 @@ export type DeadLetterHeader = { key: string; valueBase64: string | null };
 export const DEAD_LETTER_CONTENTS = ['record', 'coordinates'] as const;
 export type DeadLetterContents = (typeof DEAD_LETTER_CONTENTS)[number];
 
+/** Why a record was dead-lettered. */
+export const DEAD_LETTER_CAUSES = ['handler', 'undecodable', 'expired'] as const;
+export type DeadLetterCause = (typeof DEAD_LETTER_CAUSES)[number];
+
 /** A record the handler kept rejecting, stored with its error instead of stalling the partition. */
 export type DeadLetter = {
   stream: string;
@@ -216,6 +220,11 @@ export type DeadLetter = {
   /** How many trailing headers were left out to fit the item limit (absent when none). */
   headersDropped?: number;
   error: string;
+  /**
+   * Why it was dead-lettered: the handler kept rejecting it (absent on older items), it could not be
+   * decoded with the stream's schema settings, or it was older than `maxRecordAgeMs`.
+   */
+  cause?: DeadLetterCause;
   attempts: number;
   rangeFrom: number;
   createdAtMs: number;

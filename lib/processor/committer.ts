@@ -16,6 +16,7 @@ import type { KafkaRecord } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import { deadLetterOf, retained } from './dead-letter';
 import { idempotencyKeyOf, type HandlerContext, type HandlerRecord, type RecordsHandler } from './handler-api';
+import { judgeChunk, noSkips, type GateVerdict, type RecordStage, type SkipCounts } from './record-gate';
 import { LEASE_LOST_REASON, recordWritesTooLargeMessage } from './messages';
 
 /** A commit's condition showed another processor holds the lease: stop without further writes. */
@@ -51,6 +52,8 @@ export type CommitterInput = {
   commitEveryRecords: number;
   /** ...or this long after it, whichever comes first (and always at the end). */
   commitEveryMs: number;
+  /** What judges each record before the handler (record age, decoding, filters); none: every record passes. */
+  stages?: readonly RecordStage[];
 };
 
 /** The crash-injection points a committer reaches (see PROCESSOR_STEPS). */
@@ -66,6 +69,8 @@ export class ChunkCommitter {
   records = 0;
   chunks = 0;
   deadLetters = 0;
+  /** Records the stages before the handler skipped (filtered, expired); their offsets are committed. */
+  readonly skipped: SkipCounts = noSkips();
   /** At-least-once: handled up to here, not committed yet. */
   private handledTo: number | undefined;
   private handledSinceCommit = 0;
@@ -92,8 +97,62 @@ export class ChunkCommitter {
     const batch = records.map((r) => toHandlerRecord(r, this.c.range.incarnation));
     if (batch.length === 0) return this.c.handler.mode === 'at-least-once' ? this.handled(to, 0) : this.commit(to, [], []);
     await this.c.afterStep?.('handled', { from: this.position, to: nextOffset });
-    await this.deliver(batch, to);
+    const verdicts = await this.judge(batch);
+    if (verdicts) await this.deliverJudged(batch, verdicts, to);
+    else await this.deliver(batch, to);
     this.chunks += 1;
+  }
+
+  /** The stages' verdicts on a chunk, or undefined when every record passes unchanged (the common case). */
+  protected async judge(batch: HandlerRecord[]): Promise<GateVerdict[] | undefined> {
+    const stages = this.c.stages ?? [];
+    if (stages.length === 0) return undefined;
+    const verdicts = await judgeChunk(stages, batch);
+    return verdicts.every((v, i) => v.kind === 'pass' && v.record === batch[i]) ? undefined : verdicts;
+  }
+
+  /**
+   * Delivers the records that passed, in runs between the rejected ones: a rejected record is
+   * dead-lettered at its place in offset order, a skipped one is counted and committed with the run
+   * after it (or with the chunk's end).
+   */
+  private async deliverJudged(batch: HandlerRecord[], verdicts: GateVerdict[], to: number): Promise<void> {
+    let run: HandlerRecord[] = [];
+    for (let i = 0; i < batch.length; i++) {
+      const v = verdicts[i] as GateVerdict;
+      if (v.kind === 'pass') run.push(v.record);
+      else if (v.kind === 'skip') this.skipped[v.reason] += 1;
+      else {
+        const rec = batch[i] as HandlerRecord;
+        if (run.length > 0) await this.deliver(run, rec.offset);
+        run = [];
+        const recTo = i + 1 < batch.length ? (batch[i + 1] as HandlerRecord).offset : to;
+        await this.rejectJudged(rec, recTo, v);
+      }
+    }
+    if (run.length > 0) await this.deliver(run, to);
+    else await this.commitNothingTo(to);
+  }
+
+  /** Moves progress to `to` over records nobody handled (all skipped, or an empty chunk). */
+  protected async commitNothingTo(to: number): Promise<void> {
+    if (to <= this.position) return;
+    return this.c.handler.mode === 'at-least-once' ? this.handled(to, 0) : this.commit(to, [], []);
+  }
+
+  /**
+   * A stage rejected the record: dead-letter it with the stage's reason (an undecodable record under
+   * `poisonPolicy: stop-partition` stops the partition instead; an expired one was configured to go).
+   */
+  protected async rejectJudged(rec: HandlerRecord, to: number, v: GateVerdict & { kind: 'reject' }): Promise<void> {
+    const { stream, range, clock } = this.c;
+    if (v.cause === 'undecodable' && stream.poisonPolicy === 'stop-partition') {
+      await this.flush();
+      throw new PoisonStopError(`POISON_RECORD: ${rec.idempotencyKey} ${v.error} (poisonPolicy=stop-partition)`);
+    }
+    const letter = deadLetterOf(this.c.ledger.limits.deadLetter, { stream: stream.id, rangeFrom: range.from, nowMs: clock() }, rec, v.error, 0);
+    await this.commit(to, [], [retained({ ...letter, cause: v.cause }, stream.deadLetters)]);
+    this.deadLetters += 1;
   }
 
   /** Commits what was handled and not committed yet (at-least-once); the read's last step. */

@@ -22,6 +22,7 @@ import { ChunkCommitter, LeaseLostError, PoisonStopError, toHandlerRecord, withT
 import { foldWriteProblem } from './fold-write';
 import { sinkItemId, type HandlerRecord, type ItemFold, type SinkItemRef } from './handler-api';
 import { foldReplayDataLossMessage, nondeterministicFoldMessage } from './messages';
+import type { GateVerdict } from './record-gate';
 
 /** How large a batch grows and how it is written. */
 export type FoldBudget = {
@@ -82,11 +83,16 @@ export class FoldCommitter extends ChunkCommitter {
   override async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
     const to = Math.min(nextOffset, this.c.range.until);
     if (records.length > 0) await this.c.afterStep?.('handled', { from: this.foldedTo, to });
-    for (let i = 0; i < records.length; i++) {
-      const rec = toHandlerRecord(records[i] as KafkaRecord, this.c.range.incarnation);
+    const batch = records.map((r) => toHandlerRecord(r, this.c.range.incarnation));
+    const verdicts = await this.judge(batch);
+    for (let i = 0; i < batch.length; i++) {
+      const rec = batch[i] as HandlerRecord;
       if (this.replayUntil !== undefined && rec.offset >= this.replayUntil) await this.writeBatch(this.replayUntil);
-      const recTo = i + 1 < records.length ? (records[i + 1] as KafkaRecord).offset : to;
-      await this.foldRecord(rec, recTo);
+      const recTo = i + 1 < batch.length ? (batch[i + 1] as HandlerRecord).offset : to;
+      const verdict = verdicts?.[i] ?? { kind: 'pass', record: rec };
+      if (verdict.kind === 'pass') await this.foldRecord(verdict.record, recTo);
+      else if (verdict.kind === 'skip') this.skipped[verdict.reason] += 1;
+      else await this.rejectInBatch(rec, recTo, verdict);
     }
     this.foldedTo = Math.max(this.foldedTo, to);
     this.chunks += 1;
@@ -132,6 +138,16 @@ export class FoldCommitter extends ChunkCommitter {
     const id = sinkItemId(item);
     const seen = this.batch.items.get(id);
     this.batch.items.set(id, { ...item, value: seen ? this.fold.combine(seen.value, part.value) : part.value });
+  }
+
+  /** A stage rejected the record: the batch ends before it and the record is dead-lettered (never inside a replay). */
+  private async rejectInBatch(rec: HandlerRecord, recTo: number, verdict: GateVerdict & { kind: 'reject' }): Promise<void> {
+    if (this.replayUntil !== undefined) {
+      throw new NondeterministicFoldError(rec.idempotencyKey, this.progress, this.replayUntil, new Error(verdict.error));
+    }
+    await this.writeBatch(rec.offset);
+    await this.rejectJudged(rec, recTo, verdict);
+    this.foldedTo = this.progress;
   }
 
   /** Writes the batch `[progress, end)` and advances progress to `end` (see the file's comment). */

@@ -23,7 +23,19 @@ export type HandlerRecord = KafkaRecord & {
    * `topic/partition/offset#n`: a handler deduplicating by key never mistakes them for old ones.
    */
   idempotencyKey: string;
+  /**
+   * The record's value and key as the stream's `value` / `key` formats decode them (a schema
+   * registry's Avro, Protobuf or JSON Schema, or plain JSON), beside the raw bytes in `value` / `key`.
+   * Absent when the stream configures no format (or `raw`).
+   */
+  decoded?: DecodedRecord;
 };
+
+/** A decoded value or key, with the schema it was written with (absent for plain JSON). */
+export type DecodedRecord = { value?: unknown; key?: unknown; valueSchema?: SchemaRef; keySchema?: SchemaRef };
+
+/** The registry schema a value was written with. */
+export type SchemaRef = { registry: 'glue' | 'confluent'; id: string; format: 'avro' | 'protobuf' | 'json-schema'; version?: number };
 
 /** The idempotency key of a record of partition incarnation `incarnation` (absent = 0). */
 export function idempotencyKeyOf(topic: string, partition: number, offset: number, incarnation?: number): string {

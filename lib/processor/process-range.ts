@@ -17,6 +17,8 @@ import { ChunkCommitter, errorText, LeaseLostError, PoisonStopError, type Commit
 import { DEFAULT_FOLD_BUDGET, FoldCommitter, type FoldBudget } from './fold-committer';
 import type { HandlerContext, RecordsHandler } from './handler-api';
 import { resolveHandlerSecrets } from './handler-secrets';
+import type { RecordStage } from './record-gate';
+import { recordStagesFor, type StageContext } from './record-stages';
 import { LEASE_LOST_REASON, rangeDataLossReason, rangeMismatchMessage, topicRecreatedReason } from './messages';
 
 /**
@@ -44,6 +46,8 @@ export type ProcessorDeps = {
   maxChunkRecords?: number;
   /** Backoff before the first handler retry (doubles each time). */
   retryBaseMs?: number;
+  /** The stages before the handler (default: the stream's record age, decoding and filters, recordStagesFor). */
+  stagesFor?: (stream: StreamConfig, at: StageContext) => Promise<readonly RecordStage[]>;
   /** Folded handlers: batch budget and write grouping (defaults: DEFAULT_FOLD_BUDGET and the stream's settings). */
   fold?: Partial<FoldBudget>;
   afterStep?: (step: ProcessorStep, detail: { from: number; to: number }) => void | Promise<void>;
@@ -56,6 +60,10 @@ export type ProcessResult = {
   records: number;
   chunks: number;
   deadLetters: number;
+  /** Records the filters skipped (their offsets are committed: they count as processed). */
+  filtered: number;
+  /** Records older than `maxRecordAgeMs` that were skipped (dead-lettered ones count in `deadLetters`). */
+  expired: number;
   /** Where the range stands now (`until` when done). */
   progress: number;
   /** Offsets left for a later invocation (deadline). */
@@ -95,7 +103,7 @@ export async function processRange(
     storeClock: deps.storeClock ?? (async () => clock()),
     leaseToken: deps.leaseToken ?? randomUUID(),
     t0: clock(),
-    result: { status: 'done', range, records: 0, chunks: 0, deadLetters: 0, progress: range.from, remaining: 0, durationMs: 0 },
+    result: { status: 'done', range, records: 0, chunks: 0, deadLetters: 0, filtered: 0, expired: 0, progress: range.from, remaining: 0, durationMs: 0 },
   };
 
   const lease = await leaseRange(run);
@@ -105,6 +113,7 @@ export async function processRange(
   run.result.progress = leased.progress;
   await deps.afterStep?.('leased', { from: leased.progress, to: leased.progress });
   const secrets = await handlerSecrets(run, held);
+  const stages = await (deps.stagesFor ?? recordStagesFor)(stream, { firstLeasedAtMs: leased.firstLeasedAtMs ?? run.t0 });
 
   const abort = new AbortController();
   input.signal?.addEventListener('abort', () => abort.abort(), { once: true });
@@ -123,6 +132,7 @@ export async function processRange(
     afterStep: deps.afterStep,
     commitEveryRecords: stream.processor.commitEveryRecords,
     commitEveryMs: stream.processor.commitEveryMs,
+    stages,
   });
   const started = clock();
   try {
@@ -158,6 +168,8 @@ function finish(run: Run, status: ProcessResult['status'], committer?: ChunkComm
     records: committer.records,
     chunks: committer.chunks,
     deadLetters: committer.deadLetters,
+    filtered: committer.skipped.filtered,
+    expired: committer.skipped.expired,
     progress: committer.progress,
   };
   return Object.assign(run.result, counts, { status, durationMs: run.clock() - run.t0 }, extra);

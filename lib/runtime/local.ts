@@ -82,6 +82,9 @@ export type RunnerStats = {
   /** The longest planner run so far, in ms. */
   maxPlannerRunMs: number;
   deadLetters: number;
+  /** Records the filters skipped, and records skipped as older than maxRecordAgeMs. */
+  filtered: number;
+  expired: number;
   lastError?: string;
   /** The latest planner report per stream. */
   reports: Map<string, StreamPlanReport>;
@@ -121,6 +124,8 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
     queued: 0,
     maxPlannerRunMs: 0,
     deadLetters: 0,
+    filtered: 0,
+    expired: 0,
     reports: new Map(),
   };
   const count = (k: keyof RunnerStats['byStatus']) => {
@@ -156,6 +161,8 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
       count(res.status);
       stats.records += res.records;
       stats.deadLetters += res.deadLetters;
+      stats.filtered += res.filtered;
+      stats.expired += res.expired;
       if (res.status === 'parked') log(`range ${range.topic}/${range.partition} [${range.from}, ${range.until}) parked: ${res.reason}`);
     } finally {
       lease?.release();

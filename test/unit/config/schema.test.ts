@@ -56,6 +56,7 @@ describe('parseDeploymentConfig', () => {
           recreatedTopicOffsets: 'earliest',
           maxAttempts: 3,
           poisonPolicy: 'dead-letter',
+          expiredRecords: 'dead-letter',
           deadLetters: { retentionDays: 14, keep: 'record' },
         },
       ],

@@ -1,0 +1,19 @@
+/** The stages a stream's records pass before its handler, built from its config (see record-gate.ts for the contract). */
+import type { StreamConfig } from '../config/schema';
+import { createExpiryStage } from './expiry-stage';
+import type { RecordStage } from './record-gate';
+
+/** What the stages of one range attempt depend on beyond the config. */
+export type StageContext = {
+  /** When the range was first leased (store clock): the reference for record age. */
+  firstLeasedAtMs: number;
+};
+
+/** The stream's stages in order: record age, then decoding, then filters (filters see decoded values). */
+export async function recordStagesFor(stream: StreamConfig, at: StageContext): Promise<RecordStage[]> {
+  const stages: RecordStage[] = [];
+  if (stream.maxRecordAgeMs !== undefined) {
+    stages.push(createExpiryStage({ maxRecordAgeMs: stream.maxRecordAgeMs, expiredRecords: stream.expiredRecords }, at.firstLeasedAtMs));
+  }
+  return stages;
+}
