@@ -10,6 +10,7 @@ import type {
   DeadLetter,
   DeadLetterHeader,
   PartitionState,
+  PendingDelivery,
   RangeState,
   StreamMeta,
 } from '../ports/ledger-state';
@@ -64,14 +65,26 @@ export const codec = {
     const d = { ...(strip(item) as DeadLetter), ...deadLetterRetention(item) };
     return Array.isArray(d.headers) ? d : { ...d, headers: legacyHeaders(d.headers) };
   },
+  deliveryItem: (p: PendingDelivery): Item =>
+    compact({ ...keys.delivery(p.stream, p), type: 'delivery', ...p, ...ttlOf(p.expiresAtMs) }),
+  deliveryFromItem: (item: Item): PendingDelivery => ({ ...(strip(item) as PendingDelivery), ...expiryOf(item) }),
   closedItem: (c: ClosedIncarnation): Item => compact({ ...keys.closed(c.stream, c), type: 'closed-incarnation', ...c }),
   closedFromItem: (item: Item): ClosedIncarnation => strip(item) as ClosedIncarnation,
 };
 
 /** The TTL attribute (epoch seconds) of a dead letter with a retention; DynamoDB deletes it after. */
 function deadLetterExpiry(d: DeadLetter): Item {
-  // Stored once, in seconds, on the TTL attribute (`expiresAtMs: undefined` drops the port's copy).
-  return d.expiresAtMs === undefined ? {} : { [TTL_ATTRIBUTE]: Math.ceil(d.expiresAtMs / 1000), expiresAtMs: undefined };
+  return ttlOf(d.expiresAtMs);
+}
+
+/** An expiry stored once, in seconds, on the TTL attribute (`expiresAtMs: undefined` drops the port's copy). */
+function ttlOf(expiresAtMs: number | undefined): Item {
+  return expiresAtMs === undefined ? {} : { [TTL_ATTRIBUTE]: Math.ceil(expiresAtMs / 1000), expiresAtMs: undefined };
+}
+
+/** The port's `expiresAtMs` of an item with a TTL attribute. */
+function expiryOf(item: Item): { expiresAtMs?: number } {
+  return typeof item[TTL_ATTRIBUTE] === 'number' ? { expiresAtMs: item[TTL_ATTRIBUTE] * 1000 } : {};
 }
 
 /** Retention fields of a stored dead letter (items written before retention existed kept the record, forever). */

@@ -8,7 +8,8 @@
  *   L#<topic>#<partition:6>#<from:16>  data-loss entry (exact lost span)
  *   D#<topic>#<partition:6>#<offset:16>  dead letter (record the handler kept rejecting)
  *   I#<topic>#<partition:6>#<incarnation:6>  closed incarnation (the topic was re-created)
- * R, L and D keys of a partition's incarnation n > 0 name the topic `<topic>~<n:4>` (a re-created
+ *   O#<topic>#<partition:6>#<offset:16>#<destination>  pending delivery of a dead letter (the outbox)
+ * R, L, D and O keys of a partition's incarnation n > 0 name the topic `<topic>~<n:4>` (a re-created
  * topic's offsets restart at 0, so its items must not meet the old ones); incarnation 0 keeps the
  * plain name, so ledgers written before incarnations read unchanged.
  * Open ranges also carry `openPk = S#<stream>`, the key of the sparse GSI `open-ranges`, so the
@@ -43,6 +44,10 @@ export const keys = {
   deadLetter: (stream: string, d: { topic: string; partition: number; offset: number; incarnation?: number }): Key => ({
     pk: keys.pk(stream),
     sk: `D#${seg(d.topic, d.incarnation)}#${pad(d.partition, 6)}#${pad(d.offset, 16)}`,
+  }),
+  delivery: (stream: string, d: { topic: string; partition: number; offset: number; incarnation?: number; destination: string }): Key => ({
+    pk: keys.pk(stream),
+    sk: `O#${seg(d.topic, d.incarnation)}#${pad(d.partition, 6)}#${pad(d.offset, 16)}#${d.destination}`,
   }),
   closed: (stream: string, c: { topic: string; partition: number; incarnation: number }): Key => ({
     pk: keys.pk(stream),

@@ -35,6 +35,7 @@ import type { MarkedWritesOutcome } from '../ports/sink-write';
 import { codec } from './items.dynamodb';
 import { keys, openRangesQuery, prefixQuery, spanQuery } from './keys.dynamodb';
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
+import { createDynamoOutbox, deliveryPutActions } from './outbox.dynamodb';
 import { markedSinkAction, sinkAction } from './sink.dynamodb';
 import {
   advancePartitionAction,
@@ -353,6 +354,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   };
 
   return {
+    ...createDynamoOutbox(doc, table, send),
     limits: DYNAMODB_LIMITS,
 
     async readMeta(stream) {
@@ -498,7 +500,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       const items: TxAction[] = [
         progressAction(table, range, expectProgress, to, nowMs + leaseMs),
         ...sinkWrites.map(sinkAction),
-        ...deadLetters.map((d) => putIfAbsent(table, codec.deadLetterItem(d))),
+        ...deadLetters.flatMap((d) => [putIfAbsent(table, codec.deadLetterItem(d)), ...deliveryPutActions(table, d)]),
         ...(dataLoss ? [putIfAbsent(table, codec.lossItem(dataLoss))] : []),
       ];
       const res = await transact(`commit ${range.topic}/${range.partition} ${expectProgress}->${to}`, items);

@@ -9,6 +9,7 @@ import { holdsLease, leaseRefusal, takenRange } from '../ports/ledger-rules/leas
 import { changed, meets, type ItemRef, type ItemStep } from '../ports/ledger-rules/item-step';
 import { planWriteSteps } from '../ports/ledger-rules/plan-write';
 import { partitionChangedReason, rewindDeadLetters, rewindPartitionStep, rewindRanges } from '../ports/ledger-rules/rewind';
+import { deliveryOrderKey, pendingDeliveriesOf, sameDeadLetter } from '../ports/ledger-rules/outbox';
 import { isMarkableWrite } from '../ports/sink-write';
 import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
 import { ValidationError } from '../errors';
@@ -20,6 +21,7 @@ import type {
   DeadLetter,
   LeasedRange,
   PartitionState,
+  PendingDelivery,
   RangeState,
   StreamMeta,
 } from '../ports/ledger-state';
@@ -32,6 +34,8 @@ type StreamStore = {
   losses: DataLossEntry[];
   deadLetters: DeadLetter[];
   closed: ClosedIncarnation[];
+  /** Pending deliveries of dead letters (the outbox), by their key order (`deliveryOrderKey`). */
+  deliveries: Map<string, PendingDelivery>;
   /** Sink writes as committed, in order (the fake does not evaluate update expressions). */
   sinkWrites: SinkWrite[];
 };
@@ -127,7 +131,7 @@ export function createMemoryLedger(
   const store = (stream: string): StreamStore => {
     let s = streams.get(stream);
     if (!s) {
-      s = { partitions: new Map(), ranges: new Map(), losses: [], deadLetters: [], closed: [], sinkWrites: [] };
+      s = { partitions: new Map(), ranges: new Map(), losses: [], deadLetters: [], closed: [], deliveries: new Map(), sinkWrites: [] };
       streams.set(stream, s);
     }
     return s;
@@ -260,6 +264,7 @@ export function createMemoryLedger(
       const s = store(range.stream);
       s.sinkWrites.push(...clone(sinkWrites ?? []));
       s.deadLetters.push(...clone(deadLetters ?? []));
+      for (const p of (deadLetters ?? []).flatMap(pendingDeliveriesOf)) s.deliveries.set(deliveryOrderKey(p), p);
       if (dataLoss) s.losses.push(clone(dataLoss));
       return 'applied';
     },
@@ -319,6 +324,7 @@ export function createMemoryLedger(
       requests++;
       return store(stream).deadLetters.map(clone);
     },
+    ...memoryOutbox(store, () => requests++),
     async rewindPartitions({ stream, epoch, ownerToken, partitions, change }): Promise<RewindOutcome> {
       requests++;
       const s = store(stream);
@@ -383,6 +389,39 @@ export function createMemoryLedger(
         out.push(applyOne(s, w) ? 'applied' : 'condition-failed');
       }
       return out;
+    },
+  };
+}
+
+/** The outbox methods of the memory ledger (the DynamoDB adapter's `O#` items, as a sorted map). */
+function memoryOutbox(
+  store: (stream: string) => StreamStore,
+  counted: () => void,
+): Pick<Ledger, 'readDeadLetter' | 'readPendingDeliveries' | 'completeDelivery' | 'postponeDelivery'> {
+  const keyOf = (ref: Parameters<Ledger['completeDelivery']>[0]) =>
+    deliveryOrderKey({ ...ref.ref, stream: ref.stream, destination: ref.destination, attempts: 0, nextAttemptAtMs: 0, createdAtMs: 0 });
+  return {
+    async readDeadLetter(stream, ref) {
+      counted();
+      const d = store(stream).deadLetters.find((x) => sameDeadLetter(x, ref));
+      return d && clone(d);
+    },
+    async readPendingDeliveries({ stream, dueAtMs, limit }) {
+      counted();
+      const sorted = [...store(stream).deliveries.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p);
+      const due = dueAtMs === undefined ? sorted : sorted.filter((p) => p.nextAttemptAtMs <= dueAtMs);
+      return clone(limit === undefined ? due : due.slice(0, limit));
+    },
+    async completeDelivery(input) {
+      counted();
+      return store(input.stream).deliveries.delete(keyOf(input)) ? 'applied' : 'condition-failed';
+    },
+    async postponeDelivery(input) {
+      counted();
+      const p = store(input.stream).deliveries.get(keyOf(input));
+      if (!p || p.attempts !== input.expectAttempts) return 'condition-failed';
+      Object.assign(p, { attempts: p.attempts + 1, nextAttemptAtMs: input.nextAttemptAtMs, lastError: input.error });
+      return 'applied';
     },
   };
 }

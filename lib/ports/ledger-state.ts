@@ -236,6 +236,38 @@ export type DeadLetter = {
   expiresAtMs?: number;
   /** The partition incarnation of the record (absent = 0). */
   incarnation?: number;
+  /**
+   * The stream's failure destinations when it was dead-lettered (`onFailure`): each is owed a
+   * delivery, pending in the ledger until made (`PendingDelivery`). Absent: none configured.
+   */
+  deliveries?: DestinationKind[];
+};
+
+/** Where a dead letter is: its partition incarnation's topic, partition and offset. */
+export type DeadLetterRef = { topic: string; partition: number; offset: number; incarnation?: number };
+
+/**
+ * Failure destinations, in the order a dead letter is delivered to them: S3 first, so a message
+ * too large for SQS or SNS can name the object that holds the whole record.
+ */
+export const DESTINATION_KINDS = ['s3', 'kafka', 'sqs', 'sns'] as const;
+export type DestinationKind = (typeof DESTINATION_KINDS)[number];
+
+/**
+ * A delivery of a dead letter to one failure destination not made yet (the ledger's outbox):
+ * written with the dead letter in one commit, removed once the destination has the message.
+ */
+export type PendingDelivery = DeadLetterRef & {
+  stream: string;
+  destination: DestinationKind;
+  /** Failed attempts so far. */
+  attempts: number;
+  /** Not retried before this (backoff after a failure). */
+  nextAttemptAtMs: number;
+  lastError?: string;
+  createdAtMs: number;
+  /** Expires with its dead letter (DynamoDB TTL). */
+  expiresAtMs?: number;
 };
 
 /** Range identity plus the lease token a processor holds. */

@@ -12,9 +12,12 @@ import type {
   ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
+  DeadLetterRef,
+  DestinationKind,
   LeasedRange,
   OperatorChange,
   PartitionState,
+  PendingDelivery,
   PendingStart,
   RangeRef,
   RangeState,
@@ -114,6 +117,12 @@ export type PlanWrite =
 
 export type WriteOutcome = 'applied' | 'condition-failed' | 'fenced';
 
+/**
+ * How long after a dead letter is written its pending deliveries wait before the planner may retry
+ * them: the processor that wrote it tries them itself right after the commit.
+ */
+export const DELIVERY_GRACE_MS = 60_000;
+
 /** Most open ranges a `close-incarnation` removes in its one atomic write (DynamoDB: 100 actions). */
 export const CLOSE_MAX_OPEN_RANGES = 90;
 
@@ -202,6 +211,8 @@ export type Ledger = PlannerLoopLease & {
    * writes and dead letters, in one transaction (I4). Clears `pendingUntil`; while one is set, `to`
    * must equal it (otherwise `lease-lost`: the caller's view of the range is stale). Sink writes over `limits` throw CommitTooLargeError,
    * a sink write's own failed condition throws SinkConditionError; either way nothing was written.
+   * A dead letter naming `deliveries` is written with one pending delivery per destination, due
+   * `DELIVERY_GRACE_MS` after it was dead-lettered (the processor tries them itself first).
    */
   commitChunk(input: {
     range: LeasedRange;
@@ -249,6 +260,31 @@ export type Ledger = PlannerLoopLease & {
   /** Gives the range back before the deadline, keeping its progress; the planner dispatches it again. */
   releaseRange(input: { range: LeasedRange; nowMs: number; progressed: boolean }): Promise<ProcessorWriteOutcome>;
   listDeadLetters(stream: string): Promise<DeadLetter[]>;
+  /** One dead letter (strongly consistent), or undefined when it is gone (expired, rewound). */
+  readDeadLetter(stream: string, ref: DeadLetterRef): Promise<DeadLetter | undefined>;
+
+  // The outbox: deliveries of dead letters to failure destinations. `commitChunk` writes one
+  // pending delivery per destination a dead letter names (`DeadLetter.deliveries`), in its transaction.
+
+  /**
+   * Pending deliveries of the stream in key order: all of them, or with `dueAtMs` only those whose
+   * `nextAttemptAtMs` has come, at most `limit`. Cheap when there are none (DynamoDB: one Query).
+   */
+  readPendingDeliveries(input: { stream: string; dueAtMs?: number; limit?: number }): Promise<PendingDelivery[]>;
+  /** The destination has the dead letter: removes its pending delivery (`condition-failed` when already removed). */
+  completeDelivery(input: { stream: string; ref: DeadLetterRef; destination: DestinationKind }): Promise<'applied' | 'condition-failed'>;
+  /**
+   * A delivery attempt failed: counts it and sets when to try again, conditional on the attempts as
+   * read (`condition-failed` when another attempt was counted meanwhile, or the delivery is gone).
+   */
+  postponeDelivery(input: {
+    stream: string;
+    ref: DeadLetterRef;
+    destination: DestinationKind;
+    expectAttempts: number;
+    nextAttemptAtMs: number;
+    error: string;
+  }): Promise<'applied' | 'condition-failed'>;
 
   // Operator side (CLI). Fenced like planner writes: the caller holds the stream's planner lease.
 

@@ -3,8 +3,8 @@
  * fake (unit) and the DynamoDB adapter on the emulator (integration).
  */
 import { CommitTooLargeError, fitsOneCommit } from '../../lib/ports/commit-limits';
-import { type Ledger, type PlanWrite } from '../../lib/ports/ledger';
-import { type ClosedIncarnation, type PartitionState, type RangeState } from '../../lib/ports/ledger-state';
+import { DELIVERY_GRACE_MS, type Ledger, type PlanWrite } from '../../lib/ports/ledger';
+import { type ClosedIncarnation, type DestinationKind, type PartitionState, type RangeState } from '../../lib/ports/ledger-state';
 import { type SinkWrite } from '../../lib/ports/sink-write';
 
 export type LedgerFactory = () => Promise<Ledger>;
@@ -685,6 +685,70 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect(await ledger.redriveDeadLetter({ ...dl, nowMs: 6000 })).toBe('condition-failed');
     expect(await ledger.redriveDeadLetter({ ...dl, offset: 13, nowMs: 6000 })).toBe('condition-failed');
     expect((await ledger.listDeadLetters(r.stream))[0]).toMatchObject({ offset: 12, redrivenAtMs: 5000 });
+  });
+
+  it('writes a pending delivery per destination with its dead letter, due after the grace period', async () => {
+    const r = await plannedRange(streamName());
+    await take(r, 'A', 1000);
+    const held = { ...r, leaseToken: 'A' };
+    const letter = {
+      ...deadLetterAt(r.stream, 12),
+      deliveries: ['sqs', 's3', 'kafka'] as DestinationKind[],
+      expiresAtMs: 4_102_444_800_000,
+    };
+    const without = deadLetterAt(r.stream, 13);
+    expect(
+      await ledger.commitChunk({ range: held, expectProgress: 0, to: 20, nowMs: 1001, leaseMs: 1000, deadLetters: [letter, without] }),
+    ).toBe('applied');
+    // A commit that lost its lease writes no deliveries either.
+    const lost = { ...deadLetterAt(r.stream, 14), deliveries: ['sns'] as DestinationKind[] };
+    expect(await ledger.commitChunk({ range: held, expectProgress: 0, to: 20, nowMs: 1002, leaseMs: 1000, deadLetters: [lost] })).toBe(
+      'lease-lost',
+    );
+    const due = 1000 + DELIVERY_GRACE_MS;
+    const pending = { stream: r.stream, topic: 't', partition: 0, offset: 12, attempts: 0, nextAttemptAtMs: due, createdAtMs: 1000 };
+    // Key order: by destination name after the dead letter's coordinates.
+    expect(await ledger.readPendingDeliveries({ stream: r.stream })).toEqual(
+      (['kafka', 's3', 'sqs'] as const).map((destination) => ({ ...pending, destination, expiresAtMs: 4_102_444_800_000 })),
+    );
+    expect(await ledger.readPendingDeliveries({ stream: r.stream, dueAtMs: due - 1 })).toEqual([]);
+    expect(await ledger.readPendingDeliveries({ stream: r.stream, dueAtMs: due, limit: 2 })).toHaveLength(2);
+    expect(await ledger.readDeadLetter(r.stream, { topic: 't', partition: 0, offset: 12 })).toEqual(letter);
+    expect(await ledger.readDeadLetter(r.stream, { topic: 't', partition: 0, offset: 12, incarnation: 1 })).toBeUndefined();
+    expect(await ledger.readDeadLetter(r.stream, { topic: 't', partition: 0, offset: 14 })).toBeUndefined();
+  });
+
+  it('counts a failed delivery only on the attempts it read, and removes a made delivery once', async () => {
+    const r = await plannedRange(streamName());
+    await take(r, 'A', 1000);
+    const letter = { ...deadLetterAt(r.stream, 12), deliveries: ['sqs', 's3'] as DestinationKind[], incarnation: 2 };
+    await ledger.commitChunk({
+      range: { ...r, leaseToken: 'A' },
+      expectProgress: 0,
+      to: 20,
+      nowMs: 1001,
+      leaseMs: 1000,
+      deadLetters: [letter],
+    });
+    const ref = { topic: 't', partition: 0, offset: 12, incarnation: 2 };
+    const sqs = { stream: r.stream, ref, destination: 'sqs' as const };
+    expect(await ledger.postponeDelivery({ ...sqs, expectAttempts: 0, nextAttemptAtMs: 90_000, error: 'down' })).toBe('applied');
+    expect(await ledger.postponeDelivery({ ...sqs, expectAttempts: 0, nextAttemptAtMs: 95_000, error: 'again' })).toBe('condition-failed');
+    expect(await ledger.readPendingDeliveries({ stream: r.stream, dueAtMs: 1000 + DELIVERY_GRACE_MS })).toEqual([
+      expect.objectContaining({ destination: 's3', incarnation: 2, attempts: 0 }),
+    ]);
+    expect(await ledger.readPendingDeliveries({ stream: r.stream, dueAtMs: 90_000 })).toEqual([
+      expect.objectContaining({ destination: 's3' }),
+      expect.objectContaining({ destination: 'sqs', attempts: 1, nextAttemptAtMs: 90_000, lastError: 'down' }),
+    ]);
+    expect(await ledger.completeDelivery(sqs)).toBe('applied');
+    expect(await ledger.completeDelivery(sqs)).toBe('condition-failed');
+    expect(await ledger.postponeDelivery({ ...sqs, expectAttempts: 1, nextAttemptAtMs: 99_000, error: 'x' })).toBe('condition-failed');
+    expect(await ledger.completeDelivery({ ...sqs, ref: { ...ref, incarnation: undefined }, destination: 's3' })).toBe('condition-failed');
+    expect(await ledger.completeDelivery({ ...sqs, destination: 's3' })).toBe('applied');
+    expect(await ledger.readPendingDeliveries({ stream: r.stream })).toEqual([]);
+    // The dead letter itself stays: the ledger is the record of what was dead-lettered.
+    expect(await ledger.listDeadLetters(r.stream)).toEqual([letter]);
   });
 
   it('closes a partition incarnation atomically: record, open ranges removed, the next incarnation apart from the old', async () => {

@@ -1,0 +1,36 @@
+/**
+ * The outbox rules both ledgers execute: which pending deliveries a dead letter brings, in what
+ * order they are read, and which of them are due.
+ */
+import { DELIVERY_GRACE_MS } from '../ledger';
+import { DESTINATION_KINDS, type DeadLetter, type DeadLetterRef, type PendingDelivery } from '../ledger-state';
+
+/** The pending deliveries written with a dead letter: one per destination it names, due after the grace period. */
+export function pendingDeliveriesOf(d: DeadLetter): PendingDelivery[] {
+  return DESTINATION_KINDS.filter((kind) => d.deliveries?.includes(kind)).map((destination) => ({
+    stream: d.stream,
+    topic: d.topic,
+    partition: d.partition,
+    offset: d.offset,
+    ...(d.incarnation ? { incarnation: d.incarnation } : {}),
+    destination,
+    attempts: 0,
+    nextAttemptAtMs: d.createdAtMs + DELIVERY_GRACE_MS,
+    createdAtMs: d.createdAtMs,
+    ...(d.expiresAtMs !== undefined ? { expiresAtMs: d.expiresAtMs } : {}),
+  }));
+}
+
+/** Whether two references name the same dead letter (incarnation absent = 0). */
+export function sameDeadLetter(a: DeadLetterRef, b: DeadLetterRef): boolean {
+  return a.topic === b.topic && a.partition === b.partition && a.offset === b.offset && (a.incarnation ?? 0) === (b.incarnation ?? 0);
+}
+
+/**
+ * Where a pending delivery sorts (the DynamoDB adapter's sort key order, which the memory ledger
+ * keeps too): topic (with its incarnation), partition, offset, then destination by name.
+ */
+export function deliveryOrderKey(p: PendingDelivery): string {
+  const topic = p.incarnation ? `${p.topic}~${String(p.incarnation).padStart(4, '0')}` : p.topic;
+  return `${topic}#${String(p.partition).padStart(6, '0')}#${String(p.offset).padStart(16, '0')}#${p.destination}`;
+}
