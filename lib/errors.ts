@@ -111,3 +111,10 @@ export class KafkaError extends AppError {
     this.retriable = details.retriable ?? false;
   }
 }
+
+/** A failure destination (SQS, SNS, S3, a Kafka topic) did not take a dead letter; it stays pending in the ledger. */
+export class DeliveryError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('DELIVERY', message, options);
+  }
+}

@@ -387,6 +387,42 @@ const deadLettersSchema = strictObject({
 });
 export type DeadLettersConfig = z.output<typeof deadLettersSchema>;
 
+/** Kafka's default `message.max.bytes` (1 MiB) less room for the record's key, headers and batch overhead. */
+export const DEFAULT_FAILURE_TOPIC_MAX_MESSAGE_BYTES = 1_000_000;
+
+const sqsQueueArn = z.string().regex(/^arn:aws[a-z-]*:sqs:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$/, {
+  error: 'must be an SQS queue ARN (arn:aws:sqs:<region>:<12-digit account>:<queue name>)',
+});
+const snsTopicArn = z.string().regex(/^arn:aws[a-z-]*:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/, {
+  error: 'must be an SNS topic ARN (arn:aws:sns:<region>:<12-digit account>:<topic name>)',
+});
+const bucketName = z
+  .string()
+  .refine((b) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(b) && !b.includes('..') && !/^\d+\.\d+\.\d+\.\d+$/.test(b), {
+    error: "must be an S3 bucket name (3-63 characters: lowercase letters, digits, '.' or '-', starting and ending with a letter or digit)",
+  });
+const objectPrefix = z.string().refine((p) => p.length <= 512 && !p.startsWith('/') && !/[\u0000-\u001f\u007f]/.test(p), {
+  error: "must be an S3 key prefix (at most 512 characters, no leading '/', no control characters)",
+});
+
+/**
+ * Where dead letters are also delivered (Lambda's `DestinationConfig.OnFailure`, any combination):
+ * the ledger keeps each dead letter and its pending deliveries until every destination has it.
+ */
+const onFailureSchema = strictObject({
+  sqs: sqsQueueArn.optional(),
+  sns: snsTopicArn.optional(),
+  s3: strictObject({ bucket: bucketName, prefix: objectPrefix.default('') }).optional(),
+  kafka: strictObject({
+    topic: topicName,
+    /** Largest record value written; a larger failure record carries a reference instead of the record. */
+    maxMessageBytes: wholeNumber().min(1024).default(DEFAULT_FAILURE_TOPIC_MAX_MESSAGE_BYTES),
+  }).optional(),
+}).refine((o) => o.sqs !== undefined || o.sns !== undefined || o.s3 !== undefined || o.kafka !== undefined, {
+  error: 'give at least one destination: sqs, sns, s3 or kafka',
+});
+export type OnFailureConfig = z.output<typeof onFailureSchema>;
+
 const streamConfigSchema = strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
     error: "must be 1-63 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit",
@@ -445,6 +481,8 @@ const streamConfigSchema = strictObject({
   expiredRecords: z.enum(['dead-letter', 'skip']).default('dead-letter'),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
   deadLetters: deadLettersSchema.prefault({}),
+  /** Failure destinations every dead letter is delivered to as well (at least once). */
+  onFailure: onFailureSchema.optional(),
   /** Kafka consumer group that also receives committed offsets, for standard lag tooling. */
   consumerGroup: z.string().min(1).max(255).optional(),
 }).superRefine(checkStreamCrossFields, { when: (payload) => isRecord(payload.value) });
@@ -479,6 +517,24 @@ function checkStreamCrossFields(value: unknown, ctx: z.RefinementCtx): void {
   }
 
   checkStartingOffsetTopics(value, ctx);
+  checkFailureTopic(value, ctx);
+}
+
+/** A failure topic the stream reads would feed its own dead letters back to it (Lambda refuses it too). */
+function checkFailureTopic(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const target = isRecord(value.onFailure) && isRecord(value.onFailure.kafka) ? value.onFailure.kafka.topic : undefined;
+  if (typeof target !== 'string') return;
+  const { topics, topicPattern } = value;
+  let reads = false;
+  if (Array.isArray(topics)) reads = topics.includes(target);
+  else if (typeof topicPattern === 'string' && regexSourceError(topicPattern) === undefined) reads = topicMatcher({ topicPattern })(target);
+  if (reads) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['onFailure', 'kafka', 'topic'],
+      message: `the stream reads this topic (${topicPattern === undefined ? 'in topics' : 'matches topicPattern'}): its dead letters would come back to it`,
+    });
+  }
 }
 
 /** Explicit starting offsets for a topic the stream does not read are almost surely a typo. */

@@ -4,6 +4,8 @@
  * fenced by the run's epoch, so a second planner at the same instant, or a stale one, changes
  * nothing (invariant I5 in the same document).
  */
+import { createDeliverer, type DeliveryReport } from '../destinations/deliver';
+import type { FailureDestinations } from '../ports/failure-destination';
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { mapWithConcurrency } from '../concurrency';
@@ -38,6 +40,11 @@ export type PlannerDeps = {
    * runtime's slots): each stream's share caps its open ranges. Unset: only `maxConcurrency` does.
    */
   processorConcurrency?: ProcessorConcurrency;
+  /**
+   * The stream's failure destinations (`onFailure`): each run retries the dead letters' deliveries
+   * that are due, a bounded number (`RETRY_LIMITS`). Unset: deliveries stay pending in the ledger.
+   */
+  destinationsFor?: (stream: StreamConfig) => Promise<FailureDestinations>;
 };
 
 export type StreamPlanReport = {
@@ -71,6 +78,8 @@ export type StreamPlanReport = {
   finished?: boolean;
   /** Listed topics Kafka does not have, or 1 for a topic pattern matching none (the `TopicsMissing` metric). */
   topicsMissing: number;
+  /** Deliveries of dead letters retried by this run (streams with `onFailure`): metrics DeadLettersDelivered, DeliveryFailures. */
+  deliveries?: DeliveryReport;
   /**
    * Conditions worth an operator's eye that are not failures: a missing topic, a pattern matching
    * nothing, a broker without topic ids.
@@ -200,6 +209,7 @@ export async function planStream(
     const marks = await dispatch(run, { ...decision, redispatch: again }, planned);
     await record(run, decision, { planned, marks, openRanges });
     confirmed = true;
+    await retryDeliveries(deps, stream, nowMs, rep);
     if (decision.finished) {
       const marked = await deps.ledger.markStreamFinished({ ...run.ctx, nowMs });
       if (marked === 'fenced') throw new FencedOutError(stream.id, fenced.epoch);
@@ -215,6 +225,26 @@ export async function planStream(
   }
   rep.durationMs = Date.now() - t0;
   return rep;
+}
+
+/** Retries the stream's due deliveries to its failure destinations (never fails the run: a failure is counted). */
+async function retryDeliveries(deps: PlannerDeps, stream: StreamConfig, nowMs: number, rep: StreamPlanReport): Promise<void> {
+  if (!stream.onFailure || !deps.destinationsFor) return;
+  let destinations: FailureDestinations;
+  try {
+    destinations = await deps.destinationsFor(stream);
+  } catch (err) {
+    rep.deliveries = {
+      delivered: 0,
+      failed: 0,
+      dropped: 0,
+      errors: [`failure destinations of ${stream.id}: ${(err as Error)?.message ?? String(err)}`],
+    };
+    return;
+  }
+  const deliverer = createDeliverer({ ledger: deps.ledger, stream, destinations });
+  await deliverer.retryDue(nowMs);
+  rep.deliveries = deliverer.report;
 }
 
 /** What the phases of one run share: its fence, its report, its crash seam and its fenced writes. */

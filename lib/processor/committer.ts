@@ -6,11 +6,12 @@
  * interval (records or time), not after every chunk. Folded handlers use FoldCommitter instead.
  */
 import type { StreamConfig } from '../config/schema';
+import { destinationKinds, type Deliverer } from '../destinations/deliver';
 import { AppError } from '../errors';
 import { fitsOneCommit } from '../ports/commit-limits';
 import { SinkConditionError } from '../ports/sink-write';
 import type { Ledger, StoreClock } from '../ports/ledger';
-import type { DataLossEntry, DeadLetter, LeasedRange } from '../ports/ledger-state';
+import type { DataLossEntry, DeadLetter, DeadLetterCause, LeasedRange } from '../ports/ledger-state';
 import type { SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
@@ -54,6 +55,8 @@ export type CommitterInput = {
   commitEveryMs: number;
   /** What judges each record before the handler (record age, decoding, filters); none: every record passes. */
   stages?: readonly RecordStage[];
+  /** Delivers each dead letter to the stream's failure destinations right after its commit (`onFailure`). */
+  deliverer?: Deliverer;
 };
 
 /** The crash-injection points a committer reaches (see PROCESSOR_STEPS). */
@@ -145,14 +148,37 @@ export class ChunkCommitter {
    * `poisonPolicy: stop-partition` stops the partition instead; an expired one was configured to go).
    */
   protected async rejectJudged(rec: HandlerRecord, to: number, v: GateVerdict & { kind: 'reject' }): Promise<void> {
-    const { stream, range, clock } = this.c;
+    const { stream } = this.c;
     if (v.cause === 'undecodable' && stream.poisonPolicy === 'stop-partition') {
       await this.flush();
       throw new PoisonStopError(`POISON_RECORD: ${rec.idempotencyKey} ${v.error} (poisonPolicy=stop-partition)`);
     }
-    const letter = deadLetterOf(this.c.ledger.limits.deadLetter, { stream: stream.id, rangeFrom: range.from, nowMs: clock() }, rec, v.error, 0);
-    await this.commit(to, [], [retained({ ...letter, cause: v.cause }, stream.deadLetters)]);
+    await this.commitDeadLetter(to, rec, this.deadLetterFor(rec, v.error, 0, v.cause));
+  }
+
+  /** The dead letter of `rec` as the stream keeps it: retention, incarnation, and the destinations it is owed. */
+  protected deadLetterFor(rec: HandlerRecord, error: string, attempts: number, cause?: DeadLetterCause): DeadLetter {
+    const { stream, range, clock } = this.c;
+    const letter = deadLetterOf(
+      this.c.ledger.limits.deadLetter,
+      { stream: stream.id, rangeFrom: range.from, nowMs: clock() },
+      rec,
+      error,
+      attempts,
+    );
+    const deliveries = destinationKinds(stream);
+    return {
+      ...retained(cause ? { ...letter, cause } : letter, stream.deadLetters),
+      ...(range.incarnation ? { incarnation: range.incarnation } : {}),
+      ...(deliveries.length > 0 ? { deliveries } : {}),
+    };
+  }
+
+  /** Commits `[progress, to)` with the dead letter, then delivers it to the failure destinations (never throws). */
+  private async commitDeadLetter(to: number, rec: HandlerRecord, letter: DeadLetter): Promise<void> {
+    await this.commit(to, [], [letter]);
     this.deadLetters += 1;
+    if (letter.deliveries) await this.c.deliverer?.afterCommit(letter, rec);
   }
 
   /** Commits what was handled and not committed yet (at-least-once); the read's last step. */
@@ -293,21 +319,13 @@ export class ChunkCommitter {
 
   /** A record failed every attempt: dead-letter it and move past it, or stop the partition. */
   private async reject(rec: HandlerRecord, to: number, failed: Attempts): Promise<void> {
-    const { stream, range, clock } = this.c;
+    const { stream } = this.c;
     const message = `handler rejected ${rec.idempotencyKey} ${failed.attempts} times: ${errorText(failed.lastError)}`;
     if (stream.poisonPolicy === 'stop-partition') {
       await this.flush(); // at-least-once: what was handled before it stays handled
       throw new PoisonStopError(`POISON_RECORD: ${message} (poisonPolicy=stop-partition)`);
     }
-    const letter = deadLetterOf(
-      this.c.ledger.limits.deadLetter,
-      { stream: stream.id, rangeFrom: range.from, nowMs: clock() },
-      rec,
-      message,
-      failed.attempts,
-    );
-    await this.commit(to, [], [retained(letter, stream.deadLetters)]);
-    this.deadLetters += 1;
+    await this.commitDeadLetter(to, rec, this.deadLetterFor(rec, message, failed.attempts));
   }
 }
 

@@ -5,7 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
+import { createDeliverer, type Deliverer, type DeliveryReport } from '../destinations/deliver';
 import { ValidationError } from '../errors';
+import type { FailureDestinations } from '../ports/failure-destination';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import { resolveSecret } from '../kafka/secrets';
 import { updateObservedRate } from '../offsets';
@@ -34,6 +36,11 @@ export type ProcessorDeps = {
   handlerFor: (stream: StreamConfig) => RecordsHandler;
   /** The handler's `ctx.secrets` (default: the stream's `handler.secrets` through the process-wide caching resolver). */
   secretsFor?: (stream: StreamConfig) => Promise<Readonly<Record<string, string>>>;
+  /**
+   * The stream's failure destinations (`onFailure`), to deliver each dead letter to right after its
+   * commit. Unset, or a stream without `onFailure`: dead letters' deliveries wait in the ledger for the planner.
+   */
+  destinationsFor?: (stream: StreamConfig) => Promise<FailureDestinations>;
   /** Optional: also commit the finished offset to the stream's Kafka consumer group. */
   commitGroupOffset?: (group: string, topic: string, partition: number, offset: number) => Promise<void>;
   /** The local clock: durations and the deadline. */
@@ -69,6 +76,8 @@ export type ProcessResult = {
   /** Offsets left for a later invocation (deadline). */
   remaining: number;
   dataLoss?: { from: number; until: number };
+  /** Deliveries of this invocation's dead letters to the failure destinations (streams with `onFailure`). */
+  deliveries?: DeliveryReport;
   reason?: string;
   durationMs: number;
 };
@@ -103,7 +112,18 @@ export async function processRange(
     storeClock: deps.storeClock ?? (async () => clock()),
     leaseToken: deps.leaseToken ?? randomUUID(),
     t0: clock(),
-    result: { status: 'done', range, records: 0, chunks: 0, deadLetters: 0, filtered: 0, expired: 0, progress: range.from, remaining: 0, durationMs: 0 },
+    result: {
+      status: 'done',
+      range,
+      records: 0,
+      chunks: 0,
+      deadLetters: 0,
+      filtered: 0,
+      expired: 0,
+      progress: range.from,
+      remaining: 0,
+      durationMs: 0,
+    },
   };
 
   const lease = await leaseRange(run);
@@ -115,6 +135,7 @@ export async function processRange(
   const secrets = await handlerSecrets(run, held);
   const stages = await (deps.stagesFor ?? recordStagesFor)(stream, { firstLeasedAtMs: leased.firstLeasedAtMs ?? run.t0 });
 
+  const deliverer = await delivererFor(run);
   const abort = new AbortController();
   input.signal?.addEventListener('abort', () => abort.abort(), { once: true });
   const committer = createCommitter(run, leased, {
@@ -133,6 +154,7 @@ export async function processRange(
     commitEveryRecords: stream.processor.commitEveryRecords,
     commitEveryMs: stream.processor.commitEveryMs,
     stages,
+    deliverer,
   });
   const started = clock();
   try {
@@ -141,6 +163,27 @@ export async function processRange(
   } catch (err) {
     return mapError(run, committer, held, err);
   }
+}
+
+/**
+ * The deliverer of the range's dead letters, when the stream has failure destinations. Destinations
+ * that cannot be made (a Kafka producer's secrets unreadable) leave the deliveries pending.
+ */
+async function delivererFor(run: Run): Promise<Deliverer | undefined> {
+  const { deps, stream } = run;
+  if (!stream.onFailure) return undefined;
+  let destinations: FailureDestinations = {};
+  let problem: string | undefined;
+  if (deps.destinationsFor) {
+    destinations = await deps.destinationsFor(stream).catch((err: unknown) => {
+      problem = `failure destinations of ${stream.id}: ${errorText(err)}`;
+      return {};
+    });
+  }
+  const deliverer = createDeliverer({ ledger: deps.ledger, stream, destinations, clock: run.clock });
+  if (problem) deliverer.report.errors.push(problem);
+  run.result.deliveries = deliverer.report;
+  return deliverer;
 }
 
 /**
