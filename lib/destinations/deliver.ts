@@ -62,7 +62,11 @@ export function createDeliverer(deps: DelivererDeps): Deliverer {
   };
 
   /** One attempt at one destination; ledger errors leave the delivery as it was (pending). */
-  const attempt = async (letter: DeadLetter, record: RecordContents | undefined, pending: Pick<PendingDelivery, 'destination' | 'attempts'>) => {
+  const attempt = async (
+    letter: DeadLetter,
+    record: RecordContents | undefined,
+    pending: Pick<PendingDelivery, 'destination' | 'attempts'>,
+  ) => {
     const kind = pending.destination;
     const destination = destinations[kind];
     const ref = { stream: stream.id, ref: letter, destination: kind };
