@@ -63,6 +63,7 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     const deps = {
       ledger: rt.ledger,
       metadataFor: (s: StreamConfig) => rt.metadata.forStream(s),
+      destinationsFor: (s: StreamConfig) => rt.destinationsFor(s),
       dispatcher,
       plannerLeaseMs,
       // Shared by every configured stream, also in an ad hoc run of a few: the scheduled runs keep planning the others.
@@ -120,6 +121,7 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     // Re-created topics, missing topics and brokers without topic ids are worth warnings of their own.
     if (r.recreated.length) logger.warn('topic re-created', { stream: r.stream, closedIncarnations: r.recreated });
     for (const w of r.warnings) logger.warn(w, { stream: r.stream });
+    if (r.deliveries?.errors.length) logger.warn('failure destination delivery failed', { stream: r.stream, errors: r.deliveries.errors });
   }
 
   function logLoop(r: StreamLoopReport): void {

@@ -41,6 +41,7 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
       readerFor: (s) => rt.readerFor(s),
       handlerFor: (s) => rt.handlerFor(s),
       storeClock: rt.storeClock,
+      destinationsFor: (s) => rt.destinationsFor(s),
       commitGroupOffset: (group, topic, partition, offset) => rt.commitGroupOffset(stream, group, topic, partition, offset),
       leaseToken: `${context.awsRequestId ?? 'local'}`,
     },
@@ -55,6 +56,12 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
   metrics.addMetric('RangesParked', MetricUnit.Count, result.status === 'parked' ? 1 : 0);
   metrics.addMetric('RangesPartial', MetricUnit.Count, result.status === 'partial' ? 1 : 0);
   metrics.addMetric('DataLossRecords', MetricUnit.Count, result.dataLoss ? result.dataLoss.until - result.dataLoss.from : 0);
+  if (result.deliveries) {
+    metrics.addMetric('DeadLettersDelivered', MetricUnit.Count, result.deliveries.delivered);
+    metrics.addMetric('DeliveryFailures', MetricUnit.Count, result.deliveries.failed);
+    // A destination that refused: the dead letter stays pending in the ledger and the planner retries it.
+    if (result.deliveries.errors.length) logger.warn('failure destination delivery failed', { errors: result.deliveries.errors });
+  }
   logger.info('range processed', { ...result });
   return result;
 }

@@ -401,9 +401,11 @@ const bucketName = z
   .refine((b) => /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(b) && !b.includes('..') && !/^\d+\.\d+\.\d+\.\d+$/.test(b), {
     error: "must be an S3 bucket name (3-63 characters: lowercase letters, digits, '.' or '-', starting and ending with a letter or digit)",
   });
-const objectPrefix = z.string().refine((p) => p.length <= 512 && !p.startsWith('/') && !/[\u0000-\u001f\u007f]/.test(p), {
-  error: "must be an S3 key prefix (at most 512 characters, no leading '/', no control characters)",
-});
+const objectPrefix = z
+  .string()
+  .refine((p) => p.length <= 512 && !p.startsWith('/') && ![...p].some((c) => c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127), {
+    error: "must be an S3 key prefix (at most 512 characters, no leading '/', no control characters)",
+  });
 
 /**
  * Where dead letters are also delivered (Lambda's `DestinationConfig.OnFailure`, any combination):

@@ -95,6 +95,18 @@ export function mergeReports(reports: StreamPlanReport[]): StreamPlanReport {
     dispatchFailures: reports.flatMap((r) => r.dispatchFailures),
     dataLoss: reports.flatMap((r) => r.dataLoss),
     recreated: reports.flatMap((r) => r.recreated),
+    ...(reports.some((r) => r.deliveries) ? { deliveries: mergeDeliveries(reports) } : {}),
     durationMs: Math.max(...reports.map((r) => r.durationMs)),
+  };
+}
+
+/** The deliveries of a window's ticks added up (their errors: the first few). */
+function mergeDeliveries(reports: StreamPlanReport[]): NonNullable<StreamPlanReport['deliveries']> {
+  const all = reports.flatMap((r) => (r.deliveries ? [r.deliveries] : []));
+  return {
+    delivered: all.reduce((s, d) => s + d.delivered, 0),
+    failed: all.reduce((s, d) => s + d.failed, 0),
+    dropped: all.reduce((s, d) => s + d.dropped, 0),
+    errors: all.flatMap((d) => d.errors).slice(0, 5),
   };
 }

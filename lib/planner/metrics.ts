@@ -44,6 +44,11 @@ export function recordPlannerMetrics(metrics: Metrics, reports: StreamPlanReport
     m.addMetric('PlannerFailed', MetricUnit.Count, r.status === 'failed' ? 1 : 0);
     // A topic list naming a topic Kafka lacks, or a pattern matching none: plans nothing, fails nothing.
     m.addMetric('TopicsMissing', MetricUnit.Count, r.topicsMissing);
+    // Dead letters' deliveries to failure destinations retried by the run (streams with onFailure).
+    if (r.deliveries) {
+      m.addMetric('DeadLettersDelivered', MetricUnit.Count, r.deliveries.delivered);
+      m.addMetric('DeliveryFailures', MetricUnit.Count, r.deliveries.failed);
+    }
     m.addMetric('PlannerDurationMs', MetricUnit.Milliseconds, r.durationMs);
     m.publishStoredMetrics(); // one EMF document per stream; also clears the stream dimension
     for (const p of r.partitions.slice(0, cap)) {

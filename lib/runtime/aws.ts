@@ -14,6 +14,7 @@ import type { RecordsHandler } from '../processor/handler-api';
 import type { RangeReader } from '../ports/range-reader';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { Ledger, StoreClock } from '../ports/ledger';
+import type { FailureDestinations } from '../ports/failure-destination';
 import { composeAdapters } from './compose';
 import { commitGroupOffset } from './group-offsets';
 
@@ -30,6 +31,8 @@ export type Runtime = {
   /** The range reader for a stream's cluster (connections reused across warm invocations). */
   readerFor(stream: StreamConfig): Promise<RangeReader>;
   handlerFor(stream: StreamConfig): RecordsHandler;
+  /** The stream's failure destinations (`onFailure`), kept for the container's life. */
+  destinationsFor(stream: StreamConfig): Promise<FailureDestinations>;
   /** Commits an offset to a Kafka consumer group that has no members (standard lag tooling). */
   commitGroupOffset(stream: StreamConfig, group: string, topic: string, partition: number, offset: number): Promise<void>;
   close(): Promise<void>;
@@ -58,6 +61,7 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
     metadata: adapters.metadata,
     readerFor: adapters.readerFor,
     handlerFor: adapters.handlerFor,
+    destinationsFor: adapters.destinationsFor,
     commitGroupOffset: (stream, group, topic, partition, offset) =>
       commitGroupOffset(adapters, stream, group, { topic, partition, offset }),
     // A warm container keeps its metadata connections and DynamoDB client (`resetAwsRuntime` releases them).

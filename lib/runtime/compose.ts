@@ -20,6 +20,8 @@ import type { GroupOffsetCommitter } from '../ports/group-offsets';
 import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import type { RecordsHandler } from '../processor/handler-api';
+import type { FailureDestinations } from '../ports/failure-destination';
+import { closeDestinations, createStreamDestinations } from './destinations';
 
 /** What a DynamoDB client's HTTP handler is told: sockets kept alive, at most `maxSockets` per host. */
 export type DynamoClientOptions = {
@@ -87,6 +89,8 @@ export type Adapters = {
   groupCommitterFor(stream: StreamConfig): Promise<GroupOffsetCommitter>;
   /** Forgets (and closes in the background) the cluster's committer: the next `groupCommitterFor` makes a fresh one. */
   dropGroupCommitter(stream: StreamConfig): void;
+  /** The stream's failure destinations (`onFailure`), made once per stream and reused (a Kafka producer stays connected). */
+  destinationsFor(stream: StreamConfig): Promise<FailureDestinations>;
   /** Closes the cached readers and committers; metadata and the DynamoDB client stay (a warm container's). */
   closeConnections(): Promise<void>;
   /** Releases everything: readers, admins, metadata connections and the DynamoDB client. */
@@ -106,12 +110,15 @@ export function composeAdapters(options: ComposeOptions): Adapters {
   const readers = perClusterCache<RangeReader>();
   const committers = perClusterCache<GroupOffsetCommitter>();
   const handlers = new Map<string, RecordsHandler>();
+  const destinations = new Map<string, Promise<FailureDestinations>>();
   const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps(cfg))));
   const closeConnections = async (): Promise<void> => {
     await Promise.allSettled(readers.values().map(async (r) => (await r).close()));
     await Promise.allSettled(committers.values().map(async (c) => (await c).close()));
+    await Promise.allSettled([...destinations.values()].map(async (d) => closeDestinations(await d)));
     readers.clear();
     committers.clear();
+    destinations.clear();
   };
   return {
     config,
@@ -130,6 +137,16 @@ export function composeAdapters(options: ComposeOptions): Adapters {
         handlers.set(stream.id, h);
       }
       return h;
+    },
+    destinationsFor(stream) {
+      let d = destinations.get(stream.id);
+      if (!d) {
+        d = createStreamDestinations(stream, env, () => createKafka(stream.kafka, kafkaDeps(stream.kafka)));
+        // A failure (a Kafka secret unreadable) is not kept: the next dead letter tries again.
+        d.catch(() => destinations.delete(stream.id));
+        destinations.set(stream.id, d);
+      }
+      return d;
     },
     groupCommitterFor: (stream) =>
       committers.get(stream, async () => createKafkajsGroupCommitter(await createKafka(stream.kafka, kafkaDeps(stream.kafka)))),

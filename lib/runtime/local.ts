@@ -3,6 +3,7 @@
  * in-process dispatcher standing in for Lambda's async invoke). The planner and processor code are
  * the Lambdas' own, so the ledger sees exactly what it sees on AWS.
  */
+import type { FailureDestinations } from '../ports/failure-destination';
 import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { createInProcessDispatcher, DEFAULT_LOCAL_CONCURRENCY } from '../dispatch/dispatcher.local';
@@ -36,6 +37,8 @@ export type RunnerDeps = {
   handlerFor(stream: StreamConfig): RecordsHandler;
   /** The handler's `ctx.secrets` (default: the processor's, from the stream's `handler.secrets`). */
   secretsFor?: (stream: StreamConfig) => Promise<Readonly<Record<string, string>>>;
+  /** The stream's failure destinations (`onFailure`; default: none, deliveries stay pending in the ledger). */
+  destinationsFor?: (stream: StreamConfig) => Promise<FailureDestinations>;
   /** Commits a finished range's end to the stream's consumer group (default: none), as the Lambda runtime does. */
   commitGroupOffset?: (stream: StreamConfig, group: string, at: { topic: string; partition: number; offset: number }) => Promise<void>;
   /** Planner lease per run (default 30 s: a local run takes well under a second). */
@@ -48,7 +51,7 @@ export type RunnerDeps = {
 /** The runner's deps from the shared adapters (`composeAdapters`), logging to `log`. */
 export function runnerDepsFrom(
   adapters: Pick<Adapters, 'ledger' | 'storeClock' | 'metadata' | 'createReader' | 'handlerFor'> &
-    Partial<Pick<Adapters, 'groupCommitterFor' | 'dropGroupCommitter'>>,
+    Partial<Pick<Adapters, 'groupCommitterFor' | 'dropGroupCommitter' | 'destinationsFor'>>,
   log?: (line: string) => void,
 ): RunnerDeps {
   const { groupCommitterFor, dropGroupCommitter } = adapters;
@@ -58,6 +61,7 @@ export function runnerDepsFrom(
     metadataFor: (s) => adapters.metadata.forStream(s),
     createReader: (s) => adapters.createReader(s),
     handlerFor: (s) => adapters.handlerFor(s),
+    destinationsFor: adapters.destinationsFor,
     ...(groupCommitterFor && dropGroupCommitter
       ? {
           commitGroupOffset: (s: StreamConfig, group: string, at: { topic: string; partition: number; offset: number }) =>
@@ -152,6 +156,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
           secretsFor: deps.secretsFor,
           storeClock: deps.storeClock,
           maxChunkRecords: deps.maxChunkRecords,
+          destinationsFor: deps.destinationsFor,
           commitGroupOffset:
             deps.commitGroupOffset && ((g, topic, partition, offset) => deps.commitGroupOffset!(stream, g, { topic, partition, offset })),
         },
@@ -207,6 +212,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
               {
                 ledger: deps.ledger,
                 metadataFor: deps.metadataFor,
+                destinationsFor: deps.destinationsFor,
                 dispatcher,
                 plannerLeaseMs: deps.plannerLeaseMs ?? 30_000,
                 // The processor slots, shared by the streams as a Lambda's reserved concurrency is:

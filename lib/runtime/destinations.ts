@@ -1,0 +1,66 @@
+/**
+ * The failure destinations of a stream (`onFailure`), made from its config: AWS SDK clients in each
+ * destination's region, and a kafkajs producer on the stream's own cluster connection. Endpoints
+ * follow the SDK's `AWS_ENDPOINT_URL_<SERVICE>` / `AWS_ENDPOINT_URL` (an emulator), as the ledger
+ * follows DYNAMODB_ENDPOINT.
+ */
+import { S3Client } from '@aws-sdk/client-s3';
+import { SNSClient } from '@aws-sdk/client-sns';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { Kafka } from 'kafkajs';
+import type { StreamConfig } from '../config/schema';
+import { createKafkajsDestination } from '../destinations/destination.kafkajs';
+import { createS3Destination } from '../destinations/destination.s3';
+import { createSnsDestination } from '../destinations/destination.sns';
+import { createSqsDestination } from '../destinations/destination.sqs';
+import type { FailureDestinations } from '../ports/failure-destination';
+
+/** A destination that does not answer fails within about this long (connect, then the request), twice at most. */
+const CONNECTION_TIMEOUT_MS = 3_000;
+const REQUEST_TIMEOUT_MS = 10_000;
+
+/** Client settings for an AWS service: its region, the emulator's endpoint when set, short timeouts and one retry. */
+export function destinationClientConfig(env: NodeJS.ProcessEnv, service: 'SQS' | 'SNS' | 'S3', region?: string) {
+  const endpoint = env[`AWS_ENDPOINT_URL_${service}`] ?? env.AWS_ENDPOINT_URL;
+  return {
+    ...(region ? { region } : {}),
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: CONNECTION_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    ...(endpoint
+      ? {
+          endpoint,
+          region: region ?? env.AWS_REGION ?? 'us-east-1',
+          credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID ?? 'local', secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? 'local' },
+        }
+      : {}),
+  };
+}
+
+/** The region of an ARN (`arn:<partition>:<service>:<region>:...`). */
+const regionOf = (arn: string): string | undefined => arn.split(':')[3] || undefined;
+
+/** The stream's destinations, each with its own client; `kafka` gives the stream's cluster client (only called for a Kafka destination). */
+export async function createStreamDestinations(
+  stream: StreamConfig,
+  env: NodeJS.ProcessEnv,
+  kafka: () => Promise<Kafka>,
+): Promise<FailureDestinations> {
+  const o = stream.onFailure;
+  if (!o) return {};
+  const out: FailureDestinations = {};
+  if (o.sqs) out.sqs = createSqsDestination(new SQSClient(destinationClientConfig(env, 'SQS', regionOf(o.sqs))), o.sqs);
+  if (o.sns) out.sns = createSnsDestination(new SNSClient(destinationClientConfig(env, 'SNS', regionOf(o.sns))), o.sns);
+  if (o.s3) {
+    const local = (env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL) !== undefined;
+    // A bucket's region is not in its name: the client follows S3's redirect to it.
+    const client = new S3Client({ ...destinationClientConfig(env, 'S3'), followRegionRedirects: true, forcePathStyle: local });
+    out.s3 = createS3Destination(client, o.s3);
+  }
+  if (o.kafka) out.kafka = createKafkajsDestination(await kafka(), o.kafka);
+  return out;
+}
+
+/** Closes what destinations hold (Kafka producers) and destroys their SDK clients' sockets. */
+export async function closeDestinations(d: FailureDestinations): Promise<void> {
+  await Promise.allSettled(Object.values(d).map((x) => x?.close?.()));
+}
