@@ -3,6 +3,7 @@ import { usesSubstitution } from '../../lib/config/handler-access';
 import type { DeploymentConfig, SecretRef, StreamConfig } from '../../lib/config/schema';
 import { OPEN_RANGES_INDEX } from '../../lib/ledger/keys.dynamodb';
 import { ACCOUNT_PREFIX, getAtt, NO_VALUE, sub, subLiteral, type Cfn, type CfnResource, type CfnResources, type Statement } from './cfn';
+import { failureDestinationStatements } from './destinations-iam';
 import { IDS, streamLogicalNames } from './names';
 import { sinkTableLogicalIds } from './sink-tables';
 import { DeployConfigError, type Settings } from './settings';
@@ -251,7 +252,7 @@ function lambdaRole(s: Settings, description: string, statements: Statement[]): 
 
 /**
  * One role per function. The planner reads and writes the ledger and invokes the processor, and
- * nothing else (no sink table); the processor reads and writes the ledger and the sink tables,
+ * nothing else (no sink table) but the streams' failure destinations, which both roles write; the processor reads and writes the ledger and the sink tables,
  * sends failed events to its on-failure queue, reads the handlers' secrets and gets the statements
  * the handlers declare, and invokes no function unless a handler declares it. Outputs: both role ARNs.
  */
@@ -259,6 +260,7 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
   const sinks = sinkTables(s, config);
   const declared = sinkTableLogicalIds(s, config);
   const secrets = secretStatements(s, secretResources(s, config), 'Kafka');
+  const destinations = failureDestinationStatements(s, config);
   const planner: Statement[] = [
     logStatement(s.names.planner),
     ...environmentKeyStatements(s),
@@ -266,6 +268,7 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
     { Sid: 'DispatchRanges', Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [getAtt(IDS.processorFunction, 'Arn')] },
     ...secrets,
     ...mskStatements(s, config, 'planner'),
+    ...destinations,
   ];
   const processor: Statement[] = [
     logStatement(s.names.processor),
@@ -278,6 +281,7 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
     ...secrets,
     ...mskStatements(s, config, 'processor'),
     ...secretStatements(s, handlerSecretResources(config), 'Handler'),
+    ...destinations,
   ];
   return {
     Resources: {
