@@ -252,7 +252,8 @@ function lambdaRole(s: Settings, description: string, statements: Statement[]): 
 
 /**
  * One role per function. The planner reads and writes the ledger and invokes the processor, and
- * nothing else (no sink table) but the streams' failure destinations, which both roles write; the processor reads and writes the ledger and the sink tables,
+ * nothing else (no sink table) but the streams' failure destinations, which both roles write; the
+ * processor reads and writes the ledger and the sink tables,
  * sends failed events to its on-failure queue, reads the handlers' secrets and gets the statements
  * the handlers declare, and invokes no function unless a handler declares it. Outputs: both role ARNs.
  */

@@ -534,7 +534,9 @@ function checkFailureTopic(value: Record<string, unknown>, ctx: z.RefinementCtx)
     ctx.addIssue({
       code: 'custom',
       path: ['onFailure', 'kafka', 'topic'],
-      message: `the stream reads this topic (${topicPattern === undefined ? 'in topics' : 'matches topicPattern'}): its dead letters would come back to it`,
+      message:
+        `the stream reads this topic (${topicPattern === undefined ? 'in topics' : 'matches topicPattern'}): ` +
+        'its dead letters would come back to it',
     });
   }
 }
