@@ -103,7 +103,18 @@ export async function processRange(
     storeClock: deps.storeClock ?? (async () => clock()),
     leaseToken: deps.leaseToken ?? randomUUID(),
     t0: clock(),
-    result: { status: 'done', range, records: 0, chunks: 0, deadLetters: 0, filtered: 0, expired: 0, progress: range.from, remaining: 0, durationMs: 0 },
+    result: {
+      status: 'done',
+      range,
+      records: 0,
+      chunks: 0,
+      deadLetters: 0,
+      filtered: 0,
+      expired: 0,
+      progress: range.from,
+      remaining: 0,
+      durationMs: 0,
+    },
   };
 
   const lease = await leaseRange(run);

@@ -42,7 +42,10 @@ describe('judgeChunk', () => {
       prepare: async (records) => void seen.push(records.map((r) => r.offset)),
       judge: (record) => ({ kind: 'pass', record }),
     };
-    const verdicts = await judgeChunk([byAmount, spy], [0, 1, 2, 3, 4, 5].map((o) => recordAt(o)));
+    const verdicts = await judgeChunk(
+      [byAmount, spy],
+      [0, 1, 2, 3, 4, 5].map((o) => recordAt(o)),
+    );
     expect(verdicts.map((v) => v.kind)).toEqual(['reject', 'pass', 'pass', 'skip', 'pass', 'reject']);
     expect(seen).toEqual([[1, 2, 4]]);
   });
