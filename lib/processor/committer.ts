@@ -150,7 +150,13 @@ export class ChunkCommitter {
       await this.flush();
       throw new PoisonStopError(`POISON_RECORD: ${rec.idempotencyKey} ${v.error} (poisonPolicy=stop-partition)`);
     }
-    const letter = deadLetterOf(this.c.ledger.limits.deadLetter, { stream: stream.id, rangeFrom: range.from, nowMs: clock() }, rec, v.error, 0);
+    const letter = deadLetterOf(
+      this.c.ledger.limits.deadLetter,
+      { stream: stream.id, rangeFrom: range.from, nowMs: clock() },
+      rec,
+      v.error,
+      0,
+    );
     await this.commit(to, [], [retained({ ...letter, cause: v.cause }, stream.deadLetters)]);
     this.deadLetters += 1;
   }

@@ -7,12 +7,17 @@ import type { RecordStage } from './record-gate';
 export type StageContext = {
   /** When the range was first leased (store clock): the reference for record age. */
   firstLeasedAtMs: number;
+  /**
+   * An operator's re-drive of dead letters: the record is decoded as the processor would, but neither
+   * aged nor filtered (the operator chose it, and it may have been dead-lettered as expired).
+   */
+  redrive?: boolean;
 };
 
 /** The stream's stages in order: record age, then decoding, then filters (filters see decoded values). */
 export async function recordStagesFor(stream: StreamConfig, at: StageContext): Promise<RecordStage[]> {
   const stages: RecordStage[] = [];
-  if (stream.maxRecordAgeMs !== undefined) {
+  if (stream.maxRecordAgeMs !== undefined && !at.redrive) {
     stages.push(createExpiryStage({ maxRecordAgeMs: stream.maxRecordAgeMs, expiredRecords: stream.expiredRecords }, at.firstLeasedAtMs));
   }
   return stages;

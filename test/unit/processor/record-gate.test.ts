@@ -1,6 +1,8 @@
 /** The stages before the handler: verdict order, and what each committer does with pass, skip and reject. */
 import fc from 'fast-check';
 import { runningTotals } from '../../../lib/handlers/running-totals';
+import type { OpsContext } from '../../../lib/ops/context';
+import { redriveDeadLetters } from '../../../lib/ops/dead-letters';
 import { createExpiryStage } from '../../../lib/processor/expiry-stage';
 import type { HandlerRecord, RecordsHandler } from '../../../lib/processor/handler-api';
 import { judgeChunk, type GateVerdict, type RecordStage } from '../../../lib/processor/record-gate';
@@ -164,6 +166,11 @@ describe('committers with stages', () => {
     expect(res).toMatchObject({ status: 'done', records: N - 10, deadLetters: 10, expired: 0 });
     const letters = await t.ledger.listDeadLetters('s');
     expect(letters.every((d) => d.cause === 'expired' && d.offset < 10)).toBe(true);
+
+    // A re-drive hands the expired records to the handler: an operator chose them, they are not aged again.
+    const ctx = { ledger: t.ledger, readerFor: async () => t.reader, handlerFor: () => runningTotals } as unknown as OpsContext;
+    const redriven = await redriveDeadLetters(ctx, t.stream, { all: true, nowMs: () => 50_000 });
+    expect(redriven.map((r) => r.outcome)).toEqual(Array(10).fill('redriven'));
 
     const skipping = await processorFixture({ records: aged, stream: { maxRecordAgeMs: 5_000, expiredRecords: 'skip' } });
     expect(await skipping.run()).toMatchObject({ status: 'done', records: N - 10, deadLetters: 0, expired: 10 });
