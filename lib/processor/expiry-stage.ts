@@ -24,7 +24,9 @@ export function createExpiryStage(settings: ExpirySettings, referenceMs: number)
       return {
         kind: 'reject',
         cause: 'expired',
-        error: `EXPIRED: record was ${ageMs} ms old when its range was first leased, older than maxRecordAgeMs (${settings.maxRecordAgeMs})`,
+        error:
+          `EXPIRED: record was ${ageMs} ms old when its range was first leased, ` +
+          `older than maxRecordAgeMs (${settings.maxRecordAgeMs})`,
       };
     },
   };
