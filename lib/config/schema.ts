@@ -9,6 +9,7 @@ import { ValidationError } from '../errors';
 import type { IsolationLevel as PortIsolationLevel } from '../ports/kafka-metadata';
 import { DEAD_LETTER_CONTENTS } from '../ports/ledger-state';
 import { environmentNameProblem, iamActionProblem, iamResourceProblem, IAM_SID_PATTERN, VARIABLE_NAME_PATTERN } from './handler-access';
+import { compilePattern, MAX_FILTERS, type FilterPattern } from '../filters/pattern';
 import { formatIssues, issueMessage, unknownKeysMessage } from './issues';
 import { isInternalTopic, isValidTopicName, regexSourceError, topicMatcher } from './topics';
 
@@ -387,6 +388,14 @@ const deadLettersSchema = strictObject({
 });
 export type DeadLettersConfig = z.output<typeof deadLettersSchema>;
 
+/**
+ * One record filter (a Lambda FilterCriteria pattern, lib/filters/pattern.ts): checked and compiled
+ * here, so a pattern Lambda would refuse fails the config with its path inside the pattern.
+ */
+const filterPatternSchema = z.record(z.string(), z.unknown()).superRefine((pattern, ctx) => {
+  for (const problem of compilePattern(pattern).problems) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+}) as unknown as z.ZodType<FilterPattern, Record<string, unknown>>;
+
 const streamConfigSchema = strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
     error: "must be 1-63 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit",
@@ -443,6 +452,11 @@ const streamConfigSchema = strictObject({
   maxRecordAgeMs: positiveInt.optional(),
   /** What happens to such a record: a dead letter with cause `expired`, or skipped and counted. */
   expiredRecords: z.enum(['dead-letter', 'skip']).default('dead-letter'),
+  /**
+   * Record filters (the Kafka trigger's FilterCriteria): a record matching none of these patterns is
+   * skipped and counted, its offset committed. At most 5, as Lambda's quota; none: every record.
+   */
+  filters: z.array(filterPatternSchema).max(MAX_FILTERS, { error: `at most ${MAX_FILTERS} patterns (Lambda's FilterCriteria quota)` }).optional(),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
   deadLetters: deadLettersSchema.prefault({}),
   /** Kafka consumer group that also receives committed offsets, for standard lag tooling. */

@@ -1,6 +1,7 @@
 /** The stages a stream's records pass before its handler, built from its config (see record-gate.ts for the contract). */
 import type { StreamConfig } from '../config/schema';
 import { createExpiryStage } from './expiry-stage';
+import { createFilterStage } from './filter-stage';
 import type { RecordStage } from './record-gate';
 
 /** What the stages of one range attempt depend on beyond the config. */
@@ -20,5 +21,7 @@ export async function recordStagesFor(stream: StreamConfig, at: StageContext): P
   if (stream.maxRecordAgeMs !== undefined && !at.redrive) {
     stages.push(createExpiryStage({ maxRecordAgeMs: stream.maxRecordAgeMs, expiredRecords: stream.expiredRecords }, at.firstLeasedAtMs));
   }
+  // Last: filters see what the stages before passed, decoded.
+  if (stream.filters !== undefined && stream.filters.length > 0) stages.push(createFilterStage(stream.filters));
   return stages;
 }
