@@ -456,7 +456,10 @@ const streamConfigSchema = strictObject({
    * Record filters (the Kafka trigger's FilterCriteria): a record matching none of these patterns is
    * skipped and counted, its offset committed. At most 5, as Lambda's quota; none: every record.
    */
-  filters: z.array(filterPatternSchema).max(MAX_FILTERS, { error: `at most ${MAX_FILTERS} patterns (Lambda's FilterCriteria quota)` }).optional(),
+  filters: z
+    .array(filterPatternSchema)
+    .max(MAX_FILTERS, { error: `at most ${MAX_FILTERS} patterns (Lambda's FilterCriteria quota)` })
+    .optional(),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
   deadLetters: deadLettersSchema.prefault({}),
   /** Kafka consumer group that also receives committed offsets, for standard lag tooling. */

@@ -6,7 +6,15 @@
  * list pattern expects a value counts as absent); numeric operators match JSON numbers only.
  */
 import { ValidationError } from '../errors';
-import { comparableNumber, compilePattern, type CompiledPattern, type FilterField, type ObjectNode, type PatternNode, type Rule } from './pattern';
+import {
+  comparableNumber,
+  compilePattern,
+  type CompiledPattern,
+  type FilterField,
+  type ObjectNode,
+  type PatternNode,
+  type Rule,
+} from './pattern';
 
 /** What a pattern looks into: the record's `value`, `key` and `headers` (absent fields left out). */
 export type FilterDocument = Partial<Record<FilterField, unknown>>;
@@ -45,7 +53,9 @@ function matchObject(node: ObjectNode, doc: unknown): boolean {
 function matchNode(node: PatternNode, value: unknown): boolean {
   if (node.kind === 'object') return matchObject(node, value);
   const leaves = leavesOf(value);
-  return node.rules.some((rule) => (rule.kind === 'exists' ? leaves.length > 0 === rule.exists : leaves.some((leaf) => matchRule(rule, leaf))));
+  return node.rules.some((rule) =>
+    rule.kind === 'exists' ? leaves.length > 0 === rule.exists : leaves.some((leaf) => matchRule(rule, leaf)),
+  );
 }
 
 /** A field of a JSON object; anything else (a string, a number, absent) has no fields. */

@@ -80,7 +80,12 @@ export function compilePattern(pattern: unknown): { compiled?: CompiledPattern; 
 }
 
 /** Only `value`, `key` and `headers` (also inside a top-level `$or`); `headers` is an object of names. */
-function checkTopLevel(pattern: Record<string, unknown>, path: Array<string | number>, problems: FilterProblem[], fields: Set<FilterField>): void {
+function checkTopLevel(
+  pattern: Record<string, unknown>,
+  path: Array<string | number>,
+  problems: FilterProblem[],
+  fields: Set<FilterField>,
+): void {
   for (const [name, node] of Object.entries(pattern)) {
     if (name === '$or' && Array.isArray(node)) {
       node.forEach((alt, i) => isObject(alt) && checkTopLevel(alt, [...path, '$or', i], problems, fields));
@@ -214,7 +219,8 @@ function numeric(arg: unknown, fail: (m: string) => undefined): Rule | undefined
   if (arg.some((x, i) => (i % 2 === 1 ? typeof x !== 'number' : typeof x !== 'string')) || arg.length % 2 !== 0 || arg.length === 0) {
     return fail(`${form}, got ${JSON.stringify(arg)}`);
   }
-  if (arg.some((x, i) => i % 2 === 1 && bound(x, false) === undefined)) return fail(`numbers must be between -${NUMERIC_LIMIT} and ${NUMERIC_LIMIT}`);
+  if (arg.some((x, i) => i % 2 === 1 && bound(x, false) === undefined))
+    return fail(`numbers must be between -${NUMERIC_LIMIT} and ${NUMERIC_LIMIT}`);
   if (arg.length === 2 && op1 === '=') {
     const at = bound(n1, false)!.at;
     return { kind: 'numeric', lower: { at, open: false }, upper: { at, open: false } };

@@ -54,7 +54,8 @@ describe('sls package with stream filters', () => {
     let packaged: Packaged | undefined;
     try {
       packaged = slsPackage('filters', 'us-east-1', { streamsConfig: JSON.stringify(config(FILTERS)) });
-      const env = (packaged.template.Resources.ProcessorLambdaFunction?.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      const env = (packaged.template.Resources.ProcessorLambdaFunction?.Properties.Environment as { Variables: Record<string, unknown> })
+        .Variables;
       const streams = JSON.parse(String(env.STREAMS_CONFIG)) as { streams: Array<{ filters?: unknown }> };
       expect(streams.streams[0]!.filters).toEqual(FILTERS);
     } finally {

@@ -55,7 +55,11 @@ function records(): Sent[] {
       case 0:
       case 1: {
         const amount = i;
-        out.push({ message: { key: account, value: JSON.stringify({ type: 'order', amount }), headers }, order: { account, amount }, kept: amount >= 10 || highPriority });
+        out.push({
+          message: { key: account, value: JSON.stringify({ type: 'order', amount }), headers },
+          order: { account, amount },
+          kept: amount >= 10 || highPriority,
+        });
         break;
       }
       case 2:
@@ -63,7 +67,10 @@ function records(): Sent[] {
         break;
       case 3:
         // A vip key is kept whatever its value; a greeting whatever its key.
-        out.push({ message: i % 12 === 3 ? { key: 'vip-1', value: `note ${i}`, headers } : { key: account, value: `hello ${i}`, headers }, kept: true });
+        out.push({
+          message: i % 12 === 3 ? { key: 'vip-1', value: `note ${i}`, headers } : { key: account, value: `hello ${i}`, headers },
+          kept: true,
+        });
         break;
       case 4:
         out.push({ message: { key: null, value: `goodbye ${i}`, headers }, kept: highPriority });
@@ -101,7 +108,10 @@ async function setup(filters: StreamConfigInput['filters'], handler: RecordsHand
   const dispatcher = createRecordingDispatcher();
   /** Plans the topic once and processes every dispatched range (chunks of 7 records). */
   const run = async (): Promise<ProcessResult[]> => {
-    await planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, { dryRun: false, nowMs: Date.now() });
+    await planStream({ ledger, dispatcher, metadataFor: (s) => metadata.forStream(s), plannerLeaseMs: 60_000 }, stream, {
+      dryRun: false,
+      nowMs: Date.now(),
+    });
     const results: ProcessResult[] = [];
     for (const range of dispatcher.dispatched) {
       results.push(
@@ -139,7 +149,9 @@ describe('stream filters on the real broker and emulator', () => {
     // The handler got the records themselves, raw bytes and headers as written.
     const vip = seen.find((r) => r.key?.toString() === 'vip-1');
     expect(vip?.value?.toString()).toMatch(/^note \d+$/);
-    expect(seen.filter((r) => r.headers.some((h) => h.key === 'priority')).every((r) => r.headers[0]?.value?.toString() === 'high')).toBe(true);
+    expect(seen.filter((r) => r.headers.some((h) => h.key === 'priority')).every((r) => r.headers[0]?.value?.toString() === 'high')).toBe(
+      true,
+    );
   });
 
   it('exactly-once folded: the sink holds the totals of the matching orders only, nothing dead-lettered', async () => {
@@ -158,7 +170,9 @@ describe('stream filters on the real broker and emulator', () => {
     }
     const matching = Object.values(expected).reduce((n, e) => n + e.count, 0);
     const items = ((await ddb.send(new ScanCommand({ TableName: table, ConsistentRead: true }))).Items ?? []).map((i) => unmarshall(i));
-    expect(Object.fromEntries(items.map((i) => [i.pk as string, { total: i.total as number, count: i.count as number }]))).toEqual(expected);
+    expect(Object.fromEntries(items.map((i) => [i.pk as string, { total: i.total as number, count: i.count as number }]))).toEqual(
+      expected,
+    );
     expect(results.map((r) => r.status)).toEqual(['done']);
     expect(sum(results, 'filtered')).toBe(sent.length - matching);
     expect(sum(results, 'deadLetters')).toBe(0);

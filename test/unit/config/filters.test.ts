@@ -25,7 +25,10 @@ describe('stream filters in the config', () => {
   it('names the stream, the pattern and the place in it, for every problem at once', () => {
     const input = {
       ledgerTable: 'ledger',
-      streams: [stream('a', [{ value: { ok: ['x'] } }]), stream('b', [{ value: { ok: ['x'] } }, { value: { type: 'order', ip: [{ cidr: '10.0.0.0/8' }] } }])],
+      streams: [
+        stream('a', [{ value: { ok: ['x'] } }]),
+        stream('b', [{ value: { ok: ['x'] } }, { value: { type: 'order', ip: [{ cidr: '10.0.0.0/8' }] } }]),
+      ],
     };
     expect(errorOf(input)).toBe(
       'invalid config (streams.json): ' +

@@ -9,10 +9,19 @@ const problems = (pattern: unknown) => compilePattern(pattern).problems.map((p) 
 describe('filter pattern validation', () => {
   it.each<[string, unknown]>([
     ['values of every JSON kind', { value: { a: ['x', 1, -2.5, true, false, null, ''] } }],
-    ['prefix, suffix, and their ignore-case forms', { value: { a: [{ prefix: 'x' }, { suffix: 'y' }, { prefix: { 'equals-ignore-case': 'X' } }] } }],
+    [
+      'prefix, suffix, and their ignore-case forms',
+      { value: { a: [{ prefix: 'x' }, { suffix: 'y' }, { prefix: { 'equals-ignore-case': 'X' } }] } },
+    ],
     ['equals-ignore-case', { value: { a: [{ 'equals-ignore-case': 'x' }] } }],
-    ['anything-but: a string, a number, lists of either', { value: { a: [{ 'anything-but': 'x' }, { 'anything-but': 1 }, { 'anything-but': ['x', 'y'] }] } }],
-    ['numeric: every form', { value: { a: [{ numeric: ['=', 3] }, { numeric: ['>', 0, '<=', 5] }, { numeric: ['>=', 1] }, { numeric: ['<', 9] }] } }],
+    [
+      'anything-but: a string, a number, lists of either',
+      { value: { a: [{ 'anything-but': 'x' }, { 'anything-but': 1 }, { 'anything-but': ['x', 'y'] }] } },
+    ],
+    [
+      'numeric: every form',
+      { value: { a: [{ numeric: ['=', 3] }, { numeric: ['>', 0, '<=', 5] }, { numeric: ['>=', 1] }, { numeric: ['<', 9] }] } },
+    ],
     ['exists true and false', { value: { a: [{ exists: true }], b: [{ exists: false }] } }],
     ['$or at the top and inside value', { $or: [{ value: { $or: [{ a: [1] }, { b: [2] }] } }, { key: ['k'] }] }],
     ['a plain-string value pattern', { value: [{ 'anything-but': ['error'] }] }],
@@ -32,15 +41,30 @@ describe('filter pattern validation', () => {
     ['headers as a list', { headers: ['x'] }, 'headers', 'headers is an object of header names'],
     ['wildcard', { value: { a: [{ wildcard: 'a*' }] } }, 'value.a.0.wildcard', '"wildcard" is not supported'],
     ['cidr', { value: { ip: [{ cidr: '10.0.0.0/24' }] } }, 'value.ip.0.cidr', '"cidr" is not supported'],
-    ['anything-but prefix', { value: { a: [{ 'anything-but': { prefix: 'x' } }] } }, 'value.a.0.anything-but', 'anything-but with prefix is not supported'],
-    ['anything-but suffix', { value: { a: [{ 'anything-but': { suffix: 'x' } }] } }, 'value.a.0.anything-but', 'anything-but with suffix is not supported'],
+    [
+      'anything-but prefix',
+      { value: { a: [{ 'anything-but': { prefix: 'x' } }] } },
+      'value.a.0.anything-but',
+      'anything-but with prefix is not supported',
+    ],
+    [
+      'anything-but suffix',
+      { value: { a: [{ 'anything-but': { suffix: 'x' } }] } },
+      'value.a.0.anything-but',
+      'anything-but with suffix is not supported',
+    ],
     [
       'anything-but equals-ignore-case',
       { value: { a: [{ 'anything-but': { 'equals-ignore-case': 'x' } }] } },
       'value.a.0.anything-but',
       'anything-but with equals-ignore-case is not supported',
     ],
-    ['anything-but mixed types', { value: { a: [{ 'anything-but': ['x', 1] }] } }, 'value.a.0.anything-but', 'only strings or only numbers'],
+    [
+      'anything-but mixed types',
+      { value: { a: [{ 'anything-but': ['x', 1] }] } },
+      'value.a.0.anything-but',
+      'only strings or only numbers',
+    ],
     ['anything-but null', { value: { a: [{ 'anything-but': [null] }] } }, 'value.a.0.anything-but', 'only strings or only numbers'],
     ['anything-but empty', { value: { a: [{ 'anything-but': [] }] } }, 'value.a.0.anything-but', 'non-empty list'],
     ['an unknown operator', { value: { a: [{ contains: 'x' }] } }, 'value.a.0.contains', 'unknown operator "contains"'],
@@ -52,7 +76,12 @@ describe('filter pattern validation', () => {
     ['exists not a boolean', { value: { a: [{ exists: 'yes' }] } }, 'value.a.0.exists', 'must be true or false'],
     ['prefix not a string', { value: { a: [{ prefix: 5 }] } }, 'value.a.0.prefix', 'must be a string'],
     ['$or with one object', { value: { $or: [{ a: [1] }] } }, 'value.$or', 'at least two objects'],
-    ['an operator name as a field inside $or', { value: { $or: [{ prefix: ['x'] }, { b: [1] }] } }, 'value.$or.0.prefix', 'is an operator, not a field'],
+    [
+      'an operator name as a field inside $or',
+      { value: { $or: [{ prefix: ['x'] }, { b: [1] }] } },
+      'value.$or.0.prefix',
+      'is an operator, not a field',
+    ],
     ['a nested list element', { value: { a: [['x']] } }, 'value.a.0', 'must be a string, number, true, false, null or an operator object'],
   ])('refuses %s', (_name, pattern, path, message) => {
     const found = problems(pattern);
@@ -62,7 +91,9 @@ describe('filter pattern validation', () => {
 
   it(`refuses a pattern longer than Lambda's ${MAX_PATTERN_CHARS} characters`, () => {
     const pattern = { value: { a: Array.from({ length: 500 }, (_, i) => `value-${i}`) } };
-    expect(problems(pattern)).toEqual([{ path: '', message: expect.stringMatching(/^is \d+ characters as JSON, more than Lambda's 4096/) }]);
+    expect(problems(pattern)).toEqual([
+      { path: '', message: expect.stringMatching(/^is \d+ characters as JSON, more than Lambda's 4096/) },
+    ]);
   });
 
   it('reports every problem of a pattern at once', () => {

@@ -31,7 +31,9 @@ const rule = fc.oneof(
   text.map((s) => ({ 'equals-ignore-case': s })),
   fc.array(text, { minLength: 1, maxLength: 2 }).map((values) => ({ 'anything-but': values })),
   fc.array(fc.constantFrom(0, 1, 3), { minLength: 1, maxLength: 2 }).map((values) => ({ 'anything-but': values })),
-  fc.tuple(fc.constantFrom('>', '>='), fc.constantFrom(-1, 0, 1), fc.constantFrom('<', '<='), fc.constantFrom(2, 3, 100)).map((r) => ({ numeric: r })),
+  fc
+    .tuple(fc.constantFrom('>', '>='), fc.constantFrom(-1, 0, 1), fc.constantFrom('<', '<='), fc.constantFrom(2, 3, 100))
+    .map((r) => ({ numeric: r })),
   fc.boolean().map((exists) => ({ exists })),
 );
 const leafPattern = fc.array(rule, { minLength: 1, maxLength: 3 });

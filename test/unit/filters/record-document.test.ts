@@ -36,7 +36,10 @@ describe('filter document of a record', () => {
   });
 
   it('uses the decoded value and key when the stream decoded them', () => {
-    const doc = filterDocument(record({ value: Buffer.from([0, 0, 0, 0, 1, 2]), key: Buffer.from('k'), decoded: { value: { id: 7 }, key: 'K-7' } }), ALL);
+    const doc = filterDocument(
+      record({ value: Buffer.from([0, 0, 0, 0, 1, 2]), key: Buffer.from('k'), decoded: { value: { id: 7 }, key: 'K-7' } }),
+      ALL,
+    );
     expect(doc).toMatchObject({ value: { id: 7 }, key: 'K-7' });
   });
 
@@ -61,6 +64,8 @@ describe('filter document of a record', () => {
   });
 
   it('decodes only the fields the patterns look into', () => {
-    expect(filterDocument(record({ value: Buffer.from('{"a":1}'), key: Buffer.from('k') }), new Set(['key'] as const))).toEqual({ key: 'k' });
+    expect(filterDocument(record({ value: Buffer.from('{"a":1}'), key: Buffer.from('k') }), new Set(['key'] as const))).toEqual({
+      key: 'k',
+    });
   });
 });

@@ -20,15 +20,28 @@ const KEPT = [0, 2, 4, 5, 6, 8, 10];
 
 function recorder(): { handler: RecordsHandler; seen: number[] } {
   const seen: number[] = [];
-  return { seen, handler: { mode: 'at-least-once', handle: (records: HandlerRecord[]) => void seen.push(...records.map((r) => r.offset)) } };
+  return {
+    seen,
+    handler: { mode: 'at-least-once', handle: (records: HandlerRecord[]) => void seen.push(...records.map((r) => r.offset)) },
+  };
 }
 
 describe('filters stage', () => {
   it('at-least-once: hands the handler exactly the matching records, counts the rest, completes the range', async () => {
     const r = recorder();
-    const t = await processorFixture({ records: RECORDS, handler: r.handler, stream: { filters: FILTERS, handler: { module: 'noop', mode: 'at-least-once' } } });
+    const t = await processorFixture({
+      records: RECORDS,
+      handler: r.handler,
+      stream: { filters: FILTERS, handler: { module: 'noop', mode: 'at-least-once' } },
+    });
     const res = await t.run();
-    expect(res).toMatchObject({ status: 'done', records: KEPT.length, filtered: RECORDS.length - KEPT.length, progress: 12, deadLetters: 0 });
+    expect(res).toMatchObject({
+      status: 'done',
+      records: KEPT.length,
+      filtered: RECORDS.length - KEPT.length,
+      progress: 12,
+      deadLetters: 0,
+    });
     expect(r.seen).toEqual(KEPT);
     expect(t.rangeItem()).toMatchObject({ status: 'done', progress: 12 });
   });
