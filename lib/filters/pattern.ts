@@ -90,7 +90,7 @@ function checkTopLevel(
     if (name === '$or' && Array.isArray(node)) {
       node.forEach((alt, i) => isObject(alt) && checkTopLevel(alt, [...path, '$or', i], problems, fields));
     } else if (!(FILTER_FIELDS as readonly string[]).includes(name)) {
-      problems.push({ path: [...path, name], message: `unknown field: a pattern looks into ${FILTER_FIELDS.join(', ')} of a record` });
+      problems.push({ path: [...path, name], message: `unknown field: a pattern looks into a record's ${FILTER_FIELDS.join(', ')} only` });
     } else {
       fields.add(name as FilterField);
       if (name === 'headers' && Array.isArray(node)) {
