@@ -21,7 +21,7 @@ export async function recordStagesFor(stream: StreamConfig, at: StageContext): P
   if (stream.maxRecordAgeMs !== undefined && !at.redrive) {
     stages.push(createExpiryStage({ maxRecordAgeMs: stream.maxRecordAgeMs, expiredRecords: stream.expiredRecords }, at.firstLeasedAtMs));
   }
-  // Last: filters see what the stages before passed, decoded.
-  if (stream.filters !== undefined && stream.filters.length > 0) stages.push(createFilterStage(stream.filters));
+  // Last: filters see what the stages before passed, decoded. A re-drive is not filtered (see StageContext).
+  if (stream.filters !== undefined && stream.filters.length > 0 && !at.redrive) stages.push(createFilterStage(stream.filters));
   return stages;
 }

@@ -3,9 +3,10 @@
  * handler, filtered ones count in `filtered` and are committed, and the range completes, on the
  * chunk committer (at-least-once and exactly-once) and the folding committer alike.
  */
-import type { StreamConfigInput } from '../../../lib/config/schema';
+import { parseStreamConfig, type StreamConfigInput } from '../../../lib/config/schema';
 import { runningTotals } from '../../../lib/handlers/running-totals';
 import type { HandlerRecord, RecordsHandler } from '../../../lib/processor/handler-api';
+import { recordStagesFor } from '../../../lib/processor/record-stages';
 import { processorFixture } from '../../support/processor-fixture';
 
 /** 12 records: amounts 0..11 for accounts acct-0..2; odd offsets are refunds, every fourth is plain text. */
@@ -27,6 +28,17 @@ function recorder(): { handler: RecordsHandler; seen: number[] } {
 }
 
 describe('filters stage', () => {
+  it('is the last stage, and a dead-letter re-drive is not filtered', async () => {
+    const stream = parseStreamConfig(
+      { id: 's', kafka: { brokers: ['localhost:9092'] }, topics: ['t'], maxRecordAgeMs: 60_000, filters: FILTERS },
+      'test',
+    );
+    expect((await recordStagesFor(stream, { firstLeasedAtMs: 0 })).map((s) => s.name)).toEqual(['maxRecordAgeMs', 'filters']);
+    expect((await recordStagesFor(stream, { firstLeasedAtMs: 0, redrive: true })).map((s) => s.name)).toEqual([]);
+    const unfiltered = parseStreamConfig({ id: 's', kafka: { brokers: ['localhost:9092'] }, topics: ['t'], filters: [] }, 'test');
+    expect(await recordStagesFor(unfiltered, { firstLeasedAtMs: 0 })).toEqual([]);
+  });
+
   it('at-least-once: hands the handler exactly the matching records, counts the rest, completes the range', async () => {
     const r = recorder();
     const t = await processorFixture({
