@@ -201,9 +201,16 @@ const partitionKey = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, {
   error: 'partition must be a non-negative whole number written as a string, e.g. "0"',
 });
 
+/** A Kafka consumer group id (Kafka takes any non-empty string; 255 characters bound it here). */
+const consumerGroupId = z.string().min(1).max(255);
+
+const FALLBACKS = ['earliest', 'latest'] as const;
+
 /**
  * Where a stream starts reading a partition it has never committed. With `offsets`, partitions not
- * listed start at their earliest offset (like partitions discovered after the stream started).
+ * listed start at their earliest offset (like partitions discovered after the stream started). With
+ * `fromGroup`, a partition starts at the group's committed offset, or at `fallback` where the group
+ * has none (Flink's `OffsetsInitializer.committedOffsets(resetStrategy)`).
  */
 const startingOffsetsSchema = z.union(
   [
@@ -212,10 +219,31 @@ const startingOffsetsSchema = z.union(
     strictObject({ timestampMs: offsetNumber }),
     /** Explicit offsets: { topic: { "partition": offset } }. */
     strictObject({ offsets: z.record(topicName, z.record(partitionKey, offsetNumber)) }),
+    /** The committed offsets of a consumer group: a migration from a consumer-group application. */
+    strictObject({
+      fromGroup: consumerGroupId,
+      // Required: Kafka's consumer defaults to latest, Spark and this stream to earliest; a migration says which.
+      fallback: z.enum(FALLBACKS, {
+        error: (iss) =>
+          iss.input === undefined
+            ? 'is required with fromGroup: "earliest" or "latest", where a partition the group has no committed offset for starts'
+            : undefined,
+      }),
+    }),
   ],
-  { error: 'must be "earliest", "latest", { "timestampMs": ... } or { "offsets": { topic: { partition: offset } } }' },
+  {
+    error:
+      'must be "earliest", "latest", { "timestampMs": ... }, { "offsets": { topic: { partition: offset } } } ' +
+      'or { "fromGroup": <consumer group id>, "fallback": "earliest" | "latest" }',
+  },
 );
 export type StartingOffsets = z.output<typeof startingOffsetsSchema>;
+
+/** Where a topic that appears after the stream's first run starts (`newTopics`). */
+const newTopicsSchema = z.union([z.enum(['earliest', 'latest']), strictObject({ timestampMs: offsetNumber })], {
+  error: 'must be "earliest", "latest" or { "timestampMs": ... }',
+});
+export type NewTopicsStart = z.output<typeof newTopicsSchema>;
 
 // Typed by the KafkaMetadata port, so the config cannot offer a level the adapters do not know.
 const isolationLevelSchema = z.enum(['read_committed', 'read_uncommitted'] as const satisfies readonly PortIsolationLevel[]);
@@ -419,6 +447,11 @@ const streamConfigSchema = strictObject({
     })
     .optional(),
   startingOffsets: startingOffsetsSchema.default('earliest'),
+  /**
+   * Where a topic that appears after the stream's first run (a new topic matching topicPattern, or a
+   * listed topic created later) starts; the topics present at the first run start at startingOffsets.
+   */
+  newTopics: newTopicsSchema.default('earliest'),
   isolationLevel: isolationLevelSchema.default('read_committed'),
   /** Planner schedule period (Spark's batch interval). */
   triggerIntervalMs: wholeNumber().min(1_000).default(60_000),
@@ -463,7 +496,7 @@ const streamConfigSchema = strictObject({
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
   deadLetters: deadLettersSchema.prefault({}),
   /** Kafka consumer group that also receives committed offsets, for standard lag tooling. */
-  consumerGroup: z.string().min(1).max(255).optional(),
+  consumerGroup: consumerGroupId.optional(),
 }).superRefine(checkStreamCrossFields, { when: (payload) => isRecord(payload.value) });
 export type StreamConfig = z.output<typeof streamConfigSchema>;
 
