@@ -171,7 +171,6 @@ export async function planStream(
     const { kafka, discovered, known } = await discover(run, reached ?? (await askKafka(deps, stream)));
     const starts = { initial, pendingStart: fenced.pendingStart };
     const { offsets, unavailable, timestampOffsets, groupOffsets, warnings } = await readOffsets(kafka, stream, starts, discovered, known);
-    rep.warnings.push(...warnings);
     const openRanges = await readOpenRanges(deps.ledger, stream.id, known, discovered);
     const decision = decidePlan({
       stream,
@@ -187,7 +186,7 @@ export async function planStream(
       confirmedEpoch: fenced.confirmedEpoch,
       processorConcurrency: deps.processorConcurrency,
     });
-    reportDecision(rep, decision, unavailable);
+    reportDecision(rep, decision, unavailable, warnings);
     if (dryRun) {
       reportDryRun(rep, decision, openRanges);
       rep.durationMs = Date.now() - t0;
@@ -375,9 +374,9 @@ async function readOpenRanges(
 
 /**
  * What the decision says about partitions, for every run (dry or not); unavailable partitions carry
- * their reason (a new one also where it will start).
+ * their reason (a new one also where it will start). `warnings`: the offset look-ups'.
  */
-function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailable: UnavailablePartition[]): void {
+function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailable: UnavailablePartition[], warnings: string[]): void {
   const why = new Map(unavailable.map((u) => [partitionKey(u.topic, u.partition), u]));
   rep.partitions = decision.partitions.map((p) => {
     const u = why.get(partitionKey(p.topic, p.partition));
@@ -392,6 +391,7 @@ function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailab
   rep.dataLoss = decision.writes.flatMap((w) => (w.kind === 'record-data-loss' ? [w.loss] : []));
   if (decision.finished) rep.finished = true;
   if (decision.noTopicIds) rep.warnings.push(NO_TOPIC_IDS);
+  rep.warnings.push(...warnings);
 }
 
 /** A dry run reports what the decision would write and send. */

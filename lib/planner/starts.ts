@@ -123,15 +123,11 @@ export function groupStart(
   if (committed <= o.latest) return { offset: committed, note: `committed offset ${committed} of group ${name}` };
   const highWatermark = isolationLevel === 'read_uncommitted' ? o.latest : read.highWatermark;
   if (highWatermark === undefined) return { wait: `committed offset ${committed} of group ${name} is past the end ${o.latest}` };
+  const past = `committed offset ${committed} of group ${name} is past`;
   if (committed <= highWatermark) {
-    return {
-      wait: `committed offset ${committed} of group ${name} is past the last stable offset ${o.latest} (a transaction is open): starts there once stable`,
-    };
+    return { wait: `${past} the last stable offset ${o.latest} (a transaction is open): starts there once stable` };
   }
-  return {
-    offset: fallbackOffset,
-    note: `committed offset ${committed} of group ${name} is past the end ${highWatermark} (out of range): fallback ${fallback} (${fallbackOffset})`,
-  };
+  return { offset: fallbackOffset, note: `${past} the end ${highWatermark} (out of range): fallback ${fallback} (${fallbackOffset})` };
 }
 
 /** Where a partition of a topic that appeared after the stream's first run starts (`newTopics`); `byTimestamp`: its look-up. */
