@@ -417,7 +417,7 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
   );
   if (initial) {
     // With the partitions this run could not register: they existed at the start, so a later run
-    // registers them at startingOffsets (a partition appearing later starts at earliest).
+    // registers them at startingOffsets (a partition appearing later starts by the rules of starts.ts).
     const started = await run.deps.ledger.markStreamStarted({ ...run.ctx, nowMs: run.nowMs, pendingStart: decision.pendingStart });
     if (started === 'fenced') throw new FencedOutError(run.stream.id, run.ctx.epoch);
   }
