@@ -9,6 +9,7 @@ import { ValidationError } from '../errors';
 import type { IsolationLevel as PortIsolationLevel } from '../ports/kafka-metadata';
 import { DEAD_LETTER_CONTENTS } from '../ports/ledger-state';
 import { environmentNameProblem, iamActionProblem, iamResourceProblem, IAM_SID_PATTERN, VARIABLE_NAME_PATTERN } from './handler-access';
+import { compilePattern, MAX_FILTERS, type FilterPattern } from '../filters/pattern';
 import { formatIssues, issueMessage, unknownKeysMessage } from './issues';
 import { isInternalTopic, isValidTopicName, regexSourceError, topicMatcher } from './topics';
 
@@ -200,9 +201,16 @@ const partitionKey = z.string().regex(/^(0|[1-9][0-9]{0,9})$/, {
   error: 'partition must be a non-negative whole number written as a string, e.g. "0"',
 });
 
+/** A Kafka consumer group id (Kafka takes any non-empty string; 255 characters bound it here). */
+const consumerGroupId = z.string().min(1).max(255);
+
+const FALLBACKS = ['earliest', 'latest'] as const;
+
 /**
  * Where a stream starts reading a partition it has never committed. With `offsets`, partitions not
- * listed start at their earliest offset (like partitions discovered after the stream started).
+ * listed start at their earliest offset (like partitions discovered after the stream started). With
+ * `fromGroup`, a partition starts at the group's committed offset, or at `fallback` where the group
+ * has none (Flink's `OffsetsInitializer.committedOffsets(resetStrategy)`).
  */
 const startingOffsetsSchema = z.union(
   [
@@ -211,10 +219,31 @@ const startingOffsetsSchema = z.union(
     strictObject({ timestampMs: offsetNumber }),
     /** Explicit offsets: { topic: { "partition": offset } }. */
     strictObject({ offsets: z.record(topicName, z.record(partitionKey, offsetNumber)) }),
+    /** The committed offsets of a consumer group: a migration from a consumer-group application. */
+    strictObject({
+      fromGroup: consumerGroupId,
+      // Required: Kafka's consumer defaults to latest, Spark and this stream to earliest; a migration says which.
+      fallback: z.enum(FALLBACKS, {
+        error: (iss) =>
+          iss.input === undefined
+            ? 'is required with fromGroup: "earliest" or "latest", where a partition the group has no committed offset for starts'
+            : undefined,
+      }),
+    }),
   ],
-  { error: 'must be "earliest", "latest", { "timestampMs": ... } or { "offsets": { topic: { partition: offset } } }' },
+  {
+    error:
+      'must be "earliest", "latest", { "timestampMs": ... }, { "offsets": { topic: { partition: offset } } } ' +
+      'or { "fromGroup": <consumer group id>, "fallback": "earliest" | "latest" }',
+  },
 );
 export type StartingOffsets = z.output<typeof startingOffsetsSchema>;
+
+/** Where a topic that appears after the stream's first run starts (`newTopics`). */
+const newTopicsSchema = z.union([z.enum(['earliest', 'latest']), strictObject({ timestampMs: offsetNumber })], {
+  error: 'must be "earliest", "latest" or { "timestampMs": ... }',
+});
+export type NewTopicsStart = z.output<typeof newTopicsSchema>;
 
 // Typed by the KafkaMetadata port, so the config cannot offer a level the adapters do not know.
 const isolationLevelSchema = z.enum(['read_committed', 'read_uncommitted'] as const satisfies readonly PortIsolationLevel[]);
@@ -425,6 +454,14 @@ const onFailureSchema = strictObject({
 });
 export type OnFailureConfig = z.output<typeof onFailureSchema>;
 
+/**
+ * One record filter (a Lambda FilterCriteria pattern, lib/filters/pattern.ts): checked and compiled
+ * here, so a pattern Lambda would refuse fails the config with its path inside the pattern.
+ */
+const filterPatternSchema = z.record(z.string(), z.unknown()).superRefine((pattern, ctx) => {
+  for (const problem of compilePattern(pattern).problems) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+}) as unknown as z.ZodType<FilterPattern, Record<string, unknown>>;
+
 const streamConfigSchema = strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
     error: "must be 1-63 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit",
@@ -448,6 +485,11 @@ const streamConfigSchema = strictObject({
     })
     .optional(),
   startingOffsets: startingOffsetsSchema.default('earliest'),
+  /**
+   * Where a topic that appears after the stream's first run (a new topic matching topicPattern, or a
+   * listed topic created later) starts; the topics present at the first run start at startingOffsets.
+   */
+  newTopics: newTopicsSchema.default('earliest'),
   isolationLevel: isolationLevelSchema.default('read_committed'),
   /** Planner schedule period (Spark's batch interval). */
   triggerIntervalMs: wholeNumber().min(1_000).default(60_000),
@@ -481,12 +523,20 @@ const streamConfigSchema = strictObject({
   maxRecordAgeMs: positiveInt.optional(),
   /** What happens to such a record: a dead letter with cause `expired`, or skipped and counted. */
   expiredRecords: z.enum(['dead-letter', 'skip']).default('dead-letter'),
+  /**
+   * Record filters (the Kafka trigger's FilterCriteria): a record matching none of these patterns is
+   * skipped and counted, its offset committed. At most 5, as Lambda's quota; none: every record.
+   */
+  filters: z
+    .array(filterPatternSchema)
+    .max(MAX_FILTERS, { error: `at most ${MAX_FILTERS} patterns (Lambda's FilterCriteria quota)` })
+    .optional(),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
   deadLetters: deadLettersSchema.prefault({}),
   /** Failure destinations every dead letter is delivered to as well (at least once). */
   onFailure: onFailureSchema.optional(),
   /** Kafka consumer group that also receives committed offsets, for standard lag tooling. */
-  consumerGroup: z.string().min(1).max(255).optional(),
+  consumerGroup: consumerGroupId.optional(),
 }).superRefine(checkStreamCrossFields, { when: (payload) => isRecord(payload.value) });
 export type StreamConfig = z.output<typeof streamConfigSchema>;
 

@@ -90,10 +90,15 @@ type InternalBroker = {
   listOffsets(args: { isolationLevel: number; topics: ListOffsetsTopic[] }): Promise<{ responses: ListOffsetsResult }>;
   /** Throws kafkajs's protocol error for the first partition that carries one. */
   offsetCommit(args: { groupId: string; groupGenerationId: number; memberId: string; topics: OffsetCommitTopic[] }): Promise<unknown>;
+  /** OffsetFetch (v1-v4); throws kafkajs's protocol error for a group-level error or the first partition error. */
+  offsetFetch(args: { groupId: string; topics: OffsetFetchTopic[] }): Promise<{ responses: OffsetFetchResult }>;
   disconnect(): Promise<void>;
 };
 
 export type OffsetCommitTopic = { topic: string; partitions: Array<{ partition: number; offset: string }> };
+export type OffsetFetchTopic = { topic: string; partitions: Array<{ partition: number }> };
+/** A group's committed offsets as OffsetFetch returns them: `offset` "-1" where the group has none. */
+export type OffsetFetchResult = Array<{ topic: string; partitions: Array<{ partition: number; offset: string }> }>;
 
 type InternalBrokerPool = {
   createBroker: (options: unknown) => InternalBroker;
@@ -370,6 +375,20 @@ export class KafkajsCluster {
       await this.cluster.connect();
       const coordinator = await this.cluster.findGroupCoordinator({ groupId });
       await coordinator.offsetCommit({ groupId, groupGenerationId: -1, memberId: '', topics });
+    });
+  }
+
+  /**
+   * One OffsetFetch to the group's coordinator: the group's committed offsets of the given
+   * partitions, as kafkajs's `admin.fetchOffsets` reads them (without its Metadata request per topic:
+   * the caller names the partitions). Nothing joins the group.
+   */
+  async fetchCommittedOffsets(groupId: string, topics: OffsetFetchTopic[]): Promise<OffsetFetchResult> {
+    return this.authenticated(async () => {
+      await this.cluster.connect();
+      const coordinator = await this.cluster.findGroupCoordinator({ groupId });
+      const { responses } = await coordinator.offsetFetch({ groupId, topics });
+      return responses;
     });
   }
 

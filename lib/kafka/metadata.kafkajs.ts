@@ -7,6 +7,7 @@
 import type { Kafka } from 'kafkajs';
 import { ValidationError } from '../errors';
 import type {
+  CommittedOffset,
   IsolationLevel,
   KafkaMetadata,
   OffsetsAnswer,
@@ -438,6 +439,24 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     async fetchAvailableOffsetsForTimestamp(partitions, timestampMs, isolationLevel): Promise<TimestampOffsetsAnswer> {
       const { offsets, unavailable } = await atTimestamp(partitions, timestampMs, isolationLevel);
       return { offsets, unavailable: unavailable.map(({ topic, partition, code, reason }) => ({ topic, partition, code, reason })) };
+    },
+
+    async committedOffsets(group, partitions): Promise<CommittedOffset[]> {
+      if (typeof group !== 'string' || group === '') throw new ValidationError(`invalid consumer group id ${JSON.stringify(group)}`);
+      const tps = flatten(partitions);
+      if (tps.length === 0) return [];
+      const topics = [...byTopic(tps)].map(([topic, ps]) => ({ topic, partitions: ps.map((partition) => ({ partition })) }));
+      const what = `reading the committed offsets of consumer group ${JSON.stringify(group)}`;
+      // Retried while the coordinator moves or loads the group's offsets (retriable protocol errors).
+      const answer = await withRetries(what, () => getCluster().fetchCommittedOffsets(group, topics));
+      const wanted = new Set(tps.map((tp) => key(tp.topic, tp.partition)));
+      return answer.flatMap((t) =>
+        t.partitions.flatMap(({ partition, offset }) => {
+          const committed = toSafeOffset(offset, `committed offset of ${t.topic}/${partition} in group ${group}`);
+          // -1: the group has no offset for it (or the group does not exist).
+          return committed >= 0 && wanted.has(key(t.topic, partition)) ? [{ topic: t.topic, partition, offset: committed }] : [];
+        }),
+      );
     },
 
     requestCount: () => total,

@@ -1,6 +1,8 @@
 /** In-memory KafkaMetadata for fast planner tests: topics, partitions and offsets set by the test. */
 import { randomBytes } from 'node:crypto';
 import type {
+  CommittedOffset,
+  IsolationLevel,
   KafkaMetadata,
   OffsetsAnswer,
   PartitionOffsets,
@@ -24,6 +26,11 @@ export type MemoryKafka = KafkaMetadata & {
   hideTopic(topic: string, hidden?: boolean): void;
   /** Appends `n` records to a partition (timestamps optional, for timestamp look-ups). */
   produce(topic: string, partition: number, n: number, timestampMs?: number): void;
+  /**
+   * An open transaction: under read_committed the log ends at `offset` (the last stable offset)
+   * instead of its high watermark, until called with undefined.
+   */
+  setLastStable(topic: string, partition: number, offset: number | undefined): void;
   /** Retention: moves the log start offset. */
   truncate(topic: string, partition: number, earliest: number): void;
   /** Makes offset look-ups that include `topic` fail (a leader moving), until called with false. */
@@ -36,6 +43,10 @@ export type MemoryKafka = KafkaMetadata & {
   notReady(topic: string, type?: 'LEADER_NOT_AVAILABLE' | 'UNKNOWN_TOPIC_OR_PARTITION' | false): void;
   /** Makes one partition's offsets unavailable with `code` (a dead leader by default), until called with `code` null. */
   setUnavailable(topic: string, partition: number, code?: UnavailableCode | null): void;
+  /** Sets consumer group `group`'s committed offset of a partition (as a consumer of the group commits it). */
+  commitGroupOffset(group: string, at: CommittedOffset): void;
+  /** Makes every read of a group's committed offsets throw `error` (access refused, coordinator down), until called with null. */
+  failGroupReads(error: Error | null): void;
 };
 
 /** How the kafkajs adapter reports a topic created a moment ago (see `notReady`). */
@@ -52,6 +63,8 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
   const notReady = new Map<string, 'LEADER_NOT_AVAILABLE' | 'UNKNOWN_TOPIC_OR_PARTITION'>();
   const down = new Map<string, UnavailableCode>();
   const hidden = new Set<string>();
+  const groups = new Map<string, Map<string, number>>();
+  let groupReadError: Error | null = null;
   let requests = 0;
   const log = (topic: string, partition: number): Log => {
     const l = topics.get(topic)?.[partition];
@@ -84,11 +97,12 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
     }
     return { offsets, unavailable };
   };
-  const fetchAvailableOffsets = async (parts: TopicPartitions[]): Promise<OffsetsAnswer> => {
+  const fetchAvailableOffsets = async (parts: TopicPartitions[], level?: IsolationLevel): Promise<OffsetsAnswer> => {
     requests += 2;
     return partial(parts, (topic, partition): PartitionOffsets => {
       const l = log(topic, partition);
-      return { topic, partition, earliest: l.earliest, latest: l.latest };
+      const latest = level === 'read_committed' && l.lastStable !== undefined ? Math.min(l.lastStable, l.latest) : l.latest;
+      return { topic, partition, earliest: l.earliest, latest };
     });
   };
   const fetchAvailableOffsetsForTimestamp = async (parts: TopicPartitions[], timestampMs: number): Promise<TimestampOffsetsAnswer> => {
@@ -145,6 +159,9 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
       for (let i = 0; i < n; i++) l.timestamps?.push(timestampMs);
       l.latest += n;
     },
+    setLastStable(topic, partition, offset) {
+      log(topic, partition).lastStable = offset;
+    },
     truncate(topic, partition, earliest) {
       const l = log(topic, partition);
       l.earliest = Math.min(earliest, l.latest);
@@ -157,13 +174,32 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
         )
         .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i), ...(ids.has(topic) ? { topicId: ids.get(topic) } : {}) }));
     },
-    async fetchOffsets(parts): Promise<PartitionOffsets[]> {
-      return strict(await fetchAvailableOffsets(parts));
+    async fetchOffsets(parts, level): Promise<PartitionOffsets[]> {
+      return strict(await fetchAvailableOffsets(parts, level));
     },
     fetchAvailableOffsets,
     async fetchOffsetsForTimestamp(parts, timestampMs) {
       return strict(await fetchAvailableOffsetsForTimestamp(parts, timestampMs));
     },
     fetchAvailableOffsetsForTimestamp: (parts, timestampMs) => fetchAvailableOffsetsForTimestamp(parts, timestampMs),
+    commitGroupOffset(group, at) {
+      let offsets = groups.get(group);
+      if (!offsets) groups.set(group, (offsets = new Map()));
+      offsets.set(`${at.topic}/${at.partition}`, at.offset);
+    },
+    failGroupReads(error) {
+      groupReadError = error;
+    },
+    async committedOffsets(group, parts): Promise<CommittedOffset[]> {
+      requests++;
+      if (groupReadError) throw groupReadError;
+      const offsets = groups.get(group);
+      return parts.flatMap((t) =>
+        t.partitions.flatMap((partition) => {
+          const offset = offsets?.get(`${t.topic}/${partition}`);
+          return offset === undefined ? [] : [{ topic: t.topic, partition, offset }];
+        }),
+      );
+    },
   };
 }

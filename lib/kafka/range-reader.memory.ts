@@ -13,6 +13,8 @@ export type MemoryRangeReader = RangeReader & {
       offset?: number;
       headers?: RecordHeader[];
       timestampType?: KafkaRecord['timestampType'];
+      /** Default 1,000 + offset. */
+      timestampMs?: number;
     }>,
   ): void;
   /** Retention: offsets below `earliest` are gone. */
@@ -40,7 +42,7 @@ export function createMemoryRangeReader(): MemoryRangeReader {
           topic,
           partition,
           offset,
-          timestampMs: 1_000 + offset,
+          timestampMs: v.timestampMs ?? 1_000 + offset,
           timestampType: v.timestampType ?? 'CreateTime',
           key: v.key === undefined ? null : Buffer.from(v.key),
           value: v.value === null ? null : Buffer.from(v.value),

@@ -18,6 +18,8 @@ import type { SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
 import { idempotencyKeyOf, type HandlerRecord } from '../processor/handler-api';
 import { resolveHandlerSecrets } from '../processor/handler-secrets';
+import { judgeChunk } from '../processor/record-gate';
+import { recordStagesFor } from '../processor/record-stages';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 import { onlyCoordinatesKeptMessage, truncatedCopyMessage } from './messages';
@@ -72,7 +74,7 @@ export async function redriveDeadLetters(
     try {
       const got = await recordOf(ctx, stream, d);
       source = got.source;
-      const rec: HandlerRecord = { ...got.record, idempotencyKey: idempotencyKeyOf(d.topic, d.partition, d.offset, d.incarnation) };
+      const rec = await decoded(stream, { ...got.record, idempotencyKey: idempotencyKeyOf(d.topic, d.partition, d.offset, d.incarnation) });
       const hctx = { stream: stream.id, sinkTable: stream.handler?.sinkTable, signal: new AbortController().signal, secrets };
       let writes: SinkWrite[] = [];
       if (handler.mode === 'dynamodb-exactly-once') {
@@ -97,6 +99,14 @@ export async function redriveDeadLetters(
     }
   }
   return out;
+}
+
+/** The record as the handler gets it from the processor: decoded per the stream's `value`/`key` (not aged or filtered). */
+async function decoded(stream: StreamConfig, rec: HandlerRecord): Promise<HandlerRecord> {
+  const stages = await recordStagesFor(stream, { firstLeasedAtMs: 0, redrive: true });
+  const [verdict] = await judgeChunk(stages, [rec]);
+  if (verdict?.kind === 'pass') return verdict.record;
+  throw new Error(verdict?.kind === 'reject' ? verdict.error : `the ${verdict?.reason} stage skipped the record`);
 }
 
 /** The dead-lettered record from Kafka by offset, else from the stored copy (when complete). */

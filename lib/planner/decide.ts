@@ -10,6 +10,17 @@ import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../port
 import { CLOSE_MAX_OPEN_RANGES, type PlanWrite } from '../ports/ledger';
 import { type ClosedIncarnation, type PartitionState, type PendingStart, type RangeState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
+import {
+  groupStart,
+  newTopicStart,
+  startContext,
+  startGroup,
+  startRule,
+  type GroupOffsetRead,
+  type Start,
+  type StartContext,
+  type StartRule,
+} from './starts';
 import { admitPieces, bySlotPriority, capSource, occupiedSlots, openRangeCap, type ProcessorConcurrency } from './concurrency-cap';
 import {
   attemptsExhaustedError,
@@ -25,7 +36,8 @@ export type PlanInput = {
   epoch: number;
   /**
    * True on the stream's first run (until it is marked started): new partitions start at
-   * `startingOffsets`. Afterwards only those of `pendingStart` do; any other starts at earliest.
+   * `startingOffsets`. Afterwards only those of `pendingStart` do; a partition of a topic that
+   * appeared since starts at `newTopics`, one added to a known topic at earliest (see starts.ts).
    */
   initial: boolean;
   /** Partitions the first run found but could not register (`StreamMeta.pendingStart`). */
@@ -34,10 +46,15 @@ export type PlanInput = {
   discovered: TopicPartitions[];
   offsets: PartitionOffsets[];
   /**
-   * Start offsets looked up by timestamp for the new partitions that start at `startingOffsets`
-   * (startingOffsets.timestampMs); one missing here waits for a later run.
+   * Start offsets looked up by timestamp for the new partitions that start at a timestamp
+   * (`startingOffsets.timestampMs`, `newTopics.timestampMs`); one missing here waits for a later run.
    */
   timestampOffsets?: Map<string, number>;
+  /**
+   * What was read of the `startingOffsets.fromGroup` group for the new partitions that start from it;
+   * one missing here waits for a later run.
+   */
+  groupOffsets?: Map<string, GroupOffsetRead>;
   openRanges: RangeState[];
   /** The last epoch that confirmed its dispatches (`StreamMeta.confirmedEpoch`). */
   confirmedEpoch?: number;
@@ -127,7 +144,7 @@ const MISSING_AFTER_REGISTRATION_GRACE_MS = 5_000;
  */
 export function decidePlan(input: PlanInput): PlanDecision {
   const ix = indexInput(input);
-  const draft: Draft = { writes: [], reports: new Map() };
+  const draft: Draft = { writes: [], reports: new Map(), startNotes: new Map() };
   const { registrations, pendingStart } = discoverNew(input, ix, draft);
   const known = classifyKnown(input, ix, draft);
   // New partitions are candidates too, ahead of the known ones.
@@ -144,7 +161,7 @@ export function decidePlan(input: PlanInput): PlanDecision {
     redispatch,
     parks,
     checkCommitted,
-    partitions: sortedReports(draft.reports, registrations),
+    partitions: sortedReports(draft, registrations),
     recordsPlanned,
     finished: ix.bounded && boundedFinished(input.known, draft.writes),
     recreated: known.recreated,
@@ -163,11 +180,14 @@ type PlanIndex = {
   openByKey: Map<string, RangeState[]>;
   /** A bounded stream (replay) reads exactly the partitions and offsets it was created with. */
   bounded: boolean;
-  pendingStart: PendingIndex;
+  starts: StartContext;
 };
 
-/** What the phases decided so far: the writes in the order they must apply, and each partition's latest report. */
-type Draft = { writes: PlanWrite[]; reports: Map<string, PartitionReport> };
+/**
+ * What the phases decided so far: the writes in the order they must apply, each partition's latest
+ * report, and what to say about where a partition registered this run starts.
+ */
+type Draft = { writes: PlanWrite[]; reports: Map<string, PartitionReport>; startNotes: Map<string, string> };
 
 /** A partition to clamp: its clamp input and the backpressure state to persist with its range. */
 type Eligible = { p: PartitionState; input: PartitionClampInput; pidUpdate?: Pick<PartitionState, 'pid' | 'backpressureRatePerSec'> };
@@ -188,109 +208,103 @@ function indexInput(input: PlanInput): PlanIndex {
     known: new Map(input.known.map((p) => [partitionKey(p.topic, p.partition), p])),
     openByKey,
     bounded: input.known.some((p) => p.stopOffset !== undefined),
-    pendingStart: pendingIndex(input.pendingStart),
+    starts: startContext(input.initial, input.pendingStart, input.known),
   };
 }
 
 /**
  * Discover: partitions seen for the first time are registered at their start offset (never in a
- * bounded stream). One whose start cannot be told this run (no offsets) waits for a later run; a
- * first run returns those as pending their start.
+ * bounded stream; `starts.ts` says where). One whose start cannot be told this run (no offsets, or
+ * no timestamp or group offset) waits for a later run; a first run returns those as pending their
+ * start. A topic that appeared after the first run starts whole, in one run, unless `newTopics` is
+ * earliest: a partition of it registered later would count as added to a known topic and start at
+ * earliest, not at `newTopics`.
  */
 function discoverNew(input: PlanInput, ix: PlanIndex, draft: Draft): Pick<PlanDecision, 'registrations' | 'pendingStart'> {
-  const { stream, nowMs } = input;
   const registrations: PartitionState[] = [];
   const pendingStart: PendingStart[] = [];
   if (ix.bounded) return { registrations, pendingStart };
   for (const t of input.discovered) {
-    const waiting: number[] = [];
-    for (const partition of t.partitions) {
+    const fresh = t.partitions.filter((partition) => !ix.known.has(partitionKey(t.topic, partition)));
+    const placed = fresh.map((partition) => ({ partition, start: startOffsetFor(input, ix, t, partition) }));
+    const waiting = placed.filter((x) => 'wait' in x.start).map((x) => x.partition);
+    const whole = input.stream.newTopics !== 'earliest' && fresh.length > 0 && startRule(ix.starts, t, fresh[0]!) === 'newTopics';
+    for (const { partition, start } of placed) {
       const k = partitionKey(t.topic, partition);
-      if (ix.known.has(k)) continue;
-      const start = startOffsetFor(input, ix, t, partition);
-      if (start === undefined) {
-        // No offsets this run (leader down or moving, topic just deleted): registered on a later run.
-        waiting.push(partition);
-        draft.reports.set(k, waitingReport(input, ix, t, partition));
+      if ('wait' in start || (whole && waiting.length)) {
+        const why = 'wait' in start ? start.wait : `a new topic starts whole: partition ${waiting.join(', ')} not placed this run`;
+        draft.reports.set(k, waitingReport(input, ix, t, partition, why));
         continue;
       }
-      registrations.push({
-        stream: stream.id,
-        topic: t.topic,
-        partition,
-        status: 'active',
-        startOffset: start,
-        committed: start,
-        nextFrom: start,
-        firstSeenAtMs: nowMs,
-        ...(t.topicId !== undefined ? { topicId: t.topicId } : {}),
-      });
+      if (start.note) draft.startNotes.set(k, `starts at ${start.offset}: ${start.note}`);
+      registrations.push(newPartition(input, t, partition, start.offset));
     }
     if (input.initial && waiting.length) pendingStart.push({ topic: t.topic, partitions: waiting, ...topicIdOf(t) });
   }
   return { registrations, pendingStart };
 }
 
-const topicIdOf = (t: TopicPartitions): { topicId?: string } => (t.topicId !== undefined ? { topicId: t.topicId } : {});
-
-/** The report of a new partition not registered this run, saying where it will start. */
-function waitingReport(input: PlanInput, ix: PlanIndex, t: TopicPartitions, partition: number): PartitionReport {
-  const waiting: PartitionState = {
-    stream: input.stream.id,
+function newPartition({ stream, nowMs }: PlanInput, t: TopicPartitions, partition: number, start: number): PartitionState {
+  return {
+    stream: stream.id,
     topic: t.topic,
     partition,
     status: 'active',
-    startOffset: 0,
-    committed: 0,
-    nextFrom: 0,
-    firstSeenAtMs: input.nowMs,
+    startOffset: start,
+    committed: start,
+    nextFrom: start,
+    firstSeenAtMs: nowMs,
+    ...topicIdOf(t),
   };
+}
+
+const topicIdOf = (t: TopicPartitions): { topicId?: string } => (t.topicId !== undefined ? { topicId: t.topicId } : {});
+
+/** What a new partition not registered this run is told: where it will start. */
+const WHERE_IT_STARTS: Record<StartRule, string> = {
+  startingOffsets: 'present when the stream started, it will start at startingOffsets',
+  newTopics: 'a topic that appeared after the stream started, it will start at newTopics',
+  newPartition: 'it will start at earliest',
+};
+
+/** The report of a new partition not registered this run (`why`), saying where it will start. */
+function waitingReport(input: PlanInput, ix: PlanIndex, t: TopicPartitions, partition: number, why: string): PartitionReport {
+  const waiting = newPartition(input, t, partition, 0);
   const o = ix.offsets.get(partitionKey(t.topic, partition));
-  const why = o ? 'no start offset by timestamp this run' : 'no offsets this run';
-  const where = startsAtStartingOffsets(input.initial, ix.pendingStart, t, partition)
-    ? 'present when the stream started, it will start at startingOffsets'
-    : 'it will start at earliest';
+  const rule = startRule(ix.starts, t, partition);
+  const group = startGroup(input.stream, rule);
+  const where =
+    rule === 'newPartition' && group !== undefined
+      ? `it will start at the committed offset of group ${JSON.stringify(group)}, else earliest`
+      : WHERE_IT_STARTS[rule];
   return { ...report(waiting, o, 'no-offsets', `not registered yet (${why}): ${where}`), status: 'new' };
 }
 
-/** Partitions pending their start by key (`partitionKey`), with the topic id recorded for them. */
-export type PendingIndex = Map<string, { topicId?: string }>;
-
-export function pendingIndex(pending: PendingStart[] = []): PendingIndex {
-  const ix: PendingIndex = new Map();
-  for (const t of pending) for (const p of t.partitions) ix.set(partitionKey(t.topic, p), topicIdOf(t));
-  return ix;
-}
-
-/**
- * Whether a partition seen for the first time starts at the stream's `startingOffsets`: on its
- * first run, and later when that run found it but could not read it (pending its start), unless
- * its topic id changed since (a topic re-created in between appeared after the start). Any other
- * partition appeared after the stream started: earliest, like Spark, or what was written before
- * its discovery would be lost.
- */
-export function startsAtStartingOffsets(initial: boolean, pending: PendingIndex, t: TopicPartitions, partition: number): boolean {
-  if (initial) return true;
-  const recorded = pending.get(partitionKey(t.topic, partition));
-  if (!recorded) return false;
-  return recorded.topicId === undefined || t.topicId === undefined || recorded.topicId === t.topicId;
-}
-
-/** Where a new partition starts, or undefined while that cannot be told (no offsets, or no timestamp offset, this run). */
-function startOffsetFor(input: PlanInput, ix: PlanIndex, t: TopicPartitions, partition: number): number | undefined {
+/** Where a new partition starts (see starts.ts), or why it waits for a later run. */
+function startOffsetFor(input: PlanInput, ix: PlanIndex, t: TopicPartitions, partition: number): Start {
+  const { stream } = input;
   const k = partitionKey(t.topic, partition);
   const o = ix.offsets.get(k);
-  if (!o) return undefined;
-  if (!startsAtStartingOffsets(input.initial, ix.pendingStart, t, partition)) return o.earliest;
-  const so = input.stream.startingOffsets;
-  if (so === 'earliest') return o.earliest;
+  if (!o) return { wait: 'no offsets this run' };
+  const rule = startRule(ix.starts, t, partition);
+  if (rule === 'newTopics') return newTopicStart(stream.newTopics, o, input.timestampOffsets?.get(k));
+  const so = stream.startingOffsets;
+  const group = startGroup(stream, rule);
+  if (group !== undefined) {
+    // A partition added to a known topic later falls back to earliest, as every later partition starts.
+    const fallback = rule === 'startingOffsets' && typeof so === 'object' && 'fallback' in so ? so.fallback : 'earliest';
+    return groupStart(group, input.groupOffsets?.get(k), o, fallback, stream.isolationLevel);
+  }
+  if (rule === 'newPartition' || so === 'earliest') return { offset: o.earliest };
   // The end when its offsets are first read: the start of a partition unreadable at the first run.
-  if (so === 'latest') return o.latest;
-  if ('timestampMs' in so) return input.timestampOffsets?.get(k);
-  const explicit = so.offsets[t.topic]?.[String(partition)];
+  if (so === 'latest') return { offset: o.latest };
+  if ('timestampMs' in so) {
+    const at = input.timestampOffsets?.get(k);
+    return at === undefined ? { wait: 'no start offset by timestamp this run' } : { offset: at };
+  }
+  const explicit = 'offsets' in so ? so.offsets[t.topic]?.[String(partition)] : undefined;
   // A partition the map does not name starts at earliest; an offset past the end starts at the end.
-  if (explicit === undefined) return o.earliest;
-  return Math.min(explicit, o.latest);
+  return { offset: explicit === undefined ? o.earliest : Math.min(explicit, o.latest) };
 }
 
 /** Classify known partitions: re-created, retired, unavailable, inactive, or active (a candidate to plan). */
@@ -599,14 +613,17 @@ function redispatchOpen(input: PlanInput, candidates: PartitionState[]): Pick<Pl
   return { redispatch, parks };
 }
 
-/** The reports by topic and partition; a partition registered this run reads as new. */
-function sortedReports(reports: Map<string, PartitionReport>, registrations: PartitionState[]): PartitionReport[] {
+/** The reports by topic and partition; a partition registered this run reads as new, with where it starts when that is worth saying. */
+function sortedReports({ reports, startNotes }: Draft, registrations: PartitionState[]): PartitionReport[] {
   const registered = new Set(registrations.map((p) => partitionKey(p.topic, p.partition)));
   const sorted = [...reports.values()].sort((a, b) => (a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1));
   for (const rep of sorted) {
-    if (!registered.has(partitionKey(rep.topic, rep.partition))) continue;
+    const k = partitionKey(rep.topic, rep.partition);
+    if (!registered.has(k)) continue;
     rep.status = 'new';
     if (rep.action === 'idle') rep.action = 'registered';
+    const start = startNotes.get(k);
+    if (start) rep.note = rep.note ? `${start}; ${rep.note}` : start;
   }
   return sorted;
 }

@@ -57,3 +57,15 @@ export function unknownPlannerStreamsMessage(unknown: readonly string[], configu
   const streams = `stream${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`;
   return `invalid planner payload: unknown ${streams} (configured: ${configured.join(', ')})`;
 }
+
+/** The committed offsets of `startingOffsets.fromGroup` could not be read (`cause`: why); one line. */
+export function groupOffsetsUnreadableMessage(group: string, cause: unknown): string {
+  const why = (cause instanceof Error ? cause.message : String(cause)).replace(/\s*\n\s*/g, ' ');
+  return `startingOffsets.fromGroup: the committed offsets of consumer group ${JSON.stringify(group)} could not be read: ${why}`;
+}
+
+/** Partitions added after the start wait for their group's offsets, which could not be read this run. */
+export function groupOffsetsWaitingWarning(group: string, partitions: number, message: string): string {
+  const what = `${partitions} new partition(s) wait for the committed offsets of group ${JSON.stringify(group)}`;
+  return `${what}, read again next run (${message})`;
+}

@@ -10,15 +10,16 @@ import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { mapWithConcurrency } from '../concurrency';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
-import { AppError } from '../errors';
+import { AppError, KafkaError } from '../errors';
 import type { Dispatcher } from '../ports/dispatcher';
-import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
+import type { CommittedOffset, KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
 import type { Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
 import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
 import type { ProcessorConcurrency } from './concurrency-cap';
-import { decidePlan, pendingIndex, redispatchReason, startsAtStartingOffsets, type PartitionReport, type PlanDecision } from './decide';
-import { fencedOutMessage } from './messages';
+import { decidePlan, redispatchReason, type PartitionReport, type PlanDecision } from './decide';
+import { fencedOutMessage, groupOffsetsUnreadableMessage, groupOffsetsWaitingWarning } from './messages';
+import { startContext, startGroup, startRule, startTimestampMs, type GroupOffsetRead, type StartRule } from './starts';
 
 /** Checkpoints of a run, in order; tests inject crashes at each. */
 export const PLANNER_STEPS = ['leased', 'registered', 'persisted', 'dispatched', 'recorded'] as const;
@@ -178,7 +179,7 @@ export async function planStream(
     // Finished when looked at, no longer when fenced (a rewind in between): ask Kafka now.
     const { kafka, discovered, known } = await discover(run, reached ?? (await askKafka(deps, stream)));
     const starts = { initial, pendingStart: fenced.pendingStart };
-    const { offsets, unavailable, timestampOffsets } = await readOffsets(kafka, stream, starts, discovered, known);
+    const { offsets, unavailable, timestampOffsets, groupOffsets, warnings } = await readOffsets(kafka, stream, starts, discovered, known);
     const openRanges = await readOpenRanges(deps.ledger, stream.id, known, discovered);
     const decision = decidePlan({
       stream,
@@ -189,11 +190,12 @@ export async function planStream(
       discovered,
       offsets,
       timestampOffsets,
+      groupOffsets,
       openRanges,
       confirmedEpoch: fenced.confirmedEpoch,
       processorConcurrency: deps.processorConcurrency,
     });
-    reportDecision(rep, decision, unavailable);
+    reportDecision(rep, decision, unavailable, warnings);
     if (dryRun) {
       reportDryRun(rep, decision, openRanges);
       rep.durationMs = Date.now() - t0;
@@ -353,10 +355,18 @@ async function discover(
 /** Whether new partitions start at startingOffsets: on the first run, and afterwards those pending their start. */
 type Starts = { initial: boolean; pendingStart?: PendingStart[] };
 
+type OffsetsRead = {
+  offsets: PartitionOffsets[];
+  unavailable: UnavailablePartition[];
+  timestampOffsets: Map<string, number>;
+  groupOffsets: Map<string, GroupOffsetRead>;
+  warnings: string[];
+};
+
 /**
- * Offsets: earliest and latest of every discovered partition (batched), and the timestamp start
- * offsets of the new partitions that start at startingOffsets. Unavailable: the partitions of
- * either look-up that could not be read.
+ * Offsets: earliest and latest of every discovered partition (batched), then for the new partitions
+ * whose start needs more, their offsets by timestamp and the committed offsets of the group they
+ * start from. Unavailable: the partitions of any look-up that could not be read.
  */
 async function readOffsets(
   kafka: KafkaMetadata,
@@ -364,13 +374,20 @@ async function readOffsets(
   starts: Starts,
   discovered: TopicPartitions[],
   known: PartitionState[],
-): Promise<{ offsets: PartitionOffsets[]; unavailable: UnavailablePartition[]; timestampOffsets?: Map<string, number> }> {
+): Promise<OffsetsRead> {
   // Partial: a dead leader costs its own partitions this run, not the stream's (retried next run).
   const { offsets, unavailable } = discovered.length
     ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)
     : { offsets: [], unavailable: [] };
-  const byTimestamp = await timestampStarts(kafka, stream, starts, available(discovered, offsets), known);
-  return { offsets, unavailable: [...unavailable, ...(byTimestamp?.unavailable ?? [])], timestampOffsets: byTimestamp?.offsets };
+  const fresh = newPartitions(startContext(starts.initial, starts.pendingStart, known), available(discovered, offsets), known);
+  const [byTimestamp, byGroup] = await Promise.all([timestampStarts(kafka, stream, fresh), groupStarts(kafka, stream, fresh, offsets)]);
+  return {
+    offsets,
+    unavailable: [...unavailable, ...byTimestamp.unavailable, ...byGroup.unavailable],
+    timestampOffsets: byTimestamp.offsets,
+    groupOffsets: byGroup.reads,
+    warnings: byGroup.warnings,
+  };
 }
 
 /** The open ranges, read only when a partition has one: active and in flight, or of a topic that exists (it may have been re-created). */
@@ -387,9 +404,9 @@ async function readOpenRanges(
 
 /**
  * What the decision says about partitions, for every run (dry or not); unavailable partitions carry
- * their reason (a new one also where it will start).
+ * their reason (a new one also where it will start). `warnings`: the offset look-ups'.
  */
-function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailable: UnavailablePartition[]): void {
+function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailable: UnavailablePartition[], warnings: string[]): void {
   const why = new Map(unavailable.map((u) => [partitionKey(u.topic, u.partition), u]));
   rep.partitions = decision.partitions.map((p) => {
     const u = why.get(partitionKey(p.topic, p.partition));
@@ -404,6 +421,7 @@ function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailab
   rep.dataLoss = decision.writes.flatMap((w) => (w.kind === 'record-data-loss' ? [w.loss] : []));
   if (decision.finished) rep.finished = true;
   if (decision.noTopicIds) rep.warnings.push(NO_TOPIC_IDS);
+  rep.warnings.push(...warnings);
 }
 
 /** A dry run reports what the decision would write and send. */
@@ -429,7 +447,7 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
   );
   if (initial) {
     // With the partitions this run could not register: they existed at the start, so a later run
-    // registers them at startingOffsets (a partition appearing later starts at earliest).
+    // registers them at startingOffsets (a partition appearing later starts by the rules of starts.ts).
     const started = await run.deps.ledger.markStreamStarted({ ...run.ctx, nowMs: run.nowMs, pendingStart: decision.pendingStart });
     if (started === 'fenced') throw new FencedOutError(run.stream.id, run.ctx.epoch);
   }
@@ -525,35 +543,97 @@ function available(discovered: TopicPartitions[], offsets: PartitionOffsets[]): 
     .filter((t) => t.partitions.length);
 }
 
+/** A partition the ledger does not know yet, whose offsets were read this run, with the rule that places it. */
+type NewPartition = { topic: string; partition: number; rule: StartRule };
+
+function newPartitions(ctx: ReturnType<typeof startContext>, readable: TopicPartitions[], known: PartitionState[]): NewPartition[] {
+  const knownKeys = new Set(known.map((p) => partitionKey(p.topic, p.partition)));
+  return readable.flatMap((t) =>
+    t.partitions
+      .filter((p) => !knownKeys.has(partitionKey(t.topic, p)))
+      .map((partition) => ({ topic: t.topic, partition, rule: startRule(ctx, t, partition) })),
+  );
+}
+
+/** Partitions by topic, as the metadata port takes them. */
+function byTopic(parts: Array<{ topic: string; partition: number }>): TopicPartitions[] {
+  const topics = new Map<string, number[]>();
+  for (const { topic, partition } of parts) topics.set(topic, [...(topics.get(topic) ?? []), partition]);
+  return [...topics].map(([topic, partitions]) => ({ topic, partitions }));
+}
+
 /**
- * startingOffsets by timestamp: the start offsets of the new partitions that start at
- * startingOffsets (a first run's, and later those pending their start), among those whose offsets
- * were read. Partial: one the look-up cannot serve is not registered this run and waits for a later
- * one, pending its start, so a dead leader costs only its own partitions here too.
+ * Start offsets by timestamp (`startingOffsets.timestampMs` for partitions starting there,
+ * `newTopics.timestampMs` for those of topics that appeared later), one look-up per timestamp.
+ * Partial: one the look-up cannot serve is not registered this run and waits for a later one, so a
+ * dead leader costs only its own partitions here too.
  */
 async function timestampStarts(
   kafka: KafkaMetadata,
   stream: StreamConfig,
-  starts: Starts,
-  readable: TopicPartitions[],
-  known: PartitionState[],
-): Promise<{ offsets: Map<string, number>; unavailable: UnavailablePartition[] } | undefined> {
-  const so = stream.startingOffsets;
-  if (typeof so !== 'object' || !('timestampMs' in so)) return undefined;
-  if (!starts.initial && !starts.pendingStart?.length) return { offsets: new Map(), unavailable: [] };
-  const knownKeys = new Set(known.map((p) => partitionKey(p.topic, p.partition)));
-  const pending = pendingIndex(starts.pendingStart);
-  const fresh = readable
-    .map((t) => ({
-      topic: t.topic,
-      partitions: t.partitions.filter(
-        (p) => !knownKeys.has(partitionKey(t.topic, p)) && startsAtStartingOffsets(starts.initial, pending, t, p),
-      ),
-    }))
-    .filter((t) => t.partitions.length);
-  if (!fresh.length) return { offsets: new Map(), unavailable: [] };
-  const found = await kafka.fetchAvailableOffsetsForTimestamp(fresh, so.timestampMs, stream.isolationLevel);
-  return { offsets: new Map(found.offsets.map((o) => [partitionKey(o.topic, o.partition), o.offset])), unavailable: found.unavailable };
+  fresh: NewPartition[],
+): Promise<{ offsets: Map<string, number>; unavailable: UnavailablePartition[] }> {
+  const atTimestamp = new Map<number, NewPartition[]>();
+  for (const p of fresh) {
+    const ts = startTimestampMs(stream, p.rule);
+    if (ts !== undefined) atTimestamp.set(ts, [...(atTimestamp.get(ts) ?? []), p]);
+  }
+  const answers = await Promise.all(
+    [...atTimestamp].map(([ts, parts]) => kafka.fetchAvailableOffsetsForTimestamp(byTopic(parts), ts, stream.isolationLevel)),
+  );
+  return {
+    offsets: new Map(answers.flatMap((a) => a.offsets.map((o) => [partitionKey(o.topic, o.partition), o.offset] as const))),
+    unavailable: answers.flatMap((a) => a.unavailable),
+  };
+}
+
+type GroupStarts = { reads: Map<string, GroupOffsetRead>; unavailable: UnavailablePartition[]; warnings: string[] };
+
+/**
+ * The committed offsets of the `startingOffsets.fromGroup` group for the new partitions that start
+ * from it (read_committed: with the high watermark of those past the last stable offset, to tell an
+ * open transaction from an offset out of range). A failed read fails the run, before anything is
+ * registered, when a partition present at the stream's start needs it; when only partitions added
+ * later do, they wait (reported) and the rest of the stream is planned.
+ */
+async function groupStarts(
+  kafka: KafkaMetadata,
+  stream: StreamConfig,
+  fresh: NewPartition[],
+  offsets: PartitionOffsets[],
+): Promise<GroupStarts> {
+  const wanted = fresh.filter((p) => startGroup(stream, p.rule) !== undefined);
+  const group = wanted[0] && startGroup(stream, wanted[0].rule);
+  if (group === undefined) return { reads: new Map(), unavailable: [], warnings: [] };
+  let committed: CommittedOffset[];
+  try {
+    committed = await kafka.committedOffsets(group, byTopic(wanted));
+  } catch (err) {
+    const message = groupOffsetsUnreadableMessage(group, err);
+    if (wanted.some((p) => p.rule === 'startingOffsets')) {
+      throw new KafkaError(`${message}; nothing was registered`, {
+        cause: err,
+        type: (err as KafkaError)?.type,
+        retriable: (err as KafkaError)?.retriable,
+      });
+    }
+    const unavailable = wanted.map(({ topic, partition }) => ({ topic, partition, code: 'ERROR' as const, reason: message }));
+    return { reads: new Map(), unavailable, warnings: [groupOffsetsWaitingWarning(group, wanted.length, message)] };
+  }
+  const reads = new Map<string, GroupOffsetRead>(wanted.map((p) => [partitionKey(p.topic, p.partition), {}]));
+  for (const c of committed) {
+    const read = reads.get(partitionKey(c.topic, c.partition));
+    if (read) read.committed = c.offset;
+  }
+  const ends = new Map(offsets.map((o) => [partitionKey(o.topic, o.partition), o.latest]));
+  const past = wanted.filter((p) => {
+    const k = partitionKey(p.topic, p.partition);
+    return (reads.get(k)?.committed ?? -1) > (ends.get(k) ?? Infinity);
+  });
+  if (!past.length || stream.isolationLevel === 'read_uncommitted') return { reads, unavailable: [], warnings: [] };
+  const high = await kafka.fetchAvailableOffsets(byTopic(past), 'read_uncommitted');
+  for (const o of high.offsets) reads.get(partitionKey(o.topic, o.partition))!.highWatermark = o.latest;
+  return { reads, unavailable: high.unavailable, warnings: [] };
 }
 
 /**

@@ -54,6 +54,9 @@ export type TimestampOffset = { topic: string; partition: number; offset: number
 /** Every asked partition appears in exactly one of the two lists. */
 export type TimestampOffsetsAnswer = { offsets: TimestampOffset[]; unavailable: UnavailablePartition[] };
 
+/** A consumer group's committed offset of one partition: the next offset its consumers would read. */
+export type CommittedOffset = { topic: string; partition: number; offset: number };
+
 export type KafkaMetadata = {
   /**
    * Non-internal topics that exist now, with their partitions. `topics` limits the answer to those
@@ -83,6 +86,13 @@ export type KafkaMetadata = {
     timestampMs: number,
     isolationLevel: IsolationLevel,
   ): Promise<TimestampOffsetsAnswer>;
+  /**
+   * The committed offsets of consumer group `group` for the given partitions (read from the group's
+   * coordinator; nothing joins the group). A partition the group has no offset for is absent, and a
+   * group that does not exist has none. Throws a `KafkaError` naming the group when the read fails
+   * (coordinator unreachable, access to the group refused, an invalid group id).
+   */
+  committedOffsets(group: string, partitions: TopicPartitions[]): Promise<CommittedOffset[]>;
   /** Number of Kafka requests sent so far (for benchmarks). */
   requestCount(): number;
   close(): Promise<void>;

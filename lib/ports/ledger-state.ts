@@ -12,7 +12,10 @@ export type StreamMeta = {
   epoch: number;
   ownerToken: string;
   leaseExpiresAtMs: number;
-  /** Set once the stream's initial partitions are registered; later partitions start at earliest. */
+  /**
+   * Set once the stream's initial partitions are registered: later partitions start at earliest (or
+   * their group's offset), those of topics with no partition registered at `newTopics`.
+   */
   startedAtMs?: number;
   /**
    * Partitions the stream's first run found but could not register (their offsets could not be

@@ -138,6 +138,7 @@ describe('bad stream configs', () => {
     'topics',
     'topicPattern',
     'startingOffsets',
+    'newTopics',
     'isolationLevel',
     'triggerIntervalMs',
     'maxRatePerPartition',

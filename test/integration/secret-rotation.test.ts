@@ -13,7 +13,7 @@ import { createLocalRunner, runnerDepsFrom } from '../../lib/runtime/local';
 import { composeAdapters } from '../../lib/runtime/compose';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { createSinkTable, createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
-import { pem, securedBroker, setScramPassword } from '../support/secured';
+import { pem, securedBroker, setScramPassword, waitForScramPassword } from '../support/secured';
 
 const broker = securedBroker();
 const plain = testKafka('rotation-test');
@@ -46,6 +46,7 @@ const produce = (n: number, from: number) =>
 
 it('re-reads the password once when the broker refuses it, and parks nothing', async () => {
   setScramPassword(user, 'first-password');
+  await waitForScramPassword(broker, user, 'first-password');
   const secret = await secrets.send(
     new CreateSecretCommand({ Name: uniqueName('kafka/app'), SecretString: JSON.stringify({ password: 'first-password' }) }),
   );
@@ -85,6 +86,7 @@ it('re-reads the password once when the broker refuses it, and parks nothing', a
 
     // Rotation: the broker and the secret get the new password; the runtime still caches the old one.
     setScramPassword(user, 'second-password');
+    await waitForScramPassword(broker, user, 'second-password', 'first-password');
     await secrets.send(new PutSecretValueCommand({ SecretId: secret.ARN!, SecretString: JSON.stringify({ password: 'second-password' }) }));
     // New connections from here on, as after an idle disconnect or a broker restart.
     await adapters.closeConnections();

@@ -135,3 +135,13 @@ export async function javaConsume(
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as JavaConsumedRecord);
 }
+
+/**
+ * Joins consumer group `group` with Kafka's Java consumer (subscribe), consumes each partition of
+ * `commits` up to its offset and commits exactly those offsets as a member of the group.
+ */
+export async function javaGroupCommit(brokers: string, group: string, topic: string, commits: Record<number, number>): Promise<void> {
+  const args = ['group-commit', '--bootstrap', brokers, '--group', group, '--topic', topic];
+  for (const [partition, offset] of Object.entries(commits)) args.push('--commit', `${partition}:${offset}`);
+  await runTool(args, '');
+}

@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { Kafka, logLevel } from 'kafkajs';
 import { ensureKafkaJars, javaBinary } from '../../infra/local/kafka';
 import { tlsFiles, type TlsMaterial } from '../../infra/local/kafka-tls';
 import { CACHE_DIR } from '../../infra/local/stack';
@@ -70,4 +71,43 @@ export function setScramPassword(user: string, password: string): void {
   args.push('--alter', '--add-config', `SCRAM-SHA-512=[password=${password}]`, '--entity-type', 'users', '--entity-name', user);
   const run = spawnSync(javaBinary(), args, { encoding: 'utf8', timeout: 60_000 });
   if (run.status !== 0) throw new Error(`kafka ConfigCommand failed (exit ${run.status}): ${run.stderr || run.stdout}`);
+}
+
+/**
+ * Waits until the broker accepts `password` for `user` and, with `refused`, no longer accepts that
+ * one: a SCRAM change reaches the SASL listener asynchronously (through the controller's metadata
+ * log), so a test that rotates a password first waits for the rotation to have taken effect.
+ */
+export async function waitForScramPassword(b: SecuredBroker, user: string, password: string, refused?: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const accepted = await scramLogin(b, user, password);
+    const oldRefused = refused === undefined || !(await scramLogin(b, user, refused));
+    if (accepted && oldRefused) return;
+    if (Date.now() > deadline) {
+      throw new Error(`the broker did not ${accepted ? 'refuse the old' : 'accept the new'} SCRAM password of ${user} within 30 s`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Whether a SCRAM-SHA-512 login as `user` with `password` succeeds on the SASL_SSL listener. */
+async function scramLogin(b: SecuredBroker, user: string, password: string): Promise<boolean> {
+  const kafka = new Kafka({
+    clientId: 'scram-probe',
+    brokers: [b.saslSsl],
+    ssl: { ca: [pem(b.tls.caCert)] },
+    sasl: { mechanism: 'scram-sha-512', username: user, password },
+    retry: { retries: 0 },
+    logLevel: logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
 }

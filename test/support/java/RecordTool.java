@@ -19,6 +19,11 @@
  *     reads [FROM, UNTIL) of each partition with KafkaConsumer (assign + seek, no group) and prints one line per record:
  *     {"topic", "partition", "offset", "timestampMs", "timestampType", "keyBase64", "valueBase64",
  *      "headers": [{"key", "valueBase64"}]}   (null stays null)
+ *
+ *   group-commit --bootstrap HOST:PORT --group G --topic T --commit PARTITION:OFFSET... [--timeout-ms MS]
+ *     joins consumer group G (subscribe to T, auto.offset.reset=earliest, no auto commit), consumes each listed
+ *     partition until its position reaches OFFSET, pauses the partitions not listed, then commits exactly the listed
+ *     offsets with commitSync as a member of the group, and prints {"committed": n}.
  */
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -32,12 +37,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.Future;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -60,7 +68,8 @@ public final class RecordTool {
       case "produce" -> produce(opts, bootstrap, out);
       case "produce-accounts" -> produceAccounts(opts, bootstrap, out);
       case "consume" -> consume(opts, bootstrap, out);
-      default -> throw new IllegalArgumentException("unknown command " + args[0] + ": produce or consume");
+      case "group-commit" -> groupCommit(opts, bootstrap, out);
+      default -> throw new IllegalArgumentException("unknown command " + args[0] + ": produce, consume or group-commit");
     }
     out.flush();
   }
@@ -225,6 +234,45 @@ public final class RecordTool {
         ranges.entrySet().removeIf(e -> consumer.position(e.getKey()) >= e.getValue()[1]);
       }
     }
+  }
+
+  private static void groupCommit(Map<String, List<String>> opts, String bootstrap, PrintStream out) throws Exception {
+    String group = one(opts, "group", null);
+    String topic = one(opts, "topic", null);
+    if (group == null || topic == null) throw new IllegalArgumentException("--group and --topic are required");
+    Map<TopicPartition, OffsetAndMetadata> targets = new HashMap<>();
+    for (String spec : opts.getOrDefault("commit", List.of())) {
+      String[] parts = spec.split(":");
+      if (parts.length != 2) throw new IllegalArgumentException("--commit expects PARTITION:OFFSET, not " + spec);
+      targets.put(new TopicPartition(topic, Integer.parseInt(parts[0])), new OffsetAndMetadata(Long.parseLong(parts[1])));
+    }
+    if (targets.isEmpty()) throw new IllegalArgumentException("--commit is required");
+    Properties p = new Properties();
+    p.put("bootstrap.servers", bootstrap);
+    p.put("group.id", group);
+    p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+    p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+    p.put("enable.auto.commit", "false");
+    p.put("auto.offset.reset", "earliest");
+    long deadline = System.currentTimeMillis() + Long.parseLong(one(opts, "timeout-ms", "60000"));
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+      consumer.subscribe(List.of(topic));
+      Set<TopicPartition> reached = new HashSet<>();
+      while (reached.size() < targets.size()) {
+        if (System.currentTimeMillis() > deadline) throw new IllegalStateException("timed out; reached only " + reached);
+        consumer.poll(Duration.ofMillis(200));
+        for (TopicPartition tp : consumer.assignment()) {
+          OffsetAndMetadata target = targets.get(tp);
+          if (target == null || consumer.position(tp) >= target.offset()) {
+            consumer.pause(Set.of(tp));
+            if (target != null) reached.add(tp);
+          }
+        }
+      }
+      // A poll hands over whole batches, so positions may be past the targets: commit exactly the targets.
+      consumer.commitSync(targets);
+    }
+    out.println("{\"committed\":" + targets.size() + "}");
   }
 
   private static ObjectNode toJson(ConsumerRecord<byte[], byte[]> r) {

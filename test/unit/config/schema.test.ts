@@ -37,6 +37,7 @@ describe('parseDeploymentConfig', () => {
           kafka: { brokers: ['localhost:9092'], clientId: 'kafka-lambda-direct', connectionTimeoutMs: 3000, requestTimeoutMs: 30000 },
           topics: ['orders'],
           startingOffsets: 'earliest',
+          newTopics: 'earliest',
           isolationLevel: 'read_committed',
           triggerIntervalMs: 60000,
           minRatePerPartition: 1,
@@ -136,6 +137,31 @@ describe('parseDeploymentConfig', () => {
     expect(config.streams[0]?.maxConcurrency).toBe(8);
     expect(config.streams[1]?.maxConcurrency).toBeUndefined();
     expect(config.streams[0]?.kafka.sasl).toEqual(full.streams[0]?.kafka.sasl);
+  });
+
+  it('accepts fromGroup with its fallback, the same group as consumerGroup, and every newTopics form', () => {
+    const migrating = parseStreamConfig(
+      {
+        ...minimalStream,
+        topics: undefined,
+        topicPattern: 'orders-.*',
+        startingOffsets: { fromGroup: 'orders-app', fallback: 'latest' },
+        consumerGroup: 'orders-app',
+        newTopics: { timestampMs: 1700000000000 },
+      },
+      'test',
+    );
+    expect(migrating).toMatchObject({
+      startingOffsets: { fromGroup: 'orders-app', fallback: 'latest' },
+      consumerGroup: 'orders-app',
+      newTopics: { timestampMs: 1700000000000 },
+    });
+    for (const newTopics of ['earliest', 'latest'] as const) {
+      expect(parseStreamConfig({ ...minimalStream, newTopics }, 'test').newTopics).toBe(newTopics);
+    }
+    expect(
+      parseStreamConfig({ ...minimalStream, startingOffsets: { fromGroup: 'g'.repeat(255), fallback: 'earliest' } }, 'test'),
+    ).toBeDefined();
   });
 
   it('names the source and every offending path in one message', () => {
@@ -286,6 +312,40 @@ describe('parseDeploymentConfig', () => {
     ['dead letters kept zero days', { deadLetters: { retentionDays: 0 } }, 'deadLetters.retentionDays: must be >= 1'],
     ['dead letters keeping something else', { deadLetters: { keep: 'value' } }, 'deadLetters.keep: must be one of "record", "coordinates"'],
     ['empty consumer group', { consumerGroup: '' }, 'consumerGroup: must not be empty'],
+    ['consumer group over 255 characters', { consumerGroup: 'g'.repeat(256) }, 'consumerGroup: must be at most 255 characters long'],
+    [
+      'fromGroup without fallback',
+      { startingOffsets: { fromGroup: 'orders-app' } },
+      'startingOffsets.fallback: is required with fromGroup: "earliest" or "latest", where a partition the group has no committed offset for starts',
+    ],
+    [
+      'fromGroup with an unknown fallback',
+      { startingOffsets: { fromGroup: 'orders-app', fallback: 'none' } },
+      'startingOffsets.fallback: must be one of "earliest", "latest"',
+    ],
+    ['fromGroup empty', { startingOffsets: { fromGroup: '', fallback: 'earliest' } }, 'startingOffsets.fromGroup: must not be empty'],
+    [
+      'fromGroup over 255 characters',
+      { startingOffsets: { fromGroup: 'g'.repeat(256), fallback: 'latest' } },
+      'startingOffsets.fromGroup: must be at most 255 characters long',
+    ],
+    [
+      'fromGroup not a string',
+      { startingOffsets: { fromGroup: 42, fallback: 'latest' } },
+      'startingOffsets.fromGroup: expected a string, got a number',
+    ],
+    [
+      'fromGroup with an extra key',
+      { startingOffsets: { fromGroup: 'g', fallback: 'latest', resetStrategy: 'earliest' } },
+      'startingOffsets.resetStrategy: unknown key',
+    ],
+    ['bad newTopics keyword', { newTopics: 'oldest' }, 'newTopics: must be "earliest", "latest" or { "timestampMs": ... }'],
+    [
+      'newTopics with explicit offsets',
+      { newTopics: { offsets: {} } },
+      'newTopics: must be "earliest", "latest" or { "timestampMs": ... }',
+    ],
+    ['negative newTopics timestamp', { newTopics: { timestampMs: -1 } }, 'newTopics.timestampMs: must be >= 0'],
     ['wrong type', { failOnDataLoss: 'yes' }, 'failOnDataLoss: expected a boolean, got a string'],
     ['misspelt key', { maxRatePerPartion: 100 }, 'maxRatePerPartion: unknown key (did you mean "maxRatePerPartition"?)'],
     ['unknown nested key', { backpressure: { enabled: true, kp: 1 } }, 'backpressure.kp: unknown key'],
