@@ -10,7 +10,7 @@ import type { DeploymentConfig } from '../config/schema';
 import { AppError, PreconditionError, ValidationError } from '../errors';
 import { kafkaLogLines, quietKafkaLog } from '../kafka/client';
 import { createOpsContext, type OpsContext, type OpsContextOptions } from '../ops/context';
-import { parseDeadLetterId, redriveDeadLetters, renderDeadLetters, renderRedrive } from '../ops/dead-letters';
+import { parseDeadLetterId, redriveDeadLetters, renderDeadLetters, renderRedrive, undeliveredById } from '../ops/dead-letters';
 import { operatorName } from '../ops/lease';
 import { peekJsonLines, peekRecords, renderPeek } from '../ops/peek';
 import { dryRunPlan, nothingRead, renderPlan, unavailableLine } from '../ops/plan';
@@ -235,9 +235,13 @@ const COMMANDS: Record<string, CommandDef<never>> = {
       await inv.withContext(cmd, async (ctx) => {
         const stream = resolveStream(ctx.config, id);
         if (!opts.redrive && !opts.redriveAll) {
-          const letters = await ctx.ledger.listDeadLetters(stream.id);
-          if (opts.json) inv.json(letters);
-          else inv.io.out(`${renderDeadLetters(stream.id, letters)}\n`);
+          const [letters, undelivered] = await Promise.all([
+            ctx.ledger.listDeadLetters(stream.id),
+            ctx.ledger.readPendingDeliveries({ stream: stream.id }),
+          ]);
+          const owed = undeliveredById(undelivered);
+          if (opts.json) inv.json(letters.map((d) => ({ ...d, undelivered: owed.get(`${d.topic}/${d.partition}/${d.offset}`) ?? [] })));
+          else inv.io.out(`${renderDeadLetters(stream.id, letters, undelivered)}\n`);
           return;
         }
         const results = await redriveDeadLetters(ctx, stream, { ids: opts.redrive, all: opts.redriveAll, nowMs: inv.now });

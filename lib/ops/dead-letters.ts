@@ -13,7 +13,7 @@ import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import { resolveSecret } from '../kafka/secrets';
-import type { DeadLetter } from '../ports/ledger-state';
+import type { DeadLetter, PendingDelivery } from '../ports/ledger-state';
 import type { SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
 import { idempotencyKeyOf, type HandlerRecord } from '../processor/handler-api';
@@ -153,16 +153,30 @@ function withTable(w: SinkWrite, table: string | undefined): SinkWrite {
   return { update: { ...w.update, table: w.update.table ?? table } };
 }
 
-/** The dead letters as a table, pending first. */
-export function renderDeadLetters(stream: string, letters: DeadLetter[]): string {
+/** Deliveries to failure destinations still owed, per dead letter id (`topic/partition/offset`). */
+export function undeliveredById(deliveries: readonly PendingDelivery[]): Map<string, PendingDelivery[]> {
+  const out = new Map<string, PendingDelivery[]>();
+  for (const p of deliveries) {
+    const id = deadLetterId(p);
+    out.set(id, [...(out.get(id) ?? []), p]);
+  }
+  return out;
+}
+
+/** The dead letters as a table, pending first, with the failure destinations each still waits for. */
+export function renderDeadLetters(stream: string, letters: DeadLetter[], undelivered: readonly PendingDelivery[] = []): string {
   if (!letters.length) return `stream ${stream}: no dead letters`;
   const pending = letters.filter((d) => d.redrivenAtMs === undefined).length;
   const rows = [...letters].sort((a, b) => Number(a.redrivenAtMs !== undefined) - Number(b.redrivenAtMs !== undefined));
+  const owed = undeliveredById(undelivered);
+  const failing = undelivered.filter((p) => p.lastError !== undefined);
   return [
-    `stream ${stream}: ${letters.length} dead letter(s), ${pending} pending`,
+    `stream ${stream}: ${letters.length} dead letter(s), ${pending} pending` +
+      (undelivered.length ? `; ${undelivered.length} delivery(ies) to failure destinations pending` : ''),
+    ...(failing.length ? [`last delivery error: ${failing[failing.length - 1]?.lastError}`] : []),
     '',
     table(
-      ['id', 'created', 'expires', 'kept', 'attempts', 'bytes', 'redriven', 'error'],
+      ['id', 'created', 'expires', 'kept', 'attempts', 'bytes', 'redriven', 'undelivered', 'error'],
       rows.map((d) => [
         deadLetterId(d),
         isoTime(d.createdAtMs),
@@ -172,6 +186,8 @@ export function renderDeadLetters(stream: string, letters: DeadLetter[]): string
         d.attempts,
         d.valueBytes,
         isoTime(d.redrivenAtMs),
+        // Destinations still owed it, with their failed attempts: `sqs(2)`.
+        (owed.get(deadLetterId(d)) ?? []).map((p) => `${p.destination}(${p.attempts})`).join(' '),
         d.error.length > 100 ? `${d.error.slice(0, 97)}...` : d.error,
       ]),
     ),

@@ -212,10 +212,7 @@ export async function planStream(
     await record(run, decision, { planned, marks, openRanges });
     confirmed = true;
     await retryDeliveries(deps, stream, nowMs, rep);
-    if (decision.finished) {
-      const marked = await deps.ledger.markStreamFinished({ ...run.ctx, nowMs });
-      if (marked === 'fenced') throw new FencedOutError(stream.id, fenced.epoch);
-    }
+    if (decision.finished) await markFinished(run);
     await run.step('recorded');
   } catch (err) {
     if (err instanceof FencedOutError) {
@@ -227,6 +224,12 @@ export async function planStream(
   }
   rep.durationMs = Date.now() - t0;
   return rep;
+}
+
+/** A bounded stream with nothing left: marks it finished (once), fenced like the run's writes. */
+async function markFinished(run: Run): Promise<void> {
+  const marked = await run.deps.ledger.markStreamFinished({ ...run.ctx, nowMs: run.nowMs });
+  if (marked === 'fenced') throw new FencedOutError(run.stream.id, run.ctx.epoch);
 }
 
 /** Retries the stream's due deliveries to its failure destinations (never fails the run: a failure is counted). */

@@ -99,4 +99,18 @@ describe('dead letters that keep only coordinates', () => {
     const text = renderDeadLetters('s1', t.ledger.store('s1').deadLetters);
     expect(text).toMatch(/orders\/0\/3 +2026-05-01T12:00:00.000Z +2026-05-15T12:00:00.000Z +coordinates only/);
   });
+
+  it('are listed with the failure destinations still owed them and the last delivery error', () => {
+    const t = fakes();
+    const letters = t.ledger.store('s1').deadLetters;
+    const owed = { stream: 's1', topic: 'orders', partition: 0, offset: 3, nextAttemptAtMs: 1, createdAtMs: 0 };
+    const text = renderDeadLetters('s1', letters, [
+      { ...owed, destination: 's3', attempts: 0 },
+      { ...owed, destination: 'sqs', attempts: 2, lastError: 'SQS queue arn:aws:sqs:us-east-1:123456789012:q: cannot reach it' },
+    ]);
+    expect(text).toContain('2 delivery(ies) to failure destinations pending');
+    expect(text).toContain('last delivery error: SQS queue arn:aws:sqs:us-east-1:123456789012:q: cannot reach it');
+    expect(text).toMatch(/orders\/0\/3 .* s3\(0\) sqs\(2\) /);
+    expect(renderDeadLetters('s1', letters)).not.toContain('delivery');
+  });
 });
