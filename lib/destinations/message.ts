@@ -38,7 +38,8 @@ const CONDITIONS: Record<DeadLetterCause, string> = {
   expired: 'MaximumRecordAgeExceeded',
 };
 
-type PayloadRecord = {
+/** One record of a failure record's payload (Lambda's event record, headers as a list). */
+export type PayloadRecord = {
   topic: string;
   partition: number;
   offset: number;
@@ -49,13 +50,16 @@ type PayloadRecord = {
   headers: Array<{ key: string; value: string | null }>;
 };
 /** Lambda's event shape: records by `<topic>-<partition>`; `truncated` when built from a ledger copy that was cut. */
-type Payload = { records: Record<string, PayloadRecord[]>; truncated?: true };
+export type Payload = { records: Record<string, PayloadRecord[]>; truncated?: true };
 
 /** Where the record is when the message does not hold it: the S3 object (if configured), the ledger's dead letter, Kafka. */
-type PayloadRef = {
+export type PayloadRef = {
   s3?: { bucket: string; key: string };
   deadLetter: { stream: string; topic: string; partition: number; offset: number; incarnation?: number };
 };
+
+/** The JSON document a destination receives (docs/configuration.md, "Failure destinations"). */
+export type FailureRecord = ReturnType<typeof failureEnvelope> & { payload?: Payload; payloadRef?: PayloadRef };
 
 /** The S3 object key of a dead letter: `<prefix><stream>/<topic>[~<incarnation>]/<partition:6>/<offset:20>.json`. */
 export function failureObjectKey(prefix: string, d: Pick<DeadLetter, 'stream' | 'topic' | 'partition' | 'offset' | 'incarnation'>): string {

@@ -65,8 +65,7 @@ export const codec = {
     const d = { ...(strip(item) as DeadLetter), ...deadLetterRetention(item) };
     return Array.isArray(d.headers) ? d : { ...d, headers: legacyHeaders(d.headers) };
   },
-  deliveryItem: (p: PendingDelivery): Item =>
-    compact({ ...keys.delivery(p.stream, p), type: 'delivery', ...p, ...ttlOf(p.expiresAtMs) }),
+  deliveryItem: (p: PendingDelivery): Item => compact({ ...keys.delivery(p.stream, p), type: 'delivery', ...p, ...ttlOf(p.expiresAtMs) }),
   deliveryFromItem: (item: Item): PendingDelivery => ({ ...(strip(item) as PendingDelivery), ...expiryOf(item) }),
   closedItem: (c: ClosedIncarnation): Item => compact({ ...keys.closed(c.stream, c), type: 'closed-incarnation', ...c }),
   closedFromItem: (item: Item): ClosedIncarnation => strip(item) as ClosedIncarnation,

@@ -6,7 +6,7 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseDeploymentConfig, type DeploymentConfig } from '../../lib/config/schema';
+import { parseDeploymentConfig, type DeploymentConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { iamRoles, parseSettings, type RawSettings, type Statement } from '../../infra/cfn/builders';
 import { cfnLint, ROOT, slsPackage, type Packaged } from './package';
 
@@ -42,7 +42,7 @@ const DESTINATION_STATEMENTS: Statement[] = [
 ];
 const DESTINATION_SIDS = new Set(DESTINATION_STATEMENTS.map((st) => st.Sid));
 
-const raw = () => JSON.parse(readFileSync(join(ROOT, FIXTURE), 'utf8')) as { streams: Array<Record<string, any>> };
+const raw = () => JSON.parse(readFileSync(join(ROOT, FIXTURE), 'utf8')) as { streams: StreamConfigInput[] };
 const config = (streams = raw().streams): DeploymentConfig => parseDeploymentConfig({ ledgerTable: 'svc-test-ledger', streams }, 'test');
 const settings = (over: RawSettings = {}) =>
   parseSettings({
@@ -72,10 +72,8 @@ describe('the builders', () => {
 
   it('grant no Kafka write where the broker or an assumed role decides it', () => {
     const streams = raw().streams;
-    streams[0]!.kafka = {
-      ...streams[0]!.kafka,
-      sasl: { ...streams[0]!.kafka.sasl, roleArn: 'arn:aws:iam::210987654321:role/kafka-writer' },
-    };
+    const roleArn = 'arn:aws:iam::210987654321:role/kafka-writer';
+    streams[0]!.kafka = { ...streams[0]!.kafka, sasl: { mechanism: 'aws-msk-iam', region: 'eu-west-1', roleArn } };
     const viaRole = statementsOf(iamRoles(settings(), config(streams)).Resources.ProcessorRole);
     expect(viaRole.map((st) => st.Sid)).not.toContain('MskDeadLetterTopics');
     streams[0]!.kafka = { brokers: ['kafka-1.example.com:9093'], ssl: true };

@@ -11,6 +11,7 @@ import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client
 import { CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createKafkajsDestination, IDEMPOTENCY_KEY_HEADER } from '../../lib/destinations/destination.kafkajs';
+import type { FailureRecord } from '../../lib/destinations/message';
 import { createS3Destination } from '../../lib/destinations/destination.s3';
 import { createSnsDestination } from '../../lib/destinations/destination.sns';
 import { createSqsDestination, queueUrlOf } from '../../lib/destinations/destination.sqs';
@@ -80,7 +81,7 @@ async function newQueue(): Promise<{ arn: string; url: string }> {
 }
 
 /** Every message now in the queue (short polls until one comes back empty), deleted as read. */
-async function drain(url: string): Promise<Array<{ body: Record<string, any>; attributes: Record<string, string | undefined> }>> {
+async function drain(url: string): Promise<Array<{ body: FailureRecord; attributes: Record<string, string | undefined> }>> {
   const out = [];
   for (;;) {
     const res = await sqs.send(
@@ -89,7 +90,7 @@ async function drain(url: string): Promise<Array<{ body: Record<string, any>; at
     if (!res.Messages?.length) return out;
     for (const m of res.Messages) {
       const attributes = Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue]));
-      out.push({ body: JSON.parse(m.Body!) as Record<string, any>, attributes });
+      out.push({ body: JSON.parse(m.Body!) as FailureRecord, attributes });
       await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
     }
   }
@@ -242,7 +243,7 @@ describe('failure destinations on the local stack', () => {
     const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: listed.Contents![0]!.Key! }));
     expect(object.ContentType).toBe('application/json');
     expect(object.Metadata).toEqual({ 'idempotency-key': keys[0], stream: t.id });
-    const stored = JSON.parse(await object.Body!.transformToString()) as Record<string, any>;
+    const stored = JSON.parse(await object.Body!.transformToString()) as FailureRecord;
     expect(stored).toEqual(first);
 
     // Kafka: the dead record's key, the failure record as value, the idempotency key as a header.

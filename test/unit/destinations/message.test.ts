@@ -1,5 +1,5 @@
 /** The failure record a destination receives: Lambda's sections, the payload when it fits, a reference when not, never a payload when only coordinates are kept. */
-import { buildDelivery, failureObjectKey } from '../../../lib/destinations/message';
+import { buildDelivery, failureObjectKey, type FailureRecord } from '../../../lib/destinations/message';
 import type { DeadLetter } from '../../../lib/ports/ledger-state';
 
 const letter = (over: Partial<DeadLetter> = {}): DeadLetter => ({
@@ -31,7 +31,7 @@ const input = (over: Partial<DeadLetter> = {}, record?: Parameters<typeof buildD
   record,
   bootstrapServers: ['b-1:9092', 'b-2:9092'],
 });
-const parse = (body: string) => JSON.parse(body) as Record<string, any>;
+const parse = (body: string) => JSON.parse(body) as FailureRecord;
 
 describe('failure record', () => {
   it("carries Lambda's sections, the dead letter and the record in Lambda's event shape", () => {
@@ -108,13 +108,13 @@ describe('failure record', () => {
     const record = { key: Buffer.from('k'), value, headers: [{ key: 'x', value: null }] };
     const cut = { truncated: true, valueBase64: value.subarray(0, 200 * 1024).toString('base64'), valueBytes: value.length };
     const s3 = parse(buildDelivery(input(cut, record), { kind: 's3' }).body);
-    const [one] = s3.payload.records['payments-3'];
-    expect(Buffer.from(one.value, 'base64').equals(value)).toBe(true);
-    expect(s3.payload.truncated).toBeUndefined();
+    const [one] = s3.payload!.records['payments-3']!;
+    expect(Buffer.from(one!.value!, 'base64').equals(value)).toBe(true);
+    expect(s3.payload!.truncated).toBeUndefined();
     // A retry works from the ledger's copy: it says the copy was cut.
     const retried = parse(buildDelivery(input(cut), { kind: 's3' }).body);
-    expect(retried.payload.truncated).toBe(true);
-    expect(Buffer.from(retried.payload.records['payments-3'][0].value, 'base64')).toHaveLength(200 * 1024);
+    expect(retried.payload!.truncated).toBe(true);
+    expect(Buffer.from(retried.payload!.records['payments-3']![0]!.value!, 'base64')).toHaveLength(200 * 1024);
   });
 
   it('replaces a payload over the destination limit by a reference: the S3 object when configured, else the dead letter', () => {
