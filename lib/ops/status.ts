@@ -68,6 +68,8 @@ export type StreamStatus = {
     failures: number;
     parked: number;
     deadLetters: number;
+    /** Streams with `onFailure`: deliveries of dead letters to failure destinations not made yet. */
+    undelivered?: number;
     dataLossRecords: number;
   };
   /** Progress inside the ranges in flight (the committed offset moves only when a whole range is done). */
@@ -99,13 +101,14 @@ function renderClosed(c: ClosedIncarnation): string {
 /** Reads the stream's ledger state and Kafka's offsets; changes nothing. */
 export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs: number): Promise<StreamStatus> {
   const { ledger } = ctx;
-  const [meta, parts, open, losses, dead, recreated] = await Promise.all([
+  const [meta, parts, open, losses, dead, recreated, undelivered] = await Promise.all([
     ledger.readMeta(stream.id),
     ledger.readPartitions(stream.id),
     ledger.readOpenRanges(stream.id),
     ledger.readDataLoss(stream.id),
     ledger.listDeadLetters(stream.id),
     ledger.readClosedIncarnations(stream.id),
+    stream.onFailure ? ledger.readPendingDeliveries({ stream: stream.id }) : undefined,
   ]);
   const kafka = await kafkaOffsets(ctx, stream);
   const bounded = parts.some((p) => p.stopOffset !== undefined);
@@ -140,6 +143,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
       failures: sum((r) => r.failures),
       parked: sum((r) => r.parked),
       deadLetters: sum((r) => r.deadLetters),
+      ...(undelivered ? { undelivered: undelivered.length } : {}),
       dataLossRecords: sum((r) => r.dataLossRecords),
     },
     inFlightProgress: inFlightProgress(current),
@@ -358,7 +362,9 @@ export function renderStatus(s: StreamStatus): string {
   const partial = t.lagUnknownPartitions ? ` (partial: lag of ${partitionCount(t.lagUnknownPartitions)} unknown)` : '';
   lines.push(
     `total lag ${s.kafkaError ? 'unknown (Kafka unavailable)' : `${t.lag}${partial}`}, ranges in flight ${t.inFlight}, ` +
-      `failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}, data loss ${t.dataLossRecords} records`,
+      `failures ${t.failures} (parked ${t.parked}), dead letters ${t.deadLetters}` +
+      (t.undelivered !== undefined ? ` (deliveries to failure destinations pending ${t.undelivered})` : '') +
+      `, data loss ${t.dataLossRecords} records`,
   );
   lines.push(renderInFlight(s.inFlightProgress));
   const writing = s.inFlightProgress.writing;
