@@ -154,6 +154,7 @@ describe('bad stream configs', () => {
     'handler',
     'poisonPolicy',
     'consumerGroup',
+    'onFailure',
     'bogus',
   ];
   it('any value refuses with a ValidationError', () => {
@@ -182,6 +183,25 @@ describe('bad stream configs', () => {
         },
       ),
       { numRuns: 1000 },
+    );
+  });
+
+  it('failure destinations with one field replaced by junk parse or refuse with a ValidationError', () => {
+    const valid = {
+      sqs: 'arn:aws:sqs:us-east-1:123456789012:q',
+      sns: 'arn:aws:sns:us-east-1:123456789012:t',
+      s3: { bucket: 'dead-letters', prefix: 'dl/' },
+      kafka: { topic: 'dlt', maxMessageBytes: 100_000 },
+    };
+    fc.assert(
+      fc.property(fc.constantFrom('sqs', 'sns', 's3', 'kafka', 'bucket', 'prefix', 'topic', 'maxMessageBytes'), nasty, (field, junk) => {
+        const onFailure: Record<string, unknown> = { ...valid };
+        if (field === 'bucket' || field === 'prefix') onFailure.s3 = { ...valid.s3, [field]: junk };
+        else if (field === 'topic' || field === 'maxMessageBytes') onFailure.kafka = { ...valid.kafka, [field]: junk };
+        else onFailure[field] = junk;
+        return onlyValidationErrors(() => parseStreamConfig({ ...VALID_STREAM, onFailure }, 'fuzz'));
+      }),
+      { numRuns: 300 },
     );
   });
 
