@@ -8,7 +8,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseDeploymentConfig, type DeploymentConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { iamRoles, parseSettings, type RawSettings, type Statement } from '../../infra/cfn/builders';
-import { cfnLint, ROOT, slsPackage, type Packaged } from './package';
+import { cfnLint, checkov, ROOT, slsPackage, type Packaged } from './package';
 
 const FIXTURE = 'test/deploy/fixtures/streams.failure-destinations.json';
 const MSK_CLUSTER = 'arn:aws:kafka:eu-west-1:123456789012:cluster/ci/abcd1234-ab12-cd34-ef56-abcdef123456-2';
@@ -116,5 +116,10 @@ describe('sls package', () => {
   it('is a template cfn-lint finds no error or warning in', () => {
     const { status, output } = cfnLint(packaged.templatePath, 'eu-west-1');
     if (status !== 0) throw new Error(`cfn-lint exited ${status}:\n${output}`);
+  }, 300_000);
+
+  it('is a template the security scan fails no check of', () => {
+    const report = checkov(packaged.templatePath);
+    expect(report.failed.map((f) => `${f.checkId} ${f.resource}`)).toEqual([]);
   }, 300_000);
 });
