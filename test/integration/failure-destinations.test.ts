@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, DeleteMessageCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { runCli } from '../../lib/cli/program';
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createKafkajsDestination, IDEMPOTENCY_KEY_HEADER } from '../../lib/destinations/destination.kafkajs';
 import type { FailureRecord } from '../../lib/destinations/message';
@@ -112,6 +113,18 @@ async function readTopic(topic: string) {
   for await (const chunk of reader.read({ topic, partition: 0, from: 0, until: Number(p!.high), isolationLevel: 'read_uncommitted' }))
     out.push(...chunk.records);
   return out;
+}
+
+/** The operations CLI, in-process, over a config of `stream` alone on this test's ledger. */
+async function cli(stream: StreamConfig, argv: string[]): Promise<{ code: number; out: string }> {
+  const out: string[] = [];
+  const config = { ledgerTable, streams: [stream] };
+  const code = await runCli(
+    argv,
+    { out: (t) => out.push(t), err: (t) => out.push(t) },
+    { env: process.env, loadConfig: () => ({ config, env: process.env }) },
+  );
+  return { code, out: out.join('') };
 }
 
 /** A port on which nothing listens (found free, then closed again). */
@@ -273,12 +286,19 @@ describe('failure destinations on the local stack', () => {
     ]);
     expect((await ledger.readPartitions(t.id))[0]).toMatchObject({ committed: 2 });
     expect(await drain(queue.url)).toEqual([]);
+    // The CLI shows what is owed: the destination with its failed attempt, and the last error.
+    const listed = await cli(t.stream, ['dead-letters', t.id]);
+    expect(listed.out).toContain('1 delivery(ies) to failure destinations pending');
+    expect(listed.out).toMatch(new RegExp(`${t.topic}/0/0 .* sqs\\(1\\) `));
+    expect(listed.out).toMatch(/last delivery error: SQS queue .*ECONNREFUSED/);
+    expect(JSON.parse((await cli(t.stream, ['status', t.id, '--json'])).out).totals).toMatchObject({ deadLetters: 1, undelivered: 1 });
 
     const later = await t.retry({ sqs: sqsDestination(queue.arn) });
     expect(later.deliveries).toMatchObject({ delivered: 1, failed: 0 });
     expect(await t.pending()).toEqual([]);
     const got = await receive(queue.url, 1);
     expect(got.map((m) => m.attributes['idempotency-key'])).toEqual([`${t.topic}/0/0`]);
+    expect(JSON.parse((await cli(t.stream, ['status', t.id, '--json'])).out).totals).toMatchObject({ deadLetters: 1, undelivered: 0 });
     // Nothing left to retry: the next run delivers nothing again.
     expect((await t.retry({ sqs: sqsDestination(queue.arn) })).deliveries).toMatchObject({ delivered: 0, failed: 0 });
     expect(await drain(queue.url)).toEqual([]);
