@@ -3,7 +3,8 @@
  * delivered to SQS, SNS (read through a subscribed queue), S3 (the emulator serves all three) and a
  * Kafka topic on the broker; a destination that is down or a topic that does not exist leaves the
  * delivery pending in the ledger while the range completes, and a later planner run delivers it; a
- * redelivery overwrites its S3 object. SQS is never long-polled: the emulator serves one request at a time.
+ * redelivery overwrites its S3 object; a record over SQS's limit is sent as a reference to its S3
+ * object, and a stream keeping only coordinates puts no record anywhere. SQS is never long-polled: the emulator serves one request at a time.
  */
 import { createServer } from 'node:net';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -56,11 +57,11 @@ afterAll(async () => {
   for (const c of [ddb, sqs, sns, s3]) c.destroy();
 });
 
-/** Rejects every record whose value is "poison" (at least once: nothing else to do). */
+/** Rejects every record whose value starts with "poison" (at least once: nothing else to do). */
 const picky: RecordsHandler = {
   mode: 'at-least-once',
   handle: async (records) => {
-    for (const r of records) if (r.value?.toString() === 'poison') throw new Error(`poison at offset ${r.offset}`);
+    for (const r of records) if (r.value?.toString().startsWith('poison')) throw new Error(`poison at offset ${r.offset}`);
   },
 };
 
@@ -141,7 +142,12 @@ async function closedPort(): Promise<number> {
  * `onFailure`; `run` plans it and runs each dispatched range with `destinations`, `retry` is a
  * later planner run (an hour ahead: every backoff has passed) with the destinations given then.
  */
-async function setup(onFailure: NonNullable<StreamConfigInput['onFailure']>, values: string[]) {
+function setup(onFailure: NonNullable<StreamConfigInput['onFailure']>, values: string[]) {
+  return setupWith(onFailure, values, {});
+}
+
+/** `setup` with more stream settings (`deadLetters`, ...). */
+async function setupWith(onFailure: NonNullable<StreamConfigInput['onFailure']>, values: string[], extra: Partial<StreamConfigInput>) {
   const id = uniqueName('dest');
   const topic = `${id}-in`;
   await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
@@ -154,6 +160,7 @@ async function setup(onFailure: NonNullable<StreamConfigInput['onFailure']>, val
       handler: { module: 'noop', mode: 'at-least-once' },
       maxAttempts: 2,
       onFailure,
+      ...extra,
     },
     'test',
   );
@@ -264,6 +271,44 @@ describe('failure destinations on the local stack', () => {
     expect(produced.map((r) => r.key?.toString())).toEqual(['key-1', 'key-3']);
     expect(produced.map((r) => r.headers.find((h) => h.key === IDEMPOTENCY_KEY_HEADER)?.value?.toString())).toEqual(keys);
     expect(JSON.parse(produced[0]!.value!.toString())).toEqual(first);
+  });
+
+  it('sends SQS a reference to the S3 object for a record over its limit, and no destination the record when only coordinates are kept', async () => {
+    const queue = await newQueue();
+    const bucket = uniqueName('dl-bucket');
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const destinations = (): FailureDestinations => ({
+      sqs: sqsDestination(queue.arn),
+      s3: createS3Destination(new S3Client({ ...aws(), forcePathStyle: true }), { bucket, prefix: '' }),
+    });
+    const big = `poison-${'x'.repeat(300 * 1024)}`;
+    const t = await setup({ sqs: queue.arn, s3: { bucket } }, [big]);
+    expect((await t.run(destinations()))[0]).toMatchObject({ deadLetters: 1, deliveries: { delivered: 2, failed: 0 } });
+    const [message] = await receive(queue.url, 1);
+    const objectKey = `${t.id}/${t.topic}/000000/00000000000000000000.json`;
+    expect(message!.body.payload).toBeUndefined();
+    expect(message!.body.payloadRef).toEqual({
+      s3: { bucket, key: objectKey },
+      deadLetter: { stream: t.id, topic: t.topic, partition: 0, offset: 0 },
+    });
+    const object = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: objectKey }));
+    const whole = JSON.parse(await object.Body!.transformToString()) as FailureRecord;
+    // The ledger keeps 200 KB of the value; the object holds it whole.
+    expect(Buffer.from(whole.payload!.records[`${t.topic}-0`]![0]!.value!, 'base64').toString()).toBe(big);
+
+    const secret = 'poison-card-4111111111111111';
+    const c = await setupWith({ sqs: queue.arn, s3: { bucket, prefix: 'pii/' } }, [secret], { deadLetters: { keep: 'coordinates' } });
+    expect((await c.run(destinations()))[0]).toMatchObject({ deadLetters: 1, deliveries: { delivered: 2 } });
+    const [bare] = await receive(queue.url, 1);
+    expect(bare!.body).toMatchObject({ deadLetter: { kept: 'coordinates', offset: 0 } });
+    expect(bare!.body.payload).toBeUndefined();
+    expect(bare!.body.payloadRef).toBeUndefined();
+    const stored = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `pii/${c.id}/${c.topic}/000000/00000000000000000000.json` }));
+    const text = await stored.Body!.transformToString();
+    for (const leaked of [secret, 'key-0', Buffer.from(secret).toString('base64'), Buffer.from('key-0').toString('base64')]) {
+      expect(text).not.toContain(leaked);
+      expect(JSON.stringify(bare!.body)).not.toContain(leaked);
+    }
   });
 
   it('keeps a delivery to an unreachable SQS endpoint pending; the range completes and a later planner run delivers it once', async () => {
