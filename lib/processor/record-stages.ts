@@ -1,5 +1,7 @@
 /** The stages a stream's records pass before its handler, built from its config (see record-gate.ts for the contract). */
 import type { StreamConfig } from '../config/schema';
+import { processSchemaRegistries, type SchemaRegistries } from '../schemas/registries';
+import { createDecodeStage } from './decode-stage';
 import { createExpiryStage } from './expiry-stage';
 import type { RecordStage } from './record-gate';
 
@@ -7,6 +9,8 @@ import type { RecordStage } from './record-gate';
 export type StageContext = {
   /** When the range was first leased (store clock): the reference for record age. */
   firstLeasedAtMs: number;
+  /** Where `value` / `key` schemas are fetched (default: the process's registries, kept for its life). */
+  registries?: SchemaRegistries;
 };
 
 /** The stream's stages in order: record age, then decoding, then filters (filters see decoded values). */
@@ -15,5 +19,7 @@ export async function recordStagesFor(stream: StreamConfig, at: StageContext): P
   if (stream.maxRecordAgeMs !== undefined) {
     stages.push(createExpiryStage({ maxRecordAgeMs: stream.maxRecordAgeMs, expiredRecords: stream.expiredRecords }, at.firstLeasedAtMs));
   }
+  const decode = createDecodeStage({ stream: stream.id, value: stream.value, key: stream.key }, at.registries ?? processSchemaRegistries());
+  if (decode) stages.push(decode);
   return stages;
 }
