@@ -5,7 +5,8 @@
  *
  * The schema's `$schema` picks the draft: 2020-12 and 2019-09 have ajv classes of their own,
  * draft-06 and draft-07 the default one; draft-04 (which ajv 8 does not implement) is checked by
- * draft-07's rules without checking the schema itself. Unknown keywords are ignored and `format` is
+ * draft-07's rules without checking the schema itself (its boolean exclusiveMinimum/Maximum are
+ * not understood). Unknown keywords are ignored and `format` is
  * not checked (as Confluent's and Glue's Java validators are commonly configured: no format plugins).
  */
 import Ajv, { type AnySchema, type Options, type ValidateFunction } from 'ajv';
@@ -53,7 +54,11 @@ function ajvFor(metaSchema: unknown): Ajv {
   const meta = typeof metaSchema === 'string' ? metaSchema : '';
   if (meta.includes('2020-12')) return new Ajv2020(AJV_OPTIONS);
   if (meta.includes('2019-09')) return new Ajv2019(AJV_OPTIONS);
-  const ajv = new Ajv(isDraft04(meta) ? { ...AJV_OPTIONS, validateSchema: false } : AJV_OPTIONS);
+  if (isDraft04(meta)) {
+    // Draft-04 names a schema by `id`, which ajv 8 refuses; without it the id is only unused.
+    return new Ajv({ ...AJV_OPTIONS, validateSchema: false }).removeKeyword('id');
+  }
+  const ajv = new Ajv(AJV_OPTIONS);
   if (meta.includes('draft-06')) ajv.addMetaSchema(draft06);
   return ajv;
 }

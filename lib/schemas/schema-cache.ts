@@ -14,7 +14,7 @@ import { compileSchema, type CompiledSchema } from './codecs';
 
 /** How long a "not found" answer stands before the registry is asked again. */
 export const DEFAULT_NOT_FOUND_TTL_MS = 30_000;
-/** Lookups in flight at once per registry: a chunk naming many unknown ids must not flood it. */
+/** Lookups one load (a chunk) has in flight at once: a chunk naming many unknown ids must not flood the registry. */
 const LOOKUP_CONCURRENCY = 4;
 /** Above this many remembered "not found" answers, expired ones are dropped (corrupt ids are unbounded). */
 const MAX_NOT_FOUND_ENTRIES = 1000;
