@@ -12,7 +12,9 @@
  *   does not list, so their names are added here to keep the positions of the others.
  *
  * Values: field names as written in the `.proto` file, 64-bit integers as decimal strings (as in
- * Protobuf's JSON mapping), enums by name, bytes as Buffers, unset fields at their defaults.
+ * Protobuf's JSON mapping), enums by name, bytes as Buffers, unset fields at their defaults, maps as
+ * objects, also where the schema spells a map out as a repeated entry message (`option map_entry =
+ * true`), as schemas a serializer derives from compiled descriptors do (Glue's does).
  */
 import * as protobuf from 'protobufjs';
 import { UndecodableError } from '../errors';
@@ -46,10 +48,11 @@ export function compileProtobuf(
   addWellKnownTypes(root, imports, new Set(references.map((r) => r.name)));
   root.resolveAll();
   const select = wire === 'confluent' ? confluentSelector(topLevel) : glueSelector(topLevel);
+  const entries = new EntryMaps(allMessages(root));
   return (payload) => {
     const { type, message } = select(payload);
     try {
-      return { value: type.toObject(type.decode(message), TO_OBJECT), message: fullName(type) };
+      return { value: entries.convert(type, type.toObject(type.decode(message), TO_OBJECT)), message: fullName(type) };
     } catch (err) {
       throw new UndecodableError(`not a Protobuf ${fullName(type)} (${err instanceof Error ? err.message : String(err)})`, { cause: err });
     }
@@ -118,6 +121,13 @@ export function mapEntryName(fieldName: string): string {
   return `${camel.charAt(0).toUpperCase()}${camel.slice(1)}Entry`;
 }
 
+/** Every message type under `namespace`, nested ones included (references' too: entry maps may live there). */
+function allMessages(namespace: protobuf.NamespaceBase): protobuf.Type[] {
+  return namespace.nestedArray.flatMap((n) =>
+    n instanceof protobuf.Type ? [n, ...allMessages(n)] : n instanceof protobuf.Namespace ? allMessages(n) : [],
+  );
+}
+
 function messagesOf(namespace: protobuf.NamespaceBase): protobuf.Type[] {
   return namespace.nestedArray.filter((n): n is protobuf.Type => n instanceof protobuf.Type);
 }
@@ -134,4 +144,44 @@ function addWellKnownTypes(root: protobuf.Root, imports: Set<string>, provided: 
     if (json?.nested === undefined) throw new Error(`imports ${JSON.stringify(name)}, which the registry gave no reference for`);
     root.addJSON(json.nested);
   }
+}
+
+/**
+ * Turns the repeated entry messages of maps spelled out as messages (`option map_entry = true`) into
+ * objects, as protobufjs does for `map<..>` fields. Schemas without such messages skip the walk.
+ */
+class EntryMaps {
+  private readonly any: boolean;
+
+  constructor(types: readonly protobuf.Type[]) {
+    this.any = types.some(isMapEntry);
+  }
+
+  convert(type: protobuf.Type, value: Record<string, unknown>): Record<string, unknown> {
+    if (!this.any) return value;
+    const out: Record<string, unknown> = { ...value };
+    for (const field of type.fieldsArray) {
+      const nested = field.resolvedType;
+      const v = out[field.name];
+      if (!(nested instanceof protobuf.Type) || v === null || v === undefined) continue;
+      const convert = (item: unknown) => this.convert(nested, item as Record<string, unknown>);
+      if (isMapEntry(nested) && field.repeated && Array.isArray(v))
+        out[field.name] = Object.fromEntries(v.map((e) => this.entry(nested, e)));
+      else if (Array.isArray(v)) out[field.name] = v.map(convert);
+      else if (field.map) out[field.name] = Object.fromEntries(Object.entries(v).map(([k, item]) => [k, convert(item)]));
+      else out[field.name] = convert(v);
+    }
+    return out;
+  }
+
+  private entry(entryType: protobuf.Type, entry: Record<string, unknown>): [string, unknown] {
+    const valueType = entryType.fields.value?.resolvedType;
+    const value =
+      valueType instanceof protobuf.Type && entry.value ? this.convert(valueType, entry.value as Record<string, unknown>) : entry.value;
+    return [String(entry.key), value];
+  }
+}
+
+function isMapEntry(type: protobuf.Type): boolean {
+  return type.options?.map_entry === true;
 }

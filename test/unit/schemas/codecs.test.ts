@@ -280,3 +280,30 @@ describe('Protobuf, Glue framing (one index into all message types by full name)
     expect(() => compiled.decode(glueMessageIndex(4))).toThrow('message index 4 names no message type of the schema (4 types)');
   });
 });
+
+describe('Protobuf maps spelled out as entry messages', () => {
+  // How a schema derived from compiled descriptors writes `map<string, Line> lines = 2` (Glue's serializer registers such text).
+  const SPELLED = `syntax = "proto3";
+package p;
+message Order {
+  string id = 1;
+  repeated LinesEntry lines = 2;
+  message LinesEntry { option map_entry = true; string key = 1; Line value = 2; }
+  message Line { string sku = 1; repeated TagsEntry tags = 2; message TagsEntry { option map_entry = true; string key = 1; int64 value = 2; } }
+}`;
+
+  it('gives them as objects, as map<..> fields are, at any depth', () => {
+    const root = protobuf.parse(
+      'syntax = "proto3"; package p; message Order { string id = 1; map<string, Line> lines = 2; message Line { string sku = 1; map<string, int64> tags = 2; } }',
+      { keepCase: true },
+    ).root;
+    const Order = root.lookupType('p.Order');
+    const bytes = Order.encode(Order.fromObject({ id: 'o', lines: { a: { sku: 'x', tags: { t: 7 } } } })).finish();
+    const compiled = compileSchema(schema({ format: 'protobuf', definition: SPELLED }), 'glue');
+    // Both spellings give the same bytes and the same value; Glue's order counts the entry messages either way.
+    expect(compiled.decode(Buffer.concat([glueMessageIndex(0), bytes])).value).toEqual({
+      id: 'o',
+      lines: { a: { sku: 'x', tags: { t: '7' } } },
+    });
+  });
+});
