@@ -25,6 +25,8 @@ export type SchemaRegistriesDeps = {
   fetch?: typeof fetch;
   /** Builds the registry instead of the adapters (tests). */
   registryFor?: (config: SchemaRegistryConfig) => SchemaRegistry;
+  /** How long a "not found" answer stands (default 30 s; tests). */
+  notFoundTtlMs?: number;
 };
 
 /** Registries made on first use and kept, keyed by their config. */
@@ -58,7 +60,7 @@ export function createSchemaRegistries(deps: SchemaRegistriesDeps = {}): SchemaR
       const key = JSON.stringify(config);
       let cache = caches.get(key);
       if (cache === undefined) {
-        cache = createSchemaCache(build(config));
+        cache = createSchemaCache(build(config), { ...(deps.notFoundTtlMs !== undefined && { notFoundTtlMs: deps.notFoundTtlMs }) });
         caches.set(key, cache);
       }
       return cache;

@@ -9,6 +9,8 @@ import fc from 'fast-check';
 import type { PayloadDecodingConfig, StreamConfigInput } from '../../../lib/config/schema';
 import { SchemaRegistryError } from '../../../lib/errors';
 import type { RegistrySchema } from '../../../lib/ports/schema-registry';
+import type { OpsContext } from '../../../lib/ops/context';
+import { redriveDeadLetters } from '../../../lib/ops/dead-letters';
 import { createDecodeStage } from '../../../lib/processor/decode-stage';
 import type { HandlerRecord, RecordsHandler } from '../../../lib/processor/handler-api';
 import { judgeChunk, type RecordStage } from '../../../lib/processor/record-gate';
@@ -199,6 +201,34 @@ describe('decoding in processRange', () => {
       cause: 'undecodable',
       error: 'UNDECODABLE: value (confluent registry (in memory)): unknown schema id 7',
     });
+  });
+
+  it('re-drives a dead letter decoded, once its schema is registered (and fails the re-drive with the reason before)', async () => {
+    const registry = createMemorySchemaRegistry('confluent', [AVRO_1]);
+    const late = order(7, { id: 'late', cents: 9 });
+    const t = await fixture([{ value: late }], registry);
+    expect(await t.run()).toMatchObject({ status: 'done', records: 0, deadLetters: 1 });
+    const ctx = {
+      ledger: t.ledger,
+      readerFor: async () => t.reader,
+      handlerFor: () => recorder,
+      registries: createSchemaRegistries({ registryFor: () => registry, notFoundTtlMs: 0 }),
+    } as unknown as OpsContext;
+    expect(await redriveDeadLetters(ctx, t.stream, { all: true, nowMs: () => 50_000 })).toEqual([
+      {
+        id: `${T}/0/0`,
+        outcome: 'failed',
+        source: 'kafka',
+        error: 'Error: UNDECODABLE: value (confluent registry (in memory)): unknown schema id 7',
+      },
+    ]);
+    registry.add({ ...AVRO_1, id: '7' });
+    expect(await redriveDeadLetters(ctx, t.stream, { all: true, nowMs: () => 50_000 })).toEqual([
+      { id: `${T}/0/0`, outcome: 'redriven', source: 'kafka' },
+    ]);
+    expect(seen.map((r) => r.decoded)).toEqual([
+      { value: { id: 'late', cents: 9 }, valueSchema: { registry: 'confluent', id: '7', format: 'avro' } },
+    ]);
   });
 
   it('fails the attempt when the registry is down: nothing is dead-lettered or handled, and the retry completes', async () => {
