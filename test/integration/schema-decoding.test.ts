@@ -10,14 +10,22 @@
  * - Undecodable records between good ones (an unknown schema version id, a corrupt payload, a
  *   payload that is not Glue-framed, JSON its schema does not validate) are dead-lettered with their
  *   reason, the range completes, and the records after them reach the handler.
+ * - `npm start -- --config` reads Glue schemas from the local stack's emulator by itself, and an
+ *   exactly-once handler file folds decoded values into its sink table.
  */
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { CreateRegistryCommand, GlueClient } from '@aws-sdk/client-glue';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
+import { runConfigFile } from '../../lib/local/run-config';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
@@ -219,6 +227,60 @@ message Refund { string order_id = 1; int64 cents = 2; Reason reason = 3; enum R
       cause: 'undecodable',
       error: expect.stringMatching(/: does not validate against its JSON Schema: value\/cents must be integer$/),
     });
+  });
+});
+
+describe('npm start -- --config with a Glue registry', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'schema-decoding-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("decodes values from the local stack's Glue emulator and hands them to the handler file, exactly once into its sink", async () => {
+    const registry = await glueRegistry();
+    const values = await glueSerialize(
+      registry,
+      [1, 2, 3, 4, 5].map((i) => ({
+        format: 'AVRO' as const,
+        schemaName: 'orders-value',
+        schema: JSON.stringify(ORDER_V1),
+        value: { id: `o-${i % 2}`, cents: i * 100 },
+      })),
+    );
+    const topic = uniqueName('dec-run');
+    await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
+    await producer.send({ topic, messages: [...values, Buffer.from('not a glue record at all')].map((value) => ({ value })) });
+    writeFileSync(
+      join(dir, 'cents.ts'),
+      `export default { mode: 'dynamodb-exactly-once', handle: (rs: Array<{ decoded: { value: { id: string; cents: number } } }>) =>
+        rs.map((r) => ({ update: { key: { id: r.decoded.value.id }, expression: 'ADD cents :c', values: { ':c': r.decoded.value.cents } } })) };\n`,
+    );
+    const sink = uniqueName('dec-cents');
+    const file = join(dir, 'streams.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ledgerTable: uniqueName('dec-run-ledger'),
+        streams: [
+          {
+            id: 'orders',
+            kafka: { brokers: ['not-used.example.com:9092'] },
+            topics: [topic],
+            triggerIntervalMs: 1000,
+            processor: { timeoutMs: 30_000 },
+            handler: { module: './cents.ts', mode: 'dynamodb-exactly-once', sinkTable: { name: sink, key: { partitionKey: 'id' } } },
+            value: { format: 'avro', registry: { glue: { registryName: registry.registryName, region: REGION } } },
+          },
+        ],
+      }),
+    );
+    const { AWS_ENDPOINT_URL_GLUE: _unset, AWS_ENDPOINT_URL: _none, ...env } = process.env;
+    const res = await runConfigFile(
+      { configFile: file, untilCaughtUp: true, json: true, progress: 'off', timeoutMs: 30_000, maxConcurrency: 4 },
+      { kafkaBrokers: process.env.KAFKA_BROKERS!, dynamodbEndpoint: endpoint, env, out: () => undefined, err: () => undefined },
+    );
+    expect(res.exitCode).toBe(0);
+    expect(res.summary).toMatchObject({ caughtUp: true, records: 5, deadLetters: 1 });
+    const items = (await ddb.send(new ScanCommand({ TableName: sink, ConsistentRead: true }))).Items ?? [];
+    expect(Object.fromEntries(items.map((i) => unmarshall(i)).map((i) => [i.id, i.cents]))).toEqual({ 'o-0': 600, 'o-1': 900 });
   });
 });
 
