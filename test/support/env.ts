@@ -15,11 +15,25 @@ export function testKafka(clientId = 'test'): Kafka {
 }
 
 export function testDynamo(): DynamoDBClient {
-  return new DynamoDBClient({
+  return new DynamoDBClient(emulatorClientConfig());
+}
+
+/**
+ * Client settings for any AWS service of the emulator (DynamoDB, Glue, SQS, SNS, S3 on the one
+ * endpoint, DYNAMODB_ENDPOINT): dummy credentials, and S3 by path (no bucket host names on loopback).
+ */
+export function emulatorClientConfig(): {
+  endpoint: string;
+  region: string;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+  forcePathStyle: boolean;
+} {
+  return {
     endpoint: required('DYNAMODB_ENDPOINT'),
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+    forcePathStyle: true,
+  };
 }
 
 /** A name no other test (or earlier run against the same services) uses. */
