@@ -152,9 +152,10 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** fetch's network failures hide the reason (ECONNREFUSED, ENOTFOUND) in `cause`. */
+/** fetch's network failures hide the reason (ECONNREFUSED, ENOTFOUND) in `cause`. Duck-typed: undici's errors may come from another realm. */
 function networkText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause = err.cause instanceof Error ? `: ${(err.cause as Error & { code?: string }).code ?? err.cause.message}` : '';
-  return `${err.name === 'TimeoutError' ? 'timed out' : err.message}${cause}`;
+  const e = err as { name?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } } | undefined;
+  if (typeof e?.message !== 'string') return String(err);
+  const cause = e.cause ? `: ${String(e.cause.code ?? e.cause.message)}` : '';
+  return `${e.name === 'TimeoutError' ? 'timed out' : e.message}${cause}`;
 }

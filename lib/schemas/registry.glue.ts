@@ -28,8 +28,8 @@ export function createGlueSchemaRegistry(client: GlueSender, settings: GlueRegis
       try {
         out = await client.send(new GetSchemaVersionCommand({ SchemaVersionId: id }));
       } catch (err) {
-        const name = err instanceof Error ? err.name : '';
-        if (NOT_FOUND_ERRORS.has(name)) return { kind: 'not-found', reason: `unknown schema version id ${id} (${awsErrorText(err)})` };
+        if (NOT_FOUND_ERRORS.has(errorName(err)))
+          return { kind: 'not-found', reason: `unknown schema version id ${id} (${awsErrorText(err)})` };
         throw glueFailure(description, id, err);
       }
       const where = schemaOfArn(out.SchemaArn);
@@ -57,7 +57,7 @@ export function createGlueSchemaRegistry(client: GlueSender, settings: GlueRegis
 
 /** A GetSchemaVersion that failed for a reason outside the record: the settings to check with it. */
 function glueFailure(description: string, id: string, err: unknown): SchemaRegistryError {
-  const name = err instanceof Error ? err.name : '';
+  const name = errorName(err);
   const denied = name === 'AccessDeniedException';
   const credentials = /UnrecognizedClient|InvalidSignature|ExpiredToken|CredentialsProvider|InvalidClientTokenId/.test(name);
   const why = denied
@@ -89,7 +89,15 @@ export function glueClientFromEnv(region: string, env: NodeJS.ProcessEnv = proce
   });
 }
 
+/** Duck-typed: an error may come from another realm (a test runner's), where `instanceof Error` fails. */
+function errorName(e: unknown): string {
+  const name = (e as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' ? name : '';
+}
+
 function awsErrorText(e: unknown): string {
-  if (!(e instanceof Error)) return String(e);
-  return e.name !== 'Error' && !e.message.startsWith(e.name) ? `${e.name}: ${e.message}` : e.message;
+  const message = (e as { message?: unknown } | undefined)?.message;
+  if (typeof message !== 'string') return String(e);
+  const name = errorName(e);
+  return name && name !== 'Error' && !message.startsWith(name) ? `${name}: ${message}` : message;
 }
