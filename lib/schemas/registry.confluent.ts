@@ -152,7 +152,10 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** fetch's network failures hide the reason (ECONNREFUSED, ENOTFOUND) in `cause`. Duck-typed: undici's errors may come from another realm. */
+/**
+ * fetch's network failures hide the reason (ECONNREFUSED, ENOTFOUND) in `cause`. Duck-typed: undici's
+ * errors may come from another realm (a test runner's), where `instanceof Error` fails.
+ */
 function networkText(err: unknown): string {
   const e = err as { name?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } } | undefined;
   if (typeof e?.message !== 'string') return String(err);
