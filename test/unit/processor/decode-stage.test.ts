@@ -12,7 +12,7 @@ import type { RegistrySchema } from '../../../lib/ports/schema-registry';
 import type { OpsContext } from '../../../lib/ops/context';
 import { redriveDeadLetters } from '../../../lib/ops/dead-letters';
 import { createDecodeStage } from '../../../lib/processor/decode-stage';
-import type { HandlerRecord, RecordsHandler } from '../../../lib/processor/handler-api';
+import { foldHandler, type HandlerRecord, type RecordsHandler } from '../../../lib/processor/handler-api';
 import { judgeChunk, type RecordStage } from '../../../lib/processor/record-gate';
 import { recordStagesFor } from '../../../lib/processor/record-stages';
 import { createSchemaRegistries } from '../../../lib/schemas/registries';
@@ -258,5 +258,28 @@ describe('decoding in processRange', () => {
       reason: expect.stringMatching(/^POISON_RECORD: payments\/0\/1 UNDECODABLE: value .*magic byte 106/),
     });
     expect(seen.map((r) => r.offset)).toEqual([0]);
+  });
+
+  it('gives a folding handler decoded values too, and folds around an undecodable record', async () => {
+    const sums = foldHandler<number>({
+      map: (r) => {
+        const v = r.decoded?.value as { account: string; amount: number };
+        return { key: { pk: v.account }, value: v.amount };
+      },
+      combine: (a, b) => a + b,
+      write: (item, n) => ({ update: { ...item, expression: 'ADD total :n', values: { ':n': n } } }),
+    });
+    const values = ['{"account":"a","amount":1}', '{"account":"b","amount":2}', 'oops', '{"account":"a","amount":4}'];
+    const t = await processorFixture({ records: values.map((value) => ({ value })), handler: sums, stream: { value: { format: 'json' } } });
+    expect(await t.run()).toMatchObject({ status: 'done', records: 3, deadLetters: 1 });
+    const totals: Record<string, number> = {};
+    for (const w of t.ledger.store('s').sinkWrites)
+      if ('update' in w) totals[String(w.update.key.pk)] = (totals[String(w.update.key.pk)] ?? 0) + Number(w.update.values?.[':n']);
+    expect(totals).toEqual({ a: 5, b: 2 });
+    expect(t.ledger.store('s').deadLetters[0]).toMatchObject({
+      offset: 2,
+      cause: 'undecodable',
+      error: expect.stringMatching(/^UNDECODABLE: value: not JSON/),
+    });
   });
 });
