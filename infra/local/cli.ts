@@ -1,14 +1,15 @@
 /**
- * `npm run local:up [-- --brokers N]` / `local:down` / `local:reset` / `local:prune` / `local:prepare`. `up` prints KAFKA_BROKERS=... and
- * DYNAMODB_ENDPOINT=... on stdout (so `eval "$(npm run -s local:up)"` works); progress, timings and what a restart lost go
- * to stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it; `prune` deletes
+ * `npm run local:up [-- --brokers N] [--registry]` / `local:down` / `local:reset` / `local:prune` / `local:prepare`. `up` prints KAFKA_BROKERS=... and
+ * DYNAMODB_ENDPOINT=... (and SCHEMA_REGISTRY_URL=... when a schema registry runs) on stdout (so `eval "$(npm run -s local:up)"` works);
+ * progress, timings and what a restart lost go to stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it; `prune` deletes
  * what the project's own tools left on it (prune.ts).
  * The same as `kafka-direct local up|down|reset|prepare` from a stream project.
  */
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
-import { CACHE_DIR, downPersistent, parseUpArgs, securedEnv, upPersistent } from './stack';
+import { ensureRegistryBuild } from './registry';
+import { CACHE_DIR, downPersistent, parseUpArgs, securedEnv, upPersistent, upRegistry } from './stack';
 import { parsePruneArgs, prunePersistent } from './prune';
 import { runTopic } from './topic';
 
@@ -29,11 +30,15 @@ export async function runLocal(cmd: string | undefined, args: string[], usage = 
 
 async function local(cmd: string | undefined, args: string[], usage: string): Promise<number> {
   if (cmd === 'up') {
-    const state = await upPersistent(log, parseUpArgs(args));
+    // --registry is the stack's own business, not the broker's: parseUpArgs never sees it.
+    const withRegistry = args.includes('--registry');
+    const state = await upPersistent(log, parseUpArgs(args.filter((a) => a !== '--registry')));
+    const registryUrl = await upRegistry(log, { start: withRegistry });
     const lines = {
       KAFKA_BROKERS: state.kafkaBrokers,
       DYNAMODB_ENDPOINT: state.dynamodbEndpoint,
       ...(state.secured && securedEnv(state.secured)),
+      ...(registryUrl ? { SCHEMA_REGISTRY_URL: registryUrl } : {}),
     };
     process.stdout.write(
       Object.entries(lines)
@@ -46,7 +51,8 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
     javaBinary();
     ensureKafkaJars(CACHE_DIR);
     ensureMoto(CACHE_DIR);
-    log(`Kafka jars and moto ready in ${Date.now() - t0} ms`);
+    ensureRegistryBuild(CACHE_DIR);
+    log(`Kafka jars, moto and the schema registry ready in ${Date.now() - t0} ms`);
   } else if (cmd === 'prune') {
     // The list on stdout (one line each), the summary on stderr.
     await prunePersistent((line) => process.stdout.write(`${line}\n`), log, parsePruneArgs(args));
@@ -56,7 +62,7 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
     return runTopic(args, `${usage} topic`);
   } else {
     process.stderr.write(
-      `usage: ${usage} up [--brokers N] [--secured]|down|reset|prune [--dry-run] ` +
+      `usage: ${usage} up [--brokers N] [--secured] [--registry]|down|reset|prune [--dry-run] ` +
         `[--older-than 1d]|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`,
     );
     return 2;

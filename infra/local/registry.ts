@@ -17,7 +17,9 @@ import { PrerequisiteError } from '../../lib/errors';
 import { packageFile } from '../../lib/paths';
 import { javaBinary } from './kafka';
 import { capOldLog, logLimits } from './logs';
-import { LOOPBACK, choosePort, requireCommand, spawnService, stopProcess, waitUntil } from './process';
+import { isOurService } from './ownership';
+import { LOOPBACK, choosePort, portInUse, requireCommand, spawnService, stopProcess, waitUntil } from './process';
+import { withStackLock } from './stack-lock';
 
 const PROJECT = packageFile('infra', 'local', 'registry');
 const POM = join(PROJECT, 'pom.xml');
@@ -189,4 +191,55 @@ export async function startRegistry(opts: RegistryOptions): Promise<RegistryInst
 export async function stopRegistry(instance: RegistryInstance, graceMs = 10_000): Promise<void> {
   await stopProcess(instance.pid, graceMs);
   if (instance.watchdogPid) await stopProcess(instance.watchdogPid, 1000);
+}
+
+/** Where a registry records itself in its dir (read by the next caller and by whoever stops it). */
+const stateFile = (dir: string): string => join(dir, 'registry.json');
+
+const portOf = (url: string): number => Number(new URL(url).port);
+
+/** The registry recorded in `dir`, if any. */
+export function readRegistryState(dir: string): RegistryInstance | undefined {
+  try {
+    return JSON.parse(readFileSync(stateFile(dir), 'utf8')) as RegistryInstance;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True while the recorded registry's pid is still that registry (not a reused pid). */
+function isOurs(r: RegistryInstance): boolean {
+  return isOurService({ pid: r.pid, port: portOf(r.url), marker: REGISTRY_MARKER });
+}
+
+/**
+ * The registry recorded in `opts.dir` when it is still ours and answers, else a new one recorded
+ * there (on the old port when it is free): one caller at a time per dir, so test files running at
+ * once share one registry. `started` says which.
+ */
+export async function ensureRegistry(opts: RegistryOptions): Promise<{ instance: RegistryInstance; started: boolean }> {
+  return withStackLock(opts.dir, 'started', async () => {
+    const prev = readRegistryState(opts.dir);
+    if (prev && isOurs(prev)) {
+      if (await registryReady(prev.url, prev.basicAuth, 10_000).catch(() => false)) return { instance: prev, started: false };
+      await stopRegistry(prev);
+    }
+    const oldPort = prev && !(await portInUse(portOf(prev.url))) ? String(portOf(prev.url)) : undefined;
+    const instance = await startRegistry({ ...opts, port: opts.port ?? oldPort });
+    writeFileSync(stateFile(opts.dir), JSON.stringify(instance, null, 2), { mode: 0o600 });
+    return { instance, started: true };
+  });
+}
+
+/** Stops the registry recorded in `dir` (only if it is still ours) and forgets it; false when none ran. */
+export async function stopRecordedRegistry(dir: string): Promise<boolean> {
+  if (!existsSync(stateFile(dir))) return false;
+  return withStackLock(dir, 'stopped', async () => {
+    const prev = readRegistryState(dir);
+    const ran = prev !== undefined && isOurs(prev);
+    // A dead registry's watchdog ends by itself; its recorded pid may be another process's by now.
+    if (ran) await stopRegistry(prev);
+    rmSync(stateFile(dir), { force: true });
+    return ran;
+  });
 }

@@ -14,6 +14,7 @@ import { describeLogLimits, logLimits } from './logs';
 import { nodePorts, ownPids, recordedServicesAnswer, type AnswerOptions } from './observe';
 import { describePortOwner } from './ownership';
 import { isAlive, portInUse, sleep, stopProcess } from './process';
+import { ensureRegistry, readRegistryState, registryReady, stopRecordedRegistry } from './registry';
 import { withStackLock } from './stack-lock';
 import { PrerequisiteError } from '../../lib/errors';
 import { localCommand } from '../../lib/local/cli-hint';
@@ -514,6 +515,7 @@ export async function downPersistent(log: Log, opts: { place?: PersistentPlace; 
 }
 
 async function downLocked(log: Log, place: PersistentPlace, wipe: boolean): Promise<void> {
+  if (await stopRecordedRegistry(join(place.dir, 'registry'))) log('schema registry stopped (its schemas, in memory, are gone)');
   const prev = readState(place.stateFile);
   if (prev) {
     const t0 = Date.now();
@@ -532,6 +534,32 @@ async function downLocked(log: Log, place: PersistentPlace, wipe: boolean): Prom
   } else if (kafkaDataNodes(kafkaDir) > 0) {
     log(`Kafka data kept in ${kafkaDir} for the next local up (${localCommand('reset')} deletes it); DynamoDB tables are gone`);
   }
+}
+
+/**
+ * The persistent stack's schema registry (`local:up --registry`): started when `start` asks and none
+ * of ours answers, else the running one kept; resolves to its Confluent URL, or undefined when none runs.
+ * Its schemas live in memory: a restarted registry has none. `local:down` stops it.
+ */
+export async function upRegistry(
+  log: Log,
+  opts: { start: boolean; place?: PersistentPlace; env?: NodeJS.ProcessEnv },
+): Promise<string | undefined> {
+  const place = opts.place ?? PERSISTENT;
+  const dir = join(place.dir, 'registry');
+  if (!opts.start) {
+    const running = readRegistryState(dir);
+    return running && (await registryReady(running.url).catch(() => false)) ? running.url : undefined;
+  }
+  const t0 = Date.now();
+  const port = (opts.env ?? process.env).LOCAL_REGISTRY_PORT || undefined;
+  const { instance, started } = await ensureRegistry({ dir, cacheDir: CACHE_DIR, ownerPid: place.ownerPid, port });
+  log(
+    started
+      ? `schema registry (Apicurio, Confluent API) started in ${Date.now() - t0} ms (pid ${instance.pid}); log: ${instance.logFile}`
+      : 'schema registry already running',
+  );
+  return instance.url;
 }
 
 /** Every port the recorded stack listens on: its brokers' (client, controller, secured) and the emulator's. */
