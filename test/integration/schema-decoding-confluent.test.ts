@@ -11,11 +11,8 @@
  * library's payload with the message index path put in) to decode.
  */
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import * as protobuf from 'protobufjs';
-import { CACHE_DIR, LOCAL_DIR } from '../../infra/local/stack';
-import { startRegistry, stopRegistry, type RegistryInstance } from '../../infra/local/registry';
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { createSecretResolver } from '../../lib/kafka/secrets';
@@ -30,6 +27,7 @@ import { recordStagesFor } from '../../lib/processor/record-stages';
 import { createSchemaRegistries } from '../../lib/schemas/registries';
 import { confluentMessageIndexes } from '../../lib/schemas/wire';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+import { REGISTRY_START_TIMEOUT_MS, testRegistry, type TestRegistry } from '../support/registry';
 
 const ddb = testDynamo();
 const ledgerTable = uniqueName('decode-cf-ledger');
@@ -39,32 +37,28 @@ const producer = kafka.producer();
 const metadata = createMetadataCache();
 const reader = createKafkajsRangeReader(kafka);
 const ledger = createDynamoLedger({ client: ddb, tableName: ledgerTable });
-const USER = { username: 'orders-reader', password: `pw-${Date.now()}` };
 const PASSWORD_REF = { env: 'TEST_REGISTRY_PASSWORD' };
 
-let registry: RegistryInstance;
+let registry: TestRegistry;
+let USER: { username: string; password: string };
 let client: SchemaRegistry;
 
 beforeAll(async () => {
-  registry = await startRegistry({
-    dir: join(LOCAL_DIR, 'test-runs', `registry-${process.pid}`),
-    cacheDir: CACHE_DIR,
-    ownerPid: process.pid,
-    basicAuth: USER,
-  });
+  // The run's guarded registry (started by the first file that asks, stopped by global teardown).
+  registry = await testRegistry('basic-auth');
+  USER = registry.basicAuth!;
   client = new SchemaRegistry({ host: registry.url, auth: USER });
   await Promise.all([ensureLedgerTable(ddb, ledgerTable), admin.connect(), producer.connect()]);
-}, 600_000);
+}, REGISTRY_START_TIMEOUT_MS);
 afterAll(async () => {
   await Promise.all([metadata.closeAll(), reader.close(), admin.disconnect(), producer.disconnect()]);
   ddb.destroy();
-  if (registry) await stopRegistry(registry);
 });
 
 /** A stream decoding values from `url` (default: the local registry) with `password` read from the given variables. */
 async function setup(
   value: Partial<NonNullable<StreamConfigInput['value']>> & { format: 'avro' | 'protobuf' | 'json-schema' },
-  env = { TEST_REGISTRY_PASSWORD: USER.password },
+  env: NodeJS.ProcessEnv = { TEST_REGISTRY_PASSWORD: USER.password },
 ) {
   const id = uniqueName('deccf');
   const topic = `${id}-events`;
