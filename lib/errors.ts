@@ -118,3 +118,27 @@ export class DeliveryError extends AppError {
     super('DELIVERY', message, options);
   }
 }
+
+/**
+ * A schema registry could not answer (unreachable, 5xx, throttled, credentials refused): a fault
+ * outside the record, so the range attempt fails and is retried; nothing is dead-lettered for it.
+ */
+export class SchemaRegistryError extends AppError {
+  /** The registry settings that may be at fault, relative to the registry object (`confluent.url`, `glue.region`). */
+  readonly settings: readonly string[];
+
+  constructor(message: string, options?: { cause?: unknown; settings?: readonly string[] }) {
+    super('SCHEMA_REGISTRY', message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.settings = options?.settings ?? [];
+  }
+}
+
+/**
+ * A record's value or key cannot be decoded as its stream says (wrong magic byte, unknown schema id,
+ * corrupt payload, a value its schema does not validate): the record is dead-lettered as undecodable.
+ */
+export class UndecodableError extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('UNDECODABLE', message, options);
+  }
+}

@@ -9,6 +9,7 @@ export {
   idempotencyKeyOf,
   sinkItemId,
   type AtLeastOnceHandler,
+  type DecodedRecord,
   type ExactlyOnceHandler,
   type FoldingHandler,
   type FoldWrite,
@@ -16,6 +17,7 @@ export {
   type HandlerRecord,
   type ItemFold,
   type RecordsHandler,
+  type SchemaRef,
   type SinkItemRef,
 } from './processor/handler-api';
 export { foldWriteProblem } from './processor/fold-write';

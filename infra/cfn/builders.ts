@@ -23,7 +23,17 @@ export {
   type RawSettings,
   type Settings,
 } from './settings';
-export { handlerSecretResources, handlerStatements, iamRoles, LEDGER_ACTIONS, secretResources, SINK_ACTIONS, sinkTables } from './iam';
+export {
+  glueRegistryStatements,
+  handlerSecretResources,
+  handlerStatements,
+  iamRoles,
+  LEDGER_ACTIONS,
+  registrySecretResources,
+  secretResources,
+  SINK_ACTIONS,
+  sinkTables,
+} from './iam';
 export { schedule } from './schedule';
 export { sinkTableLogicalIds, sinkTableResources } from './sink-tables';
 export { alarmTopicEncryption, logGroupEncryption, tableSse } from './encryption';

@@ -1,4 +1,4 @@
-/** Per-function IAM roles: least privilege on the ledger, sink tables, Kafka secrets, MSK and what handlers declare. */
+/** Per-function IAM roles: least privilege on the ledger, sink tables, Kafka secrets, MSK, schema registries and what handlers declare. */
 import { usesSubstitution } from '../../lib/config/handler-access';
 import type { DeploymentConfig, SecretRef, StreamConfig } from '../../lib/config/schema';
 import { OPEN_RANGES_INDEX } from '../../lib/ledger/keys.dynamodb';
@@ -82,8 +82,46 @@ export function handlerSecretResources(config: DeploymentConfig): SecretResource
   return list.resources();
 }
 
+/** IAM resource ARNs of the Confluent schema registry passwords the streams' `value` / `key` settings name: the processor's only. */
+export function registrySecretResources(config: DeploymentConfig): SecretResources {
+  const list = secretResourceList();
+  for (const stream of config.streams) {
+    for (const field of ['value', 'key'] as const) {
+      const registry = stream[field]?.registry;
+      if (registry && 'confluent' in registry && registry.confluent.password) list.addRef(registry.confluent.password);
+    }
+  }
+  return list.resources();
+}
+
+/**
+ * glue:GetSchemaVersion on each Glue registry the streams decode with (its ARN and its schemas'),
+ * for the processor only: a record names a schema version by id, and the role may read the
+ * versions of those registries and no other.
+ */
+export function glueRegistryStatements(config: DeploymentConfig): Statement[] {
+  const resources = new Map<string, Cfn>();
+  for (const stream of config.streams) {
+    for (const field of ['value', 'key'] as const) {
+      const registry = stream[field]?.registry;
+      if (!registry || !('glue' in registry)) continue;
+      const { region, registryName } = registry.glue;
+      const base = `arn:\${AWS::Partition}:glue:${region}:\${AWS::AccountId}`;
+      resources.set(`${region}/${registryName}`, sub(`${base}:registry/${subLiteral(registryName)}`));
+      resources.set(`${region}/${registryName}/*`, sub(`${base}:schema/${subLiteral(registryName)}/*`));
+    }
+  }
+  if (resources.size === 0) return [];
+  const sorted = [...resources.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, arn]) => arn);
+  return [{ Sid: 'GlueSchemaRegistry', Effect: 'Allow', Action: ['glue:GetSchemaVersion'], Resource: sorted }];
+}
+
 /** Reads of the given secrets and parameters, and their decryption with the stage's KMS key through those services only. */
-function secretStatements(s: Settings, { secrets, parameters }: SecretResources, sidPrefix: 'Kafka' | 'Handler'): Statement[] {
+function secretStatements(
+  s: Settings,
+  { secrets, parameters }: SecretResources,
+  sidPrefix: 'Kafka' | 'Handler' | 'SchemaRegistry',
+): Statement[] {
   const statements: Statement[] = [];
   if (secrets.length)
     statements.push({ Sid: `${sidPrefix}SecretsManager`, Effect: 'Allow', Action: ['secretsmanager:GetSecretValue'], Resource: secrets });
@@ -283,6 +321,8 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
     ...mskStatements(s, config, 'processor'),
     ...secretStatements(s, handlerSecretResources(config), 'Handler'),
     ...destinations,
+    ...glueRegistryStatements(config),
+    ...secretStatements(s, registrySecretResources(config), 'SchemaRegistry'),
   ];
   return {
     Resources: {

@@ -318,6 +318,16 @@ async function environmentSecretErrors(
       errors.push(err instanceof AppError ? new ValidationError(`kafka.sasl.password: ${err.message}`, { cause: err }) : err);
     });
   }
+  for (const field of ['value', 'key'] as const) {
+    const registry = stream[field]?.registry;
+    const password = registry && 'confluent' in registry ? registry.confluent.password : undefined;
+    if (password === undefined || !('env' in password)) continue;
+    await resolvers.handler(password).catch((err: unknown) => {
+      errors.push(
+        err instanceof AppError ? new ValidationError(`${field}.registry.confluent.password: ${err.message}`, { cause: err }) : err,
+      );
+    });
+  }
   for (const [name, ref] of Object.entries(stream.handler?.secrets ?? {})) {
     if (!('env' in ref) || stream.handler === undefined) continue;
     const one = { ...stream, handler: { ...stream.handler, secrets: { [name]: ref } } };

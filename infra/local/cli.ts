@@ -1,7 +1,8 @@
 /**
- * `npm run local:up [-- --brokers N] [--registry]` / `local:down` / `local:reset` / `local:prune` / `local:prepare`. `up` prints KAFKA_BROKERS=... and
- * DYNAMODB_ENDPOINT=... (and SCHEMA_REGISTRY_URL=... when a schema registry runs) on stdout (so `eval "$(npm run -s local:up)"` works);
- * progress, timings and what a restart lost go to stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it; `prune` deletes
+ * `npm run local:up [-- --brokers N] [--registry]` / `local:down` / `local:reset` / `local:prune` / `local:prepare`.
+ * `up` prints KAFKA_BROKERS=... and DYNAMODB_ENDPOINT=... (and SCHEMA_REGISTRY_URL=... when a schema registry
+ * runs) on stdout (so `eval "$(npm run -s local:up)"` works); progress, timings and what a restart lost go to
+ * stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it; `prune` deletes
  * what the project's own tools left on it (prune.ts).
  * The same as `kafka-direct local up|down|reset|prepare` from a stream project.
  */

@@ -461,6 +461,79 @@ export type OnFailureConfig = z.output<typeof onFailureSchema>;
 const filterPatternSchema = z.record(z.string(), z.unknown()).superRefine((pattern, ctx) => {
   for (const problem of compilePattern(pattern).problems) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
 }) as unknown as z.ZodType<FilterPattern, Record<string, unknown>>;
+// ---------------------------------------------------------------------------------------------
+// Schemas: how a record's value and key are decoded before the handler (docs/configuration.md, "Schemas").
+
+/** What a value or key holds: a registry's Avro, Protobuf or JSON Schema, plain JSON, or bytes as they are. */
+export const PAYLOAD_FORMATS = ['avro', 'protobuf', 'json-schema', 'json', 'raw'] as const;
+export type PayloadFormat = (typeof PAYLOAD_FORMATS)[number];
+/** The formats whose records name their schema in a registry (and so need one). */
+export const REGISTRY_FORMATS = ['avro', 'protobuf', 'json-schema'] as const satisfies readonly PayloadFormat[];
+
+const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { error: 'must be an AWS region, e.g. "us-east-1"' });
+
+/** An AWS Glue Schema Registry (GetSchemaVersion by the schema version id each record carries). */
+const glueRegistrySchema = strictObject({
+  registryName: z.string().regex(/^[a-zA-Z0-9-_$#.]{1,255}$/, {
+    error: "must be a Glue registry name (1-255 characters: letters, digits, '-', '_', '$', '#' or '.')",
+  }),
+  region: awsRegion,
+});
+
+/** A Confluent-compatible registry over HTTP (GET /schemas/ids/{id}), optionally with basic auth. */
+const confluentRegistrySchema = strictObject({
+  url: z.string().superRefine((url, ctx) => {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || !['http:', 'https:'].includes(parsed.protocol)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an http(s) URL, e.g. "https://schema-registry.example:8081"' });
+    } else if (parsed.username || parsed.password) {
+      ctx.addIssue({ code: 'custom', message: 'must not hold credentials: use username and password (a secret reference)' });
+    }
+  }),
+  username: nonEmptyString.optional(),
+  /** Basic auth password: a secret reference, as for Kafka passwords. */
+  password: secretRefSchema.optional(),
+}).superRefine((registry, ctx) => {
+  if ((registry.username === undefined) !== (registry.password === undefined)) {
+    const missing = registry.username === undefined ? 'username' : 'password';
+    ctx.addIssue({ code: 'custom', path: [missing], message: `basic auth needs both username and password (${missing} is missing)` });
+  }
+});
+
+const schemaRegistrySchema = z.union([strictObject({ glue: glueRegistrySchema }), strictObject({ confluent: confluentRegistrySchema })], {
+  error: 'must be { "glue": { "registryName", "region" } } or { "confluent": { "url", "username"?, "password"? } }',
+});
+/** Where a stream's schemas live: `{ glue: {...} }` or `{ confluent: {...} }`. */
+export type SchemaRegistryConfig = z.output<typeof schemaRegistrySchema>;
+
+/** How a value or key is decoded: `format`, and for avro / protobuf / json-schema the registry its schema ids point into. */
+const payloadDecodingSchema = strictObject({
+  format: z.enum(PAYLOAD_FORMATS),
+  registry: schemaRegistrySchema.optional(),
+}).superRefine((decoding, ctx) => {
+  const needsRegistry = (REGISTRY_FORMATS as readonly string[]).includes(decoding.format);
+  if (needsRegistry && decoding.registry === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['registry'],
+      message: `is required with format "${decoding.format}" (its records name their schema by id)`,
+    });
+  }
+  if (!needsRegistry && decoding.registry !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['registry'],
+      message: `is only used with avro, protobuf or json-schema; format "${decoding.format}" takes none`,
+    });
+  }
+});
+/** A stream's `value` or `key` decoding. */
+export type PayloadDecodingConfig = z.output<typeof payloadDecodingSchema>;
 
 const streamConfigSchema = strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, {
@@ -531,6 +604,10 @@ const streamConfigSchema = strictObject({
     .array(filterPatternSchema)
     .max(MAX_FILTERS, { error: `at most ${MAX_FILTERS} patterns (Lambda's FilterCriteria quota)` })
     .optional(),
+  /** How record values are decoded before the handler (`decoded.value`); unset or "raw": not at all. */
+  value: payloadDecodingSchema.optional(),
+  /** How record keys are decoded before the handler (`decoded.key`); unset or "raw": not at all. */
+  key: payloadDecodingSchema.optional(),
   poisonPolicy: poisonPolicySchema.default('dead-letter'),
   deadLetters: deadLettersSchema.prefault({}),
   /** Failure destinations every dead letter is delivered to as well (at least once). */

@@ -8,8 +8,9 @@ export type MemoryRangeReader = RangeReader & {
     topic: string,
     partition: number,
     values: Array<{
-      key?: string;
-      value: string | null;
+      /** Text as UTF-8, or bytes as they are. */
+      key?: string | Buffer;
+      value: string | Buffer | null;
       offset?: number;
       headers?: RecordHeader[];
       timestampType?: KafkaRecord['timestampType'];

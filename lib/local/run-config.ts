@@ -185,7 +185,12 @@ function gaveUpReason(w: Watch, last: Look | undefined, timeoutMs: number): stri
 /** Runs the config file's streams locally; returns the summary and the exit code. */
 export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps): Promise<RunConfigResult> {
   const config = loadLocalConfig(opts.configFile, deps.kafkaBrokers, deps.env);
-  const env = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint };
+  // The local stack's emulator answers Glue too: Glue schema registries are read from it unless the shell names another endpoint.
+  const env = {
+    ...deps.env,
+    DYNAMODB_ENDPOINT: deps.dynamodbEndpoint,
+    AWS_ENDPOINT_URL_GLUE: deps.env.AWS_ENDPOINT_URL_GLUE ?? deps.dynamodbEndpoint,
+  };
   const { view, dynamo } = createViewAndDynamo(opts, deps, env);
   // Before any handler module is loaded: a module may read its variables when it is first imported.
   const handlerEnv = applyHandlerEnvironment(config.streams, process.env);

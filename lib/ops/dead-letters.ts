@@ -8,6 +8,9 @@
  *   DynamoDB transaction, so a re-drive applies once, however often it is attempted;
  * - at-least-once handlers: the handler runs, then the dead letter is marked (a crash in between
  *   re-drives it again; the record's idempotency key `topic/partition/offset` is unchanged).
+ * A stream that decodes values or keys (`value` / `key`) decodes the re-driven record as the
+ * processor does, so the handler gets `decoded` as it would have; a record that still cannot be
+ * decoded (a schema registered since makes it decodable) fails its re-drive with the reason.
  */
 import type { StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
@@ -17,9 +20,10 @@ import type { DeadLetter, PendingDelivery } from '../ports/ledger-state';
 import type { SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
 import { idempotencyKeyOf, type HandlerRecord } from '../processor/handler-api';
+import { createDecodeStage } from '../processor/decode-stage';
 import { resolveHandlerSecrets } from '../processor/handler-secrets';
-import { judgeChunk } from '../processor/record-gate';
-import { recordStagesFor } from '../processor/record-stages';
+import { judgeChunk, type RecordStage } from '../processor/record-gate';
+import { processSchemaRegistries } from '../schemas/registries';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 import { onlyCoordinatesKeptMessage, truncatedCopyMessage } from './messages';
@@ -63,6 +67,10 @@ export async function redriveDeadLetters(
   const handler = ctx.handlerFor(stream);
   // As the processor does: a secret that cannot be read stops the re-drive before any record is handled.
   const secrets = await resolveHandlerSecrets(stream, resolveSecret);
+  const decode = createDecodeStage(
+    { stream: stream.id, value: stream.value, key: stream.key },
+    ctx.registries ?? processSchemaRegistries(),
+  );
   const out: RedriveResult[] = [];
   for (const d of chosen) {
     const id = deadLetterId(d);
@@ -74,7 +82,7 @@ export async function redriveDeadLetters(
     try {
       const got = await recordOf(ctx, stream, d);
       source = got.source;
-      const rec = await decoded(stream, { ...got.record, idempotencyKey: idempotencyKeyOf(d.topic, d.partition, d.offset, d.incarnation) });
+      const rec = await decoded(decode, { ...got.record, idempotencyKey: idempotencyKeyOf(d.topic, d.partition, d.offset, d.incarnation) });
       const hctx = { stream: stream.id, sinkTable: stream.handler?.sinkTable, signal: new AbortController().signal, secrets };
       let writes: SinkWrite[] = [];
       if (handler.mode === 'dynamodb-exactly-once') {
@@ -101,12 +109,12 @@ export async function redriveDeadLetters(
   return out;
 }
 
-/** The record as the handler gets it from the processor: decoded per the stream's `value`/`key` (not aged or filtered). */
-async function decoded(stream: StreamConfig, rec: HandlerRecord): Promise<HandlerRecord> {
-  const stages = await recordStagesFor(stream, { firstLeasedAtMs: 0, redrive: true });
-  const [verdict] = await judgeChunk(stages, [rec]);
+/** The record as the handler gets it: decoded when the stream decodes, else as it is; throws why it cannot be decoded. */
+async function decoded(stage: RecordStage | undefined, rec: HandlerRecord): Promise<HandlerRecord> {
+  if (!stage) return rec;
+  const [verdict] = await judgeChunk([stage], [rec]);
   if (verdict?.kind === 'pass') return verdict.record;
-  throw new Error(verdict?.kind === 'reject' ? verdict.error : `the ${verdict?.reason} stage skipped the record`);
+  throw new Error(verdict?.kind === 'reject' ? verdict.error : 'not decoded');
 }
 
 /** The dead-lettered record from Kafka by offset, else from the stored copy (when complete). */

@@ -31,11 +31,25 @@ export type HandlerRecord = KafkaRecord & {
   decoded?: DecodedRecord;
 };
 
-/** A decoded value or key, with the schema it was written with (absent for plain JSON). */
+/**
+ * The record's value and key as the stream's `value` / `key` settings decode them, each with the
+ * registry schema it was written with (absent for plain JSON, and for a null value or key, which
+ * stays null). Only the configured fields are present.
+ */
 export type DecodedRecord = { value?: unknown; key?: unknown; valueSchema?: SchemaRef; keySchema?: SchemaRef };
 
-/** The registry schema a value was written with. */
-export type SchemaRef = { registry: 'glue' | 'confluent'; id: string; format: 'avro' | 'protobuf' | 'json-schema'; version?: number };
+/** The registry schema a value was written with: its id as the record carries it, and what the registry says of it. */
+export type SchemaRef = {
+  registry: 'glue' | 'confluent';
+  /** A Confluent schema id ("42") or a Glue schema version id (a UUID). */
+  id: string;
+  format: 'avro' | 'protobuf' | 'json-schema';
+  /** Glue: the schema's name and this version's number. */
+  name?: string;
+  version?: number;
+  /** Protobuf: the full name of the record's message type (`orders.v1.Order`). */
+  message?: string;
+};
 
 /** The idempotency key of a record of partition incarnation `incarnation` (absent = 0). */
 export function idempotencyKeyOf(topic: string, partition: number, offset: number, incarnation?: number): string {

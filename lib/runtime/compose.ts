@@ -3,7 +3,8 @@
  * clock, Kafka metadata cache, range readers, group-offset committers, handlers), with their
  * per-cluster caches. The Lambda runtime keeps them for the container's life; the CLI and the local
  * runtime close them when they are done (`close`). Endpoints come from the environment, so the same
- * adapters run against AWS or the local stack (DYNAMODB_ENDPOINT, KAFKA_BROKERS in the stream config).
+ * adapters run against AWS or the local stack (DYNAMODB_ENDPOINT, KAFKA_BROKERS in the stream config,
+ * AWS_ENDPOINT_URL_GLUE for Glue schema registries).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DeploymentConfig, KafkaConnectionConfig, StreamConfig } from '../config/schema';
@@ -22,6 +23,7 @@ import type { RangeReader } from '../ports/range-reader';
 import type { RecordsHandler } from '../processor/handler-api';
 import type { FailureDestinations } from '../ports/failure-destination';
 import { closeDestinations, createStreamDestinations } from './destinations';
+import { createSchemaRegistries, type SchemaRegistries } from '../schemas/registries';
 
 /** What a DynamoDB client's HTTP handler is told: sockets kept alive, at most `maxSockets` per host. */
 export type DynamoClientOptions = {
@@ -85,6 +87,8 @@ export type Adapters = {
   createReader(stream: StreamConfig): Promise<RangeReader>;
   /** The stream's handler, one per stream id: a replay may differ from its source only in the sink table. */
   handlerFor(stream: StreamConfig): RecordsHandler;
+  /** The schema registries the streams' `value` / `key` settings name, one client and schema cache each. */
+  registries: SchemaRegistries;
   /** A group offset committer per cluster connection. */
   groupCommitterFor(stream: StreamConfig): Promise<GroupOffsetCommitter>;
   /** Forgets (and closes in the background) the cluster's committer: the next `groupCommitterFor` makes a fresh one. */
@@ -148,6 +152,7 @@ export function composeAdapters(options: ComposeOptions): Adapters {
       }
       return d;
     },
+    registries: createSchemaRegistries({ env, ...(options.resolveSecret && { resolveSecret: options.resolveSecret }) }),
     groupCommitterFor: (stream) =>
       committers.get(stream, async () => createKafkajsGroupCommitter(await createKafka(stream.kafka, kafkaDeps(stream.kafka)))),
     dropGroupCommitter(stream) {

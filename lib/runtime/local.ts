@@ -12,7 +12,8 @@ import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import { emptyReport, planStream, type StreamPlanReport } from '../planner/run';
 import type { RecordsHandler } from '../processor/handler-api';
-import { processRange, type ProcessResult } from '../processor/process-range';
+import { processRange, type ProcessorDeps, type ProcessResult } from '../processor/process-range';
+import { recordStagesFor } from '../processor/record-stages';
 import { commitGroupOffset } from './group-offsets';
 import type { RangePayload } from '../ranges';
 import type { Adapters } from './compose';
@@ -45,16 +46,18 @@ export type RunnerDeps = {
   plannerLeaseMs?: number;
   /** Records per handler call (default: the processor's 500). */
   maxChunkRecords?: number;
+  /** The stages before the handler (default: the processor's, with the process's schema registries). */
+  stagesFor?: ProcessorDeps['stagesFor'];
   log?: (line: string) => void;
 };
 
 /** The runner's deps from the shared adapters (`composeAdapters`), logging to `log`. */
 export function runnerDepsFrom(
   adapters: Pick<Adapters, 'ledger' | 'storeClock' | 'metadata' | 'createReader' | 'handlerFor'> &
-    Partial<Pick<Adapters, 'groupCommitterFor' | 'dropGroupCommitter' | 'destinationsFor'>>,
+    Partial<Pick<Adapters, 'groupCommitterFor' | 'dropGroupCommitter' | 'destinationsFor' | 'registries'>>,
   log?: (line: string) => void,
 ): RunnerDeps {
-  const { groupCommitterFor, dropGroupCommitter } = adapters;
+  const { groupCommitterFor, dropGroupCommitter, registries } = adapters;
   return {
     ledger: adapters.ledger,
     storeClock: adapters.storeClock,
@@ -68,6 +71,7 @@ export function runnerDepsFrom(
             commitGroupOffset({ groupCommitterFor, dropGroupCommitter }, s, group, at),
         }
       : {}),
+    ...(registries && { stagesFor: (s: StreamConfig, at: { firstLeasedAtMs: number }) => recordStagesFor(s, { ...at, registries }) }),
     log,
   };
 }
@@ -157,6 +161,7 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
           storeClock: deps.storeClock,
           maxChunkRecords: deps.maxChunkRecords,
           destinationsFor: deps.destinationsFor,
+          stagesFor: deps.stagesFor,
           commitGroupOffset:
             deps.commitGroupOffset && ((g, topic, partition, offset) => deps.commitGroupOffset!(stream, g, { topic, partition, offset })),
         },

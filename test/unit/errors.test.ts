@@ -13,10 +13,12 @@ import {
   MissingResourceError,
   PreconditionError,
   PrerequisiteError,
+  SchemaRegistryError,
   SecretUnavailableError,
   StoreError,
   ThrottledError,
   TimeoutError,
+  UndecodableError,
   ValidationError,
 } from '../../lib/errors';
 import { FencedOutError } from '../../lib/planner/run';
@@ -45,6 +47,8 @@ const BUILT: Array<[name: string, code: string, build: (c: unknown) => AppError]
   ['CredentialsError', 'CREDENTIALS', (c) => new CredentialsError('m', { cause: c })],
   ['DeliveryError', 'DELIVERY', (c) => new DeliveryError('m', { cause: c })],
   ['SecretUnavailableError', 'SECRET_UNAVAILABLE', (c) => new SecretUnavailableError('m', { cause: c })],
+  ['SchemaRegistryError', 'SCHEMA_REGISTRY', (c) => new SchemaRegistryError('m', { cause: c })],
+  ['UndecodableError', 'UNDECODABLE', (c) => new UndecodableError('m', { cause: c })],
   ['KafkaError', 'KAFKA', (c) => new KafkaError('m', { cause: c })],
   ['OffsetOutOfRangeError', 'KAFKA', (c) => new OffsetOutOfRangeError('m', { ...where, fetchOffset: 3, cause: c })],
   ['PartitionNotFoundError', 'KAFKA', (c) => new PartitionNotFoundError('m', { ...where, cause: c })],

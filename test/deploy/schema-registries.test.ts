@@ -1,0 +1,103 @@
+/**
+ * Schema registries in the stack: the processor role may read schema versions of exactly the Glue
+ * registries the streams decode with (glue:GetSchemaVersion on each registry and its schemas), and
+ * the Confluent registry passwords they name; the planner neither. First through the builders, then
+ * in a template packaged offline with osls (and checked by cfn-lint).
+ */
+import { rmSync } from 'node:fs';
+import { parseDeploymentConfig, type DeploymentConfig } from '../../lib/config/schema';
+import { checkConfig, glueRegistryStatements, iamRoles, parseSettings, type Statement } from '../../infra/cfn/builders';
+import { cfnLint, slsPackage, type Packaged, type Template } from './package';
+
+const FIXTURE = 'test/deploy/fixtures/streams.schema-registries.json';
+const REGISTRY_SECRET = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:registry-AbC123';
+
+const GLUE_STATEMENT: Statement = {
+  Sid: 'GlueSchemaRegistry',
+  Effect: 'Allow',
+  Action: ['glue:GetSchemaVersion'],
+  Resource: [
+    { 'Fn::Sub': 'arn:${AWS::Partition}:glue:eu-west-1:${AWS::AccountId}:registry/orders' },
+    { 'Fn::Sub': 'arn:${AWS::Partition}:glue:eu-west-1:${AWS::AccountId}:schema/orders/*' },
+    { 'Fn::Sub': 'arn:${AWS::Partition}:glue:us-east-1:${AWS::AccountId}:registry/payment-keys' },
+    { 'Fn::Sub': 'arn:${AWS::Partition}:glue:us-east-1:${AWS::AccountId}:schema/payment-keys/*' },
+  ],
+};
+const REGISTRY_SECRET_STATEMENT: Statement = {
+  Sid: 'SchemaRegistrySecretsManager',
+  Effect: 'Allow',
+  Action: ['secretsmanager:GetSecretValue'],
+  Resource: [REGISTRY_SECRET],
+};
+
+const settings = () =>
+  parseSettings({
+    service: 'svc',
+    stage: 'test',
+    scheduleRate: 'rate(1 minute)',
+    plannerTimeout: 90,
+    processorTimeout: 900,
+    processorMaximumEventAge: 960,
+  });
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const fixture = () => require(`../../${FIXTURE}`) as { ledgerTable: string; streams: Array<Record<string, unknown>> };
+const config = (streams = fixture().streams): DeploymentConfig =>
+  parseDeploymentConfig({ ledgerTable: 'svc-test-ledger', streams }, 'test');
+
+type RoleLike = { Properties: Record<string, unknown> };
+const statementsOf = (role: RoleLike | undefined): Statement[] =>
+  (role?.Properties.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }>).flatMap((p) => p.PolicyDocument.Statement);
+
+describe('schema registry grants (builders)', () => {
+  it('let the processor read schema versions of each Glue registry a value or key names, and its registry passwords', () => {
+    const processor = statementsOf(iamRoles(settings(), config()).Resources.ProcessorRole);
+    expect(processor.filter((st) => st.Sid === 'GlueSchemaRegistry')).toEqual([GLUE_STATEMENT]);
+    expect(processor.filter((st) => st.Sid.startsWith('SchemaRegistry'))).toEqual([REGISTRY_SECRET_STATEMENT]);
+  });
+
+  it('give the planner nothing of them, and add nothing for streams without registries', () => {
+    const planner = statementsOf(iamRoles(settings(), config()).Resources.PlannerRole);
+    expect(JSON.stringify(planner)).not.toMatch(/glue:|secretsmanager:/);
+    const plain = fixture().streams.map(({ value: _value, key: _key, ...rest }) => rest);
+    expect(glueRegistryStatements(config(plain))).toEqual([]);
+    expect(statementsOf(iamRoles(settings(), config(plain)).Resources.ProcessorRole).map((st) => st.Sid)).toEqual([
+      'Logs',
+      'Ledger',
+      'OnFailureDestination',
+    ]);
+  });
+
+  it('refuse at package time a registry password read from a variable the processor does not have', async () => {
+    const streams = fixture().streams;
+    (streams[1]!.value as { registry: { confluent: Record<string, unknown> } }).registry.confluent.password = { env: 'REGISTRY_PASSWORD' };
+    await expect(checkConfig(settings(), config(streams))).rejects.toThrow(
+      'stream payments: value.registry.confluent.password: environment variable REGISTRY_PASSWORD (a secret reference) is not set',
+    );
+  });
+});
+
+describe('sls package with schema registries', () => {
+  let packaged: Packaged;
+  beforeAll(() => {
+    packaged = slsPackage('registries', 'us-east-1', { streamsConfig: FIXTURE });
+  }, 240_000);
+  afterAll(() => {
+    if (packaged) rmSync(packaged.dir, { recursive: true, force: true });
+  });
+  const roleStatements = (t: Template, id: string) => statementsOf(t.Resources[id]);
+
+  it('grants the processor role glue:GetSchemaVersion on the named registries and their schemas, and the registry password', () => {
+    const processor = roleStatements(packaged.template, 'ProcessorRole');
+    expect(processor.filter((st) => st.Sid === 'GlueSchemaRegistry' || st.Sid.startsWith('SchemaRegistry'))).toEqual([
+      GLUE_STATEMENT,
+      REGISTRY_SECRET_STATEMENT,
+    ]);
+    expect(JSON.stringify(roleStatements(packaged.template, 'PlannerRole'))).not.toMatch(/glue:|secretsmanager:/);
+  });
+
+  it('is a template cfn-lint finds no error or warning in', () => {
+    const { status, output } = cfnLint(packaged.templatePath, 'us-east-1');
+    if (status !== 0) throw new Error(`cfn-lint exited ${status}:\n${output}`);
+  }, 300_000);
+});
