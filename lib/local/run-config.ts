@@ -185,12 +185,13 @@ function gaveUpReason(w: Watch, last: Look | undefined, timeoutMs: number): stri
 /** Runs the config file's streams locally; returns the summary and the exit code. */
 export async function runConfigFile(opts: RunConfigOptions, deps: RunConfigDeps): Promise<RunConfigResult> {
   const config = loadLocalConfig(opts.configFile, deps.kafkaBrokers, deps.env);
-  // The local stack's emulator answers Glue too: Glue schema registries are read from it unless the shell names another endpoint.
-  const env = {
-    ...deps.env,
-    DYNAMODB_ENDPOINT: deps.dynamodbEndpoint,
-    AWS_ENDPOINT_URL_GLUE: deps.env.AWS_ENDPOINT_URL_GLUE ?? deps.dynamodbEndpoint,
-  };
+  // The local stack's emulator answers Glue, SQS, SNS and S3 too: schema registries and failure destinations
+  // are read from and delivered to it unless the shell names another endpoint.
+  const env: NodeJS.ProcessEnv = { ...deps.env, DYNAMODB_ENDPOINT: deps.dynamodbEndpoint };
+  for (const service of ['GLUE', 'SQS', 'SNS', 'S3'] as const) {
+    const name = `AWS_ENDPOINT_URL_${service}`;
+    env[name] = deps.env[name] ?? deps.env.AWS_ENDPOINT_URL ?? deps.dynamodbEndpoint;
+  }
   const { view, dynamo } = createViewAndDynamo(opts, deps, env);
   // Before any handler module is loaded: a module may read its variables when it is first imported.
   const handlerEnv = applyHandlerEnvironment(config.streams, process.env);
