@@ -1,8 +1,6 @@
 /** Errors of failure destinations at the edge: anything an SDK or kafkajs throws becomes one DeliveryError line naming the destination. */
 import { DeliveryError } from '../errors';
-
-/** Socket error codes that mean nothing answered at the destination's endpoint (after the client's own retries). */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+import { UNREACHABLE_CODES, unreachableWhere } from '../socket-errors';
 
 type ErrorLike = {
   name?: unknown;
@@ -24,13 +22,7 @@ export function deliveryError(destination: string, err: unknown): DeliveryError 
   const message = (typeof e.message === 'string' ? e.message : String(err)).split('\n')[0] ?? '';
   const code = typeof e.code === 'string' ? e.code : /\b(E[A-Z]+)\b/.exec(message)?.[1];
   if (code && UNREACHABLE_CODES.has(code)) {
-    const where =
-      typeof e.address === 'string'
-        ? `${e.address}${e.port === undefined ? '' : `:${String(e.port)}`}`
-        : typeof e.hostname === 'string'
-          ? e.hostname
-          : 'its endpoint';
-    return new DeliveryError(`${destination}: cannot reach ${where} (${code}); the dead letter stays pending in the ledger`, {
+    return new DeliveryError(`${destination}: cannot reach ${unreachableWhere(e)} (${code}); the dead letter stays pending in the ledger`, {
       cause: err,
     });
   }

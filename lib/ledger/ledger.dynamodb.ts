@@ -3,6 +3,7 @@
  * TransactWriteItems of one fence ConditionCheck plus up to 99 actions, so a whole run costs about
  * `actions / 99` requests and a fenced-out planner can never write.
  */
+import { UNREACHABLE_CODES, unreachableWhere } from '../socket-errors';
 import { createHash } from 'node:crypto';
 import {
   ConditionalCheckFailedException,
@@ -86,9 +87,6 @@ export function translateDynamoError(err: unknown, what: string, tableName: stri
   return new StoreError(`${what}: ${name || 'error'}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
 }
 
-/** Socket error codes that mean "no DynamoDB answered at that address" (after the SDK's own retries). */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
-
 /**
  * A one-line error naming the setting to fix when `err` says DynamoDB was never reached: no region
  * (the SDK's "Region is missing") or a refused/unresolvable endpoint. Undefined for anything else.
@@ -103,13 +101,7 @@ export function dynamoSetupError(err: unknown, what: string): AppError | undefin
   }
   const hint = '[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]';
   if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) {
-    const where =
-      typeof e.address === 'string'
-        ? `${e.address}${e.port === undefined ? '' : `:${String(e.port)}`}`
-        : typeof e.hostname === 'string'
-          ? e.hostname
-          : 'its endpoint';
-    return new StoreError(`${what}: cannot reach DynamoDB at ${where} (${e.code}) ${hint}`, { cause: err });
+    return new StoreError(`${what}: cannot reach DynamoDB at ${unreachableWhere(e)} (${e.code}) ${hint}`, { cause: err });
   }
   // The SDK's retry layer turns a socket error it does not recognise as an Error (one from another
   // realm, e.g. a VM context) into a message-only wrapper: the code and address survive in the text.
