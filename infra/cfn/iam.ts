@@ -95,25 +95,20 @@ export function registrySecretResources(config: DeploymentConfig): SecretResourc
 }
 
 /**
- * glue:GetSchemaVersion on each Glue registry the streams decode with (its ARN and its schemas'),
- * for the processor only: a record names a schema version by id, and the role may read the
- * versions of those registries and no other.
+ * glue:GetSchemaVersion for the processor only, when a stream decodes with a Glue registry. A record
+ * names its schema version by id alone, and Glue authorizes that lookup only against `*` (it does not
+ * scope GetSchemaVersion by registry when called with a SchemaVersionId; AWS's own deserializer needs
+ * the same grant). It is a read of schema definitions; the decoder itself refuses a version that
+ * belongs to another registry than the stream names (registry.glue.ts).
  */
 export function glueRegistryStatements(config: DeploymentConfig): Statement[] {
-  const resources = new Map<string, Cfn>();
-  for (const stream of config.streams) {
-    for (const field of ['value', 'key'] as const) {
+  const decodesWithGlue = config.streams.some((stream) =>
+    (['value', 'key'] as const).some((field) => {
       const registry = stream[field]?.registry;
-      if (!registry || !('glue' in registry)) continue;
-      const { region, registryName } = registry.glue;
-      const base = `arn:\${AWS::Partition}:glue:${region}:\${AWS::AccountId}`;
-      resources.set(`${region}/${registryName}`, sub(`${base}:registry/${subLiteral(registryName)}`));
-      resources.set(`${region}/${registryName}/*`, sub(`${base}:schema/${subLiteral(registryName)}/*`));
-    }
-  }
-  if (resources.size === 0) return [];
-  const sorted = [...resources.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, arn]) => arn);
-  return [{ Sid: 'GlueSchemaRegistry', Effect: 'Allow', Action: ['glue:GetSchemaVersion'], Resource: sorted }];
+      return registry !== undefined && 'glue' in registry;
+    }),
+  );
+  return decodesWithGlue ? [{ Sid: 'GlueSchemaRegistry', Effect: 'Allow', Action: ['glue:GetSchemaVersion'], Resource: ['*'] }] : [];
 }
 
 /** Reads of the given secrets and parameters, and their decryption with the stage's KMS key through those services only. */

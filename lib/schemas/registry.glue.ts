@@ -61,7 +61,7 @@ function glueFailure(description: string, id: string, err: unknown): SchemaRegis
   const denied = name === 'AccessDeniedException';
   const credentials = /UnrecognizedClient|InvalidSignature|ExpiredToken|CredentialsProvider|InvalidClientTokenId/.test(name);
   const why = denied
-    ? "access denied: the processor's role needs glue:GetSchemaVersion on this registry's schemas"
+    ? 'access denied: the processor\'s role needs glue:GetSchemaVersion (on Resource "*": Glue does not scope a lookup by version id)'
     : credentials
       ? 'AWS credentials refused or missing'
       : 'the registry did not answer';

@@ -11,31 +11,13 @@ import type { Message } from 'kafkajs';
 import { parseStreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
 import { runningTotals } from '../../lib/handlers/running-totals';
-import { createMetadataCache } from '../../lib/kafka/metadata-cache';
-import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
-import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
-import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, type ProcessResult } from '../../lib/processor/process-range';
-import { createSinkTable, createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
+import { processorTestBed } from '../support/processor-bed';
 
-const ddb = testDynamo();
-const ledgerTable = uniqueName('filters-ledger');
-const kafka = testKafka('filters-it');
-const admin = kafka.admin();
-const producer = kafka.producer();
-const metadata = createMetadataCache();
-const reader = createKafkajsRangeReader(kafka);
-const ledger = createDynamoLedger({ client: ddb, tableName: ledgerTable });
-
-beforeAll(async () => {
-  await Promise.all([ensureLedgerTable(ddb, ledgerTable), admin.connect(), producer.connect()]);
-});
-afterAll(async () => {
-  await Promise.all([metadata.closeAll(), reader.close(), admin.disconnect(), producer.disconnect()]);
-  ddb.destroy();
-});
+const { ddb, admin, producer, metadata, reader, ledger } = processorTestBed('filters');
 
 /** One produced record and what the test expects of it. */
 type Sent = { message: Message; order?: { account: string; amount: number }; kept: boolean };

@@ -5,31 +5,13 @@
  */
 import { parseStreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
-import { createMetadataCache } from '../../lib/kafka/metadata-cache';
-import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
-import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
-import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream } from '../../lib/planner/run';
 import type { HandlerRecord } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
-import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+import { createTopicsReady, uniqueName } from '../support/env';
+import { processorTestBed } from '../support/processor-bed';
 
-const ddb = testDynamo();
-const ledgerTable = uniqueName('age-ledger');
-const kafka = testKafka('record-age-it');
-const admin = kafka.admin();
-const producer = kafka.producer();
-const metadata = createMetadataCache();
-const reader = createKafkajsRangeReader(kafka);
-const ledger = createDynamoLedger({ client: ddb, tableName: ledgerTable });
-
-beforeAll(async () => {
-  await Promise.all([ensureLedgerTable(ddb, ledgerTable), admin.connect(), producer.connect()]);
-});
-afterAll(async () => {
-  await Promise.all([metadata.closeAll(), reader.close(), admin.disconnect(), producer.disconnect()]);
-  ddb.destroy();
-});
+const { admin, producer, metadata, reader, ledger } = processorTestBed('age');
 
 /** Produces 30 records to one partition: offsets 0-9 stamped an hour ago, 10-19 now, 20-29 two hours ago. */
 async function produceAged(topic: string): Promise<void> {

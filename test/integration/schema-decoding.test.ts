@@ -22,39 +22,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
-import { createMetadataCache } from '../../lib/kafka/metadata-cache';
-import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
-import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { runConfigFile } from '../../lib/local/run-config';
-import { ensureLedgerTable } from '../../lib/ledger/table';
 import { planStream } from '../../lib/planner/run';
 import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange } from '../../lib/processor/process-range';
 import { recordStagesFor } from '../../lib/processor/record-stages';
 import { createSchemaRegistries } from '../../lib/schemas/registries';
 import { glueSerialize, type GlueSerdeInput } from '../support/glue-serde';
-import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+import { createTopicsReady, uniqueName } from '../support/env';
+import { processorTestBed } from '../support/processor-bed';
 
-const ddb = testDynamo();
-const ledgerTable = uniqueName('decode-ledger');
-const kafka = testKafka('schema-decoding-it');
-const admin = kafka.admin();
-const producer = kafka.producer();
-const metadata = createMetadataCache();
-const reader = createKafkajsRangeReader(kafka);
-const ledger = createDynamoLedger({ client: ddb, tableName: ledgerTable });
+const { ddb, admin, producer, metadata, reader, ledger } = processorTestBed('decode');
+
 const endpoint = process.env.DYNAMODB_ENDPOINT!;
 const REGION = 'us-east-1';
 const glue = new GlueClient({ endpoint, region: REGION, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
 // The processor's registries as the local runtime makes them: Glue through AWS_ENDPOINT_URL_GLUE.
 const registries = createSchemaRegistries({ env: { AWS_ENDPOINT_URL_GLUE: endpoint } });
 
-beforeAll(async () => {
-  await Promise.all([ensureLedgerTable(ddb, ledgerTable), admin.connect(), producer.connect()]);
-});
-afterAll(async () => {
-  await Promise.all([metadata.closeAll(), reader.close(), admin.disconnect(), producer.disconnect()]);
-  ddb.destroy();
+afterAll(() => {
   glue.destroy();
 });
 

@@ -197,7 +197,7 @@ describe('Glue registry adapter', () => {
       .catch((e: unknown) => e);
     expect(denied).toBeInstanceOf(SchemaRegistryError);
     expect(denied).toMatchObject({
-      message: `glue registry orders (eu-west-1): GetSchemaVersion ${ID}: access denied: the processor's role needs glue:GetSchemaVersion on this registry's schemas (AccessDeniedException: not authorized)`,
+      message: `glue registry orders (eu-west-1): GetSchemaVersion ${ID}: access denied: the processor's role needs glue:GetSchemaVersion (on Resource "*": Glue does not scope a lookup by version id) (AccessDeniedException: not authorized)`,
       settings: ['glue.registryName'],
     });
     const throttled = await createGlueSchemaRegistry(
