@@ -11,11 +11,12 @@
  * library's payload with the message index path put in) to decode.
  */
 import { createServer, type AddressInfo } from 'node:net';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import * as protobuf from 'protobufjs';
 import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createRecordingDispatcher } from '../../lib/dispatch/dispatcher.local';
-import { createSecretResolver } from '../../lib/kafka/secrets';
+import { createSecretResolver, readSecretsManager, type SecretResolver } from '../../lib/kafka/secrets';
 import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
@@ -58,7 +59,7 @@ afterAll(async () => {
 /** A stream decoding values from `url` (default: the local registry) with `password` read from the given variables. */
 async function setup(
   value: Partial<NonNullable<StreamConfigInput['value']>> & { format: 'avro' | 'protobuf' | 'json-schema' },
-  env: NodeJS.ProcessEnv = { TEST_REGISTRY_PASSWORD: USER.password },
+  env: NodeJS.ProcessEnv | SecretResolver = { TEST_REGISTRY_PASSWORD: USER.password },
 ) {
   const id = uniqueName('deccf');
   const topic = `${id}-events`;
@@ -73,7 +74,7 @@ async function setup(
     },
     'test',
   );
-  const registries = createSchemaRegistries({ resolveSecret: createSecretResolver({ env }) });
+  const registries = createSchemaRegistries({ resolveSecret: typeof env === 'function' ? env : createSecretResolver({ env }) });
   const seen: HandlerRecord[] = [];
   const handler: RecordsHandler = { mode: 'at-least-once', handle: (records) => void seen.push(...records) };
   const dispatcher = createRecordingDispatcher();
@@ -138,6 +139,34 @@ describe('Confluent-compatible registry (Apicurio), records written by @kafkajs/
       [1, 'undecodable', expect.stringMatching(new RegExp(`^${escape(where)}: unknown schema id 987654 \\(40403`))],
       [3, 'undecodable', `${where}: not Avro of its schema (truncated buffer)`],
     ]);
+  });
+
+  it("reads the registry password from a Secrets Manager secret (the emulator's), once per container", async () => {
+    const secrets = new SecretsManagerClient({
+      endpoint: process.env.DYNAMODB_ENDPOINT,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    try {
+      const secret = await secrets.send(
+        new CreateSecretCommand({ Name: uniqueName('registry/app'), SecretString: JSON.stringify({ password: USER.password }) }),
+      );
+      let storeReads = 0;
+      const resolve = createSecretResolver({ readSecretsManager: (id) => (storeReads++, readSecretsManager(secrets, id)) });
+      const subject = uniqueName('secret-orders-value');
+      const { id: v1 } = await client.register({ type: SchemaType.AVRO, schema: JSON.stringify(ORDER_V1) }, { subject });
+      const password = { secretArn: secret.ARN!, field: 'password' };
+      const t = await setup({ format: 'avro', registry: { confluent: { url: registry.url, username: USER.username, password } } }, resolve);
+      await t.produce([await client.encode(v1, { id: 'o-1', cents: 1 }), await client.encode(v1, { id: 'o-2', cents: 2 })]);
+      expect(await t.run()).toMatchObject({ status: 'done', records: 2, deadLetters: 0 });
+      expect(t.seen.map((r) => r.decoded?.value)).toEqual([
+        { id: 'o-1', cents: 1 },
+        { id: 'o-2', cents: 2 },
+      ]);
+      expect(storeReads).toBe(1);
+    } finally {
+      secrets.destroy();
+    }
   });
 
   it('decodes JSON Schema records and dead-letters a value that does not validate', async () => {
