@@ -7,8 +7,9 @@
 import { rmSync } from 'node:fs';
 import { parseDeploymentConfig, type DeploymentConfig } from '../../lib/config/schema';
 import { checkConfig, glueRegistryStatements, iamRoles, parseSettings, type Statement } from '../../infra/cfn/builders';
-import { cfnLint, slsPackage, type Packaged, type Template } from './package';
+import { cfnLint, checkov, slsPackage, type Packaged, type Template } from './package';
 
+const VPC = { vpcSubnetIds: 'subnet-0123456789abcdef0', vpcSecurityGroupIds: 'sg-0123456789abcdef0' };
 const FIXTURE = 'test/deploy/fixtures/streams.schema-registries.json';
 const REGISTRY_SECRET = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:registry-AbC123';
 
@@ -75,7 +76,8 @@ describe('schema registry grants (builders)', () => {
 describe('sls package with schema registries', () => {
   let packaged: Packaged;
   beforeAll(() => {
-    packaged = slsPackage('registries', 'us-east-1', { streamsConfig: FIXTURE });
+    // In a VPC, as a production stage is (the scan's CKV_AWS_117 otherwise).
+    packaged = slsPackage('registries', 'us-east-1', { streamsConfig: FIXTURE, ...VPC });
   }, 240_000);
   afterAll(() => {
     if (packaged) rmSync(packaged.dir, { recursive: true, force: true });
@@ -94,5 +96,10 @@ describe('sls package with schema registries', () => {
   it('is a template cfn-lint finds no error or warning in', () => {
     const { status, output } = cfnLint(packaged.templatePath, 'us-east-1');
     if (status !== 0) throw new Error(`cfn-lint exited ${status}:\n${output}`);
+  }, 300_000);
+
+  it('is a template the security scan fails no check of (the Glue read on "*" included)', () => {
+    const report = checkov(packaged.templatePath);
+    expect(report.failed.map((f) => `${f.checkId} ${f.resource}`)).toEqual([]);
   }, 300_000);
 });
