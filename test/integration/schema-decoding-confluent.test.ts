@@ -28,6 +28,7 @@ import { recordStagesFor } from '../../lib/processor/record-stages';
 import { createSchemaRegistries } from '../../lib/schemas/registries';
 import { confluentMessageIndexes } from '../../lib/schemas/wire';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+import { ORDER_V1, ORDER_V2 } from '../support/order-schemas';
 import { REGISTRY_START_TIMEOUT_MS, testRegistry, type TestRegistry } from '../support/registry';
 
 const ddb = testDynamo();
@@ -99,17 +100,6 @@ async function setup(
   const produce = (values: Buffer[]) => producer.send({ topic, messages: values.map((v) => ({ value: v })) });
   return { id, seen, run, produce, deadLetters: () => ledger.listDeadLetters(id), range: () => ledger.readOpenRanges(id) };
 }
-
-const ORDER_V1 = {
-  type: 'record',
-  name: 'Order',
-  namespace: 'shop',
-  fields: [
-    { name: 'id', type: 'string' },
-    { name: 'cents', type: 'long' },
-  ],
-};
-const ORDER_V2 = { ...ORDER_V1, fields: [...ORDER_V1.fields, { name: 'note', type: ['null', 'string'], default: null }] };
 
 describe('Confluent-compatible registry (Apicurio), records written by @kafkajs/confluent-schema-registry', () => {
   it('decodes Avro across a schema evolution, dead-letters an unknown id and a corrupt payload, and the range goes on', async () => {

@@ -31,6 +31,7 @@ import { createSchemaRegistries } from '../../lib/schemas/registries';
 import { glueSerialize, type GlueSerdeInput } from '../support/glue-serde';
 import { createTopicsReady, uniqueName } from '../support/env';
 import { processorTestBed } from '../support/processor-bed';
+import { ORDER_V1, ORDER_V2 } from '../support/order-schemas';
 
 const { ddb, admin, producer, metadata, reader, ledger } = processorTestBed('decode');
 
@@ -94,17 +95,6 @@ function versionIdOf(bytes: Buffer): string {
   const hex = bytes.subarray(2, 18).toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
-
-const ORDER_V1 = {
-  type: 'record',
-  name: 'Order',
-  namespace: 'shop',
-  fields: [
-    { name: 'id', type: 'string' },
-    { name: 'cents', type: 'long' },
-  ],
-};
-const ORDER_V2 = { ...ORDER_V1, fields: [...ORDER_V1.fields, { name: 'note', type: ['null', 'string'], default: null }] };
 
 describe('Glue Schema Registry records, written by the Glue serializer', () => {
   it('decodes Avro across a schema evolution, zlib or not, and dead-letters what cannot be decoded while the range goes on', async () => {
