@@ -148,8 +148,26 @@ export async function registryReady(url: string, basicAuth?: RegistryUser, timeo
   return res.ok;
 }
 
-/** Starts the registry on a loopback port; resolves once its Confluent API answers. */
+/** How often a start on a chosen (not fixed) port is tried when the registry exits during start-up. */
+const START_ATTEMPTS = 3;
+
+/**
+ * Starts the registry on a loopback port; resolves once its Confluent API answers. A registry that
+ * exits during start-up on a port chosen here is started again on another: the port was free when
+ * chosen, but another service of a busy test run can bind it before Quarkus does (seen once in CI).
+ */
 export async function startRegistry(opts: RegistryOptions): Promise<RegistryInstance> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRegistryOnce(opts);
+    } catch (err) {
+      const exited = err instanceof PrerequisiteError && /exited during start-up/.test(err.message);
+      if (!exited || opts.port !== undefined || process.env.LOCAL_REGISTRY_PORT || attempt >= START_ATTEMPTS) throw err;
+    }
+  }
+}
+
+async function startRegistryOnce(opts: RegistryOptions): Promise<RegistryInstance> {
   const java = javaBinary();
   const jar = ensureRegistryBuild(opts.cacheDir);
   const port = await choosePort(opts.port, 'LOCAL_REGISTRY_PORT');
