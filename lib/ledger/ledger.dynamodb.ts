@@ -71,7 +71,12 @@ export type DynamoLedgerOptions = {
   sleep?: (ms: number) => Promise<void>;
   /** Planner transactions in flight at once (default 8). */
   concurrency?: number;
+  /** Marked sink writes of one `applyMarkedSinkWrites` call in flight at once (default MARKED_WRITE_CONCURRENCY). */
+  markedWriteConcurrency?: number;
 };
+
+/** Marked sink writes (single UpdateItems) one `applyMarkedSinkWrites` call keeps in flight. */
+export const MARKED_WRITE_CONCURRENCY = 8;
 
 const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 
@@ -183,6 +188,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const table = opts.tableName;
   const doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const markedWriteConcurrency = opts.markedWriteConcurrency ?? MARKED_WRITE_CONCURRENCY;
 
   const send = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
@@ -279,14 +285,23 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     }
   };
 
-  /** One marked sink write as a plain UpdateItem (half the write units of a transaction). */
-  const applyOneMarked = async (what: string, action: TxAction): Promise<MarkedWritesOutcome> => {
-    try {
-      await send(what, () => doc.send(new UpdateCommand(action.Update as ConstructorParameters<typeof UpdateCommand>[0])));
-      return { applied: 1, skipped: 0 };
-    } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return { applied: 0, skipped: 1 };
-      throw err;
+  /**
+   * One marked sink write as a plain conditional UpdateItem: one write unit per item of up to 1 KB,
+   * where a transaction bills two. Its only condition is its mark, so a failed one means the item
+   * has this batch already. Throttling left after the SDK's own retries is retried here, for this
+   * write alone.
+   */
+  const applyOneMarked = async (what: string, action: TxAction): Promise<'applied' | 'skipped'> => {
+    const input = action.Update as ConstructorParameters<typeof UpdateCommand>[0];
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await send(what, () => doc.send(new UpdateCommand(input)));
+        return 'applied';
+      } catch (err) {
+        if (err instanceof ConditionalCheckFailedException) return 'skipped';
+        if (!(err instanceof ThrottledError) || attempt >= CONFLICT_RETRIES) throw err;
+        await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
+      }
     }
   };
 
@@ -515,24 +530,12 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     async applyMarkedSinkWrites({ mark, writes }) {
       if (writes.length > DYNAMODB_LIMITS.maxMarkedWrites) throw new CommitTooLargeError(writes.length, DYNAMODB_LIMITS);
       const what = `write ${writes.length} sink items of ${mark.topic}/${mark.partition} up to ${mark.until}`;
-      let pending = writes.map((w) => markedSinkAction(w, mark));
-      if (pending.length === 1) return applyOneMarked(what, pending[0] as TxAction);
-      let skipped = 0;
-      return transactLoop(what, {
-        items: () => (pending.length > 0 ? pending : undefined),
-        applied: () => ({ applied: writes.length - skipped, skipped }),
-        cancelled: (reasons, attempt, err) => {
-          // The only condition is the mark: a failed one means the item has this batch already.
-          const has = new Set(reasons.flatMap((r, i) => (r.Code === 'ConditionalCheckFailed' ? [i] : [])));
-          if (has.size > 0) {
-            skipped += has.size;
-            pending = pending.filter((_, i) => !has.has(i));
-            return { retry: 'now' };
-          }
-          if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting`, { cause: err });
-          return { retry: 'backoff' };
-        },
-      });
+      // Not one transaction: each write is guarded by its own mark, so atomicity across items buys
+      // nothing and would double the write units (docs/ledger-schema.md, "Folded batches").
+      const actions = writes.map((w) => markedSinkAction(w, mark));
+      const outcomes = await mapWithConcurrency(actions, markedWriteConcurrency, (a) => applyOneMarked(what, a));
+      const applied = outcomes.filter((o) => o === 'applied').length;
+      return { applied, skipped: outcomes.length - applied };
     },
 
     async completeRange({ range, expectProgress, nowMs, stats, observedRecordsPerSec, advancePartition }) {

@@ -10,7 +10,8 @@ import type { LedgerLimits } from '../ports/commit-limits';
 export const DYNAMODB_LIMITS: LedgerLimits = {
   maxSinkWrites: 98,
   maxSinkBytes: 3_500_000,
-  // A marked write group is one transaction of its own (100 actions), or one UpdateItem when alone.
+  // A marked write group is a call of single UpdateItems (a few in flight at once); the size bounds
+  // the work between two kill points and what a lost lease leaves to redo.
   maxMarkedWrites: 100,
   deadLetter: { maxValueBytes: 200 * 1024, maxKeyBytes: 16 * 1024, maxHeaderBytes: 64 * 1024, maxErrorChars: 4000 },
 };

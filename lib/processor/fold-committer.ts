@@ -43,7 +43,8 @@ export const DEFAULT_FOLD_BUDGET: FoldBudget = {
   maxRecords: 500_000,
   atomicMaxWrites: Number.POSITIVE_INFINITY, // capped by the ledger's limits
   writeGroupSize: Number.POSITIVE_INFINITY, // capped by the ledger's limits
-  writeConcurrency: 4,
+  // Each group's writes go out a few at a time too (the DynamoDB ledger's MARKED_WRITE_CONCURRENCY).
+  writeConcurrency: 2,
 };
 
 /** The items of the batch being folded, and the offsets it covers. */

@@ -16,7 +16,8 @@ import type { SecretResolver } from '../kafka/secrets';
 import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createKafkajsRangeReader } from '../kafka/range-reader.kafkajs';
 import { createDynamoStoreClock } from '../ledger/clock.dynamodb';
-import { createDynamoLedger } from '../ledger/ledger.dynamodb';
+import { createDynamoLedger, MARKED_WRITE_CONCURRENCY } from '../ledger/ledger.dynamodb';
+import { DEFAULT_FOLD_BUDGET } from '../processor/fold-committer';
 import type { GroupOffsetCommitter } from '../ports/group-offsets';
 import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
@@ -34,12 +35,18 @@ export type DynamoClientOptions = {
 };
 
 /**
- * Sockets for one client shared by `maxConcurrency` in-process processors (one request in flight
- * each), a planner run (up to 8 transactions at once) and a few for the store clock and the view:
- * requests never wait for a socket, so the SDK never warns that its socket usage is at capacity.
+ * Requests one processor may have in flight: a folded batch's marked writes, DEFAULT_FOLD_BUDGET's
+ * groups in flight times the writes of a group in flight (the DynamoDB ledger's MARKED_WRITE_CONCURRENCY).
+ */
+const REQUESTS_PER_PROCESSOR = DEFAULT_FOLD_BUDGET.writeConcurrency * MARKED_WRITE_CONCURRENCY;
+
+/**
+ * Sockets for one client shared by `maxConcurrency` in-process processors, a planner run (up to 8
+ * transactions at once) and a few for the store clock and the view: requests never wait for a
+ * socket, so the SDK never warns that its socket usage is at capacity.
  */
 export function dynamoSocketsFor(maxConcurrency: number): number {
-  return maxConcurrency + 16;
+  return maxConcurrency * REQUESTS_PER_PROCESSOR + 16;
 }
 
 /** A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set. */

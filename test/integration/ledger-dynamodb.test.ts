@@ -1,10 +1,12 @@
 /** The Ledger contract against the DynamoDB adapter on the emulator, plus its request economy. */
+import { DynamoDBClient, GetItemCommand, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { ledgerContract, partitionFixture, rangeFixture } from '../contract/ledger.contract';
 import { plannerLoopContract } from '../contract/planner-loop.contract';
 import { countRequests } from '../support/dynamo-requests';
-import { createSinkTable, testDynamo, uniqueName } from '../support/env';
+import { createSinkTable, emulatorClientConfig, testDynamo, uniqueName } from '../support/env';
+import type { SinkMark, SinkWrite } from '../../lib/ports/sink-write';
 
 const client = testDynamo();
 /** Requests sent through `client` (tests run one at a time, so a difference is one ledger's). */
@@ -78,5 +80,76 @@ describe('DynamoDB ledger lease takes', () => {
     before = ledger.requestCount();
     expect(await take(10, 'B')).toMatchObject({ kind: 'held', range: { leaseToken: 'A' } });
     expect(ledger.requestCount() - before).toBe(1);
+  });
+});
+
+describe('DynamoDB ledger marked sink writes', () => {
+  const mark: SinkMark = { stream: 'marked', topic: 't', partition: 3, until: 100 };
+  const bump = (table: string, pk: string): SinkWrite => ({
+    update: { table, key: { pk }, expression: 'ADD #n :one', names: { '#n': 'n' }, values: { ':one': 1 } },
+  });
+  /** The operation of every command `c` sends from now on, in order. */
+  const watchOperations = (c: DynamoDBClient, name: string, fault?: (op: string, input: { Key?: unknown }) => Error | undefined) => {
+    const ops: Array<{ op: string; key?: string }> = [];
+    c.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { Key?: { pk?: string | { S?: string } } };
+        // The document client's commands may carry the key marshalled or not at this step.
+        const pk = input.Key?.pk;
+        ops.push({ op: context.commandName ?? '?', key: typeof pk === 'string' ? pk : pk?.S });
+        const err = fault?.(context.commandName ?? '?', input);
+        if (err) throw err;
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    return ops;
+  };
+
+  it('sends each write as its own conditional UpdateItem (one write unit an item), never a transaction', async () => {
+    const sink = await createSinkTable(client, 'marked-eco');
+    const own = testDynamo();
+    const ops = watchOperations(own, 'markedOps');
+    try {
+      const ledger = createDynamoLedger({ client: own, tableName });
+      const writes = Array.from({ length: 40 }, (_, i) => bump(sink, `k${i}`));
+      expect(await ledger.applyMarkedSinkWrites({ mark, writes })).toEqual({ applied: 40, skipped: 0 });
+      expect(await ledger.applyMarkedSinkWrites({ mark, writes })).toEqual({ applied: 0, skipped: 40 });
+      expect(ops.map((o) => o.op)).toEqual(Array.from({ length: 80 }, () => 'UpdateItemCommand'));
+      const item = await client.send(new GetItemCommand({ TableName: sink, Key: { pk: { S: 'k7' } }, ConsistentRead: true }));
+      expect(item.Item?.n).toEqual({ N: '1' });
+    } finally {
+      own.destroy();
+    }
+  });
+
+  it('retries a throttled write alone: the others are sent once, every item gets the batch once', async () => {
+    const sink = await createSinkTable(client, 'marked-throttle');
+    // The SDK's own retries off, so that the ledger's retry is what is seen; the fault is DynamoDB's own error.
+    const own = new DynamoDBClient({ ...emulatorClientConfig(), maxAttempts: 1 });
+    const throttled = new Set(['k2', 'k5', 'k11']);
+    const fired: string[] = [];
+    const ops = watchOperations(own, 'throttleOps', (op, input) => {
+      const key = ops[ops.length - 1]?.key;
+      if (op !== 'UpdateItemCommand' || !key || !throttled.has(key) || fired.filter((k) => k === key).length >= 2) return undefined;
+      fired.push(key);
+      return new ProvisionedThroughputExceededException({ message: 'injected throttle', $metadata: {} });
+    });
+    try {
+      const ledger = createDynamoLedger({ client: own, tableName, sleep: async () => undefined });
+      const writes = Array.from({ length: 16 }, (_, i) => bump(sink, `k${i}`));
+      expect(await ledger.applyMarkedSinkWrites({ mark, writes })).toEqual({ applied: 16, skipped: 0 });
+      expect(fired.sort()).toEqual(['k11', 'k11', 'k2', 'k2', 'k5', 'k5']);
+      for (let i = 0; i < 16; i++) {
+        const sent = ops.filter((o) => o.key === `k${i}`).length;
+        expect([`k${i}`, sent]).toEqual([`k${i}`, throttled.has(`k${i}`) ? 3 : 1]);
+      }
+      const items = await Promise.all(
+        writes.map((_, i) => client.send(new GetItemCommand({ TableName: sink, Key: { pk: { S: `k${i}` } }, ConsistentRead: true }))),
+      );
+      expect(items.map((r) => r.Item?.n)).toEqual(Array.from({ length: 16 }, () => ({ N: '1' })));
+    } finally {
+      own.destroy();
+    }
   });
 });

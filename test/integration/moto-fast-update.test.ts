@@ -1,12 +1,29 @@
 /**
  * The emulator applies simple `ADD`/`SET` updates directly (infra/local/dynamodb/moto_server.py):
  * they must answer as DynamoDB does, errors included, and take the generic path for anything else.
+ * A single-item UpdateItem of that shape is served without moto's request stack at all; the
+ * emulator marks those answers with an `x-emulator-path: direct` header, which these tests read.
  * (The suite runs the emulator with MOTO_VERIFY_FAST=1, which also compares both paths per request.)
  */
 import { ConditionalCheckFailedException, GetItemCommand, UpdateItemCommand, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { createSinkTable, testDynamo } from '../support/env';
 
 const client = testDynamo();
+/** The `x-emulator-path` header of each answer, in order. */
+const paths: Array<string | undefined> = [];
+client.middlewareStack.add(
+  (next) => async (args) => {
+    try {
+      const out = await next(args);
+      paths.push((out.response as { headers?: Record<string, string> }).headers?.['x-emulator-path']);
+      return out;
+    } catch (err) {
+      paths.push((err as { $response?: { headers?: Record<string, string> } }).$response?.headers?.['x-emulator-path']);
+      throw err;
+    }
+  },
+  { step: 'deserialize', name: 'emulatorPath' },
+);
 let table: string;
 beforeAll(async () => {
   table = await createSinkTable(client, 'fastupd');
@@ -93,5 +110,71 @@ describe('emulator: simple updates applied directly', () => {
       name: 'ValidationException',
     });
     expect(Object.keys((await read('e')) ?? {}).sort()).toEqual(['a', 'pk']);
+  });
+});
+
+describe("emulator: single-item updates without moto's request stack", () => {
+  const lastPath = () => paths[paths.length - 1];
+  const marked = (pk: string, until: number) =>
+    update(pk, {
+      UpdateExpression: 'ADD #t :t, #c :one SET #m = :m',
+      ConditionExpression: 'attribute_not_exists(#m) OR #m < :m',
+      ExpressionAttributeNames: { '#t': 'total', '#c': 'count', '#m': 'mark' },
+      ExpressionAttributeValues: { ':t': { N: '4' }, ':one': { N: '1' }, ':m': { N: String(until) } },
+    });
+
+  it('applies a marked update directly, and refuses its replay with a failed condition, as DynamoDB does', async () => {
+    await marked('f', 10);
+    expect(lastPath()).toBe('direct');
+    const replay = await marked('f', 10).catch((e: unknown) => e);
+    expect(lastPath()).toBe('direct');
+    expect(replay).toBeInstanceOf(ConditionalCheckFailedException);
+    expect((replay as Error).message).toBe('The conditional request failed');
+    await marked('f', 20);
+    expect(await read('f')).toEqual({ pk: { S: 'f' }, total: { N: '8' }, count: { N: '2' }, mark: { N: '20' } });
+  });
+
+  it('leaves to moto anything it does not take: return values, a key of the wrong type, a missing table', async () => {
+    await update('g', {
+      UpdateExpression: 'ADD #n :one',
+      ExpressionAttributeNames: { '#n': 'n' },
+      ExpressionAttributeValues: { ':one': { N: '1' } },
+      ReturnValues: 'UPDATED_NEW',
+    });
+    expect(lastPath()).toBeUndefined();
+    await expect(
+      client.send(
+        new UpdateItemCommand({
+          TableName: table,
+          Key: { pk: { N: '1' } },
+          UpdateExpression: 'SET a = :a',
+          ExpressionAttributeValues: { ':a': { N: '1' } },
+        }),
+      ),
+    ).rejects.toMatchObject({ name: 'ValidationException' });
+    expect(lastPath()).toBeUndefined();
+    await expect(
+      client.send(
+        new UpdateItemCommand({
+          TableName: `${table}-absent`,
+          Key: { pk: { S: 'g' } },
+          UpdateExpression: 'SET a = :a',
+          ExpressionAttributeValues: { ':a': { N: '1' } },
+        }),
+      ),
+    ).rejects.toMatchObject({ name: 'ResourceNotFoundException' });
+    expect(lastPath()).toBeUndefined();
+    expect(await read('g')).toEqual({ pk: { S: 'g' }, n: { N: '1' } });
+  });
+
+  it('leaves an error other than a failed condition to moto, which words it, storing nothing', async () => {
+    const big = 'y'.repeat(250 * 1024);
+    await update('h', { UpdateExpression: 'SET a = :a', ExpressionAttributeValues: { ':a': { S: big } } });
+    expect(lastPath()).toBe('direct');
+    await expect(update('h', { UpdateExpression: 'SET b = :b', ExpressionAttributeValues: { ':b': { S: big } } })).rejects.toMatchObject({
+      name: 'ValidationException',
+    });
+    expect(lastPath()).toBeUndefined();
+    expect(Object.keys((await read('h')) ?? {}).sort()).toEqual(['a', 'pk']);
   });
 });

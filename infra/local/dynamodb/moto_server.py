@@ -21,7 +21,11 @@ with transactions offers them (dynalite has no transactions; DynamoDB Local is n
    top-level attributes of a table without indexes) are applied without moto's ten passes over
    their syntax tree. Setting MOTO_VERIFY_FAST=1 runs the generic parser and serializer as well (on
    the first 64 AttributeValue maps of each request and response) and the generic update (on the
-   first 8 direct updates of each request), and fails a request or response that differs.
+   first 8 direct updates of each request), and fails a request or response that differs. The
+   package's module list, which moto reads from disk at every request, is read once; and the app
+   is served by waitress, which keeps connections open (werkzeug's server closes each one).
+4. A single-item UpdateItem of that simple shape is applied without moto's request stack (section
+   4 below); anything else, and any error but a failed condition, goes through moto's stack.
 
 Every moto (and werkzeug) internal this file replaces, and why, in the order they appear below:
 
@@ -38,12 +42,14 @@ Every moto (and werkzeug) internal this file replaces, and why, in the order the
 | `BaseJSONSerializer._serialize_type_map` | AttributeValue maps serialised directly (3; checked by MOTO_VERIFY_FAST) |
 | `RequestParser._parse_map` | AttributeValue maps parsed directly (3; checked by MOTO_VERIFY_FAST) |
 | `DynamoDBBackend.update_item` | no pre-image copy on tables without a stream; simple `ADD`/`SET` updates applied directly (3; checked by MOTO_VERIFY_FAST) |
-| `moto.server.run_simple` (werkzeug's) | the WSGI app is served one request at a time (1) |
+| `moto.backends.list_of_moto_modules` | the module list is read once, not per request (3) |
+| `moto.server.run_simple` (werkzeug's) | the WSGI app is served by waitress, with keep-alive, one request at a time (1, 3) |
 
 These are moto internals, so the launcher refuses any moto version other than the one it was
 written for (the pin in requirements.txt beside it), before importing moto.
 """
 import copy as _copy
+import logging
 import sys
 import threading
 from importlib.metadata import PackageNotFoundError, version as _installed_version
@@ -70,7 +76,6 @@ _check_moto_version()
 from moto.dynamodb import models as _models
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
-import werkzeug.serving as _serving
 
 
 class _CopyWithoutTableBackups:
@@ -457,6 +462,21 @@ def _parse_map(self, shape, value):
 
 _parse.RequestParser._parse_map = _parse_map
 
+# Every request asks whether its Host header names a moto module, and moto answers by listing its
+# package directory (a listdir and ~200 stats, ~2 ms of the emulator's core per request: more than a
+# simple update itself). The installed package does not change while the server runs.
+from moto import backends as _backends
+
+_MOTO_MODULES = tuple(_backends.list_of_moto_modules())
+
+
+def _list_of_moto_modules():
+    return _MOTO_MODULES
+
+
+_backends.list_of_moto_modules = _list_of_moto_modules
+
+
 # update_item deep-copies the item before changing it only to feed DynamoDB Streams; tables here
 # have no stream, so that copy is skipped for them (moto reads it only when the table has one).
 _original_update_item = _models.DynamoDBBackend.update_item
@@ -591,21 +611,174 @@ def _verify_simple_update(table, key, before, fast, item):
 _models.DynamoDBBackend.update_item = update_item
 
 _lock = threading.Lock()
-_original_run_simple = _serving.run_simple
+
+
+# --- 4. Single-item updates without moto's request stack ------------------------------------------
+# A folded batch's marked writes are one UpdateItem per sink item. Through moto's request stack
+# (dispatch by host, Flask routing, response class set-up by introspection, the generic parser and
+# serializer, a deep copy of the item for ReturnValues) one costs ~1.5 ms of the emulator's core,
+# ten times the update itself. A request of the simple shape (_simple_plan: ADD/SET of top-level
+# attributes, an optional condition, no ReturnValues) on a table without indexes or streams is
+# applied here with the same functions and answered as moto answers it; anything else, and any
+# error but a failed condition, goes through moto's stack, which also words every error. With
+# MOTO_VERIFY_FAST=1 the requests whose updates are verified go through moto's stack too.
+import io as _io
+import zlib as _zlib
+from typing import NamedTuple as _NamedTuple
+
+from moto.dynamodb.models import dynamodb_backends as _dynamodb_backends
+from moto.iam.models import get_account_id_from as _account_id_from
+
+_UPDATE_ITEM = "DynamoDB_20120810.UpdateItem"
+_DIRECT_FIELDS = {"TableName", "Key", "UpdateExpression", "ConditionExpression", "ExpressionAttributeNames",
+                  "ExpressionAttributeValues", "ReturnValues"}
+_CREDENTIAL = _re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/dynamodb/")
+# Says which requests took this path (the emulator's tests check it did).
+_DIRECT_HEADER = ("x-emulator-path", "direct")
+_CONDITION_FAILED = _json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
+                                 "message": "The conditional request failed"}).encode()
+
+
+def _direct_update(environ):
+    """(status, headers, body) of a simple UpdateItem applied directly, or None for moto's stack."""
+    if environ.get("HTTP_X_AMZ_TARGET") != _UPDATE_ITEM:
+        return None
+    raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+    environ["wsgi.input"] = _io.BytesIO(raw)  # moto's stack reads it again when it serves the request
+    credential = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    if credential is None:
+        return None
+    try:
+        req = _json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(req, dict) or not set(req) <= _DIRECT_FIELDS or req.get("ReturnValues", "NONE") != "NONE":
+        return None
+    account = _os.environ.get("MOTO_ACCOUNT_ID") or environ.get("HTTP_X_MOTO_ACCOUNT_ID") or _account_id_from(credential.group(1))
+    table = _dynamodb_backends[account][credential.group(2)].tables.get(req.get("TableName"))
+    key = req.get("Key")
+    if table is None or not isinstance(key, dict) or not _key_matches(table, key):
+        return None
+    apply = _simple_update(table, key, req.get("UpdateExpression"), req.get("ExpressionAttributeNames"),
+                           req.get("ExpressionAttributeValues"), condition_expression=req.get("ConditionExpression"))
+    if apply is None:
+        return None
+    where = _item_key(table, key)
+    before = _copy.deepcopy(table.get_item(*where)) if _VERIFY else None
+    try:
+        apply()
+    except _ConditionalCheckFailed:
+        return _Direct("400 Bad Request", "ConditionalCheckFailedException", "application/json", _CONDITION_FAILED, table, where, before)
+    except Exception:  # noqa: BLE001 - nothing was stored; moto's stack raises and words it
+        return None
+    body = _json.dumps({"ConsumedCapacity": {"TableName": table.name, "CapacityUnits": 0.5}}).encode()
+    return _Direct("200 OK", None, "application/x-amz-json-1.0", body, table, where, before)
+
+
+class _Direct(_NamedTuple):
+    """A directly applied update's answer, and what MOTO_VERIFY_FAST needs to check it."""
+
+    status: str
+    error_type: str | None
+    content_type: str
+    body: bytes
+    table: Table
+    where: tuple
+    before: object
+
+
+def _item_key(table, key):
+    return DynamoType(key[table.hash_key_attr]), DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+
+
+def _key_matches(table, key):
+    """The key names exactly the table's key attributes, each of its declared type."""
+    want = {table.hash_key_attr: table.hash_key_type}
+    if table.range_key_attr:
+        want[table.range_key_attr] = table.range_key_type
+    return set(key) == set(want) and all(isinstance(v, dict) and list(v) == [want[k]] for k, v in key.items())
+
+
+def _answer(direct, start_response):
+    status, error_type, content_type, body = direct[:4]
+    headers = [("Content-Type", content_type), ("Content-Length", str(len(body))),
+               ("x-amzn-RequestId", _os.urandom(26).hex()[:52]), ("x-amz-crc32", str(_zlib.crc32(body)))]
+    if error_type:
+        headers.append(("x-amzn-ErrorType", error_type))
+    start_response(status, headers + [_DIRECT_HEADER])
+    return [body]
+
+
+def _verified(app, environ, start_response, direct):
+    """MOTO_VERIFY_FAST: moto's stack, given the item as it was, must answer and store what the direct update did."""
+    item = direct.table.get_item(*direct.where)
+    mine = item.to_json() if item is not None else None
+    _restore(direct.table, *direct.where, direct.before)
+    started = []
+    body = list(app(environ, lambda status, headers, *exc: started.append((status, headers))))
+    item = direct.table.get_item(*direct.where)
+    theirs = item.to_json() if item is not None else None
+    same_answer = started[0][0].split(" ")[0] == direct.status.split(" ")[0] and _json.loads(b"".join(body)) == _json.loads(direct.body)
+    if not same_answer or mine != theirs:
+        mine_text = f"{direct.status} {direct.body!r} {mine}"[:1000]
+        theirs_text = f"{started[0][0]} {b''.join(body)!r} {theirs}"[:1000]
+        raise RuntimeError(f"moto_server.py: direct UpdateItem differs from moto's: {mine_text} != {theirs_text}")
+    status, headers = started[0]
+    start_response(status, list(headers) + [_DIRECT_HEADER])
+    return body
+
+
+_request_log = logging.getLogger("moto_server.requests")
 
 
 def _serialized(app):
     def wsgi(environ, start_response):
+        status = []
+
+        def started(code, headers, *exc_info):
+            status.append(code.split(" ", 1)[0])
+            return start_response(code, headers, *exc_info)
+
         with _lock:
             _verify_budget.update(_VERIFY_BUDGET)
+            direct = _direct_update(environ)
             # moto builds the whole response body inside the call; materialise it under the lock.
-            return list(app(environ, start_response))
+            if direct is None:
+                body = list(app(environ, started))
+            else:
+                body = _verified(app, environ, started, direct) if _VERIFY else _answer(direct, started)
+        # The request log (what werkzeug's server wrote): one line per request, the action named.
+        if _request_log.isEnabledFor(logging.INFO):
+            target = environ.get("HTTP_X_AMZ_TARGET", "")
+            _request_log.info("%s %s %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"), target, status[0] if status else "-")
+        return body
 
     return wsgi
 
 
+# werkzeug's development server answers every request with `Connection: close`, so each request
+# costs a new TCP connection on both sides and a new thread here (about as much of the emulator's
+# core as a simple update itself), and a client sending thousands of single-item writes a second
+# runs out of ephemeral ports in TIME_WAIT. waitress (pure Python, HTTP/1.1 keep-alive) serves the
+# same WSGI app; requests still run one at a time under the lock. Like werkzeug, it drops request
+# headers spelled with an underscore (moto's own werkzeug handler kept those for S3 metadata; the
+# project's clients send none).
+_SERVER_THREADS = 4
+_IDLE_CONNECTION_S = 3600  # clients keep sockets open between bursts; do not close them under them
+_MAX_CONNECTIONS = 1000  # many in-process processors, each with its own pool of sockets
+
+
 def run_simple(hostname, port, application, *args, **kwargs):
-    return _original_run_simple(hostname, port, _serialized(application), *args, **kwargs)
+    import waitress
+
+    waitress.serve(
+        _serialized(application),
+        host=hostname,
+        port=port,
+        threads=_SERVER_THREADS,
+        channel_timeout=_IDLE_CONNECTION_S,
+        connection_limit=_MAX_CONNECTIONS,
+    )
 
 
 import moto.server as _server  # noqa: E402
@@ -616,8 +789,7 @@ _server.run_simple = run_simple
 
 def _rotating_log():
     """The request log and warnings in one size-rotated file (MOTO_LOG_FILE, set by dynamodb.ts), not on stderr:
-    werkzeug logs a line per request, and a stack left running for days must not fill the disk."""
-    import logging
+    a line per request, and a stack left running for days must not fill the disk."""
     import logging.handlers
     import os
 
@@ -631,11 +803,9 @@ def _rotating_log():
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
-    # werkzeug adds a stderr handler only to a logger without one at its level.
-    requests = logging.getLogger("werkzeug")
-    requests.setLevel(logging.INFO)
-    requests.addHandler(handler)
-    requests.propagate = False
+    _request_log.setLevel(logging.INFO)
+    # waitress warns each time requests queue behind the lock, which is how this server works.
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
 
 if __name__ == "__main__":
