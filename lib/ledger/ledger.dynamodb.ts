@@ -32,7 +32,6 @@ import { lostLeaseOutcome } from '../ports/ledger-rules/lease';
 import { rewindDeadLetters, rewindRanges, rewindScanFrom } from '../ports/ledger-rules/rewind';
 import { SinkConditionError } from '../ports/sink-write';
 import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RewindOutcome, WriteOutcome } from '../ports/ledger';
-import type { MarkedWritesOutcome } from '../ports/sink-write';
 import { codec } from './items.dynamodb';
 import { keys, openRangesQuery, prefixQuery, spanQuery } from './keys.dynamodb';
 import { DYNAMODB_LIMITS } from './limits.dynamodb';

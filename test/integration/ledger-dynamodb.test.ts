@@ -89,7 +89,7 @@ describe('DynamoDB ledger marked sink writes', () => {
     update: { table, key: { pk }, expression: 'ADD #n :one', names: { '#n': 'n' }, values: { ':one': 1 } },
   });
   /** The operation of every command `c` sends from now on, in order. */
-  const watchOperations = (c: DynamoDBClient, name: string, fault?: (op: string, input: { Key?: unknown }) => Error | undefined) => {
+  const watchOperations = (c: DynamoDBClient, name: string, fault?: (op: string) => Error | undefined) => {
     const ops: Array<{ op: string; key?: string }> = [];
     c.middlewareStack.add(
       (next, context) => async (args) => {
@@ -97,7 +97,7 @@ describe('DynamoDB ledger marked sink writes', () => {
         // The document client's commands may carry the key marshalled or not at this step.
         const pk = input.Key?.pk;
         ops.push({ op: context.commandName ?? '?', key: typeof pk === 'string' ? pk : pk?.S });
-        const err = fault?.(context.commandName ?? '?', input);
+        const err = fault?.(context.commandName ?? '?');
         if (err) throw err;
         return next(args);
       },
@@ -129,7 +129,7 @@ describe('DynamoDB ledger marked sink writes', () => {
     const own = new DynamoDBClient({ ...emulatorClientConfig(), maxAttempts: 1 });
     const throttled = new Set(['k2', 'k5', 'k11']);
     const fired: string[] = [];
-    const ops = watchOperations(own, 'throttleOps', (op, input) => {
+    const ops = watchOperations(own, 'throttleOps', (op) => {
       const key = ops[ops.length - 1]?.key;
       if (op !== 'UpdateItemCommand' || !key || !throttled.has(key) || fired.filter((k) => k === key).length >= 2) return undefined;
       fired.push(key);
