@@ -196,15 +196,17 @@ async function settleFigures(
   dynamo: DynamoDBClient,
   tally: WriteTally,
   opts: DrainOptions,
-  base: Omit<DrainFigures, 'sinkWrites' | 'sinkWriteUnits' | 'ledgerWrites' | 'ledgerWriteUnits' | 'exact'>,
+  base: Omit<DrainFigures, 'sinkWrites' | 'sinkWriteUnits' | 'sinkIdealWriteUnits' | 'ledgerWrites' | 'ledgerWriteUnits' | 'exact'>,
 ): Promise<DrainFigures> {
   const tables = tally.tables();
   const ledgerSizes = await storedSizes(dynamo, opts.ledgerTable);
   let sinkWriteUnits = 0;
+  let sinkIdealWriteUnits = 0;
   let exact: boolean | undefined;
   if (opts.sinkTable) {
     const sinkSizes = await storedSizes(dynamo, opts.sinkTable);
     sinkWriteUnits = tally.settle(opts.sinkTable, (k) => sinkSizes.get(k));
+    sinkIdealWriteUnits = tally.settle(opts.sinkTable, (k) => sinkSizes.get(k), 'ideal');
     const mismatches = totalsMismatches(opts.expected?.() ?? {}, await scanTotals(dynamo, opts.sinkTable));
     exact = mismatches.length === 0;
     if (!exact)
@@ -214,6 +216,7 @@ async function settleFigures(
     ...base,
     sinkWrites: opts.sinkTable ? (tables[opts.sinkTable]?.writes ?? 0) : 0,
     sinkWriteUnits,
+    sinkIdealWriteUnits,
     ledgerWrites: tables[opts.ledgerTable]?.writes ?? 0,
     ledgerWriteUnits: tally.settle(opts.ledgerTable, (k) => ledgerSizes.get(k)),
     ...(exact === undefined ? {} : { exact }),

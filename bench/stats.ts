@@ -75,6 +75,8 @@ export type DrainFigures = {
   /** Item writes sent to the sink table, and their write units as DynamoDB bills them. */
   sinkWrites: number;
   sinkWriteUnits: number;
+  /** The sink writes' units had none been transactional: 1 per write of an item of up to 1 KB. */
+  sinkIdealWriteUnits: number;
   /** Item writes sent to the ledger table (planner and processors), and their write units. */
   ledgerWrites: number;
   ledgerWriteUnits: number;
@@ -85,13 +87,17 @@ export type DrainFigures = {
   exact?: boolean;
 };
 
-/** One run: the two drains and ConsumerPerformance's whole-run figure on the same topic. */
-export type E2eRun = { consumerPerfRps: number; exactlyOnce: DrainFigures; atLeastOnce: DrainFigures };
+/**
+ * One run: the two drains and ConsumerPerformance's figures on the same topic: whole-run
+ * (`nMsg.sec`, group join included) and fetch-only (`fetch.nMsg.sec`, the join left out).
+ */
+export type E2eRun = { consumerPerfRps: number; consumerPerfFetchRps: number; exactlyOnce: DrainFigures; atLeastOnce: DrainFigures };
 
 /** The last line of `npm run bench:e2e`. */
 export type E2eResult = {
   records: number;
   consumerPerfRps: number;
+  consumerPerfFetchRps: number;
   exactlyOnce: {
     rps: number;
     ratio: number;
@@ -99,14 +105,21 @@ export type E2eResult = {
     invocations: number;
     sinkWrites: number;
     writeUnitsPer1000: number;
+    /** Sink write units per sink item written, and the same with no write transactional (1 for items of up to 1 KB). */
+    writeUnitsPerItem: number;
+    idealWriteUnitsPerItem: number;
+    idealWriteUnitsPer1000: number;
     exact: boolean;
   };
-  atLeastOnce: { rps: number; ratio: number; wallMs: number; invocations: number };
+  /** `fetchRatio`: rps / consumerPerfFetchRps of the same run. */
+  atLeastOnce: { rps: number; ratio: number; fetchRatio: number; wallMs: number; invocations: number };
   peakRssMb: number;
 };
 
 const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
 const rpsOf = (d: DrainFigures): number => d.records / (d.wallMs / 1000);
+/** Units per write; 0 when nothing was written (an at-least-once drain). */
+const perWrite = (units: number, writes: number): number => (writes > 0 ? units / writes : 0);
 
 /**
  * The result over `runs` (each a median over the runs; `ratio` is the median of each run's own
@@ -118,6 +131,7 @@ export function e2eResult(records: number, runs: readonly E2eRun[]): E2eResult {
   return {
     records,
     consumerPerfRps: Math.round(m((r) => r.consumerPerfRps)),
+    consumerPerfFetchRps: Math.round(m((r) => r.consumerPerfFetchRps)),
     exactlyOnce: {
       rps: Math.round(m((r) => rpsOf(r.exactlyOnce))),
       ratio: round(
@@ -131,12 +145,28 @@ export function e2eResult(records: number, runs: readonly E2eRun[]): E2eResult {
         m((r) => (r.exactlyOnce.sinkWriteUnits * 1000) / r.exactlyOnce.records),
         1,
       ),
+      writeUnitsPerItem: round(
+        m((r) => perWrite(r.exactlyOnce.sinkWriteUnits, r.exactlyOnce.sinkWrites)),
+        3,
+      ),
+      idealWriteUnitsPerItem: round(
+        m((r) => perWrite(r.exactlyOnce.sinkIdealWriteUnits, r.exactlyOnce.sinkWrites)),
+        3,
+      ),
+      idealWriteUnitsPer1000: round(
+        m((r) => (r.exactlyOnce.sinkIdealWriteUnits * 1000) / r.exactlyOnce.records),
+        1,
+      ),
       exact: runs.every((r) => r.exactlyOnce.exact === true),
     },
     atLeastOnce: {
       rps: Math.round(m((r) => rpsOf(r.atLeastOnce))),
       ratio: round(
         m((r) => rpsOf(r.atLeastOnce) / r.consumerPerfRps),
+        3,
+      ),
+      fetchRatio: round(
+        m((r) => rpsOf(r.atLeastOnce) / r.consumerPerfFetchRps),
         3,
       ),
       wallMs: Math.round(m((r) => r.atLeastOnce.wallMs)),
@@ -146,14 +176,18 @@ export function e2eResult(records: number, runs: readonly E2eRun[]): E2eResult {
   };
 }
 
-/** ConsumerPerformance's whole-run records/s (`nMsg.sec`, group join included) from its CSV output. */
-export function consumerPerfRps(stdout: string): number {
+/**
+ * A records/s column of ConsumerPerformance's CSV output: `nMsg.sec` (whole run, group join
+ * included, the default) or `fetch.nMsg.sec` (the fetch time only).
+ */
+export function consumerPerfRps(stdout: string, column: 'nMsg.sec' | 'fetch.nMsg.sec' = 'nMsg.sec'): number {
   const lines = stdout.trim().split('\n');
   const header = lines.findIndex((l) => l.includes('nMsg.sec'));
   const names = (lines[header] ?? '').split(',').map((c) => c.trim());
   const values = (lines[header + 1] ?? '').split(',').map((c) => c.trim());
-  const rps = Number(values[names.indexOf('nMsg.sec')]);
-  if (header < 0 || !Number.isFinite(rps)) throw new Error(`no nMsg.sec in ConsumerPerformance's output: ${stdout.slice(-500)}`);
+  const at = names.indexOf(column);
+  const rps = at < 0 ? Number.NaN : Number(values[at]);
+  if (header < 0 || !Number.isFinite(rps)) throw new Error(`no ${column} in ConsumerPerformance's output: ${stdout.slice(-500)}`);
   return rps;
 }
 

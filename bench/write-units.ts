@@ -75,8 +75,11 @@ export type WriteTally = {
   tables(): Record<string, TableWrites>;
   /** Item keys written in `table` (JSON of the key's AttributeValues), to read back their sizes. */
   keysOf(table: string): string[];
-  /** Write units of `table`, given the stored size of each written item that still exists. */
-  settle(table: string, storedSizeBytes: (key: string) => number | undefined): number;
+  /**
+   * Write units of `table`, given the stored size of each written item that still exists; `ideal`:
+   * as if every write had been a plain one (no transaction), the floor for the same writes.
+   */
+  settle(table: string, storedSizeBytes: (key: string) => number | undefined, billing?: 'as-sent' | 'ideal'): number;
   /** Forgets everything counted (the next drain starts from zero). */
   reset(): void;
 };
@@ -137,11 +140,11 @@ export function createWriteTally(): WriteTally & { add(writes: ItemWrite[]): voi
     },
     tables: () => Object.fromEntries([...perTable].map(([name, t]) => [name, { ...t.stats }])),
     keysOf: (table) => [...(perTable.get(table)?.items.keys() ?? [])],
-    settle(table, storedSizeBytes) {
+    settle(table, storedSizeBytes, billing = 'as-sent') {
       let units = 0;
       for (const [key, w] of perTable.get(table)?.items ?? []) {
         const size = Math.max(w.requestSizeBytes, storedSizeBytes(key) ?? 0);
-        units += w.plain * writeUnitsFor(size, false) + w.transactional * writeUnitsFor(size, true);
+        units += w.plain * writeUnitsFor(size, false) + w.transactional * writeUnitsFor(size, billing === 'as-sent');
       }
       return units;
     },

@@ -16,6 +16,7 @@ const drain: DrainFigures = {
   plannerTicks: 5,
   sinkWrites: 2_500,
   sinkWriteUnits: 5_000,
+  sinkIdealWriteUnits: 2_500,
   ledgerWrites: 100,
   ledgerWriteUnits: 200,
   processorSeconds: 50,

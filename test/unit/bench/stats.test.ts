@@ -62,6 +62,7 @@ describe('the e2e result object', () => {
     plannerTicks: 3,
     sinkWrites: 0,
     sinkWriteUnits: 0,
+    sinkIdealWriteUnits: 0,
     ledgerWrites: 40,
     ledgerWriteUnits: 80,
     processorSeconds: 5,
@@ -73,17 +74,20 @@ describe('the e2e result object', () => {
     const runs = [
       {
         consumerPerfRps: 10_000,
-        exactlyOnce: drain({ wallMs: 2000, sinkWrites: 50, sinkWriteUnits: 100, exact: true }),
+        consumerPerfFetchRps: 20_000,
+        exactlyOnce: drain({ wallMs: 2000, sinkWrites: 50, sinkWriteUnits: 100, sinkIdealWriteUnits: 50, exact: true }),
         atLeastOnce: drain({ wallMs: 500, peakRssMb: 300 }),
       },
       {
         consumerPerfRps: 5_000,
-        exactlyOnce: drain({ wallMs: 1000, sinkWrites: 70, sinkWriteUnits: 140, exact: true }),
+        consumerPerfFetchRps: 4_000,
+        exactlyOnce: drain({ wallMs: 1000, sinkWrites: 70, sinkWriteUnits: 77, sinkIdealWriteUnits: 70, exact: true }),
         atLeastOnce: drain({ wallMs: 250 }),
       },
       {
         consumerPerfRps: 20_000,
-        exactlyOnce: drain({ wallMs: 4000, sinkWrites: 60, sinkWriteUnits: 120, exact: true, invocations: 12 }),
+        consumerPerfFetchRps: 40_000,
+        exactlyOnce: drain({ wallMs: 4000, sinkWrites: 60, sinkWriteUnits: 66, sinkIdealWriteUnits: 66, exact: true, invocations: 12 }),
         atLeastOnce: drain({ wallMs: 1000 }),
       },
     ];
@@ -91,28 +95,49 @@ describe('the e2e result object', () => {
     expect(JSON.parse(JSON.stringify(r))).toEqual({
       records: 1000,
       consumerPerfRps: 10_000,
+      consumerPerfFetchRps: 20_000,
       // rps 500, 1000, 250 -> 500; ratios 0.05, 0.2, 0.0125 -> 0.05
-      exactlyOnce: { rps: 500, ratio: 0.05, wallMs: 2000, invocations: 10, sinkWrites: 60, writeUnitsPer1000: 120, exact: true },
-      atLeastOnce: { rps: 2000, ratio: 0.2, wallMs: 500, invocations: 10 },
+      exactlyOnce: {
+        rps: 500,
+        ratio: 0.05,
+        wallMs: 2000,
+        invocations: 10,
+        sinkWrites: 60,
+        // units 100, 77, 66 per 1,000 records -> 77; per write 2, 1.1, 1.1 -> 1.1; ideal 1, 1, 1.1 -> 1
+        writeUnitsPer1000: 77,
+        writeUnitsPerItem: 1.1,
+        idealWriteUnitsPerItem: 1,
+        idealWriteUnitsPer1000: 66,
+        exact: true,
+      },
+      // no-op rps 2000, 4000, 1000 against fetch-only 20,000, 4,000, 40,000: 0.1, 1, 0.025 -> 0.1
+      atLeastOnce: { rps: 2000, ratio: 0.2, fetchRatio: 0.1, wallMs: 500, invocations: 10 },
       peakRssMb: 300,
     });
   });
 
   it('is exact only if every run was', () => {
-    const run = (exact: boolean) => ({ consumerPerfRps: 1, exactlyOnce: drain({ exact }), atLeastOnce: drain({}) });
+    const run = (exact: boolean) => ({
+      consumerPerfRps: 1,
+      consumerPerfFetchRps: 1,
+      exactlyOnce: drain({ exact }),
+      atLeastOnce: drain({}),
+    });
     expect(e2eResult(1000, [run(true), run(false)]).exactlyOnce.exact).toBe(false);
     expect(() => e2eResult(1000, [])).toThrow('no runs');
   });
 });
 
 describe('ConsumerPerformance output', () => {
-  it('reads the whole-run nMsg.sec, not the fetch-only column', () => {
+  it('reads the whole-run nMsg.sec by default, and the fetch-only column when asked', () => {
     const out = [
       'start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec',
       '2026-12-01 12:00:00:000, 2026-12-01 12:00:08:000, 976.5625, 122.0703, 2000000, 250000.0000, 3000, 5000, 195.3125, 400000.0000',
     ].join('\n');
     expect(consumerPerfRps(out)).toBe(250_000);
+    expect(consumerPerfRps(out, 'fetch.nMsg.sec')).toBe(400_000);
     expect(() => consumerPerfRps('WARN nothing here')).toThrow('no nMsg.sec');
+    expect(() => consumerPerfRps(out.split('\n')[0] as string, 'fetch.nMsg.sec')).toThrow('no fetch.nMsg.sec');
   });
 });
 

@@ -66,6 +66,8 @@ describe('the write tally', () => {
     // Item a grew to 1.5 KB: its transactional write costs 4, its plain one 2; b (gone) is sized by its request.
     const stored = new Map([[storedKeyJson({ pk: { S: 'a' } }), 1536]]);
     expect(tally.settle('sink', (k) => stored.get(k))).toBe(4 + 2 + 2);
+    // The floor for the same writes: none of them transactional.
+    expect(tally.settle('sink', (k) => stored.get(k), 'ideal')).toBe(2 + 2 + 1);
     tally.reset();
     expect(tally.tables()).toEqual({});
   });
