@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel } from 'kafkajs';
 import { emulatorClient } from '../../infra/local/dynamodb';
 import { commandLine } from '../../infra/local/ownership';
@@ -229,7 +229,7 @@ it('rotates the broker and emulator logs by size, keeping the configured number 
   const a = admin(s);
   await a.connect();
   try {
-    // Log lines: topic creation and deletion on the broker, a request line each on the emulator.
+    // Log lines: topic creation and deletion on the broker, a request line per refused request on the emulator.
     let round = 0;
     await waitUntil(
       'both logs rotated twice',
@@ -237,7 +237,10 @@ it('rotates the broker and emulator logs by size, keeping the configured number 
         const name = toolResourceName('bench', `rot${round++}`);
         await a.createTopics({ topics: [{ topic: name, numPartitions: 100 }], waitForLeaders: false });
         await a.deleteTopics({ topics: [name] });
-        for (let i = 0; i < 200; i++) await dynamo.send(new ListTablesCommand({}));
+        for (let i = 0; i < 200; i++) {
+          const refused = await dynamo.send(new DescribeTableCommand({ TableName: 'absent-table' })).catch((e: Error) => e);
+          expect((refused as Error).name).toBe('ResourceNotFoundException');
+        }
         return existsSync(`${kafkaLog}.2`) && existsSync(`${motoLog}.2`);
       },
       { timeoutMs: 300_000, intervalMs: 0 },

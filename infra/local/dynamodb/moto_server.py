@@ -623,6 +623,7 @@ _lock = threading.Lock()
 # error but a failed condition, goes through moto's stack, which also words every error. With
 # MOTO_VERIFY_FAST=1 the requests whose updates are verified go through moto's stack too.
 import io as _io
+import itertools as _itertools
 import zlib as _zlib
 from typing import NamedTuple as _NamedTuple
 
@@ -630,6 +631,7 @@ from moto.dynamodb.models import dynamodb_backends as _dynamodb_backends
 from moto.iam.models import get_account_id_from as _account_id_from
 
 _UPDATE_ITEM = "DynamoDB_20120810.UpdateItem"
+_request_ids = _itertools.count(1)  # unique per server run; os.urandom cost more than the update
 _DIRECT_FIELDS = {"TableName", "Key", "UpdateExpression", "ConditionExpression", "ExpressionAttributeNames",
                   "ExpressionAttributeValues", "ReturnValues"}
 _CREDENTIAL = _re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/dynamodb/")
@@ -702,7 +704,7 @@ def _key_matches(table, key):
 def _answer(direct, start_response):
     status, error_type, content_type, body = direct[:4]
     headers = [("Content-Type", content_type), ("Content-Length", str(len(body))),
-               ("x-amzn-RequestId", _os.urandom(26).hex()[:52]), ("x-amz-crc32", str(_zlib.crc32(body)))]
+               ("x-amzn-RequestId", f"direct-{next(_request_ids)}"), ("x-amz-crc32", str(_zlib.crc32(body)))]
     if error_type:
         headers.append(("x-amzn-ErrorType", error_type))
     start_response(status, headers + [_DIRECT_HEADER])
@@ -747,10 +749,12 @@ def _serialized(app):
                 body = list(app(environ, started))
             else:
                 body = _verified(app, environ, started, direct) if _VERIFY else _answer(direct, started)
-        # The request log (what werkzeug's server wrote): one line per request, the action named.
-        if _request_log.isEnabledFor(logging.INFO):
+        # The request log: a line per refused or failed request, the action named. Not one per request
+        # (werkzeug's server wrote those): a flushed line costs a sixth of a direct update's time.
+        code = status[0] if status else "-"
+        if not code.startswith("2") and _request_log.isEnabledFor(logging.INFO):
             target = environ.get("HTTP_X_AMZ_TARGET", "")
-            _request_log.info("%s %s %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"), target, status[0] if status else "-")
+            _request_log.info("%s %s %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"), target, code)
         return body
 
     return wsgi
@@ -788,8 +792,8 @@ _server.run_simple = run_simple
 
 
 def _rotating_log():
-    """The request log and warnings in one size-rotated file (MOTO_LOG_FILE, set by dynamodb.ts), not on stderr:
-    a line per request, and a stack left running for days must not fill the disk."""
+    """The request log (failed requests) and warnings in one size-rotated file (MOTO_LOG_FILE, set by dynamodb.ts),
+    not on stderr: a stack left running for days must not fill the disk."""
     import logging.handlers
     import os
 
