@@ -13,7 +13,8 @@ import { oneTopicConfigInput } from '../lib/local/one-topic';
 import { createLocalRunner, runnerDepsFrom, type LocalRunner } from '../lib/runtime/local';
 import type { Ledger } from '../lib/ports/ledger';
 import type { RecordsHandler } from '../lib/processor/handler-api';
-import { composeAdapters, dynamoClientFromEnv, type Adapters } from '../lib/runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor, LOCAL_IDLE_SOCKET_MS, type Adapters } from '../lib/runtime/compose';
+import { DEFAULT_LOCAL_CONCURRENCY } from '../lib/dispatch/dispatcher.local';
 import { totalsMismatches, type DrainFigures, type DrainObserver } from './stats';
 import { countWriteUnits, itemSizeBytes, storedKeyJson, type WriteTally } from './write-units';
 
@@ -41,7 +42,11 @@ export type DrainOptions = {
 
 /** Drains the topic once and returns what it measured. */
 export async function drainOnce(opts: DrainOptions): Promise<DrainFigures> {
-  const dynamo = dynamoClientFromEnv(process.env);
+  // Sized and kept alive as `npm start` does (lib/local/session.ts).
+  const dynamo = dynamoClientFromEnv(process.env, {
+    maxSockets: dynamoSocketsFor(DEFAULT_LOCAL_CONCURRENCY),
+    idleSocketMs: LOCAL_IDLE_SOCKET_MS,
+  });
   const tally = countWriteUnits(dynamo);
   const config = benchConfig(opts);
   const stream = config.streams[0] as StreamConfig;

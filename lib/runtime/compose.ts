@@ -32,6 +32,12 @@ export type DynamoClientOptions = {
   maxSockets?: number;
   /** Where the HTTP handler's warnings go (default: the console). */
   logger?: { warn(message: string): void };
+  /**
+   * Closes a kept-alive socket idle this long (default: kept until the client is destroyed). The
+   * local runtime sizes its pool for every processor's marked writes at once; like warm Lambdas,
+   * it should not hold that pool open between bursts.
+   */
+  idleSocketMs?: number;
 };
 
 /**
@@ -49,10 +55,16 @@ export function dynamoSocketsFor(maxConcurrency: number): number {
   return maxConcurrency * REQUESTS_PER_PROCESSOR + 16;
 }
 
+/** How long the local runtime's DynamoDB client keeps an idle socket (its planner ticks every second or so). */
+export const LOCAL_IDLE_SOCKET_MS = 1000;
+
 /** A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set. */
 export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env, opts: DynamoClientOptions = {}): DynamoDBClient {
   const endpoint = env.DYNAMODB_ENDPOINT;
-  const agent = opts.maxSockets ? { keepAlive: true, maxSockets: opts.maxSockets } : undefined;
+  // An http.Agent's `timeout` applies to its free sockets only: an idle one is destroyed, one in use is not.
+  const agent = opts.maxSockets
+    ? { keepAlive: true, maxSockets: opts.maxSockets, ...(opts.idleSocketMs && { timeout: opts.idleSocketMs }) }
+    : undefined;
   const requestHandler =
     agent || opts.logger
       ? { ...(agent && { httpAgent: agent, httpsAgent: agent }), ...(opts.logger && { logger: opts.logger }) }

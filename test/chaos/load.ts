@@ -16,7 +16,7 @@ import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { createLocalRunner, runnerDepsFrom, type RunnerStats } from '../../lib/runtime/local';
 import type { RecordsHandler } from '../../lib/processor/handler-api';
 import { DEFAULT_LOCAL_CONCURRENCY } from '../../lib/dispatch/dispatcher.local';
-import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor, type Adapters } from '../../lib/runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor, LOCAL_IDLE_SOCKET_MS, type Adapters } from '../../lib/runtime/compose';
 import { createScenarioLedger, createScenarioTable, createScenarioTopics, scenarioName } from './scenario-resources';
 import type { ChaosEnv, ScenarioResult } from './harness';
 import { scanTotals } from '../support/scan';
@@ -99,6 +99,7 @@ function throttledClient(seed: number, tally: Tally): DynamoDBClient {
   const rng = () => (a = (Math.imul(a ^ (a >>> 15), 1 | a) + 0x6d2b79f5) >>> 0) / 4294967296;
   const dynamo = dynamoClientFromEnv(process.env, {
     maxSockets: dynamoSocketsFor(DEFAULT_LOCAL_CONCURRENCY),
+    idleSocketMs: LOCAL_IDLE_SOCKET_MS,
     logger: { warn: (m) => tally.warnings.push(m) },
   });
   dynamo.middlewareStack.add(

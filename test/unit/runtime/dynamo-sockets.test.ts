@@ -73,4 +73,29 @@ describe('DynamoDB client sockets', () => {
     const res = await burst(80, {});
     expect(res.peak).toBe(50);
   });
+
+  it('with idleSocketMs, closes kept-alive sockets once idle, not while in use', async () => {
+    let closed = 0;
+    const onConnection = (socket: import('node:net').Socket) => socket.on('close', () => closed++);
+    server.on('connection', onConnection);
+    try {
+      const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const client = dynamoClientFromEnv({ DYNAMODB_ENDPOINT: endpoint }, { maxSockets: 8, idleSocketMs: 300 });
+      try {
+        expected = 8;
+        await Promise.all(Array.from({ length: 8 }, () => client.send(new ListTablesCommand({}))));
+        expect(connections).toBe(8);
+        // Reused while busy: a second burst right away opens nothing new.
+        await Promise.all(Array.from({ length: 8 }, () => client.send(new ListTablesCommand({}))));
+        expect(connections).toBe(8);
+        const t0 = Date.now();
+        while (closed < 8 && Date.now() - t0 < 2000) await new Promise((r) => setTimeout(r, 50));
+        expect(closed).toBe(8);
+      } finally {
+        client.destroy();
+      }
+    } finally {
+      server.off('connection', onConnection);
+    }
+  });
 });
