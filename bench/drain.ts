@@ -151,7 +151,8 @@ export function observedLedger<L extends Ledger>(ledger: L, observer: DrainObser
 }
 
 /**
- * Polls the ledger (every 200 ms) until every partition is committed to its end offset and no
+ * Polls the ledger (every 50 ms: a drain of 2,000,000 no-op records takes
+ * about 4 s, and a coarser poll would add up to its interval to it) until every partition is committed to its end offset and no
  * processor runs; returns when it saw that.
  */
 async function waitCommitted(ledger: Ledger, runner: LocalRunner, opts: DrainOptions, t0: number): Promise<number> {
