@@ -126,7 +126,7 @@ export async function runLargeBatch(env: ChaosEnv, seed: number, opts: { budgetM
     return parts.length === PARTITIONS && parts.every((p) => p.committed >= (expected.ends.get(p.partition) ?? Infinity));
   };
 
-  const budget = opts.budgetMs ?? 90_000;
+  const budget = opts.budgetMs ?? 150_000;
   let rounds = 0;
   let finished = false;
   while (Date.now() - t0 < budget) {
