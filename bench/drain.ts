@@ -13,7 +13,7 @@ import { oneTopicConfigInput } from '../lib/local/one-topic';
 import { createLocalRunner, runnerDepsFrom, type LocalRunner } from '../lib/runtime/local';
 import type { Ledger } from '../lib/ports/ledger';
 import type { RecordsHandler } from '../lib/processor/handler-api';
-import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor, LOCAL_IDLE_SOCKET_MS, type Adapters } from '../lib/runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, localDynamoClientOptions, type Adapters } from '../lib/runtime/compose';
 import { DEFAULT_LOCAL_CONCURRENCY } from '../lib/dispatch/dispatcher.local';
 import { totalsMismatches, type DrainFigures, type DrainObserver } from './stats';
 import { countWriteUnits, itemSizeBytes, storedKeyJson, type WriteTally } from './write-units';
@@ -43,10 +43,7 @@ export type DrainOptions = {
 /** Drains the topic once and returns what it measured. */
 export async function drainOnce(opts: DrainOptions): Promise<DrainFigures> {
   // Sized and kept alive as `npm start` does (lib/local/session.ts).
-  const dynamo = dynamoClientFromEnv(process.env, {
-    maxSockets: dynamoSocketsFor(DEFAULT_LOCAL_CONCURRENCY),
-    idleSocketMs: LOCAL_IDLE_SOCKET_MS,
-  });
+  const dynamo = dynamoClientFromEnv(process.env, localDynamoClientOptions(DEFAULT_LOCAL_CONCURRENCY));
   const tally = countWriteUnits(dynamo);
   const config = benchConfig(opts);
   const stream = config.streams[0] as StreamConfig;

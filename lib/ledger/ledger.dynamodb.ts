@@ -77,6 +77,9 @@ export type DynamoLedgerOptions = {
 /** Marked sink writes (single UpdateItems) one `applyMarkedSinkWrites` call keeps in flight. */
 export const MARKED_WRITE_CONCURRENCY = 8;
 
+/** The jittered wait before retry `attempt` (0-based) of a conflicted or throttled write: 25 ms doubling, at most 1 s. */
+const backoffMs = (attempt: number): number => Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random());
+
 const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 
 /** Translates an SDK error into the project's error classes (the edge of the adapter). */
@@ -232,7 +235,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
         if (!(err instanceof TransactionCanceledException)) throw err;
         const step = tx.cancelled(err.CancellationReasons ?? [], attempt, err);
         if ('done' in step) return step.done;
-        if (step.retry === 'backoff') await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
+        if (step.retry === 'backoff') await sleep(backoffMs(attempt));
       }
     }
   };
@@ -299,7 +302,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       } catch (err) {
         if (err instanceof ConditionalCheckFailedException) return 'skipped';
         if (!(err instanceof ThrottledError) || attempt >= CONFLICT_RETRIES) throw err;
-        await sleep(Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random()));
+        await sleep(backoffMs(attempt));
       }
     }
   };
@@ -530,7 +533,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       if (writes.length > DYNAMODB_LIMITS.maxMarkedWrites) throw new CommitTooLargeError(writes.length, DYNAMODB_LIMITS);
       const what = `write ${writes.length} sink items of ${mark.topic}/${mark.partition} up to ${mark.until}`;
       // Not one transaction: each write is guarded by its own mark, so atomicity across items buys
-      // nothing and would double the write units (docs/ledger-schema.md, "Folded batches").
+      // nothing and would double the write units (docs/architecture.md, "Folded exactly-once batches").
       const actions = writes.map((w) => markedSinkAction(w, mark));
       const outcomes = await mapWithConcurrency(actions, markedWriteConcurrency, (a) => applyOneMarked(what, a));
       const applied = outcomes.filter((o) => o === 'applied').length;

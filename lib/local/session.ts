@@ -11,7 +11,7 @@ import type { OpsContext } from '../ops/context';
 import type { PartitionOffsets } from '../ports/kafka-metadata';
 import type { PartitionState, RangeState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
-import { dynamoClientFromEnv, dynamoSocketsFor, LOCAL_IDLE_SOCKET_MS } from '../runtime/compose';
+import { dynamoClientFromEnv, localDynamoClientOptions } from '../runtime/compose';
 import { createProgressView, type ProgressView } from './progress';
 import { createLocalRunner, runnerDepsFrom, type LocalRunner } from '../runtime/local';
 
@@ -42,8 +42,7 @@ export function createViewAndDynamo(
   const view = createProgressView(opts.progress === 'tty' ? deps.out : deps.err, opts.progress, { columns: deps.columns });
   // Sockets for every processor slot, the planner and the view: no request waits for a socket.
   const dynamo = dynamoClientFromEnv(env, {
-    maxSockets: dynamoSocketsFor(opts.maxConcurrency),
-    idleSocketMs: LOCAL_IDLE_SOCKET_MS,
+    ...localDynamoClientOptions(opts.maxConcurrency),
     logger: { warn: (m) => view.event(m) },
   });
   return { view, dynamo };

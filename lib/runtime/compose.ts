@@ -56,7 +56,12 @@ export function dynamoSocketsFor(maxConcurrency: number): number {
 }
 
 /** How long the local runtime's DynamoDB client keeps an idle socket (its planner ticks every second or so). */
-export const LOCAL_IDLE_SOCKET_MS = 1000;
+const LOCAL_IDLE_SOCKET_MS = 1000;
+
+/** The client options of a local runtime running `maxConcurrency` processors in one process (npm start, benches, chaos). */
+export function localDynamoClientOptions(maxConcurrency: number): Pick<DynamoClientOptions, 'maxSockets' | 'idleSocketMs'> {
+  return { maxSockets: dynamoSocketsFor(maxConcurrency), idleSocketMs: LOCAL_IDLE_SOCKET_MS };
+}
 
 /** A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set. */
 export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env, opts: DynamoClientOptions = {}): DynamoDBClient {

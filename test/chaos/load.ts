@@ -16,7 +16,7 @@ import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { createLocalRunner, runnerDepsFrom, type RunnerStats } from '../../lib/runtime/local';
 import type { RecordsHandler } from '../../lib/processor/handler-api';
 import { DEFAULT_LOCAL_CONCURRENCY } from '../../lib/dispatch/dispatcher.local';
-import { composeAdapters, dynamoClientFromEnv, dynamoSocketsFor, LOCAL_IDLE_SOCKET_MS, type Adapters } from '../../lib/runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, localDynamoClientOptions, type Adapters } from '../../lib/runtime/compose';
 import { createScenarioLedger, createScenarioTable, createScenarioTopics, scenarioName } from './scenario-resources';
 import type { ChaosEnv, ScenarioResult } from './harness';
 import { scanTotals } from '../support/scan';
@@ -98,8 +98,7 @@ function throttledClient(seed: number, tally: Tally): DynamoDBClient {
   let a = seed >>> 0;
   const rng = () => (a = (Math.imul(a ^ (a >>> 15), 1 | a) + 0x6d2b79f5) >>> 0) / 4294967296;
   const dynamo = dynamoClientFromEnv(process.env, {
-    maxSockets: dynamoSocketsFor(DEFAULT_LOCAL_CONCURRENCY),
-    idleSocketMs: LOCAL_IDLE_SOCKET_MS,
+    ...localDynamoClientOptions(DEFAULT_LOCAL_CONCURRENCY),
     logger: { warn: (m) => tally.warnings.push(m) },
   });
   dynamo.middlewareStack.add(
