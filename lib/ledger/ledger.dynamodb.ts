@@ -77,6 +77,10 @@ export type DynamoLedgerOptions = {
 /** Marked sink writes (single UpdateItems) one `applyMarkedSinkWrites` call keeps in flight. */
 export const MARKED_WRITE_CONCURRENCY = 8;
 
+/** A failure worth sending the same idempotent write again for: throttling, or DynamoDB's own 5xx. */
+const isTransient = (err: unknown): boolean =>
+  err instanceof ThrottledError || (err instanceof StoreError && (err.cause as { $fault?: string } | undefined)?.$fault === 'server');
+
 /** The jittered wait before retry `attempt` (0-based) of a conflicted or throttled write: 25 ms doubling, at most 1 s. */
 const backoffMs = (attempt: number): number => Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random());
 
@@ -290,8 +294,9 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   /**
    * One marked sink write as a plain conditional UpdateItem: one write unit per item of up to 1 KB,
    * where a transaction bills two. Its only condition is its mark, so a failed one means the item
-   * has this batch already. Throttling left after the SDK's own retries is retried here, for this
-   * write alone.
+   * has this batch already. Throttling or a server error left after the SDK's own retries is
+   * retried here, for this write alone: a batch sends one request per item, and one failed request
+   * must not fail the whole batch.
    */
   const applyOneMarked = async (what: string, action: TxAction): Promise<'applied' | 'skipped'> => {
     const input = action.Update as ConstructorParameters<typeof UpdateCommand>[0];
@@ -301,7 +306,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
         return 'applied';
       } catch (err) {
         if (err instanceof ConditionalCheckFailedException) return 'skipped';
-        if (!(err instanceof ThrottledError) || attempt >= CONFLICT_RETRIES) throw err;
+        // Its mark makes the write safe to send again even after an ambiguous server error.
+        if (!isTransient(err) || attempt >= CONFLICT_RETRIES) throw err;
         await sleep(backoffMs(attempt));
       }
     }

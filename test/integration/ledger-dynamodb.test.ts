@@ -1,5 +1,5 @@
 /** The Ledger contract against the DynamoDB adapter on the emulator, plus its request economy. */
-import { DynamoDBClient, GetItemCommand, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, GetItemCommand, InternalServerError, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { ledgerContract, partitionFixture, rangeFixture } from '../contract/ledger.contract';
@@ -123,7 +123,7 @@ describe('DynamoDB ledger marked sink writes', () => {
     }
   });
 
-  it('retries a throttled write alone: the others are sent once, every item gets the batch once', async () => {
+  it('retries a throttled write, or one DynamoDB failed with a 500, alone: the others are sent once, every item gets the batch once', async () => {
     const sink = await createSinkTable(client, 'marked-throttle');
     // The SDK's own retries off, so that the ledger's retry is what is seen; the fault is DynamoDB's own error.
     const own = new DynamoDBClient({ ...emulatorClientConfig(), maxAttempts: 1 });
@@ -133,7 +133,12 @@ describe('DynamoDB ledger marked sink writes', () => {
       const key = ops[ops.length - 1]?.key;
       if (op !== 'UpdateItemCommand' || !key || !throttled.has(key) || fired.filter((k) => k === key).length >= 2) return undefined;
       fired.push(key);
-      return new ProvisionedThroughputExceededException({ message: 'injected throttle', $metadata: {} });
+      // k5 meets DynamoDB's own 500 (ambiguous: the write may have been applied); the others a throttle.
+      return key === 'k5'
+        ? Object.assign(new InternalServerError({ message: 'injected 500', $metadata: { httpStatusCode: 500 } }), {
+            $fault: 'server' as const,
+          })
+        : new ProvisionedThroughputExceededException({ message: 'injected throttle', $metadata: {} });
     });
     try {
       const ledger = createDynamoLedger({ client: own, tableName, sleep: async () => undefined });
