@@ -36,7 +36,9 @@ import { codec } from './items.dynamodb';
 import { keys, openRangesQuery, prefixQuery, spanQuery } from './keys.dynamodb';
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
 import { createDynamoOutbox, deliveryPutActions } from './outbox.dynamodb';
-import { markedSinkAction, sinkAction } from './sink.dynamodb';
+import { createMarkedWriter } from './marked-writes.dynamodb';
+import { backoffMs, CONFLICT_RETRIES } from './retry.dynamodb';
+import { sinkAction } from './sink.dynamodb';
 import {
   advancePartitionAction,
   completeAction,
@@ -61,7 +63,6 @@ import {
 } from './updates.dynamodb';
 
 const MAX_TX_ACTIONS = 100;
-const CONFLICT_RETRIES = 6;
 
 export type DynamoLedgerOptions = {
   client: DynamoDBClient;
@@ -74,15 +75,8 @@ export type DynamoLedgerOptions = {
   markedWriteConcurrency?: number;
 };
 
-/** Marked sink writes (single UpdateItems) one `applyMarkedSinkWrites` call keeps in flight. */
+/** Requests (reads, statement batches, single UpdateItems) one `applyMarkedSinkWrites` call keeps in flight. */
 export const MARKED_WRITE_CONCURRENCY = 8;
-
-/** A failure worth sending the same idempotent write again for: throttling, or DynamoDB's own 5xx. */
-const isTransient = (err: unknown): boolean =>
-  err instanceof ThrottledError || (err instanceof StoreError && (err.cause as { $fault?: string } | undefined)?.$fault === 'server');
-
-/** The jittered wait before retry `attempt` (0-based) of a conflicted or throttled write: 25 ms doubling, at most 1 s. */
-const backoffMs = (attempt: number): number => Math.min(1000, 25 * 2 ** attempt) * (0.5 + Math.random());
 
 const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
 
@@ -194,7 +188,6 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const table = opts.tableName;
   const doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const markedWriteConcurrency = opts.markedWriteConcurrency ?? MARKED_WRITE_CONCURRENCY;
 
   const send = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
@@ -204,6 +197,13 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       throw translateDynamoError(err, what, table);
     }
   };
+  const markedWriter = createMarkedWriter({
+    client: opts.client,
+    doc,
+    send,
+    sleep,
+    concurrency: opts.markedWriteConcurrency ?? MARKED_WRITE_CONCURRENCY,
+  });
 
   const queryAll = async (what: string, input: QueryCommandInput): Promise<Record<string, unknown>[]> => {
     const items: Record<string, unknown>[] = [];
@@ -288,28 +288,6 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) return 'lease-lost';
       throw err;
-    }
-  };
-
-  /**
-   * One marked sink write as a plain conditional UpdateItem: one write unit per item of up to 1 KB,
-   * where a transaction bills two. Its only condition is its mark, so a failed one means the item
-   * has this batch already. Throttling or a server error left after the SDK's own retries is
-   * retried here, for this write alone: a batch sends one request per item, and one failed request
-   * must not fail the whole batch.
-   */
-  const applyOneMarked = async (what: string, action: TxAction): Promise<'applied' | 'skipped'> => {
-    const input = action.Update as ConstructorParameters<typeof UpdateCommand>[0];
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await send(what, () => doc.send(new UpdateCommand(input)));
-        return 'applied';
-      } catch (err) {
-        if (err instanceof ConditionalCheckFailedException) return 'skipped';
-        // Its mark makes the write safe to send again even after an ambiguous server error.
-        if (!isTransient(err) || attempt >= CONFLICT_RETRIES) throw err;
-        await sleep(backoffMs(attempt));
-      }
     }
   };
 
@@ -537,13 +515,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
 
     async applyMarkedSinkWrites({ mark, writes }) {
       if (writes.length > DYNAMODB_LIMITS.maxMarkedWrites) throw new CommitTooLargeError(writes.length, DYNAMODB_LIMITS);
-      const what = `write ${writes.length} sink items of ${mark.topic}/${mark.partition} up to ${mark.until}`;
-      // Not one transaction: each write is guarded by its own mark, so atomicity across items buys
-      // nothing and would double the write units (docs/architecture.md, "Folded exactly-once batches").
-      const actions = writes.map((w) => markedSinkAction(w, mark));
-      const outcomes = await mapWithConcurrency(actions, markedWriteConcurrency, (a) => applyOneMarked(what, a));
-      const applied = outcomes.filter((o) => o === 'applied').length;
-      return { applied, skipped: outcomes.length - applied };
+      return markedWriter.apply(`write ${writes.length} sink items of ${mark.topic}/${mark.partition} up to ${mark.until}`, mark, writes);
     },
 
     async completeRange({ range, expectProgress, nowMs, stats, observedRecordsPerSec, advancePartition }) {

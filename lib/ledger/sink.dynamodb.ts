@@ -11,7 +11,7 @@ import type { TxAction } from './transactions.dynamodb';
  * incarnation and rewind: `_applied:<stream>:<topic>:<partition>[#incarnation][@rewinds]`.
  * Top-level (not a map) because DynamoDB cannot SET a path inside a map the item does not have yet.
  */
-function markAttribute(mark: SinkMark): string {
+export function markAttribute(mark: SinkMark): string {
   const inc = mark.incarnation ? `#${mark.incarnation}` : '';
   const rew = mark.rewinds ? `@${mark.rewinds}` : '';
   return `_applied:${mark.stream}:${mark.topic}:${mark.partition}${inc}${rew}`;

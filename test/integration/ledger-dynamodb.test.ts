@@ -1,5 +1,12 @@
 /** The Ledger contract against the DynamoDB adapter on the emulator, plus its request economy. */
-import { DynamoDBClient, GetItemCommand, InternalServerError, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBClient,
+  GetItemCommand,
+  InternalServerError,
+  ProvisionedThroughputExceededException,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { ledgerContract, partitionFixture, rangeFixture } from '../contract/ledger.contract';
@@ -106,7 +113,10 @@ describe('DynamoDB ledger marked sink writes', () => {
     return ops;
   };
 
-  it('sends each write as its own conditional UpdateItem (one write unit an item), never a transaction', async () => {
+  const nOf = async (table: string, pk: string) =>
+    (await client.send(new GetItemCommand({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }))).Item?.n;
+
+  it('sends the first write of an expression as an UpdateItem, then reads the items and sends the rest 25 statements to a request', async () => {
     const sink = await createSinkTable(client, 'marked-eco');
     const own = testDynamo();
     const ops = watchOperations(own, 'markedOps');
@@ -114,45 +124,135 @@ describe('DynamoDB ledger marked sink writes', () => {
       const ledger = createDynamoLedger({ client: own, tableName });
       const writes = Array.from({ length: 40 }, (_, i) => bump(sink, `k${i}`));
       expect(await ledger.applyMarkedSinkWrites({ mark, writes })).toEqual({ applied: 40, skipped: 0 });
+      // k0 validates the expression; 39 INSERTs in 2 requests.
+      expect(ops.map((o) => o.op)).toEqual([
+        'UpdateItemCommand',
+        'BatchGetItemCommand',
+        'BatchExecuteStatementCommand',
+        'BatchExecuteStatementCommand',
+      ]);
+      ops.length = 0;
+      // The same batch again (a retry): the read shows every mark, nothing is written.
       expect(await ledger.applyMarkedSinkWrites({ mark, writes })).toEqual({ applied: 0, skipped: 40 });
-      expect(ops.map((o) => o.op)).toEqual(Array.from({ length: 80 }, () => 'UpdateItemCommand'));
+      expect(ops.map((o) => o.op)).toEqual(['BatchGetItemCommand']);
+      ops.length = 0;
+      // The next batch of the partition: UPDATE statements guarded by the values read.
+      expect(await ledger.applyMarkedSinkWrites({ mark: { ...mark, until: 200 }, writes })).toEqual({ applied: 40, skipped: 0 });
+      expect(ops.map((o) => o.op)).toEqual(['BatchGetItemCommand', 'BatchExecuteStatementCommand', 'BatchExecuteStatementCommand']);
+      expect(await Promise.all(['k0', 'k7', 'k39'].map((k) => nOf(sink, k)))).toEqual([{ N: '2' }, { N: '2' }, { N: '2' }]);
       const item = await client.send(new GetItemCommand({ TableName: sink, Key: { pk: { S: 'k7' } }, ConsistentRead: true }));
-      expect(item.Item?.n).toEqual({ N: '1' });
+      expect(item.Item?.['_applied:marked:t:3']).toEqual({ N: '200' });
     } finally {
       own.destroy();
     }
   });
 
-  it('retries a throttled write, or one DynamoDB failed with a 500, alone: the others are sent once, every item gets the batch once', async () => {
+  it('sends a write whose statement failed as an UpdateItem, retried alone after a throttle or a 500; every item gets the batch once', async () => {
     const sink = await createSinkTable(client, 'marked-throttle');
     // The SDK's own retries off, so that the ledger's retry is what is seen; the fault is DynamoDB's own error.
     const own = new DynamoDBClient({ ...emulatorClientConfig(), maxAttempts: 1 });
-    const throttled = new Set(['k2', 'k5', 'k11']);
+    const server500 = () =>
+      Object.assign(new InternalServerError({ message: 'injected 500', $metadata: { httpStatusCode: 500 } }), {
+        $fault: 'server' as const,
+      });
+    const throttled = new Set(['k2', 'k5']);
     const fired: string[] = [];
     const ops = watchOperations(own, 'throttleOps', (op) => {
       const key = ops[ops.length - 1]?.key;
       if (op !== 'UpdateItemCommand' || !key || !throttled.has(key) || fired.filter((k) => k === key).length >= 2) return undefined;
       fired.push(key);
-      // k5 meets DynamoDB's own 500 (ambiguous: the write may have been applied); the others a throttle.
-      return key === 'k5'
-        ? Object.assign(new InternalServerError({ message: 'injected 500', $metadata: { httpStatusCode: 500 } }), {
-            $fault: 'server' as const,
-          })
-        : new ProvisionedThroughputExceededException({ message: 'injected throttle', $metadata: {} });
+      // k5 meets DynamoDB's own 500 (ambiguous: the write may have been applied); k2 a throttle.
+      return key === 'k5' ? server500() : new ProvisionedThroughputExceededException({ message: 'injected throttle', $metadata: {} });
     });
+    // The statement request of 25 fails whole (a 500); in the other, k27's statement is throttled.
+    own.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'BatchExecuteStatementCommand') return next(args);
+        const statements = (args.input as { Statements: Array<{ Parameters: Array<{ S?: string }> }> }).Statements;
+        if (statements.length === 25) {
+          fired.push('request');
+          throw server500();
+        }
+        // k27's statement is held back (not applied) and answered as throttled.
+        const at = statements.findIndex((st) => st.Parameters.some((p) => p.S === 'k27'));
+        if (at < 0) return next(args);
+        fired.push('k27 statement');
+        const kept = statements.filter((_, j) => j !== at);
+        const out = await next({ ...args, input: { ...(args.input as object), Statements: kept } });
+        (out.output as { Responses: unknown[] }).Responses.splice(at, 0, { Error: { Code: 'ThrottlingError' } });
+        return out;
+      },
+      { step: 'initialize', name: 'statementFaults' },
+    );
     try {
       const ledger = createDynamoLedger({ client: own, tableName, sleep: async () => undefined });
-      const writes = Array.from({ length: 16 }, (_, i) => bump(sink, `k${i}`));
-      expect(await ledger.applyMarkedSinkWrites({ mark, writes })).toEqual({ applied: 16, skipped: 0 });
-      expect(fired.sort()).toEqual(['k11', 'k11', 'k2', 'k2', 'k5', 'k5']);
-      for (let i = 0; i < 16; i++) {
-        const sent = ops.filter((o) => o.key === `k${i}`).length;
-        expect([`k${i}`, sent]).toEqual([`k${i}`, throttled.has(`k${i}`) ? 3 : 1]);
+      // A first batch of one write validates the expression, so the next one goes as statements.
+      expect(await ledger.applyMarkedSinkWrites({ mark, writes: [bump(sink, 'warm')] })).toEqual({ applied: 1, skipped: 0 });
+      ops.length = 0;
+      const writes = Array.from({ length: 30 }, (_, i) => bump(sink, `k${i}`));
+      expect(await ledger.applyMarkedSinkWrites({ mark, writes })).toEqual({ applied: 30, skipped: 0 });
+      expect(fired.sort()).toEqual(['k2', 'k2', 'k27 statement', 'k5', 'k5', 'request']);
+      for (let i = 0; i < 30; i++) {
+        // k0..k24 were in the failed request and k27's statement failed: those go single, the throttled ones 3 times.
+        const sent = ops.filter((o) => o.op === 'UpdateItemCommand' && o.key === `k${i}`).length;
+        expect([`k${i}`, sent]).toEqual([`k${i}`, throttled.has(`k${i}`) ? 3 : i < 25 || i === 27 ? 1 : 0]);
       }
-      const items = await Promise.all(
-        writes.map((_, i) => client.send(new GetItemCommand({ TableName: sink, Key: { pk: { S: `k${i}` } }, ConsistentRead: true }))),
-      );
-      expect(items.map((r) => r.Item?.n)).toEqual(Array.from({ length: 16 }, () => ({ N: '1' })));
+      expect(await Promise.all(writes.map((_, i) => nOf(sink, `k${i}`)))).toEqual(Array.from({ length: 30 }, () => ({ N: '1' })));
+    } finally {
+      own.destroy();
+    }
+  });
+
+  it('leaves an update outside the statement subset, or one whose item changed since it was read, to UpdateItem: the result is the same', async () => {
+    const sink = await createSinkTable(client, 'marked-mixed');
+    const own = testDynamo();
+    const ops = watchOperations(own, 'mixedOps');
+    let raceAfterRead = false;
+    let raced = 0;
+    own.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === 'BatchGetItemCommand' && raceAfterRead) {
+          // Another writer changes the item between the read and the statement.
+          raceAfterRead = false;
+          raced++;
+          await client.send(
+            new UpdateItemCommand({
+              TableName: sink,
+              Key: { pk: { S: 'raced' } },
+              UpdateExpression: 'ADD n :five',
+              ExpressionAttributeValues: { ':five': { N: '5' } },
+            }),
+          );
+        }
+        return out;
+      },
+      { step: 'initialize', name: 'raceAfterRead' },
+    );
+    try {
+      const ledger = createDynamoLedger({ client: own, tableName });
+      const nested = (pk: string): SinkWrite => ({
+        update: { table: sink, key: { pk }, expression: 'SET #tags.#a = :v', names: { '#tags': 'tags', '#a': 'a' }, values: { ':v': 1 } },
+      });
+      await client.send(new PutItemCommand({ TableName: sink, Item: { pk: { S: 'nested' }, tags: { M: {} } } }));
+      // A nested path is outside the subset: UpdateItem, also once the expression is known.
+      await ledger.applyMarkedSinkWrites({ mark, writes: [nested('nested')] });
+      await ledger.applyMarkedSinkWrites({ mark: { ...mark, until: 200 }, writes: [nested('nested')] });
+      expect(ops.map((o) => o.op)).toEqual(['UpdateItemCommand', 'UpdateItemCommand']);
+      const item = await client.send(new GetItemCommand({ TableName: sink, Key: { pk: { S: 'nested' } }, ConsistentRead: true }));
+      expect(item.Item?.tags).toEqual({ M: { a: { N: '1' } } });
+
+      // The item changes between read and statement: the UPDATE's condition fails, UpdateItem applies it.
+      await ledger.applyMarkedSinkWrites({ mark, writes: [bump(sink, 'warm'), bump(sink, 'raced')] });
+      ops.length = 0;
+      raceAfterRead = true;
+      expect(await ledger.applyMarkedSinkWrites({ mark: { ...mark, until: 200 }, writes: [bump(sink, 'raced')] })).toEqual({
+        applied: 1,
+        skipped: 0,
+      });
+      expect(raced).toBe(1);
+      expect(ops.map((o) => o.op)).toEqual(['BatchGetItemCommand', 'BatchExecuteStatementCommand', 'UpdateItemCommand']);
+      expect(await nOf(sink, 'raced')).toEqual({ N: '7' });
     } finally {
       own.destroy();
     }

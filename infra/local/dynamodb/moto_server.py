@@ -744,6 +744,204 @@ def _verified(app, environ, start_response, direct):
     return body
 
 
+
+# --- 5. Batched marked writes: the PartiQL statements the ledger sends -----------------------------
+# A folded batch's marked writes go 25 to a BatchExecuteStatement (lib/ledger/statements.dynamodb.ts):
+# `INSERT INTO "t" VALUE {'a' : ?, ...}` and `UPDATE "t" SET "a" = ? ... [REMOVE "b" ...] WHERE "k" = ?
+# AND "c" = ? AND "d" IS MISSING AND "m" < ?`. moto's PartiQL engine copies every item of every table
+# into a new document for each statement, so it cannot serve them; a request whose statements all
+# have exactly these shapes, on tables without indexes or streams, is applied here, one statement
+# after the other, with DynamoDB's per-statement answers (DuplicateItem, ConditionalCheckFailed).
+# Anything else goes to moto's stack. MOTO_VERIFY_FAST=1 applies the first 256 statements of a run,
+# then one in 16, also as the equivalent PutItem/UpdateItem through moto's generic code on the item
+# as it was, and fails the request when the stored items differ.
+_BATCH_EXECUTE = "DynamoDB_20120810.BatchExecuteStatement"
+_INSERT = _re.compile(r'INSERT INTO "([^"]+)" VALUE \{(.*)\}', _re.S)
+_INSERT_ENTRY = _re.compile(r"\s*'([^']+)' : \?\s*(?:,|$)")
+_UPDATE = _re.compile(r'UPDATE "([^"]+)" (.*?) WHERE (.*)', _re.S)
+_UPDATE_ACTION = _re.compile(r'\s*(?:SET "([^"]+)" = \?|REMOVE "([^"]+)")')
+_CONDITION = _re.compile(r'\s*"([^"]+)" (= \?|< \?|IS MISSING)\s*(?:AND|$)')
+_STATEMENT_VERIFIED_FIRST = 256
+_STATEMENT_VERIFIED_EVERY = 16
+_statement_count = _itertools.count()
+
+
+def _scan(pattern, text):
+    """All matches of `pattern` covering `text` end to end, or None."""
+    out, at = [], 0
+    while at < len(text):
+        m = pattern.match(text, at)
+        if m is None or m.end() == at:
+            return None
+        out.append(m)
+        at = m.end()
+    return out
+
+
+def _parse_statement(backend, stmt):
+    """(table, kind, item or (key, sets, removes, conditions)) of a statement of the two shapes, or None."""
+    if not isinstance(stmt, dict) or not set(stmt) <= {"Statement", "Parameters"}:
+        return None
+    text, params = stmt.get("Statement"), list(stmt.get("Parameters") or [])
+    if not isinstance(text, str) or not all(isinstance(p, dict) and len(p) == 1 for p in params):
+        return None
+    m = _INSERT.fullmatch(text)
+    if m:
+        entries = _scan(_INSERT_ENTRY, m.group(2))
+        table = backend.tables.get(m.group(1))
+        if not entries or table is None or len(entries) != len(params) or not _plain_table(table):
+            return None
+        item = {e.group(1): v for e, v in zip(entries, params)}
+        if len(item) != len(entries) or not _key_matches(table, {k: item.get(k) for k in _key_names(table)}):
+            return None
+        return table, "insert", item
+    m = _UPDATE.fullmatch(text)
+    if not m:
+        return None
+    actions, conditions = _scan(_UPDATE_ACTION, m.group(2)), _scan(_CONDITION, m.group(3))
+    table = backend.tables.get(m.group(1))
+    if not actions or not conditions or table is None or not _plain_table(table):
+        return None
+    sets = [(a.group(1), params.pop(0) if params else None) for a in actions if a.group(1)]
+    removes = [a.group(2) for a in actions if a.group(2)]
+    checks = []
+    for c in conditions:
+        op = c.group(2)
+        checks.append((c.group(1), op, params.pop(0) if params and op != "IS MISSING" else None))
+    key = {name: value for name, op, value in checks if name in _key_names(table) and op == "= ?"}
+    touched = [n for n, _ in sets] + removes
+    if params or any(v is None for _, v in sets) or any(op != "IS MISSING" and v is None for _, op, v in checks):
+        return None
+    if not _key_matches(table, key) or len(set(touched)) != len(touched) or set(touched) & set(key):
+        return None
+    return table, "update", (key, sets, removes, checks)
+
+
+def _plain_table(table):
+    return table.stream_shard is None and not table.global_indexes and not table.indexes
+
+
+def _key_names(table):
+    return [k for k in (table.hash_key_attr, table.range_key_attr) if k]
+
+
+def _holds(item, name, op, raw):
+    """One condition of an UPDATE's WHERE on the stored item."""
+    current = item.attrs.get(name)
+    if op == "IS MISSING":
+        return current is None
+    if current is None or current.type != list(raw)[0] or current.type not in ("S", "N", "BOOL"):
+        return False
+    other = DynamoType(raw)
+    return current == other if op == "= ?" else current.type in ("S", "N") and current < other
+
+
+def _run_statement(table, kind, parsed):
+    """Applies one parsed statement; returns its per-statement error (code, message) or None."""
+    if kind == "insert":
+        where = _item_key(table, parsed)
+        if table.get_item(*where) is not None:
+            return "DuplicateItem", "Duplicate primary key exists in table"
+        data = parsed
+    else:
+        key, sets, removes, checks = parsed
+        item = table.get_item(*_item_key(table, key))
+        if item is None or not all(_holds(item, n, op, v) for n, op, v in checks):
+            return "ConditionalCheckFailed", "The conditional request failed"
+        data = {k: v.to_json() for k, v in item.attrs.items() if k not in removes}
+        data.update({n: v for n, v in sets})
+    try:
+        table.put_item(data, overwrite=True)
+    except _ItemSizeTooLarge:
+        return "ValidationError", "Item size has exceeded the maximum allowed size"
+    return None
+
+
+def _generic_statement(backend, table, kind, parsed):
+    """The same write through moto's generic PutItem/UpdateItem (MOTO_VERIFY_FAST); its error code or None."""
+    try:
+        if kind == "insert":
+            backend.put_item(table.name, parsed, condition_expression="attribute_not_exists(#k)",
+                             expression_attribute_names={"#k": table.hash_key_attr})
+            return None
+        key, sets, removes, checks = parsed
+        names, values, conds = {}, {}, []
+        for i, (n, op, v) in enumerate(checks):
+            names[f"#c{i}"] = n
+            if op == "IS MISSING":
+                conds.append(f"attribute_not_exists(#c{i})")
+            else:
+                values[f":c{i}"] = v
+                conds.append(f"#c{i} {op[0]} :c{i}")
+        clauses = []
+        if sets:
+            names.update({f"#s{i}": n for i, (n, _) in enumerate(sets)})
+            values.update({f":s{i}": v for i, (_, v) in enumerate(sets)})
+            clauses.append("SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets))))
+        if removes:
+            names.update({f"#r{i}": n for i, n in enumerate(removes)})
+            clauses.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(removes))))
+        _original_update_item(backend, table.name, key, " ".join(clauses), names, values,
+                              condition_expression=" AND ".join(conds))
+        return None
+    except _ConditionalCheckFailed:
+        return "DuplicateItem" if kind == "insert" else "ConditionalCheckFailed"
+    except (_ItemSizeTooLarge, _ItemSizeToUpdateTooLarge):
+        return "ValidationError"
+
+
+def _verify_statement():
+    if not _VERIFY:
+        return False
+    n = next(_statement_count)
+    return n < _STATEMENT_VERIFIED_FIRST or n % _STATEMENT_VERIFIED_EVERY == 0
+
+
+def _direct_statements(environ):
+    """(status, headers, body) of a BatchExecuteStatement of the ledger's shapes applied directly, or None."""
+    if environ.get("HTTP_X_AMZ_TARGET") != _BATCH_EXECUTE:
+        return None
+    raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+    environ["wsgi.input"] = _io.BytesIO(raw)
+    credential = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    try:
+        req = _json.loads(raw)
+    except ValueError:
+        return None
+    if credential is None or not isinstance(req, dict) or set(req) != {"Statements"} or not isinstance(req["Statements"], list):
+        return None
+    if not 1 <= len(req["Statements"]) <= 25:
+        return None
+    account = _os.environ.get("MOTO_ACCOUNT_ID") or environ.get("HTTP_X_MOTO_ACCOUNT_ID") or _account_id_from(credential.group(1))
+    backend = _dynamodb_backends[account][credential.group(2)]
+    parsed = [_parse_statement(backend, stmt) for stmt in req["Statements"]]
+    if any(p is None for p in parsed):
+        return None
+    where = [_item_key(p[0], p[2] if p[1] == "insert" else p[2][0]) for p in parsed]
+    if len(set(where)) != len(where):
+        return None  # two statements on one item: left to moto (DynamoDB refuses such a batch)
+    responses = []
+    for (table, kind, stmt), at in zip(parsed, where):
+        verify = _verify_statement()
+        before = _copy.deepcopy(table.get_item(*at)) if verify else None
+        error = _run_statement(table, kind, stmt)
+        if verify:
+            mine = table.get_item(*at)
+            mine = mine.to_json() if mine is not None else None
+            _restore(table, *at, before)
+            theirs_error = _generic_statement(backend, table, kind, stmt)
+            theirs = table.get_item(*at)
+            theirs = theirs.to_json() if theirs is not None else None
+            if mine != theirs or (error and error[0]) != theirs_error:
+                raise RuntimeError(f"moto_server.py: direct statement differs from moto's: {error} {mine} != {theirs_error} {theirs}"[:1000])
+        entry = {"TableName": table.name}
+        if error:
+            entry["Error"] = {"Code": error[0], "Message": error[1]}
+        responses.append(entry)
+    body = _json.dumps({"Responses": responses}).encode()
+    return _Direct("200 OK", None, "application/x-amz-json-1.0", body, None, None, None)
+
+
 _request_log = logging.getLogger("moto_server.requests")
 
 
@@ -758,8 +956,11 @@ def _serialized(app):
         with _lock:
             _verify_budget.update(_VERIFY_BUDGET)
             direct = _direct_update(environ)
+            statements = _direct_statements(environ) if direct is None else None
             # moto builds the whole response body inside the call; materialise it under the lock.
-            if direct is None:
+            if statements is not None:
+                body = _answer(statements, started)
+            elif direct is None:
                 body = list(app(environ, started))
             else:
                 body = _verified(app, environ, started, direct) if _verify_direct() else _answer(direct, started)
