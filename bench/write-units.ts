@@ -113,9 +113,37 @@ export function writesOfRequest(operation: string, body: Record<string, unknown>
       return Object.entries((body.RequestItems as Record<string, Array<Record<string, Action>>>) ?? {}).flatMap(([table, reqs]) =>
         reqs.map((r) => one({ TableName: table, ...(r.PutRequest ?? r.DeleteRequest) } as Action, false)),
       );
+    case 'BatchExecuteStatement':
+      return ((body.Statements as Array<{ Statement: string; Parameters?: AttributeValue[] }>) ?? []).flatMap((st) => {
+        const w = statementWrite(st.Statement, st.Parameters ?? []);
+        return w ? [w] : [];
+      });
     default:
       return [];
   }
+}
+
+/**
+ * The item a PartiQL INSERT or UPDATE writes (`INSERT INTO "t" VALUE {'a' : ?, ...}`, `UPDATE "t"
+ * SET "a" = ? ... WHERE "k" = ? AND ...`, the shapes the ledger sends), read from its parameters.
+ */
+function statementWrite(statement: string, parameters: AttributeValue[]): ItemWrite | undefined {
+  const insert = /^INSERT INTO "([^"]+)" VALUE \{(.*)\}$/s.exec(statement);
+  if (insert) {
+    const names = [...(insert[2] as string).matchAll(/'([^']+)' : \?/g)].map((m) => m[1] as string);
+    const item = Object.fromEntries(names.map((n, i) => [n, parameters[i] as AttributeValue]));
+    return { table: insert[1] as string, key: storedKeyJson(item), requestSizeBytes: itemSizeBytes(item), transactional: false };
+  }
+  const update = /^UPDATE "([^"]+)" (.*?) WHERE (.*)$/s.exec(statement);
+  if (!update) return undefined;
+  // Parameters are numbered in the order of the `?`s: the SET values, then the WHERE comparisons.
+  const sets = [...(update[2] as string).matchAll(/SET "([^"]+)" = \?/g)].map((m) => m[1] as string);
+  const compared = [...(update[3] as string).matchAll(/"([^"]+)" (?:=|<) \?/g)].map((m) => m[1] as string);
+  const key = Object.fromEntries(
+    compared.map((n, i) => [n, parameters[sets.length + i] as AttributeValue]).filter(([n]) => KEY_NAMES.includes(n as 'pk')),
+  );
+  const written = Object.fromEntries(sets.map((n, i) => [n, parameters[i] as AttributeValue]));
+  return { table: update[1] as string, key: storedKeyJson(key), requestSizeBytes: itemSizeBytes({ ...key, ...written }), transactional: false };
 }
 
 /** Counts `writes` into the tally's per-table, per-item state. */

@@ -249,13 +249,20 @@ export const LEDGER_ACTIONS = [
   'dynamodb:UpdateItem',
   'dynamodb:ConditionCheckItem',
 ];
+/**
+ * A folded batch reads its items (BatchGetItem) and writes them as PartiQL statements
+ * (BatchExecuteStatement is authorised by the PartiQL action of each statement).
+ */
 export const SINK_ACTIONS = [
   'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
   'dynamodb:Query',
   'dynamodb:PutItem',
   'dynamodb:UpdateItem',
   'dynamodb:DeleteItem',
   'dynamodb:ConditionCheckItem',
+  'dynamodb:PartiQLInsert',
+  'dynamodb:PartiQLUpdate',
 ];
 
 function ledgerStatement(): Statement {

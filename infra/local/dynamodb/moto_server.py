@@ -604,7 +604,9 @@ def _verify_simple_update(table, key, before, fast, item):
         if k:
             mine[k] = key[k]
     theirs = item.to_json()["Attributes"]
-    if _json.dumps(mine, sort_keys=True) != _json.dumps(theirs, sort_keys=True):
+    # to_json leaves the elements of a list or map as DynamoTypes: serialise those the same way.
+    as_text = lambda value: _json.dumps(value, sort_keys=True, default=lambda o: o.to_json())  # noqa: E731
+    if as_text(mine) != as_text(theirs):
         raise RuntimeError(f"moto_server.py: direct update differs from moto's: {mine} != {theirs}")
 
 
