@@ -35,6 +35,8 @@ export type Bill = {
   lambdaRequests: number;
   lambdaDuration: number;
   sinkWrites: number;
+  /** Reads of sink items (a folded batch reads its items before it writes them). */
+  sinkReads: number;
   ledgerWrites: number;
   pollers: number;
   total: number;
@@ -42,7 +44,7 @@ export type Bill = {
 
 const bill = (parts: Omit<Bill, 'total'>): Bill => ({
   ...parts,
-  total: parts.lambdaRequests + parts.lambdaDuration + parts.sinkWrites + parts.ledgerWrites + parts.pollers,
+  total: parts.lambdaRequests + parts.lambdaDuration + parts.sinkWrites + parts.sinkReads + parts.ledgerWrites + parts.pollers,
 });
 
 /** This system's bill per million records, from one drain's counts at `processorMemoryGb`. */
@@ -52,6 +54,7 @@ export function costPerMillion(d: DrainFigures, processorMemoryGb: number): Bill
     lambdaRequests: d.invocations * perMillion * PRICES.lambdaRequest,
     lambdaDuration: d.processorSeconds * perMillion * processorMemoryGb * PRICES.lambdaGbSecond,
     sinkWrites: d.sinkWriteUnits * perMillion * PRICES.dynamoWriteUnit,
+    sinkReads: d.sinkReadUnits * perMillion * PRICES.dynamoReadUnit,
     ledgerWrites: d.ledgerWriteUnits * perMillion * PRICES.dynamoWriteUnit,
     pollers: 0,
   });
@@ -94,6 +97,7 @@ export function triggerCostPerMillion(t: TriggerInput): Bill {
     lambdaRequests: batches * PRICES.lambdaRequest,
     lambdaDuration: t.gbSecondsPerMillion * PRICES.lambdaGbSecond,
     sinkWrites: batches * expectedDistinctKeys(t.batchRecords, t.accounts) * t.unitsPerWrite * PRICES.dynamoWriteUnit,
+    sinkReads: 0,
     ledgerWrites: 0,
     pollers,
   });

@@ -199,7 +199,10 @@ async function settleFigures(
   dynamo: DynamoDBClient,
   tally: WriteTally,
   opts: DrainOptions,
-  base: Omit<DrainFigures, 'sinkWrites' | 'sinkWriteUnits' | 'sinkIdealWriteUnits' | 'ledgerWrites' | 'ledgerWriteUnits' | 'exact'>,
+  base: Omit<
+    DrainFigures,
+    'sinkWrites' | 'sinkWriteUnits' | 'sinkIdealWriteUnits' | 'sinkReadUnits' | 'ledgerWrites' | 'ledgerWriteUnits' | 'exact'
+  >,
 ): Promise<DrainFigures> {
   const tables = tally.tables();
   const ledgerSizes = await storedSizes(dynamo, opts.ledgerTable);
@@ -220,6 +223,7 @@ async function settleFigures(
     sinkWrites: opts.sinkTable ? (tables[opts.sinkTable]?.writes ?? 0) : 0,
     sinkWriteUnits,
     sinkIdealWriteUnits,
+    sinkReadUnits: opts.sinkTable ? tally.readUnits(opts.sinkTable) : 0,
     ledgerWrites: tables[opts.ledgerTable]?.writes ?? 0,
     ledgerWriteUnits: tally.settle(opts.ledgerTable, (k) => ledgerSizes.get(k)),
     ...(exact === undefined ? {} : { exact }),

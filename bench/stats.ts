@@ -77,6 +77,8 @@ export type DrainFigures = {
   sinkWriteUnits: number;
   /** The sink writes' units had none been transactional: 1 per write of an item of up to 1 KB. */
   sinkIdealWriteUnits: number;
+  /** Read units of the sink reads (a folded batch reads its items before it writes them). */
+  sinkReadUnits: number;
   /** Item writes sent to the ledger table (planner and processors), and their write units. */
   ledgerWrites: number;
   ledgerWriteUnits: number;
@@ -109,6 +111,8 @@ export type E2eResult = {
     writeUnitsPerItem: number;
     idealWriteUnitsPerItem: number;
     idealWriteUnitsPer1000: number;
+    /** Sink read units per 1,000 records (half a unit per item read, eventually consistent). */
+    readUnitsPer1000: number;
     exact: boolean;
   };
   /** `fetchRatio`: rps / consumerPerfFetchRps of the same run. */
@@ -155,6 +159,10 @@ export function e2eResult(records: number, runs: readonly E2eRun[]): E2eResult {
       ),
       idealWriteUnitsPer1000: round(
         m((r) => (r.exactlyOnce.sinkIdealWriteUnits * 1000) / r.exactlyOnce.records),
+        1,
+      ),
+      readUnitsPer1000: round(
+        m((r) => (r.exactlyOnce.sinkReadUnits * 1000) / r.exactlyOnce.records),
         1,
       ),
       exact: runs.every((r) => r.exactlyOnce.exact === true),

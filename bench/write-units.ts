@@ -80,6 +80,8 @@ export type WriteTally = {
    * as if every write had been a plain one (no transaction), the floor for the same writes.
    */
   settle(table: string, storedSizeBytes: (key: string) => number | undefined, billing?: 'as-sent' | 'ideal'): number;
+  /** Read units of the reads of `table` counted so far (BatchGetItem, GetItem). */
+  readUnits(table: string): number;
   /** Forgets everything counted (the next drain starts from zero). */
   reset(): void;
 };
@@ -143,13 +145,23 @@ function statementWrite(statement: string, parameters: AttributeValue[]): ItemWr
     compared.map((n, i) => [n, parameters[sets.length + i] as AttributeValue]).filter(([n]) => KEY_NAMES.includes(n as 'pk')),
   );
   const written = Object.fromEntries(sets.map((n, i) => [n, parameters[i] as AttributeValue]));
-  return { table: update[1] as string, key: storedKeyJson(key), requestSizeBytes: itemSizeBytes({ ...key, ...written }), transactional: false };
+  return {
+    table: update[1] as string,
+    key: storedKeyJson(key),
+    requestSizeBytes: itemSizeBytes({ ...key, ...written }),
+    transactional: false,
+  };
 }
 
 /** Counts `writes` into the tally's per-table, per-item state. */
-export function createWriteTally(): WriteTally & { add(writes: ItemWrite[]): void } {
+export function createWriteTally(): WriteTally & { add(writes: ItemWrite[]): void; addReads(table: string, units: number): void } {
   let perTable = new Map<string, { stats: TableWrites; items: Map<string, ItemWrites> }>();
+  let reads = new Map<string, number>();
   return {
+    addReads(table, units) {
+      reads.set(table, (reads.get(table) ?? 0) + units);
+    },
+    readUnits: (table) => reads.get(table) ?? 0,
     add(writes) {
       const seen = new Set<string>();
       for (const w of writes) {
@@ -178,6 +190,7 @@ export function createWriteTally(): WriteTally & { add(writes: ItemWrite[]): voi
     },
     reset() {
       perTable = new Map();
+      reads = new Map();
     },
   };
 }
@@ -196,13 +209,41 @@ export function countWriteUnits(client: DynamoDBClient): WriteTally {
       const req = args.request as { headers?: Record<string, string>; body?: unknown };
       const operation = req.headers?.['x-amz-target']?.split('.')[1];
       const body = typeof req.body === 'string' ? req.body : req.body instanceof Uint8Array ? UTF8.decode(req.body) : undefined;
-      if (operation && body) tally.add(writesOfRequest(operation, JSON.parse(body) as Record<string, unknown>));
-      return next(args);
+      const input = operation && body ? (JSON.parse(body) as Record<string, unknown>) : undefined;
+      if (operation && input) tally.add(writesOfRequest(operation, input));
+      const out = await next(args);
+      if (operation === 'BatchGetItem' && input) {
+        for (const [table, units] of batchGetReadUnits(input, out.output as unknown as Record<string, unknown>))
+          tally.addReads(table, units);
+      }
+      return out;
     },
     // After serialization, before the retry middleware (finalizeRequest): once per command.
     { step: 'build', name: 'benchWriteUnitCounter' },
   );
   return tally;
+}
+
+/** Bytes per read unit. */
+const READ_UNIT_BYTES = 4096;
+
+/**
+ * Read units of one BatchGetItem by table: each key asked for costs its item's size rounded up to
+ * 4 KB (a key with no item costs the minimum, one 4 KB step), half that when eventually consistent.
+ * Keys DynamoDB left unprocessed are not billed.
+ */
+export function batchGetReadUnits(input: Record<string, unknown>, output: Record<string, unknown>): Map<string, number> {
+  const out = new Map<string, number>();
+  const asked = (input.RequestItems ?? {}) as Record<string, { Keys?: unknown[]; ConsistentRead?: boolean }>;
+  const found = (output.Responses ?? {}) as Record<string, Array<Record<string, AttributeValue>>>;
+  const unprocessed = (output.UnprocessedKeys ?? {}) as Record<string, { Keys?: unknown[] }>;
+  for (const [table, req] of Object.entries(asked)) {
+    const items = found[table] ?? [];
+    const missing = (req.Keys?.length ?? 0) - items.length - (unprocessed[table]?.Keys?.length ?? 0);
+    const steps = items.reduce((s, i) => s + Math.max(1, Math.ceil(itemSizeBytes(i) / READ_UNIT_BYTES)), 0) + Math.max(0, missing);
+    out.set(table, req.ConsistentRead ? steps : steps / 2);
+  }
+  return out;
 }
 
 /** An item's identity as `keysOf` spells it: its key attributes (a Put's item carries more than its key). */

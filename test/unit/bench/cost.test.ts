@@ -17,6 +17,7 @@ const drain: DrainFigures = {
   sinkWrites: 2_500,
   sinkWriteUnits: 5_000,
   sinkIdealWriteUnits: 2_500,
+  sinkReadUnits: 1_250,
   ledgerWrites: 100,
   ledgerWriteUnits: 200,
   processorSeconds: 50,
@@ -30,7 +31,8 @@ describe('cost model', () => {
     expect(b.lambdaDuration).toBeCloseTo(1000 * PRICES.lambdaGbSecond, 12); // 50 s per 50,000 at 1 GB
     expect(b.sinkWrites).toBeCloseTo(100_000 * 0.625e-6, 12);
     expect(b.ledgerWrites).toBeCloseTo(4_000 * 0.625e-6, 12);
-    expect(b.total).toBeCloseTo(b.lambdaRequests + b.lambdaDuration + b.sinkWrites + b.ledgerWrites, 12);
+    expect(b.sinkReads).toBeCloseTo(25_000 * 0.125e-6, 12);
+    expect(b.total).toBeCloseTo(b.lambdaRequests + b.lambdaDuration + b.sinkWrites + b.sinkReads + b.ledgerWrites, 12);
   });
 
   it('counts distinct keys of a uniform draw', () => {

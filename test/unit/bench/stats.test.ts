@@ -63,6 +63,7 @@ describe('the e2e result object', () => {
     sinkWrites: 0,
     sinkWriteUnits: 0,
     sinkIdealWriteUnits: 0,
+    sinkReadUnits: 0,
     ledgerWrites: 40,
     ledgerWriteUnits: 80,
     processorSeconds: 5,
@@ -75,7 +76,7 @@ describe('the e2e result object', () => {
       {
         consumerPerfRps: 10_000,
         consumerPerfFetchRps: 20_000,
-        exactlyOnce: drain({ wallMs: 2000, sinkWrites: 50, sinkWriteUnits: 100, sinkIdealWriteUnits: 50, exact: true }),
+        exactlyOnce: drain({ wallMs: 2000, sinkWrites: 50, sinkWriteUnits: 100, sinkIdealWriteUnits: 50, sinkReadUnits: 25, exact: true }),
         atLeastOnce: drain({ wallMs: 500, peakRssMb: 300 }),
       },
       {
@@ -108,6 +109,8 @@ describe('the e2e result object', () => {
         writeUnitsPerItem: 1.1,
         idealWriteUnitsPerItem: 1,
         idealWriteUnitsPer1000: 66,
+        // read units 25, 0, 0 per 1,000 records -> 0
+        readUnitsPer1000: 0,
         exact: true,
       },
       // no-op rps 2000, 4000, 1000 against fetch-only 20,000, 4,000, 40,000: 0.1, 1, 0.025 -> 0.1

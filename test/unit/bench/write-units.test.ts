@@ -8,6 +8,7 @@ import {
   itemSizeBytes,
   storedKeyJson,
   writesOfRequest,
+  batchGetReadUnits,
   writeUnitsFor,
 } from '../../../bench/write-units';
 
@@ -125,5 +126,34 @@ describe('countWriteUnits', () => {
       ledger: { writes: 1, transactionalWrites: 1, requests: 1 },
     });
     expect(tally.settle('sink', () => undefined)).toBe(2 + 1);
+  });
+
+  it('counts a PartiQL INSERT or UPDATE as a plain write of the item its key parameters name', () => {
+    const writes = writesOfRequest('BatchExecuteStatement', {
+      Statements: [
+        {
+          Statement: `INSERT INTO "sink" VALUE {'total' : ?, 'pk' : ?, '_applied:s:t:0' : ?}`,
+          Parameters: [{ N: '5' }, { S: 'a' }, { N: '10' }],
+        },
+        {
+          Statement: `UPDATE "sink" SET "total" = ? SET "_applied:s:t:0" = ? WHERE "pk" = ? AND "total" = ? AND "_applied:s:t:0" < ?`,
+          Parameters: [{ N: '9' }, { N: '20' }, { S: 'b' }, { N: '4' }, { N: '20' }],
+        },
+        { Statement: `SELECT * FROM "sink" WHERE "pk" = ?`, Parameters: [{ S: 'c' }] },
+      ],
+    });
+    expect(writes.map((w) => [w.table, w.key, w.transactional])).toEqual([
+      ['sink', storedKeyJson({ pk: { S: 'a' } }), false],
+      ['sink', storedKeyJson({ pk: { S: 'b' } }), false],
+    ]);
+  });
+
+  it('bills a BatchGetItem per key asked: 4 KB steps, half when eventually consistent, nothing for unprocessed keys', () => {
+    const big = { pk: { S: 'big' }, pad: { S: 'x'.repeat(5000) } };
+    const units = batchGetReadUnits(
+      { RequestItems: { sink: { Keys: [{ pk: { S: 'big' } }, { pk: { S: 'none' } }, { pk: { S: 'later' } }] } } },
+      { Responses: { sink: [big] }, UnprocessedKeys: { sink: { Keys: [{ pk: { S: 'later' } }] } } },
+    );
+    expect(units.get('sink')).toBe((2 + 1) / 2);
   });
 });
