@@ -26,6 +26,9 @@ with transactions offers them (dynalite has no transactions; DynamoDB Local is n
    is served by waitress, which keeps connections open (werkzeug's server closes each one).
 4. A single-item UpdateItem of that simple shape is applied without moto's request stack (section
    4 below); anything else, and any error but a failed condition, goes through moto's stack.
+5. A BatchExecuteStatement of the two PartiQL shapes the ledger sends for a folded batch's marked
+   writes (an INSERT, a guarded UPDATE) is applied here (section 5 below): moto's own PartiQL copies
+   every item of every table per statement. Any other statement goes to moto.
 
 Every moto (and werkzeug) internal this file replaces, and why, in the order they appear below:
 
@@ -43,6 +46,7 @@ Every moto (and werkzeug) internal this file replaces, and why, in the order the
 | `RequestParser._parse_map` | AttributeValue maps parsed directly (3; checked by MOTO_VERIFY_FAST) |
 | `DynamoDBBackend.update_item` | no pre-image copy on tables without a stream; simple `ADD`/`SET` updates applied directly (3; checked by MOTO_VERIFY_FAST) |
 | `moto.backends.list_of_moto_modules` | the module list is read once, not per request (3) |
+| (none: a request served before moto's stack) | BatchExecuteStatement of the ledger's two statement shapes (5; checked by MOTO_VERIFY_FAST) |
 | `moto.server.run_simple` (werkzeug's) | the WSGI app is served by waitress, with keep-alive, one request at a time (1, 3) |
 
 These are moto internals, so the launcher refuses any moto version other than the one it was
