@@ -35,6 +35,8 @@ import { parseUpdate } from './update-expression.dynamodb';
 const STATEMENTS_PER_REQUEST = 25;
 /** Keys in one BatchGetItem (DynamoDB's limit). */
 const KEYS_PER_READ = 100;
+/** Update expressions remembered as accepted; a handler making up more than this sends the rest as UpdateItems. */
+const MAX_VALIDATED_EXPRESSIONS = 1024;
 
 export type MarkedWriterDeps = {
   client: DynamoDBClient;
@@ -52,6 +54,7 @@ type Outcome = 'applied' | 'skipped';
 /** Creates the writer of marked sink writes; it remembers which update expressions DynamoDB accepted. */
 export function createMarkedWriter(deps: MarkedWriterDeps) {
   const validated = new Set<string>();
+  const accepted = (p: Prepared) => validated.size < MAX_VALIDATED_EXPRESSIONS && validated.add(p.validation);
   let statementsRefused = false;
 
   /** One marked write as a plain conditional UpdateItem, retried alone after throttling or a 5xx. */
@@ -60,11 +63,11 @@ export function createMarkedWriter(deps: MarkedWriterDeps) {
     for (let attempt = 0; ; attempt++) {
       try {
         await deps.send(what, () => deps.doc.send(new UpdateCommand(input)));
-        validated.add(p.validation);
+        accepted(p);
         return 'applied';
       } catch (err) {
         if (err instanceof ConditionalCheckFailedException) {
-          validated.add(p.validation);
+          accepted(p);
           return 'skipped';
         }
         // Its mark makes the write safe to send again even after an ambiguous server error.

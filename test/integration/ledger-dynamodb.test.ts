@@ -203,6 +203,33 @@ describe('DynamoDB ledger marked sink writes', () => {
     }
   });
 
+  it('sends plain UpdateItems from then on when DynamoDB refuses the read for want of permission', async () => {
+    const sink = await createSinkTable(client, 'marked-denied');
+    const own = testDynamo();
+    let denied = 0;
+    const ops = watchOperations(own, 'deniedOps', (op) => {
+      if (op !== 'BatchGetItemCommand') return undefined;
+      denied++;
+      return Object.assign(new Error('User is not authorized to perform: dynamodb:BatchGetItem'), { name: 'AccessDeniedException' });
+    });
+    try {
+      const ledger = createDynamoLedger({ client: own, tableName });
+      const writes = Array.from({ length: 5 }, (_, i) => bump(sink, `k${i}`));
+      expect(await ledger.applyMarkedSinkWrites({ mark, writes })).toEqual({ applied: 5, skipped: 0 });
+      expect(await ledger.applyMarkedSinkWrites({ mark: { ...mark, until: 200 }, writes })).toEqual({ applied: 5, skipped: 0 });
+      expect(denied).toBe(1);
+      expect(ops.map((o) => o.op)).toEqual([
+        'UpdateItemCommand',
+        'BatchGetItemCommand',
+        ...Array.from({ length: 4 }, () => 'UpdateItemCommand'),
+        ...Array.from({ length: 5 }, () => 'UpdateItemCommand'),
+      ]);
+      expect(await nOf(sink, 'k3')).toEqual({ N: '2' });
+    } finally {
+      own.destroy();
+    }
+  });
+
   it('leaves an update outside the statement subset, or one whose item changed since it was read, to UpdateItem: the result is the same', async () => {
     const sink = await createSinkTable(client, 'marked-mixed');
     const own = testDynamo();
