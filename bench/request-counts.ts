@@ -8,10 +8,9 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createWriteTally, itemSizeBytes, writesOfRequest, type WriteTally } from './write-units';
+import { createWriteTally, itemSizeBytes, READ_UNIT_BYTES, writesOfRequest, type WriteTally } from './write-units';
 
-/** Bytes per read unit. */
-export const READ_UNIT_BYTES = 4096;
+export { READ_UNIT_BYTES };
 
 export type RoleRequests = {
   /** Requests by operation (`GetItem`, `UpdateItem`, `Query`, ...), once per command (SDK retries not counted). */

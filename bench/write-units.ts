@@ -14,6 +14,9 @@ import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 /** Bytes per write unit (on-demand and provisioned alike). */
 export const WRITE_UNIT_BYTES = 1024;
 
+/** Bytes per read unit (strongly consistent; an eventually consistent read costs half). */
+export const READ_UNIT_BYTES = 4096;
+
 /**
  * The size DynamoDB assigns an attribute value (its documented item-size rules). Hand-written: the
  * rules are a few lines of published arithmetic, and the one npm package for it has no repository.
@@ -224,8 +227,6 @@ export function countWriteUnits(client: DynamoDBClient): WriteTally {
   return tally;
 }
 
-/** Bytes per read unit. */
-const READ_UNIT_BYTES = 4096;
 
 /**
  * Read units of one BatchGetItem by table: each key asked for costs its item's size rounded up to

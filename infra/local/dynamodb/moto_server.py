@@ -647,9 +647,9 @@ _CONDITION_FAILED = _json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#Con
                                  "message": "The conditional request failed"}).encode()
 
 
-def _direct_update(environ):
-    """(status, headers, body) of a simple UpdateItem applied directly, or None for moto's stack."""
-    if environ.get("HTTP_X_AMZ_TARGET") != _UPDATE_ITEM:
+def _direct_request(environ, target):
+    """(JSON body, DynamoDB backend) of a signed request for `target`, or None; leaves the body readable again."""
+    if environ.get("HTTP_X_AMZ_TARGET") != target:
         return None
     raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
     environ["wsgi.input"] = _io.BytesIO(raw)  # moto's stack reads it again when it serves the request
@@ -660,10 +660,21 @@ def _direct_update(environ):
         req = _json.loads(raw)
     except ValueError:
         return None
-    if not isinstance(req, dict) or not set(req) <= _DIRECT_FIELDS or req.get("ReturnValues", "NONE") != "NONE":
+    if not isinstance(req, dict):
         return None
     account = _os.environ.get("MOTO_ACCOUNT_ID") or environ.get("HTTP_X_MOTO_ACCOUNT_ID") or _account_id_from(credential.group(1))
-    table = _dynamodb_backends[account][credential.group(2)].tables.get(req.get("TableName"))
+    return req, _dynamodb_backends[account][credential.group(2)]
+
+
+def _direct_update(environ):
+    """(status, headers, body) of a simple UpdateItem applied directly, or None for moto's stack."""
+    request = _direct_request(environ, _UPDATE_ITEM)
+    if request is None:
+        return None
+    req, backend = request
+    if not set(req) <= _DIRECT_FIELDS or req.get("ReturnValues", "NONE") != "NONE":
+        return None
+    table = backend.tables.get(req.get("TableName"))
     key = req.get("Key")
     if table is None or not isinstance(key, dict) or not _key_matches(table, key):
         return None
@@ -905,21 +916,12 @@ def _verify_statement():
 
 def _direct_statements(environ):
     """(status, headers, body) of a BatchExecuteStatement of the ledger's shapes applied directly, or None."""
-    if environ.get("HTTP_X_AMZ_TARGET") != _BATCH_EXECUTE:
+    request = _direct_request(environ, _BATCH_EXECUTE)
+    if request is None:
         return None
-    raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-    environ["wsgi.input"] = _io.BytesIO(raw)
-    credential = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
-    try:
-        req = _json.loads(raw)
-    except ValueError:
+    req, backend = request
+    if set(req) != {"Statements"} or not isinstance(req["Statements"], list) or not 1 <= len(req["Statements"]) <= 25:
         return None
-    if credential is None or not isinstance(req, dict) or set(req) != {"Statements"} or not isinstance(req["Statements"], list):
-        return None
-    if not 1 <= len(req["Statements"]) <= 25:
-        return None
-    account = _os.environ.get("MOTO_ACCOUNT_ID") or environ.get("HTTP_X_MOTO_ACCOUNT_ID") or _account_id_from(credential.group(1))
-    backend = _dynamodb_backends[account][credential.group(2)]
     parsed = [_parse_statement(backend, stmt) for stmt in req["Statements"]]
     if any(p is None for p in parsed):
         return None
