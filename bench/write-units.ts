@@ -227,7 +227,6 @@ export function countWriteUnits(client: DynamoDBClient): WriteTally {
   return tally;
 }
 
-
 /**
  * Read units of one BatchGetItem by table: each key asked for costs its item's size rounded up to
  * 4 KB (a key with no item costs the minimum, one 4 KB step), half that when eventually consistent.
