@@ -5,16 +5,21 @@
  * {"records","runs","readerRps","kcatRps","javaRps","ratioKcat","ratiosKcat","peakRssMb"}: medians over
  * the runs (ratioKcat is the median of each run's reader/kcat ratio, ratiosKcat lists them; peak RSS
  * is the largest). The partition is produced once; each run reads it with all three, in turn.
+ * The reader runs as plain JavaScript bundled by esbuild, as on Lambda, not through tsx's loader
+ * (which compiles modules kafkajs loads lazily, on its first requests, inside the timed read).
  *
  * Flags: --records N (default 1000000) --size BYTES (default 1024) --runs N (default 1)
  * --keep (leave the topic, e.g. for profiling the reader on it: bench/processor-reader.ts; by default
  * the topic and ConsumerPerformance's consumer groups are deleted at the end).
  */
-import { resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { buildSync } from 'esbuild';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { consumerPerformance, runKafkaTool, runTimed } from './kafka-tools';
+import { LOCAL_DIR } from '../infra/local/stack';
 import { withStack, type BenchStack } from './stack';
 import { median } from './stats';
 
@@ -28,14 +33,26 @@ function roundedMedian(values: number[]): number {
   return Math.round(median(values) * 100) / 100;
 }
 
+/** bench/processor-reader.ts bundled the way the Lambda functions are (scripts/build.ts); its path. */
+function bundleReader(): string {
+  const outfile = join(LOCAL_DIR, 'bench', `processor-reader-${process.pid}.js`);
+  buildSync({
+    entryPoints: [resolve(__dirname, 'processor-reader.ts')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node22',
+    keepNames: true,
+    logLevel: 'warning',
+  });
+  return outfile;
+}
+
 /** Reads the whole partition once with each of the three readers. */
-function measureOnce(p: { brokers: string; topic: string; records: number; group: string }): Sample {
-  const { brokers, topic, records, group } = p;
-  const reader = runTimed(
-    process.execPath,
-    ['--import', 'tsx', resolve(__dirname, 'processor-reader.ts'), brokers, topic, String(records)],
-    15 * 60_000,
-  );
+function measureOnce(p: { brokers: string; topic: string; records: number; group: string; readerJs: string }): Sample {
+  const { brokers, topic, records, group, readerJs } = p;
+  const reader = runTimed(process.execPath, [readerJs, brokers, topic, String(records)], 15 * 60_000);
   const readerOut = JSON.parse(reader.stdout.trim().split('\n').at(-1) as string) as { records: number; ms: number; peakRssMb: number };
   if (readerOut.records !== records) throw new Error(`reader delivered ${readerOut.records} of ${records}`);
   const readerRps = Math.round(records / (readerOut.ms / 1000));
@@ -104,10 +121,15 @@ function parseFlags(argv: string[]) {
 /** Reads the partition `runs` times and sums the runs up: medians, the per-run ratios, the peak RSS. */
 function measure(stack: BenchStack, topic: string, records: number, runs: number) {
   const samples: Sample[] = [];
-  for (let i = 1; i <= runs; i++) {
-    const sample = measureOnce({ brokers: stack.brokers, topic, records, group: stack.group('processor-perf') });
-    log(`run ${i}/${runs}: ${JSON.stringify(sample)}`);
-    samples.push(sample);
+  const readerJs = bundleReader();
+  try {
+    for (let i = 1; i <= runs; i++) {
+      const sample = measureOnce({ brokers: stack.brokers, topic, records, group: stack.group('processor-perf'), readerJs });
+      log(`run ${i}/${runs}: ${JSON.stringify(sample)}`);
+      samples.push(sample);
+    }
+  } finally {
+    rmSync(readerJs, { force: true });
   }
   return {
     records,

@@ -1,7 +1,10 @@
-/** The hand-written CRC-32C: published check values, and the crc-32 package on any bytes at any alignment. */
+/**
+ * CRC-32C, both implementations (hash-wasm's WebAssembly from WASM_MIN_BYTES on once loaded, the
+ * hand-written JavaScript below): published check values, and the crc-32 package on any bytes at any alignment.
+ */
 import { buf as crc32cReference } from 'crc-32/crc32c';
 import fc from 'fast-check';
-import { crc32c } from '../../../../lib/kafka/protocol/crc32c';
+import { crc32c, crc32cImplementation, crc32cJavascript, loadWasmCrc32c, WASM_MIN_BYTES } from '../../../../lib/kafka/protocol/crc32c';
 
 const reference = (data: Uint8Array): number => crc32cReference(data) >>> 0;
 
@@ -43,6 +46,47 @@ describe('crc32c', () => {
 
   it('detects any single flipped bit in a batch-sized input', () => {
     const data = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 131) & 0xff));
+    const expected = crc32c(data);
+    fc.assert(
+      fc.property(fc.nat({ max: data.length * 8 - 1 }), (bit) => {
+        const copy = Buffer.from(data);
+        copy[bit >>> 3]! ^= 1 << (bit & 7);
+        expect(crc32c(copy)).not.toBe(expected);
+      }),
+    );
+  });
+});
+
+describe('crc32c once the WebAssembly implementation is loaded', () => {
+  beforeAll(() => loadWasmCrc32c());
+
+  it('takes inputs from WASM_MIN_BYTES on, and keeps the JavaScript below', () => {
+    expect(crc32cImplementation(WASM_MIN_BYTES)).toBe('wasm');
+    expect(crc32cImplementation(WASM_MIN_BYTES - 1)).toBe('javascript');
+  });
+
+  it('equals the crc-32 package and the JavaScript implementation around the threshold, at any alignment', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: WASM_MIN_BYTES - 64, max: 3 * WASM_MIN_BYTES }),
+        fc.nat({ max: 7 }),
+        fc.integer(),
+        (length, before, seed) => {
+          const backing = Buffer.alloc(before + length + 3, 0x5a);
+          for (let i = 0; i < length; i++) backing[before + i] = (Math.imul(i + seed, 2654435761) >>> 24) & 0xff;
+          const view = backing.subarray(before, before + length);
+          const expected = reference(view);
+          expect(crc32c(view)).toBe(expected);
+          expect(crc32cJavascript(view)).toBe(expected);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('detects any single flipped bit in an input it takes', () => {
+    const data = Buffer.from(Array.from({ length: 2 * WASM_MIN_BYTES }, (_, i) => (i * 131) & 0xff));
+    expect(crc32cImplementation(data.length)).toBe('wasm');
     const expected = crc32c(data);
     fc.assert(
       fc.property(fc.nat({ max: data.length * 8 - 1 }), (bit) => {

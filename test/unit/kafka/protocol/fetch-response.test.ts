@@ -2,6 +2,7 @@
 import { CompressionTypes } from 'kafkajs';
 import { registerCodecs } from '../../../../lib/kafka/protocol/codecs';
 import { KafkaError } from '../../../../lib/errors';
+import { crc32cImplementation } from '../../../../lib/kafka/protocol/crc32c';
 import { decodeFetchResponseV11, decodeRecordBatches } from '../../../../lib/kafka/protocol/fetch-response';
 import { batchBytes, fetchResponseBytes } from './batches';
 
@@ -87,6 +88,21 @@ describe('decodeFetchResponseV11', () => {
 
     const failed = await decodeFetchResponseV11(fetchResponseBytes({ errorCode: 1, highWatermark: -1, logStartOffset: -1, records: null }));
     expect(failed.partitions[0]).toMatchObject({ errorCode: 1, highWatermark: -1, batches: [] });
+  });
+
+  it('checks large batches with the WebAssembly CRC-32C once a response was decoded, and rejects any flipped byte', async () => {
+    const value = 'v'.repeat(1000);
+    const good = await batchBytes({ base: 0, records: Array.from({ length: 8 }, (_, delta) => ({ delta, value })) });
+    await decodeFetchResponseV11(fetchResponseBytes({ highWatermark: 8, records: good }));
+    expect(crc32cImplementation(good.length)).toBe('wasm');
+    const [fine] = decodeRecordBatches(good, { topic: 't', partition: 0 });
+    expect(() => fine!.verify()).not.toThrow();
+    for (const at of [21, Math.floor(good.length / 2), good.length - 1]) {
+      const bad = Buffer.from(good);
+      bad[at]! ^= 0x01;
+      const [checked] = decodeRecordBatches(bad, { topic: 't', partition: 0 });
+      expect(() => checked!.verify()).toThrow(/CRC/);
+    }
   });
 
   it('rejects corrupt batches (CRC) unless checks are off, and offsets beyond Number.MAX_SAFE_INTEGER', async () => {
