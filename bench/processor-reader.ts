@@ -2,7 +2,7 @@
  * Child process of bench/processor.ts: reads one partition range with the project's RangeReader and
  * a no-op handler, then prints `{"records","ms","peakRssMb"}` (its own peak RSS, not the parent's).
  * Usable alone to profile the reader on a kept topic (bench/processor.ts --keep):
- * `node --cpu-prof --import tsx bench/processor-reader.ts <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch]`.
+ * `node --cpu-prof --import tsx bench/processor-reader.ts <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch] [--no-crc-check]`.
  */
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
@@ -11,14 +11,19 @@ import { createKafkajsRangeReader } from '../lib/kafka/range-reader.kafkajs';
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { 'max-fetch-bytes': { type: 'string' }, 'no-prefetch': { type: 'boolean', default: false } },
+    options: {
+      'max-fetch-bytes': { type: 'string' },
+      'no-prefetch': { type: 'boolean', default: false },
+      'no-crc-check': { type: 'boolean', default: false },
+    },
   });
   const [brokers, topic, untilText] = positionals;
   if (!brokers || !topic || !untilText)
-    throw new Error('usage: processor-reader <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch]');
+    throw new Error('usage: processor-reader <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch] [--no-crc-check]');
   const kafka = new Kafka({ clientId: 'bench-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
   const reader = createKafkajsRangeReader(kafka, {
     prefetch: !values['no-prefetch'],
+    checkCrcs: !values['no-crc-check'],
     ...(values['max-fetch-bytes'] ? { maxFetchBytes: Number(values['max-fetch-bytes']) } : {}),
   });
   const noop = (records: unknown[]): number => records.length;

@@ -1,10 +1,12 @@
 /**
  * `npm run bench:processor`: one partition of 1,000,000 records of 1 KB on the local broker, read to
- * the end by (1) this project's RangeReader with a no-op handler, (2) `kcat -C`, (3) Kafka's own
- * consumer performance tool from the broker's jars. The last line printed is one JSON object:
- * {"records","runs","readerRps","kcatRps","javaRps","ratioKcat","ratiosKcat","peakRssMb"}: medians over
- * the runs (ratioKcat is the median of each run's reader/kcat ratio, ratiosKcat lists them; peak RSS
- * is the largest). The partition is produced once; each run reads it with all three, in turn.
+ * the end by (1) this project's RangeReader with a no-op handler, then again with its CRC-32C checks
+ * off (librdkafka's default, so the same work as kcat), (2) `kcat -C`, (3) Kafka's own consumer
+ * performance tool from the broker's jars. The last line printed is one JSON object:
+ * {"records","runs","readerRps","kcatRps","javaRps","ratioKcat","ratiosKcat","ratioKcatNoCrc","peakRssMb"}:
+ * medians over the runs (ratioKcat is the median of each run's reader/kcat ratio, ratiosKcat lists
+ * them, ratioKcatNoCrc is the same without checks; peak RSS is the largest, with checks). The
+ * partition is produced once; each run reads it with all of them, in turn.
  * The reader runs as plain JavaScript bundled by esbuild, as on Lambda, not through tsx's loader
  * (which compiles modules kafkajs loads lazily, on its first requests, inside the timed read).
  *
@@ -26,7 +28,16 @@ import { median } from './stats';
 const log = benchLog('processor');
 
 /** One run's figures: the reader, kcat and ConsumerPerformance over the same partition, one after the other. */
-type Sample = { readerRps: number; kcatRps: number; javaRps: number; ratioKcat: number; peakRssMb: number };
+type Sample = {
+  readerRps: number;
+  kcatRps: number;
+  javaRps: number;
+  ratioKcat: number;
+  /** The reader with CRC-32C checks off: the same work as kcat, whose librdkafka leaves `check.crcs` off by default. */
+  readerNoCrcRps: number;
+  ratioKcatNoCrc: number;
+  peakRssMb: number;
+};
 
 /** The median, rounded to two decimals. */
 function roundedMedian(values: number[]): number {
@@ -52,11 +63,17 @@ function bundleReader(): string {
 /** Reads the whole partition once with each of the three readers. */
 function measureOnce(p: { brokers: string; topic: string; records: number; group: string; readerJs: string }): Sample {
   const { brokers, topic, records, group, readerJs } = p;
-  const reader = runTimed(process.execPath, [readerJs, brokers, topic, String(records)], 15 * 60_000);
-  const readerOut = JSON.parse(reader.stdout.trim().split('\n').at(-1) as string) as { records: number; ms: number; peakRssMb: number };
-  if (readerOut.records !== records) throw new Error(`reader delivered ${readerOut.records} of ${records}`);
-  const readerRps = Math.round(records / (readerOut.ms / 1000));
-  log(`reader: ${readerOut.records} records in ${readerOut.ms} ms = ${readerRps}/s, peak RSS ${readerOut.peakRssMb} MB`);
+  const readOnce = (extra: string[], what: string) => {
+    const run = runTimed(process.execPath, [readerJs, brokers, topic, String(records), ...extra], 15 * 60_000);
+    const out = JSON.parse(run.stdout.trim().split('\n').at(-1) as string) as { records: number; ms: number; peakRssMb: number };
+    if (out.records !== records) throw new Error(`${what} delivered ${out.records} of ${records}`);
+    const rps = Math.round(records / (out.ms / 1000));
+    log(`${what}: ${out.records} records in ${out.ms} ms = ${rps}/s, peak RSS ${out.peakRssMb} MB`);
+    return { rps, peakRssMb: out.peakRssMb };
+  };
+  const readerOut = readOnce([], 'reader');
+  const readerRps = readerOut.rps;
+  const readerNoCrcRps = readOnce(['--no-crc-check'], 'reader without CRC checks').rps;
 
   const kcat = runTimed('kcat', ['-C', '-b', brokers, '-t', topic, '-p', '0', '-o', 'beginning', '-e', '-q', '-f', '%o\\n'], 15 * 60_000);
   const kcatCount = kcat.stdout.split('\n').filter(Boolean).length;
@@ -76,6 +93,8 @@ function measureOnce(p: { brokers: string; topic: string; records: number; group
     kcatRps,
     javaRps,
     ratioKcat: Math.round((readerRps / kcatRps) * 100) / 100,
+    readerNoCrcRps,
+    ratioKcatNoCrc: Math.round((readerNoCrcRps / kcatRps) * 100) / 100,
     peakRssMb: readerOut.peakRssMb,
   };
 }
@@ -140,6 +159,7 @@ function measure(stack: BenchStack, topic: string, records: number, runs: number
     // The median of the per-run ratios: each run's reader against the kcat of the same run.
     ratioKcat: roundedMedian(samples.map((x) => x.ratioKcat)),
     ratiosKcat: samples.map((x) => x.ratioKcat),
+    ratioKcatNoCrc: roundedMedian(samples.map((x) => x.ratioKcatNoCrc)),
     peakRssMb: Math.max(...samples.map((x) => x.peakRssMb)),
   };
 }
