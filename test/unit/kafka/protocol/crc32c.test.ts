@@ -94,3 +94,22 @@ describe('crc32c once the WebAssembly implementation is loaded', () => {
     expectEveryFlippedBitDetected(crc32c, 2 * WASM_MIN_BYTES);
   });
 });
+
+describe('crc32c where WebAssembly cannot start', () => {
+  it('keeps the JavaScript implementation for every input, and the load does not fail', async () => {
+    let loaded: typeof import('../../../../lib/kafka/protocol/crc32c') | undefined;
+    const createCRC32 = jest.fn(async () => {
+      throw new Error('WebAssembly is not available');
+    });
+    jest.isolateModules(() => {
+      jest.doMock('hash-wasm', () => ({ createCRC32 }));
+      loaded = jest.requireActual<typeof import('../../../../lib/kafka/protocol/crc32c')>('../../../../lib/kafka/protocol/crc32c');
+    });
+    await expect(loaded!.loadWasmCrc32c()).resolves.toBeUndefined();
+    expect(createCRC32).toHaveBeenCalledTimes(1);
+    const data = Buffer.from(Array.from({ length: 3 * loaded!.WASM_MIN_BYTES }, (_, i) => (i * 7) & 0xff));
+    expect(loaded!.crc32cImplementation(data.length)).toBe('javascript');
+    expect(loaded!.crc32c(data)).toBe(reference(data));
+    jest.dontMock('hash-wasm');
+  });
+});
