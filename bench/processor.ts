@@ -44,7 +44,10 @@ function roundedMedian(values: number[]): number {
   return Math.round(median(values) * 100) / 100;
 }
 
-/** bench/processor-reader.ts bundled the way the Lambda functions are (scripts/build.ts); its path. */
+/**
+ * bench/processor-reader.ts bundled with the options of the Lambda bundles (serverless.yml,
+ * `custom.esbuild`: one CommonJS file for node22, names kept; not minified here); its path.
+ */
 function bundleReader(): string {
   const outfile = join(LOCAL_DIR, 'bench', `processor-reader-${process.pid}.js`);
   buildSync({
