@@ -1,12 +1,14 @@
 /**
  * Child process of bench/processor.ts: reads one partition range with the project's RangeReader and
- * a no-op handler, then prints `{"records","ms","peakRssMb"}` (its own peak RSS, not the parent's).
+ * a no-op handler, then prints `{"records","ms","peakRssMb","crc32c"}` (its own peak RSS, not the
+ * parent's; the CRC-32C implementation that checked 1 MiB batches, `none` with checks off).
  * Usable alone to profile the reader on a kept topic (bench/processor.ts --keep):
  * `node --cpu-prof --import tsx bench/processor-reader.ts <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch] [--no-crc-check]`.
  */
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { createKafkajsRangeReader } from '../lib/kafka/range-reader.kafkajs';
+import { crc32cImplementation } from '../lib/kafka/protocol/crc32c';
 
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -42,7 +44,12 @@ async function main(): Promise<void> {
   const ms = performance.now() - t0;
   await reader.close();
   process.stdout.write(
-    `${JSON.stringify({ records, ms: Math.round(ms), peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) })}\n`,
+    `${JSON.stringify({
+      records,
+      ms: Math.round(ms),
+      peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+      crc32c: values['no-crc-check'] ? 'none' : crc32cImplementation(1 << 20),
+    })}\n`,
   );
 }
 

@@ -15,8 +15,9 @@
  * the topic and ConsumerPerformance's consumer groups are deleted at the end).
  */
 import { rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { buildSync } from 'esbuild';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { build, type Plugin } from 'esbuild';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
@@ -37,6 +38,8 @@ type Sample = {
   readerNoCrcRps: number;
   ratioKcatNoCrc: number;
   peakRssMb: number;
+  /** The CRC-32C implementation the reader checked with (`crc32cImplementation` of a 1 MiB batch). */
+  crc32c: string;
 };
 
 /** The median, rounded to two decimals. */
@@ -44,13 +47,19 @@ function roundedMedian(values: number[]): number {
   return Math.round(median(values) * 100) / 100;
 }
 
+/** The Lambda bundles' plugin that packages the CRC-32C binding (a CommonJS file of the serverless config). */
+const { nativeCrc32c } = createRequire(__filename)('../infra/serverless/esbuild-plugins.js') as {
+  nativeCrc32c(architecture: 'arm64' | 'x86_64', warn: (line: string) => void): Plugin;
+};
+
 /**
  * bench/processor-reader.ts bundled with the options of the Lambda bundles (serverless.yml,
- * `custom.esbuild`: one CommonJS file for node22, names kept; not minified here); its path.
+ * `custom.esbuild`: one CommonJS file for node22, names kept; not minified here) and their CRC-32C
+ * binding beside it for this machine's architecture (infra/serverless/esbuild-plugins.js); its path.
  */
-function bundleReader(): string {
-  const outfile = join(LOCAL_DIR, 'bench', `processor-reader-${process.pid}.js`);
-  buildSync({
+async function bundleReader(): Promise<string> {
+  const outfile = join(LOCAL_DIR, 'bench', `reader-${process.pid}`, 'processor-reader.js');
+  await build({
     entryPoints: [resolve(__dirname, 'processor-reader.ts')],
     outfile,
     bundle: true,
@@ -59,6 +68,7 @@ function bundleReader(): string {
     target: 'node22',
     keepNames: true,
     logLevel: 'warning',
+    plugins: [nativeCrc32c(process.arch === 'arm64' ? 'arm64' : 'x86_64', log)],
   });
   return outfile;
 }
@@ -68,11 +78,16 @@ function measureOnce(p: { brokers: string; topic: string; records: number; group
   const { brokers, topic, records, group, readerJs } = p;
   const readOnce = (extra: string[], what: string) => {
     const run = runTimed(process.execPath, [readerJs, brokers, topic, String(records), ...extra], 15 * 60_000);
-    const out = JSON.parse(run.stdout.trim().split('\n').at(-1) as string) as { records: number; ms: number; peakRssMb: number };
+    const out = JSON.parse(run.stdout.trim().split('\n').at(-1) as string) as {
+      records: number;
+      ms: number;
+      peakRssMb: number;
+      crc32c: string;
+    };
     if (out.records !== records) throw new Error(`${what} delivered ${out.records} of ${records}`);
     const rps = Math.round(records / (out.ms / 1000));
-    log(`${what}: ${out.records} records in ${out.ms} ms = ${rps}/s, peak RSS ${out.peakRssMb} MB`);
-    return { rps, peakRssMb: out.peakRssMb };
+    log(`${what}: ${out.records} records in ${out.ms} ms = ${rps}/s, peak RSS ${out.peakRssMb} MB, CRC-32C ${out.crc32c}`);
+    return { rps, peakRssMb: out.peakRssMb, crc32c: out.crc32c };
   };
   const readerOut = readOnce([], 'reader');
   const readerRps = readerOut.rps;
@@ -99,6 +114,7 @@ function measureOnce(p: { brokers: string; topic: string; records: number; group
     readerNoCrcRps,
     ratioKcatNoCrc: Math.round((readerNoCrcRps / kcatRps) * 100) / 100,
     peakRssMb: readerOut.peakRssMb,
+    crc32c: readerOut.crc32c,
   };
 }
 
@@ -141,9 +157,9 @@ function parseFlags(argv: string[]) {
 }
 
 /** Reads the partition `runs` times and sums the runs up: medians, the per-run ratios, the peak RSS. */
-function measure(stack: BenchStack, topic: string, records: number, runs: number) {
+async function measure(stack: BenchStack, topic: string, records: number, runs: number) {
   const samples: Sample[] = [];
-  const readerJs = bundleReader();
+  const readerJs = await bundleReader();
   try {
     for (let i = 1; i <= runs; i++) {
       const sample = measureOnce({ brokers: stack.brokers, topic, records, group: stack.group('processor-perf'), readerJs });
@@ -151,7 +167,7 @@ function measure(stack: BenchStack, topic: string, records: number, runs: number
       samples.push(sample);
     }
   } finally {
-    rmSync(readerJs, { force: true });
+    rmSync(dirname(readerJs), { recursive: true, force: true });
   }
   return {
     records,
@@ -164,6 +180,8 @@ function measure(stack: BenchStack, topic: string, records: number, runs: number
     ratiosKcat: samples.map((x) => x.ratioKcat),
     ratioKcatNoCrc: roundedMedian(samples.map((x) => x.ratioKcatNoCrc)),
     peakRssMb: Math.max(...samples.map((x) => x.peakRssMb)),
+    // The implementation that checked the reader's batches (native, wasm or javascript).
+    crc32c: [...new Set(samples.map((x) => x.crc32c))].join(','),
   };
 }
 
@@ -184,7 +202,7 @@ async function main(): Promise<void> {
       const [offsets] = await admin.fetchTopicOffsets(topic);
       const until = Number(offsets?.high);
       if (until !== records) throw new Error(`expected ${records} records, the partition ends at ${until}`);
-      const out = measure(stack, topic, records, runs);
+      const out = await measure(stack, topic, records, runs);
       log(`goal: readerRps >= kcatRps / 2 and peakRssMb < 256`);
       process.stdout.write(`${JSON.stringify(out)}\n`);
     } finally {

@@ -1,5 +1,5 @@
 'use strict';
-/* global __dirname */
+/* global __dirname, process */
 /**
  * esbuild plugins for serverless-esbuild (`custom.esbuild.plugins` in serverless.yml), called with
  * the serverless instance once variables are resolved.
@@ -13,13 +13,24 @@
  * of `kafka-lambda-direct` resolve to the engine's own sources here, so the bundle holds one copy of
  * the engine whether the handler's project installed it or not. A file that cannot be resolved or
  * built fails the build with a message naming the stream and the file.
+ *
+ * `native-crc32c` packages the hardware CRC-32C that checks Kafka's record batches
+ * (lib/kafka/protocol/crc32c-native.ts): @node-rs/crc32 picks a platform binding (a `.node` file) at
+ * run time, which a bundle cannot inline. The plugin copies the binding for the functions'
+ * architecture beside each bundle that checks CRCs, as `<bundle>.crc32c.<platform>.node` (so
+ * serverless-esbuild zips it with that function only), and replaces the loader with one that loads
+ * that file. npm installs only the binding of the machine it runs on: packaging for the other
+ * architecture finds none, says so in one line, and the bundle checks with WebAssembly instead.
  */
-const { existsSync } = require('node:fs');
+const { copyFileSync, existsSync, readFileSync } = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const REGISTRY = path.join(ROOT, 'lib', 'handlers', 'bundled.ts');
 const FILE_LOADER = path.join(ROOT, 'lib', 'handlers', 'load-file.ts');
+const NATIVE_CRC_LOADER = path.join(ROOT, 'lib', 'kafka', 'protocol', 'crc32c-native.ts');
+/** Lambda's architectures and the @node-rs/crc32 platform of each (Lambda's runtimes use glibc). */
+const CRC_PLATFORMS = { arm64: 'linux-arm64-gnu', x86_64: 'linux-x64-gnu' };
 const ENGINE_ENTRIES = { 'kafka-lambda-direct': 'lib/index.ts', 'kafka-lambda-direct/testing': 'lib/testing/index.ts' };
 
 /** The registry module's source: one static import per user module. */
@@ -64,8 +75,80 @@ function userHandlers(modules) {
   };
 }
 
+/** The installed binding of @node-rs/crc32 for `platform`, or why there is none. */
+function crcBinding(platform) {
+  const name = `@node-rs/crc32-${platform}`;
+  let version = '';
+  try {
+    version = JSON.parse(readFileSync(require.resolve('@node-rs/crc32/package.json', { paths: [ROOT] }), 'utf8')).version;
+    const file = path.join(path.dirname(require.resolve(`${name}/package.json`, { paths: [ROOT] })), `crc32.${platform}.node`);
+    if (existsSync(file)) return { file };
+  } catch {
+    // Not installed: npm skips the bindings of other platforms.
+  }
+  const add = `npm install --no-save --force ${name}${version ? `@${version}` : ''}`;
+  return { why: `${name} is not installed on this ${process.platform}-${process.arch} machine (\`${add}\` adds it)` };
+}
+
+/** The loader a bundle gets instead of lib/kafka/protocol/crc32c-native.ts: the binding beside it, if packaged. */
+function bundledLoaderSource(fileName, why) {
+  const load = fileName
+    ? `const file = join(__dirname, ${JSON.stringify(fileName)});\n` +
+      `  try {\n` +
+      `    return { crc32c: (createRequire(__filename)(file) as { crc32c: NativeCrc32c }).crc32c, from: file };\n` +
+      `  } catch (err) {\n` +
+      `    return { crc32c: undefined, why: file + ': ' + String((err as Error).message).split('\\n')[0] };\n` +
+      `  }`
+    : `return { crc32c: undefined, why: ${JSON.stringify(`not packaged: ${why}`)} };`;
+  return (
+    `import { createRequire } from 'node:module';\nimport { join } from 'node:path';\n` +
+    `export type NativeCrc32c = (data: Uint8Array) => number;\n` +
+    `export type NativeCrc32cLoad = { crc32c: NativeCrc32c; from: string } | { crc32c: undefined; why: string };\n` +
+    `export function loadNativeCrc32c(): NativeCrc32cLoad {\n  ${load}\n}\n`
+  );
+}
+
+/** The `native-crc32c` plugin for Lambda's `architecture` (also used by bench/processor.ts). */
+function nativeCrc32c(architecture, warn) {
+  const platform = CRC_PLATFORMS[architecture] || CRC_PLATFORMS.x86_64;
+  const binding = crcBinding(platform);
+  let warned = false;
+  return {
+    name: 'native-crc32c',
+    setup(build) {
+      const entry = [].concat(build.initialOptions.entryPoints || [])[0];
+      const bundle = entry ? path.basename(String(entry), path.extname(String(entry))) : 'bundle';
+      const fileName = `${bundle}.crc32c.${platform}.node`;
+      let loaded = false;
+      build.onLoad({ filter: /[\\/]lib[\\/]kafka[\\/]protocol[\\/]crc32c-native\.ts$/ }, (args) => {
+        if (path.resolve(args.path) !== NATIVE_CRC_LOADER) return undefined;
+        loaded = true;
+        if (binding.why && !warned) {
+          warned = true;
+          warn(
+            `CRC-32C: the ${architecture} bundles check record batches with WebAssembly, not the CPU's CRC instructions: ${binding.why}`,
+          );
+        }
+        return {
+          contents: bundledLoaderSource(binding.file && fileName, binding.why),
+          loader: 'ts',
+          resolveDir: path.dirname(NATIVE_CRC_LOADER),
+        };
+      });
+      build.onEnd((result) => {
+        const { outdir, outfile } = build.initialOptions;
+        const dir = outdir || (outfile && path.dirname(outfile));
+        if (loaded && binding.file && result.errors.length === 0 && dir) copyFileSync(binding.file, path.join(dir, fileName));
+      });
+    },
+  };
+}
+
 module.exports = (serverless) => {
   const custom = serverless.service.custom || {};
   const modules = Array.isArray(custom.handlerModules) ? custom.handlerModules : [];
-  return [userHandlers(modules)];
+  const architecture = serverless.service.provider.architecture || 'x86_64';
+  const warn = (line) => (serverless.cli && serverless.cli.log ? serverless.cli.log(line) : process.stderr.write(`${line}\n`));
+  return [userHandlers(modules), nativeCrc32c(architecture, warn)];
 };
+module.exports.nativeCrc32c = nativeCrc32c;

@@ -84,7 +84,8 @@ const sizes: string[] = [];
 beforeAll(() => {
   ci = slsPackage('ci', REGION, CI_PARAMS);
   dev = slsPackage('dev', 'us-east-1');
-  rule = slsPackage('selfhosted', 'us-east-1', { scheduleMethod: 'eventBus', streamsConfig: SELF_HOSTED_CONFIG });
+  // On x86_64, where the dev and ci packages take the default arm64: each architecture's CRC binding.
+  rule = slsPackage('selfhosted', 'us-east-1', { scheduleMethod: 'eventBus', streamsConfig: SELF_HOSTED_CONFIG, architecture: 'x86_64' });
   ciConfig = loadDeploymentConfig({ STREAMS_CONFIG: join(ROOT, CI_PARAMS.streamsConfig), LEDGER_TABLE: 'kafka-lambda-direct-ci-ledger' });
 }, 240_000);
 
@@ -92,6 +93,16 @@ afterAll(() => {
   if (sizes.length) console.log(`Lambda packages:\n${sizes.join('\n')}`);
   for (const p of [ci, dev, rule]) if (p) rmSync(p.dir, { recursive: true, force: true });
 });
+
+/** Whether npm installed @node-rs/crc32's binding for `platform` here (it installs only this machine's). */
+function crcBindingInstalled(platform: string): boolean {
+  try {
+    require.resolve(`@node-rs/crc32-${platform}/package.json`, { paths: [ROOT] });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function resource(t: Template, id: string): CfnResource {
   const r = t.Resources[id];
@@ -767,7 +778,8 @@ describe('packages', () => {
         `  ${stage}/${name}.zip: ${(total / 1024).toFixed(0)} KiB (${entries.map((e) => `${e.name} ${(e.size / 1024).toFixed(0)} KiB`).join(', ')})`,
       );
       expect(total).toBeLessThan(MAX_ZIP_BYTES);
-      expect(entries.map((e) => e.name).sort()).toEqual([`functions/${name}.js`, `functions/${name}.js.map`, config].sort());
+      const binding = crcBindingInstalled('linux-arm64-gnu') ? [`functions/${name}.crc32c.linux-arm64-gnu.node`] : [];
+      expect(entries.map((e) => e.name).sort()).toEqual([`functions/${name}.js`, `functions/${name}.js.map`, config, ...binding].sort());
       const code = entries
         .find((e) => e.name === `functions/${name}.js`)!
         .data()
@@ -784,6 +796,50 @@ describe('packages', () => {
       expect(required).toContain('@aws-sdk/client-dynamodb');
     }
   });
+
+  it.each([
+    ['arm64', 'linux-arm64-gnu', () => dev],
+    ['x86_64', 'linux-x64-gnu', () => rule],
+  ])(
+    "processor on %s: the CPU's CRC-32C binding beside the bundle where npm installed it, else one line saying why",
+    (arch, platform, packaged) => {
+      const p = packaged();
+      expect(resource(p.template, 'ProcessorLambdaFunction').Properties.Architectures).toEqual([arch]);
+      const name = `processor.crc32c.${platform}.node`;
+      const entries = readZip(join(p.dir, 'processor.zip'));
+      const code = entries
+        .find((e) => e.name === 'functions/processor.js')!
+        .data()
+        .toString('utf8');
+      if (!crcBindingInstalled(platform)) {
+        expect(entries.map((e) => e.name)).not.toContain(`functions/${name}`);
+        expect(p.log).toContain(
+          `CRC-32C: the ${arch} bundles check record batches with WebAssembly, not the CPU's CRC instructions: ` +
+            `@node-rs/crc32-${platform} is not installed`,
+        );
+        expect(code).not.toContain(name);
+        return;
+      }
+      expect(p.log).not.toContain(`CRC-32C: the ${arch} bundles`);
+      // The bundle loads that file from its own directory, and no other binding is packaged with it.
+      expect(code).toContain(JSON.stringify(name));
+      expect(entries.filter((e) => e.name.endsWith('.node')).map((e) => e.name)).toEqual([`functions/${name}`]);
+      expect(readZip(join(p.dir, 'planner.zip')).map((e) => e.name)).not.toContain(`functions/${name}`);
+      if (platform !== `${process.platform}-${process.arch}-gnu`) return;
+      // This machine's own architecture: the packaged binding loads and computes CRC-32C.
+      const task = mkdtempSync(join(tmpdir(), 'lambda-task-crc-'));
+      try {
+        const file = join(task, name);
+        writeFileSync(file, entries.find((e) => e.name === `functions/${name}`)!.data());
+        const run = spawnSync(process.execPath, ['-e', `console.log(require(${JSON.stringify(file)}).crc32c(Buffer.from('123456789')))`], {
+          encoding: 'utf8',
+        });
+        expect(run.stdout.trim()).toBe(String(0xe3069283));
+      } finally {
+        rmSync(task, { recursive: true, force: true });
+      }
+    },
+  );
 
   it.each([
     ['planner', { bogus: 1 }, 'invalid planner payload: payload: Unrecognized key: "bogus"'],

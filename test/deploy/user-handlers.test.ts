@@ -64,7 +64,9 @@ afterAll(() => {
 describe('a user handler outside the repository', () => {
   it('is bundled into the processor, and the config goes inline (the functions read no file of it)', () => {
     const entries = readZip(join(packaged.dir, 'processor.zip'));
-    expect(entries.map((e) => e.name).sort()).toEqual(['functions/processor.js', 'functions/processor.js.map']);
+    // Besides the CRC-32C binding, where this machine has the one for arm64 (test/deploy/package.test.ts).
+    const files = entries.map((e) => e.name).filter((name) => !name.endsWith('.node'));
+    expect(files.sort()).toEqual(['functions/processor.js', 'functions/processor.js.map']);
     const code = entries
       .find((e) => e.name === 'functions/processor.js')!
       .data()

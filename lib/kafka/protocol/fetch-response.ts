@@ -17,7 +17,7 @@
  * so the broker serves it while the checksums are computed (the largest cost of reading).
  */
 import type { AbortedTransaction } from './aborted';
-import { crc32c, loadWasmCrc32c } from './crc32c';
+import { crc32c, loadCrc32c } from './crc32c';
 import type { KafkaRecord } from '../../ports/range-reader';
 import { KafkaError } from '../../errors';
 import { decodeBatchRecords } from './record-batch';
@@ -219,7 +219,7 @@ export function decodeRecordBatches(
 /** Decodes a raw Fetch v11 response (after the correlation id). */
 export async function decodeFetchResponseV11(raw: Buffer, options: DecodeOptions = {}): Promise<FetchResponse> {
   // The faster checksum for large batches starts once per process (a settled promise after that).
-  if (options.checkCrcs ?? true) await loadWasmCrc32c();
+  if (options.checkCrcs ?? true) await loadCrc32c();
   const r = new Reader(raw);
   const clientSideThrottleTime = r.int32();
   const errorCode = r.int16();

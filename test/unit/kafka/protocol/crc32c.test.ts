@@ -1,11 +1,15 @@
 /**
- * CRC-32C, both implementations (hash-wasm's WebAssembly from WASM_MIN_BYTES on once loaded, the
- * hand-written JavaScript below): published check values, and the crc-32 package on any bytes at any alignment.
+ * CRC-32C, all three implementations (the CPU's instructions through @node-rs/crc32 from
+ * NATIVE_MIN_BYTES on, hash-wasm's WebAssembly from WASM_MIN_BYTES on where no native one loads, the
+ * hand-written JavaScript below and as the last fallback): published check values, and the crc-32
+ * package on any bytes at any alignment.
  */
 import { buf as crc32cReference } from 'crc-32/crc32c';
 import fc from 'fast-check';
-import { crc32c, crc32cImplementation, crc32cJavascript, loadWasmCrc32c, WASM_MIN_BYTES } from '../../../../lib/kafka/protocol/crc32c';
+import { crc32c, crc32cJavascript } from '../../../../lib/kafka/protocol/crc32c';
+import { loadNativeCrc32c } from '../../../../lib/kafka/protocol/crc32c-native';
 
+type Crc32cModule = typeof import('../../../../lib/kafka/protocol/crc32c');
 const reference = (data: Uint8Array): number => crc32cReference(data) >>> 0;
 
 /** `checksum` changes whenever any one bit of a `lengthBytes` input flips. */
@@ -62,54 +66,90 @@ describe('crc32c', () => {
   });
 });
 
-describe('crc32c once the WebAssembly implementation is loaded', () => {
-  beforeAll(() => loadWasmCrc32c());
+/**
+ * A fresh crc32c module, loaded, with the native binding or hash-wasm made unavailable (mocked to
+ * fail as on a platform without them); `failed` records each mocked load that ran.
+ */
+async function loadedWith(unavailable: { native?: boolean; wasm?: boolean }): Promise<{ m: Crc32cModule; failed: string[] }> {
+  const failed: string[] = [];
+  let m: Crc32cModule | undefined;
+  jest.isolateModules(() => {
+    if (unavailable.native) {
+      jest.doMock('../../../../lib/kafka/protocol/crc32c-native', () => ({
+        loadNativeCrc32c: () => {
+          failed.push('native');
+          return { crc32c: undefined, why: 'no binding for this platform' };
+        },
+      }));
+    }
+    if (unavailable.wasm) {
+      jest.doMock('hash-wasm', () => ({
+        createCRC32: async () => {
+          failed.push('wasm');
+          throw new Error('WebAssembly is not available');
+        },
+      }));
+    }
+    m = jest.requireActual<Crc32cModule>('../../../../lib/kafka/protocol/crc32c');
+  });
+  jest.dontMock('../../../../lib/kafka/protocol/crc32c-native');
+  jest.dontMock('hash-wasm');
+  await expect(m!.loadCrc32c()).resolves.toBeUndefined();
+  return { m: m!, failed };
+}
 
-  it('takes inputs from WASM_MIN_BYTES on, and keeps the JavaScript below', () => {
-    expect(crc32cImplementation(WASM_MIN_BYTES)).toBe('wasm');
-    expect(crc32cImplementation(WASM_MIN_BYTES - 1)).toBe('javascript');
+describe('the native binding (@node-rs/crc32)', () => {
+  it('loads on this platform: the project installs it with its dependencies', () => {
+    const load = loadNativeCrc32c();
+    expect(load).toMatchObject({ from: '@node-rs/crc32' });
+    expect(load.crc32c?.(Buffer.from('123456789'))).toBe(0xe3069283);
+  });
+});
+
+describe.each([
+  { tier: 'native' as const, unavailable: {}, minBytes: (m: Crc32cModule): number => m.NATIVE_MIN_BYTES },
+  { tier: 'wasm' as const, unavailable: { native: true }, minBytes: (m: Crc32cModule): number => m.WASM_MIN_BYTES },
+])('crc32c once loaded, the $tier implementation taking what it is fastest at', ({ tier, unavailable, minBytes }) => {
+  let m: Crc32cModule;
+  beforeAll(async () => {
+    const loaded = await loadedWith(unavailable);
+    m = loaded.m;
+    expect(loaded.failed).toEqual(Object.keys(unavailable));
+  });
+
+  it('takes inputs from its threshold on, and keeps the JavaScript below', () => {
+    expect(m.crc32cImplementation(minBytes(m))).toBe(tier);
+    expect(m.crc32cImplementation(minBytes(m) - 1)).toBe('javascript');
   });
 
   it('equals the crc-32 package and the JavaScript implementation around the threshold, at any alignment', () => {
+    const threshold = minBytes(m);
     fc.assert(
-      fc.property(
-        fc.integer({ min: WASM_MIN_BYTES - 64, max: 3 * WASM_MIN_BYTES }),
-        fc.nat({ max: 7 }),
-        fc.integer(),
-        (length, before, seed) => {
-          const backing = Buffer.alloc(before + length + 3, 0x5a);
-          for (let i = 0; i < length; i++) backing[before + i] = (Math.imul(i + seed, 2654435761) >>> 24) & 0xff;
-          const view = backing.subarray(before, before + length);
-          const expected = reference(view);
-          expect(crc32c(view)).toBe(expected);
-          expect(crc32cJavascript(view)).toBe(expected);
-        },
-      ),
+      fc.property(fc.integer({ min: threshold - 64, max: 3 * threshold }), fc.nat({ max: 7 }), fc.integer(), (length, before, seed) => {
+        const backing = Buffer.alloc(before + length + 3, 0x5a);
+        for (let i = 0; i < length; i++) backing[before + i] = (Math.imul(i + seed, 2654435761) >>> 24) & 0xff;
+        const view = backing.subarray(before, before + length);
+        const expected = reference(view);
+        expect(m.crc32c(view)).toBe(expected);
+        expect(crc32cJavascript(view)).toBe(expected);
+      }),
       { numRuns: 300 },
     );
   });
 
   it('detects any single flipped bit in an input it takes', () => {
-    expect(crc32cImplementation(2 * WASM_MIN_BYTES)).toBe('wasm');
-    expectEveryFlippedBitDetected(crc32c, 2 * WASM_MIN_BYTES);
+    const lengthBytes = Math.max(2 * minBytes(m), 4096);
+    expect(m.crc32cImplementation(lengthBytes)).toBe(tier);
+    expectEveryFlippedBitDetected(m.crc32c, lengthBytes);
   });
 });
 
-describe('crc32c where WebAssembly cannot start', () => {
+describe('crc32c where neither the native binding nor WebAssembly loads', () => {
   it('keeps the JavaScript implementation for every input, and the load does not fail', async () => {
-    let loaded: typeof import('../../../../lib/kafka/protocol/crc32c') | undefined;
-    const createCRC32 = jest.fn(async () => {
-      throw new Error('WebAssembly is not available');
-    });
-    jest.isolateModules(() => {
-      jest.doMock('hash-wasm', () => ({ createCRC32 }));
-      loaded = jest.requireActual<typeof import('../../../../lib/kafka/protocol/crc32c')>('../../../../lib/kafka/protocol/crc32c');
-    });
-    await expect(loaded!.loadWasmCrc32c()).resolves.toBeUndefined();
-    expect(createCRC32).toHaveBeenCalledTimes(1);
-    const data = Buffer.from(Array.from({ length: 3 * loaded!.WASM_MIN_BYTES }, (_, i) => (i * 7) & 0xff));
-    expect(loaded!.crc32cImplementation(data.length)).toBe('javascript');
-    expect(loaded!.crc32c(data)).toBe(reference(data));
-    jest.dontMock('hash-wasm');
+    const { m, failed } = await loadedWith({ native: true, wasm: true });
+    expect(failed).toEqual(['native', 'wasm']);
+    const data = Buffer.from(Array.from({ length: 3 * m.WASM_MIN_BYTES }, (_, i) => (i * 7) & 0xff));
+    expect(m.crc32cImplementation(data.length)).toBe('javascript');
+    expect(m.crc32c(data)).toBe(reference(data));
   });
 });
