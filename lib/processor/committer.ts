@@ -16,7 +16,7 @@ import type { SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import { deadLetterOf, retained } from './dead-letter';
-import { idempotencyKeyOf, type HandlerContext, type HandlerRecord, type RecordsHandler } from './handler-api';
+import { idempotencyKeyOf, idempotencyKeyParts, type HandlerContext, type HandlerRecord, type RecordsHandler } from './handler-api';
 import { judgeChunk, noSkips, type GateVerdict, type RecordStage, type SkipCounts } from './record-gate';
 import { LEASE_LOST_REASON, recordWritesTooLargeMessage } from './messages';
 
@@ -97,7 +97,7 @@ export class ChunkCommitter {
   /** Hands one fetched chunk to the handler and commits it, isolating poison records if needed. */
   async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
     const to = Math.min(nextOffset, this.c.range.until);
-    const batch = records.map((r) => toHandlerRecord(r, this.c.range.incarnation));
+    const batch = toHandlerRecords(records, this.c.range.incarnation);
     if (batch.length === 0) return this.c.handler.mode === 'at-least-once' ? this.handled(to, 0) : this.commit(to, [], []);
     await this.c.afterStep?.('handled', { from: this.position, to: nextOffset });
     const verdicts = await this.judge(batch);
@@ -340,7 +340,7 @@ export function errorText(err: unknown): string {
  * in a 2,000,000-record drain, the largest cost after reading). Every KafkaRecord field is required,
  * so the compiler names any field added there and missing here.
  */
-export function toHandlerRecord(r: KafkaRecord, incarnation: number | undefined): HandlerRecord {
+function withIdempotencyKey(r: KafkaRecord, idempotencyKey: string): HandlerRecord {
   return {
     topic: r.topic,
     partition: r.partition,
@@ -350,8 +350,31 @@ export function toHandlerRecord(r: KafkaRecord, incarnation: number | undefined)
     key: r.key,
     value: r.value,
     headers: r.headers,
-    idempotencyKey: idempotencyKeyOf(r.topic, r.partition, r.offset, incarnation),
+    idempotencyKey,
   };
+}
+
+/**
+ * A fetched chunk as the handler sees it. The records of a chunk share their partition, so the
+ * keys' `topic/partition/` prefix and `#incarnation` suffix are built once, not per record (each
+ * template literal allocates its parts: ~4 strings a record); a record of another partition, which
+ * no reader delivers, still gets its own key.
+ */
+export function toHandlerRecords(records: readonly KafkaRecord[], incarnation: number | undefined): HandlerRecord[] {
+  const out = new Array<HandlerRecord>(records.length);
+  const first = records[0];
+  if (!first) return out;
+  const { topic, partition } = first;
+  const { prefix, suffix } = idempotencyKeyParts(topic, partition, incarnation);
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    const key =
+      r.topic === topic && r.partition === partition
+        ? prefix + r.offset + suffix
+        : idempotencyKeyOf(r.topic, r.partition, r.offset, incarnation);
+    out[i] = withIdempotencyKey(r, key);
+  }
+  return out;
 }
 
 /** The write with the stream's sink table where it names none. */

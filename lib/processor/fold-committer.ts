@@ -18,7 +18,7 @@ import { fitsOneCommit } from '../ports/commit-limits';
 import type { RangeState } from '../ports/ledger-state';
 import type { SinkMark, SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
-import { ChunkCommitter, LeaseLostError, PoisonStopError, toHandlerRecord, withTable, type CommitterInput } from './committer';
+import { ChunkCommitter, LeaseLostError, PoisonStopError, toHandlerRecords, withTable, type CommitterInput } from './committer';
 import { foldWriteProblem } from './fold-write';
 import { sinkItemId, type HandlerRecord, type ItemFold, type SinkItemRef } from './handler-api';
 import { foldReplayDataLossMessage, nondeterministicFoldMessage } from './messages';
@@ -84,7 +84,7 @@ export class FoldCommitter extends ChunkCommitter {
   override async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
     const to = Math.min(nextOffset, this.c.range.until);
     if (records.length > 0) await this.c.afterStep?.('handled', { from: this.foldedTo, to });
-    const batch = records.map((r) => toHandlerRecord(r, this.c.range.incarnation));
+    const batch = toHandlerRecords(records, this.c.range.incarnation);
     const verdicts = await this.judge(batch);
     for (let i = 0; i < batch.length; i++) {
       const rec = batch[i] as HandlerRecord;

@@ -56,6 +56,11 @@ export function idempotencyKeyOf(topic: string, partition: number, offset: numbe
   return incarnation ? `${topic}/${partition}/${offset}#${incarnation}` : `${topic}/${partition}/${offset}`;
 }
 
+/** What surrounds the offset in `idempotencyKeyOf` for one partition incarnation: `prefix + offset + suffix`. */
+export function idempotencyKeyParts(topic: string, partition: number, incarnation?: number): { prefix: string; suffix: string } {
+  return { prefix: `${topic}/${partition}/`, suffix: incarnation ? `#${incarnation}` : '' };
+}
+
 export type HandlerContext = {
   stream: string;
   /** The stream's sink table (exactly-once mode). */
