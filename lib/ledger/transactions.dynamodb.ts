@@ -17,19 +17,18 @@ export type TxAction = NonNullable<TransactWriteCommandInput['TransactItems']>[n
 
 /**
  * Progress `expect -> to` plus lease renewal, conditional on the lease and the progress seen (I2);
- * it ends a pending folded batch, which must end at `to`.
+ * it ends a pending folded batch, which must end at `to`. Sent alone as an UpdateItem (progress with
+ * nothing else to write), or as the first action of the chunk's transaction.
  */
-export function progressAction(table: string, range: LeasedRange, expect: number, to: number, leaseUntilMs: number): TxAction {
+export function progressUpdate(table: string, range: LeasedRange, expect: number, to: number, leaseUntilMs: number) {
   return {
-    Update: {
-      TableName: table,
-      Key: keys.range(range.stream, range),
-      UpdateExpression: 'SET progress = :to, leaseExpiresAtMs = :until REMOVE pendingUntil',
-      ConditionExpression: `${HOLDS_LEASE} AND progress = :expect AND (attribute_not_exists(pendingUntil) OR pendingUntil = :to)`,
-      ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: { ':to': to, ':until': leaseUntilMs, ':expect': expect, ':leased': 'leased', ':token': range.leaseToken },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    },
+    TableName: table,
+    Key: keys.range(range.stream, range),
+    UpdateExpression: 'SET progress = :to, leaseExpiresAtMs = :until REMOVE pendingUntil',
+    ConditionExpression: `${HOLDS_LEASE} AND progress = :expect AND (attribute_not_exists(pendingUntil) OR pendingUntil = :to)`,
+    ExpressionAttributeNames: { '#st': 'status' },
+    ExpressionAttributeValues: { ':to': to, ':until': leaseUntilMs, ':expect': expect, ':leased': 'leased', ':token': range.leaseToken },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
   };
 }
 

@@ -1,14 +1,14 @@
 /**
  * The DynamoDB ledger's transaction retry loop, on a client whose TransactWriteItems answers are
  * scripted by a middleware (nothing leaves the process): what is retried, after a backoff or at once,
- * with the same request token, and where it gives up.
+ * with the same request token, and where it gives up. A commit of progress alone is no transaction.
  */
-import { DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { ConflictError, StoreError } from '../../../lib/errors';
 import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
 import type { PlanWrite } from '../../../lib/ports/ledger';
 
-type Sent = { items: unknown[]; token: string };
+type Sent = { command: string; items: unknown[]; token: string };
 
 /** A ledger whose n-th transaction gets `answers[n]` (cancellation codes) or succeeds when none is left. */
 function scripted(answers: string[][]) {
@@ -19,11 +19,12 @@ function scripted(answers: string[][]) {
   });
   const sent: Sent[] = [];
   client.middlewareStack.add(
-    () => async (args) => {
+    (_next, context) => async (args) => {
       const input = args.input as { TransactItems: unknown[]; ClientRequestToken: string };
-      sent.push({ items: input.TransactItems, token: input.ClientRequestToken });
+      sent.push({ command: context.commandName ?? '', items: input.TransactItems, token: input.ClientRequestToken });
       const codes = answers[sent.length - 1];
       if (!codes) return { output: { $metadata: {} } as never, response: {} };
+      if (context.commandName === 'UpdateItemCommand') throw new ConditionalCheckFailedException({ message: 'failed', $metadata: {} });
       throw new TransactionCanceledException({ message: 'cancelled', $metadata: {}, CancellationReasons: codes.map((Code) => ({ Code })) });
     },
     { step: 'initialize', name: 'scripted', priority: 'high' },
@@ -39,7 +40,8 @@ const register = (partition: number): PlanWrite => ({
 });
 const plan = (writes: PlanWrite[]) => ({ stream: 's', epoch: 1, ownerToken: 'o', writes });
 const held = { stream: 's', topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'A' };
-const commit = { range: held, expectProgress: 0, to: 5, nowMs: 0, leaseMs: 1000 };
+const progressOnly = { range: held, expectProgress: 0, to: 5, nowMs: 0, leaseMs: 1000 };
+const commit = { ...progressOnly, sinkWrites: [{ put: { table: 'sink', item: { pk: 'a' } } }] };
 
 describe('DynamoDB ledger transaction retries', () => {
   it('planner writes: a conflict is retried after a backoff with the same token', async () => {
@@ -83,5 +85,17 @@ describe('DynamoDB ledger transaction retries', () => {
     const lost = scripted([['ConditionalCheckFailed']]);
     expect(await lost.ledger.commitChunk(commit)).toBe('lease-lost');
     expect(lost.sent).toHaveLength(1);
+  });
+
+  it('processor commits of progress alone: one conditional UpdateItem (one write unit), its failed condition a lost lease', async () => {
+    const fine = scripted([]);
+    expect(await fine.ledger.commitChunk(progressOnly)).toBe('applied');
+    expect(fine.sent.map((s) => s.command)).toEqual(['UpdateItemCommand']);
+    const lost = scripted([['ConditionalCheckFailed']]);
+    expect(await lost.ledger.commitChunk(progressOnly)).toBe('lease-lost');
+    expect(lost.sent.map((s) => s.command)).toEqual(['UpdateItemCommand']);
+    const withWrites = scripted([]);
+    expect(await withWrites.ledger.commitChunk(commit)).toBe('applied');
+    expect(withWrites.sent.map((s) => s.command)).toEqual(['TransactWriteItemsCommand']);
   });
 });
