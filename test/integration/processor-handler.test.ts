@@ -1,4 +1,5 @@
 /** The processor Lambda handler as Lambda invokes it: validation, a planned range, and peek. */
+import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { handler as plannerHandler } from '../../functions/planner';
@@ -92,12 +93,18 @@ describe('processor handler', () => {
     const dry = (await plannerHandler({ dryRun: true }, context)) as { streams: Array<{ rangesPlanned: number }> };
     expect(dry.streams[0]?.rangesPlanned).toBe(1);
     await planRange(ledger, { partition: 0, from: 0, until: 3 });
-    const res = (await handler({ stream: id, topic, partition: 0, from: 0, until: 3 }, context)) as {
-      status: string;
-      records: number;
-      deadLetters: number;
-    };
+    const info = jest.spyOn(Logger.prototype, 'info');
+    let res: { status: string; records: number; deadLetters: number };
+    let logged: unknown[][];
+    try {
+      res = (await handler({ stream: id, topic, partition: 0, from: 0, until: 3 }, context)) as typeof res;
+    } finally {
+      logged = [...info.mock.calls];
+      info.mockRestore();
+    }
     expect(res).toMatchObject({ status: 'done', records: 2, deadLetters: 1 });
+    // Its log line says what checked the batches' CRC-32C: the CPU's instructions, here.
+    expect(logged).toContainEqual(['range processed', expect.objectContaining({ status: 'done', crc32c: 'native' })]);
     const [dl] = await ledger.listDeadLetters(id);
     expect(dl).toMatchObject({ offset: 1, error: expect.stringMatching(/value is not JSON/) });
     // Dead letters are data too: they carry the table's TTL attribute (default retention 14 days).

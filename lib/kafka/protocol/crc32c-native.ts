@@ -12,7 +12,7 @@ export type NativeCrc32c = (data: Uint8Array) => number;
 /** Where the native implementation was loaded from, or why not (for logs and tests). */
 export type NativeCrc32cLoad = { crc32c: NativeCrc32c; from: string } | { crc32c: undefined; why: string };
 
-/** Loads @node-rs/crc32 once per call; never throws (a platform without its binding gets `why`). */
+/** Loads @node-rs/crc32 (crc32c.ts does, once per process); never throws: without a binding, `why`. */
 export function loadNativeCrc32c(): NativeCrc32cLoad {
   try {
     // Resolved at run time, not by a bundler: the package picks its `.node` binding by platform.

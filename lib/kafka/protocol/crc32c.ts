@@ -53,6 +53,8 @@ export const NATIVE_MIN_BYTES = 256;
 /** Inputs from this size on go to the WebAssembly implementation where it is loaded (and no native one is). */
 export const WASM_MIN_BYTES = 4096;
 let native: NativeCrc32c | undefined;
+/** Why the native implementation did not load (the error's first line), once `loadCrc32c` ran. */
+let nativeMissing: string | undefined;
 let wasm: IHasher | undefined;
 let loading: Promise<void> | undefined;
 
@@ -63,8 +65,10 @@ let loading: Promise<void> | undefined;
  */
 export function loadCrc32c(): Promise<void> {
   loading ??= (async () => {
-    native = loadNativeCrc32c().crc32c;
-    if (native) return;
+    const load = loadNativeCrc32c();
+    native = load.crc32c;
+    if (load.crc32c) return;
+    nativeMissing = load.why;
     wasm = await createCRC32(POLYNOMIAL).catch(() => undefined);
   })();
   return loading;
@@ -74,6 +78,15 @@ export function loadCrc32c(): Promise<void> {
 export function crc32cImplementation(lengthBytes: number): 'native' | 'wasm' | 'javascript' {
   if (native && lengthBytes >= NATIVE_MIN_BYTES) return 'native';
   return wasm && lengthBytes >= WASM_MIN_BYTES ? 'wasm' : 'javascript';
+}
+
+/**
+ * What checks a batch of 1 MiB now, and why not the CPU's instructions when it is something else:
+ * `native`, or e.g. `wasm (native: Cannot find module ...)`. For the processor's logs.
+ */
+export function crc32cInUse(): string {
+  const used = crc32cImplementation(1 << 20);
+  return used === 'native' ? used : `${used} (native: ${nativeMissing ?? 'not loaded yet'})`;
 }
 
 /** CRC-32C of `data` as an unsigned 32-bit number (`crc32c(Buffer.from('123456789')) === 0xe3069283`). */

@@ -122,6 +122,10 @@ describe.each([
     expect(m.crc32cImplementation(minBytes(m) - 1)).toBe('javascript');
   });
 
+  it('says which implementation checks, and why not the native one when it does not', () => {
+    expect(m.crc32cInUse()).toBe(tier === 'native' ? 'native' : 'wasm (native: no binding for this platform)');
+  });
+
   it('equals the crc-32 package and the JavaScript implementation around the threshold, at any alignment', () => {
     const threshold = minBytes(m);
     fc.assert(
@@ -150,6 +154,7 @@ describe('crc32c where neither the native binding nor WebAssembly loads', () => 
     expect(failed).toEqual(['native', 'wasm']);
     const data = Buffer.from(Array.from({ length: 3 * m.WASM_MIN_BYTES }, (_, i) => (i * 7) & 0xff));
     expect(m.crc32cImplementation(data.length)).toBe('javascript');
+    expect(m.crc32cInUse()).toBe('javascript (native: no binding for this platform)');
     expect(m.crc32c(data)).toBe(reference(data));
   });
 });
