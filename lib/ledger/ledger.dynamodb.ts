@@ -9,6 +9,7 @@ import {
   ConditionalCheckFailedException,
   ResourceNotFoundException,
   TransactionCanceledException,
+  TransactionConflictException,
   type CancellationReason,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
@@ -282,12 +283,18 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     what: string,
     input: ConstructorParameters<typeof UpdateCommand>[0],
   ): Promise<ProcessorWriteOutcome> => {
-    try {
-      await send(what, () => doc.send(new UpdateCommand(input)));
-      return 'applied';
-    } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return 'lease-lost';
-      throw err;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await send(what, () => doc.send(new UpdateCommand(input)));
+        return 'applied';
+      } catch (err) {
+        if (err instanceof ConditionalCheckFailedException) return 'lease-lost';
+        // A transaction writing the same item (a planner's dispatch mark) refuses a plain write while
+        // it runs, and the SDK does not retry that: retried here as a transaction's conflict would be.
+        if (!(err instanceof AppError && err.cause instanceof TransactionConflictException)) throw err;
+        if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting (TransactionConflict)`, { cause: err });
+        await sleep(backoffMs(attempt));
+      }
     }
   };
 

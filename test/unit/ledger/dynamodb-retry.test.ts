@@ -3,7 +3,12 @@
  * scripted by a middleware (nothing leaves the process): what is retried, after a backoff or at once,
  * with the same request token, and where it gives up. A commit of progress alone is no transaction.
  */
-import { ConditionalCheckFailedException, DynamoDBClient, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  TransactionCanceledException,
+  TransactionConflictException,
+} from '@aws-sdk/client-dynamodb';
 import { ConflictError, StoreError } from '../../../lib/errors';
 import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
 import type { PlanWrite } from '../../../lib/ports/ledger';
@@ -24,7 +29,10 @@ function scripted(answers: string[][]) {
       sent.push({ command: context.commandName ?? '', items: input.TransactItems, token: input.ClientRequestToken });
       const codes = answers[sent.length - 1];
       if (!codes) return { output: { $metadata: {} } as never, response: {} };
-      if (context.commandName === 'UpdateItemCommand') throw new ConditionalCheckFailedException({ message: 'failed', $metadata: {} });
+      if (context.commandName === 'UpdateItemCommand') {
+        if (codes[0] === 'TransactionConflict') throw new TransactionConflictException({ message: 'conflict', $metadata: {} });
+        throw new ConditionalCheckFailedException({ message: 'failed', $metadata: {} });
+      }
       throw new TransactionCanceledException({ message: 'cancelled', $metadata: {}, CancellationReasons: codes.map((Code) => ({ Code })) });
     },
     { step: 'initialize', name: 'scripted', priority: 'high' },
@@ -87,13 +95,21 @@ describe('DynamoDB ledger transaction retries', () => {
     expect(lost.sent).toHaveLength(1);
   });
 
-  it('processor commits of progress alone: one conditional UpdateItem (one write unit), its failed condition a lost lease', async () => {
+  it('processor commits of progress alone: one conditional UpdateItem (one write unit), its failed condition a lost lease, a conflict retried', async () => {
     const fine = scripted([]);
     expect(await fine.ledger.commitChunk(progressOnly)).toBe('applied');
     expect(fine.sent.map((s) => s.command)).toEqual(['UpdateItemCommand']);
     const lost = scripted([['ConditionalCheckFailed']]);
     expect(await lost.ledger.commitChunk(progressOnly)).toBe('lease-lost');
     expect(lost.sent.map((s) => s.command)).toEqual(['UpdateItemCommand']);
+    // A transaction on the same item refuses the write for a moment: retried after a backoff, then a ConflictError.
+    const conflictOnce = scripted([['TransactionConflict']]);
+    expect(await conflictOnce.ledger.commitChunk(progressOnly)).toBe('applied');
+    expect(conflictOnce.sent.map((s) => s.command)).toEqual(['UpdateItemCommand', 'UpdateItemCommand']);
+    expect(conflictOnce.sleeps).toHaveLength(1);
+    const conflicting = scripted(Array.from({ length: 7 }, () => ['TransactionConflict']));
+    await expect(conflicting.ledger.commitChunk(progressOnly)).rejects.toBeInstanceOf(ConflictError);
+    expect(conflicting.sleeps).toHaveLength(6);
     const withWrites = scripted([]);
     expect(await withWrites.ledger.commitChunk(commit)).toBe('applied');
     expect(withWrites.sent.map((s) => s.command)).toEqual(['TransactWriteItemsCommand']);
