@@ -29,10 +29,11 @@ import { AppError, ConfigurationError, ConflictError, MissingResourceError, Stor
 import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
 import { plannerFence } from '../ports/ledger-rules/fence';
 import { meets } from '../ports/ledger-rules/item-step';
-import { lostLeaseOutcome } from '../ports/ledger-rules/lease';
+import { holdsLease, lostLeaseOutcome } from '../ports/ledger-rules/lease';
 import { rewindDeadLetters, rewindRanges, rewindScanFrom } from '../ports/ledger-rules/rewind';
 import { SinkConditionError } from '../ports/sink-write';
 import type { LeaseOutcome, Ledger, PlannerLease, PlanWrite, ProcessorWriteOutcome, RewindOutcome, WriteOutcome } from '../ports/ledger';
+import type { RangeState } from '../ports/ledger-state';
 import { codec } from './items.dynamodb';
 import { keys, openRangesQuery, prefixQuery, spanQuery } from './keys.dynamodb';
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
@@ -282,13 +283,20 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const updateHoldingLease = async (
     what: string,
     input: ConstructorParameters<typeof UpdateCommand>[0],
+    landed: (old: RangeState) => boolean = () => false,
   ): Promise<ProcessorWriteOutcome> => {
     for (let attempt = 0; ; attempt++) {
       try {
         await send(what, () => doc.send(new UpdateCommand(input)));
         return 'applied';
       } catch (err) {
-        if (err instanceof ConditionalCheckFailedException) return 'lease-lost';
+        if (err instanceof ConditionalCheckFailedException) {
+          // When the SDK sent the request more than once, an attempt whose answer was lost may have
+          // applied it: the item the condition failed on (ALL_OLD) then shows this write, no lost lease.
+          const retried = (err.$metadata?.attempts ?? 1) > 1;
+          const old = retried && err.Item ? codec.rangeFromItem(unmarshall(err.Item)) : undefined;
+          return old && landed(old) ? 'applied' : 'lease-lost';
+        }
         // A transaction writing the same item (a planner's dispatch mark) refuses a plain write while
         // it runs, and the SDK does not retry that: retried here as a transaction's conflict would be.
         if (!(err instanceof AppError && err.cause instanceof TransactionConflictException)) throw err;
@@ -507,7 +515,12 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       const what = `commit ${range.topic}/${range.partition} ${expectProgress}->${to}`;
       // Progress alone (at-least-once commits, chunks without writes): one item is atomic on its own,
       // and a conditional UpdateItem costs one write unit where a transaction costs two.
-      if (items.length === 1) return updateHoldingLease(what, progress);
+      if (items.length === 1) {
+        // Unlike a transaction (its request token), a plain UpdateItem retried by the SDK after it
+        // applied fails its `progress = expect` condition: recognised here by the item it failed on.
+        const landed = (old: RangeState) => holdsLease(old, range.leaseToken) && old.progress === to && old.pendingUntil === undefined;
+        return updateHoldingLease(what, progress, landed);
+      }
       const res = await transact(what, items);
       if (res.ok) return 'applied';
       if (res.codes[0] === 'ConditionalCheckFailed') return 'lease-lost';

@@ -9,6 +9,7 @@ import {
   TransactionCanceledException,
   TransactionConflictException,
 } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { ConflictError, StoreError } from '../../../lib/errors';
 import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
 import type { PlanWrite } from '../../../lib/ports/ledger';
@@ -31,7 +32,12 @@ function scripted(answers: string[][]) {
       if (!codes) return { output: { $metadata: {} } as never, response: {} };
       if (context.commandName === 'UpdateItemCommand') {
         if (codes[0] === 'TransactionConflict') throw new TransactionConflictException({ message: 'conflict', $metadata: {} });
-        throw new ConditionalCheckFailedException({ message: 'failed', $metadata: {} });
+        // `Landed:<leaseToken>:<progress>:<attempts>`: the condition failed on an item leased to that
+        // token at that progress, after the SDK sent the request that many times.
+        const [kind, token, progress, attempts] = codes[0]!.split(':');
+        if (kind !== 'Landed') throw new ConditionalCheckFailedException({ message: 'failed', $metadata: {} });
+        const item = { ...held, status: 'leased', leaseToken: token, progress: Number(progress) };
+        throw new ConditionalCheckFailedException({ message: 'failed', $metadata: { attempts: Number(attempts) }, Item: marshall(item) });
       }
       throw new TransactionCanceledException({ message: 'cancelled', $metadata: {}, CancellationReasons: codes.map((Code) => ({ Code })) });
     },
@@ -95,7 +101,7 @@ describe('DynamoDB ledger transaction retries', () => {
     expect(lost.sent).toHaveLength(1);
   });
 
-  it('processor commits of progress alone: one conditional UpdateItem (one write unit), its failed condition a lost lease, a conflict retried', async () => {
+  it('processor commits of progress alone: one conditional UpdateItem (one write unit), its failed condition a lost lease unless an SDK retry of it landed, a conflict retried', async () => {
     const fine = scripted([]);
     expect(await fine.ledger.commitChunk(progressOnly)).toBe('applied');
     expect(fine.sent.map((s) => s.command)).toEqual(['UpdateItemCommand']);
@@ -110,6 +116,12 @@ describe('DynamoDB ledger transaction retries', () => {
     const conflicting = scripted(Array.from({ length: 7 }, () => ['TransactionConflict']));
     await expect(conflicting.ledger.commitChunk(progressOnly)).rejects.toBeInstanceOf(ConflictError);
     expect(conflicting.sleeps).toHaveLength(6);
+    // The SDK retried a request whose first attempt applied: the item shows this very progress under
+    // this lease. Only then is the failed condition our own write; otherwise the lease is lost.
+    expect(await scripted([['Landed:A:5:2']]).ledger.commitChunk(progressOnly)).toBe('applied');
+    expect(await scripted([['Landed:A:5:1']]).ledger.commitChunk(progressOnly)).toBe('lease-lost');
+    expect(await scripted([['Landed:B:5:2']]).ledger.commitChunk(progressOnly)).toBe('lease-lost');
+    expect(await scripted([['Landed:A:4:2']]).ledger.commitChunk(progressOnly)).toBe('lease-lost');
     const withWrites = scripted([]);
     expect(await withWrites.ledger.commitChunk(commit)).toBe('applied');
     expect(withWrites.sent.map((s) => s.command)).toEqual(['TransactWriteItemsCommand']);
