@@ -53,10 +53,14 @@ export type SchemaRef = {
 
 /** The idempotency key of a record of partition incarnation `incarnation` (absent = 0). */
 export function idempotencyKeyOf(topic: string, partition: number, offset: number, incarnation?: number): string {
-  return incarnation ? `${topic}/${partition}/${offset}#${incarnation}` : `${topic}/${partition}/${offset}`;
+  const { prefix, suffix } = idempotencyKeyParts(topic, partition, incarnation);
+  return prefix + offset + suffix;
 }
 
-/** What surrounds the offset in `idempotencyKeyOf` for one partition incarnation: `prefix + offset + suffix`. */
+/**
+ * The key's format, `topic/partition/offset[#incarnation]`, as what surrounds the offset for one
+ * partition incarnation: `prefix + offset + suffix` (a chunk's records share them).
+ */
 export function idempotencyKeyParts(topic: string, partition: number, incarnation?: number): { prefix: string; suffix: string } {
   return { prefix: `${topic}/${partition}/`, suffix: incarnation ? `#${incarnation}` : '' };
 }
