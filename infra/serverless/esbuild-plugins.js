@@ -18,9 +18,9 @@
  * (lib/kafka/protocol/crc32c-native.ts): @node-rs/crc32 picks a platform binding (a `.node` file) at
  * run time, which a bundle cannot inline. The plugin copies the binding for the functions'
  * architecture beside each bundle that checks CRCs, as `<bundle>.crc32c.<platform>.node` (so
- * serverless-esbuild zips it with that function only), and replaces the loader with one that loads
- * that file. npm installs only the binding of the machine it runs on: packaging for the other
- * architecture finds none, says so in one line, and the bundle checks with WebAssembly instead.
+ * serverless-esbuild zips it with that function only), and gives the loader that file's name
+ * through esbuild's `define`. npm installs only the binding of the machine it runs on: packaging for
+ * the other architecture finds none, says so in one line, and the bundle checks with WebAssembly.
  */
 const { copyFileSync, existsSync, readFileSync } = require('node:fs');
 const path = require('node:path');
@@ -90,24 +90,6 @@ function crcBinding(platform) {
   return { why: `${name} is not installed on this ${process.platform}-${process.arch} machine (\`${add}\` adds it)` };
 }
 
-/** The loader a bundle gets instead of lib/kafka/protocol/crc32c-native.ts: the binding beside it, if packaged. */
-function bundledLoaderSource(fileName, why) {
-  const load = fileName
-    ? `const file = join(__dirname, ${JSON.stringify(fileName)});\n` +
-      `  try {\n` +
-      `    return { crc32c: (createRequire(__filename)(file) as { crc32c: NativeCrc32c }).crc32c, from: file };\n` +
-      `  } catch (err) {\n` +
-      `    return { crc32c: undefined, why: file + ': ' + String((err as Error).message).split('\\n')[0] };\n` +
-      `  }`
-    : `return { crc32c: undefined, why: ${JSON.stringify(`not packaged: ${why}`)} };`;
-  return (
-    `import { createRequire } from 'node:module';\nimport { join } from 'node:path';\n` +
-    `export type NativeCrc32c = (data: Uint8Array) => number;\n` +
-    `export type NativeCrc32cLoad = { crc32c: NativeCrc32c; from: string } | { crc32c: undefined; why: string };\n` +
-    `export function loadNativeCrc32c(): NativeCrc32cLoad {\n  ${load}\n}\n`
-  );
-}
-
 /** The `native-crc32c` plugin for Lambda's `architecture` (also used by bench/processor.ts). */
 function nativeCrc32c(architecture, warn) {
   const platform = CRC_PLATFORMS[architecture] || CRC_PLATFORMS.x86_64;
@@ -120,6 +102,12 @@ function nativeCrc32c(architecture, warn) {
       const bundle = entry ? path.basename(String(entry), path.extname(String(entry))) : 'bundle';
       const fileName = `${bundle}.crc32c.${platform}.node`;
       let loaded = false;
+      // lib/kafka/protocol/crc32c-native.ts reads these: the file beside the bundle, or why there is none.
+      build.initialOptions.define = {
+        ...build.initialOptions.define,
+        KAFKA_DIRECT_CRC32C_BINDING: JSON.stringify(binding.file ? fileName : ''),
+        KAFKA_DIRECT_CRC32C_MISSING: JSON.stringify(binding.why || ''),
+      };
       build.onLoad({ filter: /[\\/]lib[\\/]kafka[\\/]protocol[\\/]crc32c-native\.ts$/ }, (args) => {
         if (path.resolve(args.path) !== NATIVE_CRC_LOADER) return undefined;
         loaded = true;
@@ -129,11 +117,7 @@ function nativeCrc32c(architecture, warn) {
             `CRC-32C: the ${architecture} bundles check record batches with WebAssembly, not the CPU's CRC instructions: ${binding.why}`,
           );
         }
-        return {
-          contents: bundledLoaderSource(binding.file && fileName, binding.why),
-          loader: 'ts',
-          resolveDir: path.dirname(NATIVE_CRC_LOADER),
-        };
+        return undefined; // loaded as it is; only the bundles that hold it get the binding
       });
       build.onEnd((result) => {
         const { outdir, outfile } = build.initialOptions;
