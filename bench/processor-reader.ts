@@ -7,6 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
+import { kafkaClientConfig } from '../lib/kafka/client';
 import { createKafkajsRangeReader } from '../lib/kafka/range-reader.kafkajs';
 import { crc32cImplementation } from '../lib/kafka/protocol/crc32c';
 
@@ -22,7 +23,11 @@ async function main(): Promise<void> {
   const [brokers, topic, untilText] = positionals;
   if (!brokers || !topic || !untilText)
     throw new Error('usage: processor-reader <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch] [--no-crc-check]');
-  const kafka = new Kafka({ clientId: 'bench-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  // The client config a stream gets (its socket factory included), quiet.
+  const kafka = new Kafka({
+    ...kafkaClientConfig({ brokers: brokers.split(','), clientId: 'bench-reader', connectionTimeoutMs: 3_000, requestTimeoutMs: 30_000 }),
+    logLevel: logLevel.NOTHING,
+  });
   const reader = createKafkajsRangeReader(kafka, {
     prefetch: !values['no-prefetch'],
     checkCrcs: !values['no-crc-check'],

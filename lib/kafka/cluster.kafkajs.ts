@@ -23,6 +23,7 @@ import KafkajsEncoder from 'kafkajs/src/protocol/encoder';
 import { connectionOf, refreshCredentials } from './client';
 import { explainConnectionFailure, isCredentialRefusal } from './connection-failure';
 import { KafkaError } from '../errors';
+import { WHOLE_RESPONSES } from './framed-socket';
 import { decodeFetchResponseV11, type DecodeOptions, type FetchResponse } from './protocol/fetch-response';
 import { decodeMetadataResponse, encodeMetadataRequest, topicIdMetadataVersion } from './protocol/metadata-v12';
 
@@ -188,10 +189,44 @@ function connectOncePerSlot(broker: InternalBroker): void {
   pool.getConnection = (index = 0) => {
     let p = pending.get(index);
     if (!p) {
-      p = getConnection(index).finally(() => pending.delete(index));
+      p = getConnection(index)
+        .then((connection) => {
+          takeWholeResponses(connection as InternalConnection);
+          return connection;
+        })
+        .finally(() => pending.delete(index));
       pending.set(index, p);
     }
     return p;
+  };
+}
+
+/** The parts of kafkajs's Connection (kafkajs/src/network/connection.js) `takeWholeResponses` uses. */
+type InternalConnection = {
+  socket?: { [WHOLE_RESPONSES]?: boolean } | null;
+  authHandlers: unknown;
+  requestQueue: { fulfillRequest(response: { size: number; correlationId: number; payload: Buffer }): void };
+  processData(rawData: Buffer): void;
+  [WHOLE_RESPONSES]?: true;
+};
+
+/**
+ * When the connection's socket hands over whole responses (framed-socket.ts), passes each one to the
+ * request it answers, as kafkajs's `processData` does but without first copying it into a new buffer
+ * (kafkajs concatenates every response with the empty leftover of the one before). Responses during
+ * authentication, and sockets of any other factory, go through kafkajs's own `processData`.
+ */
+function takeWholeResponses(connection: InternalConnection): void {
+  if (connection[WHOLE_RESPONSES]) return;
+  connection[WHOLE_RESPONSES] = true;
+  const processData = connection.processData.bind(connection);
+  connection.processData = (rawData) => {
+    if (connection.authHandlers || !connection.socket?.[WHOLE_RESPONSES]) return processData(rawData);
+    connection.requestQueue.fulfillRequest({
+      size: rawData.readInt32BE(0),
+      correlationId: rawData.readInt32BE(4),
+      payload: rawData.subarray(8),
+    });
   };
 }
 

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { CompressionTypes, Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { TimeoutError } from '../../lib/errors';
+import { kafkaClientConfig } from '../../lib/kafka/client';
 import { KafkajsCluster } from '../../lib/kafka/cluster.kafkajs';
 import { registerCodecs } from '../../lib/kafka/protocol/codecs';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../lib/ports/range-reader';
@@ -40,6 +41,17 @@ function expectWellFormed(req: ReadRequest, chunks: RecordChunk[]): void {
 }
 
 const text = (b: Buffer | null): string | null => (b === null ? null : b.toString());
+
+/** A client as a stream's config builds it (kafkaClientConfig: its socket factory included), quiet. */
+function streamKafka(clientId: string): Kafka {
+  const config = kafkaClientConfig({
+    brokers: process.env.KAFKA_BROKERS!.split(','),
+    clientId,
+    connectionTimeoutMs: 3_000,
+    requestTimeoutMs: 30_000,
+  });
+  return new Kafka({ ...config, logLevel: logLevel.NOTHING });
+}
 
 describe('kafkajs RangeReader adapter (real broker)', () => {
   let kafka: Kafka;
@@ -80,7 +92,8 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     admin = kafka.admin();
     producer = kafka.producer({ allowAutoTopicCreation: false });
     await Promise.all([admin.connect(), producer.connect()]);
-    reader = createKafkajsRangeReader(kafka);
+    // The reader reads through the client config a stream gets (its whole-response sockets).
+    reader = createKafkajsRangeReader(streamKafka('range-reader'));
     cluster = new KafkajsCluster(kafka);
   });
 
@@ -175,6 +188,43 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     });
     return { sockets, kafka };
   }
+
+  it("hands each Fetch response to the reader as the socket read it: kafkajs's copy of it is skipped", async () => {
+    const topic = uniqueName('rr-whole');
+    await createTopic(topic);
+    const values = Array.from({ length: 300 }, (_, i) => Buffer.alloc(10_000, i % 251));
+    // Batches under the broker's 1 MB message limit; one Fetch response holds several.
+    for (let i = 0; i < 300; i += 75) await producer.send({ topic, messages: values.slice(i, i + 75).map((value) => ({ value })) });
+    // Responses of ~1.5 MB: two or more on the one Fetch connection (kafkajs copies from its second on).
+    const req: ReadRequest = { topic, partition: 0, from: 0, until: 300, isolationLevel: 'read_uncommitted', maxFetchBytes: 1_500_000 };
+    /** Bytes of each Buffer.concat of 1 MiB or more while `read` runs. */
+    const bigConcats = async (read: () => Promise<KafkaRecord[]>): Promise<{ records: KafkaRecord[]; sizes: number[] }> => {
+      const concat = jest.spyOn(Buffer, 'concat');
+      try {
+        const records = await read();
+        const sizes = concat.mock.calls.map(([list]) => list.reduce((n, b) => n + b.length, 0)).filter((n) => n >= 1 << 20);
+        return { records, sizes };
+      } finally {
+        concat.mockRestore();
+      }
+    };
+    const own = createKafkajsRangeReader(streamKafka('range-reader-whole'));
+    const plain = createKafkajsRangeReader(testKafka('range-reader-plain'));
+    try {
+      const whole = await bigConcats(async () => (await readAll(own, req)).records);
+      // kafkajs's own sockets: the ~3 MB response arrives in 64 KiB reads that kafkajs concatenates.
+      const copied = await bigConcats(async () => (await readAll(plain, req)).records);
+      expect(copied.sizes.length).toBeGreaterThan(0);
+      expect(whole.sizes).toEqual([]);
+      // Buffer.equals: jest's deep equality walks 3 MB byte by byte for ~20 s.
+      for (const { records } of [whole, copied]) {
+        expect(records).toHaveLength(values.length);
+        expect(records.filter((r, i) => !r.value?.equals(values[i]!)).map((r) => r.offset)).toEqual([]);
+      }
+    } finally {
+      await Promise.all([own.close(), plain.close()]);
+    }
+  });
 
   it('keeps one connection across reads and releases it on close()', async () => {
     const topic = uniqueName('rr-conn');

@@ -77,9 +77,23 @@ async function groupCoordinatorReady(): Promise<void> {
   }
 }
 
+/** A topic whose ~1.4 MB fits one Fetch response: many TLS records, two batches. */
+const bigTopic = uniqueName('secured-big');
+const bigValues = Array.from({ length: 140 }, (_, i) => Buffer.alloc(10_000, i));
+
+async function produceBig(): Promise<void> {
+  await createTopicsReady(admin, [{ topic: bigTopic, numPartitions: 1 }]);
+  const producer = plainKafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  // Batches under the broker's 1 MB message limit.
+  for (const part of [bigValues.slice(0, 70), bigValues.slice(70)])
+    await producer.send({ topic: bigTopic, messages: part.map((value) => ({ value })) });
+  await producer.disconnect();
+}
+
 beforeAll(async () => {
   await admin.connect();
-  await produce();
+  await Promise.all([produce(), produceBig()]);
   await groupCoordinatorReady();
 }, 60_000);
 afterAll(async () => {
@@ -153,6 +167,21 @@ describe.each(mechanisms(broker))('over $name', (m) => {
     expect(plain.records).toHaveLength(120);
     expect(secured.records).toEqual(plain.records);
     expect(secured.fetches).toBeGreaterThan(4);
+  });
+
+  it('reads a Fetch response of many TLS records in one piece, byte-exact', async () => {
+    const reader = createKafkajsRangeReader(await createKafka(connection(m.brokers, m.kafka)));
+    try {
+      const chunks: KafkaRecord[][] = [];
+      const req = { topic: bigTopic, partition: 0, from: 0, until: bigValues.length, isolationLevel: 'read_uncommitted' as const };
+      for await (const chunk of reader.read({ ...req, maxFetchBytes: 4 << 20, maxChunkRecords: 500 })) chunks.push(chunk.records);
+      const records = chunks.flat();
+      expect(reader.requestCount()).toBe(1);
+      expect(records.map((r) => r.offset)).toEqual(bigValues.map((_, i) => i));
+      expect(records.filter((r, i) => !r.value?.equals(bigValues[i]!)).map((r) => r.offset)).toEqual([]);
+    } finally {
+      await reader.close();
+    }
   });
 
   it('discovers partitions and reads offsets as plaintext does', async () => {

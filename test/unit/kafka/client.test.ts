@@ -5,6 +5,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { ValidationError } from '../../../lib/errors';
 import { parseStreamConfig, type KafkaConnectionConfig, type MskIamSaslConfig, type SecretRef } from '../../../lib/config/schema';
 import { createKafka, kafkaClientConfig, logCreatorFor, type KafkaLogFn } from '../../../lib/kafka/client';
+import { wholeResponseSocketFactory } from '../../../lib/kafka/framed-socket';
 
 /** A real certificate (a CA's, its key discarded): the config checks that certificates parse. */
 const EXAMPLE_CA = readFileSync(join(__dirname, '..', '..', 'fixtures', 'tls', 'example-ca.pem'), 'utf8');
@@ -15,7 +16,7 @@ function kafkaConfig(kafka: Record<string, unknown>): KafkaConnectionConfig {
 }
 
 describe('kafkaClientConfig', () => {
-  it('maps brokers, client id and timeouts, logging quietly', () => {
+  it('maps brokers, client id and timeouts, logging quietly, with sockets that read whole responses', () => {
     expect(kafkaClientConfig(kafkaConfig({ requestTimeoutMs: 10000 }))).toEqual({
       brokers: ['b-1:9096', 'b-2:9096'],
       clientId: 'kafka-lambda-direct',
@@ -23,6 +24,7 @@ describe('kafkaClientConfig', () => {
       requestTimeout: 10000,
       logLevel: logLevel.WARN,
       retry: { retries: 2, initialRetryTime: 200, maxRetryTime: 1000 },
+      socketFactory: wholeResponseSocketFactory,
     });
   });
 

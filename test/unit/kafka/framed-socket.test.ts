@@ -1,0 +1,148 @@
+/**
+ * The whole-response socket: the framer on arbitrary read sizes (property-based), and the socket
+ * factory over real loopback TCP against a server that writes responses in odd pieces.
+ */
+import net from 'node:net';
+import fc from 'fast-check';
+import { responseFramer, wholeResponseSocketFactory, WHOLE_RESPONSES } from '../../../lib/kafka/framed-socket';
+
+/** A size-prefixed response with `bytes` of payload. */
+function frame(payload: Buffer): Buffer {
+  const size = Buffer.alloc(4);
+  size.writeInt32BE(payload.length, 0);
+  return Buffer.concat([size, payload]);
+}
+
+/**
+ * Feeds `stream` to the framer the way a socket would: each read fills at most the buffer the framer
+ * offered and at most what the network delivered (`limits`, cycled).
+ */
+function feed(stream: Buffer, limits: number[]): { responses: Buffer[]; offered: number[] } {
+  const framer = responseFramer();
+  const responses: Buffer[] = [];
+  const offered: number[] = [];
+  let at = 0;
+  let i = 0;
+  while (at < stream.length) {
+    const target = framer.nextBuffer();
+    offered.push(target.length);
+    const n = Math.min(target.length, limits[i++ % limits.length]!, stream.length - at);
+    stream.copy(target, 0, at, at + n);
+    at += n;
+    const whole = framer.onRead(n);
+    if (whole) responses.push(whole);
+  }
+  return { responses, offered };
+}
+
+describe('responseFramer', () => {
+  it('yields each response whole, size prefix included, however the bytes arrive', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.uint8Array({ maxLength: 3000 }), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.integer({ min: 1, max: 5000 }), { minLength: 1, maxLength: 10 }),
+        (payloads, limits) => {
+          const frames = payloads.map((p) => frame(Buffer.from(p)));
+          const { responses } = feed(Buffer.concat(frames), limits);
+          expect(responses.map((r) => r.toString('hex'))).toEqual(frames.map((f) => f.toString('hex')));
+        },
+      ),
+    );
+  });
+
+  it('never offers a read that would cross into the next response', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 2000 }), { minLength: 1, maxLength: 6 }), (sizes) => {
+        const frames = sizes.map((n) => frame(Buffer.alloc(n, 7)));
+        const stream = Buffer.concat(frames);
+        // The network would deliver everything at once: the framer alone bounds each read.
+        const { offered, responses } = feed(stream, [stream.length]);
+        expect(responses).toHaveLength(frames.length);
+        // One read for each size prefix and one for each non-empty payload.
+        expect(offered).toEqual(sizes.flatMap((n) => (n === 0 ? [4] : [4, n])));
+      }),
+    );
+  });
+
+  it('rejects a negative size, naming it', () => {
+    const framer = responseFramer();
+    framer.nextBuffer().set([0xff, 0xff, 0xff, 0xfe]);
+    expect(() => framer.onRead(4)).toThrow('the broker sent a response of negative size -2');
+  });
+});
+
+describe('wholeResponseSocketFactory', () => {
+  let server: net.Server;
+  let port: number;
+  const sockets = new Set<net.Socket>();
+  /** What the server writes to each connection: pieces, each written after the one before was flushed. */
+  let pieces: Buffer[] = [];
+
+  beforeEach(async () => {
+    server = net.createServer((s) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      void (async () => {
+        for (const p of pieces) {
+          await new Promise<void>((resolve) => s.write(p, () => resolve()));
+          // Let each piece arrive as its own read.
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      })();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+  });
+
+  afterEach(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  function connect(): Promise<{ socket: net.Socket; received: Buffer[]; closed: Promise<Error | undefined> }> {
+    return new Promise((resolve) => {
+      const received: Buffer[] = [];
+      const socket = wholeResponseSocketFactory({
+        host: '127.0.0.1',
+        port,
+        ssl: undefined as never,
+        onConnect: () => resolve({ socket, received, closed }),
+      });
+      const closed = new Promise<Error | undefined>((done) => {
+        let error: Error | undefined;
+        socket.on('error', (e) => (error = e));
+        socket.on('close', () => done(error));
+      });
+      socket.on('data', (d: Buffer) => received.push(d));
+    });
+  }
+
+  it('emits one data event per response, whatever pieces the server wrote', async () => {
+    const a = frame(Buffer.alloc(200_000, 1));
+    const b = frame(Buffer.from('second'));
+    const c = frame(Buffer.alloc(0));
+    const stream = Buffer.concat([a, b, c]);
+    // Cut across the size prefixes and across responses.
+    pieces = [stream.subarray(0, 2), stream.subarray(2, 70_000), stream.subarray(70_000, a.length + 3), stream.subarray(a.length + 3)];
+    const { socket, received } = await connect();
+    await waitFor(() => received.length === 3);
+    expect(received.map((r) => r.toString('hex'))).toEqual([a, b, c].map((f) => f.toString('hex')));
+    expect((socket as net.Socket & { [WHOLE_RESPONSES]?: boolean })[WHOLE_RESPONSES]).toBe(true);
+    socket.destroy();
+  });
+
+  it('closes the socket with an error naming a negative size', async () => {
+    pieces = [Buffer.from([0x80, 0, 0, 0])];
+    const { closed, received } = await connect();
+    expect((await closed)?.message).toBe('the broker sent a response of negative size -2147483648');
+    expect(received).toEqual([]);
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
