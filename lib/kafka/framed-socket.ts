@@ -32,34 +32,75 @@ type ResponseFramer = {
   onRead(bytesRead: number): Buffer | undefined;
 };
 
+export type ResponseFramerOptions = {
+  /**
+   * Largest response read into one buffer allocated as soon as its size arrives. A larger size is
+   * read in pieces joined once complete, so memory follows what arrives rather than what the size
+   * claims: bytes that are not Kafka's read as one can be huge (a TLS alert to a plaintext client,
+   * 352 MB; "HTTP", 1.2 GB). Fetch responses are 4 MiB by default. Default 64 MiB.
+   */
+  wholeMaxBytes?: number;
+  /** Size of each piece of a larger response. Default 1 MiB. */
+  pieceBytes?: number;
+};
+
 /**
  * Reads a stream of size-prefixed responses (int32 size, then that many bytes) into one buffer per
  * response: the size into a 4-byte buffer, then the rest into the response's own buffer. Each read
  * asks for no more than the current response still lacks, so no read crosses two responses.
  */
-export function responseFramer(): ResponseFramer {
+export function responseFramer(options: ResponseFramerOptions = {}): ResponseFramer {
+  const wholeMaxBytes = options.wholeMaxBytes ?? 64 * 1024 * 1024;
+  const pieceBytes = options.pieceBytes ?? 1024 * 1024;
   const size = Buffer.alloc(SIZE_BYTES);
   let sizeFilled = 0;
-  let response: Buffer | undefined;
-  let responseFilled = 0;
+  /** Where reads go: the whole response, or the current piece of a large one. */
+  let target: Buffer | undefined;
+  let filled = 0;
+  /** A large response's size prefix and completed pieces, and how many bytes it still lacks. */
+  let pieces: Buffer[] | undefined;
+  let missing = 0;
+
+  function start(bytes: number): void {
+    if (bytes <= wholeMaxBytes) {
+      target = Buffer.allocUnsafe(SIZE_BYTES + bytes);
+      size.copy(target, 0);
+      filled = SIZE_BYTES;
+    } else {
+      pieces = [Buffer.from(size)];
+      missing = bytes;
+      target = Buffer.allocUnsafe(Math.min(missing, pieceBytes));
+      filled = 0;
+    }
+  }
+
   return {
-    nextBuffer: () => (response ? response.subarray(responseFilled) : size.subarray(sizeFilled)),
+    nextBuffer: () => (target ? target.subarray(filled) : size.subarray(sizeFilled)),
     onRead(bytesRead) {
-      if (!response) {
+      if (!target) {
         sizeFilled += bytesRead;
         if (sizeFilled < SIZE_BYTES) return undefined;
         sizeFilled = 0;
         const bytes = size.readInt32BE(0);
         if (bytes < 0) throw new RangeError(`the broker sent a response of negative size ${bytes}`);
-        response = Buffer.allocUnsafe(SIZE_BYTES + bytes);
-        size.copy(response, 0);
-        responseFilled = SIZE_BYTES;
+        start(bytes);
       } else {
-        responseFilled += bytesRead;
+        filled += bytesRead;
       }
-      if (responseFilled < response.length) return undefined;
-      const whole = response;
-      response = undefined;
+      if (filled < target!.length) return undefined;
+      let whole = target!;
+      if (pieces) {
+        pieces.push(whole);
+        missing -= whole.length;
+        if (missing > 0) {
+          target = Buffer.allocUnsafe(Math.min(missing, pieceBytes));
+          filled = 0;
+          return undefined;
+        }
+        whole = Buffer.concat(pieces);
+        pieces = undefined;
+      }
+      target = undefined;
       return whole;
     },
   };

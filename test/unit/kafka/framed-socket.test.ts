@@ -4,7 +4,7 @@
  */
 import net from 'node:net';
 import fc from 'fast-check';
-import { responseFramer, wholeResponseSocketFactory, WHOLE_RESPONSES } from '../../../lib/kafka/framed-socket';
+import { responseFramer, wholeResponseSocketFactory, WHOLE_RESPONSES, type ResponseFramerOptions } from '../../../lib/kafka/framed-socket';
 
 /** A size-prefixed response with `bytes` of payload. */
 function frame(payload: Buffer): Buffer {
@@ -17,8 +17,8 @@ function frame(payload: Buffer): Buffer {
  * Feeds `stream` to the framer the way a socket would: each read fills at most the buffer the framer
  * offered and at most what the network delivered (`limits`, cycled).
  */
-function feed(stream: Buffer, limits: number[]): { responses: Buffer[]; offered: number[] } {
-  const framer = responseFramer();
+function feed(stream: Buffer, limits: number[], options: ResponseFramerOptions = {}): { responses: Buffer[]; offered: number[] } {
+  const framer = responseFramer(options);
   const responses: Buffer[] = [];
   const offered: number[] = [];
   let at = 0;
@@ -41,9 +41,11 @@ describe('responseFramer', () => {
       fc.property(
         fc.array(fc.uint8Array({ maxLength: 3000 }), { minLength: 1, maxLength: 8 }),
         fc.array(fc.integer({ min: 1, max: 5000 }), { minLength: 1, maxLength: 10 }),
-        (payloads, limits) => {
+        // Small limits, so that responses of both kinds, whole and in pieces, come by.
+        fc.record({ wholeMaxBytes: fc.integer({ min: 0, max: 3000 }), pieceBytes: fc.integer({ min: 1, max: 1000 }) }),
+        (payloads, limits, options) => {
           const frames = payloads.map((p) => frame(Buffer.from(p)));
-          const { responses } = feed(Buffer.concat(frames), limits);
+          const { responses } = feed(Buffer.concat(frames), limits, options);
           expect(responses.map((r) => r.toString('hex'))).toEqual(frames.map((f) => f.toString('hex')));
         },
       ),
@@ -62,6 +64,18 @@ describe('responseFramer', () => {
         expect(offered).toEqual(sizes.flatMap((n) => (n === 0 ? [4] : [4, n])));
       }),
     );
+  });
+
+  it('reads a response larger than wholeMaxBytes in pieces, allocating only as bytes arrive', () => {
+    // A TLS alert (15 03 03 00 02 ...) read as a Kafka size: 352,518,912 bytes declared, 3 more sent.
+    const framer = responseFramer();
+    framer.nextBuffer().set([0x15, 0x03, 0x03, 0x00]);
+    expect(framer.onRead(4)).toBeUndefined();
+    const next = framer.nextBuffer();
+    expect(next.length).toBe(1024 * 1024);
+    next.set([0x02, 0x02, 0x0a]);
+    expect(framer.onRead(3)).toBeUndefined();
+    expect(framer.nextBuffer().length).toBe(1024 * 1024 - 3);
   });
 
   it('rejects a negative size, naming it', () => {
