@@ -1,6 +1,7 @@
 /** Runs `sls package` (osls, offline) and cfn-lint for the deploy tests. */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -32,6 +33,58 @@ function offlineEnv(region: string): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * osls bundles into the service's one `.esbuild/` work folder, and empties it when it starts: two
+ * `sls` commands at once (jest runs test files in two workers) delete each other's files. Every
+ * `sls` command of these tests holds this lock, one per checkout, while it runs. Hand-written:
+ * a directory created atomically, the holder's pid inside; no dependency of the project locks files.
+ */
+const SLS_LOCK = join(tmpdir(), `kafka-direct-sls-${createHash('sha256').update(ROOT).digest('hex').slice(0, 12)}.lock`);
+const SLS_LOCK_WAIT_MS = 10 * 60_000;
+
+function withSlsLock<T>(run: () => T): T {
+  const deadline = Date.now() + SLS_LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      mkdirSync(SLS_LOCK);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      if (lockHolderGone()) rmSync(SLS_LOCK, { recursive: true, force: true });
+      else if (Date.now() > deadline)
+        throw new Error(`another sls command held ${SLS_LOCK} for over ${SLS_LOCK_WAIT_MS / 60_000} minutes`, { cause: e });
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    }
+  }
+  try {
+    writeFileSync(join(SLS_LOCK, 'pid'), String(process.pid));
+    return run();
+  } finally {
+    rmSync(SLS_LOCK, { recursive: true, force: true });
+  }
+}
+
+/** Whether the lock's holder has exited without releasing it (killed), so the lock may be taken. */
+function lockHolderGone(): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(SLS_LOCK, 'pid'), 'utf8'));
+  } catch {
+    // Created, its pid not written yet: gone only if that was long ago.
+    try {
+      return Date.now() - statSync(SLS_LOCK).mtimeMs > 60_000;
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 export type PackageRun = { dir: string; status: number | null; stdout: string; stderr: string; error?: Error };
 
 /** `sls package --stage <stage>` into a fresh temporary directory, as it ends (success or not). */
@@ -39,7 +92,9 @@ export function runSlsPackage(stage: string, region: string, params: Record<stri
   const dir = mkdtempSync(join(tmpdir(), `sls-package-${stage}-`));
   const args = [SLS, 'package', '--stage', stage, '--region', region, '--package', dir];
   for (const [name, value] of Object.entries(params)) args.push('--param', `${name}=${value}`);
-  const run = spawnSync(process.execPath, args, { cwd: ROOT, env: offlineEnv(region), encoding: 'utf8', timeout: 180_000 });
+  const run = withSlsLock(() =>
+    spawnSync(process.execPath, args, { cwd: ROOT, env: offlineEnv(region), encoding: 'utf8', timeout: 180_000 }),
+  );
   return { dir, status: run.status, stdout: run.stdout ?? '', stderr: run.stderr ?? '', error: run.error };
 }
 
@@ -63,12 +118,14 @@ export function slsInvokeLocal(
   payload: unknown,
   env: NodeJS.ProcessEnv,
 ): { status: number | null; result: unknown; log: string } {
-  const run = spawnSync(process.execPath, [SLS, 'invoke', 'local', '--stage', 'local', '-f', fn, '--data', JSON.stringify(payload)], {
-    cwd: ROOT,
-    env: { ...offlineEnv('us-east-1'), DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', POWERTOOLS_METRICS_DISABLED: 'true', ...env },
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
+  const run = withSlsLock(() =>
+    spawnSync(process.execPath, [SLS, 'invoke', 'local', '--stage', 'local', '-f', fn, '--data', JSON.stringify(payload)], {
+      cwd: ROOT,
+      env: { ...offlineEnv('us-east-1'), DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', POWERTOOLS_METRICS_DISABLED: 'true', ...env },
+      encoding: 'utf8',
+      timeout: 120_000,
+    }),
+  );
   const log = `${run.stdout ?? ''}${run.stderr ?? ''}`;
   const start = run.stdout.lastIndexOf('\n{');
   let result: unknown;
