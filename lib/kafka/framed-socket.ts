@@ -11,7 +11,7 @@
  * socket this way for kafkajs, hence this file.
  *
  * kafkajs still copies a whole response it is handed once more (its leftover from the previous
- * response is an empty chunk it concatenates with); `installWholeResponses` (cluster.kafkajs.ts)
+ * response is an empty chunk it concatenates with); `takeWholeResponses` (cluster.kafkajs.ts)
  * lets the range reader's connections skip that copy.
  */
 import net from 'node:net';
