@@ -212,7 +212,7 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
     const plain = createKafkajsRangeReader(testKafka('range-reader-plain'));
     try {
       const whole = await bigConcats(async () => (await readAll(own, req)).records);
-      // kafkajs's own sockets: the ~3 MB response arrives in 64 KiB reads that kafkajs concatenates.
+      // kafkajs's own sockets: each ~1.5 MB response arrives in 64 KiB reads that kafkajs concatenates.
       const copied = await bigConcats(async () => (await readAll(plain, req)).records);
       expect(copied.sizes.length).toBeGreaterThan(0);
       expect(whole.sizes).toEqual([]);
