@@ -189,12 +189,7 @@ function connectOncePerSlot(broker: InternalBroker): void {
   pool.getConnection = (index = 0) => {
     let p = pending.get(index);
     if (!p) {
-      p = getConnection(index)
-        .then((connection) => {
-          takeWholeResponses(connection as InternalConnection);
-          return connection;
-        })
-        .finally(() => pending.delete(index));
+      p = getConnection(index).finally(() => pending.delete(index));
       pending.set(index, p);
     }
     return p;
@@ -209,6 +204,17 @@ type InternalConnection = {
   processData(rawData: Buffer): void;
   [WHOLE_RESPONSES]?: true;
 };
+
+/** Every connection the broker hands out takes whole responses as they are (`takeWholeResponses`). */
+function withWholeResponses(broker: InternalBroker): void {
+  const pool = broker.connectionPool;
+  const getConnection = pool.getConnection.bind(pool);
+  pool.getConnection = async (index) => {
+    const connection = await getConnection(index);
+    takeWholeResponses(connection as InternalConnection);
+    return connection;
+  };
+}
 
 /**
  * When the connection's socket hands over whole responses (framed-socket.ts), passes each one to the
@@ -236,6 +242,7 @@ function installLenientMetadata(pool: InternalBrokerPool, topicIds: boolean): vo
   pool.createBroker = (options) => {
     const broker = createBroker(options);
     connectOncePerSlot(broker);
+    withWholeResponses(broker);
     broker.metadata = async (topics: string[] = []) => {
       const version = topicIds ? topicIdMetadataVersion(broker.versions?.[METADATA_API_KEY]) : undefined;
       if (version !== undefined) return metadataWithTopicIds(broker, version, topics);
