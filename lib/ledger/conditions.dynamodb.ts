@@ -6,19 +6,6 @@
 import type { ItemChange, Requirement } from '../ports/ledger-rules/item-step';
 import type { Item } from './items.dynamodb';
 
-/**
- * The condition "the partition item is incarnation `n`" (absent = 0), with its value under `name`:
- * writes of an old incarnation's processor or planner never land on the new one (I2).
- */
-export function incarnationCondition(n: number | undefined, name: string): { expression: string; values: Item } {
-  return n
-    ? { expression: `incarnation = ${name}`, values: { [name]: n } }
-    : { expression: `(attribute_not_exists(incarnation) OR incarnation = ${name})`, values: { [name]: 0 } };
-}
-
-/** The condition every processor write checks: this processor still holds the range's lease (I3). */
-export const HOLDS_LEASE = '#st = :leased AND leaseToken = :token';
-
 /** The condition of every item that is written once: its key is not taken. */
 export const ABSENT = 'attribute_not_exists(pk)';
 

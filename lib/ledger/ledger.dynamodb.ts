@@ -37,32 +37,23 @@ import type { RangeState } from '../ports/ledger-state';
 import { codec } from './items.dynamodb';
 import { keys, openRangesQuery, prefixQuery, spanQuery } from './keys.dynamodb';
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
-import { createDynamoOutbox, deliveryPutActions } from './outbox.dynamodb';
+import { createDynamoOutbox } from './outbox.dynamodb';
 import { createMarkedWriter } from './marked-writes.dynamodb';
 import { backoffMs, CONFLICT_RETRIES } from './retry.dynamodb';
 import { sinkAction } from './sink.dynamodb';
 import {
-  advancePartitionAction,
-  completeAction,
   deleteRangeAction,
   fenceCheck,
   fencedChangeAction,
   planWriteActions,
-  progressUpdate,
-  putIfAbsent,
   redriveAction,
   rewindPartitionAction,
+  stepActions,
+  stepUpdate,
   type TxAction,
 } from './transactions.dynamodb';
-import {
-  acquirePlannerLeaseUpdate,
-  beginBatchUpdate,
-  failRangeUpdate,
-  markMetaOnceUpdate,
-  releasePlannerLeaseUpdate,
-  releaseRangeUpdate,
-  takeLeaseUpdate,
-} from './updates.dynamodb';
+import { acquirePlannerLeaseUpdate, markMetaOnceUpdate, releasePlannerLeaseUpdate, takeLeaseUpdate } from './updates.dynamodb';
+import { beginBatchStep, commitChunkSteps, completeRangeSteps, failRangeStep, releaseRangeStep } from '../ports/ledger-rules/range-write';
 
 const MAX_TX_ACTIONS = 100;
 
@@ -503,24 +494,24 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       }
     },
 
-    async commitChunk({ range, expectProgress, to, nowMs, leaseMs, sinkWrites = [], deadLetters = [], dataLoss }) {
+    async commitChunk(input) {
+      const { range, expectProgress, to, sinkWrites = [] } = input;
       if (!fitsOneCommit(sinkWrites, DYNAMODB_LIMITS)) throw new CommitTooLargeError(sinkWrites.length, DYNAMODB_LIMITS);
-      const progress = progressUpdate(table, range, expectProgress, to, nowMs + leaseMs);
-      const items: TxAction[] = [
-        { Update: progress },
-        ...sinkWrites.map(sinkAction),
-        ...deadLetters.flatMap((d) => [putIfAbsent(table, codec.deadLetterItem(d)), ...deliveryPutActions(table, d)]),
-        ...(dataLoss ? [putIfAbsent(table, codec.lossItem(dataLoss))] : []),
-      ];
+      const [progress, ...created] = commitChunkSteps(input);
       const what = `commit ${range.topic}/${range.partition} ${expectProgress}->${to}`;
       // Progress alone (at-least-once commits, chunks without writes): one item is atomic on its own,
       // and a conditional UpdateItem costs one write unit where a transaction costs two.
-      if (items.length === 1) {
+      if (created.length === 0 && sinkWrites.length === 0) {
         // Unlike a transaction (its request token), a plain UpdateItem retried by the SDK after it
         // applied fails its `progress = expect` condition: recognised here by the item it failed on.
         const landed = (old: RangeState) => holdsLease(old, range.leaseToken) && old.progress === to && old.pendingUntil === undefined;
-        return updateHoldingLease(what, progress, landed);
+        return updateHoldingLease(what, stepUpdate(table, range.stream, progress), landed);
       }
+      const items: TxAction[] = [
+        { Update: stepUpdate(table, range.stream, progress) },
+        ...sinkWrites.map(sinkAction),
+        ...stepActions(table, range.stream, created),
+      ];
       const res = await transact(what, items);
       if (res.ok) return 'applied';
       if (res.codes[0] === 'ConditionalCheckFailed') return 'lease-lost';
@@ -531,10 +522,11 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       );
     },
 
-    async beginBatch({ range, expectProgress, until, nowMs, leaseMs }) {
+    async beginBatch(input) {
+      const { range, expectProgress, until } = input;
       return updateHoldingLease(
         `begin batch ${range.topic}/${range.partition} ${expectProgress}->${until}`,
-        beginBatchUpdate(table, range, expectProgress, until, nowMs + leaseMs),
+        stepUpdate(table, range.stream, beginBatchStep(input)),
       );
     },
 
@@ -543,29 +535,31 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
       return markedWriter.apply(`write ${writes.length} sink items of ${mark.topic}/${mark.partition} up to ${mark.until}`, mark, writes);
     },
 
-    async completeRange({ range, expectProgress, nowMs, stats, observedRecordsPerSec, advancePartition }) {
+    async completeRange(input) {
+      const { range, advancePartition } = input;
       const what = `complete ${range.topic}/${range.partition}/${range.from}`;
-      const done = completeAction(table, range, expectProgress, nowMs, stats);
-      let res = await transact(what, [done, advancePartitionAction(table, range, stats, observedRecordsPerSec, advancePartition)]);
+      let res = await transact(what, stepActions(table, range.stream, completeRangeSteps(input, advancePartition)));
       if (!res.ok && res.codes[0] !== 'ConditionalCheckFailed' && advancePartition) {
         // Committed offset is not at this range's start (split ranges finishing out of order): finish
         // the range alone; the planner advances the committed offset over the finished prefix.
-        res = await transact(what, [done, advancePartitionAction(table, range, stats, observedRecordsPerSec, false)]);
+        res = await transact(what, stepActions(table, range.stream, completeRangeSteps(input, false)));
       }
       return res.ok ? 'applied' : 'lease-lost';
     },
 
-    async failRange({ range, status, error, nowMs }) {
+    async failRange(input) {
+      const { range } = input;
       return updateHoldingLease(
         `fail ${range.topic}/${range.partition}/${range.from}`,
-        failRangeUpdate(table, range, status, error, nowMs),
+        stepUpdate(table, range.stream, failRangeStep(input)),
       );
     },
 
-    async releaseRange({ range, nowMs, progressed }) {
+    async releaseRange(input) {
+      const { range } = input;
       return updateHoldingLease(
         `release ${range.topic}/${range.partition}/${range.from}`,
-        releaseRangeUpdate(table, range, nowMs, progressed),
+        stepUpdate(table, range.stream, releaseRangeStep(input)),
       );
     },
 

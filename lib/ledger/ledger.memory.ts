@@ -5,21 +5,21 @@
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
 import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
 import { plannerFence } from '../ports/ledger-rules/fence';
-import { holdsLease, leaseRefusal, takenRange } from '../ports/ledger-rules/lease';
+import { leaseRefusal, takenRange } from '../ports/ledger-rules/lease';
 import { changed, meets, type ItemRef, type ItemStep } from '../ports/ledger-rules/item-step';
 import { planWriteSteps } from '../ports/ledger-rules/plan-write';
+import { beginBatchStep, commitChunkSteps, completeRangeSteps, failRangeStep, releaseRangeStep } from '../ports/ledger-rules/range-write';
 import { partitionChangedReason, rewindDeadLetters, rewindPartitionStep, rewindRanges } from '../ports/ledger-rules/rewind';
-import { deliveryOrderKey, pendingDeliveriesOf, sameDeadLetter } from '../ports/ledger-rules/outbox';
+import { deliveryOrderKey, sameDeadLetter } from '../ports/ledger-rules/outbox';
 import { isMarkableWrite } from '../ports/sink-write';
 import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
 import { ValidationError } from '../errors';
 import type { LedgerLimits } from '../ports/commit-limits';
-import type { LeaseOutcome, ProcessorWriteOutcome, Ledger, PlannerLease, PlanWrite, RewindOutcome, WriteOutcome } from '../ports/ledger';
+import type { LeaseOutcome, ProcessorWriteOutcome, Ledger, PlannerLease, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import type {
   ClosedIncarnation,
   DataLossEntry,
   DeadLetter,
-  LeasedRange,
   PartitionState,
   PendingDelivery,
   RangeState,
@@ -69,6 +69,10 @@ function stepHolds(s: StreamStore, step: ItemStep): boolean {
       const c = step.value;
       return !s.closed.some((x) => x.topic === c.topic && x.partition === c.partition && x.incarnation === c.incarnation);
     }
+    case 'create-dead-letter':
+      return !s.deadLetters.some((d) => sameDeadLetter(d, step.value));
+    case 'put-delivery':
+      return true;
     case 'update':
     case 'replace-partition':
       return meets(itemOf(s, step.ref), step.when);
@@ -93,6 +97,12 @@ function execute(s: StreamStore, step: ItemStep): void {
     case 'create-closed':
       s.closed.push(clone(step.value));
       return;
+    case 'create-dead-letter':
+      s.deadLetters.push(clone(step.value));
+      return;
+    case 'put-delivery':
+      s.deliveries.set(deliveryOrderKey(step.value), clone(step.value));
+      return;
     case 'update': {
       // In place: a test holding the stored object sees the write, as it did before the rules were shared.
       const item = itemOf(s, step.ref) as Record<string, unknown>;
@@ -107,13 +117,16 @@ function execute(s: StreamStore, step: ItemStep): void {
   }
 }
 
-/** Applies one write's steps, all or none (the plan-write rules decide them); false when a condition does not hold. */
-function applyOne(s: StreamStore, w: PlanWrite): boolean {
-  const steps = planWriteSteps(w);
+/** Applies one write's steps, all or none (the ledger rules decide them); false when a condition does not hold. */
+function applySteps(s: StreamStore, steps: readonly ItemStep[]): boolean {
   if (!steps.every((step) => stepHolds(s, step))) return false;
   steps.forEach((step) => execute(s, step));
   return true;
 }
+
+/** A processor write's outcome: its steps applied, or nothing changed because the lease holder's view is stale. */
+const processorWrite = (s: StreamStore, steps: readonly ItemStep[]): ProcessorWriteOutcome =>
+  applySteps(s, steps) ? 'applied' : 'lease-lost';
 
 /**
  * Creates an empty in-memory ledger. `store(stream)` exposes the raw store for assertions and
@@ -137,12 +150,6 @@ export function createMemoryLedger(
     return s;
   };
   const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean => !meets(s.meta, plannerFence(epoch, ownerToken));
-  /** The range if `range.leaseToken` still holds its lease. */
-  const held = (range: LeasedRange): RangeState | undefined => {
-    const r = store(range.stream).ranges.get(rKey(range));
-    return holdsLease(r, range.leaseToken) ? r : undefined;
-  };
-
   return {
     store,
     limits,
@@ -252,29 +259,18 @@ export function createMemoryLedger(
       Object.assign(r, takenRange(r, { leaseToken, nowMs, leaseMs }));
       return { kind: 'taken', range: clone(r) };
     },
-    async commitChunk({ range, expectProgress, to, nowMs, leaseMs, sinkWrites, deadLetters, dataLoss }): Promise<ProcessorWriteOutcome> {
+    async commitChunk(input): Promise<ProcessorWriteOutcome> {
       requests++;
-      if (!fitsOneCommit(sinkWrites ?? [], limits)) throw new CommitTooLargeError(sinkWrites?.length ?? 0, limits);
-      const r = held(range);
-      if (!r || r.progress !== expectProgress || to < expectProgress || to > r.until) return 'lease-lost';
-      if (r.pendingUntil !== undefined && r.pendingUntil !== to) return 'lease-lost';
-      r.progress = to;
-      r.leaseExpiresAtMs = nowMs + leaseMs;
-      delete r.pendingUntil;
-      const s = store(range.stream);
-      s.sinkWrites.push(...clone(sinkWrites ?? []));
-      s.deadLetters.push(...clone(deadLetters ?? []));
-      for (const p of (deadLetters ?? []).flatMap(pendingDeliveriesOf)) s.deliveries.set(deliveryOrderKey(p), p);
-      if (dataLoss) s.losses.push(clone(dataLoss));
-      return 'applied';
+      const sinkWrites = input.sinkWrites ?? [];
+      if (!fitsOneCommit(sinkWrites, limits)) throw new CommitTooLargeError(sinkWrites.length, limits);
+      const s = store(input.range.stream);
+      const outcome = processorWrite(s, commitChunkSteps(input));
+      if (outcome === 'applied') s.sinkWrites.push(...clone(sinkWrites));
+      return outcome;
     },
-    async beginBatch({ range, expectProgress, until, nowMs, leaseMs }): Promise<ProcessorWriteOutcome> {
+    async beginBatch(input): Promise<ProcessorWriteOutcome> {
       requests++;
-      const r = held(range);
-      if (!r || r.progress !== expectProgress || until <= expectProgress || until > r.until) return 'lease-lost';
-      if (r.pendingUntil !== undefined && r.pendingUntil !== until) return 'lease-lost';
-      Object.assign(r, { pendingUntil: until, leaseExpiresAtMs: nowMs + leaseMs });
-      return 'applied';
+      return processorWrite(store(input.range.stream), [beginBatchStep(input)]);
     },
     async applyMarkedSinkWrites({ mark, writes }) {
       requests++;
@@ -292,33 +288,21 @@ export function createMemoryLedger(
       }
       return { applied, skipped: writes.length - applied };
     },
-    async completeRange({ range, expectProgress, nowMs, stats, observedRecordsPerSec, advancePartition }): Promise<ProcessorWriteOutcome> {
+    async completeRange(input): Promise<ProcessorWriteOutcome> {
       requests++;
-      const r = held(range);
-      if (!r || r.progress !== expectProgress) return 'lease-lost';
-      const p = store(range.stream).partitions.get(pKey(range.topic, range.partition));
-      Object.assign(r, { status: 'done', progress: r.until, finishedAtMs: nowMs, records: stats.records });
-      if (p && sameInc(p, range)) {
-        if (advancePartition && p.committed === range.from) p.committed = range.until;
-        p.lastRange = clone(stats);
-        if (observedRecordsPerSec !== undefined) p.observedRecordsPerSec = observedRecordsPerSec;
-      }
-      return 'applied';
+      const s = store(input.range.stream);
+      // The committed offset advances when it stands at the range's start; otherwise (split ranges
+      // finishing out of order) the range finishes alone and the planner advances it later.
+      if (input.advancePartition && applySteps(s, completeRangeSteps(input, true))) return 'applied';
+      return processorWrite(s, completeRangeSteps(input, false));
     },
-    async failRange({ range, status, error }): Promise<ProcessorWriteOutcome> {
+    async failRange(input): Promise<ProcessorWriteOutcome> {
       requests++;
-      const r = held(range);
-      if (!r) return 'lease-lost';
-      Object.assign(r, { status, lastError: error, leaseExpiresAtMs: 0 });
-      return 'applied';
+      return processorWrite(store(input.range.stream), [failRangeStep(input)]);
     },
-    async releaseRange({ range, progressed }): Promise<ProcessorWriteOutcome> {
+    async releaseRange(input): Promise<ProcessorWriteOutcome> {
       requests++;
-      const r = held(range);
-      if (!r) return 'lease-lost';
-      Object.assign(r, { status: 'planned', leaseExpiresAtMs: 0, dispatchedAtMs: undefined });
-      if (progressed) r.attempts = Math.max(0, r.attempts - 1);
-      return 'applied';
+      return processorWrite(store(input.range.stream), [releaseRangeStep(input)]);
     },
     async listDeadLetters(stream) {
       requests++;
@@ -386,7 +370,7 @@ export function createMemoryLedger(
           out.push('fenced');
           continue;
         }
-        out.push(applyOne(s, w) ? 'applied' : 'condition-failed');
+        out.push(applySteps(s, planWriteSteps(w)) ? 'applied' : 'condition-failed');
       }
       return out;
     },

@@ -1,26 +1,19 @@
 /**
  * The ledger's outbox on DynamoDB: one `O#` item per delivery of a dead letter to a failure
  * destination not made yet. `commitChunk` puts them in the dead letter's own transaction
- * (`deliveryPutActions`), so a dead letter never lacks its pending deliveries; a delivery made
+ * (the range-write rules' `put-delivery` steps), so a dead letter never lacks its pending deliveries; a delivery made
  * deletes its item (conditionally), a failed attempt is counted on it. The planner finds what is
  * pending with one Query of the stream's `O#` keys, which costs one read unit when there is none.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Ledger } from '../ports/ledger';
-import { pendingDeliveriesOf } from '../ports/ledger-rules/outbox';
-import type { DeadLetter, PendingDelivery } from '../ports/ledger-state';
+import type { PendingDelivery } from '../ports/ledger-state';
 import { codec } from './items.dynamodb';
 import { keys, prefixQuery } from './keys.dynamodb';
-import type { TxAction } from './transactions.dynamodb';
 
 /** Pages of `O#` items one due look-up reads at most (each up to 1 MB: thousands of pending deliveries). */
 const MAX_DUE_PAGES = 3;
-
-/** The puts of a dead letter's pending deliveries (unconditional: one left by a rewound dead letter is replaced). */
-export function deliveryPutActions(table: string, d: DeadLetter): TxAction[] {
-  return pendingDeliveriesOf(d).map((p) => ({ Put: { TableName: table, Item: codec.deliveryItem(p) } }));
-}
 
 type OutboxOps = Pick<Ledger, 'readDeadLetter' | 'readPendingDeliveries' | 'completeDelivery' | 'postponeDelivery'>;
 type Send = <T>(what: string, fn: () => Promise<T>) => Promise<T>;

@@ -8,85 +8,12 @@ import { plannerFence } from '../ports/ledger-rules/fence';
 import { planWriteSteps } from '../ports/ledger-rules/plan-write';
 import { rewindPartitionStep } from '../ports/ledger-rules/rewind';
 import type { PlanWrite, RewindPartition } from '../ports/ledger';
-import type { LeasedRange, OperatorChange, RangeStats } from '../ports/ledger-state';
-import { ABSENT, changeUpdate, HOLDS_LEASE, incarnationCondition, requirementsCondition } from './conditions.dynamodb';
+import type { OperatorChange } from '../ports/ledger-state';
+import { ABSENT, changeUpdate, requirementsCondition } from './conditions.dynamodb';
 import { codec, DONE_RANGE_TTL_SEC, type Item } from './items.dynamodb';
 import { itemKey, keys } from './keys.dynamodb';
 
 export type TxAction = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
-
-/**
- * Progress `expect -> to` plus lease renewal, conditional on the lease and the progress seen (I2);
- * it ends a pending folded batch, which must end at `to`. Sent alone as an UpdateItem (progress with
- * nothing else to write), or as the first action of the chunk's transaction.
- */
-export function progressUpdate(table: string, range: LeasedRange, expect: number, to: number, leaseUntilMs: number) {
-  return {
-    TableName: table,
-    Key: keys.range(range.stream, range),
-    UpdateExpression: 'SET progress = :to, leaseExpiresAtMs = :until REMOVE pendingUntil',
-    ConditionExpression: `${HOLDS_LEASE} AND progress = :expect AND (attribute_not_exists(pendingUntil) OR pendingUntil = :to)`,
-    ExpressionAttributeNames: { '#st': 'status' },
-    ExpressionAttributeValues: { ':to': to, ':until': leaseUntilMs, ':expect': expect, ':leased': 'leased', ':token': range.leaseToken },
-    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-  };
-}
-
-/** Marks the range done; it leaves the open-ranges index and expires later (TTL). */
-export function completeAction(table: string, range: LeasedRange, expect: number, nowMs: number, stats: RangeStats): TxAction {
-  return {
-    Update: {
-      TableName: table,
-      Key: keys.range(range.stream, range),
-      UpdateExpression:
-        'SET #st = :done, progress = :until, finishedAtMs = :now, records = :records, expiresAt = :ttl REMOVE openPk, leaseExpiresAtMs',
-      ConditionExpression: `${HOLDS_LEASE} AND progress = :expect`,
-      ExpressionAttributeNames: { '#st': 'status' },
-      ExpressionAttributeValues: {
-        ':done': 'done',
-        ':until': range.until,
-        ':now': nowMs,
-        ':records': stats.records,
-        ':ttl': Math.floor(nowMs / 1000) + DONE_RANGE_TTL_SEC,
-        ':expect': expect,
-        ':leased': 'leased',
-        ':token': range.leaseToken,
-      },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    },
-  };
-}
-
-/** The partition's committed offset moves from the range's start to its end, with the range's stats. */
-export function advancePartitionAction(
-  table: string,
-  range: LeasedRange,
-  stats: RangeStats,
-  observedRecordsPerSec: number | undefined,
-  withAdvance: boolean,
-): TxAction {
-  const values: Item = { ':stats': stats };
-  const inc = incarnationCondition(range.incarnation, ':inc');
-  let set = 'lastRange = :stats';
-  if (observedRecordsPerSec !== undefined) {
-    set += ', observedRecordsPerSec = :rate';
-    values[':rate'] = observedRecordsPerSec;
-  }
-  if (withAdvance) {
-    set += ', committed = :until';
-    values[':until'] = range.until;
-    values[':from'] = range.from;
-  }
-  return {
-    Update: {
-      TableName: table,
-      Key: keys.partition(range.stream, range.topic, range.partition),
-      UpdateExpression: `SET ${set}`,
-      ConditionExpression: `${withAdvance ? 'attribute_exists(pk) AND committed = :from' : 'attribute_exists(pk)'} AND ${inc.expression}`,
-      ExpressionAttributeValues: { ...values, ...inc.values },
-    },
-  };
-}
 
 /** The condition every fenced planner transaction checks first. */
 export function fenceCheck(table: string, stream: string, epoch: number, ownerToken: string): TxAction {
@@ -110,6 +37,33 @@ export function putIfAbsent(table: string, item: Item): TxAction {
 /** A map of expression names or values, left out when empty (DynamoDB refuses an empty one). */
 const orNone = <T extends object>(m: T): T | undefined => (Object.keys(m).length > 0 ? m : undefined);
 
+/**
+ * An update step as one conditional UpdateItem (alone, or a transaction's Update action): its
+ * requirements are the condition. A range finished by it leaves the open-ranges index and gets its
+ * expiry (this layout's own attributes, not the rule's).
+ */
+export function stepUpdate(table: string, stream: string, step: Extract<ItemStep, { kind: 'update' }>) {
+  const finishes = step.ref.item === 'range' && step.change.set?.status === 'done';
+  const change = finishes
+    ? {
+        ...step.change,
+        set: { ...step.change.set, expiresAt: Math.floor(Number(step.change.set?.finishedAtMs) / 1000) + DONE_RANGE_TTL_SEC },
+        remove: [...(step.change.remove ?? []), 'openPk'],
+      }
+    : step.change;
+  const cond = requirementsCondition(step.when);
+  const update = changeUpdate(change);
+  return {
+    TableName: table,
+    Key: itemKey(stream, step.ref),
+    UpdateExpression: update.expression,
+    ConditionExpression: cond.expression,
+    ExpressionAttributeNames: orNone({ ...cond.names, ...update.names }),
+    ExpressionAttributeValues: orNone({ ...cond.values, ...update.values }),
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+  };
+}
+
 /** One step of a ledger rule as a transaction action: its requirements are the action's condition. */
 function stepAction(table: string, stream: string, step: ItemStep): TxAction {
   switch (step.kind) {
@@ -121,20 +75,12 @@ function stepAction(table: string, stream: string, step: ItemStep): TxAction {
       return putIfAbsent(table, codec.lossItem(step.value));
     case 'create-closed':
       return putIfAbsent(table, codec.closedItem(step.value));
-    case 'update': {
-      const cond = requirementsCondition(step.when);
-      const update = changeUpdate(step.change);
-      return {
-        Update: {
-          TableName: table,
-          Key: itemKey(stream, step.ref),
-          UpdateExpression: update.expression,
-          ConditionExpression: cond.expression,
-          ExpressionAttributeNames: orNone({ ...cond.names, ...update.names }),
-          ExpressionAttributeValues: orNone({ ...cond.values, ...update.values }),
-        },
-      };
-    }
+    case 'create-dead-letter':
+      return putIfAbsent(table, codec.deadLetterItem(step.value));
+    case 'put-delivery':
+      return { Put: { TableName: table, Item: codec.deliveryItem(step.value) } };
+    case 'update':
+      return { Update: stepUpdate(table, stream, step) };
     case 'replace-partition': {
       const cond = requirementsCondition(step.when);
       return {
@@ -150,6 +96,11 @@ function stepAction(table: string, stream: string, step: ItemStep): TxAction {
     case 'delete':
       return { Delete: { TableName: table, Key: itemKey(stream, step.ref) } };
   }
+}
+
+/** The transaction actions of a rule's steps (one write: one transaction). */
+export function stepActions(table: string, stream: string, steps: readonly ItemStep[]): TxAction[] {
+  return steps.map((step) => stepAction(table, stream, step));
 }
 
 /** The transaction actions of one planner write (its rule's steps, always in one transaction). */

@@ -5,10 +5,10 @@
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { LEASE_TAKEABLE_STATUSES } from '../ports/ledger-rules/lease';
 import { plannerFence } from '../ports/ledger-rules/fence';
-import { HOLDS_LEASE, requirementsCondition } from './conditions.dynamodb';
+import { requirementsCondition } from './conditions.dynamodb';
 import { compact } from './items.dynamodb';
 import { keys, type Key } from './keys.dynamodb';
-import type { LeasedRange, PendingStart } from '../ports/ledger-state';
+import type { PendingStart } from '../ports/ledger-state';
 
 /**
  * Takes a range lease (KCL-style: counts the attempt), conditional on the range ending at the
@@ -44,30 +44,6 @@ export function takeLeaseUpdate(
     },
     ReturnValues: 'ALL_NEW',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-  };
-}
-
-/** Records the folded batch `[expect, until)` as pending and renews the lease (same conditions as progress). */
-export function beginBatchUpdate(
-  table: string,
-  range: LeasedRange,
-  expect: number,
-  until: number,
-  leaseUntilMs: number,
-): UpdateCommandInput {
-  return {
-    TableName: table,
-    Key: keys.range(range.stream, range),
-    UpdateExpression: 'SET pendingUntil = :pending, leaseExpiresAtMs = :until',
-    ConditionExpression: `${HOLDS_LEASE} AND progress = :expect AND (attribute_not_exists(pendingUntil) OR pendingUntil = :pending)`,
-    ExpressionAttributeNames: { '#st': 'status' },
-    ExpressionAttributeValues: {
-      ':pending': until,
-      ':until': leaseUntilMs,
-      ':expect': expect,
-      ':leased': 'leased',
-      ':token': range.leaseToken,
-    },
   };
 }
 
@@ -131,53 +107,5 @@ export function releasePlannerLeaseUpdate(
     ConditionExpression: fence.expression,
     ExpressionAttributeNames: fence.names,
     ExpressionAttributeValues: { ':zero': 0, ...(r.confirmDispatches ? { ':epoch': r.epoch } : {}), ...fence.values },
-  };
-}
-
-/** Records a processor's failure on its range (`failed` or `parked`), conditional on its lease (I3). */
-export function failRangeUpdate(
-  table: string,
-  range: LeasedRange,
-  status: 'failed' | 'parked',
-  error: string,
-  nowMs: number,
-): UpdateCommandInput {
-  return {
-    TableName: table,
-    Key: keys.range(range.stream, range),
-    UpdateExpression: 'SET #st = :status, lastError = :err, failedAtMs = :now, leaseExpiresAtMs = :zero',
-    ConditionExpression: HOLDS_LEASE,
-    ExpressionAttributeNames: { '#st': 'status' },
-    ExpressionAttributeValues: {
-      ':status': status,
-      ':err': error.slice(0, 4000),
-      ':now': nowMs,
-      ':zero': 0,
-      ':leased': 'leased',
-      ':token': range.leaseToken,
-    },
-  };
-}
-
-/** Gives a range back before the deadline, conditional on its lease (I3); progress is kept. */
-export function releaseRangeUpdate(table: string, range: LeasedRange, nowMs: number, progressed: boolean): UpdateCommandInput {
-  return {
-    TableName: table,
-    Key: keys.range(range.stream, range),
-    // Back to `planned` and not dispatched: the next planner run dispatches it again at once.
-    // A deadline that still made progress is not a failed attempt.
-    UpdateExpression:
-      'SET #st = :planned, leaseExpiresAtMs = :zero, releasedAtMs = :now' +
-      `${progressed ? ', attempts = attempts - :one' : ''} REMOVE dispatchedAtMs`,
-    ConditionExpression: HOLDS_LEASE,
-    ExpressionAttributeNames: { '#st': 'status' },
-    ExpressionAttributeValues: {
-      ':planned': 'planned',
-      ':zero': 0,
-      ':now': nowMs,
-      ':leased': 'leased',
-      ':token': range.leaseToken,
-      ...(progressed ? { ':one': 1 } : {}),
-    },
   };
 }

@@ -410,6 +410,35 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect(await take(r, 'B', 99_000)).toMatchObject({ kind: 'done', range: { records: 90 } });
   });
 
+  it('refuses progress below the position held, past the range end, or past a pending batch, and writes nothing', async () => {
+    const r = await plannedRange(streamName(), 10, 110);
+    await take(r, 'A', 1000);
+    const held = { ...r, leaseToken: 'A' };
+    const commit = (expectProgress: number, to: number) =>
+      ledger.commitChunk({ range: held, expectProgress, to, nowMs: 1100, leaseMs: 1000 });
+    expect(await commit(10, 40)).toBe('applied');
+    const before = await ledger.readRange(r.stream, r);
+    // Backwards (I2), beyond the range's end, from a position other than the one stored.
+    expect(await commit(40, 39)).toBe('lease-lost');
+    expect(await commit(40, 111)).toBe('lease-lost');
+    expect(await commit(41, 50)).toBe('lease-lost');
+    // A batch must hold an offset and lie inside the range.
+    expect(await ledger.beginBatch({ range: held, expectProgress: 40, until: 40, nowMs: 1100, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.beginBatch({ range: held, expectProgress: 40, until: 111, nowMs: 1100, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.readRange(r.stream, r)).toEqual(before);
+    expect(await ledger.beginBatch({ range: held, expectProgress: 40, until: 80, nowMs: 1100, leaseMs: 1000 })).toBe('applied');
+    // A completion ends a pending batch only at its end: the range's end is not the batch's.
+    const stats = { records: 1, processingMs: 1, schedulingDelayMs: 0, finishedAtMs: 1200 };
+    const complete = (expectProgress: number) =>
+      ledger.completeRange({ range: held, expectProgress, nowMs: 1200, stats, advancePartition: true });
+    expect(await complete(40)).toBe('lease-lost');
+    expect(await commit(40, 80)).toBe('applied');
+    // A completion commits what was handled since the last commit: progress 80 -> 110, done.
+    expect(await complete(80)).toBe('applied');
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'done', progress: 110 });
+    expect(await ledger.readPartition(r.stream, 't', 0)).toMatchObject({ committed: 110 });
+  });
+
   it('refuses a commit over its published limits and writes nothing', async () => {
     const r = await plannedRange(streamName(), 0, 10);
     await take(r, 'A', 1000);

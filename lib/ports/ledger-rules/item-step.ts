@@ -5,7 +5,7 @@
  * compiles them into condition and update expressions. A write's steps touch distinct items and
  * apply all or none.
  */
-import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState } from '../ledger-state';
+import type { ClosedIncarnation, DataLossEntry, DeadLetter, PartitionState, PendingDelivery, RangeState } from '../ledger-state';
 
 /** An existing item of one stream's ledger that a step names. */
 export type ItemRef =
@@ -31,11 +31,18 @@ export type ItemStep =
   | { kind: 'create-range'; value: RangeState }
   | { kind: 'create-loss'; value: DataLossEntry }
   | { kind: 'create-closed'; value: ClosedIncarnation }
+  /** A dead letter, written once (a second one at its offset refuses the write). */
+  | { kind: 'create-dead-letter'; value: DeadLetter }
+  /** A pending delivery of a dead letter, written whatever is stored (it replaces one a rewound dead letter left). */
+  | { kind: 'put-delivery'; value: PendingDelivery }
   | { kind: 'update'; ref: ItemRef; when: readonly Requirement[]; change: ItemChange }
   /** Replaces the partition item with `value` (a new incarnation), conditional on the item as read. */
   | { kind: 'replace-partition'; ref: Extract<ItemRef, { item: 'partition' }>; when: readonly Requirement[]; value: PartitionState }
   /** Removes an item whatever it holds (a processor holding it loses its lease at its next write). */
   | { kind: 'delete'; ref: ItemRef };
+
+/** A step that updates an existing item. */
+export type UpdateStep = Extract<ItemStep, { kind: 'update' }>;
 
 /** The partition item of `topic`/`partition`. */
 export const partitionRef = (topic: string, partition: number): Extract<ItemRef, { item: 'partition' }> => ({

@@ -1,0 +1,171 @@
+/**
+ * The processor's write rules, once: what each write of a lease holder requires of its range (and
+ * partition) and what it changes, as item steps (item-step.ts). The in-memory ledger folds them into
+ * its maps; the DynamoDB adapter compiles them into the conditions and updates of its writes. A
+ * write whose requirements do not hold changes nothing and is reported `lease-lost`: the caller's
+ * view of the range is stale (another holder, another position, another batch).
+ */
+import type { DataLossEntry, DeadLetter, LeasedRange, RangeStats } from '../ledger-state';
+import { isIncarnation, partitionRef, rangeRef, type ItemStep, type Requirement, type UpdateStep } from './item-step';
+import { pendingDeliveriesOf } from './outbox';
+
+/** The lease holder's requirement: every processor write is conditional on it (I3). */
+export function holdsLeaseRequirements(leaseToken: string): Requirement[] {
+  return [
+    { field: 'status', is: 'leased' },
+    { field: 'leaseToken', is: leaseToken },
+  ];
+}
+
+/**
+ * Progress moves forward only, from the position the caller holds (I2) to `to` within the range:
+ * `progress = expect`, `expect <= to` and `to <= until`.
+ */
+function progressMoves(expect: number, to: number): Requirement[] {
+  return [
+    { field: 'progress', is: expect },
+    { field: 'progress', atMost: to },
+    { field: 'until', atLeast: to },
+  ];
+}
+
+/**
+ * No folded batch is pending, or the pending one ends at `end`: a write that moves progress past a
+ * pending batch must end exactly there (the batch's writes may be half applied).
+ */
+const pendingEndsAt = (end: number): Requirement => ({ field: 'pendingUntil', is: end, absentIs: end });
+
+/** What a chunk commit carries besides its progress (sink writes are the adapter's, beside these steps). */
+export type ChunkCommit = {
+  range: LeasedRange;
+  expectProgress: number;
+  to: number;
+  nowMs: number;
+  leaseMs: number;
+  deadLetters?: DeadLetter[];
+  dataLoss?: DataLossEntry;
+};
+
+/**
+ * A chunk's commit: progress `expect -> to` with the lease renewed, a pending folded batch ended
+ * (it must end at `to`), and the chunk's dead letters (each with its pending deliveries) and
+ * data-loss entry created, all or none.
+ */
+export function commitChunkSteps(c: ChunkCommit): [UpdateStep, ...ItemStep[]] {
+  const progress: UpdateStep = {
+    kind: 'update',
+    ref: rangeRef(c.range),
+    when: [...holdsLeaseRequirements(c.range.leaseToken), ...progressMoves(c.expectProgress, c.to), pendingEndsAt(c.to)],
+    change: { set: { progress: c.to, leaseExpiresAtMs: c.nowMs + c.leaseMs }, remove: ['pendingUntil'] },
+  };
+  return [
+    progress,
+    ...(c.deadLetters ?? []).flatMap((d): ItemStep[] => [
+      { kind: 'create-dead-letter', value: d },
+      ...pendingDeliveriesOf(d).map((p): ItemStep => ({ kind: 'put-delivery', value: p })),
+    ]),
+    ...(c.dataLoss ? [{ kind: 'create-loss', value: c.dataLoss } as const] : []),
+  ];
+}
+
+/**
+ * Records the folded batch `[expect, until)` as pending, renewing the lease: the batch must lie
+ * inside the range and be the one pending, if any (recording it again is a no-op).
+ */
+export function beginBatchStep(b: {
+  range: LeasedRange;
+  expectProgress: number;
+  until: number;
+  nowMs: number;
+  leaseMs: number;
+}): UpdateStep {
+  return {
+    kind: 'update',
+    ref: rangeRef(b.range),
+    when: [
+      ...holdsLeaseRequirements(b.range.leaseToken),
+      { field: 'progress', is: b.expectProgress },
+      // A batch holds at least one offset.
+      { field: 'progress', atMost: b.until - 1 },
+      { field: 'until', atLeast: b.until },
+      pendingEndsAt(b.until),
+    ],
+    change: { set: { pendingUntil: b.until, leaseExpiresAtMs: b.nowMs + b.leaseMs } },
+  };
+}
+
+/** A range's completion: its holder, where its committed progress stands, and what the partition learns. */
+export type RangeCompletion = {
+  range: LeasedRange;
+  expectProgress: number;
+  nowMs: number;
+  stats: RangeStats;
+  observedRecordsPerSec?: number;
+};
+
+/**
+ * Marks the range done at `until` (a completion also commits what was handled since
+ * `expectProgress`, ending a pending batch there), and records the range's statistics on its
+ * partition (same incarnation). With `advance`, the partition's committed offset moves from the
+ * range's start to its end, which requires it to stand at the start (one range in flight per partition).
+ */
+export function completeRangeSteps(c: RangeCompletion, advance: boolean): ItemStep[] {
+  const { range } = c;
+  const set: Record<string, unknown> = {
+    lastRange: c.stats,
+    ...(c.observedRecordsPerSec !== undefined ? { observedRecordsPerSec: c.observedRecordsPerSec } : {}),
+    ...(advance ? { committed: range.until } : {}),
+  };
+  return [
+    {
+      kind: 'update',
+      ref: rangeRef(range),
+      when: [
+        ...holdsLeaseRequirements(range.leaseToken),
+        ...progressMoves(c.expectProgress, range.until),
+        { field: 'until', is: range.until },
+        pendingEndsAt(range.until),
+      ],
+      change: {
+        set: { status: 'done', progress: range.until, finishedAtMs: c.nowMs, records: c.stats.records },
+        remove: ['leaseExpiresAtMs', 'pendingUntil'],
+      },
+    },
+    {
+      kind: 'update',
+      ref: partitionRef(range.topic, range.partition),
+      when: [isIncarnation(range.incarnation), ...(advance ? [{ field: 'committed', is: range.from }] : [])],
+      change: { set },
+    },
+  ];
+}
+
+/** Records the holder's failure: `failed` (dispatched again) or `parked` (left for an operator); the lease is dropped. */
+export function failRangeStep(f: { range: LeasedRange; status: 'failed' | 'parked'; error: string; nowMs: number }): UpdateStep {
+  return {
+    kind: 'update',
+    ref: rangeRef(f.range),
+    when: holdsLeaseRequirements(f.range.leaseToken),
+    change: { set: { status: f.status, lastError: f.error.slice(0, MAX_ERROR_CHARS), failedAtMs: f.nowMs, leaseExpiresAtMs: 0 } },
+  };
+}
+
+/**
+ * Gives the range back before the deadline, keeping its progress: `planned` and not dispatched, so
+ * the next planner run sends it at once. A deadline that still made progress is not a failed attempt.
+ */
+export function releaseRangeStep(r: { range: LeasedRange; nowMs: number; progressed: boolean }): UpdateStep {
+  return {
+    kind: 'update',
+    ref: rangeRef(r.range),
+    when: holdsLeaseRequirements(r.range.leaseToken),
+    change: {
+      set: { status: 'planned', leaseExpiresAtMs: 0, releasedAtMs: r.nowMs },
+      ...(r.progressed ? { add: { attempts: -1 } } : {}),
+      remove: ['dispatchedAtMs'],
+    },
+  };
+}
+
+/** The longest `lastError` a range keeps (the item limit leaves room for it). */
+export const MAX_ERROR_CHARS = 4000;

@@ -1,0 +1,150 @@
+/**
+ * The processor's write rules (ports/ledger-rules/range-write.ts): when a lease holder's commit,
+ * batch record, completion, failure or release applies to its range, and what it changes, checked
+ * over plain state with `meets`/`changed` as both ledgers apply them.
+ */
+import fc from 'fast-check';
+import { changed, meets, type UpdateStep } from '../../../lib/ports/ledger-rules/item-step';
+import {
+  beginBatchStep,
+  commitChunkSteps,
+  completeRangeSteps,
+  failRangeStep,
+  releaseRangeStep,
+} from '../../../lib/ports/ledger-rules/range-write';
+import type { RangeState } from '../../../lib/ports/ledger-state';
+import { partitionState, rangeState } from './states';
+
+const held = { stream: 's', topic: 't', partition: 0, from: 10, until: 110, leaseToken: 'A' };
+const leased = (extra: Partial<RangeState> = {}): RangeState =>
+  rangeState(10, 110, { status: 'leased', leaseToken: 'A', leaseExpiresAtMs: 5000, attempts: 1, ...extra });
+
+/** The range after `step`, or undefined when its requirements do not hold. */
+const apply = (r: RangeState, step: UpdateStep): RangeState | undefined => (meets(r, step.when) ? changed(r, step.change) : undefined);
+
+describe('commitChunkSteps', () => {
+  it('moves progress forward only, within the range, from the position held, by the holder', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 10, max: 110 }),
+        fc.integer({ min: 0, max: 200 }),
+        fc.integer({ min: 0, max: 200 }),
+        fc.constantFrom('A', 'B'),
+        fc.option(fc.integer({ min: 11, max: 110 }), { nil: undefined }),
+        (progress, expectProgress, to, token, pendingUntil) => {
+          const r = leased({ progress, ...(pendingUntil !== undefined ? { pendingUntil } : {}) });
+          const [step] = commitChunkSteps({ range: { ...held, leaseToken: token }, expectProgress, to, nowMs: 100, leaseMs: 10 });
+          const out = apply(r, step);
+          const ok =
+            token === 'A' &&
+            expectProgress === progress &&
+            expectProgress <= to &&
+            to <= 110 &&
+            (pendingUntil === undefined || pendingUntil === to);
+          expect(out !== undefined).toBe(ok);
+          if (out) {
+            expect(out).toMatchObject({ progress: to, leaseExpiresAtMs: 110 });
+            expect(out.pendingUntil).toBeUndefined();
+          }
+        },
+      ),
+    );
+  });
+
+  it('creates the chunk dead letters, one pending delivery per destination, and the data-loss entry with the progress', () => {
+    const letter = {
+      stream: 's',
+      topic: 't',
+      partition: 0,
+      offset: 12,
+      timestampMs: 1,
+      keyBase64: null,
+      valueBase64: null,
+      valueBytes: 0,
+      truncated: false,
+      headers: [],
+      error: 'e',
+      attempts: 1,
+      rangeFrom: 10,
+      createdAtMs: 7,
+      kept: 'record' as const,
+      deliveries: ['sqs' as const, 's3' as const],
+    };
+    const loss = { stream: 's', topic: 't', partition: 0, from: 20, until: 30, detectedAtMs: 1, reason: 'r' };
+    const steps = commitChunkSteps({
+      range: held,
+      expectProgress: 10,
+      to: 30,
+      nowMs: 1,
+      leaseMs: 1,
+      deadLetters: [letter],
+      dataLoss: loss,
+    });
+    expect(steps.map((s) => s.kind)).toEqual(['update', 'create-dead-letter', 'put-delivery', 'put-delivery', 'create-loss']);
+    expect(steps.flatMap((s) => (s.kind === 'put-delivery' ? [s.value.destination] : []))).toEqual(['s3', 'sqs']);
+  });
+});
+
+describe('beginBatchStep', () => {
+  it('records a batch of at least one offset inside the range, at the position held, once per batch', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 10, max: 110 }),
+        fc.integer({ min: 0, max: 200 }),
+        fc.option(fc.integer({ min: 11, max: 110 }), { nil: undefined }),
+        (progress, until, pendingUntil) => {
+          const r = leased({ progress, ...(pendingUntil !== undefined ? { pendingUntil } : {}) });
+          const out = apply(r, beginBatchStep({ range: held, expectProgress: progress, until, nowMs: 1, leaseMs: 1 }));
+          const ok = until > progress && until <= 110 && (pendingUntil === undefined || pendingUntil === until);
+          expect(out !== undefined).toBe(ok);
+          if (out) expect(out.pendingUntil).toBe(until);
+        },
+      ),
+    );
+  });
+});
+
+describe('completeRangeSteps', () => {
+  const stats = { records: 5, processingMs: 10, schedulingDelayMs: 1, finishedAtMs: 9 };
+  const completion = { range: held, expectProgress: 40, nowMs: 9, stats, observedRecordsPerSec: 50 };
+
+  it('finishes the range at its end from the committed position, ending a batch pending there only', () => {
+    const [range] = completeRangeSteps(completion, true) as [UpdateStep, UpdateStep];
+    expect(apply(leased({ progress: 40 }), range)).toMatchObject({ status: 'done', progress: 110, records: 5, finishedAtMs: 9 });
+    expect(apply(leased({ progress: 40, pendingUntil: 110 }), range)?.pendingUntil).toBeUndefined();
+    expect(apply(leased({ progress: 40, pendingUntil: 60 }), range)).toBeUndefined();
+    expect(apply(leased({ progress: 41 }), range)).toBeUndefined();
+    expect(apply(leased({ progress: 40, leaseToken: 'B' }), range)).toBeUndefined();
+    expect(apply(leased({ progress: 40, status: 'failed' }), range)).toBeUndefined();
+  });
+
+  it('advances the committed offset only from the range start, in the range incarnation, and records the stats', () => {
+    const [, partition] = completeRangeSteps(completion, true) as [UpdateStep, UpdateStep];
+    const p = partitionState({ committed: 10, nextFrom: 110 });
+    expect(meets(p, partition.when) && changed(p, partition.change)).toMatchObject({
+      committed: 110,
+      lastRange: stats,
+      observedRecordsPerSec: 50,
+    });
+    expect(meets(partitionState({ committed: 5, nextFrom: 110 }), partition.when)).toBe(false);
+    expect(meets(partitionState({ committed: 10, nextFrom: 110, incarnation: 1 }), partition.when)).toBe(false);
+    const [, alone] = completeRangeSteps(completion, false) as [UpdateStep, UpdateStep];
+    expect(changed(partitionState({ committed: 5 }), alone.change)).toMatchObject({ committed: 5, lastRange: stats });
+  });
+});
+
+describe('failRangeStep and releaseRangeStep', () => {
+  it('apply for the holder only; a release keeps progress and is not an attempt when it progressed', () => {
+    const failed = apply(leased({ progress: 50 }), failRangeStep({ range: held, status: 'parked', error: 'x'.repeat(5000), nowMs: 3 }));
+    expect(failed).toMatchObject({ status: 'parked', leaseExpiresAtMs: 0, failedAtMs: 3, progress: 50 });
+    expect(failed?.lastError).toHaveLength(4000);
+    expect(apply(leased({ leaseToken: 'B' }), failRangeStep({ range: held, status: 'failed', error: 'x', nowMs: 3 }))).toBeUndefined();
+    const released = apply(
+      leased({ progress: 50, attempts: 2, dispatchedAtMs: 1 }),
+      releaseRangeStep({ range: held, nowMs: 4, progressed: true }),
+    );
+    expect(released).toMatchObject({ status: 'planned', attempts: 1, progress: 50, releasedAtMs: 4 });
+    expect(released?.dispatchedAtMs).toBeUndefined();
+    expect(apply(leased({ attempts: 2 }), releaseRangeStep({ range: held, nowMs: 4, progressed: false }))?.attempts).toBe(2);
+  });
+});
