@@ -1,7 +1,6 @@
 /** Per-function IAM roles: least privilege on the ledger, sink tables, Kafka secrets, MSK, schema registries and what handlers declare. */
 import { usesSubstitution } from '../../lib/config/handler-access';
 import type { DeploymentConfig, SecretRef, StreamConfig } from '../../lib/config/schema';
-import { OPEN_RANGES_INDEX } from '../../lib/ledger/keys.dynamodb';
 import { ACCOUNT_PREFIX, getAtt, NO_VALUE, sub, subLiteral, type Cfn, type CfnResource, type CfnResources, type Statement } from './cfn';
 import { failureDestinationStatements } from './destinations-iam';
 import { IDS, streamLogicalNames } from './names';
@@ -270,7 +269,7 @@ function ledgerStatement(): Statement {
     Sid: 'Ledger',
     Effect: 'Allow',
     Action: LEDGER_ACTIONS,
-    Resource: [getAtt(IDS.ledgerTable, 'Arn'), sub(`\${${IDS.ledgerTable}.Arn}/index/${OPEN_RANGES_INDEX}`)],
+    Resource: [getAtt(IDS.ledgerTable, 'Arn')],
   };
 }
 

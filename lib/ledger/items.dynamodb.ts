@@ -27,7 +27,7 @@ export function compact<T extends Item>(o: T): T {
 }
 
 function strip(item: Item): Item {
-  const { pk: _pk, sk: _sk, openPk: _o, expiresAt: _e, type: _t, ...rest } = item;
+  const { pk: _pk, sk: _sk, openPk: _o, expiresAt: _e, type: _t, layout: _l, ...rest } = item;
   return rest;
 }
 

@@ -8,6 +8,7 @@ import { plannerFence } from '../ports/ledger-rules/fence';
 import { leaseRefusal, takenRange } from '../ports/ledger-rules/lease';
 import { changed, meets, type ItemRef, type ItemStep } from '../ports/ledger-rules/item-step';
 import { planWriteSteps } from '../ports/ledger-rules/plan-write';
+import { withDerivedFields } from '../ports/ledger-rules/derived';
 import { beginBatchStep, commitChunkSteps, completeRangeSteps, failRangeStep, releaseRangeStep } from '../ports/ledger-rules/range-write';
 import { partitionChangedReason, rewindDeadLetters, rewindPartitionStep, rewindRanges } from '../ports/ledger-rules/rewind';
 import { deliveryOrderKey, sameDeadLetter } from '../ports/ledger-rules/outbox';
@@ -31,6 +32,8 @@ type StreamStore = {
   meta?: StreamMeta;
   partitions: Map<string, PartitionState>;
   ranges: Map<string, RangeState>;
+  /** Archived ranges (`readRangeHistory`), in the order they were archived. */
+  history: Array<{ range: RangeState; archivedAtMs: number }>;
   losses: DataLossEntry[];
   deadLetters: DeadLetter[];
   closed: ClosedIncarnation[];
@@ -71,6 +74,11 @@ function stepHolds(s: StreamStore, step: ItemStep): boolean {
     }
     case 'create-dead-letter':
       return !s.deadLetters.some((d) => sameDeadLetter(d, step.value));
+    case 'archive-range': {
+      // Archived already (an archive repeated after a crash) holds too.
+      const r = s.ranges.get(rKey(step.value));
+      return r === undefined || r.status === 'done';
+    }
     case 'put-delivery':
       return true;
     case 'update':
@@ -85,9 +93,23 @@ function stepHolds(s: StreamStore, step: ItemStep): boolean {
 function execute(s: StreamStore, step: ItemStep): void {
   switch (step.kind) {
     case 'create-partition':
-    case 'replace-partition':
       s.partitions.set(pKey(step.value.topic, step.value.partition), clone(step.value));
       return;
+    case 'replace-partition': {
+      // A new incarnation's state replaces the old one's whole, its ranges included (as the DynamoDB entry is replaced).
+      const old = s.partitions.get(pKey(step.value.topic, step.value.partition));
+      for (const [k, r] of s.ranges)
+        if (old && r.topic === old.topic && r.partition === old.partition && sameInc(r, old)) s.ranges.delete(k);
+      s.partitions.set(pKey(step.value.topic, step.value.partition), clone(step.value));
+      return;
+    }
+    case 'archive-range': {
+      const r = s.ranges.get(rKey(step.value));
+      if (!r) return;
+      s.ranges.delete(rKey(step.value));
+      s.history.push({ range: r, archivedAtMs: Date.now() });
+      return;
+    }
     case 'create-range':
       s.ranges.set(rKey(step.value), clone(step.value));
       return;
@@ -135,7 +157,7 @@ const processorWrite = (s: StreamStore, steps: readonly ItemStep[]): ProcessorWr
  */
 export function createMemoryLedger(
   opts: { limits?: LedgerLimits } = {},
-): Ledger & { store(stream: string): StreamStore; requestCount(): number } {
+): Ledger & { store(stream: string): StreamStore; allRanges(stream: string): RangeState[]; requestCount(): number } {
   const limits = opts.limits ?? DYNAMODB_LIMITS;
   const streams = new Map<string, StreamStore>();
   let requests = 0;
@@ -144,7 +166,16 @@ export function createMemoryLedger(
   const store = (stream: string): StreamStore => {
     let s = streams.get(stream);
     if (!s) {
-      s = { partitions: new Map(), ranges: new Map(), losses: [], deadLetters: [], closed: [], deliveries: new Map(), sinkWrites: [] };
+      s = {
+        partitions: new Map(),
+        ranges: new Map(),
+        history: [],
+        losses: [],
+        deadLetters: [],
+        closed: [],
+        deliveries: new Map(),
+        sinkWrites: [],
+      };
       streams.set(stream, s);
     }
     return s;
@@ -152,6 +183,8 @@ export function createMemoryLedger(
   const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean => !meets(s.meta, plannerFence(epoch, ownerToken));
   return {
     store,
+    // Every range the ledger keeps (archived and live), for assertions: not part of the port.
+    allRanges: (stream) => [...store(stream).history.map((h) => h.range), ...store(stream).ranges.values()],
     limits,
     requestCount: () => requests,
     async readMeta(stream) {
@@ -216,11 +249,28 @@ export function createMemoryLedger(
     },
     async readPartitions(stream) {
       requests++;
-      return [...store(stream).partitions.values()].map(clone);
+      const s = store(stream);
+      return [...s.partitions.values()].map((p) => withDerivedFields(clone(p), [...s.ranges.values()]));
+    },
+    async readPartitionsAndRanges(stream) {
+      requests++;
+      const s = store(stream);
+      const ranges = [...s.ranges.values()];
+      return { partitions: [...s.partitions.values()].map((p) => withDerivedFields(clone(p), ranges)), ranges: ranges.map(clone) };
     },
     async readOpenRanges(stream) {
       requests++;
       return [...store(stream).ranges.values()].filter((r) => r.status !== 'done').map(clone);
+    },
+    async readRanges(stream) {
+      requests++;
+      return [...store(stream).ranges.values()].map(clone);
+    },
+    async readRangeHistory(stream, opts = {}) {
+      requests++;
+      return store(stream)
+        .history.filter((h) => h.archivedAtMs >= (opts.sinceMs ?? 0))
+        .map((h) => clone(h.range));
     },
     async readRange(stream, r) {
       requests++;
@@ -237,8 +287,9 @@ export function createMemoryLedger(
     },
     async readPartition(stream, topic, partition) {
       requests++;
-      const p = store(stream).partitions.get(pKey(topic, partition));
-      return p ? clone(p) : undefined;
+      const s = store(stream);
+      const p = s.partitions.get(pKey(topic, partition));
+      return p ? withDerivedFields(clone(p), [...s.ranges.values()]) : undefined;
     },
     async takeRangeLease({
       stream,
@@ -324,7 +375,8 @@ export function createMemoryLedger(
       }
       for (const { step, ranges, deadLetters } of plans) {
         execute(s, step);
-        for (const r of [...ranges.abandonParked, ...ranges.removeDone]) s.ranges.delete(rKey(r));
+        for (const r of ranges.abandonParked) s.ranges.delete(rKey(r));
+        for (const value of ranges.removeDone) execute(s, { kind: 'archive-range', value });
         s.deadLetters = s.deadLetters.filter((d) => !deadLetters.has(d));
       }
       s.meta!.lastChange = clone(change);

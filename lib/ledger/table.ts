@@ -11,10 +11,9 @@ import {
   type CreateTableCommandInput,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { OPEN_RANGES_INDEX } from './keys.dynamodb';
 import { dynamoSetupError } from './ledger.dynamodb';
 
-/** Key schema, the sparse open-ranges GSI and on-demand billing. */
+/** Key schema and on-demand billing (no index: the planner reads its partitions' group items by key). */
 export function ledgerTableDefinition(tableName: string): CreateTableCommandInput {
   return {
     TableName: tableName,
@@ -26,17 +25,6 @@ export function ledgerTableDefinition(tableName: string): CreateTableCommandInpu
     AttributeDefinitions: [
       { AttributeName: 'pk', AttributeType: 'S' },
       { AttributeName: 'sk', AttributeType: 'S' },
-      { AttributeName: 'openPk', AttributeType: 'S' },
-    ],
-    GlobalSecondaryIndexes: [
-      {
-        IndexName: OPEN_RANGES_INDEX,
-        KeySchema: [
-          { AttributeName: 'openPk', KeyType: 'HASH' },
-          { AttributeName: 'sk', KeyType: 'RANGE' },
-        ],
-        Projection: { ProjectionType: 'ALL' },
-      },
     ],
   };
 }

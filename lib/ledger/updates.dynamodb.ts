@@ -69,17 +69,25 @@ export function markMetaOnceUpdate(
   };
 }
 
-/** Takes the planner lease if it is free, expired or already ours, bumping the epoch (I5). */
+/**
+ * Takes the planner lease if it is free, expired or already ours, bumping the epoch (I5), on a
+ * ledger of `layout` only: a new stream (no META item, or one a loop take created at epoch 0) is
+ * marked with it; a stream that planned under another layout is refused (the caller says which).
+ */
 export function acquirePlannerLeaseUpdate(
   table: string,
   a: { stream: string; ownerToken: string; nowMs: number; leaseMs: number },
+  layout: number,
 ): UpdateCommandInput {
   return {
     TableName: table,
     Key: keys.meta(a.stream),
     UpdateExpression:
-      'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream, lastRunAtMs = :now',
-    ConditionExpression: 'attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner',
+      'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream, ' +
+      'lastRunAtMs = :now, layout = :layout',
+    ConditionExpression:
+      '(attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner) AND ' +
+      '(attribute_not_exists(pk) OR layout = :layout OR attribute_not_exists(epoch) OR epoch = :zero)',
     ExpressionAttributeNames: { '#s': 'stream' },
     ExpressionAttributeValues: {
       ':zero': 0,
@@ -88,6 +96,7 @@ export function acquirePlannerLeaseUpdate(
       ':until': a.nowMs + a.leaseMs,
       ':now': a.nowMs,
       ':stream': a.stream,
+      ':layout': layout,
     },
     ReturnValues: 'ALL_NEW',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

@@ -21,6 +21,7 @@ import {
   type StartContext,
   type StartRule,
 } from './starts';
+import { withArchives } from './archive';
 import { admitPieces, bySlotPriority, capSource, occupiedSlots, openRangeCap, type ProcessorConcurrency } from './concurrency-cap';
 import {
   attemptsExhaustedError,
@@ -56,6 +57,8 @@ export type PlanInput = {
    */
   groupOffsets?: Map<string, GroupOffsetRead>;
   openRanges: RangeState[];
+  /** Finished ranges still in their partitions' live state: archived by the write that next changes their partition. */
+  finishedRanges?: RangeState[];
   /** The last epoch that confirmed its dispatches (`StreamMeta.confirmedEpoch`). */
   confirmedEpoch?: number;
   /** The processors this stream shares with the planner's other streams (its share caps its open ranges). */
@@ -156,7 +159,7 @@ export function decidePlan(input: PlanInput): PlanDecision {
   return {
     registrations,
     pendingStart,
-    writes: draft.writes,
+    writes: withArchives(draft.writes, input.finishedRanges ?? []),
     newRanges,
     redispatch,
     parks,
@@ -519,7 +522,7 @@ function grantSlots(input: PlanInput, ix: PlanIndex, candidates: PartitionState[
  * cut into pieces if asked; under a cap, only the pieces that fit the free slots (`admitPieces`).
  */
 function clampAndSplit(input: PlanInput, ix: PlanIndex, slots: Slots, draft: Draft): { newRanges: RangeState[]; recordsPlanned: number } {
-  const { stream, nowMs } = input;
+  const { stream } = input;
   const eligible = slots.granted;
   const clamped = eligible.length
     ? clampRanges(
@@ -556,7 +559,7 @@ function clampAndSplit(input: PlanInput, ix: PlanIndex, slots: Slots, draft: Dra
     for (const piece of pieces) {
       const range = newRange(input, e.p, piece, ix.topicIds.get(e.p.topic));
       newRanges.push(range);
-      draft.writes.push({ kind: 'plan-range', range, partitionUpdate: { lastPlannedAtMs: nowMs, ...(e.pidUpdate ?? {}) } });
+      draft.writes.push({ kind: 'plan-range', range, ...(e.pidUpdate ? { partitionUpdate: e.pidUpdate } : {}) });
       recordsPlanned += piece.until - piece.from;
     }
     const rep = report({ ...e.p }, ix.offsets.get(k), 'planned', draft.reports.get(k)?.note);

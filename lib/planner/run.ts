@@ -177,10 +177,10 @@ export async function planStream(
     await run.step('leased');
     const initial = fenced.startedAtMs === undefined;
     // Finished when looked at, no longer when fenced (a rewind in between): ask Kafka now.
-    const { kafka, discovered, known } = await discover(run, reached ?? (await askKafka(deps, stream)));
+    const { kafka, discovered, known, ranges } = await discover(run, reached ?? (await askKafka(deps, stream)));
     const starts = { initial, pendingStart: fenced.pendingStart };
     const { offsets, unavailable, timestampOffsets, groupOffsets, warnings } = await readOffsets(kafka, stream, starts, discovered, known);
-    const openRanges = await readOpenRanges(deps.ledger, stream.id, known, discovered);
+    const openRanges = ranges.filter((r) => r.status !== 'done');
     const decision = decidePlan({
       stream,
       nowMs,
@@ -192,6 +192,7 @@ export async function planStream(
       timestampOffsets,
       groupOffsets,
       openRanges,
+      finishedRanges: ranges.filter((r) => r.status === 'done'),
       confirmedEpoch: fenced.confirmedEpoch,
       processorConcurrency: deps.processorConcurrency,
     });
@@ -336,13 +337,13 @@ async function askKafka(deps: PlannerDeps, stream: StreamConfig): Promise<Reache
   return { kafka, discovered: await kafka.describeTopics(topicSelector(stream)) };
 }
 
-/** Discover: what the ledger knows of the partitions Kafka gave. */
+/** Discover: what the ledger knows of the partitions Kafka gave, and of their ranges. */
 async function discover(
   run: Run,
   reached: Reached,
-): Promise<{ kafka: KafkaMetadata; discovered: TopicPartitions[]; known: PartitionState[] }> {
+): Promise<{ kafka: KafkaMetadata; discovered: TopicPartitions[]; known: PartitionState[]; ranges: RangeState[] }> {
   const { kafka, discovered } = reached;
-  const known = await run.deps.ledger.readPartitions(run.stream.id);
+  const { partitions: known, ranges } = await run.deps.ledger.readPartitionsAndRanges(run.stream.id);
   // A listed topic Kafka does not have, or a pattern matching none: not a failure, but worth an alarm.
   const unmatched = unmatchedSubscription(
     run.stream,
@@ -352,7 +353,7 @@ async function discover(
     run.rep.topicsMissing = unmatched.count;
     run.rep.warnings.push(unmatched.text);
   }
-  return { kafka, discovered, known };
+  return { kafka, discovered, known, ranges };
 }
 
 /** Whether new partitions start at startingOffsets: on the first run, and afterwards those pending their start. */
@@ -391,18 +392,6 @@ async function readOffsets(
     groupOffsets: byGroup.reads,
     warnings: byGroup.warnings,
   };
-}
-
-/** The open ranges, read only when a partition has one: active and in flight, or of a topic that exists (it may have been re-created). */
-async function readOpenRanges(
-  ledger: Ledger,
-  stream: string,
-  known: PartitionState[],
-  discovered: TopicPartitions[],
-): Promise<RangeState[]> {
-  const present = new Set(discovered.map((t) => t.topic));
-  const needed = known.some((p) => p.committed < p.nextFrom && (p.status === 'active' || present.has(p.topic)));
-  return needed ? ledger.readOpenRanges(stream) : [];
 }
 
 /**

@@ -165,6 +165,9 @@ export type RangeState = {
   finishedAtMs?: number;
   /** Records delivered to the handler when done (excludes gaps, markers, aborted records). */
   records?: number;
+  /** When done: how long the processor took, and how long the range waited for its first lease (`lastRange`). */
+  processingMs?: number;
+  schedulingDelayMs?: number;
   deadLetters?: number;
   /** The partition incarnation the range belongs to (absent = 0); part of the range's identity. */
   incarnation?: number;
@@ -177,6 +180,12 @@ export type RangeState = {
    * (`beginBatch`); whoever holds the lease next must finish exactly that batch before any other.
    */
   pendingUntil?: number;
+  /**
+   * Where the store keeps the range, as the store's adapter names it (opaque to everyone else):
+   * ranges of one shard are leased and completed in one write. Carried in the processor's payload
+   * so the processor finds the range without a look-up.
+   */
+  shard?: string;
 };
 
 export type DataLossEntry = {
@@ -283,7 +292,9 @@ export type LeasedRange = {
   leaseToken: string;
   /** The partition incarnation (absent = 0). */
   incarnation?: number;
+  /** Where the store keeps it (`RangeState.shard`), when known. */
+  shard?: string;
 };
 
-/** A range's identity: topic, partition, incarnation (absent = 0) and start offset. */
-export type RangeRef = Pick<RangeState, 'topic' | 'partition' | 'from' | 'incarnation'>;
+/** A range's identity: topic, partition, incarnation (absent = 0) and start offset; where the store keeps it, when known. */
+export type RangeRef = Pick<RangeState, 'topic' | 'partition' | 'from' | 'incarnation' | 'shard'>;

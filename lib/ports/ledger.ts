@@ -62,11 +62,15 @@ export type PlannerLease =
 export type PlanWrite =
   /** Persist a newly discovered partition (only if absent). */
   | { kind: 'register-partition'; partition: PartitionState }
-  /** Persist a range and move the partition's cursor from `range.from` to `range.until`. */
+  /**
+   * Persist a range and move the partition's cursor from `range.from` to `range.until`, with the
+   * partition's backpressure state, and move the partition's finished ranges `archive` into the history.
+   */
   | {
       kind: 'plan-range';
       range: RangeState;
-      partitionUpdate: { lastPlannedAtMs: number; pid?: PidState; backpressureRatePerSec?: number };
+      partitionUpdate?: { pid?: PidState; backpressureRatePerSec?: number };
+      archive?: RangeState[];
     }
   /**
    * The dispatcher accepted the range (first dispatch or a re-dispatch after expiry/failure). The
@@ -111,7 +115,7 @@ export type PlanWrite =
    * (incarnation + 1), in one atomic write. Conditional on the partition as read: status,
    * incarnation, topic id, committed and nextFrom.
    */
-  | { kind: 'close-incarnation'; closed: ClosedIncarnation; next: PartitionState }
+  | { kind: 'close-incarnation'; closed: ClosedIncarnation; next: PartitionState; archive?: RangeState[] }
   /** A ledger written before topic ids: record the id the partition has now (only if it has none). */
   | { kind: 'record-topic-id'; topic: string; partition: number; topicId: string; incarnation?: number };
 
@@ -122,6 +126,9 @@ export type WriteOutcome = 'applied' | 'condition-failed' | 'fenced';
  * them: the processor that wrote it tries them itself right after the commit.
  */
 export const DELIVERY_GRACE_MS = 60_000;
+
+/** How long the ledger keeps archived ranges (`readRangeHistory`). */
+export const RANGE_HISTORY_DAYS = 7;
 
 /** Most open ranges a `close-incarnation` removes in its one atomic write (DynamoDB: 100 actions). */
 export const CLOSE_MAX_OPEN_RANGES = 90;
@@ -171,8 +178,22 @@ export type Ledger = PlannerLoopLease & {
   releasePlannerLease(input: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean }): Promise<WriteOutcome>;
   /** All partitions of a stream (strongly consistent). */
   readPartitions(stream: string): Promise<PartitionState[]>;
+  /** All partitions of a stream and the ranges in their live state (`readRanges`), read together (strongly consistent). */
+  readPartitionsAndRanges(stream: string): Promise<{ partitions: PartitionState[]; ranges: RangeState[] }>;
   /** Ranges not yet done (planned, leased, failed, parked). */
   readOpenRanges(stream: string): Promise<RangeState[]>;
+  /**
+   * The ranges in the partitions' live state (strongly consistent): the open ones and the finished
+   * ones the planner has not archived yet (a partition's newest finished range stays until its next
+   * range is planned).
+   */
+  readRanges(stream: string): Promise<RangeState[]>;
+  /**
+   * Archived ranges (finished, moved out of their partition's live state by the planner), oldest
+   * first, kept for `RANGE_HISTORY_DAYS`; with `sinceMs`, those archived since. A range may appear
+   * twice (an archive write repeated after a crash): callers take each identity once.
+   */
+  readRangeHistory(stream: string, opts?: { sinceMs?: number }): Promise<RangeState[]>;
   readRange(stream: string, r: RangeRef): Promise<RangeState | undefined>;
   readDataLoss(stream: string): Promise<DataLossEntry[]>;
   /** Closed incarnations of the stream's partitions (topics re-created under their name), oldest first per partition. */

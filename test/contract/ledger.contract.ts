@@ -124,7 +124,6 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     const plan = (from: number, until: number) => ({
       kind: 'plan-range' as const,
       range: rangeFixture(stream, 'orders', 3, from, until, lease.epoch),
-      partitionUpdate: { lastPlannedAtMs: 3000 },
     });
     expect(await ledger.applyPlan({ ...ctx, writes: [plan(5, 15)] })).toEqual(['applied']);
     // Replays and overlaps lose their condition.
@@ -133,7 +132,8 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect(await ledger.applyPlan({ ...ctx, writes: [plan(15, 20)] })).toEqual(['applied']);
 
     const [p] = await ledger.readPartitions(stream);
-    expect(p).toMatchObject({ topic: 'orders', partition: 3, startOffset: 5, committed: 5, nextFrom: 20, lastPlannedAtMs: 3000 });
+    // The last planned time is the newest range's.
+    expect(p).toMatchObject({ topic: 'orders', partition: 3, startOffset: 5, committed: 5, nextFrom: 20, lastPlannedAtMs: 2000 });
     const open = (await ledger.readOpenRanges(stream)).sort((x, y) => x.from - y.from);
     expect(open.map((r) => [r.from, r.until, r.status])).toEqual([
       [5, 15, 'planned'],
@@ -148,7 +148,7 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
       ...ctx,
       writes: [
         { kind: 'register-partition', partition: partitionFixture(stream, 't', 0) },
-        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, 0, 100, 1), partitionUpdate: { lastPlannedAtMs: 1 } },
+        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, 0, 100, 1) },
       ],
     });
     const r = { topic: 't', partition: 0, from: 0 };
@@ -217,7 +217,7 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect(
       await ledger.applyPlan({
         ...ctx,
-        writes: [{ kind: 'plan-range', range: rangeFixture(stream, 'gone', 0, 0, 10, 1), partitionUpdate: { lastPlannedAtMs: 1 } }],
+        writes: [{ kind: 'plan-range', range: rangeFixture(stream, 'gone', 0, 0, 10, 1) }],
       }),
     ).toEqual(['condition-failed']);
     const parts = (await ledger.readPartitions(stream)).sort((a, b) => a.partition - b.partition);
@@ -245,7 +245,7 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
       ...ctx,
       writes: [
         { kind: 'register-partition', partition: partitionFixture(stream, 't', 0) },
-        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, 0, 50, 1), partitionUpdate: { lastPlannedAtMs: 1 } },
+        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, 0, 50, 1) },
       ],
     });
     const adv = (expect: number, to: number) => ({ kind: 'advance-committed' as const, topic: 't', partition: 0, expect, to });
@@ -267,7 +267,6 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     const plans = regs.map((r, i) => ({
       kind: 'plan-range' as const,
       range: rangeFixture(stream, r.partition.topic, r.partition.partition, i === 100 ? 1 : 0, 10, 1),
-      partitionUpdate: { lastPlannedAtMs: 5 },
     }));
     const out = await ledger.applyPlan({ ...ctx, writes: plans });
     expect(out.filter((o) => o === 'applied')).toHaveLength(249);
@@ -283,7 +282,7 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
       ...ctx,
       writes: [
         { kind: 'register-partition', partition: partitionFixture(stream, 't', 0, from) },
-        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, from, until, lease.epoch), partitionUpdate: { lastPlannedAtMs: 1 } },
+        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, from, until, lease.epoch) },
       ],
     });
     return { stream, topic: 't', partition: 0, from, until };
@@ -550,9 +549,7 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
       const [from, until] = [bounds[i] as number, bounds[i + 1] as number];
       await ledger.applyPlan({
         ...ctx,
-        writes: [
-          { kind: 'plan-range', range: rangeFixture(stream, 't', 0, from, until, lease.epoch), partitionUpdate: { lastPlannedAtMs: 1 } },
-        ],
+        writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, from, until, lease.epoch) }],
       });
       const held = { stream, topic: 't', partition: 0, from, until, leaseToken: `p${i}` };
       await take(held, held.leaseToken, 1000);
@@ -596,7 +593,7 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
       stream,
       epoch: l.epoch,
       ownerToken: 'planner2',
-      writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 100, 120, l.epoch), partitionUpdate: { lastPlannedAtMs: 1 } }],
+      writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 100, 120, l.epoch) }],
     });
     const held = { stream, topic: 't', partition: 0, from: 100, until: 120, leaseToken: 'dl' };
     await take(held, 'dl', 4000);
@@ -631,13 +628,13 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     // The offsets after the cursor can be planned again, with the same deterministic range keys.
     const again = await ledger.applyPlan({
       ...ctx,
-      writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 40, 50, ctx.epoch), partitionUpdate: { lastPlannedAtMs: 9 } }],
+      writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 40, 50, ctx.epoch) }],
     });
     expect(again).toEqual(['applied']);
     expect(
       await ledger.applyPlan({
         ...ctx,
-        writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 50, 100, ctx.epoch), partitionUpdate: { lastPlannedAtMs: 9 } }],
+        writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 50, 100, ctx.epoch) }],
       }),
     ).toEqual(['applied']);
   });
@@ -787,7 +784,6 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     const plan = (from: number, until: number, incarnation?: number, topicId = 'OLD') => ({
       kind: 'plan-range' as const,
       range: { ...rangeFixture(stream, 't', 0, from, until, lease.epoch), ...(incarnation ? { incarnation } : {}), topicId },
-      partitionUpdate: { lastPlannedAtMs: 3000 },
     });
     expect(await ledger.applyPlan({ ...ctx, writes: [{ kind: 'register-partition', partition: old }, plan(0, 10), plan(10, 20)] })).toEqual(
       ['applied', 'applied', 'applied'],
@@ -837,7 +833,10 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
       reason: 'TOPIC_RECREATED: test',
     };
     const next: PartitionState = { ...partitionFixture(stream, 't', 0, 0), topicId: 'NEW', incarnation: 1 };
-    const close = { kind: 'close-incarnation' as const, closed, next };
+    const finished = await ledger.readRange(stream, { topic: 't', partition: 0, from: 0 });
+    expect(finished).toMatchObject({ status: 'done', topicId: 'OLD' });
+    // The planner archives the closed incarnation's finished ranges with the close.
+    const close = { kind: 'close-incarnation' as const, closed, next, archive: [finished as RangeState] };
     // Conditional on what was read: a stale topic id or cursor changes nothing.
     expect(await ledger.applyPlan({ ...ctx, writes: [{ ...close, closed: { ...closed, topicId: 'OTHER' } }] })).toEqual([
       'condition-failed',
@@ -856,12 +855,14 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     // The new incarnation plans [0, 10) again: a distinct item from the old finished [0, 10).
     expect(await ledger.applyPlan({ ...ctx, writes: [plan(0, 10)] })).toEqual(['condition-failed']); // incarnation 0 is closed
     expect(await ledger.applyPlan({ ...ctx, writes: [plan(0, 10, 1, 'NEW')] })).toEqual(['applied']);
-    expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0 })).toMatchObject({ status: 'done', topicId: 'OLD' });
+    // The old incarnation's finished range is in the history; the new one's [0, 10) is another range.
+    expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0 })).toBeUndefined();
+    expect(await ledger.readRangeHistory(stream)).toEqual([expect.objectContaining({ from: 0, until: 10, status: 'done', records: 10 })]);
     expect(await ledger.readRange(stream, { topic: 't', partition: 0, from: 0, incarnation: 1 })).toMatchObject({
       status: 'planned',
       topicId: 'NEW',
     });
-    // A stale payload of incarnation 0 names the old item, never the new one.
+    // A stale payload of incarnation 0 names a range that left with its incarnation, never the new one.
     expect(
       await ledger.takeRangeLease({
         stream,
@@ -874,7 +875,7 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
         leaseMs: 1000,
         maxAttempts: 3,
       }),
-    ).toMatchObject({ kind: 'done' });
+    ).toMatchObject({ kind: 'missing' });
     const taken = await ledger.takeRangeLease({
       stream,
       topic: 't',

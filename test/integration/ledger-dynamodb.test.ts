@@ -14,6 +14,9 @@ import { plannerLoopContract } from '../contract/planner-loop.contract';
 import { countRequests } from '../support/dynamo-requests';
 import { createSinkTable, emulatorClientConfig, testDynamo, uniqueName } from '../support/env';
 import type { SinkMark, SinkWrite } from '../../lib/ports/sink-write';
+import { PARTITIONS_PER_GROUP } from '../../lib/ledger/groups.dynamodb';
+import { PACK_GROUPS_ABOVE } from '../../lib/ledger/plan.dynamodb';
+import { itemSizeBytes } from '../../bench/write-units';
 
 const client = testDynamo();
 /** Requests sent through `client` (tests run one at a time, so a difference is one ledger's). */
@@ -34,32 +37,67 @@ describe('DynamoDB ledger (planner loop lease contract)', () => {
   plannerLoopContract(async () => createDynamoLedger({ client, tableName }));
 });
 
-describe('DynamoDB ledger batching', () => {
-  it('writes 2 actions per planned range in transactions of 1 fence + 99 actions', async () => {
+describe('DynamoDB ledger layout: group items', () => {
+  const plannerOf = async (stream: string) => {
     const ledger = Object.assign(createDynamoLedger({ client, tableName }), { requestCount });
-    const stream = uniqueName('batch');
     const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
     if (!lease.acquired) throw new Error('lease');
-    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    return { ledger, ctx: { stream, epoch: lease.epoch, ownerToken: 'o' } };
+  };
+  const register = (stream: string, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ kind: 'register-partition' as const, partition: partitionFixture(stream, 't', i) }));
+  const plan = (stream: string, n: number, epoch: number) =>
+    Array.from({ length: n }, (_, i) => ({ kind: 'plan-range' as const, range: rangeFixture(stream, 't', i, 0, 10, epoch) }));
+
+  it('registers partitions in transactions of their P# items and group items, 8 partitions to a group', async () => {
+    const stream = uniqueName('groups');
+    const { ledger, ctx } = await plannerOf(stream);
     const n = 300;
+    const groups = Math.ceil(n / PARTITIONS_PER_GROUP);
+    let before = ledger.requestCount();
+    expect((await ledger.applyPlan({ ...ctx, writes: register(stream, n) })).every((o) => o === 'applied')).toBe(true);
+    // One Query of the stream's partitions (where the new ones go), then 11 groups (88 P# items + 11 group items) a transaction.
+    expect(ledger.requestCount() - before).toBe(1 + Math.ceil(groups / 11));
+    // More group items than one UpdateItem each would take: one transaction of up to 99 of them.
+    before = ledger.requestCount();
+    expect((await ledger.applyPlan({ ...ctx, writes: plan(stream, n, ctx.epoch) })).every((o) => o === 'applied')).toBe(true);
+    expect(groups).toBeGreaterThan(PACK_GROUPS_ABOVE);
+    expect(ledger.requestCount() - before).toBe(Math.ceil(groups / 99));
+    const { partitions, ranges } = await ledger.readPartitionsAndRanges(stream);
+    expect(partitions).toHaveLength(n);
+    expect(ranges.map((r) => `${r.partition}:${r.from}-${r.until}:${r.status}:${r.shard}`).sort()).toEqual(
+      Array.from({ length: n }, (_, i) => `${i}:0-10:planned:${Math.floor(i / PARTITIONS_PER_GROUP)}`).sort(),
+    );
+  });
+
+  it('plans the ranges of a group in one UpdateItem, and a group of 7 partitions with their ranges leased stays under 1 KB', async () => {
+    const stream = uniqueName('small');
+    const { ledger, ctx } = await plannerOf(stream);
+    // What a stream that has run a while holds: 7-digit offsets and epochs, today's times, an observed rate.
+    const at = 1_234_567;
+    const now = Date.now();
+    const partitions = Array.from({ length: 10 }, (_, i) => ({ ...partitionFixture(stream, 't', i, at), observedRecordsPerSec: 1234.5 }));
+    await ledger.applyPlan({ ...ctx, writes: partitions.map((partition) => ({ kind: 'register-partition' as const, partition })) });
+    const ranges = partitions.map((p) => ({
+      ...rangeFixture(stream, 't', p.partition, at, at + 100, 2_345_678),
+      plannedAtMs: now,
+      dispatchedAtMs: now,
+      dispatches: 1,
+    }));
     const before = ledger.requestCount();
-    await ledger.applyPlan({
-      ...ctx,
-      writes: Array.from({ length: n }, (_, i) => ({ kind: 'register-partition' as const, partition: partitionFixture(stream, 't', i) })),
-    });
-    expect(ledger.requestCount() - before).toBe(Math.ceil(n / 99));
-    const mid = ledger.requestCount();
-    const out = await ledger.applyPlan({
-      ...ctx,
-      writes: Array.from({ length: n }, (_, i) => ({
-        kind: 'plan-range' as const,
-        range: rangeFixture(stream, 't', i, 0, 10, lease.epoch),
-        partitionUpdate: { lastPlannedAtMs: 1 },
-      })),
-    });
-    expect(out.every((o) => o === 'applied')).toBe(true);
-    // 49 ranges (98 actions) per transaction.
-    expect(ledger.requestCount() - mid).toBe(Math.ceil(n / 49));
+    expect(await ledger.applyPlan({ ...ctx, writes: ranges.map((range) => ({ kind: 'plan-range' as const, range })) })).toEqual(
+      new Array(10).fill('applied'),
+    );
+    expect(ledger.requestCount() - before).toBe(2); // groups [0, 7) and [7, 10)
+    for (const r of ranges) {
+      // A processor's token is 12 characters (lib/processor/process-range.ts).
+      const take = { ...r, leaseToken: 'Abc123Def456', nowMs: now + 50, leaseMs: 960_000, maxAttempts: 5 };
+      expect(await ledger.takeRangeLease(take)).toMatchObject({ kind: 'taken', range: { dispatchedAtMs: now } });
+    }
+    const key = { pk: { S: `S#${stream}#0` }, sk: { S: 'G#000000' } };
+    const group = await client.send(new GetItemCommand({ TableName: tableName, Key: key, ConsistentRead: true }));
+    expect(Object.keys(group.Item ?? {}).filter((k) => k !== 'pk' && k !== 'sk' && k !== 'ep')).toHaveLength(PARTITIONS_PER_GROUP);
+    expect(itemSizeBytes(group.Item ?? {})).toBeLessThanOrEqual(1024);
   });
 });
 
@@ -75,7 +113,7 @@ describe('DynamoDB ledger lease takes', () => {
       ownerToken: 'o',
       writes: [
         { kind: 'register-partition', partition: partitionFixture(stream, 't', 0) },
-        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, 0, 10, lease.epoch), partitionUpdate: { lastPlannedAtMs: 1 } },
+        { kind: 'plan-range', range: rangeFixture(stream, 't', 0, 0, 10, lease.epoch) },
       ],
     });
     const take = (until: number, leaseToken: string) =>

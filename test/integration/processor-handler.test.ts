@@ -219,7 +219,7 @@ async function planRange(
     kind: 'register-partition',
     partition: { stream, topic, partition, status: 'active', startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 },
   };
-  const plan: PlanWrite = { kind: 'plan-range', range, partitionUpdate: { lastPlannedAtMs: Date.now() } };
+  const plan: PlanWrite = { kind: 'plan-range', range };
   await ledger.applyPlan({ stream, epoch: lease.epoch, ownerToken: 't', writes: register ? [registration, plan] : [plan] });
   return { epoch: lease.epoch, range };
 }

@@ -87,7 +87,6 @@ async function planRange(ledger: FixtureLedger, until: number): Promise<void> {
       {
         kind: 'plan-range',
         range: { ...tp, from: 0, until, status: 'planned', epoch: lease.epoch, plannedAtMs: 0, dispatches: 1, attempts: 0, progress: 0 },
-        partitionUpdate: { lastPlannedAtMs: 0 },
       },
     ],
   });

@@ -27,6 +27,7 @@ import { CommitTooLargeError, type LedgerLimits } from '../../lib/ports/commit-l
 import { SinkConditionError } from '../../lib/ports/sink-write';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../lib/ports/range-reader';
 import { LeaseLostError, PoisonStopError } from '../../lib/processor/committer';
+import { LedgerLayoutError } from '../../lib/ledger/locations.dynamodb';
 import { FoldWriteError, NondeterministicFoldError } from '../../lib/processor/fold-committer';
 
 const ROOT = resolve(__dirname, '../..');
@@ -55,6 +56,7 @@ const BUILT: Array<[name: string, code: string, build: (c: unknown) => AppError]
   ['PartitionUnavailableError', 'KAFKA', (c) => new PartitionUnavailableError('m', { ...where, code: 'NO_LEADER', cause: c })],
   ['SinkConditionError', 'SINK_CONDITION', (c) => new SinkConditionError('m', { cause: c })],
   ['LeaseLostError', 'LEASE_LOST', (c) => new LeaseLostError({ cause: c })],
+  ['LedgerLayoutError', 'LEDGER_LAYOUT', (c) => new LedgerLayoutError('s', { cause: c })],
   ['PoisonStopError', 'POISON_STOP', (c) => new PoisonStopError('m', { cause: c })],
   ['NondeterministicFoldError', 'FOLD_NOT_DETERMINISTIC', (c) => new NondeterministicFoldError('k', 0, 1, c)],
   ['FoldWriteError', 'FOLD_WRITE', (c) => new FoldWriteError('m', { cause: c })],

@@ -38,6 +38,11 @@ export type ItemStep =
   | { kind: 'update'; ref: ItemRef; when: readonly Requirement[]; change: ItemChange }
   /** Replaces the partition item with `value` (a new incarnation), conditional on the item as read. */
   | { kind: 'replace-partition'; ref: Extract<ItemRef, { item: 'partition' }>; when: readonly Requirement[]; value: PartitionState }
+  /**
+   * Moves a finished range out of its partition's live state into the ledger's history of ranges
+   * (it must still be there, finished; the history is not conditional).
+   */
+  | { kind: 'archive-range'; value: RangeState }
   /** Removes an item whatever it holds (a processor holding it loses its lease at its next write). */
   | { kind: 'delete'; ref: ItemRef };
 

@@ -5,23 +5,32 @@
  */
 import { ValidationError } from '../../errors';
 import { CLOSE_MAX_OPEN_RANGES, type PlanWrite } from '../ledger';
+import type { RangeState } from '../ledger-state';
 import { isIncarnation, partitionRef, rangeRef, type ItemStep, type Requirement } from './item-step';
 
 type PlanWriteOf<K extends PlanWrite['kind']> = Extract<PlanWrite, { kind: K }>;
 
 const ACTIVE: Requirement = { field: 'status', is: 'active' };
 
-/** Persists a range and moves its partition's planning cursor from `range.from` to `range.until`. */
+/** Moves finished ranges out of their partition's live state, into the history. */
+const archived = (ranges: readonly RangeState[] | undefined): ItemStep[] =>
+  (ranges ?? []).map((value): ItemStep => ({ kind: 'archive-range', value }));
+
+/**
+ * Persists a range and moves its partition's planning cursor from `range.from` to `range.until`
+ * (the partition's last planned time is its newest range's: see derived.ts), archiving the finished
+ * ranges the planner read.
+ */
 function planRange(w: PlanWriteOf<'plan-range'>): ItemStep[] {
   const r = w.range;
-  const { lastPlannedAtMs, pid, backpressureRatePerSec } = w.partitionUpdate;
+  const { pid, backpressureRatePerSec } = w.partitionUpdate ?? {};
   const set = {
     nextFrom: r.until,
-    lastPlannedAtMs,
     ...(pid ? { pid } : {}),
     ...(backpressureRatePerSec !== undefined ? { backpressureRatePerSec } : {}),
   };
   return [
+    ...archived(w.archive),
     { kind: 'create-range', value: r },
     {
       kind: 'update',
@@ -52,6 +61,7 @@ function closeIncarnation(w: PlanWriteOf<'close-incarnation'>): ItemStep[] {
     { field: 'topicId', is: c.topicId },
   ];
   return [
+    ...archived(w.archive),
     { kind: 'replace-partition', ref: partitionRef(c.topic, c.partition), when, value: w.next },
     { kind: 'create-closed', value: c },
     ...c.openRanges.map((r): ItemStep => ({

@@ -104,15 +104,15 @@ export type RangeCompletion = {
 };
 
 /**
- * Marks the range done at `until` (a completion also commits what was handled since
- * `expectProgress`, ending a pending batch there), and records the range's statistics on its
- * partition (same incarnation). With `advance`, the partition's committed offset moves from the
- * range's start to its end, which requires it to stand at the start (one range in flight per partition).
+ * Marks the range done at `until` with its statistics (a completion also commits what was handled
+ * since `expectProgress`, ending a pending batch there; its partition's `lastRange` is its newest
+ * finished range's, see derived.ts), and records the observed rate on its partition (same
+ * incarnation). With `advance`, the partition's committed offset moves from the range's start to its
+ * end, which requires it to stand at the start (one range in flight per partition).
  */
 export function completeRangeSteps(c: RangeCompletion, advance: boolean): ItemStep[] {
-  const { range } = c;
+  const { range, stats } = c;
   const set: Record<string, unknown> = {
-    lastRange: c.stats,
     ...(c.observedRecordsPerSec !== undefined ? { observedRecordsPerSec: c.observedRecordsPerSec } : {}),
     ...(advance ? { committed: range.until } : {}),
   };
@@ -127,10 +127,18 @@ export function completeRangeSteps(c: RangeCompletion, advance: boolean): ItemSt
         pendingEndsAt(range.until),
       ],
       change: {
-        set: { status: 'done', progress: range.until, finishedAtMs: c.nowMs, records: c.stats.records },
+        set: {
+          status: 'done',
+          progress: range.until,
+          finishedAtMs: stats.finishedAtMs,
+          records: stats.records,
+          processingMs: stats.processingMs,
+          schedulingDelayMs: stats.schedulingDelayMs,
+        },
         remove: ['leaseExpiresAtMs', 'pendingUntil'],
       },
     },
+    // Conditional on the incarnation even with nothing to set: a range of a closed incarnation never completes.
     {
       kind: 'update',
       ref: partitionRef(range.topic, range.partition),

@@ -1,7 +1,8 @@
 /**
- * The DynamoDB ledger's transaction retry loop, on a client whose TransactWriteItems answers are
- * scripted by a middleware (nothing leaves the process): what is retried, after a backoff or at once,
- * with the same request token, and where it gives up. A commit of progress alone is no transaction.
+ * The DynamoDB ledger's retries, on a client whose write answers are scripted by a middleware
+ * (nothing leaves the process; reads answer that partition `p` is in group `p / 7`): what is retried,
+ * after a backoff or at once, with the same request token, and where it gives up. A commit of
+ * progress alone is no transaction.
  */
 import {
   ConditionalCheckFailedException,
@@ -11,12 +12,25 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { ConflictError, StoreError } from '../../../lib/errors';
+import { entryName, PARTITIONS_PER_GROUP } from '../../../lib/ledger/groups.dynamodb';
 import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
 import type { PlanWrite } from '../../../lib/ports/ledger';
 
 type Sent = { command: string; items: unknown[]; token: string };
 
-/** A ledger whose n-th transaction gets `answers[n]` (cancellation codes) or succeeds when none is left. */
+/** What the scripted reads answer: no partition listed, each asked-for `P#` item in group `partition / 7`. */
+function answerRead(command: string, input: Record<string, unknown>): unknown {
+  if (command === 'QueryCommand') return { Items: [], $metadata: {} };
+  if (command !== 'BatchGetItemCommand') return { $metadata: {} };
+  const [table, req] = Object.entries(input.RequestItems as Record<string, { Keys: Array<{ sk: string }> }>)[0]!;
+  const items = req.Keys.map((k) => {
+    const partition = Number(k.sk.split('#')[2]);
+    return { ...k, topic: 't', partition, g: Math.floor(partition / PARTITIONS_PER_GROUP) };
+  });
+  return { Responses: { [table]: items }, $metadata: {} };
+}
+
+/** A ledger whose n-th write gets `answers[n]` (cancellation codes, or an UpdateItem's failure) or succeeds when none is left. */
 function scripted(answers: string[][]) {
   const client = new DynamoDBClient({
     region: 'us-east-1',
@@ -26,17 +40,22 @@ function scripted(answers: string[][]) {
   const sent: Sent[] = [];
   client.middlewareStack.add(
     (_next, context) => async (args) => {
+      const command = context.commandName ?? '';
       const input = args.input as { TransactItems: unknown[]; ClientRequestToken: string };
-      sent.push({ command: context.commandName ?? '', items: input.TransactItems, token: input.ClientRequestToken });
+      if (!['TransactWriteItemsCommand', 'UpdateItemCommand'].includes(command)) {
+        return { output: answerRead(command, input) as never, response: {} };
+      }
+      sent.push({ command, items: input.TransactItems, token: input.ClientRequestToken });
       const codes = answers[sent.length - 1];
       if (!codes) return { output: { $metadata: {} } as never, response: {} };
-      if (context.commandName === 'UpdateItemCommand') {
+      if (command === 'UpdateItemCommand') {
         if (codes[0] === 'TransactionConflict') throw new TransactionConflictException({ message: 'conflict', $metadata: {} });
-        // `Landed:<leaseToken>:<progress>:<attempts>`: the condition failed on an item leased to that
-        // token at that progress, after the SDK sent the request that many times.
+        // `Landed:<leaseToken>:<progress>:<attempts>`: the condition failed on a group item holding the
+        // range leased to that token at that progress, after the SDK sent the request that many times.
         const [kind, token, progress, attempts] = codes[0]!.split(':');
         if (kind !== 'Landed') throw new ConditionalCheckFailedException({ message: 'failed', $metadata: {} });
-        const item = { ...held, status: 'leased', leaseToken: token, progress: Number(progress) };
+        const entry = { c: 0, n: 10, r: { '0': { u: 10, s: 'l', k: token, p: Number(progress), e: 1, t: 0, d: 1, a: 1 } } };
+        const item = { pk: 'S#s#0', sk: 'G#000000', [entryName('t', 0)]: entry };
         throw new ConditionalCheckFailedException({ message: 'failed', $metadata: { attempts: Number(attempts) }, Item: marshall(item) });
       }
       throw new TransactionCanceledException({ message: 'cancelled', $metadata: {}, CancellationReasons: codes.map((Code) => ({ Code })) });
@@ -57,9 +76,10 @@ const held = { stream: 's', topic: 't', partition: 0, from: 0, until: 10, leaseT
 const progressOnly = { range: held, expectProgress: 0, to: 5, nowMs: 0, leaseMs: 1000 };
 const commit = { ...progressOnly, sinkWrites: [{ put: { table: 'sink', item: { pk: 'a' } } }] };
 
-describe('DynamoDB ledger transaction retries', () => {
+describe('DynamoDB ledger retries', () => {
+  // Two registrations in group 0: the fence check, two P# items, the group item.
   it('planner writes: a conflict is retried after a backoff with the same token', async () => {
-    const t = scripted([['None', 'TransactionConflict', 'None']]);
+    const t = scripted([['None', 'TransactionConflict', 'None', 'None']]);
     expect(await t.ledger.applyPlan(plan([register(0), register(1)]))).toEqual(['applied', 'applied']);
     expect(t.sent).toHaveLength(2);
     expect(t.sent[1]?.token).toBe(t.sent[0]?.token);
@@ -67,33 +87,33 @@ describe('DynamoDB ledger transaction retries', () => {
   });
 
   it('planner writes: a failed write condition is reported and the others are resent at once without it', async () => {
-    const t = scripted([['None', 'ConditionalCheckFailed', 'None']]);
+    const t = scripted([['None', 'ConditionalCheckFailed', 'None', 'None']]);
     expect(await t.ledger.applyPlan(plan([register(0), register(1)]))).toEqual(['condition-failed', 'applied']);
-    expect(t.sent.map((s) => s.items.length)).toEqual([3, 2]);
+    expect(t.sent.map((s) => s.items.length)).toEqual([4, 3]);
     expect(t.sleeps).toEqual([]);
   });
 
-  it('planner writes: the fence failing fences them all; another reason on every write is a StoreError', async () => {
-    const fenced = scripted([['ConditionalCheckFailed', 'None']]);
+  it('planner writes: the fence failing fences them all; another reason is a StoreError', async () => {
+    const fenced = scripted([['ConditionalCheckFailed', 'None', 'None']]);
     expect(await fenced.ledger.applyPlan(plan([register(0)]))).toEqual(['fenced']);
-    const refused = scripted([['None', 'ValidationError']]);
+    const refused = scripted([['None', 'ValidationError', 'None']]);
     await expect(refused.ledger.applyPlan(plan([register(0)]))).rejects.toBeInstanceOf(StoreError);
     expect(refused.sent).toHaveLength(1);
   });
 
   it('planner writes: throttling is retried like a conflict, then gives up with a ConflictError', async () => {
-    const t = scripted(Array.from({ length: 7 }, () => ['None', 'ThrottlingError']));
+    const t = scripted(Array.from({ length: 7 }, () => ['None', 'ThrottlingError', 'None']));
     await expect(t.ledger.applyPlan(plan([register(0)]))).rejects.toBeInstanceOf(ConflictError);
     expect(t.sent).toHaveLength(7);
     expect(t.sleeps).toHaveLength(6);
   });
 
-  it('processor commits: any cancellation but a condition is retried after a backoff, then a ConflictError', async () => {
+  it('processor commits: a conflict is retried after a backoff with the same token, then a ConflictError', async () => {
     const once = scripted([['TransactionConflict']]);
     expect(await once.ledger.commitChunk(commit)).toBe('applied');
     expect(once.sent).toHaveLength(2);
     expect(once.sent[1]?.token).toBe(once.sent[0]?.token);
-    const always = scripted(Array.from({ length: 7 }, () => ['None']));
+    const always = scripted(Array.from({ length: 7 }, () => ['TransactionConflict']));
     await expect(always.ledger.commitChunk(commit)).rejects.toBeInstanceOf(ConflictError);
     expect(always.sleeps).toHaveLength(6);
     const lost = scripted([['ConditionalCheckFailed']]);

@@ -46,7 +46,7 @@ const ref = { topic: 't', partition: 0, from: 20 };
 
 describe('planWriteSteps', () => {
   const planned = range({ from: 20, until: 30 });
-  const planRange: PlanWrite = { kind: 'plan-range', range: planned, partitionUpdate: { lastPlannedAtMs: 7, backpressureRatePerSec: 5 } };
+  const planRange: PlanWrite = { kind: 'plan-range', range: planned, partitionUpdate: { backpressureRatePerSec: 5 } };
   const closed: ClosedIncarnation = {
     stream: 's',
     topic: 't',
@@ -66,12 +66,7 @@ describe('planWriteSteps', () => {
   it.each<[string, PlanWrite, State, State | 'condition-failed']>([
     ['register-partition: absent', { kind: 'register-partition', partition: partition() }, at(), at(partition())],
     ['register-partition: present', { kind: 'register-partition', partition: partition() }, at(partition()), 'condition-failed'],
-    [
-      'plan-range: at the cursor',
-      planRange,
-      at(partition()),
-      at(partition({ nextFrom: 30, lastPlannedAtMs: 7, backpressureRatePerSec: 5 }), planned),
-    ],
+    ['plan-range: at the cursor', planRange, at(partition()), at(partition({ nextFrom: 30, backpressureRatePerSec: 5 }), planned)],
     ['plan-range: cursor moved', planRange, at(partition({ nextFrom: 25 })), 'condition-failed'],
     ['plan-range: partition failed', planRange, at(partition({ status: 'failed' })), 'condition-failed'],
     ['plan-range: other incarnation', planRange, at(partition({ incarnation: 1 })), 'condition-failed'],

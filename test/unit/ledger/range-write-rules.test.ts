@@ -118,18 +118,15 @@ describe('completeRangeSteps', () => {
     expect(apply(leased({ progress: 40, status: 'failed' }), range)).toBeUndefined();
   });
 
-  it('advances the committed offset only from the range start, in the range incarnation, and records the stats', () => {
-    const [, partition] = completeRangeSteps(completion, true) as [UpdateStep, UpdateStep];
+  it('keeps the stats on the range, and advances the committed offset only from the range start, in the range incarnation', () => {
+    const [range, partition] = completeRangeSteps(completion, true) as [UpdateStep, UpdateStep];
+    expect(apply(leased({ progress: 40 }), range)).toMatchObject({ records: 5, processingMs: 10, schedulingDelayMs: 1, finishedAtMs: 9 });
     const p = partitionState({ committed: 10, nextFrom: 110 });
-    expect(meets(p, partition.when) && changed(p, partition.change)).toMatchObject({
-      committed: 110,
-      lastRange: stats,
-      observedRecordsPerSec: 50,
-    });
+    expect(meets(p, partition.when) && changed(p, partition.change)).toMatchObject({ committed: 110, observedRecordsPerSec: 50 });
     expect(meets(partitionState({ committed: 5, nextFrom: 110 }), partition.when)).toBe(false);
     expect(meets(partitionState({ committed: 10, nextFrom: 110, incarnation: 1 }), partition.when)).toBe(false);
     const [, alone] = completeRangeSteps(completion, false) as [UpdateStep, UpdateStep];
-    expect(changed(partitionState({ committed: 5 }), alone.change)).toMatchObject({ committed: 5, lastRange: stats });
+    expect(changed(partitionState({ committed: 5 }), alone.change)).toMatchObject({ committed: 5, observedRecordsPerSec: 50 });
   });
 });
 

@@ -338,7 +338,7 @@ function tick(stream: StreamConfig, processor: ProcessorConcurrency | undefined,
     const p = w.parts[wr.range.partition]!;
     expect(wr.range.from).toBe(p.nextFrom);
     p.nextFrom = wr.range.until;
-    p.lastPlannedAtMs = wr.partitionUpdate.lastPlannedAtMs;
+    p.lastPlannedAtMs = wr.range.plannedAtMs;
     w.ranges.push({ ...wr.range });
   }
   for (const { range: again } of d.redispatch) {

@@ -46,7 +46,7 @@ describe('processRange', () => {
     expect(res).toMatchObject({ status: 'done', records: 10, chunks: 3, progress: 10, remaining: 0 });
     expect(t.totals()).toEqual(t.expected(10));
     expect(t.ledger.store('s').sinkWrites.every((w) => 'update' in w && w.update.table === 'totals')).toBe(true);
-    expect(t.ledger.store('s').partitions.get(`${T}/0`)).toMatchObject({ committed: 10, lastRange: { records: 10 } });
+    expect(await t.ledger.readPartition('s', T, 0)).toMatchObject({ committed: 10, lastRange: { records: 10 } });
     expect(t.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({ status: 'done', records: 10 });
   });
 
