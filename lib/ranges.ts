@@ -9,7 +9,25 @@ export type RangePayload = {
   until: number;
   /** The partition incarnation (absent = 0): ranges of a re-created topic are new ranges. */
   incarnation?: number;
+  /** Where the ledger keeps the range (`RangeState.shard`): the processor finds it without a look-up. */
+  shard?: string;
+  /**
+   * The topic id the range was planned against: the processor reads it only from that topic (a
+   * payload naming another id than the ledger's is checked against the ledger before anything is parked).
+   */
+  topicId?: string;
 };
+
+/** Ranges a shared invocation takes at most (a payload of Lambda's 256 KB holds far more). */
+export const MAX_RANGES_PER_INVOCATION = 1000;
+
+/** A processor invocation of several ranges of one stream (small ranges sharing an invocation). */
+export type RangesPayload = { stream: string; ranges: Array<Omit<RangePayload, 'stream'>> };
+
+/** The ranges of an invocation's payload. */
+export function rangesOfPayload(p: RangePayload | RangesPayload): RangePayload[] {
+  return 'ranges' in p ? p.ranges.map((r) => ({ stream: p.stream, ...r })) : [p];
+}
 
 /** `topic/partition`: Kafka topic names cannot contain '/', so this is unambiguous. */
 export function partitionKey(topic: string, partition: number): string {

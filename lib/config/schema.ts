@@ -8,6 +8,7 @@ import { pemCertificateProblem } from './pem';
 import { ValidationError } from '../errors';
 import type { IsolationLevel as PortIsolationLevel } from '../ports/kafka-metadata';
 import { DEAD_LETTER_CONTENTS } from '../ports/ledger-state';
+import { MAX_RANGES_PER_INVOCATION } from '../ranges';
 import { environmentNameProblem, iamActionProblem, iamResourceProblem, IAM_SID_PATTERN, VARIABLE_NAME_PATTERN } from './handler-access';
 import { compilePattern, MAX_FILTERS, type FilterPattern } from '../filters/pattern';
 import { formatIssues, issueMessage, unknownKeysMessage } from './issues';
@@ -261,6 +262,19 @@ const backpressureSchema = strictObject({
 });
 export type BackpressureConfig = z.output<typeof backpressureSchema>;
 
+/** When small ranges share a processor invocation (`false`: every range has an invocation of its own). */
+const shareInvocationsSchema = z.union([
+  z.literal(false),
+  strictObject({
+    /** Records of an invocation's ranges together; a range of more has an invocation of its own. */
+    maxRecords: positiveInt.default(10_000),
+    /** Bytes of an invocation's ranges together (records x the partition's observed bytes per record). */
+    maxBytes: positiveInt.default(8 * 1024 * 1024),
+    /** Ranges of one invocation at most. */
+    maxRanges: positiveInt.max(MAX_RANGES_PER_INVOCATION).default(100),
+  }),
+]);
+
 const processorSchema = strictObject({
   timeoutMs: wholeNumber().min(1_000).max(LAMBDA_MAX_TIMEOUT_MS).default(LAMBDA_MAX_TIMEOUT_MS),
   /** Share of the remaining time a processor plans to use, leaving room to commit. */
@@ -275,6 +289,8 @@ const processorSchema = strictObject({
   foldMaxItems: positiveInt.default(50_000),
   /** Folded exactly-once handlers: records folded into one batch at most (what a crash makes the next invocation redo). */
   foldMaxRecords: positiveInt.default(500_000),
+  /** Small ranges share an invocation (see lib/offsets/share.ts); `false` gives every range its own. */
+  shareInvocations: shareInvocationsSchema.prefault({}),
 })
   .superRefine((p, ctx) => {
     if (p.leaseMs !== undefined && !fieldFailed(ctx, 'timeoutMs') && p.leaseMs <= p.timeoutMs) {

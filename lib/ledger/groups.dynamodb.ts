@@ -82,6 +82,7 @@ export const PARTITION_FIELDS: Record<keyof PartitionState, string | 'static' | 
   reason: 'static',
   statusChangedAtMs: 'static',
   observedRecordsPerSec: 'o',
+  observedBytesPerRecord: 'b',
   pid: 'p',
   backpressureRatePerSec: 'q',
   lastRange: 'derived',
@@ -89,6 +90,7 @@ export const PARTITION_FIELDS: Record<keyof PartitionState, string | 'static' | 
   topicId: 'static',
   incarnation: 'i',
   rewinds: 'w',
+  shard: 'derived',
 };
 
 /**

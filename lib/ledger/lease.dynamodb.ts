@@ -48,27 +48,37 @@ export function addLeaseTake(b: ItemWriteBuilder, t: LeaseTake): void {
 /** The range `t` names as the group item `image` holds it (undefined: not in its partition's live state). */
 export function rangeInImage(stream: string, image: Item | undefined, t: Pick<LeaseTake, 'topic' | 'partition' | 'from' | 'incarnation'>) {
   const entry = image?.[entryName(t.topic, t.partition)] as Item | undefined;
-  if (!entry) return { range: undefined, committed: undefined };
+  if (!entry) return { range: undefined, committed: undefined, observed: {} };
   const p = partitionOfEntry({ stream, topic: t.topic, partition: t.partition }, entry);
-  if ((p.incarnation ?? 0) !== (t.incarnation ?? 0)) return { range: undefined, committed: undefined };
-  return { range: rangesOfEntry(entry, p).find((r) => r.from === t.from), committed: p.committed };
+  if ((p.incarnation ?? 0) !== (t.incarnation ?? 0)) return { range: undefined, committed: undefined, observed: {} };
+  const observed = {
+    ...(p.observedRecordsPerSec !== undefined ? { observedRecordsPerSec: p.observedRecordsPerSec } : {}),
+    ...(p.observedBytesPerRecord !== undefined ? { observedBytesPerRecord: p.observedBytesPerRecord } : {}),
+  };
+  return { range: rangesOfEntry(entry, p).find((r) => r.from === t.from), committed: p.committed, observed };
 }
 
 /**
- * Why a take failed, on the group item as its condition failed on: the lease rules' refusal, or, for
- * a range that left the live state, `done` if its partition is committed past it.
+ * Why a take cannot be taken, on the group item as a failed condition returned it: the lease rules'
+ * refusal, or, for a range that left the live state, `done` if its partition is committed past it;
+ * undefined when the image shows it takeable (another take of the same write failed).
  */
-export function refusedTake(stream: string, image: Item | undefined, t: LeaseTake): LeaseOutcome {
+export function refusalInImage(stream: string, image: Item | undefined, t: LeaseTake): LeaseOutcome | undefined {
   const { range, committed } = rangeInImage(stream, image, t);
   const ask: LeaseAsk = { until: t.until, nowMs: t.nowMs, maxAttempts: t.maxAttempts };
   if (!range) return committed !== undefined && committed >= t.until ? { kind: 'done', range: archived(stream, t) } : { kind: 'missing' };
-  return lostLeaseOutcome(range, ask);
+  return leaseRefusal(range, ask);
 }
 
-/** The outcome of a take the store applied: the range as it is now (`taken`), judged again for safety. */
+/** Why a take alone failed: its refusal, or held (a concurrent taker won between the image and the write). */
+export function refusedTake(stream: string, image: Item | undefined, t: LeaseTake): LeaseOutcome {
+  return refusalInImage(stream, image, t) ?? lostLeaseOutcome(rangeInImage(stream, image, t).range, t);
+}
+
+/** The outcome of a take the store applied: the range as it is now (`taken`, with its partition's rates), judged again for safety. */
 export function takenOutcome(stream: string, image: Item | undefined, t: LeaseTake): LeaseOutcome {
-  const { range } = rangeInImage(stream, image, t);
-  return range && range.leaseToken === t.leaseToken ? { kind: 'taken', range } : (leaseRefusal(range, t) ?? { kind: 'missing' });
+  const { range, observed } = rangeInImage(stream, image, t);
+  return range && range.leaseToken === t.leaseToken ? { kind: 'taken', range, observed } : (leaseRefusal(range, t) ?? { kind: 'missing' });
 }
 
 /** A finished range that left its partition's live state: what is known of it from its identity. */

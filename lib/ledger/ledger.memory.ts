@@ -52,6 +52,12 @@ const clone = <T>(v: T): T => structuredClone(v);
 /** A mark's identity, as the DynamoDB adapter names its attribute. */
 const markName = (m: SinkMark): string => `${m.stream}:${m.topic}:${m.partition}#${m.incarnation ?? 0}@${m.rewinds ?? 0}`;
 
+/** A partition's observed rates, as a lease take reports them. */
+const observedOf = (p: PartitionState | undefined) => ({
+  ...(p?.observedRecordsPerSec !== undefined ? { observedRecordsPerSec: p.observedRecordsPerSec } : {}),
+  ...(p?.observedBytesPerRecord !== undefined ? { observedBytesPerRecord: p.observedBytesPerRecord } : {}),
+});
+
 /** The stored item a step names (undefined when there is none). */
 function itemOf(s: StreamStore, ref: ItemRef): PartitionState | RangeState | undefined {
   return ref.item === 'partition' ? s.partitions.get(pKey(ref.topic, ref.partition)) : s.ranges.get(rKey(ref));
@@ -181,7 +187,7 @@ export function createMemoryLedger(
     return s;
   };
   const fencedOut = (s: StreamStore, epoch: number, ownerToken: string): boolean => !meets(s.meta, plannerFence(epoch, ownerToken));
-  return {
+  const ledger: Ledger & { store(stream: string): StreamStore; allRanges(stream: string): RangeState[]; requestCount(): number } = {
     store,
     // Every range the ledger keeps (archived and live), for assertions: not part of the port.
     allRanges: (stream) => [...store(stream).history.map((h) => h.range), ...store(stream).ranges.values()],
@@ -308,7 +314,18 @@ export function createMemoryLedger(
       const refused = leaseRefusal(r && clone(r), { until, nowMs, maxAttempts });
       if (refused || !r) return refused ?? { kind: 'missing' };
       Object.assign(r, takenRange(r, { leaseToken, nowMs, leaseMs }));
-      return { kind: 'taken', range: clone(r) };
+      const p = store(stream).partitions.get(pKey(topic, partition));
+      return { kind: 'taken', range: clone(r), observed: observedOf(p) };
+    },
+    async takeRangeLeases({ stream, ranges, ...take }) {
+      const out: LeaseOutcome[] = [];
+      for (const r of ranges) out.push(await ledger.takeRangeLease({ stream, ...r, ...take }));
+      return out;
+    },
+    async completeRanges(inputs) {
+      const out: ProcessorWriteOutcome[] = [];
+      for (const c of inputs) out.push(await ledger.completeRange(c));
+      return out;
     },
     async commitChunk(input): Promise<ProcessorWriteOutcome> {
       requests++;
@@ -375,8 +392,7 @@ export function createMemoryLedger(
       }
       for (const { step, ranges, deadLetters } of plans) {
         execute(s, step);
-        for (const r of ranges.abandonParked) s.ranges.delete(rKey(r));
-        for (const value of ranges.removeDone) execute(s, { kind: 'archive-range', value });
+        for (const r of [...ranges.abandonParked, ...ranges.removeDone]) s.ranges.delete(rKey(r));
         s.deadLetters = s.deadLetters.filter((d) => !deadLetters.has(d));
       }
       s.meta!.lastChange = clone(change);
@@ -427,6 +443,7 @@ export function createMemoryLedger(
       return out;
     },
   };
+  return ledger;
 }
 
 /** The outbox methods of the memory ledger (the DynamoDB adapter's `O#` items, as a sorted map). */

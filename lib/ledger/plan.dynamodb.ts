@@ -99,7 +99,7 @@ export function createPlanWrites(
         doc.send(new GetCommand({ TableName: table, Key: keys.meta(stream), ConsistentRead: true })),
       );
       if (!meets(meta.Item, plannerFence(epoch, ownerToken))) return { outcome: 'fenced' };
-      // What each partition holds now: the rewind rules say what blocks, what is archived and what goes.
+      // What each partition holds now: the rewind rules say what blocks and what goes.
       const state = await reads.readSome(stream, partitions);
       const units: Unit[] = [];
       let abandoned = 0;
@@ -112,8 +112,8 @@ export function createPlanWrites(
         removedRanges += plan.removeDone.length;
         const steps: ItemStep[] = [
           rewindPartitionStep(p),
-          ...plan.abandonParked.map((r): ItemStep => ({ kind: 'delete', ref: rangeRef(r) })),
-          ...plan.removeDone.map((r): ItemStep => ({ kind: 'archive-range', value: r })),
+          // Their offsets are planned and processed again: the ranges there leave no trace.
+          ...[...plan.abandonParked, ...plan.removeDone].map((r): ItemStep => ({ kind: 'delete', ref: rangeRef(r) })),
         ];
         units.push({ index, steps });
       }

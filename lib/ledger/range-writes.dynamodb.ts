@@ -9,19 +9,23 @@ import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
 import { holdsLease } from '../ports/ledger-rules/lease';
 import { beginBatchStep, commitChunkSteps, completeRangeSteps, failRangeStep, releaseRangeStep } from '../ports/ledger-rules/range-write';
 import type { ItemStep } from '../ports/ledger-rules/item-step';
-import type { Ledger, LeaseOutcome, ProcessorWriteOutcome } from '../ports/ledger';
+import type { Ledger, LeaseOutcome, ProcessorWriteOutcome, RangeCompletionInput } from '../ports/ledger';
 import type { LeasedRange, RangeState } from '../ports/ledger-state';
 import { SinkConditionError } from '../ports/sink-write';
 import { actionOf, type ItemWriteBuilder } from './expression.dynamodb';
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
-import { leaseTakesWrite, rangeInImage, refusedTake, takenOutcome } from './lease.dynamodb';
+import { leaseTakesWrite, rangeInImage, refusalInImage, refusedTake, takenOutcome, type LeaseTake } from './lease.dynamodb';
+import { CONFLICT_RETRIES } from './retry.dynamodb';
 import type { LedgerReads } from './reads.dynamodb';
 import { sinkAction } from './sink.dynamodb';
 import { compileSteps, holdsOnGroupImage, type StepContext } from './steps.dynamodb';
 import type { TxAction } from './transactions.dynamodb';
 import type { Writer } from './writer.dynamodb';
 
-type RangeWrites = Pick<Ledger, 'takeRangeLease' | 'commitChunk' | 'beginBatch' | 'completeRange' | 'failRange' | 'releaseRange'>;
+type RangeWrites = Pick<
+  Ledger,
+  'takeRangeLease' | 'takeRangeLeases' | 'commitChunk' | 'beginBatch' | 'completeRange' | 'completeRanges' | 'failRange' | 'releaseRange'
+>;
 
 export function createRangeWrites(table: string, reads: LedgerReads, writer: Writer): RangeWrites {
   /** The compile context of a range's stream, once its group is known (undefined: the ledger has no such partition). */
@@ -55,13 +59,58 @@ export function createRangeWrites(table: string, reads: LedgerReads, writer: Wri
     return res.retried && now && landed?.(now) ? 'applied' : 'lease-lost';
   };
 
+  /**
+   * Lease takes of ranges of one group in one UpdateItem; when a condition fails, each take is judged
+   * on the image: refused (its outcome), or takeable, in which case only another take failed the
+   * write and it goes again with the others still takeable.
+   */
+  const takeInGroup = async (stream: string, group: number, takes: LeaseTake[]): Promise<LeaseOutcome[]> => {
+    const out = new Map<LeaseTake, LeaseOutcome>();
+    let pending = takes;
+    for (let attempt = 0; pending.length; attempt++) {
+      const what = `take ${pending.length} lease(s) in group ${group} of ${stream}`;
+      const res = await writer.sendOne(what, leaseTakesWrite(stream, group, pending), true);
+      if (res.ok) {
+        for (const t of pending) out.set(t, takenOutcome(stream, res.item, t));
+        break;
+      }
+      const still: LeaseTake[] = [];
+      for (const t of pending) {
+        const refusal = refusalInImage(stream, res.image, t);
+        if (refusal) out.set(t, refusal);
+        else still.push(t);
+      }
+      // Nothing refused, yet the write failed (a taker won between the write and its image): held.
+      if (still.length === pending.length || attempt >= CONFLICT_RETRIES) {
+        for (const t of still) out.set(t, refusedTake(stream, res.image, t));
+        break;
+      }
+      pending = still;
+    }
+    return takes.map((t) => out.get(t) ?? { kind: 'missing' });
+  };
+
+  const takeRangeLeases: Ledger['takeRangeLeases'] = async ({ stream, ranges, ...take }) => {
+    const l = await reads.locate(stream, ranges);
+    const byGroup = new Map<number, LeaseTake[]>();
+    const takes = ranges.map((r) => ({ ...r, ...take }));
+    for (const t of takes) {
+      const g = l.groupOf(t.topic, t.partition);
+      if (g !== undefined) byGroup.set(g, [...(byGroup.get(g) ?? []), t]);
+    }
+    const outcomes = new Map<LeaseTake, LeaseOutcome>();
+    await Promise.all(
+      [...byGroup].map(async ([g, ts]) => (await takeInGroup(stream, g, ts)).forEach((o, i) => outcomes.set(ts[i] as LeaseTake, o))),
+    );
+    return takes.map((t) => outcomes.get(t) ?? { kind: 'missing' });
+  };
+
   return {
+    takeRangeLeases,
+
     async takeRangeLease(input): Promise<LeaseOutcome> {
-      const ctx = await contextOf(input.stream, input);
-      if (!ctx) return { kind: 'missing' };
-      const b = leaseTakesWrite(input.stream, ctx.groupOf(input.topic, input.partition), [input]);
-      const res = await writer.sendOne(`take lease of ${input.topic}/${input.partition}/${input.from}`, b, true);
-      return res.ok ? takenOutcome(input.stream, res.item, input) : refusedTake(input.stream, res.image, input);
+      const [outcome] = await takeRangeLeases({ ...input, ranges: [input] });
+      return outcome as LeaseOutcome;
     },
 
     async commitChunk(input) {
@@ -94,6 +143,39 @@ export function createRangeWrites(table: string, reads: LedgerReads, writer: Wri
     async beginBatch(input) {
       const { range, expectProgress, until } = input;
       return holderWrite(`begin batch ${range.topic}/${range.partition} ${expectProgress}->${until}`, range, [beginBatchStep(input)]);
+    },
+
+    async completeRanges(inputs) {
+      if (!inputs.length) return [];
+      const stream = (inputs[0] as RangeCompletionInput).range.stream;
+      const l = await reads.locate(
+        stream,
+        inputs.map((c) => c.range),
+      );
+      const ctx: StepContext = { stream, groupOf: (t, p) => l.groupOf(t, p) as number };
+      const known = inputs.flatMap((c, index) => (l.groupOf(c.range.topic, c.range.partition) === undefined ? [] : [{ c, index }]));
+      const units = (advance: (c: RangeCompletionInput) => boolean) =>
+        known.map(({ c, index }) => ({ index, steps: completeRangeSteps(c, advance(c)) }));
+      const first = await writer.applyUnits(
+        ctx,
+        writer.transport(),
+        `complete ranges of ${stream}`,
+        units((c) => c.advancePartition),
+        1,
+      );
+      // A committed offset not at a range's start (split ranges finishing out of order): that range
+      // finishes alone; the planner advances the committed offset over the finished prefix.
+      const again = known.filter(({ c, index }) => c.advancePartition && first.get(index) !== 'applied');
+      const second = again.length
+        ? await writer.applyUnits(
+            ctx,
+            writer.transport(),
+            `complete ranges of ${stream}`,
+            units(() => false).filter((u) => again.some((a) => a.index === u.index)),
+            1,
+          )
+        : new Map();
+      return inputs.map((_, i) => ((second.get(i) ?? first.get(i)) === 'applied' ? 'applied' : 'lease-lost'));
     },
 
     async completeRange(input) {

@@ -53,7 +53,7 @@ export function createLedgerReads(doc: DynamoDBDocumentClient, table: string, se
       delete staticState.g;
       const entry = groups.get(group)?.[entryName(item.topic as string, item.partition as number)] as Item | undefined;
       if (!entry) return [];
-      const partition = partitionOfEntry(staticState, entry);
+      const partition = { ...partitionOfEntry(staticState, entry), shard: String(group) };
       return [{ partition, ranges: rangesOfEntry(entry, partition, String(group)), group }];
     });
 

@@ -587,6 +587,7 @@ function newRange({ stream, epoch, nowMs }: PlanInput, p: PartitionState, piece:
     ...(p.incarnation ? { incarnation: p.incarnation } : {}),
     ...(topicId !== undefined ? { topicId } : {}),
     ...(p.rewinds ? { rewinds: p.rewinds } : {}),
+    ...(p.shard !== undefined ? { shard: p.shard } : {}),
   };
 }
 

@@ -16,6 +16,7 @@ import type { CommittedOffset, KafkaMetadata, PartitionOffsets, TopicPartitions,
 import type { Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
 import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
+import { shareInvocations } from '../offsets/share';
 import type { ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, redispatchReason, type PartitionReport, type PlanDecision } from './decide';
 import { fencedOutMessage, groupOffsetsUnreadableMessage, groupOffsetsWaitingWarning } from './messages';
@@ -64,6 +65,8 @@ export type StreamPlanReport = {
   recordsPlanned: number;
   /** Ranges (new or re-dispatched) the dispatcher accepted. */
   dispatched: number;
+  /** Processor invocations the run's dispatches made (small ranges share one: `processor.shareInvocations`). */
+  invocations: number;
   dispatchFailures: Array<{ range: string; error: string }>;
   redispatched: number;
   parked: number;
@@ -117,6 +120,7 @@ export function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
     rangesPlanned: 0,
     recordsPlanned: 0,
     dispatched: 0,
+    invocations: 0,
     dispatchFailures: [],
     redispatched: 0,
     parked: 0,
@@ -137,6 +141,8 @@ const payloadOf = (r: RangeState): RangePayload => ({
   from: r.from,
   until: r.until,
   ...(r.incarnation ? { incarnation: r.incarnation } : {}),
+  ...(r.shard !== undefined ? { shard: r.shard } : {}),
+  ...(r.topicId !== undefined ? { topicId: r.topicId } : {}),
 });
 
 /**
@@ -209,7 +215,7 @@ export async function planStream(
       confirmedEpoch: fenced.confirmedEpoch,
     });
     const planned = await persist(run, decision, initial);
-    const marks = await dispatch(run, { ...decision, redispatch: again }, planned);
+    const marks = await dispatch(run, { ...decision, redispatch: again }, planned, known);
     await record(run, decision, { planned, marks, openRanges });
     confirmed = true;
     await retryDeliveries(deps, stream, nowMs, rep);
@@ -465,10 +471,12 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
  * Dispatch: the new ranges (persisted as sent) and those due again. Returns the exceptions to
  * record: new ranges the dispatcher refused, and re-dispatches it accepted.
  */
-async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[]): Promise<PlanWrite[]> {
+async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[], known: PartitionState[]): Promise<PlanWrite[]> {
   const { rep } = run;
   const toDispatch = [...planned, ...decision.redispatch.map((x) => x.range)];
-  const results = toDispatch.length ? await run.deps.dispatcher.dispatch(toDispatch.map(payloadOf)) : [];
+  const invocations = invocationsFor(run.stream, toDispatch, known);
+  const results = toDispatch.length ? await run.deps.dispatcher.dispatch(toDispatch.map(payloadOf), { invocations }) : [];
+  rep.invocations = toDispatch.length ? invocations.length : 0;
   await run.step('dispatched');
   const marks: PlanWrite[] = [];
   results.forEach((res, i) => {
@@ -483,6 +491,24 @@ async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[])
   rep.dispatched = results.filter((r) => r.ok).length;
   rep.redispatched = results.slice(planned.length).filter((r) => r.ok).length;
   return marks;
+}
+
+/**
+ * The processor invocations of a run's ranges: small ones share an invocation under the stream's
+ * `processor.shareInvocations` (lib/offsets/share.ts), weighed by what is left of each (`progress`
+ * on) and its partition's observed bytes per record.
+ */
+function invocationsFor(stream: StreamConfig, ranges: RangeState[], known: PartitionState[]): number[][] {
+  const bytes = new Map(known.map((p) => [partitionKey(p.topic, p.partition), p.observedBytesPerRecord]));
+  const share = stream.processor.shareInvocations;
+  const weighed = ranges.map((r) => ({
+    records: r.until - r.progress,
+    ...(bytes.get(partitionKey(r.topic, r.partition)) !== undefined
+      ? { bytesPerRecord: bytes.get(partitionKey(r.topic, r.partition)) }
+      : {}),
+    ...(r.shard !== undefined ? { shard: r.shard } : {}),
+  }));
+  return shareInvocations(weighed, share === false ? undefined : share);
 }
 
 /**

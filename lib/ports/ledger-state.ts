@@ -71,6 +71,8 @@ export type PartitionState = {
   statusChangedAtMs?: number;
   /** EWMA of processor throughput on this partition, records/s (time budget). */
   observedRecordsPerSec?: number;
+  /** EWMA of the bytes (key, value, headers) of this partition's records: what sharing an invocation weighs. */
+  observedBytesPerRecord?: number;
   /** Backpressure estimator state (when the stream enables backpressure). */
   pid?: PidState;
   /** The last rate the estimator published (Spark's RateController.getLatestRate). */
@@ -96,6 +98,8 @@ export type PartitionState = {
    * apply again, so folded sink writes mark items per rewind (see `SinkMark`).
    */
   rewinds?: number;
+  /** Where the store keeps the partition's ranges (`RangeState.shard`, set by the store's adapter); its new ranges carry it. */
+  shard?: string;
 };
 
 /**

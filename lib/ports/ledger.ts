@@ -38,7 +38,8 @@ export type StoreClock = () => Promise<number>;
 
 /** The result of trying to take a range's lease (KCL-style: conditional on what was seen). */
 export type LeaseOutcome =
-  | { kind: 'taken'; range: RangeState }
+  /** Taken: the range as it is now, and its partition's observed rates (the inputs of the completion's). */
+  | { kind: 'taken'; range: RangeState; observed?: ObservedRates }
   /** Finished earlier: the caller returns its summary. */
   | { kind: 'done'; range: RangeState }
   /** Another processor holds an unexpired lease. */
@@ -54,6 +55,33 @@ export type LeaseOutcome =
   | { kind: 'missing' };
 
 export type ProcessorWriteOutcome = 'applied' | 'lease-lost';
+
+/** A partition's processing rates as observed by its processors (EWMA): the planner's time budget and invocation sharing. */
+export type ObservedRates = { observedRecordsPerSec?: number; observedBytesPerRecord?: number };
+
+/** One range a processor asks the lease of (`takeRangeLeases`). */
+export type LeaseRequest = {
+  topic: string;
+  partition: number;
+  from: number;
+  until: number;
+  /** The partition incarnation of the range (absent = 0). */
+  incarnation?: number;
+  /** Where the store keeps it (`RangeState.shard`), when the payload said. */
+  shard?: string;
+};
+
+/** A range's completion (`completeRange`, `completeRanges`). */
+export type RangeCompletionInput = {
+  range: LeasedRange;
+  /** The range's committed progress: a completion also commits what was handled since, up to `until`. */
+  expectProgress: number;
+  nowMs: number;
+  stats: RangeStats;
+  observedRecordsPerSec?: number;
+  observedBytesPerRecord?: number;
+  advancePartition: boolean;
+};
 
 export type PlannerLease =
   { acquired: true; epoch: number; meta: StreamMeta } | { acquired: false; holder: string; leaseExpiresAtMs: number };
@@ -268,14 +296,21 @@ export type Ledger = PlannerLoopLease & {
    * Marks the range done at `until` (from `expectProgress`), and advances the partition's committed
    * offset from `range.from` when `advancePartition` (one range in flight per partition).
    */
-  completeRange(input: {
-    range: LeasedRange;
-    expectProgress: number;
+  completeRange(input: RangeCompletionInput): Promise<ProcessorWriteOutcome>;
+  /**
+   * `takeRangeLease` for several ranges with one token, in as few writes as the store allows (one per
+   * shard): each range's outcome as its own take would have had it, in input order.
+   */
+  takeRangeLeases(input: {
+    stream: string;
+    ranges: LeaseRequest[];
+    leaseToken: string;
     nowMs: number;
-    stats: RangeStats;
-    observedRecordsPerSec?: number;
-    advancePartition: boolean;
-  }): Promise<ProcessorWriteOutcome>;
+    leaseMs: number;
+    maxAttempts: number;
+  }): Promise<LeaseOutcome[]>;
+  /** `completeRange` for several ranges, in as few writes as the store allows (one per shard): outcomes in input order. */
+  completeRanges(input: RangeCompletionInput[]): Promise<ProcessorWriteOutcome[]>;
   /** Records a failure: `failed` (the planner re-dispatches) or `parked` (needs an operator). */
   failRange(input: { range: LeasedRange; status: 'failed' | 'parked'; error: string; nowMs: number }): Promise<ProcessorWriteOutcome>;
   /** Gives the range back before the deadline, keeping its progress; the planner dispatches it again. */

@@ -57,6 +57,12 @@ export type CommitterInput = {
   stages?: readonly RecordStage[];
   /** Delivers each dead letter to the stream's failure destinations right after its commit (`onFailure`). */
   deliverer?: Deliverer;
+  /**
+   * The range's completion carries its last commit: a commit reaching the range's end with nothing
+   * else to write (no sink writes, dead letters or data loss) is not written; the completion moves
+   * progress there in the same write that finishes the range.
+   */
+  deferFinal?: boolean;
 };
 
 /** The crash-injection points a committer reaches (see PROCESSOR_STEPS). */
@@ -74,8 +80,11 @@ export class ChunkCommitter {
   deadLetters = 0;
   /** Records the stages before the handler skipped (filtered, expired); their offsets are committed. */
   readonly skipped: SkipCounts = noSkips();
+  /** Records read and their bytes (keys, values, headers): the partition's observed bytes per record. */
+  recordsRead = 0;
+  bytesRead = 0;
   /** At-least-once: handled up to here, not committed yet. */
-  private handledTo: number | undefined;
+  protected handledTo: number | undefined;
   private handledSinceCommit = 0;
   private lastCommitAtMs: number;
 
@@ -94,8 +103,18 @@ export class ChunkCommitter {
     return 0;
   }
 
+  /** Counts the records of a fetched chunk and their bytes. */
+  protected countRead(records: readonly KafkaRecord[]): void {
+    this.recordsRead += records.length;
+    for (const r of records) {
+      this.bytesRead += (r.key?.length ?? 0) + (r.value?.length ?? 0);
+      for (const h of r.headers) this.bytesRead += h.key.length + (h.value?.length ?? 0);
+    }
+  }
+
   /** Hands one fetched chunk to the handler and commits it, isolating poison records if needed. */
   async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
+    this.countRead(records);
     const to = Math.min(nextOffset, this.c.range.until);
     const batch = toHandlerRecords(records, this.c.range.incarnation);
     if (batch.length === 0) return this.c.handler.mode === 'at-least-once' ? this.handled(to, 0) : this.commit(to, [], []);
@@ -208,6 +227,11 @@ export class ChunkCommitter {
     dataLoss?: { from: number; until: number },
   ): Promise<void> {
     const { ledger, stream, range, held } = this.c;
+    if (this.c.deferFinal && to === range.until && !sinkWrites.length && !deadLetters.length && !dataLoss) {
+      // The completion commits it (see `deferFinal`): handled up to the end, not written yet.
+      this.handledTo = to;
+      return;
+    }
     const outcome = await ledger.commitChunk({
       range: held,
       expectProgress: this.progress,

@@ -62,10 +62,14 @@ export class FoldCommitter extends ChunkCommitter {
   constructor(
     c: CommitterInput,
     private readonly fold: ItemFold<unknown>,
-    private readonly budget: FoldBudget,
-    private readonly leased: Pick<RangeState, 'pendingUntil' | 'rewinds'>,
+    private budget: FoldBudget,
+    private readonly leased: Pick<RangeState, 'pendingUntil' | 'rewinds' | 'attempts'>,
   ) {
+    // A holder before this one may have written a batch ending the range without recording it (see
+    // `writeBatch`): its items carry marks past every batch of ours, so ours are marked too, never
+    // atomic writes without marks, which would apply again what such an item already has.
     super(c);
+    if (c.deferFinal && leased.attempts > 1) this.budget = { ...budget, atomicMaxWrites: 0 };
     this.foldedTo = c.progress;
     const pending = leased.pendingUntil;
     this.replayUntil = pending !== undefined && pending > c.progress ? pending : undefined;
@@ -82,6 +86,7 @@ export class FoldCommitter extends ChunkCommitter {
 
   /** Folds one fetched chunk into the batch, writing the batch whenever it must end. */
   override async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
+    this.countRead(records);
     const to = Math.min(nextOffset, this.c.range.until);
     if (records.length > 0) await this.c.afterStep?.('handled', { from: this.foldedTo, to });
     const batch = toHandlerRecords(records, this.c.range.incarnation);
@@ -151,13 +156,23 @@ export class FoldCommitter extends ChunkCommitter {
     this.foldedTo = this.progress;
   }
 
-  /** Writes the batch `[progress, end)` and advances progress to `end` (see the file's comment). */
+  /**
+   * Writes the batch `[progress, end)` and advances progress to `end` (see the file's comment). A
+   * batch that ends the range, when the completion carries the last commit (`deferFinal`), is
+   * written as marked writes without being recorded first and its progress is left to the completion:
+   * no later batch of the range can end past it, so a holder after a crash re-folds from `progress`
+   * batches that end at or before it, which every item it reached already skips (that holder marks
+   * all its batches: see the constructor).
+   */
   private async writeBatch(end: number): Promise<void> {
     if (end <= this.progress) return;
     const writes = this.itemWrites();
     const replay = this.replayUntil !== undefined;
     const limits = this.c.ledger.limits;
-    if (!replay && writes.length <= Math.min(this.budget.atomicMaxWrites, limits.maxSinkWrites) && fitsOneCommit(writes, limits)) {
+    if (this.c.deferFinal && !replay && end === this.c.range.until) {
+      await this.writeMarked(end, writes);
+      this.handledTo = end;
+    } else if (!replay && writes.length <= Math.min(this.budget.atomicMaxWrites, limits.maxSinkWrites) && fitsOneCommit(writes, limits)) {
       await this.commit(end, writes, []);
     } else {
       if (!replay) await this.begin(end);

@@ -35,7 +35,8 @@ export function nondeterministicFoldMessage(key: string, from: number, until: nu
 export function invalidProcessorPayloadMessage(issues: string): string {
   return (
     `invalid processor payload: ${issues} ` +
-    '(accepted: {"stream","topic","partition","from","until","incarnation"?} ' +
+    '(accepted: {"stream","topic","partition","from","until","incarnation"?,"shard"?,"topicId"?}, ' +
+    '{"stream","ranges": [{"topic","partition","from","until",...}]} ' +
     'or {"peek": {"stream"?,"topic","partition","offset","count"?}})'
   );
 }

@@ -1,22 +1,37 @@
-/** The processor's invocation payload: one planned range, or a `peek` that reads without committing. */
+/** The processor's invocation payload: one planned range, several (a shared invocation), or a `peek` that reads without committing. */
 import { z } from 'zod';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
-import type { RangePayload } from '../ranges';
+import { MAX_RANGES_PER_INVOCATION, type RangePayload } from '../ranges';
 import { invalidProcessorPayloadMessage, peekStreamRequiredMessage, unknownProcessorStreamMessage } from './messages';
 import { requirePeekTopic } from './peek';
 
 const offset = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const rangeFields = {
+  topic: z.string().min(1),
+  partition: z.number().int().min(0),
+  from: offset,
+  until: offset,
+  incarnation: z.number().int().min(1).optional(),
+  shard: z.string().min(1).max(64).optional(),
+  topicId: z.string().min(1).max(64).optional(),
+};
+const orderedRange = <T extends { from: number; until: number }>(r: T) => r.from < r.until;
 const rangeSchema = z
+  .strictObject({ stream: z.string().min(1), ...rangeFields })
+  .refine(orderedRange, { message: 'from must be below until', path: ['until'] });
+const rangesSchema = z
   .strictObject({
     stream: z.string().min(1),
-    topic: z.string().min(1),
-    partition: z.number().int().min(0),
-    from: offset,
-    until: offset,
-    incarnation: z.number().int().min(1).optional(),
+    ranges: z
+      .array(z.strictObject(rangeFields).refine(orderedRange, { message: 'from must be below until', path: ['until'] }))
+      .min(1)
+      .max(MAX_RANGES_PER_INVOCATION),
   })
-  .refine((r) => r.from < r.until, { message: 'from must be below until', path: ['until'] });
+  .refine((p) => new Set(p.ranges.map((r) => `${r.topic}/${r.partition}/${r.incarnation ?? 0}/${r.from}`)).size === p.ranges.length, {
+    message: 'names a range twice',
+    path: ['ranges'],
+  });
 const peekSchema = z.strictObject({
   peek: z.strictObject({
     stream: z.string().min(1).optional(),
@@ -29,6 +44,7 @@ const peekSchema = z.strictObject({
 
 export type ProcessorRequest =
   | { mode: 'range'; stream: StreamConfig; range: RangePayload }
+  | { mode: 'ranges'; stream: StreamConfig; ranges: RangePayload[] }
   | { mode: 'peek'; stream: StreamConfig; topic: string; partition: number; offset: number; count: number };
 
 function fail(issues: z.core.$ZodIssue[]): never {
@@ -61,6 +77,12 @@ export function parseProcessorPayload(event: unknown, config: DeploymentConfig):
     const stream = streamOf(config, p.stream);
     requirePeekTopic(stream, p.topic);
     return { mode: 'peek', stream, topic: p.topic, partition: p.partition, offset: p.offset, count: p.count };
+  }
+  if (typeof event === 'object' && event !== null && 'ranges' in event) {
+    const res = rangesSchema.safeParse(event);
+    if (!res.success) fail(res.error.issues);
+    const { stream, ranges } = res.data;
+    return { mode: 'ranges', stream: streamOf(config, stream), ranges: ranges.map((r) => ({ stream, ...r })) };
   }
   const res = rangeSchema.safeParse(event);
   if (!res.success) fail(res.error.issues);

@@ -1,9 +1,12 @@
 /**
- * One processor invocation (docs/architecture.md, "One micro-batch"): take the range's lease, read exactly
- * `[progress, until)`, hand records to the handler in chunks, commit each chunk conditionally, and
- * complete the range. Duplicate or stale invocations lose a condition and stop without effects.
+ * One processor invocation (docs/architecture.md, "One micro-batch"): take the leases of its ranges
+ * (one range, or several small ones of a shared invocation, in one ledger write per shard), read
+ * each range exactly `[progress, until)`, hand its records to the handler in chunks, commit them
+ * conditionally, and complete the ranges together (again one write per shard), each completion
+ * carrying its range's last commit. Duplicate or stale invocations lose a condition and stop
+ * without effects; a range that fails does not stop the others of its invocation.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { createDeliverer, type Deliverer, type DeliveryReport } from '../destinations/deliver';
 import { ValidationError } from '../errors';
@@ -11,7 +14,8 @@ import type { FailureDestinations } from '../ports/failure-destination';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import { resolveSecret } from '../kafka/secrets';
 import { updateObservedRate } from '../offsets';
-import type { Ledger, StoreClock } from '../ports/ledger';
+import { updateObservedBytesPerRecord } from '../offsets/share';
+import type { LeaseOutcome, Ledger, ObservedRates, RangeCompletionInput, StoreClock } from '../ports/ledger';
 import type { LeasedRange, RangeState } from '../ports/ledger-state';
 import type { RangeReader } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
@@ -48,6 +52,7 @@ export type ProcessorDeps = {
   /** The store's clock: the range lease is taken and renewed on it (defaults to `clock`). */
   storeClock?: StoreClock;
   sleep?: (ms: number) => Promise<void>;
+  /** The lease token of this invocation (default: 12 random characters; the ledger stores it on every range it holds). */
   leaseToken?: string;
   /** Records per handler call (default 500). */
   maxChunkRecords?: number;
@@ -61,7 +66,8 @@ export type ProcessorDeps = {
 };
 
 export type ProcessResult = {
-  status: 'done' | 'already-done' | 'held-elsewhere' | 'parked' | 'exhausted' | 'unknown-range' | 'lease-lost' | 'partial';
+  status:
+    'done' | 'already-done' | 'held-elsewhere' | 'parked' | 'exhausted' | 'unknown-range' | 'lease-lost' | 'partial' | 'failed' | 'refused';
   range: RangePayload;
   /** Records delivered to the handler in this invocation. */
   records: number;
@@ -82,66 +88,173 @@ export type ProcessResult = {
   durationMs: number;
 };
 
-/** What every phase of one invocation shares: its inputs, clocks, and the result being built. */
-type Run = {
+/** What one invocation shares across its ranges. */
+type Invocation = {
   deps: ProcessorDeps;
   stream: StreamConfig;
-  range: RangePayload;
   deadlineAtMs: number;
   clock: () => number;
   storeClock: StoreClock;
   leaseToken: string;
   t0: number;
-  result: ProcessResult;
+  signal?: AbortSignal;
 };
+
+/** One range of an invocation: its payload and the result being built. */
+type Run = Invocation & { range: RangePayload; result: ProcessResult };
+
+/** A range read to its end, its completion not written yet. */
+type Pending = { run: Run; completion: RangeCompletionInput };
 
 /** Processes one range payload: lease -> read loop -> complete, errors mapped to outcomes. */
 export async function processRange(
   deps: ProcessorDeps,
   input: { stream: StreamConfig; range: RangePayload; deadlineAtMs: number; signal?: AbortSignal },
 ): Promise<ProcessResult> {
+  const [result] = await processRanges(deps, { ...input, ranges: [input.range], single: true });
+  return result as ProcessResult;
+}
+
+/**
+ * Processes the ranges of one invocation in order: their leases in one ledger write per shard, each
+ * range read and handled, their completions in one write per shard. `single`: a one-range payload,
+ * whose forged `until` is a ValidationError and whose unexpected failure fails the invocation (Lambda
+ * retries it); in a shared invocation both are that range's result, and the others go on.
+ */
+export async function processRanges(
+  deps: ProcessorDeps,
+  input: { stream: StreamConfig; ranges: RangePayload[]; deadlineAtMs: number; signal?: AbortSignal; single?: boolean },
+): Promise<ProcessResult[]> {
   const clock = deps.clock ?? Date.now;
-  const { stream, range } = input;
-  const run: Run = {
+  const inv: Invocation = {
     deps,
-    stream,
-    range,
+    stream: input.stream,
     deadlineAtMs: input.deadlineAtMs,
     clock,
     // Never the local clock when a store clock is given: a clock running ahead would see a held lease as expired.
     storeClock: deps.storeClock ?? (async () => clock()),
-    leaseToken: deps.leaseToken ?? randomUUID(),
+    leaseToken: deps.leaseToken ?? randomBytes(9).toString('base64url'),
     t0: clock(),
-    result: {
-      status: 'done',
-      range,
-      records: 0,
-      chunks: 0,
-      deadLetters: 0,
-      filtered: 0,
-      expired: 0,
-      progress: range.from,
-      remaining: 0,
-      durationMs: 0,
-    },
+    signal: input.signal,
   };
+  const runs = input.ranges.map((range): Run => ({ ...inv, range, result: emptyResult(range) }));
+  const leases = await leaseRanges(inv, runs);
+  const pending: Pending[] = [];
+  for (const [i, run] of runs.entries()) {
+    const lease = leases[i] as LeaseOutcome;
+    if (lease.kind !== 'taken') {
+      refused(run, lease, input.single === true);
+      continue;
+    }
+    const out = await processLeased(run, lease, input.single === true);
+    if (out) pending.push(out);
+  }
+  await completeAll(inv, pending);
+  return runs.map((r) => r.result);
+}
 
-  const lease = await leaseRange(run);
-  if (!('taken' in lease)) return lease.result;
-  const leased = lease.taken;
-  const held: LeasedRange = { ...range, leaseToken: run.leaseToken };
+function emptyResult(range: RangePayload): ProcessResult {
+  return {
+    status: 'done',
+    range,
+    records: 0,
+    chunks: 0,
+    deadLetters: 0,
+    filtered: 0,
+    expired: 0,
+    progress: range.from,
+    remaining: 0,
+    durationMs: 0,
+  };
+}
+
+/** Phase 1: the leases of every range, in one ledger write per shard. */
+async function leaseRanges(inv: Invocation, runs: Run[]): Promise<LeaseOutcome[]> {
+  return inv.deps.ledger.takeRangeLeases({
+    stream: inv.stream.id,
+    ranges: runs.map(({ range: r }) => ({
+      topic: r.topic,
+      partition: r.partition,
+      from: r.from,
+      until: r.until,
+      ...(r.incarnation ? { incarnation: r.incarnation } : {}),
+      ...(r.shard !== undefined ? { shard: r.shard } : {}),
+    })),
+    leaseToken: inv.leaseToken,
+    nowMs: await inv.storeClock(),
+    leaseMs: inv.stream.processor.leaseMs,
+    maxAttempts: inv.stream.maxAttempts,
+  });
+}
+
+/** The result of a range whose lease was not taken; nothing was written for it. */
+function refused(run: Run, lease: Exclude<LeaseOutcome, { kind: 'taken' }>, single: boolean): void {
+  const end = (status: ProcessResult['status'], extra: Partial<ProcessResult>) => finish(run, status, undefined, extra);
+  switch (lease.kind) {
+    case 'mismatch': {
+      // Checked by the lease-taking write itself: nothing was counted or held.
+      const message = rangeMismatchMessage(run.range, lease.range.until);
+      if (single) throw new ValidationError(message);
+      return end('refused', { reason: message });
+    }
+    case 'missing':
+      return end('unknown-range', { reason: 'the ledger has no such range: only ranges the planner planned are processed' });
+    case 'done':
+      return end('already-done', { progress: lease.range.until, records: lease.range.records ?? 0, reason: 'finished earlier' });
+    case 'held':
+      return end('held-elsewhere', { progress: lease.range.progress, reason: `leased until ${lease.range.leaseExpiresAtMs}` });
+    case 'parked':
+      return end('parked', { progress: lease.range.progress, reason: lease.range.lastError });
+    case 'exhausted':
+      return end('exhausted', { progress: lease.range.progress, reason: `attempt limit ${run.stream.maxAttempts} reached` });
+  }
+}
+
+/**
+ * Phase 2, one leased range: secrets, stages, the read loop; returns its completion when it was read
+ * to its end (written with the others), or nothing when its result is final already (parked, given
+ * back at the deadline, lease lost, failed).
+ */
+async function processLeased(run: Run, lease: Extract<LeaseOutcome, { kind: 'taken' }>, single: boolean): Promise<Pending | undefined> {
+  const { deps, range, clock } = run;
+  const leased = lease.range;
+  const held: LeasedRange = { ...range, leaseToken: run.leaseToken, ...(leased.shard !== undefined ? { shard: leased.shard } : {}) };
   run.result.progress = leased.progress;
-  await deps.afterStep?.('leased', { from: leased.progress, to: leased.progress });
+  // Out of time before this range started (a shared invocation's later ranges): give it back untouched.
+  if (clock() + 1000 > run.deadlineAtMs || run.signal?.aborted) {
+    await giveBack(run, held, leased.progress, leased.progress);
+    return undefined;
+  }
+  let committer: ChunkCommitter | undefined;
+  try {
+    await deps.afterStep?.('leased', { from: leased.progress, to: leased.progress });
+    committer = await committerFor(run, held, leased);
+    const started = clock();
+    const parked = await readLoop(run, committer, held, leased);
+    if (parked) return undefined;
+    if (committer.position < range.until) {
+      await giveBack(run, held, leased.progress, committer.progress, committer);
+      return undefined;
+    }
+    return { run, completion: completionOf(run, committer, held, leased, lease.observed ?? {}, started) };
+  } catch (err) {
+    await mapError(run, committer, held, err, single);
+    return undefined;
+  }
+}
+
+/** The committer of a leased range, with the handler's secrets, the record stages and the dead-letter deliverer. */
+async function committerFor(run: Run, held: LeasedRange, leased: RangeState): Promise<ChunkCommitter> {
+  const { deps, stream, clock } = run;
   const secrets = await handlerSecrets(run, held);
   const stages = await (deps.stagesFor ?? recordStagesFor)(stream, { firstLeasedAtMs: leased.firstLeasedAtMs ?? run.t0 });
-
   const deliverer = await delivererFor(run);
   const abort = new AbortController();
-  input.signal?.addEventListener('abort', () => abort.abort(), { once: true });
-  const committer = createCommitter(run, leased, {
+  run.signal?.addEventListener('abort', () => abort.abort(), { once: true });
+  return createCommitter(run, leased, {
     ledger: deps.ledger,
     stream,
-    range,
+    range: run.range,
     held,
     progress: leased.progress,
     handler: deps.handlerFor(stream),
@@ -155,14 +268,8 @@ export async function processRange(
     commitEveryMs: stream.processor.commitEveryMs,
     stages,
     deliverer,
+    deferFinal: true,
   });
-  const started = clock();
-  try {
-    const parked = await readLoop(run, committer, held, leased, abort);
-    return parked ?? (await complete(run, committer, held, leased, started));
-  } catch (err) {
-    return mapError(run, committer, held, err);
-  }
 }
 
 /**
@@ -205,8 +312,8 @@ function createCommitter(run: Run, leased: RangeState, input: CommitterInput): C
   return new FoldCommitter(input, fold, budget, leased);
 }
 
-/** The invocation's result with `status`, the committer's counts and the time spent. */
-function finish(run: Run, status: ProcessResult['status'], committer?: ChunkCommitter, extra: Partial<ProcessResult> = {}): ProcessResult {
+/** Sets the range's result: `status`, the committer's counts and the time spent. */
+function finish(run: Run, status: ProcessResult['status'], committer?: ChunkCommitter, extra: Partial<ProcessResult> = {}): void {
   const counts = committer && {
     records: committer.records,
     chunks: committer.chunks,
@@ -215,37 +322,7 @@ function finish(run: Run, status: ProcessResult['status'], committer?: ChunkComm
     expired: committer.skipped.expired,
     progress: committer.progress,
   };
-  return Object.assign(run.result, counts, { status, durationMs: run.clock() - run.t0 }, extra);
-}
-
-/** Phase 1: takes the range's lease; any other outcome ends the invocation without effects. */
-async function leaseRange(run: Run): Promise<{ taken: RangeState } | { result: ProcessResult }> {
-  const { deps, stream, range } = run;
-  const lease = await deps.ledger.takeRangeLease({
-    ...range,
-    leaseToken: run.leaseToken,
-    nowMs: await run.storeClock(),
-    leaseMs: stream.processor.leaseMs,
-    maxAttempts: stream.maxAttempts,
-  });
-  const end = (status: ProcessResult['status'], extra: Partial<ProcessResult>) => ({ result: finish(run, status, undefined, extra) });
-  switch (lease.kind) {
-    case 'mismatch':
-      // Checked by the lease-taking write itself: nothing was counted or held.
-      throw new ValidationError(rangeMismatchMessage(range, lease.range.until));
-    case 'missing':
-      return end('unknown-range', { reason: 'the ledger has no such range: only ranges the planner planned are processed' });
-    case 'done':
-      return end('already-done', { progress: lease.range.until, records: lease.range.records ?? 0, reason: 'finished earlier' });
-    case 'held':
-      return end('held-elsewhere', { progress: lease.range.progress, reason: `leased until ${lease.range.leaseExpiresAtMs}` });
-    case 'parked':
-      return end('parked', { progress: lease.range.progress, reason: lease.range.lastError });
-    case 'exhausted':
-      return end('exhausted', { progress: lease.range.progress, reason: `attempt limit ${stream.maxAttempts} reached` });
-    case 'taken':
-      return { taken: lease.range };
-  }
+  Object.assign(run.result, counts, { status, durationMs: run.clock() - run.t0 }, extra);
 }
 
 /**
@@ -255,31 +332,28 @@ async function leaseRange(run: Run): Promise<{ taken: RangeState } | { result: P
  */
 async function handlerSecrets(run: Run, held: LeasedRange): Promise<Readonly<Record<string, string>>> {
   const secretsFor = run.deps.secretsFor ?? ((stream: StreamConfig) => resolveHandlerSecrets(stream, resolveSecret));
-  try {
-    return await secretsFor(run.stream);
-  } catch (err) {
+  return secretsFor(run.stream).catch(async (err: unknown) => {
     await recordFailedAttempt(run, held, err);
+    if (typeof err === 'object' && err !== null) recorded.add(err);
     throw err;
-  }
+  });
 }
+
+/** Errors already recorded on their range as a failed attempt (not recorded twice). */
+const recorded = new WeakSet<object>();
 
 /**
  * Phase 2: reads `[progress, until)` chunk by chunk into the committer until the range is read or
- * the deadline nears. Returns a result when the range had to be parked instead.
+ * the deadline nears. Returns true when the range had to be parked instead.
  */
-async function readLoop(
-  run: Run,
-  committer: ChunkCommitter,
-  held: LeasedRange,
-  leased: RangeState,
-  abort: AbortController,
-): Promise<ProcessResult | undefined> {
+async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, leased: RangeState): Promise<boolean> {
   const { deps, stream, range, clock } = run;
   const reader = await deps.readerFor(stream);
-  const recreated = await topicRecreatedSince(reader, range.topic, leased.topicId);
+  const recreated = await topicRecreatedSince(reader, range.topic, await plannedTopicId(run, leased));
   if (recreated) {
     await deps.ledger.failRange({ range: held, status: 'parked', error: recreated, nowMs: clock() });
-    return finish(run, 'parked', committer, { reason: recreated });
+    finish(run, 'parked', committer, { reason: recreated });
+    return true;
   }
   let slowestChunkMs = 0;
   reading: while (committer.position < range.until) {
@@ -291,30 +365,29 @@ async function readLoop(
         until: range.until,
         isolationLevel: stream.isolationLevel,
         maxChunkRecords: deps.maxChunkRecords ?? 500,
-        signal: abort.signal,
+        signal: run.signal,
       })) {
         // Stop before a chunk that might not commit in time; the planner dispatches the rest.
         const writeMs = committer.pendingWriteMs();
-        if (clock() + Math.max(slowestChunkMs * 2, 1000) + writeMs > run.deadlineAtMs || abort.signal.aborted) break reading;
+        if (clock() + Math.max(slowestChunkMs * 2, 1000) + writeMs > run.deadlineAtMs || run.signal?.aborted) break reading;
         const tChunk = clock();
         await committer.handleChunk(chunk.records, chunk.nextOffset);
         slowestChunkMs = Math.max(slowestChunkMs, clock() - tChunk);
       }
       break;
     } catch (err) {
-      const parked = await onRetentionLoss(run, committer, held, err);
-      if (parked) return parked;
+      if (await onRetentionLoss(run, committer, held, err)) return true;
     }
   }
   await committer.flush();
-  return undefined;
+  return false;
 }
 
 /**
- * Retention deleted offsets the read still needed: park the range (failOnDataLoss) or record the
- * lost span and read on. Any other error is rethrown.
+ * Retention deleted offsets the read still needed: park the range (failOnDataLoss, returns true) or
+ * record the lost span and read on. Any other error is rethrown.
  */
-async function onRetentionLoss(run: Run, committer: ChunkCommitter, held: LeasedRange, err: unknown): Promise<ProcessResult | undefined> {
+async function onRetentionLoss(run: Run, committer: ChunkCommitter, held: LeasedRange, err: unknown): Promise<boolean> {
   const { stream, range, clock } = run;
   const progress = committer.position;
   if (!(err instanceof OffsetOutOfRangeError) || err.logStartOffset === undefined || err.logStartOffset <= progress) throw err;
@@ -322,77 +395,111 @@ async function onRetentionLoss(run: Run, committer: ChunkCommitter, held: Leased
   if (stream.failOnDataLoss) {
     const reason = rangeDataLossReason(range, progress, lostUntil);
     await run.deps.ledger.failRange({ range: held, status: 'parked', error: reason, nowMs: clock() });
-    return finish(run, 'parked', committer, { reason, dataLoss: { from: progress, until: lostUntil } });
+    finish(run, 'parked', committer, { reason, dataLoss: { from: progress, until: lostUntil } });
+    return true;
   }
   run.result.dataLoss = { from: progress, until: lostUntil };
   await committer.skipLost(lostUntil);
-  return undefined;
+  return false;
 }
 
-/**
- * Phase 3: gives the range back when the deadline stopped the read, or marks it done, advances the
- * partition and (best effort) the consumer group.
- */
-async function complete(
+/** Gives the range back before the deadline, keeping its progress; the planner dispatches the rest. */
+async function giveBack(run: Run, held: LeasedRange, leasedProgress: number, progress: number, committer?: ChunkCommitter): Promise<void> {
+  const progressed = progress > leasedProgress;
+  if ((await run.deps.ledger.releaseRange({ range: held, nowMs: run.clock(), progressed })) === 'lease-lost') throw new LeaseLostError();
+  finish(run, 'partial', committer, {
+    remaining: run.range.until - progress,
+    reason: 'stopped before the deadline; the planner dispatches the remainder',
+  });
+}
+
+/** A range's completion: its last commit (from the committed progress to `until`) and what its partition learns. */
+function completionOf(
   run: Run,
   committer: ChunkCommitter,
   held: LeasedRange,
   leased: RangeState,
+  observed: ObservedRates,
   started: number,
-): Promise<ProcessResult> {
-  const { deps, stream, range, clock } = run;
-  const progress = committer.progress;
-  if (progress < range.until) {
-    const progressed = progress > leased.progress;
-    if ((await deps.ledger.releaseRange({ range: held, nowMs: clock(), progressed })) === 'lease-lost') throw new LeaseLostError();
-    return finish(run, 'partial', committer, {
-      remaining: range.until - progress,
-      reason: 'stopped before the deadline; the planner dispatches the remainder',
-    });
-  }
-  const processingMs = Math.max(1, clock() - started);
-  const partition = await deps.ledger.readPartition(stream.id, range.topic, range.partition);
-  const stats = {
-    records: committer.records,
-    processingMs,
-    schedulingDelayMs: Math.max(0, (leased.firstLeasedAtMs ?? started) - leased.plannedAtMs),
-    finishedAtMs: clock(),
-  };
-  const outcome = await deps.ledger.completeRange({
+): RangeCompletionInput {
+  const now = run.clock();
+  const processingMs = Math.max(1, now - started);
+  finish(run, 'done', committer);
+  const rate = updateObservedRate(observed.observedRecordsPerSec, committer.records, processingMs);
+  const bytes = updateObservedBytesPerRecord(observed.observedBytesPerRecord, committer.bytesRead, committer.recordsRead);
+  return {
     range: held,
-    expectProgress: progress,
-    nowMs: clock(),
-    stats,
-    observedRecordsPerSec: updateObservedRate(partition?.observedRecordsPerSec, committer.records, processingMs),
+    expectProgress: committer.progress,
+    nowMs: now,
+    stats: {
+      records: committer.records,
+      processingMs,
+      schedulingDelayMs: Math.max(0, (leased.firstLeasedAtMs ?? started) - leased.plannedAtMs),
+      finishedAtMs: now,
+    },
+    ...(rate !== undefined ? { observedRecordsPerSec: Math.round(rate) } : {}),
+    ...(bytes !== undefined ? { observedBytesPerRecord: bytes } : {}),
     advancePartition: true,
-  });
-  if (outcome === 'lease-lost') throw new LeaseLostError();
-  await deps.afterStep?.('completed', { from: range.from, to: range.until });
-  if (stream.consumerGroup && deps.commitGroupOffset) {
-    // Best effort: the ledger is the source of truth; the group only feeds standard lag tools.
-    await deps.commitGroupOffset(stream.consumerGroup, range.topic, range.partition, range.until).catch(() => undefined);
-  }
-  return finish(run, 'done', committer);
+  };
 }
 
-/** Phase 4: maps what stopped the invocation to its outcome, recording it on the range. */
-async function mapError(run: Run, committer: ChunkCommitter, held: LeasedRange, err: unknown): Promise<ProcessResult> {
+/** Phase 3: the completions of every range read to its end, in one ledger write per shard; then their consumer group offsets. */
+async function completeAll(inv: Invocation, pending: Pending[]): Promise<void> {
+  if (!pending.length) return;
+  const outcomes = await inv.deps.ledger.completeRanges(pending.map((p) => p.completion));
+  for (const [i, { run }] of pending.entries()) {
+    if (outcomes[i] === 'lease-lost') {
+      finish(run, 'lease-lost', undefined, { reason: LEASE_LOST_REASON });
+      continue;
+    }
+    Object.assign(run.result, { progress: run.range.until, durationMs: inv.clock() - inv.t0 });
+    await inv.deps.afterStep?.('completed', { from: run.range.from, to: run.range.until });
+    const group = inv.stream.consumerGroup;
+    if (group && inv.deps.commitGroupOffset) {
+      // Best effort: the ledger is the source of truth; the group only feeds standard lag tools.
+      await inv.deps.commitGroupOffset(group, run.range.topic, run.range.partition, run.range.until).catch(() => undefined);
+    }
+  }
+}
+
+/**
+ * Maps what stopped a range to its result, recording it on the range. Anything unexpected (broker
+ * down, throttling) is recorded for the planner; it fails a one-range invocation (Lambda retries it),
+ * and only its own range in a shared one.
+ */
+async function mapError(run: Run, committer: ChunkCommitter | undefined, held: LeasedRange, err: unknown, single: boolean): Promise<void> {
   const { ledger } = run.deps;
   const park = async (reason: string) => {
     await ledger.failRange({ range: held, status: 'parked', error: reason, nowMs: run.clock() });
-    return finish(run, 'parked', committer, { reason });
+    finish(run, 'parked', committer, { reason });
   };
   if (err instanceof LeaseLostError) return finish(run, 'lease-lost', committer, { reason: LEASE_LOST_REASON });
   if (err instanceof PoisonStopError) return park(err.message);
   if (err instanceof PartitionNotFoundError) return park(`PARTITION_DELETED: ${err.message}`);
-  // Anything else (broker down, throttling): record it for the planner, then fail the invocation.
-  await recordFailedAttempt(run, held, err);
-  throw err;
+  if (!(typeof err === 'object' && err !== null && recorded.has(err))) await recordFailedAttempt(run, held, err);
+  if (single) throw err;
+  finish(run, 'failed', committer, { reason: errorText(err) });
 }
 
 /** Records a failed attempt on the range for the planner (best effort: the invocation fails either way). */
 async function recordFailedAttempt(run: Run, held: LeasedRange, err: unknown): Promise<void> {
   await run.deps.ledger.failRange({ range: held, status: 'failed', error: errorText(err), nowMs: run.clock() }).catch(() => undefined);
+}
+
+/**
+ * The topic id the range was planned against: the ledger's range's, else the payload's when it is
+ * the topic's id now (the usual case: no look-up); otherwise the ledger's record of the partition,
+ * read once. A payload naming another id than the topic's, or none, cannot skip the check, nor have
+ * a range parked by naming a wrong one.
+ */
+async function plannedTopicId(run: Run, leased: RangeState): Promise<string | undefined> {
+  if (leased.topicId !== undefined) return leased.topicId;
+  const reader = await run.deps.readerFor(run.stream);
+  if (!reader.topicId) return undefined;
+  const now = await reader.topicId(run.range.topic);
+  if (now === undefined || now === run.range.topicId) return run.range.topicId;
+  // The lease was taken, so the partition is still the range's incarnation: its id is the range's.
+  return (await run.deps.ledger.readPartition(run.stream.id, run.range.topic, run.range.partition))?.topicId;
 }
 
 /**

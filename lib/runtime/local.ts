@@ -12,10 +12,10 @@ import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import { emptyReport, planStream, type StreamPlanReport } from '../planner/run';
 import type { RecordsHandler } from '../processor/handler-api';
-import { processRange, type ProcessorDeps, type ProcessResult } from '../processor/process-range';
+import { processRanges, type ProcessorDeps, type ProcessResult } from '../processor/process-range';
 import { recordStagesFor } from '../processor/record-stages';
 import { commitGroupOffset } from './group-offsets';
-import type { RangePayload } from '../ranges';
+import { rangesOfPayload, type RangePayload, type RangesPayload } from '../ranges';
 import type { Adapters } from './compose';
 
 export type RunnerDeps = {
@@ -144,15 +144,16 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
     stats.readersOpen = n;
   });
 
-  const invoke = async (range: RangePayload): Promise<void> => {
-    const stream = byId.get(range.stream);
-    if (!stream) throw new Error(`no stream ${range.stream} in this runner`);
-    const id = `${range.stream}/${range.topic}/${range.partition}/${range.from}/${randomUUID()}`;
-    running.set(id, range);
+  const invoke = async (payload: RangePayload | RangesPayload): Promise<void> => {
+    const stream = byId.get(payload.stream);
+    if (!stream) throw new Error(`no stream ${payload.stream} in this runner`);
+    const ranges = rangesOfPayload(payload);
+    const ids = ranges.map((range) => `${range.stream}/${range.topic}/${range.partition}/${range.from}/${randomUUID()}`);
+    ranges.forEach((range, i) => running.set(ids[i] as string, range));
     stats.invocations++;
     let lease: { reader: RangeReader; release(): void } | undefined;
     try {
-      const res = await processRange(
+      const results = await processRanges(
         {
           ledger: deps.ledger,
           readerFor: async (s) => (lease ??= await readers.take(s)).reader,
@@ -166,27 +167,41 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
             deps.commitGroupOffset && ((g, topic, partition, offset) => deps.commitGroupOffset!(stream, g, { topic, partition, offset })),
         },
         // The same deadline rule as the Lambda: the safety share of the configured timeout.
-        { stream, range, deadlineAtMs: Date.now() + stream.processor.timeoutMs * stream.processor.safetyFactor, signal: abort.signal },
+        {
+          stream,
+          ranges,
+          deadlineAtMs: Date.now() + stream.processor.timeoutMs * stream.processor.safetyFactor,
+          signal: abort.signal,
+          single: !('ranges' in payload),
+        },
       );
-      count(res.status);
-      stats.records += res.records;
-      stats.deadLetters += res.deadLetters;
-      stats.filtered += res.filtered;
-      stats.expired += res.expired;
-      if (res.status === 'parked') log(`range ${range.topic}/${range.partition} [${range.from}, ${range.until}) parked: ${res.reason}`);
+      for (const res of results) {
+        count(res.status);
+        stats.records += res.records;
+        stats.deadLetters += res.deadLetters;
+        stats.filtered += res.filtered;
+        stats.expired += res.expired;
+        const r = res.range;
+        if (res.status === 'parked') log(`range ${r.topic}/${r.partition} [${r.from}, ${r.until}) parked: ${res.reason}`);
+        if (res.status === 'failed') log(`processor error on ${r.topic}/${r.partition} [${r.from}, ${r.until}): ${res.reason}`);
+      }
     } finally {
       lease?.release();
-      running.delete(id);
+      for (const id of ids) running.delete(id);
     }
   };
   const dispatcher = createInProcessDispatcher(
     invoke,
-    (range, err) => {
+    (payload, err) => {
       count('error');
       // An aborted processor (shutdown) recorded its range as failed; the next planner run retries it.
       if (abort.signal.aborted) return;
       const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-      stats.lastError = `${range.topic}/${range.partition} [${range.from}, ${range.until}): ${why}`;
+      const where =
+        'ranges' in payload
+          ? `${payload.ranges.length} ranges`
+          : `${payload.topic}/${payload.partition} [${payload.from}, ${payload.until})`;
+      stats.lastError = `${where}: ${why}`;
       log(`processor error on ${stats.lastError}`);
     },
     { maxConcurrency: deps.maxConcurrency },

@@ -30,9 +30,9 @@ import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { runPlanner, type StreamPlanReport } from '../../lib/planner/run';
 import type { AtLeastOnceHandler } from '../../lib/processor/handler-api';
-import { processRange } from '../../lib/processor/process-range';
+import { processRanges } from '../../lib/processor/process-range';
 import type { RangeReader } from '../../lib/ports/range-reader';
-import type { RangePayload } from '../../lib/ranges';
+import { rangesOfPayload } from '../../lib/ranges';
 import { createTopicsReady, testDynamo, uniqueName } from '../support/env';
 
 jest.setTimeout(240_000);
@@ -125,12 +125,17 @@ async function streamOn(c: KafkaCluster, topic: string, over: Partial<StreamConf
   };
   const errors: string[] = [];
   const dispatcher = createInProcessDispatcher(
-    (range: RangePayload) =>
-      processRange(
+    (payload) =>
+      processRanges(
         { ledger, readerFor: async () => reader!, handlerFor: () => handler },
-        { stream, range, deadlineAtMs: Date.now() + 120_000 },
+        { stream, ranges: rangesOfPayload(payload), deadlineAtMs: Date.now() + 120_000, single: !('ranges' in payload) },
       ),
-    (range, err) => errors.push(`${range.partition}/${range.from}: ${String(err)}`),
+    (payload, err) =>
+      errors.push(
+        `${rangesOfPayload(payload)
+          .map((r) => `${r.partition}/${r.from}`)
+          .join(',')}: ${String(err)}`,
+      ),
   );
   let nowMs = Date.now();
   // runPlanner, as the scheduled handler calls it: a run that throws is reported as failed.

@@ -101,6 +101,7 @@ export type RangeCompletion = {
   nowMs: number;
   stats: RangeStats;
   observedRecordsPerSec?: number;
+  observedBytesPerRecord?: number;
 };
 
 /**
@@ -114,6 +115,7 @@ export function completeRangeSteps(c: RangeCompletion, advance: boolean): ItemSt
   const { range, stats } = c;
   const set: Record<string, unknown> = {
     ...(c.observedRecordsPerSec !== undefined ? { observedRecordsPerSec: c.observedRecordsPerSec } : {}),
+    ...(c.observedBytesPerRecord !== undefined ? { observedBytesPerRecord: c.observedBytesPerRecord } : {}),
     ...(advance ? { committed: range.until } : {}),
   };
   return [

@@ -51,6 +51,7 @@ describe('parseDeploymentConfig', () => {
             commitEveryMs: 5000,
             foldMaxItems: 50000,
             foldMaxRecords: 500000,
+            shareInvocations: { maxRecords: 10000, maxBytes: 8388608, maxRanges: 100 },
           },
           split: { orderInsensitive: false },
           failOnDataLoss: true,
@@ -74,6 +75,7 @@ describe('parseDeploymentConfig', () => {
       commitEveryMs: 5000,
       foldMaxItems: 50000,
       foldMaxRecords: 500000,
+      shareInvocations: { maxRecords: 10000, maxBytes: 8388608, maxRanges: 100 },
     });
   });
 

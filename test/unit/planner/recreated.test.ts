@@ -77,7 +77,15 @@ describe('planner: topics re-created under the same name', () => {
 
     const next = await t.run();
     expect(next.recordsPlanned).toBe(300);
-    expect(t.dispatcher.dispatched.at(-1)).toEqual({ stream: 's1', topic: 'orders', partition: 0, from: 0, until: 300, incarnation: 1 });
+    expect(t.dispatcher.dispatched.at(-1)).toEqual({
+      stream: 's1',
+      topic: 'orders',
+      partition: 0,
+      from: 0,
+      until: 300,
+      incarnation: 1,
+      topicId: rep.recreated[0]?.newTopicId,
+    });
     // The old incarnation's finished range [0, 100) (archived with the close) and the new one's [0, 300) are distinct.
     const ranges = t.ledger.allRanges('s1').map((r) => [r.incarnation ?? 0, r.from, r.until, r.topicId === oldId]);
     expect(ranges).toEqual([

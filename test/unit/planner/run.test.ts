@@ -1,4 +1,5 @@
 /** Planner runs on the in-memory ledger and Kafka: discovery, clamping, data loss, re-dispatch, fencing. */
+import type { RangePayload } from '../../../lib/ranges';
 import { parseStreamConfig, type StreamConfigInput } from '../../../lib/config/schema';
 import { createRecordingDispatcher } from '../../../lib/dispatch/dispatcher.local';
 import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
@@ -28,6 +29,9 @@ function setup(over: Partial<StreamConfigInput> = {}) {
   return { kafka, ledger, dispatcher, deps, cfg, run, finishAll, now: () => now };
 }
 
+/** Dispatched payloads without the topic id each carries (the memory metadata's own ids). */
+const payloads = (ranges: RangePayload[]) => ranges.map(({ topicId: _id, ...r }) => r);
+
 describe('planner run', () => {
   it('registers discovered partitions, plans [start, latest) and dispatches each range once', async () => {
     const t = setup();
@@ -37,7 +41,7 @@ describe('planner run', () => {
     t.kafka.produce('orders', 1, 5);
     const rep = await t.run();
     expect(rep).toMatchObject({ status: 'planned', registered: 2, rangesPlanned: 2, recordsPlanned: 105, dispatched: 2 });
-    expect(t.dispatcher.dispatched).toEqual([
+    expect(payloads(t.dispatcher.dispatched)).toEqual([
       { stream: 's1', topic: 'orders', partition: 0, from: 0, until: 100 },
       { stream: 's1', topic: 'orders', partition: 1, from: 0, until: 5 },
     ]);
@@ -81,7 +85,7 @@ describe('planner run', () => {
     t.kafka.produce('orders-eu', 0, 3);
     const rep = await t.run();
     expect(rep.registered).toBe(2);
-    expect(t.dispatcher.dispatched).toEqual([
+    expect(payloads(t.dispatcher.dispatched)).toEqual([
       { stream: 's1', topic: 'orders', partition: 1, from: 0, until: 7 },
       { stream: 's1', topic: 'orders-eu', partition: 0, from: 0, until: 3 },
     ]);
@@ -150,7 +154,7 @@ describe('planner run', () => {
     t.kafka.truncate('orders', 0, 40);
     const rep = await t.run();
     expect(rep.dataLoss).toEqual([expect.objectContaining({ topic: 'orders', partition: 0, from: 0, until: 40 })]);
-    expect(t.dispatcher.dispatched).toEqual([{ stream: 's1', topic: 'orders', partition: 0, from: 40, until: 100 }]);
+    expect(payloads(t.dispatcher.dispatched)).toEqual([{ stream: 's1', topic: 'orders', partition: 0, from: 40, until: 100 }]);
     expect(t.ledger.store('s1').losses).toHaveLength(1);
   });
 
@@ -291,7 +295,8 @@ describe('planner run', () => {
   });
 
   it('records new ranges as sent in the same write that persists them, and clears a refused one', async () => {
-    const t = setup();
+    // Each range its own invocation: the dispatcher refuses one of three.
+    const t = setup({ processor: { shareInvocations: false } });
     t.kafka.createTopic('orders', 3);
     for (let p = 0; p < 3; p++) t.kafka.produce('orders', p, 10);
     t.dispatcher.failNext(1, 'Lambda throttled');
@@ -313,6 +318,22 @@ describe('planner run', () => {
     expect(t.dispatcher.dispatched.map((r) => r.partition).sort()).toEqual([0, 1, 2]);
   });
 
+  it('sends small ranges in one invocation, and clears every range of an invocation the dispatcher refused', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders', 3);
+    for (let p = 0; p < 3; p++) t.kafka.produce('orders', p, 10);
+    t.dispatcher.failNext(1, 'Lambda throttled');
+    const first = await t.run();
+    expect(first).toMatchObject({ rangesPlanned: 3, dispatched: 0, invocations: 1 });
+    expect(first.dispatchFailures.map((f) => f.range).sort()).toEqual(['orders/0/0', 'orders/1/0', 'orders/2/0']);
+    expect([...t.ledger.store('s1').ranges.values()].map((r) => [r.dispatches, r.dispatchedAtMs])).toEqual(
+      new Array(3).fill([0, undefined]),
+    );
+    const second = await t.run();
+    expect(second).toMatchObject({ rangesPlanned: 0, redispatched: 3, invocations: 1 });
+    expect(t.dispatcher.invocations.map((inv) => inv.map((r) => r.partition).sort())).toEqual([[0, 1, 2]]);
+  });
+
   it("plans the other topics when one topic's offsets are unavailable this run", async () => {
     const t = setup();
     t.kafka.createTopic('orders-a', 1);
@@ -322,14 +343,14 @@ describe('planner run', () => {
     t.kafka.failOffsetsFor('orders-b');
     const rep = await t.run();
     expect(rep.status).toBe('planned');
-    expect(t.dispatcher.dispatched).toEqual([{ stream: 's1', topic: 'orders-a', partition: 0, from: 0, until: 5 }]);
+    expect(payloads(t.dispatcher.dispatched)).toEqual([{ stream: 's1', topic: 'orders-a', partition: 0, from: 0, until: 5 }]);
     expect(rep.partitions.find((p) => p.topic === 'orders-b')).toMatchObject({
       action: 'no-offsets',
       note: expect.stringMatching(/NOT_LEADER/),
     });
     t.kafka.failOffsetsFor('orders-b', false);
     await t.run();
-    expect(t.dispatcher.dispatched).toContainEqual({ stream: 's1', topic: 'orders-b', partition: 0, from: 0, until: 6 });
+    expect(payloads(t.dispatcher.dispatched)).toContainEqual({ stream: 's1', topic: 'orders-b', partition: 0, from: 0, until: 6 });
   });
 
   it.each(['LEADER_NOT_AVAILABLE', 'UNKNOWN_TOPIC_OR_PARTITION'] as const)(
@@ -355,7 +376,7 @@ describe('planner run', () => {
       t.kafka.notReady('orders', false);
       const second = await t.run();
       expect(second).toMatchObject({ status: 'planned', registered: 2, rangesPlanned: 1 });
-      expect(t.dispatcher.dispatched).toEqual([{ stream: 's1', topic: 'orders', partition: 0, from: 0, until: 4 }]);
+      expect(payloads(t.dispatcher.dispatched)).toEqual([{ stream: 's1', topic: 'orders', partition: 0, from: 0, until: 4 }]);
     },
   );
 

@@ -57,16 +57,37 @@ describe('folded exactly-once batches', () => {
     expect(t.sink()).toEqual(t.expected());
   });
 
-  it('writes a large batch in marked groups, then advances progress and clears the pending batch', async () => {
+  it('writes a batch that ends the range in marked groups without recording it, and the completion advances progress', async () => {
     const t = await setup({ records: 60, keys: 7 });
     const steps: string[] = [];
     const res = await t.run({ fold: marked(), afterStep: (s) => void steps.push(s) });
     expect(res).toMatchObject({ status: 'done', records: 60 });
     expect(t.ledger.store('s').sinkWrites).toHaveLength(7);
-    expect(steps.filter((s) => s === 'batch-begun')).toHaveLength(1);
+    // No batch ends past the range's end: nothing to record before writing, nothing to commit after.
+    expect(steps.filter((s) => s === 'batch-begun' || s === 'committed')).toEqual([]);
     expect(steps.filter((s) => s === 'sink-written')).toHaveLength(4); // 7 writes in groups of 2
     expect(t.sink()).toEqual(t.expected());
+    expect(t.rangeItem()).toMatchObject({ status: 'done', progress: 60 });
     expect(t.rangeItem().pendingUntil).toBeUndefined();
+  });
+
+  it('after a kill between the writes of the batch that ends the range, the next holder counts every record once, whatever its budget', async () => {
+    const t = await setup({ records: 60, keys: 9 });
+    let groups = 0;
+    const kill = {
+      fold: marked({ writeConcurrency: 1 }),
+      afterStep: (s: string) => {
+        if (s === 'sink-written' && ++groups === 2) throw new Error('killed between two writes of the last batch');
+      },
+    };
+    await expect(t.run(kill)).rejects.toThrow('killed between two writes');
+    expect(t.rangeItem()).toMatchObject({ progress: 0, status: 'failed' });
+    expect(t.ledger.store('s').sinkWrites).toHaveLength(4);
+    // Small batches that could be written atomically without marks: a second holder marks them all.
+    t.advance(1000);
+    const res = await t.run({ fold: { atomicMaxWrites: 98, maxRecords: 5, writeGroupSize: 3 } });
+    expect(res).toMatchObject({ status: 'done' });
+    expect(t.sink()).toEqual(t.expected());
   });
 
   it('ends a batch at the item budget and at the record budget', async () => {
@@ -77,28 +98,33 @@ describe('folded exactly-once batches', () => {
     const byRecords = await setup({ records: 40, keys: 2 });
     const steps: string[] = [];
     await byRecords.run({ fold: marked({ maxRecords: 8 }), afterStep: (s) => void steps.push(s) });
-    expect(steps.filter((s) => s === 'batch-begun')).toHaveLength(5);
+    // Batches of 8 records: the first four are recorded, the last ends the range.
+    expect(steps.filter((s) => s === 'batch-begun')).toHaveLength(4);
     expect(byRecords.sink()).toEqual(byRecords.expected());
   });
 
   it('finishes exactly the pending batch after a kill between its writes, skipping the items that had it', async () => {
     const t = await setup({ records: 60, keys: 9 });
     let groups = 0;
+    // Batches of 30 records, ended at a chunk's end (chunks of 4): the first, [0, 32), is recorded before its writes.
     const kill = {
-      fold: marked({ writeConcurrency: 1 }),
+      fold: marked({ writeConcurrency: 1, maxRecords: 30 }),
       afterStep: (s: string) => {
         if (s === 'sink-written' && ++groups === 2) throw new Error('killed between two writes of one batch');
       },
     };
     await expect(t.run(kill)).rejects.toThrow('killed between two writes');
-    expect(t.rangeItem()).toMatchObject({ progress: 0, pendingUntil: 60, status: 'failed' });
-    const written = t.ledger.store('s').sinkWrites.length;
-    expect(written).toBe(4);
+    expect(t.rangeItem()).toMatchObject({ progress: 0, pendingUntil: 32, status: 'failed' });
+    expect(t.ledger.store('s').sinkWrites).toHaveLength(4);
     // The next holder uses a smaller budget: it must still finish the pending batch as it was.
     t.advance(1000);
-    const res = await t.run({ fold: marked({ maxRecords: 5, writeGroupSize: 3 }) });
+    const steps: Array<{ step: string; to: number }> = [];
+    const res = await t.run({
+      fold: marked({ maxRecords: 5, writeGroupSize: 3 }),
+      afterStep: (step, d) => void steps.push({ step, ...d }),
+    });
     expect(res).toMatchObject({ status: 'done' });
-    expect(t.ledger.store('s').sinkWrites).toHaveLength(9);
+    expect(steps.find((s) => s.step === 'committed')).toMatchObject({ to: 32 });
     expect(t.sink()).toEqual(t.expected());
   });
 

@@ -104,12 +104,12 @@ describe('processRange', () => {
   it('judges the lease on the store clock: a processor whose own clock runs ahead by more than leaseMs does not take a held lease', async () => {
     const t = await setup({ records: 12 });
     const leaseMs = t.stream.processor.leaseMs;
-    // The holder (store time = its clock) stops after its first commit, keeping the lease.
+    // The holder (store time = its clock) stops at its first chunk, keeping the lease.
     const holder = t.run({
       leaseToken: 'holder',
       storeClock: async () => t.now(),
       afterStep: (step) => {
-        if (step === 'committed') return new Promise<never>(() => undefined);
+        if (step === 'handled') return new Promise<never>(() => undefined);
       },
     });
     void holder;
@@ -179,10 +179,9 @@ describe('processRange', () => {
     expect(new Set(handed).size).toBe(40);
     expect(handed.filter((o) => o >= 24 && o < 28)).toHaveLength(8);
     expect(handed).toHaveLength(44);
-    expect(commits.slice(2)).toEqual([
-      { from: 24, to: 36 },
-      { from: 36, to: 40 },
-    ]);
+    // The commit to the range's end is the completion's own (one write: progress 36 -> 40 and done).
+    expect(commits.slice(2)).toEqual([{ from: 24, to: 36 }]);
+    expect(t.ledger.store('s').ranges.get(`${T}/0/0`)).toMatchObject({ progress: 40, status: 'done' });
   });
 
   it('commits at-least-once progress once the time interval passed, whatever the record count', async () => {
@@ -199,8 +198,8 @@ describe('processRange', () => {
         if (step === 'committed') commits.push(d.to);
       },
     });
-    // Chunks of 4 at 2 s each: due after the third chunk (6 s), then at the end.
-    expect(commits).toEqual([12, 16]);
+    // Chunks of 4 at 2 s each: due after the third chunk (6 s); the end is the completion's.
+    expect(commits).toEqual([12]);
   });
 
   it('dead-letters a poison record after the attempt limit and continues the range', async () => {

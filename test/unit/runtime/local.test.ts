@@ -23,6 +23,8 @@ function setup(maxConcurrency: number) {
       topics: ['t'],
       triggerIntervalMs: 1000,
       handler: { module: 'audit-log', mode: 'at-least-once' },
+      // One processor per range: what the cap counts here is processors.
+      processor: { shareInvocations: false },
     },
     'test',
   );
