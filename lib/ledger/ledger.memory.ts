@@ -198,15 +198,28 @@ export function createMemoryLedger(
       const m = store(stream).meta;
       return m ? clone(m) : undefined;
     },
-    async acquirePlannerLease({ stream, ownerToken, nowMs, leaseMs }): Promise<PlannerLease> {
+    async acquirePlannerLease({ stream, ownerToken, nowMs, leaseMs, previous, deadLoopOwner }): Promise<PlannerLease> {
       requests++;
       const s = store(stream);
-      if (s.meta && s.meta.leaseExpiresAtMs >= nowMs && s.meta.ownerToken !== ownerToken) {
+      const kept =
+        (previous !== undefined && s.meta?.ownerToken === previous.ownerToken && s.meta.epoch === previous.epoch) ||
+        (deadLoopOwner !== undefined && s.meta?.ownerToken.startsWith(`${deadLoopOwner}:`) === true);
+      if (s.meta && s.meta.leaseExpiresAtMs >= nowMs && s.meta.ownerToken !== ownerToken && !kept) {
         return { acquired: false, holder: s.meta.ownerToken, leaseExpiresAtMs: s.meta.leaseExpiresAtMs };
       }
       const epoch = (s.meta?.epoch ?? 0) + 1;
-      s.meta = { ...(s.meta ?? { stream }), stream, epoch, ownerToken, leaseExpiresAtMs: nowMs + leaseMs, lastRunAtMs: nowMs };
+      // A loop's tick taking over its kept lease leaves a request for it standing: the loop releases after the tick.
+      const { leaseWanted, ...meta } = s.meta ?? { stream };
+      if (previous && leaseWanted !== undefined) (meta as StreamMeta).leaseWanted = leaseWanted;
+      s.meta = { ...meta, stream, epoch, ownerToken, leaseExpiresAtMs: nowMs + leaseMs, lastRunAtMs: nowMs } as StreamMeta;
+      // The kept lease's confirmation goes with the take (as one write on DynamoDB).
+      if (previous?.confirmDispatches) s.meta.confirmedEpoch = previous.epoch;
       return { acquired: true, epoch, meta: clone(s.meta) };
+    },
+    async requestPlannerLease({ stream, ownerToken }) {
+      requests++;
+      const meta = store(stream).meta;
+      if (meta) meta.leaseWanted = ownerToken;
     },
     async takePlannerLoop({ stream, ownerToken, nowMs, leaseMs, asSuccessor }): Promise<LoopTake> {
       requests++;

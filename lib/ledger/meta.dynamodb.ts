@@ -14,7 +14,7 @@ import { codec } from './items.dynamodb';
 import { keys } from './keys.dynamodb';
 import { LedgerLayoutError } from './locations.dynamodb';
 import { recordSuccessorUpdate, releasePlannerLoopUpdate, renewPlannerLoopUpdate, splitLoop, takePlannerLoopUpdate } from './loop.dynamodb';
-import { acquirePlannerLeaseUpdate, markMetaOnceUpdate, releasePlannerLeaseUpdate } from './updates.dynamodb';
+import { acquirePlannerLeaseUpdate, markMetaOnceUpdate, releasePlannerLeaseUpdate, requestPlannerLeaseUpdate } from './updates.dynamodb';
 import { fencedChangeAction } from './transactions.dynamodb';
 import type { Writer } from './writer.dynamodb';
 
@@ -24,6 +24,7 @@ type MetaMethods = Pick<
   Ledger,
   | 'readMeta'
   | 'acquirePlannerLease'
+  | 'requestPlannerLease'
   | 'releasePlannerLease'
   | 'markStreamStarted'
   | 'markStreamFinished'
@@ -101,6 +102,10 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
           leaseExpiresAtMs: Number(old.leaseExpiresAtMs ?? 0),
         };
       }
+    },
+
+    async requestPlannerLease(input) {
+      await metaUpdate(`ask for the planner lease of ${input.stream}`, requestPlannerLeaseUpdate(table, input));
     },
 
     markStreamStarted: (input) => markMetaOnce(input, 'startedAtMs'),

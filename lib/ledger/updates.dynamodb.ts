@@ -9,6 +9,7 @@ import { requirementsCondition } from './conditions.dynamodb';
 import { compact } from './items.dynamodb';
 import { keys, type Key } from './keys.dynamodb';
 import type { PendingStart } from '../ports/ledger-state';
+import type { KeptPlannerLease } from '../ports/ledger';
 
 /**
  * Takes a range lease (KCL-style: counts the attempt), conditional on the range ending at the
@@ -76,18 +77,23 @@ export function markMetaOnceUpdate(
  */
 export function acquirePlannerLeaseUpdate(
   table: string,
-  a: { stream: string; ownerToken: string; nowMs: number; leaseMs: number },
+  a: { stream: string; ownerToken: string; nowMs: number; leaseMs: number; previous?: KeptPlannerLease; deadLoopOwner?: string },
   layout: number,
 ): UpdateCommandInput {
+  const prev = a.previous;
+  const confirm = prev?.confirmDispatches ? ', confirmedEpoch = :prevEpoch' : '';
   return {
     TableName: table,
     Key: keys.meta(a.stream),
     UpdateExpression:
       'SET epoch = if_not_exists(epoch, :zero) + :one, ownerToken = :owner, leaseExpiresAtMs = :until, #s = :stream, ' +
-      'lastRunAtMs = :now, layout = :layout',
+      // A loop's tick taking over its kept lease leaves a request for it standing: the loop releases after the tick.
+      `lastRunAtMs = :now, layout = :layout${confirm}${prev ? '' : ' REMOVE leaseWanted'}`,
     ConditionExpression:
-      '(attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner) AND ' +
-      '(attribute_not_exists(pk) OR layout = :layout OR attribute_not_exists(epoch) OR epoch = :zero)',
+      '(attribute_not_exists(pk) OR leaseExpiresAtMs < :now OR ownerToken = :owner' +
+      (prev ? ' OR (ownerToken = :prevOwner AND epoch = :prevEpoch)' : '') +
+      (a.deadLoopOwner !== undefined ? ' OR begins_with(ownerToken, :deadLoop)' : '') +
+      ') AND (attribute_not_exists(pk) OR layout = :layout OR attribute_not_exists(epoch) OR epoch = :zero)',
     ExpressionAttributeNames: { '#s': 'stream' },
     ExpressionAttributeValues: {
       ':zero': 0,
@@ -97,9 +103,22 @@ export function acquirePlannerLeaseUpdate(
       ':now': a.nowMs,
       ':stream': a.stream,
       ':layout': layout,
+      ...(prev ? { ':prevOwner': prev.ownerToken, ':prevEpoch': prev.epoch } : {}),
+      ...(a.deadLoopOwner !== undefined ? { ':deadLoop': `${a.deadLoopOwner}:` } : {}),
     },
     ReturnValues: 'ALL_NEW',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
+
+/** Records who waits for the planner lease (`leaseWanted`) on an existing stream. */
+export function requestPlannerLeaseUpdate(table: string, r: { stream: string; ownerToken: string }): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.meta(r.stream),
+    UpdateExpression: 'SET leaseWanted = :me',
+    ConditionExpression: 'attribute_exists(pk)',
+    ExpressionAttributeValues: { ':me': r.ownerToken },
   };
 }
 

@@ -43,6 +43,8 @@ export async function withOperatorLease<T>(
     if (clock() >= deadline) {
       throw new PreconditionError(streamBeingPlannedMessage(input.stream, got.holder, got.leaseExpiresAtMs));
     }
+    // A planner loop keeps the lease between its ticks: asked, it releases it after its current tick.
+    await ledger.requestPlannerLease({ stream: input.stream, ownerToken }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, Math.min(2000, 200 * 2 ** attempt)));
   }
 }

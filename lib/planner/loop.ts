@@ -6,7 +6,7 @@
  * per stream at a time (the loop lease); every tick is fenced by its own epoch as any run is.
  */
 import type { StreamConfig } from '../config/schema';
-import type { Ledger } from '../ports/ledger';
+import type { KeptPlannerLease, Ledger } from '../ports/ledger';
 import type { PlannerLoopLease, PlannerLoopState } from '../ports/planner-loop';
 import {
   endMarginMs,
@@ -106,6 +106,8 @@ async function streamLoop(
   const took = await takeOver(deps, stream, opts, rep);
   if (!took) return rep;
   const ended = await tick(deps, stream, opts, rep, { firstDueMs: took.firstDueMs, previous: took.previous, onTick });
+  // The last tick's planner lease, kept for a next tick there will not be.
+  if (ended.kept) await deps.ledger.releasePlannerLease({ stream: stream.id, ...ended.kept }).catch(() => undefined);
   if (ended.outcome !== 'lost') {
     const released = await deps.ledger.releasePlannerLoop({
       stream: stream.id,
@@ -171,7 +173,7 @@ async function waitForHandover(deps: LoopDeps, stream: StreamConfig, opts: LoopO
   }
 }
 
-type TickEnd = { outcome: 'handed-over' | 'time-up' | 'lost'; lastTickAtMs?: number; nextDueMs: number };
+type TickEnd = { outcome: 'handed-over' | 'time-up' | 'lost'; lastTickAtMs?: number; nextDueMs: number; kept?: KeptPlannerLease };
 
 /**
  * Tick: wait for the due time, run one planner run, schedule the next; after each tick, see whether
@@ -190,11 +192,16 @@ async function tick(
   let dueMs = start.firstDueMs;
   let renewedAtMs = clock.localMs();
   let lastTickAtMs = start.previous.lastTickAtMs;
+  /** The planner lease the last tick kept: the next tick takes it over in the write that takes its own. */
+  let kept: KeptPlannerLease | undefined;
+  // A holder whose loop lease expired (it died) may have kept a lease too: the first tick takes it over.
+  let deadLoopOwner = start.previous.ownerToken !== opts.ownerToken ? start.previous.ownerToken : undefined;
   // What the ledger keeps for the next holder is store time: the next due time converted back.
   const end = async (outcome: TickEnd['outcome']): Promise<TickEnd> => ({
     outcome,
     lastTickAtMs,
     nextDueMs: dueMs + ((await clock.nowMs()) - clock.localMs()),
+    ...(kept ? { kept } : {}),
   });
   for (;;) {
     const nowMs = clock.localMs();
@@ -202,7 +209,9 @@ async function tick(
     if (!tickFits({ nowMs, dueMs, deadlineMs: opts.deadlineMs, expectedTickMs: expectedTickMs(durations), marginMs }))
       return end('time-up');
     if (dueMs > nowMs) await clock.sleep(dueMs - nowMs);
-    const t = await runTick(deps, stream, opts.ownerToken, dueMs);
+    const t = await runTick(deps, stream, opts.ownerToken, dueMs, { previous: kept, deadLoopOwner });
+    kept = t.report.kept;
+    deadLoopOwner = undefined;
     if (rep.ticks === 0 && lastTickAtMs !== undefined) rep.handoverGapMs = t.storeStartedAtMs - lastTickAtMs;
     rep.ticks++;
     if (t.report.status === 'failed') rep.failedTicks++;
@@ -213,7 +222,13 @@ async function tick(
     await start.onTick(t);
     const endedAtMs = t.startedAtMs + t.durationMs;
     dueMs = nextDueMs(dueMs, stream.triggerIntervalMs, endedAtMs);
-    const loop = (await ledger.readMeta(stream.id))?.loop;
+    const meta = await ledger.readMeta(stream.id);
+    const loop = meta?.loop;
+    // Someone (an operator) waits for the planner lease: it is released now, not kept for the next tick.
+    if (kept && meta?.leaseWanted !== undefined) {
+      await ledger.releasePlannerLease({ stream: stream.id, ...kept }).catch(() => undefined);
+      kept = undefined;
+    }
     if (loop?.ownerToken !== opts.ownerToken) return end('lost');
     if (loop.successor !== undefined) return end('handed-over');
     if (oneTickPerInvocation(stream.triggerIntervalMs, opts.schedulePeriodMs)) {
@@ -235,13 +250,25 @@ async function tick(
   }
 }
 
-/** One planner run of the stream, timed on this process's clock; a run that throws is a failed report (the loop goes on). */
-async function runTick(deps: LoopDeps, stream: StreamConfig, ownerToken: string, dueMs: number): Promise<TickRecord> {
+/**
+ * One planner run of the stream, timed on this process's clock; a run that throws is a failed report
+ * (the loop goes on). It takes over the lease the previous tick kept, and keeps its own.
+ */
+async function runTick(
+  deps: LoopDeps,
+  stream: StreamConfig,
+  ownerToken: string,
+  dueMs: number,
+  takeOver: { previous?: KeptPlannerLease; deadLoopOwner?: string },
+): Promise<TickRecord> {
   const startedAtMs = deps.clock.localMs();
   const storeStartedAtMs = await deps.clock.nowMs();
   const report = await planStream({ ...deps, ownerToken: `${ownerToken}:${storeStartedAtMs}` }, stream, {
     dryRun: false,
     nowMs: storeStartedAtMs,
+    keep: true,
+    ...(takeOver.previous ? { previous: takeOver.previous } : {}),
+    ...(takeOver.deadLoopOwner !== undefined ? { deadLoopOwner: takeOver.deadLoopOwner } : {}),
   }).catch((err: unknown): StreamPlanReport => ({
     ...emptyReport(stream.id, false),
     status: 'failed',

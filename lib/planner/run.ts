@@ -13,7 +13,7 @@ import { topicSelector, unmatchedSubscription } from '../config/topics';
 import { AppError, KafkaError } from '../errors';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { CommittedOffset, KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
-import type { Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
+import type { KeptPlannerLease, Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
 import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
 import { shareInvocations } from '../offsets/share';
@@ -73,6 +73,8 @@ export type StreamPlanReport = {
   /** Open ranges after the run (planned, leased or failed, not parked). */
   inFlight: number;
   dataLoss: DataLossEntry[];
+  /** The planner lease a loop's tick kept for its next tick (`keep`), not released. */
+  kept?: KeptPlannerLease;
   /** Incarnations closed in this run: topics deleted and re-created under their name (metric TopicRecreated). */
   recreated: ClosedIncarnation[];
   /** Writes that lost their condition (another actor moved first); re-read next run. */
@@ -150,19 +152,20 @@ const payloadOf = (r: RangeState): RangePayload => ({
  * persist -> dispatch -> record. Kafka is asked for the stream's topics before the lease is taken,
  * so a cluster that cannot be reached (or refuses the credentials) fails the run without any write
  * to the ledger. The lease is released whatever happens, saying whether every dispatch of the run
- * has its outcome recorded.
+ * has its outcome recorded; a loop's tick (`keep`) that ran through keeps it instead (`rep.kept`) for
+ * its next tick to take over (`previous`), or for the loop to release.
  */
 export async function planStream(
   deps: PlannerDeps,
   stream: StreamConfig,
-  input: { dryRun: boolean; nowMs: number },
+  input: { dryRun: boolean; nowMs: number; keep?: boolean; previous?: KeptPlannerLease; deadLoopOwner?: string },
 ): Promise<StreamPlanReport> {
   const t0 = Date.now();
   const { nowMs, dryRun } = input;
   const rep = emptyReport(stream.id, dryRun);
   const ownerToken = deps.ownerToken ?? randomUUID();
   const reached = await reachKafka(deps, stream);
-  const fenced = await fence(deps, stream, { dryRun, nowMs, ownerToken });
+  const fenced = await fence(deps, stream, { dryRun, nowMs, ownerToken, previous: input.previous, deadLoopOwner: input.deadLoopOwner });
   if (!fenced.acquired) return { ...rep, status: 'skipped', reason: fenced.reason, durationMs: Date.now() - t0 };
   if (!dryRun) rep.epoch = fenced.epoch;
   const run = runContext(deps, stream, nowMs, { stream: stream.id, epoch: fenced.epoch, ownerToken }, rep);
@@ -227,7 +230,10 @@ export async function planStream(
     }
     throw err;
   } finally {
-    if (!dryRun) await deps.ledger.releasePlannerLease({ ...run.ctx, confirmDispatches: confirmed }).catch(() => undefined);
+    if (dryRun) {
+      // A dry run holds no lease.
+    } else if (input.keep && confirmed) rep.kept = { epoch: run.ctx.epoch, ownerToken, confirmDispatches: true };
+    else await deps.ledger.releasePlannerLease({ ...run.ctx, confirmDispatches: confirmed }).catch(() => undefined);
   }
   rep.durationMs = Date.now() - t0;
   return rep;
@@ -303,7 +309,11 @@ type Fence =
   | { acquired: false; reason: string };
 
 /** Fence: take the stream's planner lease (a new epoch). A dry run takes no lease, writes nothing, and reads as the next epoch. */
-async function fence(deps: PlannerDeps, stream: StreamConfig, run: { dryRun: boolean; nowMs: number; ownerToken: string }): Promise<Fence> {
+async function fence(
+  deps: PlannerDeps,
+  stream: StreamConfig,
+  run: { dryRun: boolean; nowMs: number; ownerToken: string; previous?: KeptPlannerLease; deadLoopOwner?: string },
+): Promise<Fence> {
   if (run.dryRun) {
     const meta = await deps.ledger.readMeta(stream.id);
     return {
@@ -320,6 +330,8 @@ async function fence(deps: PlannerDeps, stream: StreamConfig, run: { dryRun: boo
     ownerToken: run.ownerToken,
     nowMs: run.nowMs,
     leaseMs: deps.plannerLeaseMs,
+    ...(run.previous ? { previous: run.previous } : {}),
+    ...(run.deadLoopOwner !== undefined ? { deadLoopOwner: run.deadLoopOwner } : {}),
   });
   if (!lease.acquired)
     return { acquired: false, reason: `another planner run holds the lease until ${new Date(lease.leaseExpiresAtMs).toISOString()}` };

@@ -37,6 +37,11 @@ export type StreamMeta = {
   confirmedEpoch?: number;
   /** When the last planner run took the lease (a loop's last tick, or an ad hoc run). */
   lastRunAtMs?: number;
+  /**
+   * Who waits for the planner lease a loop keeps between ticks (an operator); cleared by the next
+   * take that is not a loop's take-over of its kept lease.
+   */
+  leaseWanted?: string;
   /** The planner loop: which scheduled invocation ticks the stream (see ports/planner-loop.ts). */
   loop?: PlannerLoopState;
 };

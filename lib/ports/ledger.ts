@@ -86,6 +86,13 @@ export type RangeCompletionInput = {
 export type PlannerLease =
   { acquired: true; epoch: number; meta: StreamMeta } | { acquired: false; holder: string; leaseExpiresAtMs: number };
 
+/**
+ * A planner lease a loop's tick kept instead of releasing it: the next tick of the same loop takes it
+ * over in the write that takes its own (one write a tick, not two), recording whether the kept tick
+ * confirmed its dispatches.
+ */
+export type KeptPlannerLease = { epoch: number; ownerToken: string; confirmDispatches: boolean };
+
 /** One atomic, conditional change made by a planner run. */
 export type PlanWrite =
   /** Persist a newly discovered partition (only if absent). */
@@ -187,7 +194,24 @@ export type Ledger = PlannerLoopLease & {
    * Takes the stream's planner lease if it is free or expired, bumping the epoch. Losing is a value:
    * another planner holds it (I5).
    */
-  acquirePlannerLease(input: { stream: string; ownerToken: string; nowMs: number; leaseMs: number }): Promise<PlannerLease>;
+  acquirePlannerLease(input: {
+    stream: string;
+    ownerToken: string;
+    nowMs: number;
+    leaseMs: number;
+    /** The lease the previous tick of this loop kept: taken over however long it still runs (its confirmation recorded). */
+    previous?: KeptPlannerLease;
+    /**
+     * A loop holder this caller took the loop from after its loop lease expired (it died): a lease
+     * one of its ticks kept (owner token `<loopOwner>:...`) is taken over too, not waited out.
+     */
+    deadLoopOwner?: string;
+  }): Promise<PlannerLease>;
+  /**
+   * Asks for a planner lease held by a loop between its ticks (an operator): recorded on the stream
+   * (`StreamMeta.leaseWanted`), the loop releases its lease after its current tick instead of keeping it.
+   */
+  requestPlannerLease(input: { stream: string; ownerToken: string }): Promise<void>;
   /**
    * Marks the stream started (once), fenced like planner writes, with the partitions its first run
    * could not register (`StreamMeta.pendingStart`; an empty or absent list records none).

@@ -85,6 +85,48 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect((await ledger.readMeta(stream))?.confirmedEpoch).toBe(1);
   });
 
+  it("lets a loop's next tick take over the lease its last tick kept, in one take that records the kept tick's confirmation", async () => {
+    const stream = streamName();
+    const first = await ledger.acquirePlannerLease({ stream, ownerToken: 'loop:1', nowMs: 1000, leaseMs: 60_000 });
+    expect(first).toMatchObject({ acquired: true, epoch: 1 });
+    const kept = { epoch: 1, ownerToken: 'loop:1', confirmDispatches: true };
+    // Held (not expired): another owner waits; the loop's next tick, naming the kept lease, takes it.
+    expect(await ledger.acquirePlannerLease({ stream, ownerToken: 'other', nowMs: 2000, leaseMs: 60_000 })).toMatchObject({
+      acquired: false,
+    });
+    const wrong = { ...kept, epoch: 7 };
+    expect(await ledger.acquirePlannerLease({ stream, ownerToken: 'loop:2', nowMs: 2000, leaseMs: 60_000, previous: wrong })).toMatchObject(
+      {
+        acquired: false,
+      },
+    );
+    const second = await ledger.acquirePlannerLease({ stream, ownerToken: 'loop:2', nowMs: 2000, leaseMs: 60_000, previous: kept });
+    expect(second).toMatchObject({ acquired: true, epoch: 2, meta: { confirmedEpoch: 1, ownerToken: 'loop:2' } });
+    // An operator asks: recorded for the loop to see; the next take clears it.
+    await ledger.requestPlannerLease({ stream, ownerToken: 'operator:x' });
+    expect((await ledger.readMeta(stream))?.leaseWanted).toBe('operator:x');
+    // A take-over of a kept lease leaves the request standing (the loop releases after that tick).
+    const fourth = await ledger.acquirePlannerLease({
+      stream,
+      ownerToken: 'loop:3',
+      nowMs: 2500,
+      leaseMs: 60_000,
+      previous: { ...kept, epoch: 2, ownerToken: 'loop:2' },
+    });
+    expect(fourth).toMatchObject({ acquired: true, epoch: 3 });
+    expect((await ledger.readMeta(stream))?.leaseWanted).toBe('operator:x');
+    // The loop died holding the lease: its successor takes over any lease of its ticks (`<owner>:...`), and no other.
+    const third = await ledger.acquirePlannerLease({ stream, ownerToken: 'next:1', nowMs: 3000, leaseMs: 60_000, deadLoopOwner: 'loop' });
+    expect(third).toMatchObject({ acquired: true, epoch: 4, meta: { confirmedEpoch: 2 } });
+    expect((await ledger.readMeta(stream))?.leaseWanted).toBeUndefined();
+    expect(
+      await ledger.acquirePlannerLease({ stream, ownerToken: 'x', nowMs: 4000, leaseMs: 60_000, deadLoopOwner: 'loop' }),
+    ).toMatchObject({
+      acquired: false,
+      holder: 'next:1',
+    });
+  });
+
   it('records the partitions pending their start with the start mark, once and only from the lease holder', async () => {
     const stream = streamName();
     const { ctx } = await plannerContext(stream);

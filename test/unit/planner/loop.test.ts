@@ -89,6 +89,35 @@ describe('planner loop', () => {
     expect(t.ledger.store('s1').meta?.epoch).toBe(9);
   });
 
+  it('keeps the planner lease between ticks (one lease write a tick), releases it at the end, and after the current tick for an operator who asks', async () => {
+    const t = setup();
+    const calls: string[] = [];
+    const counted: Ledger = new Proxy(t.ledger, {
+      get(target, prop, receiver) {
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          if (prop === 'acquirePlannerLease' || prop === 'releasePlannerLease') calls.push(String(prop));
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const loop = t.invocation('a', T0 + 10_000, { ledger: counted as LoopDeps['ledger'] });
+    // An operator asks for the lease during the fifth tick's interval (as withOperatorLease does when refused).
+    void (async () => {
+      await t.clock.sleep(4500);
+      await t.ledger.requestPlannerLease({ stream: 's1', ownerToken: 'operator:o' });
+    })();
+    const [rep] = await t.clock.run(loop);
+    expect(rep).toMatchObject({ ticks: 9 });
+    // 9 takes; one release for the operator after the tick it asked during, one at the end.
+    expect(calls.filter((c) => c === 'acquirePlannerLease')).toHaveLength(9);
+    expect(calls.filter((c) => c === 'releasePlannerLease')).toHaveLength(2);
+    expect(calls.indexOf('releasePlannerLease')).toBe(6); // after the sixth tick, the first to see the request
+    expect(t.ledger.store('s1').meta).toMatchObject({ leaseExpiresAtMs: 0, confirmedEpoch: 9 });
+    expect(t.ledger.store('s1').meta?.leaseWanted).toBeUndefined();
+  });
+
   it('hands over to the next invocation at the next due tick: no tick twice, no gap over one interval, nothing planned twice', async () => {
     const t = setup();
     const load = traffic(t, t.clock);
