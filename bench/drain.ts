@@ -147,6 +147,14 @@ export function observedLedger<L extends Ledger>(ledger: L, observer: DrainObser
       if (out === 'applied') observer.onCommitted(input.range.partition, input.expectProgress, input.range.until);
       return out;
     },
+    async completeRanges(inputs) {
+      const out = await ledger.completeRanges(inputs);
+      out.forEach((o, i) => {
+        const c = inputs[i];
+        if (o === 'applied' && c) observer.onCommitted(c.range.partition, c.expectProgress, c.range.until);
+      });
+      return out;
+    },
   };
 }
 

@@ -110,16 +110,21 @@ async function phase(stack: BenchStack, flags: DeployedFlags, handler: Handler, 
     const shape = await deployedShape({ ...bench, brokers: stack.brokers, streamId, handler, sinkTable, flags });
     // The handlers log to stdout at the deployed level (INFO) and publish EMF metrics there: counted, not shown.
     const logs = captureStdout(shape.requests.role);
+    // The largest size each ledger item had: DynamoDB bills a write by the item's size before or after it.
+    const sampler = sampleItemSizes(bench.dynamo, shape.tables.ledger);
     try {
       const { schedule, produced } = await scheduleUnderLoad(shape, bench, flags, log);
       const late = await drainRest(shape, streamId, produced.ends, log);
       const figures = phaseFigures(shape, schedule, produced.records);
       if (sinkTable) figures.exact = await sinkExact(bench.dynamo, sinkTable, produced.accounts.totals, log);
       logs.restore();
-      logDetail(log, handler, flags, { figures, shape, late, logs: logs.byRole(), sizes: await sizesOf(bench.dynamo, shape.tables) });
+      const sizes = await sizesOf(bench.dynamo, shape.tables, await sampler.stop());
+      Object.assign(figures, costFigures(shape, logs.byRole(), sizes));
+      logDetail(log, handler, flags, { figures, shape, late, logs: logs.byRole(), sizes });
       return figures;
     } finally {
       logs.restore();
+      await sampler.stop();
       await resetAwsRuntime();
     }
   });
@@ -143,6 +148,8 @@ type Shape = {
   ticks: Tick[];
   stopRecordingTicks(): void;
   processors: { invocations: number; totalMs: number };
+  /** Ranges the processors completed (their completions applied). */
+  completed: { ranges: number };
   loopDelay: IntervalHistogram;
 };
 
@@ -171,7 +178,8 @@ async function deployedShape(p: {
   const rt = awsRuntime(process.env);
   const observer = createLatencyObserver();
   const requests = countRequestsByRole(rt.dynamo);
-  const recorded = recordTicks(observedLedger(rt.ledger, observer));
+  const completed = { ranges: 0 };
+  const recorded = recordTicks(countCompletions(observedLedger(rt.ledger, observer), completed));
   Object.assign(rt, { ledger: recorded.ledger, handlerFor: observedHandlerFor(rt.handlerFor, observer) });
   const processors = { invocations: 0, totalMs: 0 };
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -198,7 +206,25 @@ async function deployedShape(p: {
     requests,
     ...recorded,
     processors,
+    completed,
     loopDelay,
+  };
+}
+
+/** The ledger with the completions that applied counted (a range each). */
+function countCompletions(ledger: Ledger, completed: { ranges: number }): Ledger {
+  return {
+    ...ledger,
+    async completeRanges(inputs) {
+      const out = await ledger.completeRanges(inputs);
+      completed.ranges += out.filter((o) => o === 'applied').length;
+      return out;
+    },
+    async completeRange(input) {
+      const out = await ledger.completeRange(input);
+      if (out === 'applied') completed.ranges++;
+      return out;
+    },
   };
 }
 
@@ -380,9 +406,49 @@ function perUnit(r: RoleRequests | undefined, n: number, tables: { ledger: strin
   };
 }
 
-/** The stored size of every item of `tables`, by `<table> <key>`. */
-async function sizesOf(dynamo: DynamoDBClient, tables: { ledger: string; sink?: string }): Promise<Map<string, number>> {
+/**
+ * The size of every item of `tables`, by `<table> <key>`: the larger of its stored size now and the
+ * largest the sampler saw (`sampled`, ledger items by key).
+ */
+async function sizesOf(dynamo: DynamoDBClient, tables: { ledger: string; sink?: string }, sampled: Map<string, number>): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const t of [tables.ledger, tables.sink]) if (t) for (const [k, size] of await storedSizes(dynamo, t)) out.set(`${t} ${k}`, size);
+  for (const [k, size] of sampled) out.set(`${tables.ledger} ${k}`, Math.max(size, out.get(`${tables.ledger} ${k}`) ?? 0));
   return out;
+}
+
+/** Reads every item of `table` every `everyMs` and keeps each key's largest size, until stopped. */
+function sampleItemSizes(dynamo: DynamoDBClient, table: string, everyMs = 500): { stop(): Promise<Map<string, number>> } {
+  const max = new Map<string, number>();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      for (const [k, size] of await storedSizes(dynamo, table)) max.set(k, Math.max(size, max.get(k) ?? 0));
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      return max;
+    },
+  };
+}
+
+/**
+ * The cost figures of a phase: ledger write units (planner and processors, each write at the
+ * largest size its item had) per range completed, processor invocations per tick, and the bytes the
+ * processor handler logged per invocation.
+ */
+function costFigures(shape: Shape, logs: Map<string, LogTally>, sizes: Map<string, number>): Partial<DeployedPhase> {
+  const units = (role: string) => shape.requests.roles().get(role)?.writes.settle(shape.tables.ledger, (k) => sizes.get(`${shape.tables.ledger} ${k}`)) ?? 0;
+  const ranges = Math.max(1, shape.completed.ranges);
+  const invocations = Math.max(1, shape.processors.invocations);
+  const round = (x: number) => Math.round(x * 100) / 100;
+  return {
+    ledgerWriteUnitsPerRange: round((units('planner') + units('processor')) / ranges),
+    processorInvocationsPerTick: round(shape.processors.invocations / Math.max(1, shape.ticks.length)),
+    logBytesPerInvocation: Math.round((logs.get('processor')?.bytes ?? 0) / invocations),
+  };
 }

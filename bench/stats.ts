@@ -239,6 +239,12 @@ export type DeployedPhase = {
   maxHandoverGapMs: number;
   /** Exactly-once phases: the sink equals what was produced. */
   exact?: boolean;
+  /** Ledger write units (planner and processors) per range completed, as DynamoDB bills them. */
+  ledgerWriteUnitsPerRange?: number;
+  /** Processor invocations per planner tick. */
+  processorInvocationsPerTick?: number;
+  /** Bytes the processor handler logged per invocation (its metrics and log lines; Lambda's own lines are not printed here). */
+  logBytesPerInvocation?: number;
 };
 
 /** One run: a phase per handler. */
@@ -251,8 +257,18 @@ export type DeployedResult = {
   handovers: number;
   /** The largest gap between ticks across hand-overs: one invocation's last tick to the next one's first. */
   maxTickGapMs: number;
-  noop: { p50Ms: number; p99Ms: number; maxMs: number };
-  exactlyOnce: { p50Ms: number; p99Ms: number; maxMs: number; exact: boolean };
+  noop: PhaseSummary;
+  exactlyOnce: PhaseSummary & { exact: boolean };
+};
+
+/** A phase's figures over the runs (medians). */
+export type PhaseSummary = {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  ledgerWriteUnitsPerRange?: number;
+  processorInvocationsPerTick?: number;
+  logBytesPerInvocation?: number;
 };
 
 /**
@@ -265,11 +281,24 @@ export function deployedResult(
 ): DeployedResult {
   if (runs.length === 0) throw new RangeError('no runs to summarise');
   const m = (f: (r: DeployedRun) => number): number => Math.round(median(runs.map(f)));
-  const phase = (p: (r: DeployedRun) => DeployedPhase) => ({
-    p50Ms: m((r) => p(r).p50Ms),
-    p99Ms: m((r) => p(r).p99Ms),
-    maxMs: m((r) => p(r).maxMs),
-  });
+  /** The median of a figure every run has, to two decimals; left out when a run lacks it. */
+  const m2 = (f: (r: DeployedRun) => number | undefined): number | undefined => {
+    const xs = runs.map(f);
+    return xs.every((x) => x !== undefined) ? Math.round(median(xs as number[]) * 100) / 100 : undefined;
+  };
+  const phase = (p: (r: DeployedRun) => DeployedPhase): PhaseSummary => {
+    const wu = m2((r) => p(r).ledgerWriteUnitsPerRange);
+    const inv = m2((r) => p(r).processorInvocationsPerTick);
+    const logs = m2((r) => p(r).logBytesPerInvocation);
+    return {
+      p50Ms: m((r) => p(r).p50Ms),
+      p99Ms: m((r) => p(r).p99Ms),
+      maxMs: m((r) => p(r).maxMs),
+      ...(wu !== undefined ? { ledgerWriteUnitsPerRange: wu } : {}),
+      ...(inv !== undefined ? { processorInvocationsPerTick: inv } : {}),
+      ...(logs !== undefined ? { logBytesPerInvocation: Math.round(logs) } : {}),
+    };
+  };
   return {
     triggerIntervalMs: setting.triggerIntervalMs,
     schedulePeriodMs: setting.schedulePeriodMs,

@@ -1,14 +1,13 @@
 /**
  * The ledger's history of finished ranges on DynamoDB (layout 2): the ranges the planner archives
  * from its partitions' live state in one run are put, before that run's group writes, as `H#` items
- * of the stream (`H#<archived at, ms:13>#<epoch>#<n>`), a list of ranges each, expiring after
+ * of the stream (`H#<archived at, ms:13>#<epoch>#<n>`), their ranges by topic, a few numbers each, expiring after
  * RANGE_HISTORY_DAYS. A run that crashed between the two writes archives the same ranges again
  * later: readers take each range's identity once.
  */
 import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { RANGE_HISTORY_DAYS } from '../ports/ledger';
 import type { RangeState } from '../ports/ledger-state';
-import { rangeToStored, rangesOfEntry, RANGES_FIELD } from './groups.dynamodb';
 import { TTL_ATTRIBUTE, type Item } from './items.dynamodb';
 import { keys } from './keys.dynamodb';
 
@@ -17,29 +16,40 @@ const MAX_HISTORY_ITEM_BYTES = 300_000;
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
 
-/** A range as a history entry: its stored fields, and its identity under names no range field has. */
-function entryOf(r: RangeState): Item {
-  return {
-    ...rangeToStored(r as RangeState & Item),
-    _t: r.topic,
-    _n: r.partition,
-    ...(r.incarnation ? { _i: r.incarnation } : {}),
-    _f: r.from,
-  };
+/**
+ * A range as a history entry, positional (every byte of a history item is billed when it is put):
+ * `[partition, from, until, records, epoch, plannedAtMs, finishedAtMs, attempts, dispatches,
+ * incarnation]`, under its topic.
+ */
+type Entry = [number, number, number, number, number, number, number, number, number, number];
+
+function entryOf(r: RangeState): Entry {
+  return [
+    r.partition,
+    r.from,
+    r.until,
+    r.records ?? 0,
+    r.epoch,
+    r.plannedAtMs,
+    r.finishedAtMs ?? 0,
+    r.attempts,
+    r.dispatches,
+    r.incarnation ?? 0,
+  ];
 }
 
 /** The history items of the ranges one run archived (none when it archived none). */
 export function historyItems(stream: string, ranges: readonly RangeState[], archivedAtMs: number, epoch: number): Item[] {
-  const chunks: Item[][] = [];
+  const chunks: Array<Record<string, Entry[]>> = [];
   let size = 0;
   for (const r of ranges) {
     const e = entryOf(r);
-    const bytes = JSON.stringify(e).length;
+    const bytes = JSON.stringify(e).length + r.topic.length;
     if (!chunks.length || size + bytes > MAX_HISTORY_ITEM_BYTES) {
-      chunks.push([]);
+      chunks.push({});
       size = 0;
     }
-    chunks.at(-1)!.push(e);
+    (chunks.at(-1)![r.topic] ??= []).push(e);
     size += bytes;
   }
   return chunks.map((rs, n) => ({
@@ -56,13 +66,28 @@ export function rangesOfHistory(stream: string, items: readonly Item[]): RangeSt
   const seen = new Set<string>();
   const out: RangeState[] = [];
   for (const item of items) {
-    for (const e of (item.rs ?? []) as Item[]) {
-      const partition = { stream, topic: e._t as string, partition: e._n as number, ...(e._i ? { incarnation: e._i as number } : {}) };
-      const [range] = rangesOfEntry({ [RANGES_FIELD]: { [String(e._f)]: e } }, partition as never);
-      const id = `${range!.topic}/${range!.partition}/${range!.incarnation ?? 0}/${range!.from}`;
-      if (seen.has(id)) continue;
-      seen.add(id);
-      out.push(range!);
+    for (const [topic, entries] of Object.entries((item.rs ?? {}) as Record<string, Entry[]>)) {
+      for (const [partition, from, until, records, epoch, plannedAtMs, finishedAtMs, attempts, dispatches, incarnation] of entries) {
+        const id = `${topic}/${partition}/${incarnation}/${from}`;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        out.push({
+          stream,
+          topic,
+          partition,
+          from,
+          until,
+          status: 'done',
+          progress: until,
+          records,
+          epoch,
+          plannedAtMs,
+          finishedAtMs,
+          attempts,
+          dispatches,
+          ...(incarnation ? { incarnation } : {}),
+        });
+      }
     }
   }
   return out;
