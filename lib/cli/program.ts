@@ -13,6 +13,7 @@ import { createOpsContext, type OpsContext, type OpsContextOptions } from '../op
 import { parseDeadLetterId, redriveDeadLetters, renderDeadLetters, renderRedrive, undeliveredById } from '../ops/dead-letters';
 import { operatorName } from '../ops/lease';
 import { peekJsonLines, peekRecords, renderPeek } from '../ops/peek';
+import { migrateLedgers, renderMigration } from '../ops/migrate';
 import { dryRunPlan, nothingRead, renderPlan, unavailableLine } from '../ops/plan';
 import { createReplay, renderReplayPlan, renderReplayRun, runReplay } from '../ops/replay';
 import { parseRewindTarget, renderRewind, rewindStream } from '../ops/rewind';
@@ -107,6 +108,24 @@ const COMMANDS: Record<string, CommandDef<never>> = {
         if (s.kafkaError) {
           inv.io.err(`error: ${s.kafkaError}\n`);
           inv.exitWith(EXIT.failed);
+        }
+      }),
+  }),
+
+  'migrate-ledger': command<{ json?: boolean }>({
+    define: (c) =>
+      c
+        .description(
+          "move a stream's ledger written by an earlier release to the current layout, in place (stop its planner and let its processors finish first)",
+        )
+        .argument('[stream]', 'stream id (default: every configured stream)')
+        .option('--json', 'one JSON object per stream'),
+    run: (inv, [id], opts, cmd) =>
+      inv.withContext(cmd, async (ctx) => {
+        const streams = id === undefined ? ctx.config.streams : [resolveStream(ctx.config, id)];
+        for (const r of await migrateLedgers(ctx, streams, inv.now())) {
+          if (opts.json) inv.json(r);
+          else inv.io.out(`${renderMigration(r)}\n`);
         }
       }),
   }),

@@ -14,7 +14,7 @@ export class LedgerLayoutError extends AppError {
     super(
       'LEDGER_LAYOUT',
       `the ledger of stream ${stream} was written by an earlier release (layout 1); stop its planner and run ` +
-        `\`kafka-direct migrate-ledger --stream ${stream}\` to move it to layout 2`,
+        `\`kafka-direct migrate-ledger ${stream}\` to move it to layout 2`,
       options,
     );
   }

@@ -15,7 +15,7 @@ export type OpsContext = Pick<
   Adapters,
   'config' | 'env' | 'dynamo' | 'ledger' | 'storeClock' | 'metadata' | 'readerFor' | 'createReader' | 'handlerFor' | 'close'
 > &
-  Partial<Pick<Adapters, 'groupCommitterFor' | 'dropGroupCommitter' | 'destinationsFor' | 'registries'>>;
+  Partial<Pick<Adapters, 'groupCommitterFor' | 'dropGroupCommitter' | 'destinationsFor' | 'registries' | 'ledgerMigration'>>;
 
 export type OpsContextOptions = {
   /** Where kafkajs's own log lines go (default: kafkajs's JSON lines on the console). */

@@ -6,6 +6,7 @@
  * adapters run against AWS or the local stack (DYNAMODB_ENDPOINT, KAFKA_BROKERS in the stream config,
  * AWS_ENDPOINT_URL_GLUE for Glue schema registries).
  */
+import { createDynamoLedgerMigration, type LedgerMigration } from '../ledger/migrate.dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DeploymentConfig, KafkaConnectionConfig, StreamConfig } from '../config/schema';
 import { resolveHandler } from '../handlers';
@@ -104,6 +105,8 @@ export type Adapters = {
   ledger: Ledger;
   /** DynamoDB's time: every lease decision uses it (never this process's own clock). */
   storeClock: StoreClock;
+  /** Moves a stream's ledger written by an earlier release to the current layout (`kafka-direct migrate-ledger`). */
+  ledgerMigration: LedgerMigration;
   metadata: MetadataCache;
   /** One range reader per cluster connection, reused (warm invocations, peek, re-drive). */
   readerFor(stream: StreamConfig): Promise<RangeReader>;
@@ -154,6 +157,7 @@ export function composeAdapters(options: ComposeOptions): Adapters {
     dynamo,
     ledger: createDynamoLedger({ client: dynamo, tableName: config.ledgerTable }),
     storeClock: createDynamoStoreClock({ client: dynamo, tableName: config.ledgerTable }),
+    ledgerMigration: createDynamoLedgerMigration({ client: dynamo, tableName: config.ledgerTable }),
     metadata,
     readerFor: (stream) =>
       readers.get(stream, async () => createKafkajsRangeReader(await createKafka(stream.kafka, kafkaDeps(stream.kafka)))),
