@@ -116,7 +116,8 @@ const COMMANDS: Record<string, CommandDef<never>> = {
     define: (c) =>
       c
         .description(
-          "move a stream's ledger written by an earlier release to the current layout, in place (stop its planner and let its processors finish first)",
+          "move a stream's ledger written by an earlier release to the current layout, in place " +
+            '(stop its planner and let its processors finish first)',
         )
         .argument('[stream]', 'stream id (default: every configured stream)')
         .option('--json', 'one JSON object per stream'),
