@@ -20,6 +20,7 @@ import { createMarkedWriter } from './marked-writes.dynamodb';
 import { sinkAction } from './sink.dynamodb';
 import { redriveAction } from './transactions.dynamodb';
 import { createLedgerReads } from './reads.dynamodb';
+import { createKeyPacer } from './key-pacing.dynamodb';
 import { createWriter } from './writer.dynamodb';
 import { createMetaMethods } from './meta.dynamodb';
 import { createRangeWrites } from './range-writes.dynamodb';
@@ -106,7 +107,8 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     concurrency: opts.markedWriteConcurrency ?? MARKED_WRITE_CONCURRENCY,
   });
   const reads = createLedgerReads(doc, table, send);
-  const writer = createWriter({ doc, table, send, sleep, concurrency: opts.concurrency ?? 8 });
+  const pacer = createKeyPacer({ sleep });
+  const writer = createWriter({ doc, table, send, sleep, concurrency: opts.concurrency ?? 8, pacer });
   const queryPrefix = (stream: string, prefix: string) =>
     reads.queryAll(`read ${prefix} items of ${stream}`, prefixQuery(table, stream, prefix));
 
@@ -114,7 +116,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     ...createDynamoOutbox(doc, table, send),
     ...createMetaMethods(doc, table, send, writer),
     ...createRangeWrites(table, reads, writer),
-    ...createPlanWrites(doc, table, send, reads, writer),
+    ...createPlanWrites(doc, table, send, reads, writer, pacer),
     limits: DYNAMODB_LIMITS,
 
     async readPartitions(stream) {

@@ -16,6 +16,7 @@ import type { Ledger, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import type { RangeState } from '../ports/ledger-state';
 import { codec } from './items.dynamodb';
 import { historyItems } from './history.dynamodb';
+import { unitsOfItemWrite, type KeyPacer } from './key-pacing.dynamodb';
 import { keys, spanQuery } from './keys.dynamodb';
 import type { StreamLocations } from './locations.dynamodb';
 import type { LedgerReads } from './reads.dynamodb';
@@ -38,6 +39,7 @@ export function createPlanWrites(
   send: Send,
   reads: LedgerReads,
   writer: Writer,
+  pacer: KeyPacer,
 ): Pick<Ledger, 'applyPlan' | 'rewindPartitions'> {
   /** Where every partition the units touch is; registrations get a group (all partitions read first). */
   const locateUnits = async (stream: string, units: Unit[]): Promise<StreamLocations> => {
@@ -56,6 +58,7 @@ export function createPlanWrites(
   const archive = async (stream: string, units: Unit[], epoch: number): Promise<void> => {
     const ranges = units.flatMap((u) => u.steps.flatMap((s) => (s.kind === 'archive-range' ? [s.value as RangeState] : [])));
     for (const item of historyItems(stream, ranges, Date.now(), epoch)) {
+      await pacer.reserve(new Map([unitsOfItemWrite(item, item, false)]));
       await send(`record range history of ${stream}`, () => doc.send(new PutCommand({ TableName: table, Item: item })));
     }
   };

@@ -17,6 +17,7 @@ import { mapWithConcurrency } from '../concurrency';
 import { AppError, ConflictError, StoreError } from '../errors';
 import { updateInput, type ItemWriteBuilder } from './expression.dynamodb';
 import type { Item } from './items.dynamodb';
+import { unitsOfItemWrite, unitsOfTransaction, type KeyPacer } from './key-pacing.dynamodb';
 import { packRequests, sendRequest, wavesOf, type RequestTransport, type Unit, type UnitOutcome } from './requests.dynamodb';
 import { backoffMs, CONFLICT_RETRIES } from './retry.dynamodb';
 import type { StepContext } from './steps.dynamodb';
@@ -33,8 +34,9 @@ export function createWriter(o: {
   send: Send;
   sleep: (ms: number) => Promise<void>;
   concurrency: number;
+  pacer: KeyPacer;
 }) {
-  const { doc, table, send, sleep } = o;
+  const { doc, table, send, sleep, pacer } = o;
 
   /** The item a failed condition was judged on: the image returned, or (an emulator without it) a consistent read. */
   const imageOf = async (err: ConditionalCheckFailedException, key: Record<string, unknown>): Promise<Item | undefined> => {
@@ -48,6 +50,7 @@ export function createWriter(o: {
   /** An UpdateItem (or PutItem) of one builder, retried while a transaction on the item refuses it. */
   const sendOne = async (what: string, b: ItemWriteBuilder, returnNew = false): Promise<OneResult> => {
     for (let attempt = 0; ; attempt++) {
+      await pacer.reserve(new Map([unitsOfItemWrite(b.key, b.putItem, false)]));
       try {
         if (b.putItem) {
           const cond = b.conditionExpression ? { ConditionExpression: b.conditionExpression, ...b.attributes() } : {};
@@ -82,6 +85,7 @@ export function createWriter(o: {
     // Same content, same token: an SDK retry of a transaction that did commit is a no-op (10 min).
     const token = createHash('sha256').update(JSON.stringify(actions)).digest('hex').slice(0, 36);
     for (let attempt = 0; ; attempt++) {
+      await pacer.reserve(unitsOfTransaction(actions));
       try {
         await send(what, () => doc.send(new TransactWriteCommand({ TransactItems: actions, ClientRequestToken: token })));
         return { ok: true };
