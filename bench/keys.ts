@@ -10,6 +10,7 @@
  * are units per key per second. The processors run after the tick, not beside it, so the tick's time
  * is the planner's alone: on the emulator, and estimated for DynamoDB from the planner's own time
  * (the tick's time with no request in flight) plus its requests in sequence at DYNAMODB_REQUEST_MS.
+ * At the end, `partitionsCaughtUp` counts the partitions whose committed offset is past every record.
  *
  * Flags: --topics N --partitions N --ticks N --keep. The last line printed is one JSON object.
  */
@@ -193,7 +194,9 @@ async function tickUnderLoad(r: Run) {
     for (const [k, size] of await storedSizes(ctx.dynamo, ctx.config.ledgerTable)) sizes.set(k, Math.max(size, sizes.get(k) ?? 0));
     log(`tick ${n}: ${rep.rangesPlanned} ranges in ${rep.invocations} invocations, planned in ${Math.round(ms)} ms`);
   }
-  return figures(r, registration, ticks, sizes);
+  const partitions = await ctx.ledger.readPartitions(stream.id);
+  const caughtUp = partitions.filter((p) => p.committed === flags.ticks).length;
+  return { ...figures(r, registration, ticks, sizes), partitionsCaughtUp: caughtUp };
 }
 
 /** Runs the planner until every partition is registered; the busiest second of each key meanwhile. */
