@@ -1,7 +1,9 @@
 /**
  * `npm run bench:planner`: one planner over many partitions (default 500 topics x 20 = 10,000)
  * against the real broker and the DynamoDB emulator, dispatching into a recorder (no processors).
- * Measures a registration run, an idle run and a full run (one new record in every partition).
+ * Measures a registration run, an idle run and a full run (one new record in every partition): DynamoDB
+ * and Kafka requests, wall time and the time waiting on the emulator, the process's CPU time, and its
+ * peak resident set and heap (the planner's memory need, with the bench's own clients beside it).
  * The last line printed is one JSON object with the figures.
  *
  * Flags: --topics N --partitions N --keep. Uses KAFKA_BROKERS / DYNAMODB_ENDPOINT when set (and
@@ -49,6 +51,31 @@ function instrument(client: DynamoDBClient): { requests: () => number; busyMs: (
     { step: 'initialize', name: 'benchTimer' },
   );
   return { requests: () => requests, busyMs: () => busyMs };
+}
+
+const MB = 1024 * 1024;
+
+/**
+ * The process's peak resident set and heap while a run goes (sampled every 10 ms): with the bench's
+ * own clients in the same process, the resident set bounds what a planner alone needs.
+ */
+function sampleMemory(): { stop(): { peakRssMb: number; peakHeapUsedMb: number } } {
+  let rss = 0;
+  let heap = 0;
+  const sample = () => {
+    const m = process.memoryUsage();
+    rss = Math.max(rss, m.rss);
+    heap = Math.max(heap, m.heapUsed);
+  };
+  sample();
+  const timer = setInterval(sample, 10);
+  return {
+    stop() {
+      sample();
+      clearInterval(timer);
+      return { peakRssMb: Math.round(rss / MB), peakHeapUsedMb: Math.round(heap / MB) };
+    },
+  };
 }
 
 /** Creates the bench's topics, 50 per request. */
@@ -140,12 +167,17 @@ async function benchPlanner(stack: BenchStack, topics: number, partitions: numbe
       const dms0 = dynamo.busyMs();
       const k0 = metadata.requestCount();
       const t0 = Date.now();
+      const memory = sampleMemory();
+      const cpu0 = process.cpuUsage();
       const rep = await planStream(deps, stream, { dryRun: false, nowMs: Date.now() });
+      const cpu = process.cpuUsage(cpu0);
       const res = {
         wallMs: Date.now() - t0,
         dynamoRequests: dynamo.requests() - d0,
         kafkaRequests: metadata.requestCount() - k0,
         dynamoWaitMs: Math.round(dynamo.busyMs() - dms0),
+        cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+        ...memory.stop(),
       };
       log(
         `${label}: ${JSON.stringify(res)} status=${rep.status} registered=${rep.registered} ranges=${rep.rangesPlanned} records=${rep.recordsPlanned} dispatched=${rep.dispatched}`,
