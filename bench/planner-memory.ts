@@ -1,0 +1,222 @@
+/**
+ * `npm run bench:planner-memory`: what the planner needs, in memory and CPU, at 10 and 1,000 busy
+ * partitions (the default `--sizes 1x10,10x100`: topics x partitions), to size its Lambda memory.
+ * The deployed planner handler is bundled with esbuild as `sls package` bundles it and run on plain
+ * Node in a child process (bench/planner-memory/child.ts), invoked on its schedule for
+ * `--run-ms` with a 1 s trigger, under the heap limits Lambda's Node.js runtime sets for `--memory-mb`; every second one record goes to every partition, and the ranges it
+ * dispatches are processed here, as Lambda would run them elsewhere. Per size: the child's peak
+ * resident set and heap (a Lambda function's "Max Memory Used" is its process's resident set, and
+ * `withinMemory` compares it with `--memory-mb`), its CPU time per warm tick (median, max), and what a tick's CPU would take at Lambda's memory sizes (Lambda gives a
+ * function CPU in proportion to its memory, one vCPU at 1,769 MB). The last line is one JSON object.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { build, type Plugin } from 'esbuild';
+import { Kafka, logLevel } from 'kafkajs';
+import { parseDeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../lib/config/schema';
+import { createInProcessDispatcher } from '../lib/dispatch/dispatcher.local';
+import { quietKafkaLog } from '../lib/kafka/client';
+import { ensureLedgerTable } from '../lib/ledger/table';
+import { processRanges } from '../lib/processor/process-range';
+import { rangesOfPayload, type RangePayload, type RangesPayload } from '../lib/ranges';
+import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
+import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { median } from './stats';
+import { withStack, type BenchStack } from './stack';
+
+// The functions' esbuild plugins (CommonJS, shared with serverless.yml).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const projectEsbuildPlugins = require('../infra/serverless/esbuild-plugins.js') as (serverless: unknown) => Plugin[];
+
+const log = benchLog('planner-memory');
+const ROOT = resolve(__dirname, '..');
+/** Lambda's memory at which a function has one full vCPU. */
+const ONE_VCPU_MB = 1769;
+const LAMBDA_MEMORY_MB = [128, 256, 512, 1024, 1769] as const;
+
+type ChildResult = {
+  loadedRssMb: number;
+  peakRssMb: number;
+  peakHeapUsedMb: number;
+  cpuMs: number;
+  wallMs: number;
+  ticks?: number;
+  tickCpuMs: number[];
+  loop: string;
+};
+
+/** Node's heap limits as Lambda's Node.js bootstrap sets them for a function of `memoryMb` (new space a tenth of it). */
+const lambdaNodeArgs = (memoryMb: number): string[] => [
+  `--max-semi-space-size=${Math.floor(memoryMb / 20)}`,
+  `--max-old-space-size=${memoryMb - Math.floor(memoryMb / 10)}`,
+];
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      sizes: { type: 'string', default: '1x10,10x100' },
+      'run-ms': { type: 'string', default: '20000' },
+      'memory-mb': { type: 'string', default: '256' },
+      ...KEEP_OPTION,
+    },
+  });
+  const { 'run-ms': runMs, 'memory-mb': memoryMb } = wholeNumberFlags(values, ['run-ms', 'memory-mb']);
+  const sizes = values.sizes.split(',').map((s) => {
+    const [topics, partitions] = s.split('x').map(Number);
+    if (!Number.isInteger(topics) || !Number.isInteger(partitions) || !topics || !partitions)
+      throw new Error(`--sizes: "${s}" is not <topics>x<partitions>`);
+    return { topics: topics as number, partitions: partitions as number };
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'planner-memory-'));
+  try {
+    const child = join(dir, 'planner.js');
+    // As serverless.yml's esbuild settings bundle the functions: the project's plugins (handler
+    // modules bundled, no run-time compiler), minified, the AWS SDK left to the runtime's copy.
+    await build({
+      absWorkingDir: ROOT,
+      entryPoints: ['bench/planner-memory/child.ts'],
+      outfile: child,
+      bundle: true,
+      minify: true,
+      keepNames: true,
+      platform: 'node',
+      target: 'node22',
+      format: 'cjs',
+      external: ['@aws-sdk/*'],
+      plugins: projectEsbuildPlugins({
+        service: { custom: { handlerModules: [] }, provider: { architecture: process.arch === 'arm64' ? 'arm64' : 'x86_64' } },
+      }),
+      logLevel: 'warning',
+    });
+    await withStack(log, { keep: values.keep }, async (stack) => {
+      const results = [];
+      for (const size of sizes) results.push(await measure(stack, child, size, { runMs, memoryMb }));
+      process.stdout.write(`${JSON.stringify({ node: process.version, runMs, lambdaMemoryMb: memoryMb, sizes: results })}\n`);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** One size: its topics and ledger, the planner child for `runMs`, records every second, the figures. */
+async function measure(
+  stack: BenchStack,
+  child: string,
+  size: { topics: number; partitions: number },
+  run: { runMs: number; memoryMb: number },
+) {
+  const brokers = stack.brokers.split(',');
+  const prefix = stack.name(`pm${size.topics * size.partitions}`);
+  const names = Array.from({ length: size.topics }, (_, i) => `${prefix}-${String(i).padStart(3, '0')}`);
+  stack.topics(names);
+  const kafka = new Kafka({ clientId: 'bench-planner-memory', brokers, logLevel: logLevel.NOTHING, requestTimeout: 120_000 });
+  const admin = kafka.admin();
+  const producer = kafka.producer();
+  await Promise.all([admin.connect(), producer.connect()]);
+  await admin.createTopics({
+    topics: names.map((topic) => ({ topic, numPartitions: size.partitions })),
+    waitForLeaders: true,
+    timeout: 120_000,
+  });
+  const ledgerTable = stack.table('pm-ledger');
+  const dynamo = dynamoClientFromEnv(process.env);
+  await ensureLedgerTable(dynamo, ledgerTable);
+  const input: DeploymentConfigInput = {
+    ledgerTable,
+    streams: [
+      {
+        id: prefix,
+        kafka: { brokers },
+        topicPattern: `${prefix}-.*`,
+        triggerIntervalMs: 1000,
+        handler: { module: 'noop', mode: 'at-least-once' },
+      },
+    ],
+  };
+  const config = parseDeploymentConfig(input, 'bench');
+  const stream = config.streams[0] as StreamConfig;
+  const ctx = composeAdapters({ config, env: process.env, dynamo, kafkaLog: quietKafkaLog });
+  const processors = createInProcessDispatcher((payload) =>
+    processRanges(
+      { ledger: ctx.ledger, readerFor: (s) => ctx.readerFor(s), handlerFor: (s) => ctx.handlerFor(s), storeClock: ctx.storeClock },
+      { stream, ranges: rangesOfPayload(payload), deadlineAtMs: Date.now() + 60_000, single: !('ranges' in payload) },
+    ),
+  );
+  const producing = setInterval(() => {
+    void producer
+      .sendBatch({
+        topicMessages: names.map((topic) => ({
+          topic,
+          messages: Array.from({ length: size.partitions }, (_, p) => ({ value: 'x', partition: p })),
+        })),
+      })
+      .catch((err: unknown) => log(`produce failed: ${String(err)}`));
+  }, 1000);
+  try {
+    const env = {
+      ...process.env,
+      STREAMS_CONFIG: JSON.stringify(input),
+      PLANNER_RUN_MS: String(run.runMs),
+      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(run.memoryMb),
+    };
+    const result = await runChild(child, lambdaNodeArgs(run.memoryMb), env, (p) => {
+      const ranges = rangesOfPayload(p);
+      void processors.dispatch(ranges, { invocations: [ranges.map((_, i) => i)] });
+    });
+    clearInterval(producing);
+    await processors.idle();
+    const partitions = size.topics * size.partitions;
+    const caughtUp = (await ctx.ledger.readPartitions(stream.id)).filter((p) => p.committed > 0).length;
+    const cpuMsPerTick = result.tickCpuMs.length ? median(result.tickCpuMs) : undefined;
+    log(`${partitions} partitions: ${JSON.stringify(result)}, ${caughtUp} partitions with records processed`);
+    const { loop: _loop, tickCpuMs, ...rest } = result;
+    return {
+      partitions,
+      ...rest,
+      withinMemory: result.peakRssMb <= run.memoryMb,
+      warmTickCpuMs: { p50: cpuMsPerTick === undefined ? undefined : Math.round(cpuMsPerTick), max: Math.max(...tickCpuMs) },
+      partitionsProcessed: caughtUp,
+      // A tick's CPU at each Lambda memory size (CPU in proportion to memory).
+      tickCpuMsAtLambdaMemory: Object.fromEntries(
+        LAMBDA_MEMORY_MB.map((mb) => [mb, cpuMsPerTick === undefined ? undefined : Math.round((cpuMsPerTick * ONE_VCPU_MB) / mb)]),
+      ),
+    };
+  } finally {
+    clearInterval(producing);
+    await Promise.allSettled([ctx.close(), admin.disconnect(), producer.disconnect()]);
+  }
+}
+
+/** Runs the bundled planner; each JSON line on its fd 3 is an invocation, the `RESULT` line its figures. */
+function runChild(
+  file: string,
+  nodeArgs: string[],
+  env: NodeJS.ProcessEnv,
+  onInvocation: (p: RangePayload | RangesPayload) => void,
+): Promise<ChildResult> {
+  // The SDK is not in the bundle (Lambda's runtime has it): the project's node_modules stand in.
+  const child = spawn(process.execPath, [...nodeArgs, file], {
+    cwd: ROOT,
+    env: { ...env, NODE_PATH: join(ROOT, 'node_modules') },
+    stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let result: ChildResult | undefined;
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const lines = createInterface({ input: child.stdio[3] as NodeJS.ReadableStream });
+  lines.on('line', (line) => {
+    if (line.startsWith('RESULT ')) result = JSON.parse(line.slice(7)) as ChildResult;
+    else if (line.trim()) onInvocation(JSON.parse(line) as RangePayload | RangesPayload);
+  });
+  return new Promise((res, rej) =>
+    child.on('close', (code) =>
+      code === 0 && result ? res(result) : rej(new Error(`the planner child exited with ${code}: ${stderr.slice(-2000)}`)),
+    ),
+  );
+}
+
+runBench('planner-memory', main);
