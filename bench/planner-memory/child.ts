@@ -5,10 +5,11 @@
  * STREAMS_CONFIG; the ranges it dispatches go out as JSON lines on file descriptor 3 (the parent
  * runs the processors, as Lambda would elsewhere). Meanwhile it samples its own memory every 50 ms;
  * at the end it writes `RESULT <json>` on file descriptor 3: peak resident set and heap, CPU time,
- * ticks, and the CPU time between consecutive dispatches (a tick's, warm, when every tick dispatches).
+ * ticks, and each tick's CPU time (from its planner lease to the next tick's) with the ranges it dispatched.
  */
 import { createWriteStream } from 'node:fs';
 import { createPlannerHandler } from '../../functions/planner';
+import { awsRuntime } from '../../lib/runtime/aws';
 import { lambdaContext } from '../../lib/runtime/scheduled-invocations';
 import type { Dispatcher } from '../../lib/ports/dispatcher';
 import { invocationPayload, invocationsOf } from '../../lib/ports/dispatcher';
@@ -16,8 +17,8 @@ import { invocationPayload, invocationsOf } from '../../lib/ports/dispatcher';
 const out = createWriteStream('', { fd: 3 });
 const MB = 1024 * 1024;
 
-/** The process's CPU time (ms) at each dispatch: a tick dispatches once, so their differences are the ticks' CPU. */
-const cpuAtDispatchMs: number[] = [];
+/** Each tick: the process's CPU time (ms) when it took its planner lease, and the ranges it dispatched. */
+const ticks: Array<{ cpuAtMs: number; ranges: number }> = [];
 const cpuNowMs = (): number => {
   const c = process.cpuUsage();
   return (c.user + c.system) / 1000;
@@ -25,7 +26,8 @@ const cpuNowMs = (): number => {
 
 const dispatcher: Dispatcher = {
   async dispatch(ranges, opts) {
-    cpuAtDispatchMs.push(cpuNowMs());
+    const tick = ticks.at(-1);
+    if (tick) tick.ranges += ranges.length;
     for (const inv of invocationsOf(ranges.length, opts)) out.write(`${JSON.stringify(invocationPayload(inv.map((i) => ranges[i]!)))}\n`);
     return ranges.map(() => ({ ok: true as const }));
   },
@@ -45,13 +47,25 @@ async function main(): Promise<void> {
   const timer = setInterval(sample, 50);
   const cpu0 = process.cpuUsage();
   const t0 = Date.now();
-  const planner = createPlannerHandler({ dispatcher });
+  // The runtime the handler would make, its ledger watched for each tick's planner lease.
+  const rt = awsRuntime(process.env);
+  const ledger = rt.ledger;
+  Object.assign(rt, {
+    ledger: {
+      ...ledger,
+      acquirePlannerLease(input: Parameters<typeof ledger.acquirePlannerLease>[0]) {
+        ticks.push({ cpuAtMs: cpuNowMs(), ranges: 0 });
+        return ledger.acquirePlannerLease(input);
+      },
+    },
+  });
+  const planner = createPlannerHandler({ dispatcher, runtime: () => rt });
   const result = (await planner({ loop: true }, lambdaContext('memory-bench', Number(process.env.PLANNER_RUN_MS)))) as unknown;
   sample();
   clearInterval(timer);
   const cpu = process.cpuUsage(cpu0);
-  const ticks = JSON.stringify(result).match(/"ticks":(\d+)/)?.[1];
-  const tickCpuMs = cpuAtDispatchMs.slice(1).map((c, i) => Math.round(c - (cpuAtDispatchMs[i] as number)));
+  const end = cpuNowMs();
+  const perTick = ticks.map((t, i) => ({ cpuMs: Math.round((ticks[i + 1]?.cpuAtMs ?? end) - t.cpuAtMs), ranges: t.ranges }));
   out.end(
     `RESULT ${JSON.stringify({
       loadedRssMb,
@@ -59,9 +73,8 @@ async function main(): Promise<void> {
       peakHeapUsedMb: Math.round(heap / MB),
       cpuMs: Math.round((cpu.user + cpu.system) / 1000),
       wallMs: Date.now() - t0,
-      ticks: ticks === undefined ? undefined : Number(ticks),
-      tickCpuMs,
-      loop: JSON.stringify(result).slice(0, 600),
+      ticks: perTick,
+      loop: JSON.stringify(result).slice(0, 300),
     })}\n`,
   );
 }
