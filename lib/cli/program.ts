@@ -13,6 +13,8 @@ import { createOpsContext, type OpsContext, type OpsContextOptions } from '../op
 import { parseDeadLetterId, redriveDeadLetters, renderDeadLetters, renderRedrive, undeliveredById } from '../ops/dead-letters';
 import { operatorName } from '../ops/lease';
 import { peekJsonLines, peekRecords, renderPeek } from '../ops/peek';
+import { RANGE_HISTORY_DAYS } from '../ports/ledger';
+import { renderHistory, streamHistory } from '../ops/history';
 import { migrateLedgers, renderMigration } from '../ops/migrate';
 import { dryRunPlan, nothingRead, renderPlan, unavailableLine } from '../ops/plan';
 import { createReplay, renderReplayPlan, renderReplayRun, runReplay } from '../ops/replay';
@@ -110,6 +112,26 @@ const COMMANDS: Record<string, CommandDef<never>> = {
           inv.exitWith(EXIT.failed);
         }
       }),
+  }),
+
+  history: command<{ since: string; topic?: string; partition?: string; json?: boolean }>({
+    define: (c) =>
+      c
+        .description(`the ranges the stream ran, oldest first (the ledger keeps them ${RANGE_HISTORY_DAYS} days)`)
+        .argument('[stream]', 'stream id (default: the only configured stream)')
+        .option('--since <timestamp>', 'ranges finished at or after: 2024-05-01T12:00:00Z, @<epoch ms>, -2h', '-1h')
+        .option('--topic <topic>', 'only this topic')
+        .option('--partition <n>', 'only this partition')
+        .option('--json', 'one JSON object per range'),
+    async run(inv, [id], opts, cmd) {
+      const sinceMs = parseTimestamp(opts.since, inv.now(), '--since');
+      const partition = opts.partition === undefined ? undefined : parseWhole(opts.partition, '--partition');
+      await inv.withContext(cmd, async (ctx) => {
+        const h = await streamHistory(ctx, resolveStream(ctx.config, id), { sinceMs, topic: opts.topic, partition });
+        if (opts.json) for (const r of h.ranges) inv.json(r);
+        else inv.io.out(`${renderHistory(h)}\n`);
+      });
+    },
   }),
 
   'migrate-ledger': command<{ json?: boolean }>({

@@ -142,6 +142,25 @@ describe('operations CLI on the real broker and emulator', () => {
     expect(table.out).toMatch(/total lag 0, ranges in flight 0, failures 0 \(parked 0\), dead letters 2/);
   });
 
+  it('history: the finished ranges tile each partition from 0 to its committed offset', async () => {
+    const res = await cli(['history', id, '--since', '-1h', '--json']);
+    expect(res.code).toBe(0);
+    const ranges = res.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { partition: number; from: number; until: number; status: string; finishedAtMs: number });
+    for (const [partition, end] of [
+      [0, 32],
+      [1, 30],
+    ] as const) {
+      const mine = ranges.filter((r) => r.partition === partition).sort((a, b) => a.from - b.from);
+      expect(mine.every((r) => r.status === 'done' && r.finishedAtMs > 0)).toBe(true);
+      expect(mine.map((r) => r.from)).toEqual([0, ...mine.slice(0, -1).map((r) => r.until)]);
+      expect(mine.at(-1)?.until).toBe(end);
+    }
+    expect((await cli(['history', id])).out).toMatch(new RegExp(`^${ranges.length} range\\(s\\) of stream ${id} finished since `));
+  });
+
   it('peek: records through the range reader, binary values as base64, nothing committed', async () => {
     const before = await ctx.ledger.readPartitions(id);
     const res = await cli(['peek', topic, '0', '15', '--count', '3', '--json']);

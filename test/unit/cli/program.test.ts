@@ -103,6 +103,8 @@ describe('CLI argument validation', () => {
     [['dead-letters', 's1', '--redrive', 'orders/0/5', '--redrive-all']],
     [['dead-letters', 's1', '--redrive', 'orders-0-5']],
     [['plan']],
+    [['history', 's1', '--since', 'yesterday']],
+    [['history', 's1', '--partition', 'one']],
   ])('%j prints usage, exits 2 and changes nothing', async (argv) => {
     const t = fakes();
     expect(await t.run(...argv)).toBe(2);
@@ -311,6 +313,57 @@ describe('CLI on in-memory fakes', () => {
     expect(read).not.toHaveBeenCalled();
   });
 
+  it('history lists the finished ranges, archived and live, oldest first; filtered by time, topic and partition', async () => {
+    const t = fakes();
+    t.kafka.produce('orders', 0, 0);
+    const finish = async (atMs: number) => {
+      for (const r of (await t.ledger.readRanges('s1')).filter((x) => x.status !== 'done')) {
+        const [taken] = await t.ledger.takeRangeLeases({
+          stream: 's1',
+          ranges: [{ topic: r.topic, partition: r.partition, from: r.from, until: r.until }],
+          leaseToken: `tok-${atMs}`,
+          nowMs: atMs,
+          leaseMs: 60_000,
+          maxAttempts: 3,
+        });
+        if (taken?.kind !== 'taken') throw new Error(`lease of ${r.topic}/${r.partition} not taken: ${taken?.kind}`);
+        const range = { ...taken.range, leaseToken: `tok-${atMs}` };
+        const stats = { records: r.until - r.from, processingMs: 5, schedulingDelayMs: 1, finishedAtMs: atMs };
+        await t.ledger.completeRanges([{ range, expectProgress: r.from, nowMs: atMs, stats, advancePartition: true }]);
+      }
+    };
+    await t.plan();
+    await finish(NOW - 7_200_000);
+    t.kafka.produce('orders', 0, 5);
+    // This run archives partition 0's first range: it plans the partition's next one.
+    await planStream(
+      { ledger: t.ledger, metadataFor: async () => t.kafka, dispatcher: createRecordingDispatcher(), plannerLeaseMs: 1000 },
+      t.config.streams[0]!,
+      { dryRun: false, nowMs: NOW - 5_000 },
+    );
+    await finish(NOW - 1_000);
+    expect(t.ledger.allRanges('s1').length).toBeGreaterThan((await t.ledger.readRanges('s1')).length);
+
+    expect(await t.run('history', 's1', '--since', '-3h', '--json')).toBe(0);
+    const all = t
+      .out()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(all.map((r) => [r.partition, r.from, r.until, r.finishedAtMs])).toEqual([
+      [0, 0, 30, NOW - 7_200_000],
+      [1, 0, 20, NOW - 7_200_000],
+      [0, 30, 35, NOW - 1_000],
+    ]);
+    const u = fakesOut(t);
+    expect(await t.run('history', 's1', '--since', '-1h', '--partition', '0')).toBe(0);
+    const recent = u();
+    expect(recent).toMatch(/^1 range\(s\) of stream s1 finished since 2026-05-01T11:00:00.000Z\n/);
+    expect(recent).toMatch(/orders\/0\s+30\s+35\s+5\s+1 /);
+    expect(await t.run('history', 's1', '--since', '-1h', '--topic', 'other')).toBe(0);
+    expect(u()).toMatch(/^0 range\(s\) of stream s1/);
+  });
+
   it('plan --dry-run reports the ranges the next run would plan and writes nothing', async () => {
     const t = fakes();
     expect(await t.run('plan', '--dry-run', '--json')).toBe(0);
@@ -319,6 +372,17 @@ describe('CLI on in-memory fakes', () => {
     expect(t.ledger.store('s1').partitions.size).toBe(0);
   });
 });
+
+/** The output printed since the last call. */
+function fakesOut(t: ReturnType<typeof fakes>): () => string {
+  let seen = t.out().length;
+  return () => {
+    const all = t.out();
+    const next = all.slice(seen);
+    seen = all.length;
+    return next;
+  };
+}
 
 /** Marks every range done and each partition committed up to its cursor (nothing in flight). */
 function finishRanges(t: ReturnType<typeof fakes>): void {
