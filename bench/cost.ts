@@ -139,8 +139,8 @@ const GB = 1e9;
 /**
  * A month of the planner loop with records flowing (docs/COST.md, "Freshness against cost"): one
  * planner invocation at a time, plus the overlap of each hand-over (or, with an interval not shorter
- * than the schedule period, one run per invocation); a tick every interval; a processor invocation
- * per partition with records at each tick.
+ * than the schedule period, one run per invocation); a tick every interval; its ranges (one per
+ * partition with records) in processor invocations, several small ones to an invocation.
  */
 export type LoopMonthInput = {
   triggerIntervalMs: number;
@@ -156,9 +156,11 @@ export type LoopMonthInput = {
   processorMemoryGb: number;
   /** Per GB-second of the functions' architecture (PRICES.lambdaGbSecond or lambdaGbSecondX86). */
   gbSecond: number;
-  /** Processor invocations per tick: the partitions with records since the last tick. */
+  /** Ranges planned per tick: the partitions with records since the last tick. */
   rangesPerTick: number;
-  /** The planner's ledger requests per tick (lease take and release, its reads) and per range it plans. */
+  /** Processor invocations per tick (small ranges share one); the ranges per tick when each has its own. */
+  invocationsPerTick?: number;
+  /** The planner's ledger requests per tick (its lease, its reads) and per range it plans. */
   tick: { writeUnits: number; readUnits: number; logBytes: number };
   plannedRange: { writeUnits: number };
   /** One processor invocation: its duration, ledger units and log bytes (Lambda's own lines included). */
@@ -180,7 +182,7 @@ export type LoopMonthCost = {
 /** This system's month at one trigger interval (the processors' handler work and sink writes not included). */
 export function loopMonthCost(i: LoopMonthInput): LoopMonthCost {
   const ticks = (SECONDS_PER_MONTH * 1000) / i.triggerIntervalMs;
-  const invocations = ticks * i.rangesPerTick;
+  const invocations = ticks * (i.invocationsPerTick ?? i.rangesPerTick);
   const scheduled = (SECONDS_PER_MONTH * 1000) / i.schedulePeriodMs;
   const oneTick = i.triggerIntervalMs >= i.schedulePeriodMs;
   const plannerSeconds = oneTick ? scheduled * ((i.plannerRunMs ?? 0) / 1000) : SECONDS_PER_MONTH * (1 + i.overlapMs / i.schedulePeriodMs);
@@ -188,7 +190,7 @@ export function loopMonthCost(i: LoopMonthInput): LoopMonthCost {
   const planner = plannerGbSeconds * i.gbSecond + scheduled * PRICES.lambdaRequest;
   const processorRequests = invocations * PRICES.lambdaRequest;
   const processorDuration = invocations * (i.invocation.durationMs / 1000) * i.processorMemoryGb * i.gbSecond;
-  const writeUnits = ticks * i.tick.writeUnits + invocations * (i.plannedRange.writeUnits + i.invocation.writeUnits);
+  const writeUnits = ticks * (i.tick.writeUnits + i.rangesPerTick * i.plannedRange.writeUnits) + invocations * i.invocation.writeUnits;
   const readUnits = ticks * i.tick.readUnits + invocations * i.invocation.readUnits;
   const dynamo = writeUnits * PRICES.dynamoWriteUnit + readUnits * PRICES.dynamoReadUnit;
   const logs = ((ticks * i.tick.logBytes + invocations * i.invocation.logBytes) / GB) * PRICES.logsIngestedGb;

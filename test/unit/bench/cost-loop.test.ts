@@ -48,6 +48,15 @@ describe('loopMonthCost', () => {
     expect(slow.invocations).toBe(month);
     expect(slow.planner).toBe(c.planner);
   });
+
+  it('bills shared invocations per invocation and planned ranges per range', () => {
+    const shared = loopMonthCost({ ...input, invocationsPerTick: 0.5, plannedRange: { writeUnits: 0.3 } });
+    expect(shared.invocations).toBe(0.5 * month);
+    expect(shared.processorRequests).toBeCloseTo(0.5 * month * 0.2e-6, 6);
+    const writes = month * (2 + 10 * 0.3) + 0.5 * month * 7;
+    const reads = month * 3 + 0.5 * month * 1;
+    expect(shared.dynamo).toBeCloseTo(writes * 0.625e-6 + reads * 0.125e-6, 6);
+  });
 });
 
 describe('triggerMonthCost', () => {
