@@ -131,6 +131,22 @@ export function triggerIdleMonthCost(minPollers: number): number {
   return minPollers * HOURS_PER_MONTH * PRICES.epuHour;
 }
 
+/**
+ * Bytes of the lines Lambda itself writes to a function's log for one invocation (text format):
+ * `START RequestId: <id> Version: $LATEST`, `END RequestId: <id>` and `REPORT RequestId: <id>` with
+ * its tab-separated duration, billed duration, memory size and memory used, each ending in a newline.
+ */
+export function lambdaOwnLogBytes(i: { durationMs: number; memoryMb: number; maxMemoryUsedMb: number }): number {
+  const id = '8f5ebbb3-bd7f-4ef6-8c4a-8a5c1d5b1c9e';
+  const lines = [
+    `START RequestId: ${id} Version: $LATEST\n`,
+    `END RequestId: ${id}\n`,
+    `REPORT RequestId: ${id}\tDuration: ${i.durationMs.toFixed(2)} ms\tBilled Duration: ${Math.ceil(i.durationMs)} ms\t` +
+      `Memory Size: ${i.memoryMb} MB\tMax Memory Used: ${i.maxMemoryUsedMb} MB\t\n`,
+  ];
+  return lines.reduce((s, l) => s + Buffer.byteLength(l, 'utf8'), 0);
+}
+
 /** Seconds in the cost model's month. */
 export const SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600;
 /** Bytes per GB as CloudWatch Logs bills ingestion (decimal). */

@@ -1,5 +1,13 @@
 /** The cost model of the resident planner loop against the Kafka trigger (docs/COST.md, "Freshness against cost"). */
-import { HOURS_PER_MONTH, loopMonthCost, PRICES, SECONDS_PER_MONTH, sinkMonthCost, triggerMonthCost } from '../../../bench/cost';
+import {
+  HOURS_PER_MONTH,
+  lambdaOwnLogBytes,
+  loopMonthCost,
+  PRICES,
+  SECONDS_PER_MONTH,
+  sinkMonthCost,
+  triggerMonthCost,
+} from '../../../bench/cost';
 
 const month = HOURS_PER_MONTH * 3600;
 
@@ -86,5 +94,13 @@ describe('sinkMonthCost', () => {
     const tenSeconds = sinkMonthCost({ ratePerSec: 1000, batchRecords: 1000, batchKeys: 100, unitsPerWrite: 2 });
     expect(tenSeconds / (month * 100 * 2 * 0.625e-6)).toBeCloseTo(1, 4);
     expect(sinkMonthCost({ ratePerSec: 1000, batchRecords: 1, batchKeys: 100, unitsPerWrite: 1 })).toBeCloseTo(month * 1000 * 0.625e-6, 3);
+  });
+});
+
+describe('lambdaOwnLogBytes', () => {
+  it("counts Lambda's START, END and REPORT lines of an invocation", () => {
+    // 71 + 52 + 145 bytes with a 36-character request id, 100 ms, 1,024 MB, 150 MB used.
+    expect(lambdaOwnLogBytes({ durationMs: 100, memoryMb: 1024, maxMemoryUsedMb: 150 })).toBe(71 + 52 + 145);
+    expect(lambdaOwnLogBytes({ durationMs: 1000.5, memoryMb: 1024, maxMemoryUsedMb: 150 })).toBe(71 + 52 + 147);
   });
 });
