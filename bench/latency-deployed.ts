@@ -410,7 +410,11 @@ function perUnit(r: RoleRequests | undefined, n: number, tables: { ledger: strin
  * The size of every item of `tables`, by `<table> <key>`: the larger of its stored size now and the
  * largest the sampler saw (`sampled`, ledger items by key).
  */
-async function sizesOf(dynamo: DynamoDBClient, tables: { ledger: string; sink?: string }, sampled: Map<string, number>): Promise<Map<string, number>> {
+async function sizesOf(
+  dynamo: DynamoDBClient,
+  tables: { ledger: string; sink?: string },
+  sampled: Map<string, number>,
+): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const t of [tables.ledger, tables.sink]) if (t) for (const [k, size] of await storedSizes(dynamo, t)) out.set(`${t} ${k}`, size);
   for (const [k, size] of sampled) out.set(`${tables.ledger} ${k}`, Math.max(size, out.get(`${tables.ledger} ${k}`) ?? 0));
@@ -442,7 +446,11 @@ function sampleItemSizes(dynamo: DynamoDBClient, table: string, everyMs = 500): 
  * processor handler logged per invocation.
  */
 function costFigures(shape: Shape, logs: Map<string, LogTally>, sizes: Map<string, number>): Partial<DeployedPhase> {
-  const units = (role: string) => shape.requests.roles().get(role)?.writes.settle(shape.tables.ledger, (k) => sizes.get(`${shape.tables.ledger} ${k}`)) ?? 0;
+  const units = (role: string) =>
+    shape.requests
+      .roles()
+      .get(role)
+      ?.writes.settle(shape.tables.ledger, (k) => sizes.get(`${shape.tables.ledger} ${k}`)) ?? 0;
   const ranges = Math.max(1, shape.completed.ranges);
   const invocations = Math.max(1, shape.processors.invocations);
   const round = (x: number) => Math.round(x * 100) / 100;
