@@ -13,6 +13,13 @@ venv="$root/.local/cache/$package-venv-$version"
 python="${PYTHON:-python3}"
 
 if [ ! -f "$venv/.complete" ]; then
+  mkdir -p "$(dirname "$venv")"
+  # One installer at a time: test files run side by side, and a second one would delete the venv the
+  # first is installing into. The lock is released when this script exits (or execs the tool).
+  exec 9>"$venv.lock"
+  flock 9
+fi
+if [ ! -f "$venv/.complete" ]; then
   command -v "$python" >/dev/null 2>&1 || { echo "$package needs Python 3 (Debian: apt-get install python3 python3-venv) or PYTHON=..." >&2; exit 2; }
   echo "installing $package $version into $venv (first use only)..." >&2
   rm -rf "$venv"
@@ -25,5 +32,6 @@ if [ ! -f "$venv/.complete" ]; then
   fi
   touch "$venv/.complete"
 fi
+exec 9>&-
 
 exec "$venv/bin/$package" "$@"

@@ -287,9 +287,14 @@ describe("a stream project's own dependencies and IAM statements", () => {
     const run = inProject('npm start -- --until-caught-up');
     expect({ status: run.status, stderr: run.stderr.slice(-3000) }).toMatchObject({ status: 0 });
     const expected = Object.entries(producedClicks(2)).map(([userId, clicks]) => ({ userId, clicks, label: label(userId) }));
-    expect(sinkItems().sort((a, b) => String(a.userId).localeCompare(String(b.userId)))).toEqual(
-      expected.sort((a, b) => a.userId.localeCompare(b.userId)),
-    );
+    // Folded batches leave their applied-offset mark on the items they wrote (docs/ledger-schema.md); the counts are the point here.
+    const withoutMarks = (item: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(item).filter(([k]) => !k.startsWith('_applied:')));
+    expect(
+      sinkItems()
+        .map(withoutMarks)
+        .sort((a, b) => String(a.userId).localeCompare(String(b.userId))),
+    ).toEqual(expected.sort((a, b) => a.userId.localeCompare(b.userId)));
 
     const config = JSON.parse(readFileSync(configFile, 'utf8')) as { streams: Array<{ handler: Record<string, unknown> }> };
     config.streams[0]!.handler.iam = [{ actions: ['sqs:SendMessage'], resources: ['arn:aws:sqs:us-east-1:123456789012:click-alerts'] }];

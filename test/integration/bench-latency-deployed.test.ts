@@ -48,6 +48,7 @@ async function leftovers(): Promise<{ topics: string[]; tables: string[] }> {
 }
 
 const number = expect.any(Number);
+const ledgerAndLogs = { ledgerWriteUnitsPerRange: number, processorInvocationsPerTick: number, logBytesPerInvocation: number };
 
 it('drives the planner handler over three hand-overs; the result line has the fixed shape and the sink is exact', async () => {
   const before = await leftovers();
@@ -68,9 +69,15 @@ it('drives the planner handler over three hand-overs; the result line has the fi
     schedulePeriodMs: 4000,
     handovers: number,
     maxTickGapMs: number,
-    noop: { p50Ms: number, p99Ms: number, maxMs: number },
-    exactlyOnce: { p50Ms: number, p99Ms: number, maxMs: number, exact: true },
+    noop: { p50Ms: number, p99Ms: number, maxMs: number, ...ledgerAndLogs },
+    exactlyOnce: { p50Ms: number, p99Ms: number, maxMs: number, exact: true, ...ledgerAndLogs },
   });
+  // Each phase's ranges cost ledger writes and ran in processor invocations.
+  for (const phase of ['noop', 'exactlyOnce'] as const) {
+    const p = result[phase] as Record<string, number>;
+    expect(p.ledgerWriteUnitsPerRange).toBeGreaterThan(0);
+    expect(p.processorInvocationsPerTick).toBeGreaterThan(0);
+  }
   expect(result.handovers).toBeGreaterThanOrEqual(3);
   // Ticks went on across the hand-overs: no gap near a schedule period.
   expect(result.maxTickGapMs).toBeGreaterThanOrEqual(900);

@@ -302,7 +302,7 @@ describe('processor on the real broker and emulator', () => {
       storeClock: createDynamoStoreClock({ client: ddb, tableName: ledgerTable }),
       handlerFor: () => counting,
       afterStep: async (step) => {
-        if (step !== 'committed' || second) return;
+        if (step !== 'handled' || second) return;
         // Mid-range, lease held: the processor running ahead is invoked for the same range.
         leaseSeen = (await ledger.readRange(t.id, range!))?.leaseExpiresAtMs;
         second = await processRange(
