@@ -5,24 +5,14 @@
  * finished) is answered `done` when its partition's committed offset is past it.
  */
 import { leaseRefusal, LEASE_TAKEABLE_STATUSES, lostLeaseOutcome, type LeaseAsk } from '../ports/ledger-rules/lease';
-import type { LeaseOutcome } from '../ports/ledger';
+import type { Ledger, LeaseOutcome } from '../ports/ledger';
 import type { RangeState } from '../ports/ledger-state';
 import { ItemWriteBuilder } from './expression.dynamodb';
 import { encodeValue, entryName, groupKey, partitionOfEntry, RANGES_FIELD, rangesOfEntry } from './groups.dynamodb';
 import type { Item } from './items.dynamodb';
 
-/** A lease take of one range: its identity and what the take asks. */
-export type LeaseTake = {
-  topic: string;
-  partition: number;
-  from: number;
-  until: number;
-  incarnation?: number;
-  leaseToken: string;
-  nowMs: number;
-  leaseMs: number;
-  maxAttempts: number;
-};
+/** A lease take of one range: its identity and what the take asks (the port's, but for the stream). */
+export type LeaseTake = Omit<Parameters<Ledger['takeRangeLease']>[0], 'stream'>;
 
 /** Adds one range's lease take (conditions and changes) to the group item's write `b`. */
 export function addLeaseTake(b: ItemWriteBuilder, t: LeaseTake): void {

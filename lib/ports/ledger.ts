@@ -6,6 +6,7 @@
  * `'fenced'`), never thrown: the caller re-reads and decides, like the KCL's lease table.
  * The `nowMs` of every lease decision (taking, renewing) is a `StoreClock` reading.
  */
+import type { RangeCompletion } from './ledger-rules/range-write';
 import type { PidState } from '../offsets/pid';
 import type { LedgerLimits } from './commit-limits';
 import type {
@@ -21,7 +22,6 @@ import type {
   PendingStart,
   RangeRef,
   RangeState,
-  RangeStats,
   RangeStatus,
   StreamMeta,
 } from './ledger-state';
@@ -71,17 +71,8 @@ export type LeaseRequest = {
   shard?: string;
 };
 
-/** A range's completion (`completeRange`, `completeRanges`). */
-export type RangeCompletionInput = {
-  range: LeasedRange;
-  /** The range's committed progress: a completion also commits what was handled since, up to `until`. */
-  expectProgress: number;
-  nowMs: number;
-  stats: RangeStats;
-  observedRecordsPerSec?: number;
-  observedBytesPerRecord?: number;
-  advancePartition: boolean;
-};
+/** A range's completion (`completeRange`, `completeRanges`): the rules' completion, and whether it advances the partition. */
+export type RangeCompletionInput = RangeCompletion & { advancePartition: boolean };
 
 export type PlannerLease =
   { acquired: true; epoch: number; meta: StreamMeta } | { acquired: false; holder: string; leaseExpiresAtMs: number };

@@ -97,6 +97,7 @@ export function beginBatchStep(b: {
 /** A range's completion: its holder, where its committed progress stands, and what the partition learns. */
 export type RangeCompletion = {
   range: LeasedRange;
+  /** The range's committed progress: a completion also commits what was handled since, up to `until`. */
   expectProgress: number;
   nowMs: number;
   stats: RangeStats;
