@@ -73,10 +73,12 @@ async function round(
   invoke: Invoke,
   loops: LoopDriver | undefined,
 ): Promise<{ done: boolean; queued: number }> {
+  const t0 = Date.now();
   await hooks.beforePlan?.(run);
   const queue: Queued[] = [];
   await Promise.all(run.streams.flatMap((s) => Array.from({ length: run.knobs.planners }, () => plan(run, hooks, s, queue))));
   await hooks.afterPlan?.(run, queue);
+  const planned = Date.now();
   // Processors run in any order, several at once (Lambda async invokes).
   const order = queue
     .map((q) => ({ q, k: run.rng() }))
@@ -84,10 +86,23 @@ async function round(
     .map((x) => x.q);
   await mapWithConcurrency(order, 8, (q) => (hooks.process ? hooks.process(q, invoke) : invoke(q.stream, q.range)));
   await hooks.afterRound?.(run);
+  const processed = Date.now();
   if (loops) run.eventDone = loops.satisfied();
   run.tally.rounds++;
-  const done = hooks.tolerateUnreadableEnds ? complete(run).catch(() => false) : complete(run);
-  return { done: run.eventDone && (await done), queued: queue.length };
+  const done = await (hooks.tolerateUnreadableEnds ? complete(run).catch(() => false) : complete(run));
+  const end = Date.now();
+  if (end - t0 > run.tally.slowestRound.totalMs)
+    run.tally.slowestRound = { totalMs: end - t0, planMs: planned - t0, processMs: processed - planned, checkMs: end - processed };
+  return { done: run.eventDone && done, queued: queue.length };
+}
+
+/** Where a run that missed its budget spent it: rounds, invocations, the slowest round's phases. */
+function budgetMissed(run: Run, budgetMs: number): string {
+  const { rounds, invocations, processorErrors, plannerFailures, slowestRound: s } = run.tally;
+  return (
+    `did not complete within ${budgetMs} ms (${rounds} rounds, ${invocations} invocations, ${processorErrors} processor errors, ` +
+    `${plannerFailures} planner failures; slowest round ${s.totalMs} ms: plan ${s.planMs}, process ${s.processMs}, check ${s.checkMs})`
+  );
 }
 
 /** Runs a round-based scenario end to end and checks it; never throws for a failed check (see `ok`, `problems`). */
@@ -116,7 +131,7 @@ export async function runRounds(
     }
     await new Promise((r) => setTimeout(r, queued ? 50 : 300));
   }
-  if (!finished) run.problems.push(`did not complete within ${budget} ms (${run.tally.rounds} rounds)`);
+  if (!finished) run.problems.push(budgetMissed(run, budget));
   const loopCheck = await loops?.stop();
   run.problems.push(...(loopCheck?.problems ?? []));
   hooks.finish?.(run, loopCheck);

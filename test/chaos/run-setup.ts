@@ -40,6 +40,7 @@ function newTally(): Tally {
     killedAt: [],
     killedInvocations: 0,
     faults: { injected: 0, met: 0 },
+    slowestRound: { totalMs: 0, planMs: 0, processMs: 0, checkMs: 0 },
   };
 }
 

@@ -63,6 +63,8 @@ export type Tally = {
   killedInvocations: number;
   /** Ledger requests failed on purpose, and ledger requests that met such a failure (retried or failed). */
   faults: { injected: number; met: number };
+  /** The slowest round's phases (ms): what a run that misses its budget spent its time on. */
+  slowestRound: { totalMs: number; planMs: number; processMs: number; checkMs: number };
 };
 
 /** One scenario run: set up by the driver, read and changed by the scenario's hooks. */
