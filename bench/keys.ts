@@ -16,7 +16,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { Kafka, logLevel } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import { parseDeploymentConfig, type StreamConfig } from '../lib/config/schema';
 import { createInProcessDispatcher } from '../lib/dispatch/dispatcher.local';
 import { quietKafkaLog } from '../lib/kafka/client';
@@ -28,6 +28,7 @@ import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { countRequestsByRole } from './request-counts';
 import { median } from './stats';
+import { createBusyTopics } from './busy-topics';
 import { withStack, type BenchStack } from './stack';
 import { storedSizes } from './drain';
 import { writesOfRequest, writeUnitsFor, type ItemWrite } from './write-units';
@@ -59,18 +60,11 @@ type Sent = { atMs: number; tick: number; write: ItemWrite };
 const DYNAMODB_REQUEST_MS = 20;
 
 async function benchKeys(stack: BenchStack, flags: Flags): Promise<void> {
-  const brokers = stack.brokers.split(',');
-  const prefix = stack.name('keys');
-  const names = Array.from({ length: flags.topics }, (_, i) => `${prefix}-${String(i).padStart(3, '0')}`);
-  stack.topics(names);
-  const kafka = new Kafka({ clientId: 'bench-keys', brokers, logLevel: logLevel.NOTHING, requestTimeout: 120_000 });
-  const admin = kafka.admin();
-  const producer = kafka.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
-  await admin.createTopics({
-    topics: names.map((topic) => ({ topic, numPartitions: flags.partitions })),
-    waitForLeaders: true,
-    timeout: 120_000,
+  const busy = await createBusyTopics(stack, {
+    what: 'keys',
+    clientId: 'bench-keys',
+    topics: flags.topics,
+    partitions: flags.partitions,
   });
   const ledgerTable = stack.table('keys-ledger');
   const dynamo = dynamoClientFromEnv(process.env);
@@ -79,28 +73,14 @@ async function benchKeys(stack: BenchStack, flags: Flags): Promise<void> {
   const sent = recordWrites(dynamo, ledgerTable, tick);
   const roles = countRequestsByRole(dynamo);
   const timer = timeRequests(dynamo);
-  const config = parseDeploymentConfig(
-    {
-      ledgerTable,
-      streams: [
-        {
-          id: prefix,
-          kafka: { brokers },
-          topicPattern: `${prefix}-.*`,
-          triggerIntervalMs: 1000,
-          handler: { module: 'noop', mode: 'at-least-once' },
-        },
-      ],
-    },
-    'bench',
-  );
+  const config = parseDeploymentConfig(busy.config(ledgerTable), 'bench');
   const stream = config.streams[0] as StreamConfig;
   const ctx = composeAdapters({ config, env: process.env, dynamo, kafkaLog: quietKafkaLog });
   try {
-    const figures = await tickUnderLoad({ ctx, stream, names, flags, producer, sent, roles, timer, tick });
+    const figures = await tickUnderLoad({ ctx, stream, names: busy.names, flags, producer: busy.producer, sent, roles, timer, tick });
     process.stdout.write(`${JSON.stringify(figures)}\n`);
   } finally {
-    await Promise.allSettled([ctx.close(), admin.disconnect(), producer.disconnect()]);
+    await Promise.allSettled([ctx.close(), busy.close()]);
   }
 }
 

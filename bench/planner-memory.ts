@@ -17,8 +17,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { build, type Plugin } from 'esbuild';
-import { Kafka, logLevel } from 'kafkajs';
-import { parseDeploymentConfig, type DeploymentConfigInput, type StreamConfig } from '../lib/config/schema';
+import { parseDeploymentConfig, type StreamConfig } from '../lib/config/schema';
 import { createInProcessDispatcher } from '../lib/dispatch/dispatcher.local';
 import { quietKafkaLog } from '../lib/kafka/client';
 import { ensureLedgerTable } from '../lib/ledger/table';
@@ -27,6 +26,7 @@ import { rangesOfPayload, type RangePayload, type RangesPayload } from '../lib/r
 import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { median } from './stats';
+import { createBusyTopics } from './busy-topics';
 import { withStack, type BenchStack } from './stack';
 
 // The functions' esbuild plugins (CommonJS, shared with serverless.yml).
@@ -110,34 +110,16 @@ async function measure(
   size: { topics: number; partitions: number },
   run: { runMs: number; memoryMb: number },
 ) {
-  const brokers = stack.brokers.split(',');
-  const prefix = stack.name(`pm${size.topics * size.partitions}`);
-  const names = Array.from({ length: size.topics }, (_, i) => `${prefix}-${String(i).padStart(3, '0')}`);
-  stack.topics(names);
-  const kafka = new Kafka({ clientId: 'bench-planner-memory', brokers, logLevel: logLevel.NOTHING, requestTimeout: 120_000 });
-  const admin = kafka.admin();
-  const producer = kafka.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
-  await admin.createTopics({
-    topics: names.map((topic) => ({ topic, numPartitions: size.partitions })),
-    waitForLeaders: true,
-    timeout: 120_000,
+  const busy = await createBusyTopics(stack, {
+    what: `pm${size.topics * size.partitions}`,
+    clientId: 'bench-planner-memory',
+    topics: size.topics,
+    partitions: size.partitions,
   });
   const ledgerTable = stack.table('pm-ledger');
   const dynamo = dynamoClientFromEnv(process.env);
   await ensureLedgerTable(dynamo, ledgerTable);
-  const input: DeploymentConfigInput = {
-    ledgerTable,
-    streams: [
-      {
-        id: prefix,
-        kafka: { brokers },
-        topicPattern: `${prefix}-.*`,
-        triggerIntervalMs: 1000,
-        handler: { module: 'noop', mode: 'at-least-once' },
-      },
-    ],
-  };
+  const input = busy.config(ledgerTable);
   const config = parseDeploymentConfig(input, 'bench');
   const stream = config.streams[0] as StreamConfig;
   const ctx = composeAdapters({ config, env: process.env, dynamo, kafkaLog: quietKafkaLog });
@@ -148,9 +130,9 @@ async function measure(
     ),
   );
   const producing = setInterval(() => {
-    void producer
+    void busy.producer
       .sendBatch({
-        topicMessages: names.map((topic) => ({
+        topicMessages: busy.names.map((topic) => ({
           topic,
           messages: Array.from({ length: size.partitions }, (_, p) => ({ value: 'x', partition: p })),
         })),
@@ -192,7 +174,7 @@ async function measure(
     };
   } finally {
     clearInterval(producing);
-    await Promise.allSettled([ctx.close(), admin.disconnect(), producer.disconnect()]);
+    await Promise.allSettled([ctx.close(), busy.close()]);
   }
 }
 

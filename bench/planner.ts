@@ -24,6 +24,7 @@ import type { KafkaMetadata } from '../lib/ports/kafka-metadata';
 import { planStream, type PlannerDeps } from '../lib/planner/run';
 import { dynamoClientFromEnv } from '../lib/runtime/aws';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { sampleMemory } from './memory';
 import { withStack, type BenchStack } from './stack';
 
 const log = benchLog('planner');
@@ -51,31 +52,6 @@ function instrument(client: DynamoDBClient): { requests: () => number; busyMs: (
     { step: 'initialize', name: 'benchTimer' },
   );
   return { requests: () => requests, busyMs: () => busyMs };
-}
-
-const MB = 1024 * 1024;
-
-/**
- * The process's peak resident set and heap while a run goes (sampled every 10 ms): with the bench's
- * own clients in the same process, the resident set bounds what a planner alone needs.
- */
-function sampleMemory(): { stop(): { peakRssMb: number; peakHeapUsedMb: number } } {
-  let rss = 0;
-  let heap = 0;
-  const sample = () => {
-    const m = process.memoryUsage();
-    rss = Math.max(rss, m.rss);
-    heap = Math.max(heap, m.heapUsed);
-  };
-  sample();
-  const timer = setInterval(sample, 10);
-  return {
-    stop() {
-      sample();
-      clearInterval(timer);
-      return { peakRssMb: Math.round(rss / MB), peakHeapUsedMb: Math.round(heap / MB) };
-    },
-  };
 }
 
 /** Creates the bench's topics, 50 per request. */
@@ -167,7 +143,7 @@ async function benchPlanner(stack: BenchStack, topics: number, partitions: numbe
       const dms0 = dynamo.busyMs();
       const k0 = metadata.requestCount();
       const t0 = Date.now();
-      const memory = sampleMemory();
+      const memory = sampleMemory(10);
       const cpu0 = process.cpuUsage();
       const rep = await planStream(deps, stream, { dryRun: false, nowMs: Date.now() });
       const cpu = process.cpuUsage(cpu0);

@@ -13,9 +13,9 @@ import { awsRuntime } from '../../lib/runtime/aws';
 import { lambdaContext } from '../../lib/runtime/scheduled-invocations';
 import type { Dispatcher } from '../../lib/ports/dispatcher';
 import { invocationPayload, invocationsOf } from '../../lib/ports/dispatcher';
+import { sampleMemory } from '../memory';
 
 const out = createWriteStream('', { fd: 3 });
-const MB = 1024 * 1024;
 
 /** Each tick: the process's CPU time (ms) when it took its planner lease, and the ranges it dispatched. */
 const ticks: Array<{ cpuAtMs: number; ranges: number }> = [];
@@ -37,14 +37,7 @@ const dispatcher: Dispatcher = {
 const loadedRssMb = Math.round(process.memoryUsage().rss / (1024 * 1024));
 
 async function main(): Promise<void> {
-  let rss = 0;
-  let heap = 0;
-  const sample = () => {
-    const m = process.memoryUsage();
-    rss = Math.max(rss, m.rss);
-    heap = Math.max(heap, m.heapUsed);
-  };
-  const timer = setInterval(sample, 50);
+  const memory = sampleMemory(50);
   const cpu0 = process.cpuUsage();
   const t0 = Date.now();
   // The runtime the handler would make, its ledger watched for each tick's planner lease.
@@ -61,16 +54,14 @@ async function main(): Promise<void> {
   });
   const planner = createPlannerHandler({ dispatcher, runtime: () => rt });
   const result = (await planner({ loop: true }, lambdaContext('memory-bench', Number(process.env.PLANNER_RUN_MS)))) as unknown;
-  sample();
-  clearInterval(timer);
+  const peaks = memory.stop();
   const cpu = process.cpuUsage(cpu0);
   const end = cpuNowMs();
   const perTick = ticks.map((t, i) => ({ cpuMs: Math.round((ticks[i + 1]?.cpuAtMs ?? end) - t.cpuAtMs), ranges: t.ranges }));
   out.end(
     `RESULT ${JSON.stringify({
       loadedRssMb,
-      peakRssMb: Math.round(rss / MB),
-      peakHeapUsedMb: Math.round(heap / MB),
+      ...peaks,
       cpuMs: Math.round((cpu.user + cpu.system) / 1000),
       wallMs: Date.now() - t0,
       ticks: perTick,
