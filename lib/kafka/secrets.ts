@@ -4,9 +4,7 @@
  * Lambda does not pay a secret store round trip (and its cost and throttling) on every invocation;
  * the cache expires so a rotated secret is picked up without a cold start.
  */
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
-import { SecretUnavailableError, ValidationError } from '../errors';
+import { ValidationError } from '../errors';
 import type { SecretRef } from '../config/schema';
 
 /**
@@ -27,8 +25,11 @@ export type SecretSources = {
 
 /** A caching resolver over the given sources (AWS and process.env unless replaced). */
 export function createSecretResolver(options: Partial<SecretSources> & { ttlMs?: number; nowMs?: () => number } = {}): SecretResolver {
-  const readSecretsManager = options.readSecretsManager ?? ((id: string) => readSecretsManagerByArnRegion(id));
-  const readSsmParameter = options.readSsmParameter ?? ((name: string) => readSsmParameterByArnRegion(name));
+  // The AWS readers (and their SDK clients) load on the first secret read from AWS, not at every cold start.
+  const readSecretsManager =
+    options.readSecretsManager ?? ((id: string) => import('./secrets.aws').then((aws) => aws.readSecretsManagerByArnRegion(id)));
+  const readSsmParameter =
+    options.readSsmParameter ?? ((name: string) => import('./secrets.aws').then((aws) => aws.readSsmParameterByArnRegion(name)));
   const env = options.env ?? process.env;
   const ttlMs = options.ttlMs ?? DEFAULT_SECRET_CACHE_TTL_MS;
   const nowMs = options.nowMs ?? Date.now;
@@ -92,67 +93,7 @@ export function secretField(secretString: string, secretId: string, field: strin
 /** The process-wide resolver used when createKafka is not given one. */
 export const resolveSecret: SecretResolver = createSecretResolver();
 
-// ---------------------------------------------------------------------------------------------
-// AWS readers. Clients are created on first use and kept per region, like the cache, per process.
-
-type Sender<C> = { send(command: C): Promise<unknown> };
-
-const secretsManagerClients = new Map<string, SecretsManagerClient>();
-const ssmClients = new Map<string, SSMClient>();
-
 /** The region named in an ARN (a secret may live in another region than the function). */
 export function regionOfArn(id: string): string | undefined {
   return /^arn:aws[a-z-]*:[a-z-]+:([a-z0-9-]+):/.exec(id)?.[1];
-}
-
-function clientFor<T>(clients: Map<string, T>, id: string, make: (region: string | undefined) => T): T {
-  const region = regionOfArn(id);
-  const key = region ?? '';
-  let client = clients.get(key);
-  if (client === undefined) {
-    client = make(region);
-    clients.set(key, client);
-  }
-  return client;
-}
-
-function readSecretsManagerByArnRegion(secretId: string): Promise<string> {
-  const client = clientFor(secretsManagerClients, secretId, (region) => new SecretsManagerClient(region === undefined ? {} : { region }));
-  return readSecretsManager(client, secretId);
-}
-
-function readSsmParameterByArnRegion(name: string): Promise<string> {
-  const client = clientFor(ssmClients, name, (region) => new SSMClient(region === undefined ? {} : { region }));
-  return readSsmParameter(client, name);
-}
-
-/** GetSecretValue (current version) as a string; binary secrets are read as UTF-8. */
-export async function readSecretsManager(client: Sender<GetSecretValueCommand>, secretId: string): Promise<string> {
-  let output: { SecretString?: string; SecretBinary?: Uint8Array };
-  try {
-    output = (await client.send(new GetSecretValueCommand({ SecretId: secretId }))) as typeof output;
-  } catch (e) {
-    throw new SecretUnavailableError(`cannot read Secrets Manager secret ${secretId}: ${awsErrorText(e)}`, { cause: e });
-  }
-  if (output.SecretString !== undefined) return output.SecretString;
-  if (output.SecretBinary !== undefined) return Buffer.from(output.SecretBinary).toString('utf8');
-  throw new SecretUnavailableError(`Secrets Manager secret ${secretId} has no value`);
-}
-
-/** GetParameter with decryption (SecureString). */
-export async function readSsmParameter(client: Sender<GetParameterCommand>, name: string): Promise<string> {
-  let output: { Parameter?: { Value?: string } };
-  try {
-    output = (await client.send(new GetParameterCommand({ Name: name, WithDecryption: true }))) as typeof output;
-  } catch (e) {
-    throw new SecretUnavailableError(`cannot read SSM parameter ${name}: ${awsErrorText(e)}`, { cause: e });
-  }
-  const value = output.Parameter?.Value;
-  if (value === undefined) throw new SecretUnavailableError(`SSM parameter ${name} has no value`);
-  return value;
-}
-
-function awsErrorText(e: unknown): string {
-  if (!(e instanceof Error)) return String(e);
-  return e.name !== 'Error' && !e.message.startsWith(e.name) ? `${e.name}: ${e.message}` : e.message;
 }

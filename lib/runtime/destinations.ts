@@ -2,17 +2,11 @@
  * The failure destinations of a stream (`onFailure`), made from its config: AWS SDK clients in each
  * destination's region, and a kafkajs producer on the stream's own cluster connection. Endpoints
  * follow the SDK's `AWS_ENDPOINT_URL_<SERVICE>` / `AWS_ENDPOINT_URL` (an emulator), as the ledger
- * follows DYNAMODB_ENDPOINT.
+ * follows DYNAMODB_ENDPOINT. Each destination's adapter and SDK client load when a stream names it
+ * (made on a stream's first dead letter), so a cold start pays for none it does not use.
  */
-import { S3Client } from '@aws-sdk/client-s3';
-import { SNSClient } from '@aws-sdk/client-sns';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Kafka } from 'kafkajs';
 import type { StreamConfig } from '../config/schema';
-import { createKafkajsDestination } from '../destinations/destination.kafkajs';
-import { createS3Destination } from '../destinations/destination.s3';
-import { createSnsDestination } from '../destinations/destination.sns';
-import { createSqsDestination } from '../destinations/destination.sqs';
 import type { FailureDestinations } from '../ports/failure-destination';
 
 /** A destination that does not answer fails within about this long (connect, then the request), twice at most. */
@@ -48,15 +42,34 @@ export async function createStreamDestinations(
   const o = stream.onFailure;
   if (!o) return {};
   const out: FailureDestinations = {};
-  if (o.sqs) out.sqs = createSqsDestination(new SQSClient(destinationClientConfig(env, 'SQS', regionOf(o.sqs))), o.sqs);
-  if (o.sns) out.sns = createSnsDestination(new SNSClient(destinationClientConfig(env, 'SNS', regionOf(o.sns))), o.sns);
+  if (o.sqs) {
+    const [{ SQSClient }, { createSqsDestination }] = await Promise.all([
+      import('@aws-sdk/client-sqs'),
+      import('../destinations/destination.sqs'),
+    ]);
+    out.sqs = createSqsDestination(new SQSClient(destinationClientConfig(env, 'SQS', regionOf(o.sqs))), o.sqs);
+  }
+  if (o.sns) {
+    const [{ SNSClient }, { createSnsDestination }] = await Promise.all([
+      import('@aws-sdk/client-sns'),
+      import('../destinations/destination.sns'),
+    ]);
+    out.sns = createSnsDestination(new SNSClient(destinationClientConfig(env, 'SNS', regionOf(o.sns))), o.sns);
+  }
   if (o.s3) {
+    const [{ S3Client }, { createS3Destination }] = await Promise.all([
+      import('@aws-sdk/client-s3'),
+      import('../destinations/destination.s3'),
+    ]);
     const local = (env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL) !== undefined;
     // A bucket's region is not in its name: the client follows S3's redirect to it.
     const client = new S3Client({ ...destinationClientConfig(env, 'S3'), followRegionRedirects: true, forcePathStyle: local });
     out.s3 = createS3Destination(client, o.s3);
   }
-  if (o.kafka) out.kafka = createKafkajsDestination(await kafka(), o.kafka);
+  if (o.kafka) {
+    const { createKafkajsDestination } = await import('../destinations/destination.kafkajs');
+    out.kafka = createKafkajsDestination(await kafka(), o.kafka);
+  }
   return out;
 }
 

@@ -8,7 +8,8 @@
  */
 import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { parseDeploymentConfig } from '../../lib/config/schema';
-import { createSecretResolver, readSecretsManager } from '../../lib/kafka/secrets';
+import { createSecretResolver } from '../../lib/kafka/secrets';
+import { readSecretsManager } from '../../lib/kafka/secrets.aws';
 import { createLocalRunner, runnerDepsFrom } from '../../lib/runtime/local';
 import { composeAdapters } from '../../lib/runtime/compose';
 import { ensureLedgerTable } from '../../lib/ledger/table';

@@ -2,7 +2,8 @@
 import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { SecretUnavailableError, ValidationError } from '../../../lib/errors';
-import { createSecretResolver, readSecretsManager, readSsmParameter, regionOfArn, secretField } from '../../../lib/kafka/secrets';
+import { createSecretResolver, regionOfArn, secretField } from '../../../lib/kafka/secrets';
+import { readSecretsManager, readSsmParameter } from '../../../lib/kafka/secrets.aws';
 
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:kafka-AbCdEf';
 

@@ -4,7 +4,6 @@
  * or a registry failure naming the settings to check. Both run against real servers in
  * test/integration/schema-decoding.test.ts.
  */
-import { GetSchemaVersionCommand } from '@aws-sdk/client-glue';
 import { SchemaRegistryError } from '../../../lib/errors';
 import { createConfluentSchemaRegistry } from '../../../lib/schemas/registry.confluent';
 import { createGlueSchemaRegistry, type GlueSender } from '../../../lib/schemas/registry.glue';
@@ -147,9 +146,9 @@ describe('Glue registry adapter', () => {
     const inputs: unknown[] = [];
     return {
       inputs,
-      async send(command: GetSchemaVersionCommand) {
-        inputs.push(command.input);
-        const out = answer(command.input);
+      async getSchemaVersion(input) {
+        inputs.push(input);
+        const out = answer(input);
         if (out instanceof Error) throw out;
         return out as never;
       },
