@@ -26,6 +26,7 @@ import { rangesOfPayload, type RangePayload, type RangesPayload } from '../lib/r
 import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { median } from './stats';
+import { lambdaNodeFlags } from '../infra/local/lambda/node-flags';
 import { createBusyTopics } from './busy-topics';
 import { withStack, type BenchStack } from './stack';
 
@@ -50,11 +51,6 @@ type ChildResult = {
   loop: string;
 };
 
-/** Node's heap limits as Lambda's Node.js bootstrap sets them for a function of `memoryMb` (new space a tenth of it). */
-const lambdaNodeArgs = (memoryMb: number): string[] => [
-  `--max-semi-space-size=${Math.floor(memoryMb / 20)}`,
-  `--max-old-space-size=${memoryMb - Math.floor(memoryMb / 10)}`,
-];
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -146,7 +142,7 @@ async function measure(
       PLANNER_RUN_MS: String(run.runMs),
       AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(run.memoryMb),
     };
-    const result = await runChild(child, lambdaNodeArgs(run.memoryMb), env, (p) => {
+    const result = await runChild(child, lambdaNodeFlags(run.memoryMb), env, (p) => {
       const ranges = rangesOfPayload(p);
       void processors.dispatch(ranges, { invocations: [ranges.map((_, i) => i)] });
     });

@@ -1,0 +1,97 @@
+/**
+ * Lambda's own runtime pieces for the local Lambda (service.ts), built once into the cache like the
+ * Kafka jars: AWS's Runtime Interface Emulator (`aws-lambda-rie`, a Go program: the Runtime API and
+ * the invoke endpoint Lambda's sandbox has) and the Node.js Runtime Interface Client (`aws-lambda-ric`,
+ * what Lambda's nodejs22.x runtime runs: it loads the handler and speaks the Runtime API). Node 22
+ * itself is the project's `node@22` devDependency, as the tests' runtime is.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PrerequisiteError } from '../../../lib/errors';
+import { packageFile } from '../../../lib/paths';
+import { requireCommand } from '../process';
+
+/** The emulator's pseudo-version on the Go module proxy (its tagged releases are not served there). */
+export const RIE_VERSION = 'v0.0.0-20261030222936-bef5c4ba774d';
+const RIE_MODULE = 'github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie';
+export const RIC_VERSION = '4.0.2';
+
+/**
+ * A Node 22 tree (Lambda's nodejs22.x): the running Node when it is 22 and has its headers, else the
+ * `node@22` devDependency's binary and, in its platform package, its headers.
+ */
+export function node22(): { binary: string; nodedir: string } {
+  const own = join(process.execPath, '..', '..');
+  if (process.versions.node.startsWith('22.') && existsSync(join(own, 'include', 'node')))
+    return { binary: process.execPath, nodedir: own };
+  const root = packageFile('node_modules', 'node');
+  const nodedir = join(root, 'node_modules', `node-${process.platform}-${process.arch}`);
+  if (!existsSync(join(nodedir, 'include', 'node'))) {
+    throw new PrerequisiteError(`the local Lambda runs on Node 22: install it (or the engine's node@22 devDependency: npm install)`);
+  }
+  return { binary: join(nodedir, 'bin', 'node'), nodedir };
+}
+
+/** Builds `aws-lambda-rie` with `go install` once; returns its path. */
+export function ensureRie(cacheDir: string): string {
+  const dir = join(cacheDir, `lambda-rie-${RIE_VERSION}`);
+  const binary = join(dir, 'aws-lambda-rie');
+  if (existsSync(join(dir, '.complete'))) return binary;
+  requireCommand(
+    'go',
+    ['version'],
+    'install Go 1.22 or newer (Debian: apt-get install golang, or go.dev/dl) to build the Lambda runtime emulator',
+  );
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  process.stderr.write(`building the Lambda runtime emulator (go install ${RIE_MODULE}@${RIE_VERSION}, first use only)...\n`);
+  const run = spawnSync('go', ['install', `${RIE_MODULE}@${RIE_VERSION}`], {
+    env: { ...process.env, GOBIN: dir, CGO_ENABLED: '0' },
+    encoding: 'utf8',
+    timeout: 15 * 60_000,
+  });
+  if (run.status !== 0 || !existsSync(binary)) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new PrerequisiteError(
+      `go install ${RIE_MODULE}@${RIE_VERSION} failed: ${(run.stderr || String(run.error)).trim().split('\n').at(-1)}`,
+    );
+  }
+  writeFileSync(join(dir, '.complete'), RIE_VERSION);
+  return binary;
+}
+
+/**
+ * Installs `aws-lambda-ric` once (its native part built offline against Node 22's headers); returns
+ * its entry point (`index.mjs`).
+ */
+export function ensureRic(cacheDir: string): string {
+  const dir = join(cacheDir, `lambda-ric-${RIC_VERSION}`);
+  const entry = join(dir, 'node_modules', 'aws-lambda-ric', 'index.mjs');
+  if (existsSync(join(dir, '.complete'))) return entry;
+  for (const [cmd, pkg] of [
+    ['cmake', 'cmake'],
+    ['make', 'make'],
+    ['g++', 'g++'],
+  ] as const)
+    requireCommand(cmd, ['--version'], `the Lambda runtime client builds its native part with it (Debian: apt-get install ${pkg})`);
+  const { binary, nodedir } = node22();
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'package.json'), '{"name":"lambda-ric","private":true}\n');
+  process.stderr.write(`building the Lambda runtime client (npm install aws-lambda-ric@${RIC_VERSION}, first use only)...\n`);
+  const run = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--foreground-scripts', `aws-lambda-ric@${RIC_VERSION}`], {
+    cwd: dir,
+    // node-gyp builds against these headers instead of downloading them; npm and the install scripts run on Node 22.
+    env: { ...process.env, npm_config_nodedir: nodedir, PATH: `${join(binary, '..')}:${process.env.PATH ?? ''}` },
+    encoding: 'utf8',
+    timeout: 15 * 60_000,
+  });
+  if (run.status !== 0 || !existsSync(join(dir, 'node_modules', 'aws-lambda-ric', 'rapid-client.node'))) {
+    rmSync(dir, { recursive: true, force: true });
+    const tail = `${run.stdout}${run.stderr}`.trim().split('\n').slice(-5).join('\n');
+    throw new PrerequisiteError(`npm install aws-lambda-ric@${RIC_VERSION} failed:\n${tail}`);
+  }
+  writeFileSync(join(dir, '.complete'), RIC_VERSION);
+  return entry;
+}
