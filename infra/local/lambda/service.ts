@@ -38,6 +38,9 @@ export type InvocationRecord = {
   durationMs?: number;
   environment: number;
   startedAtMs: number;
+  /** What it was invoked with, and what it answered (an error's document; the first 64 KB). */
+  payload: Buffer;
+  answer: string;
 };
 
 export type Schedule = { target: string; rateMs: number; input: string };
@@ -62,8 +65,8 @@ export type LocalLambda = {
   invoke(fn: string, payload: unknown, type?: InvocationType): Promise<{ status: number; functionError?: string; body: string }>;
   /** Every invocation attempt so far. */
   readonly records: InvocationRecord[];
-  /** Resolves once no event is queued, waiting for a retry, or running. */
-  idle(): Promise<void>;
+  /** Resolves once no event of the function (of any function, without one) is queued, waiting for a retry, or running. */
+  idle(fn?: string): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -75,10 +78,15 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
   const records: InvocationRecord[] = [];
   const all: Emulator[] = [];
   let nextId = 1;
-  let pending = 0;
-  const idleWaiters: Array<() => void> = [];
-  const settle = () => {
-    if (--pending === 0) idleWaiters.splice(0).forEach((r) => r());
+  // Events queued, waiting for a retry or running, by function; and who waits for none.
+  const pending = new Map<string, number>();
+  const isIdle = (fn?: string) => (fn ? !pending.get(fn) : [...pending.values()].every((n) => n === 0));
+  let idleWaiters: Array<{ fn?: string; resolve(): void }> = [];
+  const settle = (fn: string) => {
+    pending.set(fn, (pending.get(fn) ?? 1) - 1);
+    const ready = idleWaiters.filter((w) => isIdle(w.fn));
+    idleWaiters = idleWaiters.filter((w) => !isIdle(w.fn));
+    ready.forEach((w) => w.resolve());
   };
 
   const run = async (pool: Pool, payload: Buffer, type: InvocationType, requestId: string, attempt: number): Promise<InvokeResult> => {
@@ -98,6 +106,8 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
         outcome: res.outcome,
         environment: env.id,
         startedAtMs,
+        payload,
+        answer: res.body.subarray(0, 64 * 1024).toString('utf8'),
       };
       if (res.initMs !== undefined) record.initMs = res.initMs;
       if (res.durationMs !== undefined) record.durationMs = res.durationMs;
@@ -110,7 +120,7 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
   };
 
   const enqueueEvent = (pool: Pool, payload: Buffer): void => {
-    pending++;
+    pending.set(pool.spec.name, (pending.get(pool.spec.name) ?? 0) + 1);
     const requestId = randomUUID();
     const delays = o.eventRetryDelaysMs ?? [1000, 2000];
     void (async () => {
@@ -121,7 +131,7 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
           if (res?.outcome === 'ok') return;
         }
       } finally {
-        settle();
+        settle(pool.spec.name);
       }
     })();
   };
@@ -130,13 +140,15 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
   await new Promise<void>((r) => server.listen(0, LOOPBACK, r));
   const address = server.address();
   const endpoint = `http://${LOOPBACK}:${typeof address === 'object' && address ? address.port : 0}`;
+  // Functions invoke functions through this service, as the SDK does through Lambda's endpoint.
+  for (const pool of pools.values()) pool.spec = { ...pool.spec, env: { AWS_ENDPOINT_URL_LAMBDA: endpoint, ...pool.spec.env } };
   const timers = (o.schedules ?? []).map((s) => scheduleTimer(s, pools, enqueueEvent));
 
   return {
     endpoint,
     records,
     invoke: (fn, payload, type = 'RequestResponse') => invokeOver(endpoint, fn, payload, type),
-    idle: () => (pending === 0 ? Promise.resolve() : new Promise((r) => idleWaiters.push(r))),
+    idle: (fn) => (isIdle(fn) ? Promise.resolve() : new Promise((resolve) => idleWaiters.push({ ...(fn && { fn }), resolve }))),
     async stop() {
       timers.forEach((t) => clearInterval(t));
       await closeServer(server);
@@ -252,6 +264,8 @@ function body(req: IncomingMessage): Promise<Buffer> {
 function scheduleTimer(s: Schedule, pools: Map<string, Pool>, enqueue: Handlers['enqueueEvent']): NodeJS.Timeout {
   const pool = pools.get(s.target);
   if (!pool) throw new Error(`the schedule's target ${s.target} is not a function of the stack`);
+  // A new schedule's first run is due at once, then one per period.
+  enqueue(pool, Buffer.from(s.input));
   const t = setInterval(() => enqueue(pool, Buffer.from(s.input)), s.rateMs);
   t.unref();
   return t;

@@ -17,20 +17,25 @@ export const RIE_VERSION = 'v0.0.0-20261030222936-bef5c4ba774d';
 const RIE_MODULE = 'github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie';
 export const RIC_VERSION = '4.0.2';
 
-/**
- * A Node 22 tree (Lambda's nodejs22.x): the running Node when it is 22 and has its headers, else the
- * `node@22` devDependency's binary and, in its platform package, its headers.
- */
-export function node22(): { binary: string; nodedir: string } {
-  const own = join(process.execPath, '..', '..');
-  if (process.versions.node.startsWith('22.') && existsSync(join(own, 'include', 'node')))
-    return { binary: process.execPath, nodedir: own };
-  const root = packageFile('node_modules', 'node');
-  const nodedir = join(root, 'node_modules', `node-${process.platform}-${process.arch}`);
-  if (!existsSync(join(nodedir, 'include', 'node'))) {
+/** Node 22 (Lambda's nodejs22.x): the running Node when it is 22, else the `node@22` devDependency's binary. */
+export function node22Binary(): string {
+  if (process.versions.node.startsWith('22.')) return process.execPath;
+  const binary = packageFile('node_modules', 'node', 'bin', 'node');
+  if (!existsSync(binary))
     throw new PrerequisiteError(`the local Lambda runs on Node 22: install it (or the engine's node@22 devDependency: npm install)`);
-  }
-  return { binary: join(nodedir, 'bin', 'node'), nodedir };
+  return binary;
+}
+
+/** Node 22's headers, to build the runtime client's native part against: the running Node's, or the `node@22` devDependency's. */
+function node22Headers(): string {
+  const own = join(process.execPath, '..', '..');
+  if (process.versions.node.startsWith('22.') && existsSync(join(own, 'include', 'node'))) return own;
+  const nodedir = packageFile('node_modules', 'node', 'node_modules', `node-${process.platform}-${process.arch}`);
+  if (!existsSync(join(nodedir, 'include', 'node')))
+    throw new PrerequisiteError(
+      `Node 22's headers are missing (${nodedir}/include/node): run npm rebuild node (the node@22 devDependency)`,
+    );
+  return nodedir;
 }
 
 /** Builds `aws-lambda-rie` with `go install` once; returns its path. */
@@ -75,7 +80,8 @@ export function ensureRic(cacheDir: string): string {
     ['g++', 'g++'],
   ] as const)
     requireCommand(cmd, ['--version'], `the Lambda runtime client builds its native part with it (Debian: apt-get install ${pkg})`);
-  const { binary, nodedir } = node22();
+  const binary = node22Binary();
+  const nodedir = node22Headers();
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), '{"name":"lambda-ric","private":true}\n');
