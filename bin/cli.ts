@@ -8,7 +8,8 @@ import { AppError, ValidationError } from '../lib/errors';
 const MORE_COMMANDS = `Project commands:
   init <dir>           scaffold a stream project (package.json, handler, test, streams config) in a new directory
   start [options]      run the project's streams (or the demo, or --config <file>) on the local stack
-  deploy --stage <s>   package the stack with the project's streams config and deploy it (--package-only: package)
+  deploy --stage <s>   package the stack with the project's streams config and deploy it (--package-only: package;
+                       --emulate: run the packaged stack locally under Lambda's runtime emulator instead)
   remove --stage <s>   delete the stage's stack (sls remove), with the same config and params it was deployed with
   local <up|down|reset|prepare|topic>
                        the local Kafka broker and DynamoDB emulator (topic <name> [--partitions n] [--produce <file.jsonl>])
@@ -47,9 +48,13 @@ const TOOLS: Record<string, (args: string[]) => Promise<number>> = {
   start: async (args) => (await import('./start')).runStart(args),
   deploy: (args) =>
     tool(async () => {
-      const { DEPLOY_USAGE, parseDeployArgs, runDeploy } = await import('../infra/serverless/deploy');
+      const { DEPLOY_USAGE, parseDeployArgs, runDeploy, runPackage } = await import('../infra/serverless/deploy');
       if (wantsHelp(args)) return usage(DEPLOY_USAGE);
-      return runDeploy(parseDeployArgs(args, process.cwd(), process.env), process.env, err);
+      const o = parseDeployArgs(args, process.cwd(), process.env);
+      if (!o.emulate) return runDeploy(o, process.env, err);
+      const { runEmulated } = await import('../infra/serverless/emulate');
+      const stopped = new Promise<void>((r) => process.once('SIGINT', () => r()));
+      return runEmulated(o, (p, dir) => runPackage(p, dir, process.env), err, stopped);
     }),
   remove: (args) =>
     tool(async () => {

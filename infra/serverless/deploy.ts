@@ -18,7 +18,7 @@ import { findStreamProject, SERVICE_NAME, serviceNameOf } from '../../lib/projec
 
 export const DEPLOY_USAGE =
   'usage: kafka-direct deploy --stage <stage> [--config <file>] [--region <region>] ' +
-  '[--package-only] [--service <name>] [--param name=value]...';
+  '[--package-only | --emulate] [--service <name>] [--param name=value]...';
 export const REMOVE_USAGE =
   'usage: kafka-direct remove --stage <stage> [--config <file>] [--region <region>] [--service <name>] [--param name=value]...';
 
@@ -27,6 +27,8 @@ export type DeployOptions = {
   configFile: string;
   region: string;
   packageOnly: boolean;
+  /** Run the packaged stack on the local stack under Lambda's runtime emulator instead of deploying (emulate.ts). */
+  emulate: boolean;
   service: string;
   params: Array<[string, string]>;
   /** Where the project keeps `.serverless/` and `.esbuild/`. */
@@ -49,7 +51,9 @@ export function parseDeployArgs(
         stage: { type: 'string' },
         config: { type: 'string' },
         region: { type: 'string' },
-        ...(command === 'deploy' ? { 'package-only': { type: 'boolean' as const, default: false } } : {}),
+        ...(command === 'deploy'
+          ? { 'package-only': { type: 'boolean' as const, default: false }, emulate: { type: 'boolean' as const, default: false } }
+          : {}),
         service: { type: 'string' },
         param: { type: 'string', multiple: true, default: [] },
       },
@@ -74,7 +78,18 @@ export function parseDeployArgs(
   });
   if (params.some(([name]) => name === 'streamsConfig')) throw new ValidationError('--param streamsConfig: use --config <file>');
   const region = v.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
-  return { stage: v.stage, configFile, region, packageOnly: v['package-only'] === true, service, params, projectDir: project?.dir ?? cwd };
+  const emulate = (v as { emulate?: boolean }).emulate === true;
+  if (emulate && v['package-only']) throw new ValidationError(`--emulate and --package-only: choose one\n${usage}`);
+  return {
+    stage: v.stage,
+    configFile,
+    region,
+    packageOnly: v['package-only'] === true,
+    emulate,
+    service,
+    params,
+    projectDir: project?.dir ?? cwd,
+  };
 }
 
 /** Deletes the stage's stack with osls (see the file's comment); the exit code is osls's. */
@@ -93,6 +108,11 @@ export function runDeploy(o: DeployOptions, env: NodeJS.ProcessEnv, err: (s: str
   );
   if (o.packageOnly) return 0;
   return osls('deploy', o, packageDir, env);
+}
+
+/** `sls package` of the stage into `packageDir` (the exit code is osls's). */
+export function runPackage(o: DeployOptions, packageDir: string, env: NodeJS.ProcessEnv): number {
+  return osls('package', o, packageDir, env);
 }
 
 /** One osls command from the engine's directory; its output is the user's to read. */

@@ -106,7 +106,8 @@ function commandLine(spec: FunctionSpec, tools: RuntimeTools, ports: { invoke: n
     tools.ric,
     spec.handler,
   ];
-  const watch = 'while kill -0 "$OWNER_PID" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done; kill "$child" 2>/dev/null';
+  // The emulator ignores SIGTERM: when the owner is gone, the whole group (emulator, runtime) is killed.
+  const watch = 'while kill -0 "$OWNER_PID" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done; kill -KILL 0';
   const mounts =
     'mount --bind "$LAMBDA_TASK_ROOT" "$LAMBDA_TASK_ROOT" && mount -o remount,bind,ro "$LAMBDA_TASK_ROOT" && ' +
     `mount --bind "$LOCAL_LAMBDA_TMP" /tmp && `;

@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { PrerequisiteError } from '../../../lib/errors';
 import { packageFile } from '../../../lib/paths';
 import { requireCommand } from '../process';
@@ -40,7 +40,7 @@ function node22Headers(): string {
 
 /** Builds `aws-lambda-rie` with `go install` once; returns its path. */
 export function ensureRie(cacheDir: string): string {
-  const dir = join(cacheDir, `lambda-rie-${RIE_VERSION}`);
+  const dir = resolve(cacheDir, `lambda-rie-${RIE_VERSION}`);
   const binary = join(dir, 'aws-lambda-rie');
   if (existsSync(join(dir, '.complete'))) return binary;
   requireCommand(
@@ -71,7 +71,7 @@ export function ensureRie(cacheDir: string): string {
  * its entry point (`index.mjs`).
  */
 export function ensureRic(cacheDir: string): string {
-  const dir = join(cacheDir, `lambda-ric-${RIC_VERSION}`);
+  const dir = resolve(cacheDir, `lambda-ric-${RIC_VERSION}`);
   const entry = join(dir, 'node_modules', 'aws-lambda-ric', 'index.mjs');
   if (existsSync(join(dir, '.complete'))) return entry;
   for (const [cmd, pkg] of [

@@ -18,6 +18,7 @@ describe('deploy options', () => {
       configFile: join(project, 'streams.json'),
       region: 'eu-west-1',
       packageOnly: false,
+      emulate: false,
       service: 'click-stream',
       params: [],
       projectDir: project,
@@ -50,6 +51,13 @@ describe('deploy options', () => {
       ['alarmEmail', 'a@b.c'],
       ['x', 'y=z'],
     ]);
+  });
+
+  it('take --emulate (the packaged stack run locally), not beside --package-only', () => {
+    expect(parseDeployArgs(['--stage', 'dev', '--emulate'], project, {})).toMatchObject({ emulate: true, packageOnly: false });
+    expect(() => parseDeployArgs(['--stage', 'dev', '--emulate', '--package-only'], project, {})).toThrow(
+      '--emulate and --package-only: choose one',
+    );
   });
 
   it.each([
