@@ -10,6 +10,7 @@ import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
 import { ensureRegistryBuild } from './registry';
+import { ensureRic, ensureRie } from './lambda/tools';
 import { CACHE_DIR, downPersistent, parseUpArgs, securedEnv, upPersistent, upRegistry } from './stack';
 import { parsePruneArgs, prunePersistent } from './prune';
 import { runTopic } from './topic';
@@ -53,7 +54,9 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
     ensureKafkaJars(CACHE_DIR);
     ensureMoto(CACHE_DIR);
     ensureRegistryBuild(CACHE_DIR);
-    log(`Kafka jars, moto and the schema registry ready in ${Date.now() - t0} ms`);
+    ensureRie(CACHE_DIR);
+    ensureRic(CACHE_DIR);
+    log(`Kafka jars, moto, the schema registry and Lambda's runtime emulator and client ready in ${Date.now() - t0} ms`);
   } else if (cmd === 'prune') {
     // The list on stdout (one line each), the summary on stderr.
     await prunePersistent((line) => process.stdout.write(`${line}\n`), log, parsePruneArgs(args));
