@@ -15,6 +15,7 @@ import { createWriteStream, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path';
 import { ValidationError } from '../../lib/errors';
 import { CACHE_DIR, LOCAL_DIR, upPersistent } from '../local/stack';
+import { isolationMode } from '../local/lambda/emulator';
 import { runPackagedStack } from '../local/lambda/run-packaged';
 import type { InvocationRecord } from '../local/lambda/service';
 import type { DeployOptions } from './deploy';
@@ -75,7 +76,9 @@ export async function runEmulated(
   err(
     `[emulate] stack ${run.stack.stackName} created in the local CloudFormation emulator; functions: ` +
       `${run.stack.functions.map((f) => `${f.name} (${f.memoryMb} MB, ${f.timeoutSec} s)`).join(', ')}; ` +
-      `left out (not emulated): ${run.stack.leftOut.length} resources. Function output: ${logFile}. Ctrl-C stops.\n`,
+      `left out (not emulated): ${run.stack.leftOut.length} resources; ` +
+      `${isolationMode() === 'none' ? 'task roots WRITABLE (no mount namespace allowed here)' : 'task roots read-only'}. ` +
+      `Function output: ${logFile}. Ctrl-C stops.\n`,
   );
   await stopped;
   await run.stop();

@@ -55,7 +55,8 @@ export type Emulator = {
 /** How an environment is isolated here: a mount namespace as root, a user namespace otherwise, or nothing. */
 let isolation: 'root' | 'user' | 'none' | undefined;
 
-function isolationMode(): 'root' | 'user' | 'none' {
+/** How environments are isolated on this machine (`none`: the task root stays writable). */
+export function isolationMode(): 'root' | 'user' | 'none' {
   if (isolation) return isolation;
   const tryUnshare = (args: string[]) => spawnSync('unshare', [...args, 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
   isolation = tryUnshare(['--mount', '--propagation', 'private'])
