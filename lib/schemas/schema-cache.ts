@@ -10,7 +10,7 @@
  */
 import { SchemaRegistryError, UndecodableError } from '../errors';
 import type { SchemaRegistry } from '../ports/schema-registry';
-import { compileSchema, type CompiledSchema } from './codecs';
+import type { CompiledSchema } from './codecs';
 
 /** How long a "not found" answer stands before the registry is asked again. */
 export const DEFAULT_NOT_FOUND_TTL_MS = 30_000;
@@ -48,6 +48,8 @@ export function createSchemaCache(registry: SchemaRegistry, opts: { notFoundTtlM
       return;
     }
     try {
+      // The codecs (Avro, JSON Schema, Protobuf: their libraries are a third of a bundle) load with the first schema.
+      const { compileSchema } = await import('./codecs');
       entries.set(id, { kind: 'ready', schema: compileSchema(answer.schema, registry.kind) });
     } catch (err) {
       if (!(err instanceof UndecodableError)) throw err;

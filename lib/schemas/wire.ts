@@ -15,7 +15,7 @@
  * exposes on its own (the registries' clients read it inside their deserializers).
  */
 import { deflateSync, inflateSync } from 'node:zlib';
-import { Reader, Writer } from 'protobufjs';
+import { Reader, Writer } from 'protobufjs/minimal';
 import { UndecodableError } from '../errors';
 
 /** A Confluent-framed value: its schema id and what follows the 5-byte header. */

@@ -29,6 +29,8 @@ export type PackagedRunOptions = {
   /** Where the task roots and the environments' /tmp go (not under /tmp: each environment has its own /tmp). */
   dir: string;
   cacheDir: string;
+  /** Run the template's schedules (default true; a benchmark invokes the functions itself). */
+  schedules?: boolean;
 } & Pick<LocalLambdaOptions, 'eventRetryDelaysMs' | 'maxEnvironments' | 'onLine' | 'onInvocation'>;
 
 export type PackagedRun = { stack: EmulatedStack; lambda: LocalLambda; stop(): Promise<void> };
@@ -61,7 +63,7 @@ export async function runPackagedStack(o: PackagedRunOptions): Promise<PackagedR
     functions,
     tools,
     dir: join(o.dir, 'environments'),
-    schedules: stack.schedules,
+    schedules: o.schedules === false ? [] : stack.schedules,
     ...(o.eventRetryDelaysMs && { eventRetryDelaysMs: o.eventRetryDelaysMs }),
     ...(o.maxEnvironments && { maxEnvironments: o.maxEnvironments }),
     ...(o.onLine && { onLine: o.onLine }),

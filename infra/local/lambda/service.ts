@@ -67,6 +67,8 @@ export type LocalLambda = {
   readonly records: InvocationRecord[];
   /** Resolves once no event of the function (of any function, without one) is queued, waiting for a retry, or running. */
   idle(fn?: string): Promise<void>;
+  /** Stops every idle environment, as Lambda recycles them: the next invocations start cold. */
+  recycle(): void;
   stop(): Promise<void>;
 };
 
@@ -149,6 +151,13 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
     records,
     invoke: (fn, payload, type = 'RequestResponse') => invokeOver(endpoint, fn, payload, type),
     idle: (fn) => (isIdle(fn) ? Promise.resolve() : new Promise((resolve) => idleWaiters.push({ ...(fn && { fn }), resolve }))),
+    recycle() {
+      for (const pool of pools.values()) {
+        const idle = pool.idle.splice(0);
+        idle.forEach((e) => e.stop());
+        pool.size -= idle.length;
+      }
+    },
     async stop() {
       timers.forEach((t) => clearInterval(t));
       await closeServer(server);

@@ -16,7 +16,7 @@
  *   it falls back to the one-table loop. Hand-written because no JavaScript library reads by words.
  */
 import { endianness } from 'node:os';
-import { createCRC32, type IHasher } from 'hash-wasm';
+import type { IHasher } from 'hash-wasm';
 import { loadNativeCrc32c, type NativeCrc32c } from './crc32c-native';
 
 const POLYNOMIAL = 0x82f63b78;
@@ -69,7 +69,8 @@ export function loadCrc32c(): Promise<void> {
     native = load.crc32c;
     if (load.crc32c) return;
     nativeMissing = load.why;
-    wasm = await createCRC32(POLYNOMIAL).catch(() => undefined);
+    // hash-wasm (about 200 KB) is loaded only where the native binding is missing, not at every cold start.
+    wasm = await import('hash-wasm').then((m) => m.createCRC32(POLYNOMIAL)).catch(() => undefined);
   })();
   return loading;
 }

@@ -1,0 +1,107 @@
+/**
+ * `npm run bench:cold-start`: the functions' cold starts as Lambda's runtime reports them. Packages
+ * the stack (osls, a one-stream no-op config), runs it as deployed (the emulator's CloudFormation,
+ * the zips under AWS's runtime emulator and Node runtime client: infra/local/lambda/), and invokes
+ * each function `--runs` times in a fresh execution environment (the previous ones recycled, as
+ * Lambda does), with a payload its handler refuses (no Kafka or ledger request), reading each
+ * init's duration from the emulator's `INIT REPORT` line. Prints the median, p99 and range per
+ * function, with the zip and bundle sizes.
+ *
+ * Flags: --runs N (default 15), --keep. Uses KAFKA_BROKERS / DYNAMODB_ENDPOINT when set, otherwise
+ * a private local stack.
+ */
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CACHE_DIR, LOCAL_DIR } from '../infra/local/stack';
+import { runPackagedStack } from '../infra/local/lambda/run-packaged';
+import { runPackage } from '../infra/serverless/deploy';
+import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { withStack } from './stack';
+import { median, percentile } from './stats';
+
+const log = benchLog('cold-start');
+
+/** What each function refuses at once, after its init: a payload of the wrong shape. */
+const REFUSED = { planner: { streams: 5 }, processor: { stream: 5 } } as const;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, ...KEEP_OPTION } });
+  const { runs } = wholeNumberFlags(values, ['runs']);
+  await withStack(log, { keep: values.keep }, async (stack) => {
+    const work = mkdtempSync(join(tmpdir(), 'cold-start-'));
+    const dir = join(LOCAL_DIR, 'bench', `cold-start-${process.pid}`);
+    try {
+      const configFile = join(work, 'streams.json');
+      const stream = {
+        id: stack.name('cold'),
+        kafka: { brokers: stack.brokers.split(',') },
+        topics: ['unused'],
+        handler: { module: 'noop' },
+      };
+      writeFileSync(
+        configFile,
+        JSON.stringify({ ledgerTable: 'cold-start', streams: [{ ...stream, handler: { ...stream.handler, mode: 'at-least-once' } }] }),
+      );
+      const packageDir = join(work, 'package');
+      const packaged = runPackage(
+        {
+          stage: 'cold',
+          configFile,
+          region: 'us-east-1',
+          packageOnly: true,
+          emulate: false,
+          service: 'kafka-lambda-direct',
+          params: [],
+          projectDir: work,
+        },
+        packageDir,
+        { ...process.env, AWS_ACCESS_KEY_ID: 'packaging', AWS_SECRET_ACCESS_KEY: 'packaging' },
+      );
+      if (packaged !== 0) throw new Error(`sls package failed (exit ${packaged})`);
+      const run = await runPackagedStack({
+        packageDir,
+        stackName: stack.name('cold-start'),
+        awsEndpoint: process.env.DYNAMODB_ENDPOINT!,
+        region: 'us-east-1',
+        dir,
+        cacheDir: CACHE_DIR,
+        schedules: false,
+      });
+      try {
+        const out: Record<string, unknown> = {};
+        for (const fn of ['planner', 'processor'] as const) {
+          const spec = run.stack.functions.find((f) => f.name.endsWith(`-${fn}`))!;
+          const inits: number[] = [];
+          for (let i = 0; i < runs; i++) {
+            run.lambda.recycle();
+            await run.lambda.invoke(spec.name, REFUSED[fn]);
+            const r = run.lambda.records.at(-1)!;
+            if (r.initMs === undefined) throw new Error(`${fn}: invocation ${i} reported no init (not a cold start)`);
+            inits.push(r.initMs);
+          }
+          out[fn] = {
+            initMs: {
+              p50: Math.round(median(inits)),
+              p99: Math.round(percentile(inits, 99)),
+              min: Math.round(Math.min(...inits)),
+              max: Math.round(Math.max(...inits)),
+            },
+            memoryMb: spec.memoryMb,
+            zipBytes: statSync(spec.zip).size,
+          };
+          log(`${fn}: init ${JSON.stringify((out[fn] as { initMs: unknown }).initMs)} ms over ${runs} cold starts`);
+        }
+        process.stdout.write(`${JSON.stringify({ runs, node: process.version, ...out })}\n`);
+      } finally {
+        await run.stop();
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+runBench('cold-start', main);
