@@ -73,7 +73,8 @@ describe('crc32c', () => {
 async function loadedWith(unavailable: { native?: boolean; wasm?: boolean }): Promise<{ m: Crc32cModule; failed: string[] }> {
   const failed: string[] = [];
   let m: Crc32cModule | undefined;
-  jest.isolateModules(() => {
+  // Async: crc32c loads hash-wasm on its first load, which must meet the mock too.
+  await jest.isolateModulesAsync(async () => {
     if (unavailable.native) {
       jest.doMock('../../../../lib/kafka/protocol/crc32c-native', () => ({
         loadNativeCrc32c: () => {
@@ -91,10 +92,10 @@ async function loadedWith(unavailable: { native?: boolean; wasm?: boolean }): Pr
       }));
     }
     m = jest.requireActual<Crc32cModule>('../../../../lib/kafka/protocol/crc32c');
+    await expect(m.loadCrc32c()).resolves.toBeUndefined();
   });
   jest.dontMock('../../../../lib/kafka/protocol/crc32c-native');
   jest.dontMock('hash-wasm');
-  await expect(m!.loadCrc32c()).resolves.toBeUndefined();
   return { m: m!, failed };
 }
 
