@@ -21,8 +21,15 @@
  * serverless-esbuild zips it with that function only), and gives the loader that file's name
  * through esbuild's `define`. npm installs only the binding of the machine it runs on: packaging for
  * the other architecture finds none, says so in one line, and the bundle checks with WebAssembly.
+ *
+ * `task-root-source-maps` makes the source maps name files inside the function's task root: esbuild
+ * writes each source relative to the bundle's build folder (`../../../lib/x.ts` from
+ * `.esbuild/.build/functions/`), which, from the bundle's place in the zip, points above the task
+ * root (`/lib/x.ts` on Lambda). Sources become relative to the engine's root (`lib/x.ts`; a file
+ * outside it keeps its absolute path, without the leading `/`), under a `sourceRoot` that leads from
+ * the bundle to the task root: stack frames read `/var/task/lib/x.ts`.
  */
-const { copyFileSync, existsSync, readFileSync } = require('node:fs');
+const { copyFileSync, existsSync, readFileSync, writeFileSync } = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -128,11 +135,48 @@ function nativeCrc32c(architecture, warn) {
   };
 }
 
+/** Rewrites the source map of each bundle the build wrote (see the file's comment). */
+function taskRootSourceMaps() {
+  return {
+    name: 'task-root-source-maps',
+    setup(build) {
+      build.onEnd((result) => {
+        const { outdir, outfile, entryPoints } = build.initialOptions;
+        const dir = outdir || (outfile && path.dirname(outfile));
+        if (result.errors.length > 0 || !dir) return;
+        for (const entry of [].concat(entryPoints || []).map(String)) {
+          // The bundle's place in the zip is the entry's place in the service: functions/x.ts -> functions/x.js.
+          const inZip = path.relative(ROOT, path.resolve(ROOT, entry)).replace(/\.[cm]?[jt]s$/, '.js');
+          const mapFile = outfile ? `${outfile}.map` : path.join(dir, `${inZip}.map`);
+          const alt = path.join(dir, `${path.basename(inZip)}.map`);
+          const file = existsSync(mapFile) ? mapFile : alt;
+          if (existsSync(file)) rewriteSourceMap(file, path.dirname(inZip));
+        }
+      });
+    },
+  };
+}
+
+function rewriteSourceMap(mapFile, dirInZip) {
+  const map = JSON.parse(readFileSync(mapFile, 'utf8'));
+  if (map.x_taskRoot) return;
+  const from = path.dirname(mapFile);
+  map.sources = map.sources.map((s) => {
+    const abs = path.resolve(from, map.sourceRoot || '', s);
+    const rel = path.relative(ROOT, abs);
+    return (rel.startsWith('..') || path.isAbsolute(rel) ? path.relative(path.parse(abs).root, abs) : rel).split(path.sep).join('/');
+  });
+  const depth = dirInZip === '.' || dirInZip === '' ? 0 : dirInZip.split(path.sep).length;
+  map.sourceRoot = '../'.repeat(depth);
+  map.x_taskRoot = true;
+  writeFileSync(mapFile, JSON.stringify(map));
+}
+
 module.exports = (serverless) => {
   const custom = serverless.service.custom || {};
   const modules = Array.isArray(custom.handlerModules) ? custom.handlerModules : [];
   const architecture = serverless.service.provider.architecture || 'x86_64';
   const warn = (line) => (serverless.cli && serverless.cli.log ? serverless.cli.log(line) : process.stderr.write(`${line}\n`));
-  return [userHandlers(modules), nativeCrc32c(architecture, warn)];
+  return [userHandlers(modules), nativeCrc32c(architecture, warn), taskRootSourceMaps()];
 };
 module.exports.nativeCrc32c = nativeCrc32c;
