@@ -64,6 +64,8 @@ let run: PackagedRun;
 let admin: Admin;
 let producer: Producer;
 const expected = new Map<string, number>();
+/** Every line the functions and the runtime printed. */
+const lines: string[] = [];
 
 /** The stream project: the handler file, its own package in node_modules, the streams config. */
 function writeProject(brokers: string[]): string {
@@ -141,7 +143,10 @@ beforeAll(async () => {
     region: 'us-east-1',
     dir: join(LOCAL_DIR, 'test-runs', id),
     cacheDir: CACHE_DIR,
-    ...(process.env.LL_DEBUG && { onLine: (f: string, l: string) => console.log(f.split('-').pop(), l.slice(0, 250)) }),
+    onLine: (f, l) => {
+      lines.push(l);
+      if (process.env.LL_DEBUG) console.log(f.split('-').pop(), l.slice(0, 250));
+    },
   });
 }, 600_000);
 
@@ -215,6 +220,21 @@ it('applies nothing twice when a processor event is delivered again', async () =
   for (const r of replays) expect(r.answer).toMatch(/"status":"already-done"/);
   expect(replays.map((r) => r.answer).join()).not.toMatch(/"status":"done"/);
   expect(await sinkCounts()).toEqual(before);
+});
+
+it('answers a bad payload with the runtime error document, its stack frames inside the task root', async () => {
+  const processor = run.stack.functions.find((f) => f.name.endsWith('-processor'))!;
+  const res = await run.lambda.invoke(processor.name, { stream: 5 });
+  expect(res).toMatchObject({ status: 200, functionError: 'Unhandled' });
+  const doc = JSON.parse(res.body) as { errorType: string; errorMessage: string; trace: string[] };
+  expect(doc.errorType).toBe('ValidationError');
+  // Source-mapped frames name the engine's files under the task root, never above it (`/lib/...`).
+  const taskRoot = join(LOCAL_DIR, 'test-runs', id, 'functions', processor.name);
+  const frames = doc.trace.filter((l) => l.trim().startsWith('at ') && l.includes('.ts:'));
+  expect(frames.length).toBeGreaterThan(0);
+  for (const f of frames) expect(f).toContain(`(${taskRoot}/`);
+  // A failing invocation with nothing to count prints no Powertools "no metrics" warning.
+  expect(lines.filter((l) => l.includes('No application metrics'))).toEqual([]);
 });
 
 it('hands the planner loop over to the next scheduled invocation', async () => {
