@@ -11,6 +11,7 @@ import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
 import { ensureRegistryBuild } from './registry';
 import { ensureRic, ensureRie } from './lambda/tools';
+import { ensureSystemPackages } from './system-packages';
 import { CACHE_DIR, downPersistent, parseUpArgs, securedEnv, upPersistent, upRegistry } from './stack';
 import { parsePruneArgs, prunePersistent } from './prune';
 import { runTopic } from './topic';
@@ -50,6 +51,7 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
   } else if (cmd === 'prepare') {
     // Downloads only (CI warms the caches before the timed test run).
     const t0 = Date.now();
+    ensureSystemPackages(log);
     javaBinary();
     ensureKafkaJars(CACHE_DIR);
     ensureMoto(CACHE_DIR);

@@ -16,6 +16,7 @@ import { describePortOwner } from './ownership';
 import { isAlive, portInUse, sleep, stopProcess } from './process';
 import { ensureRegistry, readRegistryState, registryReady, stopRecordedRegistry } from './registry';
 import { withStackLock } from './stack-lock';
+import { ensureSystemPackages } from './system-packages';
 import { PrerequisiteError } from '../../lib/errors';
 import { localCommand } from '../../lib/local/cli-hint';
 import { LOCAL_ROOT } from '../../lib/paths';
@@ -135,6 +136,7 @@ export async function startStack(opts: {
   secured?: boolean;
 }): Promise<StackState> {
   const env = opts.env ?? process.env;
+  ensureSystemPackages(opts.log, env);
   mkdirSync(opts.dir, { recursive: true });
   const started: Part[] = [];
   const keep = (p: Part): Part => (started.push(p), p);
