@@ -783,14 +783,23 @@ describe('packages', () => {
       );
       expect(total).toBeLessThan(MAX_ZIP_BYTES);
       const binding = crcBindingInstalled('linux-arm64-gnu') ? [`functions/${name}.crc32c.linux-arm64-gnu.node`] : [];
-      expect(entries.map((e) => e.name).sort()).toEqual([`functions/${name}.js`, `functions/${name}.js.map`, config, ...binding].sort());
-      const code = entries
+      expect(entries.map((e) => e.name).sort()).toEqual(
+        [`functions/${name}.js`, `functions/${name}.bundle.js`, `functions/${name}.bundle.js.map`, config, ...binding].sort(),
+      );
+      // The handler's file is a small entry with no export names for the runtime's import() to scan.
+      const entry = entries
         .find((e) => e.name === `functions/${name}.js`)!
+        .data()
+        .toString('utf8');
+      expect(entry).toContain(`require('./${name}.bundle.js')`);
+      expect(entry.length).toBeLessThan(400);
+      const code = entries
+        .find((e) => e.name === `functions/${name}.bundle.js`)!
         .data()
         .toString('utf8');
       // Minified: long lines (newlines are left only inside template literals).
       expect(code.length / code.split('\n').length).toBeGreaterThan(2000);
-      expect(code).toContain(`//# sourceMappingURL=${name}.js.map`);
+      expect(code).toContain(`//# sourceMappingURL=${name}.bundle.js.map`);
       // Self-contained: every require is a Node built-in or an AWS SDK package the runtime provides. A
       // require inside a string literal is text, not a call: ajv keeps `'require("ajv/dist/runtime/equal").default'`
       // for the code it generates in standalone mode only, and uses the bundled function itself otherwise.
@@ -812,7 +821,7 @@ describe('packages', () => {
       const name = `processor.crc32c.${platform}.node`;
       const entries = readZip(join(p.dir, 'processor.zip'));
       const code = entries
-        .find((e) => e.name === 'functions/processor.js')!
+        .find((e) => e.name === 'functions/processor.bundle.js')!
         .data()
         .toString('utf8');
       if (!crcBindingInstalled(platform)) {

@@ -66,9 +66,9 @@ describe('a user handler outside the repository', () => {
     const entries = readZip(join(packaged.dir, 'processor.zip'));
     // Besides the CRC-32C binding, where this machine has the one for arm64 (test/deploy/package.test.ts).
     const files = entries.map((e) => e.name).filter((name) => !name.endsWith('.node'));
-    expect(files.sort()).toEqual(['functions/processor.js', 'functions/processor.js.map']);
+    expect(files.sort()).toEqual(['functions/processor.bundle.js', 'functions/processor.bundle.js.map', 'functions/processor.js']);
     const code = entries
-      .find((e) => e.name === 'functions/processor.js')!
+      .find((e) => e.name === 'functions/processor.bundle.js')!
       .data()
       .toString('utf8');
     expect(code).toContain(MARKER);

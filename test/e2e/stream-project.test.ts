@@ -203,7 +203,7 @@ describe('README: your first stream, as a project of its own', () => {
     const tables = Object.values(template.Resources).filter((r) => r.Type === 'AWS::DynamoDB::Table');
     expect(tables.map((t) => t.Properties.TableName).sort()).toEqual(['click-stream-dev-ledger', names.sink].sort());
     const code = readZip(join(project, '.serverless', 'dev', 'processor.zip'))
-      .find((e) => e.name === 'functions/processor.js')!
+      .find((e) => e.name === 'functions/processor.bundle.js')!
       .data()
       .toString('utf8');
     expect(code).toContain('has no user in its key');
@@ -304,7 +304,7 @@ describe("a stream project's own dependencies and IAM statements", () => {
     const pack = inProject('npm run deploy -- --stage dev --package-only');
     expect(pack.status).toBe(0);
     const code = readZip(join(project, '.serverless', 'dev', 'processor.zip'))
-      .find((e) => e.name === 'functions/processor.js')!
+      .find((e) => e.name === 'functions/processor.bundle.js')!
       .data()
       .toString('utf8');
     // word-wrap's own function, by the name the bundle keeps (keepNames).
