@@ -51,7 +51,6 @@ type ChildResult = {
   loop: string;
 };
 
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {

@@ -170,10 +170,16 @@ function splitEntry(bundleFile) {
   if (existsSync(bundleFile.replace(/\.js$/, '.bundle.js'))) return;
   const base = path.basename(bundleFile, '.js');
   const moved = path.join(path.dirname(bundleFile), `${base}.bundle.js`);
-  const code = readFileSync(bundleFile, 'utf8').replace(new RegExp(`//# sourceMappingURL=${base}\\.js\\.map\\s*$`), `//# sourceMappingURL=${base}.bundle.js.map\n`);
+  const code = readFileSync(bundleFile, 'utf8').replace(
+    new RegExp(`//# sourceMappingURL=${base}\\.js\\.map\\s*$`),
+    `//# sourceMappingURL=${base}.bundle.js.map\n`,
+  );
   writeFileSync(moved, code);
   if (existsSync(`${bundleFile}.map`)) renameSync(`${bundleFile}.map`, `${moved}.map`);
-  writeFileSync(bundleFile, `'use strict';\n// The function's code is ${base}.bundle.js (see infra/serverless/esbuild-plugins.js).\nconst bundle = require('./${base}.bundle.js');\nmodule.exports = bundle;\n`);
+  writeFileSync(
+    bundleFile,
+    `'use strict';\n// The function's code is ${base}.bundle.js (see infra/serverless/esbuild-plugins.js).\nconst bundle = require('./${base}.bundle.js');\nmodule.exports = bundle;\n`,
+  );
 }
 
 function rewriteSourceMap(mapFile, dirInZip) {

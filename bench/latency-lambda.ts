@@ -1,0 +1,185 @@
+/**
+ * `npm run bench:latency -- --deployed --runtime lambda`: latency through what `sls package` ships.
+ * The stack is packaged with a one-topic stream and run as deployed on the local stack (the template
+ * in the emulator's CloudFormation, the zips under AWS's runtime emulator and Node runtime client,
+ * the planner on the template's schedule: infra/local/lambda/). Kafka's Java producer writes the load
+ * for `--duration-ms`; then the run drains.
+ *
+ * Nothing inside the functions is instrumented (they run in processes of their own), so a record's
+ * latency is read from outside: from its produce timestamp (Kafka's CreateTime) to the first look at
+ * the ledger, every `POLL_MS`, that shows its partition committed past it. That look adds up to
+ * `POLL_MS` (half of it on average) to what bench:latency's in-process observer measures. Each
+ * function's cold starts come from the runtime's `INIT REPORT` lines.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { CACHE_DIR, LOCAL_DIR } from '../infra/local/stack';
+import { runPackagedStack, type PackagedRun } from '../infra/local/lambda/run-packaged';
+import { runPackage } from '../infra/serverless/deploy';
+import { createDynamoLedger } from '../lib/ledger/ledger.dynamodb';
+import { oneTopicConfigInput } from '../lib/local/one-topic';
+import { scanTotals } from '../lib/sink/totals.dynamodb';
+import { javaProduceAccounts } from '../test/support/java';
+import type { BenchStack } from './stack';
+import { endOffsetsOf, withBenchTopic } from './stack';
+import { median, percentile, totalsMismatches } from './stats';
+
+const POLL_MS = 50;
+
+export type LambdaLatencyFlags = {
+  ratePerSec: number;
+  durationMs: number;
+  partitions: number;
+  accounts: number;
+  triggerIntervalMs: number;
+};
+type Handler = 'noop' | 'running-totals';
+type Look = { atMs: number; committed: Map<number, number> };
+
+/** Both handlers in turn; the last line's figures. */
+export async function runLambdaLatency(stack: BenchStack, flags: LambdaLatencyFlags, log: (l: string) => void) {
+  const noop = await phase(stack, flags, 'noop', log);
+  const exactlyOnce = await phase(stack, flags, 'running-totals', log);
+  return { runtime: 'lambda', ratePerSec: flags.ratePerSec, durationMs: flags.durationMs, pollMs: POLL_MS, noop, exactlyOnce };
+}
+
+async function phase(stack: BenchStack, flags: LambdaLatencyFlags, handler: Handler, log: (l: string) => void) {
+  const kind = handler === 'noop' ? 'noop' : 'eo';
+  return withBenchTopic(stack, `latency-lambda-${kind}`, flags.partitions, async ({ topic, admin, dynamo }) => {
+    const streamId = stack.name(`ll-${kind}`);
+    const sinkTable = handler === 'running-totals' ? stack.table('latency-lambda-totals') : undefined;
+    const run = await packagedStack(stack, { topic, streamId, handler, sinkTable, flags });
+    try {
+      const ledgerTable = run.stack.functions.find((f) => f.name.endsWith('-processor'))!.env.LEDGER_TABLE!;
+      const ledger = createDynamoLedger({ client: dynamo, tableName: ledgerTable });
+      const looks: Look[] = [];
+      // Known once the load is written; the drain check waits for it.
+      const load: { ends?: number[] } = {};
+      const records = Math.round((flags.ratePerSec * flags.durationMs) / 1000);
+      const producing = javaProduceAccounts(stack.brokers, { topic, records, accounts: flags.accounts, ratePerSec: flags.ratePerSec });
+      const drained = (async () => {
+        for (const deadline = Date.now() + flags.durationMs + 120_000; Date.now() < deadline;) {
+          const parts = await ledger.readPartitions(streamId).catch(() => []);
+          looks.push({ atMs: Date.now(), committed: new Map(parts.map((p) => [p.partition, p.committed])) });
+          if (load.ends?.every((end, p) => (looks.at(-1)!.committed.get(p) ?? 0) >= end)) return true;
+          await new Promise((r) => setTimeout(r, POLL_MS));
+        }
+        return false;
+      })();
+      const produced = await producing;
+      const ends = await endOffsetsOf(admin, topic);
+      load.ends = ends;
+      if (!(await drained)) throw new Error(`${handler}: not drained within 120 s of the load's end`);
+      const latencies = await latenciesOf(stack.brokers, topic, ends, looks);
+      const exact = sinkTable ? totalsMismatches(produced.totals, await scanTotals(dynamo, sinkTable)).length === 0 : undefined;
+      const figures = { records: latencies.length, ...summary(latencies), ...(exact !== undefined && { exact }), ...initFigures(run) };
+      log(`${handler}: ${JSON.stringify(figures)}`);
+      return figures;
+    } finally {
+      await run.stop();
+    }
+  });
+}
+
+/** The stream's config, packaged (osls) and run as deployed. */
+async function packagedStack(
+  stack: BenchStack,
+  p: { topic: string; streamId: string; handler: Handler; sinkTable?: string; flags: LambdaLatencyFlags },
+): Promise<PackagedRun> {
+  const work = mkdtempSync(join(tmpdir(), 'latency-lambda-'));
+  try {
+    const configFile = join(work, 'streams.json');
+    const handler =
+      p.handler === 'noop'
+        ? ({ module: 'noop', mode: 'at-least-once' } as const)
+        : ({
+            module: 'running-totals',
+            mode: 'dynamodb-exactly-once',
+            sinkTable: { name: p.sinkTable!, key: { partitionKey: 'pk' } },
+          } as const);
+    const config = oneTopicConfigInput({
+      ledgerTable: 'named-by-the-stack',
+      streamId: p.streamId,
+      brokers: stack.brokers,
+      topic: p.topic,
+      triggerIntervalMs: p.flags.triggerIntervalMs,
+      processor: { timeoutMs: 60_000 },
+      handler,
+    });
+    writeFileSync(configFile, JSON.stringify(config));
+    const packageDir = join(work, 'package');
+    const options = {
+      stage: 'latency',
+      configFile,
+      region: 'us-east-1',
+      packageOnly: true,
+      emulate: false,
+      service: 'kafka-lambda-direct',
+      projectDir: work,
+    };
+    const status = runPackage({ ...options, params: [['processorTimeout', '90']] }, packageDir, {
+      ...process.env,
+      AWS_ACCESS_KEY_ID: 'packaging',
+      AWS_SECRET_ACCESS_KEY: 'packaging',
+    });
+    if (status !== 0) throw new Error(`sls package failed (exit ${status})`);
+    return await runPackagedStack({
+      packageDir,
+      stackName: p.streamId,
+      awsEndpoint: process.env.DYNAMODB_ENDPOINT!,
+      region: 'us-east-1',
+      dir: join(LOCAL_DIR, 'bench', `latency-lambda-${process.pid}`),
+      cacheDir: CACHE_DIR,
+    });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Each record's latency: from its CreateTime to the first look showing its partition committed past it. */
+async function latenciesOf(brokers: string, topic: string, ends: number[], looks: Look[]): Promise<number[]> {
+  const out: number[] = [];
+  const consumer = new Kafka({ clientId: 'latency-lambda', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).consumer({
+    groupId: `latency-lambda-${process.pid}-${Date.now()}`,
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const total = ends.reduce((s, n) => s + n, 0);
+  await new Promise<void>((resolve, reject) => {
+    consumer
+      .run({
+        eachBatch: async ({ batch }) => {
+          for (const m of batch.messages) {
+            const offset = Number(m.offset);
+            const seen = looks.find((l) => (l.committed.get(batch.partition) ?? 0) > offset);
+            if (seen) out.push(seen.atMs - Number(m.timestamp));
+          }
+          if (out.length >= total) resolve();
+        },
+      })
+      .catch(reject);
+  });
+  await consumer.disconnect();
+  return out;
+}
+
+function summary(latencies: number[]) {
+  return { p50Ms: Math.round(median(latencies)), p99Ms: Math.round(percentile(latencies, 99)), maxMs: Math.max(...latencies) };
+}
+
+/** Cold starts per function from the runtime's INIT REPORT lines, and how many invocations ran. */
+function initFigures(run: PackagedRun) {
+  const of = (fn: string) => run.lambda.records.filter((r) => r.function.endsWith(`-${fn}`));
+  const inits = (fn: string) => of(fn).flatMap((r) => (r.initMs === undefined ? [] : [r.initMs]));
+  return {
+    initMs: Object.fromEntries(
+      ['planner', 'processor'].map((fn) => [
+        fn,
+        inits(fn).length ? { p50: Math.round(median(inits(fn))), max: Math.round(Math.max(...inits(fn))) } : undefined,
+      ]),
+    ),
+    invocations: { planner: of('planner').length, processor: of('processor').length },
+  };
+}
