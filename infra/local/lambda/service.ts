@@ -217,23 +217,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, h: Handlers): P
   const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
   if (type === 'DryRun') return void res.writeHead(204).end();
   if (type === 'Event') {
-    if (payload.length > EVENT_PAYLOAD_LIMIT_BYTES)
-      return error(
-        res,
-        413,
-        'RequestEntityTooLargeException',
-        `${payload.length} bytes exceed the asynchronous payload limit of ${EVENT_PAYLOAD_LIMIT_BYTES}`,
-      );
+    if (payload.length > EVENT_PAYLOAD_LIMIT_BYTES) return tooLarge(res, payload, EVENT_PAYLOAD_LIMIT_BYTES, 'asynchronous');
     h.enqueueEvent(pool, payload);
     return void res.writeHead(202, { 'x-amzn-requestid': randomUUID() }).end();
   }
-  if (payload.length > SYNC_PAYLOAD_LIMIT_BYTES)
-    return error(
-      res,
-      413,
-      'RequestEntityTooLargeException',
-      `${payload.length} bytes exceed the synchronous payload limit of ${SYNC_PAYLOAD_LIMIT_BYTES}`,
-    );
+  if (payload.length > SYNC_PAYLOAD_LIMIT_BYTES) return tooLarge(res, payload, SYNC_PAYLOAD_LIMIT_BYTES, 'synchronous');
   if (throttled(pool))
     return error(res, 429, 'TooManyRequestsException', `Rate Exceeded: ${name} is at its reserved concurrency of ${pool.cap}`);
   try {
@@ -255,6 +243,10 @@ function functionName(id: string): string {
   const parts = id.split(':');
   const at = parts.indexOf('function');
   return at >= 0 ? (parts[at + 1] ?? id) : id;
+}
+
+function tooLarge(res: ServerResponse, payload: Buffer, limitBytes: number, kind: 'synchronous' | 'asynchronous'): void {
+  error(res, 413, 'RequestEntityTooLargeException', `${payload.length} bytes exceed the ${kind} payload limit of ${limitBytes}`);
 }
 
 function error(res: ServerResponse, status: number, type: string, message: string): void {
