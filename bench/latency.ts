@@ -15,6 +15,11 @@
  * {"triggerIntervalMs","schedulePeriodMs","handovers","maxTickGapMs","noop":{"p50Ms","p99Ms","maxMs"},
  * "exactlyOnce":{"p50Ms","p99Ms","maxMs","exact"}}, medians over --runs (`maxTickGapMs`: the largest gap
  * between ticks across hand-overs).
+ *
+ * `--deployed --runtime lambda` runs what `sls package` ships instead: the packaged stack under Lambda's
+ * runtime emulator and client, the planner on the template's schedule (bench/latency-lambda.ts), a
+ * `--duration-ms` load (default 60 s) per handler. Its last line is {"runtime":"lambda","pollMs",
+ * "noop":{"p50Ms","p99Ms","maxMs","initMs","invocations"},"exactlyOnce":{...,"exact"}}.
  */
 // First: the Lambda handlers --deployed loads require middy, which is ESM-only.
 import '../lib/runtime/require-middy';
@@ -25,6 +30,7 @@ import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { drainOnce } from './drain';
 import { endOffsetsOf, withBenchTopic, withStack } from './stack';
 import type { DeployedFlags } from './latency-deployed';
+import type { LambdaLatencyFlags } from './latency-lambda';
 import { createLatencyObserver, latencySummary } from './stats';
 
 const log = benchLog('latency');
@@ -37,6 +43,7 @@ const OPTIONS = {
   'trigger-interval-ms': { type: 'string', default: '1000' },
   handler: { type: 'string' },
   deployed: { type: 'boolean', default: false },
+  runtime: { type: 'string', default: 'process' },
   'schedule-period-ms': { type: 'string', default: '20000' },
   'planner-timeout-ms': { type: 'string' },
   invocations: { type: 'string', default: '4' },
@@ -51,6 +58,9 @@ const DEPLOYED_ONLY = ['schedule-period-ms', 'planner-timeout-ms', 'invocations'
 function parseFlags(argv: string[]) {
   const { values, tokens } = parseArgs({ args: argv, options: OPTIONS, tokens: true });
   const given = new Set(tokens.flatMap((t) => (t.kind === 'option' ? [t.name] : [])));
+  if (values.runtime !== 'process' && values.runtime !== 'lambda')
+    throw new ValidationError(`--runtime must be process or lambda, not ${values.runtime}`);
+  if (values.runtime === 'lambda') return { keep: values.keep, lambda: lambdaFlags(values, given) };
   const wrong = (values.deployed ? LOCAL_ONLY : DEPLOYED_ONLY).find((f) => given.has(f));
   if (wrong) throw new ValidationError(`--${wrong} ${values.deployed ? 'is not taken with' : 'needs'} --deployed`);
   const handler = values.handler ?? 'running-totals';
@@ -72,6 +82,27 @@ function parseFlags(argv: string[]) {
     handler: handler as 'running-totals' | 'noop',
     keep: values.keep,
     deployed: values.deployed ? deployedFlags(values, n) : undefined,
+  };
+}
+
+/** `--deployed --runtime lambda`: the load's flags; the schedule is the template's. */
+function lambdaFlags(values: Partial<Record<keyof typeof OPTIONS, string | boolean | undefined>>, given: Set<string>): LambdaLatencyFlags {
+  if (!values.deployed) throw new ValidationError('--runtime lambda needs --deployed');
+  const wrong = ['handler', ...DEPLOYED_ONLY].find((f) => given.has(f));
+  if (wrong) throw new ValidationError(`--${wrong} is not taken with --runtime lambda (the schedule is the template's; both handlers run)`);
+  const n = wholeNumberFlags({ ...values, 'duration-ms': values['duration-ms'] ?? '60000', accounts: values.accounts ?? '1000' }, [
+    'rate',
+    'duration-ms',
+    'partitions',
+    'accounts',
+    'trigger-interval-ms',
+  ]);
+  return {
+    ratePerSec: n.rate,
+    durationMs: n['duration-ms'],
+    partitions: n.partitions,
+    accounts: n.accounts,
+    triggerIntervalMs: n['trigger-interval-ms'],
   };
 }
 
@@ -109,7 +140,15 @@ function deployedFlags(
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2));
+  const parsed = parseFlags(process.argv.slice(2));
+  const lambda = parsed.lambda;
+  if (lambda) {
+    const { runLambdaLatency } = await import('./latency-lambda');
+    const result = await withStack(log, { keep: parsed.keep }, (stack) => runLambdaLatency(stack, lambda, log));
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return;
+  }
+  const flags = parsed;
   if (flags.deployed) {
     const { runDeployedLatency } = await import('./latency-deployed');
     const result = await runDeployedLatency(flags.deployed, log);

@@ -24,7 +24,8 @@ export function ensureSystemPackages(log: (line: string) => void, env: NodeJS.Pr
   const root = process.getuid?.() === 0;
   if (!root || !existsSync('/etc/debian_version')) {
     throw new PrerequisiteError(
-      `missing system packages: ${missing.join(', ')}; install them (on Debian: sudo bash ${SCRIPT}, or apt-get install ${missing.join(' ')})`,
+      `missing system packages: ${missing.join(', ')}; install them ` +
+        `(on Debian: sudo bash ${SCRIPT}, or apt-get install ${missing.join(' ')})`,
     );
   }
   log(`installing the missing system packages as root (${SCRIPT}): ${missing.join(', ')}`);

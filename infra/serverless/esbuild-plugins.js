@@ -178,7 +178,13 @@ function splitEntry(bundleFile) {
   if (existsSync(`${bundleFile}.map`)) renameSync(`${bundleFile}.map`, `${moved}.map`);
   writeFileSync(
     bundleFile,
-    `'use strict';\n// The function's code is ${base}.bundle.js (see infra/serverless/esbuild-plugins.js).\nconst bundle = require('./${base}.bundle.js');\nmodule.exports = bundle;\n`,
+    [
+      "'use strict';",
+      `// The function's code is ${base}.bundle.js (see infra/serverless/esbuild-plugins.js).`,
+      `const bundle = require('./${base}.bundle.js');`,
+      'module.exports = bundle;',
+      '',
+    ].join('\n'),
   );
 }
 
