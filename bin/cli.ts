@@ -54,7 +54,7 @@ const TOOLS: Record<string, (args: string[]) => Promise<number>> = {
       if (!o.emulate) return runDeploy(o, process.env, err);
       const { runEmulated } = await import('../infra/serverless/emulate');
       const stopped = new Promise<void>((r) => process.once('SIGINT', () => r()));
-      return runEmulated(o, (p, dir) => runPackage(p, dir, process.env), err, stopped);
+      return runEmulated(o, process.env, (p, dir) => runPackage(p, dir, process.env), err, stopped);
     }),
   remove: (args) =>
     tool(async () => {

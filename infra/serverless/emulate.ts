@@ -45,11 +45,16 @@ export function invocationLine(r: InvocationRecord): string {
 /** Packages with `pack` (the deploy's osls package), then runs the stack locally until `stopped` resolves. */
 export async function runEmulated(
   o: DeployOptions,
+  env: NodeJS.ProcessEnv,
   pack: (o: DeployOptions, packageDir: string) => number,
   err: (s: string) => void,
   stopped: Promise<void>,
 ): Promise<number> {
-  const local = await upPersistent((line) => err(`[local] ${line}\n`));
+  // As `npm start`: the services KAFKA_BROKERS and DYNAMODB_ENDPOINT name when both are set, else the local stack.
+  const local =
+    env.KAFKA_BROKERS && env.DYNAMODB_ENDPOINT
+      ? { kafkaBrokers: env.KAFKA_BROKERS, dynamodbEndpoint: env.DYNAMODB_ENDPOINT }
+      : await upPersistent((line) => err(`[local] ${line}\n`));
   const config = localBrokersConfig(o.configFile, local.kafkaBrokers);
   const dir = join(LOCAL_DIR, 'lambda', `${o.service}-${o.stage}`);
   // Not under the project's .serverless/: in the engine's own checkout that is osls's work folder.
