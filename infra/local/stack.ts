@@ -415,6 +415,8 @@ async function upLocked(log: Log, place: PersistentPlace, opts: UpOptions): Prom
     upReport(plan, { hadState: true, topics: 0, kafkaNodes: nodes }).forEach(log);
     return prev;
   }
+  // Something starts: the tools it needs first (installed as root on Debian, else the command to run).
+  ensureSystemPackages(log, env);
   await Promise.all(plan.stopPids.map((pid) => stopProcess(pid)));
   // Their watchdogs (test runs) end by themselves once their service is gone.
   const kafkaDir = join(place.dir, 'kafka');
