@@ -23,6 +23,7 @@ const FUNCTION = `exports.handler = async (event, context) => {
   if (event.throw) throw new TypeError('refused: ' + event.throw);
   if (event.busyMs) { const end = Date.now() + event.busyMs; while (Date.now() < end); }
   if (event.write) require('fs').writeFileSync(process.env.LAMBDA_TASK_ROOT + '/written', 'x');
+  if (event.writeBeside) require('fs').writeFileSync(process.env.LAMBDA_TASK_ROOT + '/../beside', 'x');
   if (event.tmp) require('fs').writeFileSync('/tmp/mine', String(event.tmp));
   return {
     echo: event,
@@ -142,11 +143,13 @@ it("refuses payloads over Lambda's limits and unknown functions", async () => {
   expect((await lambda.invoke('nope', {})).status).toBe(404);
 });
 
-it('gives each environment a read-only task root and a /tmp of its own', async () => {
+it('gives each environment a read-only file system but for a /tmp of its own', async () => {
   const write = await lambda.invoke('echo', { write: true });
   if (isolationMode() === 'none') return; // no mount namespace on this machine: said by deploy --emulate
   expect(write.functionError).toBe('Unhandled');
   expect(JSON.parse(write.body).errorMessage).toContain('EROFS');
+  // Nor anywhere else outside /tmp (the machine's file system, the project's directory).
+  expect(JSON.parse((await lambda.invoke('echo', { writeBeside: true })).body).errorMessage).toContain('EROFS');
   await lambda.invoke('echo', { tmp: 'kept' });
   expect(JSON.parse((await lambda.invoke('echo', {})).body)).toMatchObject({ tmp: 'kept' });
   const other = JSON.parse((await lambda.invoke('single', {})).body) as { tmp: string | null };

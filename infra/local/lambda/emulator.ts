@@ -5,8 +5,9 @@
  * Like a Lambda sandbox it serves one invocation at a time (a second concurrent invoke crashes the
  * emulator), initialises on its first invoke (a cold start) and again after a timeout.
  *
- * Isolation: in a mount namespace of its own, the task root is mounted read-only and `/tmp` is a
- * directory of this environment (Lambda's `/tmp`); the rest of the file system is the machine's.
+ * Isolation: in a mount namespace of its own, `/tmp` is a directory of this environment (Lambda's
+ * `/tmp`) and the rest is read-only: the task root, the root file system and the file system holding
+ * the task root (other mounts, such as /dev and /proc, stay as they are).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -109,9 +110,12 @@ function commandLine(spec: FunctionSpec, tools: RuntimeTools, ports: { invoke: n
   ];
   // The emulator ignores SIGTERM: when the owner is gone, the whole group (emulator, runtime) is killed.
   const watch = 'while kill -0 "$OWNER_PID" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done; kill -KILL 0';
+  // As in Lambda, only /tmp is writable: the task root, the root file system and the one holding the
+  // task root (the project's, when it is a mount of its own) are remounted read-only in the namespace.
   const mounts =
     'mount --bind "$LAMBDA_TASK_ROOT" "$LAMBDA_TASK_ROOT" && mount -o remount,bind,ro "$LAMBDA_TASK_ROOT" && ' +
-    `mount --bind "$LOCAL_LAMBDA_TMP" /tmp && `;
+    'mount --bind "$LOCAL_LAMBDA_TMP" /tmp && ' +
+    'for m in / "$(findmnt -n -o TARGET -T "$(dirname "$LAMBDA_TASK_ROOT")")"; do mount -o remount,bind,ro "$m" || exit 1; done && ';
   const mode = isolationMode();
   const script = `${mode === 'none' ? '' : mounts}"$@" & child=$!; ${watch}; wait "$child"`;
   const shell = ['bash', '-c', script, 'local-lambda', ...rie];
