@@ -74,11 +74,7 @@ function parseFlags(argv: string[]) {
   };
   const n = wholeNumberFlags(withDefaults, ['rate', 'duration-ms', 'partitions', 'accounts', 'trigger-interval-ms']);
   return {
-    ratePerSec: n.rate,
-    durationMs: n['duration-ms'],
-    partitions: n.partitions,
-    accounts: n.accounts,
-    triggerIntervalMs: n['trigger-interval-ms'],
+    ...loadFlags(n),
     handler: handler as 'running-totals' | 'noop',
     keep: values.keep,
     deployed: values.deployed ? deployedFlags(values, n) : undefined,
@@ -90,13 +86,12 @@ function lambdaFlags(values: Partial<Record<keyof typeof OPTIONS, string | boole
   if (!values.deployed) throw new ValidationError('--runtime lambda needs --deployed');
   const wrong = ['handler', ...DEPLOYED_ONLY].find((f) => given.has(f));
   if (wrong) throw new ValidationError(`--${wrong} is not taken with --runtime lambda (the schedule is the template's; both handlers run)`);
-  const n = wholeNumberFlags({ ...values, 'duration-ms': values['duration-ms'] ?? '60000', accounts: values.accounts ?? '1000' }, [
-    'rate',
-    'duration-ms',
-    'partitions',
-    'accounts',
-    'trigger-interval-ms',
-  ]);
+  const withDefaults = { ...values, 'duration-ms': values['duration-ms'] ?? '60000', accounts: values.accounts ?? '1000' };
+  return loadFlags(wholeNumberFlags(withDefaults, ['rate', 'duration-ms', 'partitions', 'accounts', 'trigger-interval-ms']));
+}
+
+/** The load both modes take: rate, duration, partitions, keys and trigger interval. */
+function loadFlags(n: Record<'rate' | 'duration-ms' | 'partitions' | 'accounts' | 'trigger-interval-ms', number>): LambdaLatencyFlags {
   return {
     ratePerSec: n.rate,
     durationMs: n['duration-ms'],
