@@ -3,6 +3,7 @@
  * (ConsumerPerformance, ProducerPerformance) from the broker's jars.
  */
 import { spawnSync } from 'node:child_process';
+import { PrerequisiteError } from '../lib/errors';
 import { ensureKafkaJars, javaBinary } from '../infra/local/kafka';
 import { CACHE_DIR } from '../infra/local/stack';
 
@@ -16,6 +17,12 @@ export function runTimed(cmd: string, args: string[], timeoutMs: number, label =
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const ms = performance.now() - t0;
+  // A tool that is not installed is named with what installs it, not as a failed run with no output.
+  if ((res.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT')
+    throw new PrerequisiteError(
+      `${label} is not installed: ${cmd} was not found on PATH (Debian: bash infra/local/install-system-packages.sh)`,
+    );
+  if (res.error) throw new Error(`${label} failed: ${res.error.message}`);
   if (res.status !== 0) throw new Error(`${label} failed (${res.status ?? res.signal}): ${res.stderr?.slice(-2000)}`);
   return { ms, stdout: res.stdout };
 }
