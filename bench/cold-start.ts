@@ -10,14 +10,12 @@
  * Flags: --runs N (default 15), --keep. Uses KAFKA_BROKERS / DYNAMODB_ENDPOINT when set, otherwise
  * a private local stack.
  */
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CACHE_DIR, LOCAL_DIR } from '../infra/local/stack';
-import { runPackagedStack } from '../infra/local/lambda/run-packaged';
-import { runPackage } from '../infra/serverless/deploy';
+import { LOCAL_DIR } from '../infra/local/stack';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { runConfigAsDeployed } from './packaged-stack';
 import { withStack } from './stack';
 import { median, percentile } from './stats';
 
@@ -30,43 +28,14 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, ...KEEP_OPTION } });
   const { runs } = wholeNumberFlags(values, ['runs']);
   await withStack(log, { keep: values.keep }, async (stack) => {
-    const work = mkdtempSync(join(tmpdir(), 'cold-start-'));
     const dir = join(LOCAL_DIR, 'bench', `cold-start-${process.pid}`);
     try {
-      const configFile = join(work, 'streams.json');
-      const stream = {
-        id: stack.name('cold'),
-        kafka: { brokers: stack.brokers.split(',') },
-        topics: ['unused'],
-        handler: { module: 'noop' },
-      };
-      writeFileSync(
-        configFile,
-        JSON.stringify({ ledgerTable: 'cold-start', streams: [{ ...stream, handler: { ...stream.handler, mode: 'at-least-once' } }] }),
-      );
-      const packageDir = join(work, 'package');
-      const packaged = runPackage(
-        {
-          stage: 'cold',
-          configFile,
-          region: 'us-east-1',
-          packageOnly: true,
-          emulate: false,
-          service: 'kafka-lambda-direct',
-          params: [],
-          projectDir: work,
-        },
-        packageDir,
-        { ...process.env, AWS_ACCESS_KEY_ID: 'packaging', AWS_SECRET_ACCESS_KEY: 'packaging' },
-      );
-      if (packaged !== 0) throw new Error(`sls package failed (exit ${packaged})`);
-      const run = await runPackagedStack({
-        packageDir,
+      const stream = { id: stack.name('cold'), kafka: { brokers: stack.brokers.split(',') }, topics: ['unused'] };
+      const run = await runConfigAsDeployed({
+        config: { ledgerTable: 'cold-start', streams: [{ ...stream, handler: { module: 'noop', mode: 'at-least-once' } }] },
+        stage: 'cold',
         stackName: stack.name('cold-start'),
-        awsEndpoint: process.env.DYNAMODB_ENDPOINT!,
-        region: 'us-east-1',
         dir,
-        cacheDir: CACHE_DIR,
         schedules: false,
       });
       try {
@@ -98,7 +67,6 @@ async function main(): Promise<void> {
         await run.stop();
       }
     } finally {
-      rmSync(work, { recursive: true, force: true });
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -11,22 +11,23 @@
  * `POLL_MS` (half of it on average) to what bench:latency's in-process observer measures. Each
  * function's cold starts come from the runtime's `INIT REPORT` lines.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { CACHE_DIR, LOCAL_DIR } from '../infra/local/stack';
-import { runPackagedStack, type PackagedRun } from '../infra/local/lambda/run-packaged';
-import { runPackage } from '../infra/serverless/deploy';
+import { LOCAL_DIR } from '../infra/local/stack';
+import type { PackagedRun } from '../infra/local/lambda/run-packaged';
 import { createDynamoLedger } from '../lib/ledger/ledger.dynamodb';
 import { oneTopicConfigInput } from '../lib/local/one-topic';
 import { scanTotals } from '../lib/sink/totals.dynamodb';
 import { javaProduceAccounts } from '../test/support/java';
 import type { BenchStack } from './stack';
 import { endOffsetsOf, withBenchTopic } from './stack';
+import { runConfigAsDeployed } from './packaged-stack';
 import { median, percentile, totalsMismatches } from './stats';
 
 const POLL_MS = 50;
+/** The packaged stack's files (config, package, task roots), removed after each phase. */
+const RUN_DIR = join(LOCAL_DIR, 'bench', `latency-lambda-${process.pid}`);
 
 export type LambdaLatencyFlags = {
   ratePerSec: number;
@@ -79,63 +80,34 @@ async function phase(stack: BenchStack, flags: LambdaLatencyFlags, handler: Hand
       return figures;
     } finally {
       await run.stop();
+      rmSync(RUN_DIR, { recursive: true, force: true });
     }
   });
 }
 
 /** The stream's config, packaged (osls) and run as deployed. */
-async function packagedStack(
+function packagedStack(
   stack: BenchStack,
   p: { topic: string; streamId: string; handler: Handler; sinkTable?: string; flags: LambdaLatencyFlags },
 ): Promise<PackagedRun> {
-  const work = mkdtempSync(join(tmpdir(), 'latency-lambda-'));
-  try {
-    const configFile = join(work, 'streams.json');
-    const handler =
-      p.handler === 'noop'
-        ? ({ module: 'noop', mode: 'at-least-once' } as const)
-        : ({
-            module: 'running-totals',
-            mode: 'dynamodb-exactly-once',
-            sinkTable: { name: p.sinkTable!, key: { partitionKey: 'pk' } },
-          } as const);
-    const config = oneTopicConfigInput({
-      ledgerTable: 'named-by-the-stack',
-      streamId: p.streamId,
-      brokers: stack.brokers,
-      topic: p.topic,
-      triggerIntervalMs: p.flags.triggerIntervalMs,
-      processor: { timeoutMs: 60_000 },
-      handler,
-    });
-    writeFileSync(configFile, JSON.stringify(config));
-    const packageDir = join(work, 'package');
-    const options = {
-      stage: 'latency',
-      configFile,
-      region: 'us-east-1',
-      packageOnly: true,
-      emulate: false,
-      service: 'kafka-lambda-direct',
-      projectDir: work,
-    };
-    const status = runPackage({ ...options, params: [['processorTimeout', '90']] }, packageDir, {
-      ...process.env,
-      AWS_ACCESS_KEY_ID: 'packaging',
-      AWS_SECRET_ACCESS_KEY: 'packaging',
-    });
-    if (status !== 0) throw new Error(`sls package failed (exit ${status})`);
-    return await runPackagedStack({
-      packageDir,
-      stackName: p.streamId,
-      awsEndpoint: process.env.DYNAMODB_ENDPOINT!,
-      region: 'us-east-1',
-      dir: join(LOCAL_DIR, 'bench', `latency-lambda-${process.pid}`),
-      cacheDir: CACHE_DIR,
-    });
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
+  const handler =
+    p.handler === 'noop'
+      ? ({ module: 'noop', mode: 'at-least-once' } as const)
+      : ({
+          module: 'running-totals',
+          mode: 'dynamodb-exactly-once',
+          sinkTable: { name: p.sinkTable!, key: { partitionKey: 'pk' } },
+        } as const);
+  const config = oneTopicConfigInput({
+    ledgerTable: 'named-by-the-stack',
+    streamId: p.streamId,
+    brokers: stack.brokers,
+    topic: p.topic,
+    triggerIntervalMs: p.flags.triggerIntervalMs,
+    processor: { timeoutMs: 60_000 },
+    handler,
+  });
+  return runConfigAsDeployed({ config, stage: 'latency', stackName: p.streamId, dir: RUN_DIR, params: [['processorTimeout', '90']] });
 }
 
 /** Each record's latency: from its CreateTime to the first look showing its partition committed past it. */
