@@ -26,6 +26,7 @@ import {
 import { GetFunctionConcurrencyCommand, GetFunctionConfigurationCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { PrerequisiteError } from '../../../lib/errors';
+import { schedulePeriodMs } from '../../cfn/settings';
 import type { FunctionSpec } from './emulator';
 import type { Schedule } from './service';
 
@@ -207,19 +208,12 @@ function schedulesOf(t: Template, functions: StackFunction[]): Schedule[] {
         : r.Type === 'AWS::Events::Rule'
           ? ((p.Targets as unknown[] | undefined) ?? [])
           : [];
-    const rateMs = rateOf(String(p.ScheduleExpression ?? ''));
+    // cron(...) has no fixed period and is not emulated (undefined); the template's rate passed the deploy's check.
+    const rateMs = p.ScheduleExpression === undefined ? undefined : schedulePeriodMs(p.ScheduleExpression);
     for (const target of targets as Array<{ Arn?: unknown; Input?: string }>) {
       const fn = functions.find((f) => f.logicalId === refTo(target.Arn));
       if (fn && rateMs) out.push({ target: fn.name, rateMs, input: target.Input ?? '{}' });
     }
   }
   return out;
-}
-
-/** `rate(1 minute)`, `rate(5 minutes)`, `rate(1 hour)` in ms (cron expressions are not emulated). */
-function rateOf(expression: string): number | undefined {
-  const m = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(expression);
-  if (!m) return undefined;
-  const unitMs = m[2]!.startsWith('minute') ? 60_000 : m[2]!.startsWith('hour') ? 3_600_000 : 86_400_000;
-  return Number(m[1]) * unitMs;
 }
