@@ -56,6 +56,11 @@ export type Emulator = {
 /** How an environment is isolated here: a mount namespace as root, a user namespace otherwise, or nothing. */
 let isolation: 'root' | 'user' | 'none' | undefined;
 
+/** Whether an environment gets a /tmp of its own: not when the task root or the runtime's files are under /tmp. */
+export function privateTmp(spec: Pick<FunctionSpec, 'taskRoot'>, tools: Pick<RuntimeTools, 'rie' | 'ric' | 'node' | 'nodePath'>): boolean {
+  return ![spec.taskRoot, tools.rie, tools.ric, tools.node, tools.nodePath].some((p) => p === '/tmp' || p.startsWith('/tmp/'));
+}
+
 /** How environments are isolated on this machine (`none`: the task root stays writable). */
 export function isolationMode(): 'root' | 'user' | 'none' {
   if (isolation) return isolation;
@@ -112,9 +117,12 @@ function commandLine(spec: FunctionSpec, tools: RuntimeTools, ports: { invoke: n
   const watch = 'while kill -0 "$OWNER_PID" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done; kill -KILL 0';
   // As in Lambda, only /tmp is writable: the task root, the root file system and the one holding the
   // task root (the project's, when it is a mount of its own) are remounted read-only in the namespace.
+  // A project under /tmp (a checkout there) would vanish under a private /tmp: its environments then
+  // share the machine's /tmp (kept writable as a mount of its own), and `privateTmp` says so.
+  const tmp = privateTmp(spec, tools) ? 'mount --bind "$LOCAL_LAMBDA_TMP" /tmp && ' : 'mount --bind /tmp /tmp && ';
   const mounts =
     'mount --bind "$LAMBDA_TASK_ROOT" "$LAMBDA_TASK_ROOT" && mount -o remount,bind,ro "$LAMBDA_TASK_ROOT" && ' +
-    'mount --bind "$LOCAL_LAMBDA_TMP" /tmp && ' +
+    tmp +
     'for m in / "$(findmnt -n -o TARGET -T "$(dirname "$LAMBDA_TASK_ROOT")")"; do mount -o remount,bind,ro "$m" || exit 1; done && ';
   const mode = isolationMode();
   const script = `${mode === 'none' ? '' : mounts}"$@" & child=$!; ${watch}; wait "$child"`;

@@ -26,7 +26,7 @@ export type PackagedRunOptions = {
   /** The local AWS emulator (moto: DynamoDB, CloudFormation, S3, SQS, ...). */
   awsEndpoint: string;
   region: string;
-  /** Where the task roots and the environments' /tmp go (not under /tmp: each environment has its own /tmp). */
+  /** Where the task roots and the environments' /tmp go (under /tmp, the environments share the machine's /tmp: see privateTmp). */
   dir: string;
   cacheDir: string;
   /** Run the template's schedules (default true; a benchmark invokes the functions itself). */
@@ -37,8 +37,6 @@ export type PackagedRun = { stack: EmulatedStack; lambda: LocalLambda; stop(): P
 
 /** Creates the stack in the emulator and starts its functions and schedules. */
 export async function runPackagedStack(o: PackagedRunOptions): Promise<PackagedRun> {
-  if (o.dir === '/tmp' || o.dir.startsWith('/tmp/'))
-    throw new PrerequisiteError(`the local Lambda's directory ${o.dir} is under /tmp, which each environment replaces with its own`);
   requireCommand('unzip', ['-v'], 'the local Lambda unzips the packaged functions with it (Debian: apt-get install unzip)');
   const tools: RuntimeTools = {
     rie: ensureRie(o.cacheDir),
