@@ -42,8 +42,8 @@ export default {
     for (const r of records) {
       const v = r.value?.toString();
       if (v === 'poison') throw new Error('poison record');
-      if (v === 'slow' && !existsSync('/tmp/slow-seen')) {
-        writeFileSync('/tmp/slow-seen', '1');
+      if (v === 'slow' && !existsSync('/tmp/slow-seen-${id}')) {
+        writeFileSync('/tmp/slow-seen-${id}', '1');
         // Busy, not waiting: the event loop is blocked, so nothing in the function can answer early and
         // Lambda's timeout ends the invocation.
         const end = Date.now() + 8_000;

@@ -119,11 +119,14 @@ function commandLine(spec: FunctionSpec, tools: RuntimeTools, ports: { invoke: n
   // task root (the project's, when it is a mount of its own) are remounted read-only in the namespace.
   // A project under /tmp (a checkout there) would vanish under a private /tmp: its environments then
   // share the machine's /tmp (kept writable as a mount of its own), and `privateTmp` says so.
-  const tmp = privateTmp(spec, tools) ? 'mount --bind "$LOCAL_LAMBDA_TMP" /tmp && ' : 'mount --bind /tmp /tmp && ';
+  const own = privateTmp(spec, tools);
+  const tmp = own ? 'mount --bind "$LOCAL_LAMBDA_TMP" /tmp && ' : 'mount --bind /tmp /tmp && ';
+  // The file system holding the task root is made read-only too, unless that is the shared /tmp.
+  const taskFs = own ? ' "$(findmnt -n -o TARGET -T "$(dirname "$LAMBDA_TASK_ROOT")")"' : '';
   const mounts =
     'mount --bind "$LAMBDA_TASK_ROOT" "$LAMBDA_TASK_ROOT" && mount -o remount,bind,ro "$LAMBDA_TASK_ROOT" && ' +
     tmp +
-    'for m in / "$(findmnt -n -o TARGET -T "$(dirname "$LAMBDA_TASK_ROOT")")"; do mount -o remount,bind,ro "$m" || exit 1; done && ';
+    `for m in /${taskFs}; do mount -o remount,bind,ro "$m" || exit 1; done && `;
   const mode = isolationMode();
   const script = `${mode === 'none' ? '' : mounts}"$@" & child=$!; ${watch}; wait "$child"`;
   const shell = ['bash', '-c', script, 'local-lambda', ...rie];
