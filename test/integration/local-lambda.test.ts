@@ -24,6 +24,7 @@ const FUNCTION = `exports.handler = async (event, context) => {
   if (event.busyMs) { const end = Date.now() + event.busyMs; while (Date.now() < end); }
   if (event.write) require('fs').writeFileSync(process.env.LAMBDA_TASK_ROOT + '/written', 'x');
   if (event.writeBeside) require('fs').writeFileSync(process.env.LAMBDA_TASK_ROOT + '/../beside', 'x');
+  if (event.writeRoot) require('fs').writeFileSync('/local-lambda-probe', 'x');
   if (event.tmp) require('fs').writeFileSync('/tmp/mine', String(event.tmp));
   return {
     echo: event,
@@ -149,10 +150,12 @@ it('gives each environment a read-only file system but for a /tmp of its own', a
   if (isolationMode() === 'none') return; // no mount namespace on this machine: said by deploy --emulate
   expect(write.functionError).toBe('Unhandled');
   expect(JSON.parse(write.body).errorMessage).toContain('EROFS');
-  // Nor anywhere else outside /tmp (the machine's file system, the project's directory).
-  expect(JSON.parse((await lambda.invoke('echo', { writeBeside: true })).body).errorMessage).toContain('EROFS');
-  // A checkout under /tmp keeps the machine's /tmp (see privateTmp): a /tmp of its own is checked elsewhere.
+  // Nor anywhere else outside /tmp: the machine's file system...
+  expect(JSON.parse((await lambda.invoke('echo', { writeRoot: true })).body).errorMessage).toContain('EROFS');
+  // A checkout under /tmp keeps the machine's /tmp (see privateTmp): its directory is then inside /tmp.
   if (!privateTmp({ taskRoot: join(dir, 'task') }, tools)) return;
+  // ...and the project's directory (a mount of its own or not).
+  expect(JSON.parse((await lambda.invoke('echo', { writeBeside: true })).body).errorMessage).toContain('EROFS');
   await lambda.invoke('echo', { tmp: 'kept' });
   expect(JSON.parse((await lambda.invoke('echo', {})).body)).toMatchObject({ tmp: 'kept' });
   const other = JSON.parse((await lambda.invoke('single', {})).body) as { tmp: string | null };

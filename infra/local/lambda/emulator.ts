@@ -123,9 +123,10 @@ function commandLine(spec: FunctionSpec, tools: RuntimeTools, ports: { invoke: n
   const tmp = own ? 'mount --bind "$LOCAL_LAMBDA_TMP" /tmp && ' : 'mount --bind /tmp /tmp && ';
   // The file system holding the task root is made read-only too, unless that is the shared /tmp.
   const taskFs = own ? ' "$(findmnt -n -o TARGET -T "$(dirname "$LAMBDA_TASK_ROOT")")"' : '';
+  // /tmp is mounted first: a task root under the shared /tmp would otherwise be hidden by its bind.
   const mounts =
-    'mount --bind "$LAMBDA_TASK_ROOT" "$LAMBDA_TASK_ROOT" && mount -o remount,bind,ro "$LAMBDA_TASK_ROOT" && ' +
     tmp +
+    'mount --bind "$LAMBDA_TASK_ROOT" "$LAMBDA_TASK_ROOT" && mount -o remount,bind,ro "$LAMBDA_TASK_ROOT" && ' +
     `for m in /${taskFs}; do mount -o remount,bind,ro "$m" || exit 1; done && `;
   const mode = isolationMode();
   const script = `${mode === 'none' ? '' : mounts}"$@" & child=$!; ${watch}; wait "$child"`;
