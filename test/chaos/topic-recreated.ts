@@ -29,6 +29,7 @@ import type { ChaosEnv, ScenarioResult } from './harness';
 import { takeReader } from './readers';
 import { scanItems } from '../support/scan';
 import { prng } from './prng';
+import { waitFor } from '../support/wait-for';
 
 const ORDERINGS = ['more', 'fewer', 'retired', 'twice'] as const;
 type Ordering = (typeof ORDERINGS)[number];
@@ -36,6 +37,9 @@ type Ordering = (typeof ORDERINGS)[number];
 type Rec = { topic: string; offset: number; id: number; life: number };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** How long the broker may take to drop a deleted topic (deletion is asynchronous) and to accept its name again. */
+const TOPIC_CHANGE_MS = 60_000;
 
 /** The scenario's topics: produce (tracking every record and the topic's life), delete, create. */
 function topicControl(env: ChaosEnv, id: string) {
@@ -64,18 +68,18 @@ function topicControl(env: ChaosEnv, id: string) {
   const listed = async (topic: string) => (await env.admin.listTopics()).includes(topic);
   const remove = async (o: Ordering): Promise<void> => {
     await env.admin.deleteTopics({ topics: [topicOf(o)], timeout: 10_000 });
-    while (await listed(topicOf(o))) await sleep(100);
+    await waitFor(`${topicOf(o)} gone from the topic listing`, () => listed(topicOf(o)), {
+      until: (isListed) => !isListed,
+      timeoutMs: TOPIC_CHANGE_MS,
+    });
   };
   const create = async (o: Ordering): Promise<void> => {
-    for (let i = 0; ; i++) {
-      try {
-        await createScenarioTopics(env, [{ topic: topicOf(o), numPartitions: 1 }], 10_000);
-        break;
-      } catch (err) {
-        if (i > 30) throw err; // the broker may still be letting go of the deleted topic
-        await sleep(200);
-      }
-    }
+    // Retried while it throws: the broker may still be letting go of the deleted topic.
+    const created = async () => {
+      await createScenarioTopics(env, [{ topic: topicOf(o), numPartitions: 1 }], 10_000);
+      return true;
+    };
+    await waitFor(`${topicOf(o)} to be created again`, created, { timeoutMs: TOPIC_CHANGE_MS, intervalMs: 200 });
   };
   const recreate = async (o: Ordering, n: number): Promise<void> => {
     await remove(o);

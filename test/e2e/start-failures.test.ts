@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from '../../infra/local/process';
 import { testKafka, uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
 const root = resolve(__dirname, '..', '..');
 
@@ -111,8 +112,7 @@ describe('npm start -- --config: a cluster that cannot be reached', () => {
     const port = await freePort();
     const run = startConfig(`127.0.0.1:${port}`, []);
     // Stopped once it is running (its first failure said), not during start-up.
-    const deadline = Date.now() + 30_000;
-    while (!run.stderr().includes('unavailable: ') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await waitFor('its first failure on stderr', run.stderr, { until: (said) => said.includes('unavailable: '), timeoutMs: 30_000 });
     expect(run.stderr()).toContain('unavailable: ');
     run.child.kill('SIGTERM');
     const res = await run.done;

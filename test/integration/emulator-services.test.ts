@@ -33,6 +33,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { emulatorClientConfig, uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
 const avroV1 = JSON.stringify({ type: 'record', name: 'Payment', namespace: 'test', fields: [{ name: 'id', type: 'string' }] });
 // Adds a field with a default: a BACKWARD-compatible second version.
@@ -48,15 +49,15 @@ const avroV2 = JSON.stringify({
 const jsonSchema = JSON.stringify({ type: 'object', properties: { id: { type: 'string' } }, required: ['id'] });
 const protoSchema = 'syntax = "proto3";\npackage test;\nmessage Payment {\n  string id = 1;\n}\n';
 
-/** Short polls until `count` messages arrived or `timeoutMs` passed (each receive returns at once). */
+/** Short polls until `count` messages arrived (each receive returns at once); fails past `timeoutMs`. */
 async function receive(sqs: SQSClient, queueUrl: string, count: number, timeoutMs = 10_000): Promise<Message[]> {
   const got: Message[] = [];
-  const deadline = Date.now() + timeoutMs;
-  while (got.length < count && Date.now() < deadline) {
+  const more = async (): Promise<number> => {
     const res = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
     got.push(...(res.Messages ?? []));
-    if (got.length < count) await new Promise((r) => setTimeout(r, 100));
-  }
+    return got.length;
+  };
+  await waitFor(`${count} messages from ${queueUrl}`, more, { until: (n) => n >= count, timeoutMs });
   return got;
 }
 

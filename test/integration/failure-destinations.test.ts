@@ -27,6 +27,7 @@ import type { FailureDestination, FailureDestinations } from '../../lib/ports/fa
 import type { RecordsHandler } from '../../lib/processor/handler-api';
 import { processRange, type ProcessResult } from '../../lib/processor/process-range';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
 const ACCOUNT = '123456789012'; // the emulator's default account
 const REGION = 'us-east-1';
@@ -65,17 +66,6 @@ const picky: RecordsHandler = {
   },
 };
 
-/** Waits for `check` to return a value (polling, bounded), never for a fixed time. */
-async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 async function newQueue(): Promise<{ arn: string; url: string }> {
   const name = uniqueName('dlq');
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
@@ -100,10 +90,11 @@ async function drain(url: string): Promise<Array<{ body: FailureRecord; attribut
 
 /** Waits until the queue holds `n` messages, then reads them all. */
 async function receive(url: string, n: number) {
-  await waitFor(`${n} messages in ${url}`, async () => {
+  const count = async (): Promise<number> => {
     const res = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages'] }));
-    return Number(res.Attributes?.ApproximateNumberOfMessages) >= n ? true : undefined;
-  });
+    return Number(res.Attributes?.ApproximateNumberOfMessages);
+  };
+  await waitFor(`${n} messages in ${url}`, count, { until: (m) => m >= n, timeoutMs: 20_000 });
   return drain(url);
 }
 

@@ -4,19 +4,10 @@ import { AppError, KafkaError, ValidationError } from '../../lib/errors';
 import { createKafkajsMetadata, toSafeOffset, type KafkajsMetadata } from '../../lib/kafka/metadata.kafkajs';
 import type { TopicPartitions } from '../../lib/ports/kafka-metadata';
 import { createTopicsReady, testKafka, uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
-/** Polls `check` until it stops throwing (the broker applies admin changes to its metadata asynchronously). */
-async function eventually<T>(check: () => Promise<T>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (e) {
-      if (Date.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
+/** The broker applies admin changes to its metadata asynchronously: its answers are awaited, this long. */
+const SETTLES = { timeoutMs: 15_000, intervalMs: 200 };
 
 const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -114,7 +105,14 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
       await v6.close();
     }
     await admin.deleteTopics({ topics: [topic] });
-    await eventually(async () => expect(await meta.describeTopics({ topics: [topic] })).toEqual([]));
+    await waitFor(
+      `${topic} gone from metadata`,
+      async () => {
+        expect(await meta.describeTopics({ topics: [topic] })).toEqual([]);
+        return true;
+      },
+      SETTLES,
+    );
     await createTopics([{ topic, numPartitions: 1 }]);
     const [second] = await meta.describeTopics({ topics: [topic] });
     expect(second).toMatchObject({ topic, partitions: [0] });
@@ -129,7 +127,14 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
   it('never returns internal topics, even for .*', async () => {
     // Looking up a group's coordinator makes the broker create __consumer_offsets (no group is joined).
     await admin.describeGroups([uniqueName('kmeta-group')]);
-    await eventually(async () => expect(await admin.listTopics()).toContain('__consumer_offsets'));
+    await waitFor(
+      'the broker to create __consumer_offsets',
+      async () => {
+        expect(await admin.listTopics()).toContain('__consumer_offsets');
+        return true;
+      },
+      SETTLES,
+    );
 
     const all = await meta.describeTopics({ pattern: /.*/ });
     expect(all.length).toBeGreaterThan(0);
@@ -145,11 +150,15 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     expect(await meta.describeTopics({ topics: [topic] })).toMatchObject([{ topic, partitions: [0] }]);
 
     await admin.createPartitions({ topicPartitions: [{ topic, count: 4 }] });
-    const grown = await eventually(async () => {
-      const d = await meta.describeTopics({ pattern: new RegExp(escapeRe(topic)) });
-      expect(d).toMatchObject([{ topic, partitions: [0, 1, 2, 3] }]);
-      return d;
-    });
+    const grown = await waitFor(
+      `${topic} to have 4 partitions in metadata`,
+      async () => {
+        const d = await meta.describeTopics({ pattern: new RegExp(escapeRe(topic)) });
+        expect(d).toMatchObject([{ topic, partitions: [0, 1, 2, 3] }]);
+        return d;
+      },
+      SETTLES,
+    );
     await produce(topic, [0, 0, 0, 2]);
     expect(await meta.fetchOffsets(grown, 'read_uncommitted')).toEqual([
       { topic, partition: 0, earliest: 0, latest: 0 },
@@ -165,10 +174,15 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
     expect(await meta.describeTopics({ topics: [topic] })).toMatchObject([{ topic, partitions: [0, 1] }]);
 
     await admin.deleteTopics({ topics: [topic] });
-    await eventually(async () => {
-      expect(await meta.describeTopics({ topics: [topic] })).toEqual([]);
-      expect(await meta.describeTopics({ pattern: new RegExp(escapeRe(topic)) })).toEqual([]);
-    });
+    await waitFor(
+      `${topic} gone from metadata, by name and by pattern`,
+      async () => {
+        expect(await meta.describeTopics({ topics: [topic] })).toEqual([]);
+        expect(await meta.describeTopics({ pattern: new RegExp(escapeRe(topic)) })).toEqual([]);
+        return true;
+      },
+      SETTLES,
+    );
 
     const err = await meta.fetchOffsets([{ topic, partitions: [0, 1] }], 'read_committed').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(KafkaError);
@@ -188,7 +202,14 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
       { topic: kept, partitions: [1, 0, 7] },
     ];
     await admin.deleteTopics({ topics: [gone] });
-    await eventually(async () => expect(await meta.describeTopics({ topics: [gone] })).toEqual([]));
+    await waitFor(
+      `${gone} gone from metadata`,
+      async () => {
+        expect(await meta.describeTopics({ topics: [gone] })).toEqual([]);
+        return true;
+      },
+      SETTLES,
+    );
     const answer = await meta.fetchAvailableOffsets(ask, 'read_committed');
     expect(answer.offsets).toEqual([
       { topic: kept, partition: 1, earliest: 0, latest: 1 },
@@ -251,10 +272,15 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
       // Committed: the commit marker takes offset 7, and both levels agree. EndTxn returns before the
       // coordinator has written the markers, so the last stable offset moves shortly after commit().
       const tp = [{ topic, partitions: [0] }];
-      await eventually(async () => {
-        expect(await meta.fetchOffsets(tp, 'read_committed')).toEqual([{ topic, partition: 0, earliest: 0, latest: 8 }]);
-        expect(await meta.fetchOffsets(tp, 'read_uncommitted')).toEqual([{ topic, partition: 0, earliest: 0, latest: 8 }]);
-      });
+      await waitFor(
+        'the commit markers, at both isolation levels',
+        async () => {
+          expect(await meta.fetchOffsets(tp, 'read_committed')).toEqual([{ topic, partition: 0, earliest: 0, latest: 8 }]);
+          expect(await meta.fetchOffsets(tp, 'read_uncommitted')).toEqual([{ topic, partition: 0, earliest: 0, latest: 8 }]);
+          return true;
+        },
+        SETTLES,
+      );
     } finally {
       await txProducer.disconnect();
     }
@@ -318,7 +344,8 @@ describe('kafkajs KafkaMetadata adapter (real broker)', () => {
       // Right after creation the broker can answer NOT_LEADER_OR_FOLLOWER for a moment (the adapter
       // then refreshes metadata and retries, which costs extra requests): settle before measuring.
       const probe = createKafkajsMetadata(kafka, { retries: 0 });
-      await eventually(() => probe.fetchOffsets(many, 'read_committed')).finally(() => probe.close());
+      const ready = (): Promise<unknown> => probe.fetchOffsets(many, 'read_committed');
+      await waitFor('every new partition to answer ListOffsets', ready, SETTLES).finally(() => probe.close());
       const describeMany = await cost(() => m.describeTopics({ topics: names }));
       const offsetsMany = await cost(() => m.fetchOffsets(many, 'read_committed'));
       const tsMany = await cost(() => m.fetchOffsetsForTimestamp(many, Date.now() - 1000, 'read_uncommitted'));

@@ -15,6 +15,7 @@ import { linkRuntimeSdk } from '../../infra/local/lambda/runtime-sdk';
 import { startLocalLambda, type LocalLambda } from '../../infra/local/lambda/service';
 import { ensureRic, ensureRie, node22Binary } from '../../infra/local/lambda/tools';
 import { uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
 jest.setTimeout(120_000);
 
@@ -191,7 +192,6 @@ it('leaves no emulator behind when the process that started it dies', async () =
   const emulators = () => spawnSync('pgrep', ['-f', 'orphaned.handler'], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).length;
   expect(emulators()).toBeGreaterThan(0);
   child.kill('SIGKILL');
-  const deadline = Date.now() + 10_000;
-  while (emulators() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  await waitFor('the orphaned emulators to exit', emulators, { until: (n) => n === 0, timeoutMs: 10_000, intervalMs: 200 });
   expect(emulators()).toBe(0);
 });

@@ -21,6 +21,7 @@ import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { slsPackage, type Packaged } from '../deploy/package';
 import { scanItems } from '../support/scan';
 import { testDynamo, testKafka, uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
 jest.setTimeout(240_000);
 
@@ -111,15 +112,8 @@ async function sinkCounts(): Promise<Map<string, number>> {
   return new Map(items.map((i) => [String(i.id), Number(i.n)]));
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
+/** The emulated Lambda runs on its own schedule: its effects are polled for, not too often (the emulator is busy enough). */
+const POLL_MS = 500;
 
 const of = (fn: 'planner' | 'processor') => (r: InvocationRecord) => r.function.endsWith(`-${fn}`);
 
@@ -180,14 +174,11 @@ it('runs the functions with the settings the stack reports', () => {
 });
 
 it('drains the stream exactly once through the zips; a timed-out invocation and a poison record do not lose or double anything', async () => {
-  const counts = await until(
-    'every record in the sink',
-    async () => {
-      const c = await sinkCounts();
-      return [...expected].every(([k, n]) => (c.get(k) ?? 0) >= n) ? c : undefined;
-    },
-    150_000,
-  );
+  const counts = await waitFor('every record in the sink', sinkCounts, {
+    until: (c) => [...expected].every(([k, n]) => (c.get(k) ?? 0) >= n),
+    timeoutMs: 150_000,
+    intervalMs: POLL_MS,
+  });
   expect(counts).toEqual(expected);
   const tags = (await scanItems(ddb, sinkTable)).map((i) => i.tag);
   expect(new Set(tags)).toEqual(new Set([...expected.keys()].map((k) => `tally:${k}`)));
@@ -238,7 +229,8 @@ it('answers a bad payload with the runtime error document, its stack frames insi
 });
 
 it('hands the planner loop over to the next scheduled invocation', async () => {
-  const first = await until('the first planner invocation to end', async () => run.lambda.records.find(of('planner')), 90_000);
+  const ended = (): InvocationRecord | undefined => run.lambda.records.find(of('planner'));
+  const first = await waitFor('the first planner invocation to end', ended, { timeoutMs: 90_000, intervalMs: POLL_MS });
   expect(first.outcome).toBe('ok');
   expect(first.initMs).toBeGreaterThan(0);
   const answer = JSON.parse(first.answer) as { streams: Array<{ outcome: string; ticks: number }> };

@@ -21,6 +21,7 @@ import { PACKAGE_ROOT } from '../../lib/paths';
 import { awsRuntime, resetAwsRuntime, type Runtime } from '../../lib/runtime/aws';
 import { createSinkTable, createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 import { scanTotals } from '../support/scan';
+import { waitFor } from '../support/wait-for';
 
 jest.setTimeout(240_000);
 
@@ -197,13 +198,16 @@ it('replaces a planner killed mid-loop once its loop lease expires; nothing is l
   const exited = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_code, signal) => r(signal)));
   try {
     // Kill it once it holds the loop and has ticked three times (and its processors have work in hand).
-    const giveUpAt = Date.now() + 60_000;
-    for (;;) {
-      const meta = await ledger.readMeta(id);
-      if (meta?.loop?.ownerToken?.startsWith('doomed') && meta.epoch >= 3) break;
-      if (Date.now() > giveUpAt || child.exitCode !== null) throw new Error(`the planner process never ticked three times: ${said}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // The child's exit ends the wait too, so that a planner that died early fails at once, with what it said.
+    const state = async () => ({ meta: await ledger.readMeta(id), exitCode: child.exitCode });
+    const ticked = (s: Awaited<ReturnType<typeof state>>): boolean => !!s.meta?.loop?.ownerToken?.startsWith('doomed') && s.meta.epoch >= 3;
+    const seen = await waitFor('the planner process to hold the loop and tick three times', state, {
+      until: (s) => ticked(s) || s.exitCode !== null,
+      timeoutMs: 60_000,
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}; it said: ${said}`, { cause: err });
+    });
+    if (!ticked(seen)) throw new Error(`the planner process never ticked three times: ${said}`);
     child.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
     const killedAtMs = Date.now();

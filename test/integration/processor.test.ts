@@ -18,6 +18,7 @@ import { planStream } from '../../lib/planner/run';
 import { processRange, type ProcessorDeps } from '../../lib/processor/process-range';
 import type { RangePayload } from '../../lib/ranges';
 import { createSinkTable, createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
 const ddb = testDynamo();
 const ledgerTable = uniqueName('proc-ledger');
@@ -93,15 +94,17 @@ async function produceAmounts(topic: string, n: number, partitions = 2): Promise
 
 /** The offsets of [0, until) of partition 0 still in the log, once the cleaner has removed some (within 30 s). */
 async function compactedOffsets(topic: string, until: number): Promise<number[]> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
+  const present = async (): Promise<number[]> => {
     const offsets: number[] = [];
     for await (const chunk of reader.read({ topic, partition: 0, from: 0, until, isolationLevel: 'read_uncommitted' }))
       offsets.push(...chunk.records.map((r) => r.offset));
-    if (offsets.length < until) return offsets;
-    if (Date.now() > deadline) throw new Error(`the cleaner did not compact ${topic} within 30 s`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
+    return offsets;
+  };
+  return waitFor(`the cleaner to remove offsets of ${topic}`, present, {
+    until: (offsets) => offsets.length < until,
+    timeoutMs: 30_000,
+    intervalMs: 300,
+  });
 }
 
 describe('processor on the real broker and emulator', () => {
@@ -184,11 +187,14 @@ describe('processor on the real broker and emulator', () => {
       await Promise.all(producers.map((p) => p.disconnect()));
     }
     // Markers are written just after commit()/abort() return; wait until the stable offset covers them.
-    for (let i = 0; i < 50; i++) {
+    const stable = async () => {
       const [o] = await (await metadata.forStream(t.stream)).fetchOffsets([{ topic: t.topic, partitions: [0] }], 'read_committed');
-      if (o && o.latest >= 20) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      return o?.latest;
+    };
+    await waitFor('the last stable offset to cover the 20 records and markers', stable, {
+      until: (latest) => latest !== undefined && latest >= 20,
+      timeoutMs: 10_000,
+    });
     await t.plan();
     const [range] = t.dispatcher.dispatched;
     const res = await t.process(range!);
@@ -219,7 +225,7 @@ describe('processor on the real broker and emulator', () => {
         topic: t.topic,
         messages: Array.from({ length: 40 }, (_, i) => ({ key: `acct-${i % 4}`, value: JSON.stringify({ amount: 1 }), partition: 0 })),
       });
-      await new Promise((r) => setTimeout(r, 150));
+      await new Promise((r) => setTimeout(r, 150)); // past segment.ms: the next round rolls a segment (time is what rolls it)
     }
     // Roll the last segment, then wait until the cleaner has really removed offsets (bounded).
     await producer.send({ topic: t.topic, messages: [{ key: 'acct-0', value: JSON.stringify({ amount: 1 }), partition: 0 }] });

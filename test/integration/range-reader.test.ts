@@ -10,6 +10,7 @@ import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../lib/ports/r
 import { createKafkajsRangeReader } from '../../lib/kafka/range-reader.kafkajs';
 import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../../lib/ports/range-reader';
 import { createTopicsReady, testKafka, uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 // @ts-expect-error -- kafkajs internal, untyped: its read_committed filter, shown wrong here for contrast.
 import filterAbortedMessages from 'kafkajs/src/consumer/filterAbortedMessages';
 
@@ -77,13 +78,15 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
 
   /** Waits (bounded) until the high watermark (and, with `stable`, the last stable offset) reaches `offset`. */
   async function waitForHighWatermark(topic: string, offset: number, stable = false): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
+    const reached = async () => {
       const [lso] = stable ? await admin.fetchTopicOffsets(topic) : []; // read_committed: `high` is the LSO
-      if ((await highWatermark(topic)) === offset && (!stable || Number(lso!.high) === offset)) return;
-      if (Date.now() > deadline) throw new Error(`${topic} did not reach offset ${offset} within 10 s`);
-      await sleep(20);
-    }
+      return { highWatermark: await highWatermark(topic), lastStable: lso && Number(lso.high) };
+    };
+    await waitFor(`${topic} to reach offset ${offset}${stable ? ', high watermark and last stable offset' : ''}`, reached, {
+      until: (o) => o.highWatermark === offset && (!stable || o.lastStable === offset),
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
   }
 
   beforeAll(async () => {
@@ -339,7 +342,7 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
       await sleep(120); // past segment.ms: the next append rolls a new segment
       await send(producer, `r${round}`, [...dupKeys, `unique${round}`]);
     }
-    await sleep(120);
+    await sleep(120); // past segment.ms again: a roll is the point here, and nothing but time makes the broker roll
     await send(producer, 'last', ['last']); // rolls once more, so round 7 becomes cleanable too
     const until = await highWatermark(topic);
     expect(until).toBe(produced.length);
@@ -368,18 +371,17 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
       }
       return batches;
     };
-    let batches = await scan();
-    const deadline = Date.now() + 20_000;
-    const remaining = async () =>
-      (await Promise.all(batches.map((b) => b.records())))
-        .flat()
-        .map((r) => Number(r.offset))
-        .join();
-    while ((await remaining()) !== survivors.join()) {
-      if (Date.now() > deadline) throw new Error(`the cleaner did not compact ${topic} within 20 s: ${await remaining()}`);
-      await sleep(300);
-      batches = await scan();
-    }
+    // The offsets left first: a timeout shows them before the batches.
+    const compacted = async () => {
+      const found = await scan();
+      const remaining = (await Promise.all(found.map((b) => b.records()))).flat().map((r) => Number(r.offset));
+      return { remaining: remaining.join(), batches: found };
+    };
+    const { batches } = await waitFor(`the cleaner to leave only each key's latest record of ${topic}`, compacted, {
+      until: (c) => c.remaining === survivors.join(),
+      timeoutMs: 20_000,
+      intervalMs: 300,
+    });
     const emptyBatch = batches.find((b) => b.recordCount === 0)!;
     expect(emptyBatch).toBeDefined();
     expect(emptyBatch.producerId).not.toBe('-1');
@@ -554,6 +556,9 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
             seen.push(chunk);
           }
         })();
+        // What was readable is handed over first; from then on the read waits at the last stable offset.
+        await waitFor('the record before the transaction to be handed over', () => seen.length > 0, { intervalMs: 10 });
+        // The window the fetches are counted in: waiting out time is the point here (a spin shows as many fetches in it).
         await sleep(700);
         const fetchesWhileWaiting = reader.requestCount() - fetchesBefore;
         const fetchesAtAbort = reader.requestCount();
@@ -581,8 +586,13 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
         }
 
         // Committing while a read waits lets it complete.
+        const fetchesBeforeRead = reader.requestCount();
         const reading = readAll(reader, { topic, partition: 0, from: 0, until, isolationLevel: 'read_committed' });
-        await sleep(400);
+        // Its second fetch asks at the last stable offset (the first returned "before"): the read now waits.
+        await waitFor('the read to wait at the last stable offset', () => reader.requestCount() - fetchesBeforeRead, {
+          until: (n) => n >= 2,
+          intervalMs: 10,
+        });
         await tx.commit();
         const { records, chunks } = await reading;
         expect(records.map((r) => text(r.value))).toEqual(['before', 'pending-1', 'pending-2']);
@@ -648,6 +658,7 @@ describe('kafkajs RangeReader adapter (real broker)', () => {
         try {
           const read = readAll(young, { topic, partition: 1, from: 0, until: 2, isolationLevel: 'read_committed' });
           read.catch(() => undefined);
+          // The delay is the case under test (created at once, while retrying, after several retries), not a stand-in for a condition.
           await sleep(lateMs);
           await createTopicsReady(admin, [{ topic, numPartitions: 2 }]);
           await fresh.send({

@@ -18,6 +18,7 @@ import type { KafkaRecord } from '../../lib/ports/range-reader';
 import { scanSinkItems } from '../../lib/sink/table.dynamodb';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 import { exportSecrets, mechanisms, securedBroker } from '../support/secured';
+import { waitFor } from '../support/wait-for';
 
 const broker = securedBroker();
 exportSecrets(broker);
@@ -65,16 +66,11 @@ async function produce(): Promise<void> {
  * coordinator answers COORDINATOR_LOAD_IN_PROGRESS for a while: wait until it serves offset fetches.
  */
 async function groupCoordinatorReady(): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      await admin.fetchOffsets({ groupId: uniqueName('probe'), topics: [topic] });
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  const serves = async () => {
+    await admin.fetchOffsets({ groupId: uniqueName('probe'), topics: [topic] });
+    return true;
+  };
+  await waitFor('the group coordinator to serve offset fetches', serves, { timeoutMs: 30_000, intervalMs: 200 });
 }
 
 /** A topic whose ~1.4 MB fits one Fetch response: many TLS records, two batches. */

@@ -17,6 +17,7 @@ import { composeAdapters, type Adapters } from '../../lib/runtime/compose';
 import { createLocalRunner, runnerDepsFrom } from '../../lib/runtime/local';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
 import { javaGroupCommit } from '../support/java';
+import { waitFor } from '../support/wait-for';
 
 const brokers = process.env.KAFKA_BROKERS!;
 const kafka = testKafka('start-from-group-it');
@@ -113,11 +114,11 @@ async function kafkajsGroupCommit(group: string, topic: string, commits: Record<
         consumed.set(partition, Number(message.offset) + 1);
       },
     });
-    const deadline = Date.now() + 30_000;
-    while (!Object.entries(commits).every(([p, offset]) => offset === 0 || (consumed.get(Number(p)) ?? 0) >= offset)) {
-      if (Date.now() > deadline) throw new Error(`the kafkajs consumer did not reach ${JSON.stringify(commits)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(`the kafkajs consumer to reach ${JSON.stringify(commits)}`, () => consumed, {
+      until: (c) => Object.entries(commits).every(([p, offset]) => offset === 0 || (c.get(Number(p)) ?? 0) >= offset),
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
     await consumer.commitOffsets(Object.entries(commits).map(([p, offset]) => ({ topic, partition: Number(p), offset: String(offset) })));
   } finally {
     await consumer.disconnect();

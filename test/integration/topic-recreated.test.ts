@@ -15,6 +15,7 @@ import type { HandlerRecord, RecordsHandler } from '../../lib/processor/handler-
 import { processRange, type ProcessorDeps } from '../../lib/processor/process-range';
 import type { RangePayload } from '../../lib/ranges';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
 const ddb = testDynamo();
 const ledgerTable = uniqueName('recreate-ledger');
@@ -33,8 +34,6 @@ afterAll(async () => {
   ddb.destroy();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Produces `n` values `<tag>-<i>` with a fresh producer (a cached one would keep the deleted topic's metadata). */
 async function produce(topic: string, tag: string, n: number): Promise<void> {
   if (n === 0) return;
@@ -50,23 +49,21 @@ async function produce(topic: string, tag: string, n: number): Promise<void> {
 /** Deletes the topic and waits until metadata no longer lists it (deletion is asynchronous on the broker). */
 async function deleteTopic(topic: string): Promise<void> {
   await admin.deleteTopics({ topics: [topic] });
-  for (let i = 0; (await probe.describeTopics({ topics: [topic] })).length > 0; i++) {
-    if (i > 150) throw new Error(`topic ${topic} still listed 30 s after its deletion`);
-    await sleep(200);
-  }
+  await waitFor(`${topic} gone from metadata after its deletion`, () => probe.describeTopics({ topics: [topic] }), {
+    until: (listed) => listed.length === 0,
+    timeoutMs: 30_000,
+    intervalMs: 200,
+  });
 }
 
 /** Creates the topic again once the broker has let go of the old one. */
 async function createTopic(topic: string): Promise<void> {
-  for (let i = 0; ; i++) {
-    try {
-      await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
-      if ((await probe.describeTopics({ topics: [topic] })).length > 0) return;
-    } catch (err) {
-      if (i > 50) throw err;
-    }
-    await sleep(200);
-  }
+  // Retried while it throws (the name is still taken) or metadata does not list the new topic yet.
+  const created = async () => {
+    await createTopicsReady(admin, [{ topic, numPartitions: 1 }]);
+    return (await probe.describeTopics({ topics: [topic] })).length > 0;
+  };
+  await waitFor(`${topic} to be created again`, created, { timeoutMs: 60_000, intervalMs: 200 });
 }
 
 /** Planner metadata without topic ids (kafkajs's Metadata v6), as against a broker before 2.8. */

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { createSinkTable as createPkSinkTable } from '../../lib/sink/table.dynamodb';
+import { waitFor } from './wait-for';
 
 function required(name: string): string {
   const v = process.env[name];
@@ -51,18 +52,13 @@ export async function createTopicsReady(
   timeoutMs = 30_000,
 ): Promise<void> {
   await admin.createTopics({ topics, waitForLeaders: false });
+  // One deadline for all the topics: the time left goes to the next one.
   const deadline = Date.now() + timeoutMs;
   for (const { topic, numPartitions = 1 } of topics) {
-    for (;;) {
-      try {
-        const offsets = await admin.fetchTopicOffsets(topic);
-        if (offsets.length === numPartitions) break;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-      }
-      if (Date.now() > deadline) throw new Error(`topic ${topic} not ready after ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitFor(`all ${numPartitions} partitions of topic ${topic} to answer ListOffsets`, () => admin.fetchTopicOffsets(topic), {
+      until: (offsets) => offsets.length === numPartitions,
+      timeoutMs: Math.max(0, deadline - Date.now()),
+    });
   }
 }
 

@@ -8,6 +8,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { ensureKafkaJars, javaBinary } from '../../infra/local/kafka';
 import { tlsFiles, type TlsMaterial } from '../../infra/local/kafka-tls';
 import { CACHE_DIR } from '../../infra/local/stack';
+import { waitFor } from './wait-for';
 
 export type SecuredBroker = { saslSsl: string; ssl: string; tls: TlsMaterial; username: string; password: string };
 
@@ -79,16 +80,15 @@ export function setScramPassword(user: string, password: string): void {
  * log), so a test that rotates a password first waits for the rotation to have taken effect.
  */
 export async function waitForScramPassword(b: SecuredBroker, user: string, password: string, refused?: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const accepted = await scramLogin(b, user, password);
-    const oldRefused = refused === undefined || !(await scramLogin(b, user, refused));
-    if (accepted && oldRefused) return;
-    if (Date.now() > deadline) {
-      throw new Error(`the broker did not ${accepted ? 'refuse the old' : 'accept the new'} SCRAM password of ${user} within 30 s`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const logins = async () => ({
+    newAccepted: await scramLogin(b, user, password),
+    oldRefused: refused === undefined || !(await scramLogin(b, user, refused)),
+  });
+  await waitFor(`the broker to accept the new SCRAM password of ${user}${refused === undefined ? '' : ' and refuse the old'}`, logins, {
+    until: (l) => l.newAccepted && l.oldRefused,
+    timeoutMs: 30_000,
+    intervalMs: 250,
+  });
 }
 
 /** Whether a SCRAM-SHA-512 login as `user` with `password` succeeds on the SASL_SSL listener. */

@@ -4,6 +4,10 @@
  */
 import { createScenarioTopics } from '../scenario-resources';
 import type { RoundScenario, Run } from '../scenario';
+import { waitFor } from '../../support/wait-for';
+
+/** How long the broker may take to answer offsets for the added partition (metadata spreads asynchronously). */
+const PARTITION_ADDED_MS = 30_000;
 
 async function addPartitionsAndTopic(run: Run): Promise<void> {
   const { env, topic1 } = run;
@@ -12,11 +16,10 @@ async function addPartitionsAndTopic(run: Run): Promise<void> {
   const topic2 = `${run.id}-t2`;
   await createScenarioTopics(env, [{ topic: topic2, numPartitions: 2 }]);
   run.topics.push(topic2);
-  for (;;) {
-    const o = await env.admin.fetchTopicOffsets(topic1);
-    if (o.length === 3) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor(`offsets of all 3 partitions of ${topic1}`, () => env.admin.fetchTopicOffsets(topic1), {
+    until: (o) => o.length === 3,
+    timeoutMs: PARTITION_ADDED_MS,
+  });
   // A producer connected after the change knows the new partition (kafkajs caches metadata).
   run.producer = env.kafka.producer();
   await run.producer.connect();

@@ -6,6 +6,10 @@
 import type { LedgerSnapshot } from '../invariants';
 import { createScenarioTopics } from '../scenario-resources';
 import type { Queued, RoundScenario, Run } from '../scenario';
+import { waitFor } from '../../support/wait-for';
+
+/** How long the broker may take to drop a deleted topic from its listing (deletion is asynchronous). */
+const DELETION_LISTED_MS = 30_000;
 
 async function deleteTopic(run: Run, deletedTopic: string, queue: Queued[]): Promise<void> {
   const { env } = run;
@@ -13,11 +17,10 @@ async function deleteTopic(run: Run, deletedTopic: string, queue: Queued[]): Pro
   run.doomedProducer = undefined;
   await env.admin.deleteTopics({ topics: [deletedTopic], timeout: 10_000 });
   run.topics.splice(run.topics.indexOf(deletedTopic), 1);
-  for (;;) {
-    const names = await env.admin.listTopics();
-    if (!names.includes(deletedTopic)) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor(`${deletedTopic} gone from the topic listing`, () => env.admin.listTopics(), {
+    until: (names) => !names.includes(deletedTopic),
+    timeoutMs: DELETION_LISTED_MS,
+  });
   await run.produce(run.topic1, 0, 30);
   await run.produce(run.topic1, 1, 30);
   const planned = queue.filter((q) => q.range.topic === deletedTopic).length;

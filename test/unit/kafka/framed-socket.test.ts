@@ -5,6 +5,7 @@
 import net from 'node:net';
 import fc from 'fast-check';
 import { responseFramer, wholeResponseSocketFactory, WHOLE_RESPONSES, type ResponseFramerOptions } from '../../../lib/kafka/framed-socket';
+import { waitFor } from '../../support/wait-for';
 
 /** A size-prefixed response with `bytes` of payload. */
 function frame(payload: Buffer): Buffer {
@@ -139,7 +140,7 @@ describe('wholeResponseSocketFactory', () => {
     // Cut across the size prefixes and across responses.
     pieces = [stream.subarray(0, 2), stream.subarray(2, 70_000), stream.subarray(70_000, a.length + 3), stream.subarray(a.length + 3)];
     const { socket, received } = await connect();
-    await waitFor(() => received.length === 3);
+    await waitFor('three whole responses', () => received.length, { until: (n) => n >= 3, timeoutMs: 5_000, intervalMs: 10 });
     expect(received.map((r) => r.toString('hex'))).toEqual([a, b, c].map((f) => f.toString('hex')));
     expect((socket as net.Socket & { [WHOLE_RESPONSES]?: boolean })[WHOLE_RESPONSES]).toBe(true);
     socket.destroy();
@@ -152,11 +153,3 @@ describe('wholeResponseSocketFactory', () => {
     expect(received).toEqual([]);
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { dynamoClientFromEnv, dynamoSocketsFor } from '../../../lib/runtime/compose';
+import { waitFor } from '../../support/wait-for';
 
 let server: Server;
 let connections = 0;
@@ -88,8 +89,7 @@ describe('DynamoDB client sockets', () => {
         // Reused while busy: a second burst right away opens nothing new.
         await Promise.all(Array.from({ length: 8 }, () => client.send(new ListTablesCommand({}))));
         expect(connections).toBe(8);
-        const t0 = Date.now();
-        while (closed < 8 && Date.now() - t0 < 2000) await new Promise((r) => setTimeout(r, 50));
+        await waitFor('the 8 idle sockets to close', () => closed, { until: (n) => n >= 8, timeoutMs: 2000, intervalMs: 50 });
         expect(closed).toBe(8);
       } finally {
         client.destroy();

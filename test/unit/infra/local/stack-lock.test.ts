@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lockFile, withStackLock } from '../../../../infra/local/stack-lock';
+import { waitFor } from '../../../support/wait-for';
 
 /** The pid of a process that has exited (its number is free, or someone else's by now: either way not a holder). */
 function deadPid(): number {
@@ -26,10 +27,11 @@ describe('stack lock', () => {
       await new Promise<void>((r) => (releaseFirst = r));
       order.push('first out');
     });
-    await new Promise((r) => setTimeout(r, 20));
+    // The second must find the lock held: it starts once the first is inside.
+    await waitFor('the first holder to be inside the lock', () => order.includes('first in'), { intervalMs: 5 });
     const second = withStackLock(dir, 'stopped', async () => void order.push('second'), { pollMs: 5, log: (l) => said.push(l) });
     // The second has seen the lock held before the first lets go.
-    while (said.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitFor('the second to say it waits', () => said.length > 0, { intervalMs: 5 });
     releaseFirst();
     await Promise.all([first, second]);
     expect(order).toEqual(['first in', 'first out', 'second']);

@@ -7,7 +7,9 @@ import lz4js from 'lz4js';
 import xxh32 from 'lz4js/xxh32.js';
 // @ts-expect-error -- snappyjs ships no types.
 import snappyjs from 'snappyjs';
+import { KafkaError } from '../../../../lib/errors';
 import {
+  decompressRecords,
   hasNativeZstd,
   lz4Compress,
   lz4Decompress,
@@ -33,6 +35,26 @@ const samples: Array<[string, Buffer]> = [
   ['repetitive 300 KiB', Buffer.from('abcdefgh'.repeat(40 * 1024))],
   ['mixed 70 KiB', Buffer.concat([randomBytes(30 * 1024), Buffer.alloc(40 * 1024, 1)])],
 ];
+
+/**
+ * A zstd frame Node's zlib wrote (of ZSTD_INPUT): readable on any machine, by the pure-JS fzstd where
+ * Node has no zstd, so reading is checked where compressing cannot be.
+ */
+const ZSTD_INPUT = Buffer.from("a zstd frame, written by Node's zlib; ".repeat(8));
+const ZSTD_FRAME = Buffer.from('KLUv/WAwAH0BAGQCYSB6c3RkIGZyYW1lLCB3cml0dGVuIGJ5IE5vZGUncyB6bGliOyABAD5IqnoC', 'base64');
+
+type Codecs = typeof import('../../../../lib/kafka/protocol/codecs');
+
+/** The codecs module as it loads on a Node without zstd in zlib (before 22.15): zlib's zstd functions hidden. */
+function codecsWithoutNativeZstd(): Codecs {
+  let loaded: Codecs | undefined;
+  jest.isolateModules(() => {
+    jest.doMock('node:zlib', () => ({ ...jest.requireActual('node:zlib'), zstdCompress: undefined, zstdDecompress: undefined }));
+    loaded = jest.requireActual('../../../../lib/kafka/protocol/codecs');
+  });
+  jest.dontMock('node:zlib');
+  return loaded!;
+}
 
 describe('codecs', () => {
   it.each(samples)('snappy round-trips %s in snappy-java framing, and reads raw snappy blocks', (_name, input) => {
@@ -93,11 +115,31 @@ describe('codecs', () => {
     expect(() => lz4Decompress(corrupt)).toThrow(/content checksum/);
   });
 
-  it.each(samples)('zstd round-trips %s (native zlib and pure-JS fzstd decoders agree)', async (_name, input) => {
-    if (!hasNativeZstd) return; // compressing needs Node >= 22.15
+  it('zstd reads a frame Node wrote, with the pure-JS fzstd as well as by default', async () => {
+    expectSame(await zstdDecompress(ZSTD_FRAME, { native: false }), ZSTD_INPUT);
+    expectSame(await zstdDecompress(ZSTD_FRAME), ZSTD_INPUT);
+    expectSame(await decompressRecords(4, ZSTD_FRAME), ZSTD_INPUT);
+  });
+
+  // Compressing needs zlib's zstd (Node >= 22.15): skipped, by this title, on a Node without it.
+  const withNativeZstd = hasNativeZstd ? it.each(samples) : it.skip.each(samples);
+  withNativeZstd('zstd round-trips %s (native zlib and pure-JS fzstd decoders agree; needs Node >= 22.15)', async (_name, input) => {
     const compressed = await zstdCompress(input);
     expectSame(await zstdDecompress(compressed), input);
     expectSame(await zstdDecompress(compressed, { native: false }), input);
+  });
+
+  it('without zstd in zlib: reads zstd with fzstd, and refuses to write it naming the Node version needed', async () => {
+    const old = codecsWithoutNativeZstd();
+    expect(old.hasNativeZstd).toBe(false);
+    expectSame(await old.zstdDecompress(ZSTD_FRAME), ZSTD_INPUT);
+    expectSame(await old.decompressRecords(4, ZSTD_FRAME), ZSTD_INPUT);
+    const refusal = await old.zstdCompress(ZSTD_INPUT).catch((e: unknown) => e);
+    // Its own copy of the errors module: the class by name, the message in full.
+    expect(refusal).toMatchObject({
+      name: KafkaError.name,
+      message: expect.stringMatching(/^zstd compression needs Node >= 22\.15 \(zlib zstd\); this is Node \d+\./),
+    });
   });
 
   it('registers idempotently into kafkajs, which then compresses and decompresses with them', async () => {
@@ -108,9 +150,12 @@ describe('codecs', () => {
       () => { compress(e: { buffer: Buffer }): Promise<Buffer>; decompress(b: Buffer): Promise<Buffer> }
     >;
     const input = Buffer.from('registered '.repeat(500));
-    for (const type of [CompressionTypes.Snappy, CompressionTypes.LZ4, CompressionTypes.ZSTD]) {
+    // zstd compresses only with zlib's zstd (see above); its registered codec reads on any Node.
+    const roundTrips = [CompressionTypes.Snappy, CompressionTypes.LZ4, ...(hasNativeZstd ? [CompressionTypes.ZSTD] : [])];
+    for (const type of roundTrips) {
       const codec = table[type]!();
       expectSame(await codec.decompress(await codec.compress({ buffer: input })), input);
     }
+    expectSame(await table[CompressionTypes.ZSTD]!().decompress(ZSTD_FRAME), ZSTD_INPUT);
   });
 });
