@@ -4,6 +4,7 @@
  */
 import { runCli } from '../lib/cli/program';
 import { AppError, ValidationError } from '../lib/errors';
+import { LOCAL_COMMANDS } from '../infra/local/commands';
 
 const MORE_COMMANDS = `Project commands:
   init <dir>           scaffold a stream project (package.json, handler, test, streams config) in a new directory
@@ -11,7 +12,7 @@ const MORE_COMMANDS = `Project commands:
   deploy --stage <s>   package the stack with the project's streams config and deploy it (--package-only: package;
                        --emulate: run the packaged stack locally under Lambda's runtime emulator instead)
   remove --stage <s>   delete the stage's stack (sls remove), with the same config and params it was deployed with
-  local <up|down|reset|prepare|topic>
+  local <${Object.keys(LOCAL_COMMANDS).join('|')}>
                        the local Kafka broker and DynamoDB emulator (topic <name> [--partitions n] [--produce <file.jsonl>])
 Run "kafka-direct <command> --help" for a project command's options.`;
 

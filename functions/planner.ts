@@ -7,7 +7,7 @@
 import middy from '@middy/core';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context } from 'aws-lambda';
 import type { StreamConfig } from '../lib/config/schema';
@@ -17,7 +17,7 @@ import { runPlannerLoop, type LoopDeps, type StreamLoopReport } from '../lib/pla
 import { createLoopMetrics } from '../lib/planner/loop-metrics';
 import { schedulePeriodFromEnv } from '../lib/planner/loop-timing';
 import { processorConcurrencyFromEnv } from '../lib/planner/concurrency-cap';
-import { recordPlannerMetrics } from '../lib/planner/metrics';
+import { addPlannerMetric, recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload, type PlannerRequest } from '../lib/planner/payload';
 import { runPlanner, type StreamPlanReport } from '../lib/planner/run';
 import { awsRuntime, kafkaLogTo, type Runtime } from '../lib/runtime/aws';
@@ -49,7 +49,7 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     } finally {
       // Added last, for logMetrics to flush: the runs publish their own metrics as they go, and it
       // would otherwise find nothing and warn on every invocation.
-      metrics.addMetric('PlannerInvocations', MetricUnit.Count, 1);
+      addPlannerMetric(metrics, 'PlannerInvocations', 1);
     }
   }
 

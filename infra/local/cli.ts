@@ -1,10 +1,10 @@
 /**
- * `npm run local:up [-- --brokers N] [--registry]` / `local:down` / `local:reset` / `local:prune` / `local:prepare`.
+ * `npm run local:up [-- --brokers N] [--secured] [--registry]` / `local:down` / `local:reset` / `local:prune` / `local:prepare`.
  * `up` prints KAFKA_BROKERS=... and DYNAMODB_ENDPOINT=... (and SCHEMA_REGISTRY_URL=... when a schema registry
  * runs) on stdout (so `eval "$(npm run -s local:up)"` works); progress, timings and what a restart lost go to
  * stderr. `down` keeps Kafka's data for the next `up`; `reset` stops the stack and deletes it; `prune` deletes
  * what the project's own tools left on it (prune.ts).
- * The same as `kafka-direct local up|down|reset|prepare` from a stream project.
+ * The same as `kafka-direct local <command>` from a stream project; the commands are listed in commands.ts.
  */
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
@@ -15,6 +15,7 @@ import { ensureSystemPackages } from './system-packages';
 import { CACHE_DIR, downPersistent, parseUpArgs, securedEnv, upPersistent, upRegistry } from './stack';
 import { parsePruneArgs, prunePersistent } from './prune';
 import { runTopic } from './topic';
+import { isLocalCommand, localCommandsUsage, type LocalCommand } from './commands';
 
 const log = (line: string): void => {
   process.stderr.write(`[local] ${line}\n`);
@@ -31,8 +32,9 @@ export async function runLocal(cmd: string | undefined, args: string[], usage = 
   }
 }
 
-async function local(cmd: string | undefined, args: string[], usage: string): Promise<number> {
-  if (cmd === 'up') {
+/** Each command's run; the record's type ties it to LOCAL_COMMANDS, one handler per command. */
+const COMMANDS: Record<LocalCommand, (args: string[], usage: string) => Promise<number>> = {
+  up: async (args) => {
     // --registry is the stack's own business, not the broker's: parseUpArgs never sees it.
     const withRegistry = args.includes('--registry');
     const state = await upPersistent(log, parseUpArgs(args.filter((a) => a !== '--registry')));
@@ -48,7 +50,22 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
         .map(([k, v]) => `${k}=${v}\n`)
         .join(''),
     );
-  } else if (cmd === 'prepare') {
+    return 0;
+  },
+  down: async () => {
+    await downPersistent(log, { wipe: false });
+    return 0;
+  },
+  reset: async () => {
+    await downPersistent(log, { wipe: true });
+    return 0;
+  },
+  prune: async (args) => {
+    // The list on stdout (one line each), the summary on stderr.
+    await prunePersistent((line) => process.stdout.write(`${line}\n`), log, parsePruneArgs(args));
+    return 0;
+  },
+  prepare: async () => {
     // Downloads only (CI warms the caches before the timed test run).
     const t0 = Date.now();
     ensureSystemPackages(log);
@@ -59,21 +76,15 @@ async function local(cmd: string | undefined, args: string[], usage: string): Pr
     ensureRie(CACHE_DIR);
     ensureRic(CACHE_DIR);
     log(`Kafka jars, moto, the schema registry and Lambda's runtime emulator and client ready in ${Date.now() - t0} ms`);
-  } else if (cmd === 'prune') {
-    // The list on stdout (one line each), the summary on stderr.
-    await prunePersistent((line) => process.stdout.write(`${line}\n`), log, parsePruneArgs(args));
-  } else if (cmd === 'down' || cmd === 'reset') {
-    await downPersistent(log, { wipe: cmd === 'reset' });
-  } else if (cmd === 'topic') {
-    return runTopic(args, `${usage} topic`);
-  } else {
-    process.stderr.write(
-      `usage: ${usage} up [--brokers N] [--secured] [--registry]|down|reset|prune [--dry-run] ` +
-        `[--older-than 1d]|prepare|topic <name> [--partitions n] [--produce <file.jsonl>]\n`,
-    );
-    return 2;
-  }
-  return 0;
+    return 0;
+  },
+  topic: (args, usage) => runTopic(args, `${usage} topic`),
+};
+
+async function local(cmd: string | undefined, args: string[], usage: string): Promise<number> {
+  if (isLocalCommand(cmd)) return COMMANDS[cmd](args, usage);
+  process.stderr.write(`usage: ${usage} ${localCommandsUsage()}\n`);
+  return 2;
 }
 
 if (require.main === module) {

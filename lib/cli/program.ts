@@ -336,6 +336,27 @@ async function replayCommand(inv: Invocation, [idArg]: Array<string | undefined>
   });
 }
 
+/**
+ * The operations program: its global options and commands, without actions. `runCli` runs it; the
+ * docs' test reads its options and commands from it (test/unit/docs/cli.test.ts).
+ */
+export function operationsProgram(io: CliIo = { out: () => undefined, err: () => undefined }): Command {
+  const program = new Command('kafka-direct')
+    .description('Operate kafka-lambda-direct streams (local stack or AWS: endpoints and credentials from the environment)')
+    .option(
+      '--config <file>',
+      "deployment config file (default: STREAMS_CONFIG, else the stream project's config, else the local demo config)",
+    )
+    .option('--local', "work against the recorded local stack (what `start` ran on) instead of the config's brokers and AWS")
+    .option('--verbose', "also print the Kafka client's own log lines (stderr)")
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .showHelpAfterError()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
+    .exitOverride();
+  for (const [name, def] of Object.entries(COMMANDS)) def.define(program.command(name));
+  return program;
+}
+
 /** Runs one CLI invocation; resolves to the process exit code (never calls process.exit). */
 export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<number> {
   let exitCode: number = EXIT.ok;
@@ -350,29 +371,17 @@ export async function runCli(argv: string[], io: CliIo, deps: CliDeps): Promise<
       exitCode = code;
     },
   };
-  const program = new Command('kafka-direct')
-    .description('Operate kafka-lambda-direct streams (local stack or AWS: endpoints and credentials from the environment)')
-    .option(
-      '--config <file>',
-      "deployment config file (default: STREAMS_CONFIG, else the stream project's config, else the local demo config)",
-    )
-    .option('--local', "work against the recorded local stack (what `start` ran on) instead of the config's brokers and AWS")
-    .option('--verbose', "also print the Kafka client's own log lines (stderr)")
-    .version(packageVersion(), '-V, --version', 'print the version')
-    .showHelpAfterError()
-    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
-    .exitOverride();
+  const program = operationsProgram(io);
   if (deps.moreCommands) program.addHelpText('after', `\n${deps.moreCommands}`);
   program.hook('preAction', (_p, action) => {
     current = action;
   });
-  for (const [name, def] of Object.entries(COMMANDS)) {
+  for (const cmd of program.commands) {
+    const def = COMMANDS[cmd.name()] as CommandDef<never>;
     // commander passes the declared arguments, then the options, then the command itself.
-    def
-      .define(program.command(name))
-      .action((...a: unknown[]) =>
-        def.run(inv, a.slice(0, -2) as Array<string | undefined>, a[a.length - 2] as never, a[a.length - 1] as Command),
-      );
+    cmd.action((...a: unknown[]) =>
+      def.run(inv, a.slice(0, -2) as Array<string | undefined>, a[a.length - 2] as never, a[a.length - 1] as Command),
+    );
   }
   try {
     if (argv.length === 0) {

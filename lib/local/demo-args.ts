@@ -8,15 +8,17 @@ import type { RunConfigOptions } from './run-config';
 export type StartArgs = { options: DemoOptions } | { run: RunConfigOptions } | { help: string };
 
 /** Demo options that mean nothing for a run of a config file's streams. */
-const DEMO_ONLY = ['rate', 'duration', 'partitions', 'addPartitionAfter', 'accounts', 'demoConfig', 'keep'] as const;
+export const DEMO_ONLY = ['rate', 'duration', 'partitions', 'addPartitionAfter', 'accounts', 'demoConfig', 'keep'] as const;
 
 /** Default --timeout of a config run: give up after this long without a commit while lag remains. */
 const CONFIG_RUN_TIMEOUT_MS = 300_000;
 
-/** Parses the arguments; ValidationError (with the usage text) on anything wrong. */
-export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartArgs {
-  let usage = '';
-  const cmd = new Command('npm start --')
+/**
+ * `npm start`'s options, without parsing: `parseStartArgs` parses with it, and the docs' test reads
+ * its options from it (test/unit/docs/cli.test.ts).
+ */
+export function startCommand(): Command {
+  return new Command('npm start --')
     .description(
       'Run the pipeline on the local stack: the demo stream (default) or ' +
         'the streams of --config <file>; planner and processors in this process',
@@ -42,7 +44,13 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
     .option('--no-progress', 'no live progress view')
     .option('--verbose', "also print the Kafka client's own log lines (by default a failure is said once, in one line)")
     .option('--demo-config <file>', 'where to write the demo stream config for the CLI (default .local/demo/streams.json)')
-    .option('--keep', "keep the run's topic and sink table at exit (by default they are deleted)")
+    .option('--keep', "keep the run's topic and sink table at exit (by default they are deleted)");
+}
+
+/** Parses the arguments; ValidationError (with the usage text) on anything wrong. */
+export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartArgs {
+  let usage = '';
+  const cmd = startCommand()
     .exitOverride()
     .configureOutput({ writeOut: (s) => (usage += s), writeErr: () => undefined });
   try {

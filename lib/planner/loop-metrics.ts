@@ -5,9 +5,9 @@
  * partition lag once a minute), beside the loop's own: ticks, the longest tick lag and the longest
  * gap between ticks (the alarm's metric: `TickGapMs` above three intervals, or none at all).
  */
-import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { StreamLoopReport, TickRecord } from './loop';
-import { recordPlannerMetrics, DEFAULT_MAX_PARTITION_METRICS } from './metrics';
+import { addPlannerMetric, recordPlannerMetrics, DEFAULT_MAX_PARTITION_METRICS } from './metrics';
 import type { StreamPlanReport } from './run';
 
 export type LoopMetricsOptions = {
@@ -39,9 +39,9 @@ export function createLoopMetrics(metrics: Metrics, opts: LoopMetricsOptions = {
     const withPartitions = atMs - (partitionsAtMs.get(stream) ?? -Infinity) >= partitionEveryMs;
     if (withPartitions) partitionsAtMs.set(stream, atMs);
     // Added first, so the run's document (published by recordPlannerMetrics) carries them too.
-    metrics.addMetric('Ticks', MetricUnit.Count, w.reports.length);
-    metrics.addMetric('TickLagMs', MetricUnit.Milliseconds, w.maxLagMs);
-    if (w.maxGapMs > 0) metrics.addMetric('TickGapMs', MetricUnit.Milliseconds, w.maxGapMs);
+    addPlannerMetric(metrics, 'Ticks', w.reports.length);
+    addPlannerMetric(metrics, 'TickLagMs', w.maxLagMs);
+    if (w.maxGapMs > 0) addPlannerMetric(metrics, 'TickGapMs', w.maxGapMs);
     recordPlannerMetrics(metrics, [mergeReports(w.reports)], { maxPartitionMetrics: withPartitions ? DEFAULT_MAX_PARTITION_METRICS : 0 });
   };
 
@@ -65,12 +65,12 @@ export function createLoopMetrics(metrics: Metrics, opts: LoopMetricsOptions = {
       windows.clear();
       for (const r of reports) {
         metrics.addDimensions({ stream: r.stream });
-        metrics.addMetric('TicksPerInvocation', MetricUnit.Count, r.ticks);
-        metrics.addMetric('LoopWaitMs', MetricUnit.Milliseconds, r.waitedMs);
+        addPlannerMetric(metrics, 'TicksPerInvocation', r.ticks);
+        addPlannerMetric(metrics, 'LoopWaitMs', r.waitedMs);
         // The gap across the hand-over is a tick gap too: the alarm sees it.
         if (r.handoverGapMs !== undefined) {
-          metrics.addMetric('HandoverGapMs', MetricUnit.Milliseconds, r.handoverGapMs);
-          metrics.addMetric('TickGapMs', MetricUnit.Milliseconds, r.handoverGapMs);
+          addPlannerMetric(metrics, 'HandoverGapMs', r.handoverGapMs);
+          addPlannerMetric(metrics, 'TickGapMs', r.handoverGapMs);
         }
         metrics.publishStoredMetrics();
       }

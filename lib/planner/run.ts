@@ -1,6 +1,6 @@
 /**
- * One planner run (docs/architecture.md, "Planning, one run"): fence, discover, read offsets,
- * decide (pure), persist ranges (recorded as sent), dispatch, record the exceptions. Every write is
+ * One planner run (docs/architecture.md, "Planning, one run"): reach Kafka, fence, discover, read
+ * offsets, decide (pure), persist ranges (recorded as sent), dispatch, record the exceptions. Every write is
  * fenced by the run's epoch, so a second planner at the same instant, or a stale one, changes
  * nothing (invariant I5 in the same document).
  */

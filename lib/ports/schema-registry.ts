@@ -1,6 +1,6 @@
 /**
- * A schema registry as record decoding sees it (docs/configuration.md, "Schemas"): the schema a
- * record's id names, or the registry's answer that it has none. Adapters: AWS Glue Schema Registry
+ * Port: a schema registry as record decoding sees it (docs/configuration.md, "Schemas"): the schema
+ * a record's id names, or the registry's answer that it has none. Adapters: AWS Glue Schema Registry
  * (`lib/schemas/registry.glue.ts`), a Confluent-compatible registry over HTTP
  * (`lib/schemas/registry.confluent.ts`) and an in-memory one for tests (`registry.memory.ts`).
  *
