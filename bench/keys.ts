@@ -21,7 +21,7 @@ import { parseDeploymentConfig, type StreamConfig } from '../lib/config/schema';
 import { createInProcessDispatcher } from '../lib/dispatch/dispatcher.local';
 import { quietKafkaLog } from '../lib/kafka/client';
 import { ensureLedgerTable } from '../lib/ledger/table';
-import { planStream } from '../lib/planner/run';
+import { planStream, type StreamPlanReport } from '../lib/planner/run';
 import { processRanges } from '../lib/processor/process-range';
 import { rangesOfPayload } from '../lib/ranges';
 import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
@@ -179,14 +179,26 @@ async function tickUnderLoad(r: Run) {
   return { ...figures(r, registration, ticks, sizes), partitionsCaughtUp: caughtUp };
 }
 
+/** How long the partitions may take to register (a loaded machine elects a thousand leaders slowly). */
+const REGISTRATION_DEADLINE_MS = 120_000;
+
 /** Runs the planner until every partition is registered; the busiest second of each key meanwhile. */
-async function register(r: Run, plan: () => Promise<{ registered: number }>) {
+async function register(r: Run, plan: () => Promise<StreamPlanReport>) {
   const partitions = r.flags.topics * r.flags.partitions;
   const t0 = performance.now();
   let registered = 0;
-  for (let run = 0; registered < partitions; run++) {
-    if (run >= 10) throw new Error(`only ${registered} of ${partitions} partitions registered after 10 planner runs`);
-    registered += (await plan()).registered;
+  while (registered < partitions) {
+    const rep = await plan();
+    registered += rep.registered;
+    if (registered >= partitions) break;
+    // Why a run registered nothing (the lease held, Kafka's metadata not there yet) says what went wrong.
+    const why = JSON.stringify({ status: rep.status, reason: rep.reason, unavailable: rep.unavailablePartitions, warnings: rep.warnings });
+    if (performance.now() - t0 > REGISTRATION_DEADLINE_MS)
+      throw new Error(`only ${registered} of ${partitions} partitions registered in ${REGISTRATION_DEADLINE_MS} ms; the last run: ${why}`);
+    if (rep.registered === 0) {
+      log(`a planner run registered no partition: ${why}`);
+      await new Promise((res) => setTimeout(res, 1000));
+    }
   }
   const writes = r.sent.filter((s) => s.tick === -1);
   const perKey = new Map<string, Array<{ atMs: number; units: number }>>();

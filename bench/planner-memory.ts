@@ -57,6 +57,8 @@ async function main(): Promise<void> {
       sizes: { type: 'string', default: '1x10,10x100' },
       'run-ms': { type: 'string', default: '45000' },
       'memory-mb': { type: 'string', default: '192' },
+      // Where the planner child writes a V8 CPU profile per size (open it in Chrome's DevTools).
+      'cpu-prof-dir': { type: 'string' },
       ...KEEP_OPTION,
     },
   });
@@ -90,7 +92,8 @@ async function main(): Promise<void> {
     });
     await withStack(log, { keep: values.keep }, async (stack) => {
       const results = [];
-      for (const size of sizes) results.push(await measure(stack, child, size, { runMs, memoryMb }));
+      const cpuProfDir = values['cpu-prof-dir'] ? resolve(values['cpu-prof-dir']) : undefined;
+      for (const size of sizes) results.push(await measure(stack, child, size, { runMs, memoryMb, cpuProfDir }));
       process.stdout.write(`${JSON.stringify({ node: process.version, runMs, lambdaMemoryMb: memoryMb, sizes: results })}\n`);
     });
   } finally {
@@ -103,7 +106,7 @@ async function measure(
   stack: BenchStack,
   child: string,
   size: { topics: number; partitions: number },
-  run: { runMs: number; memoryMb: number },
+  run: { runMs: number; memoryMb: number; cpuProfDir?: string },
 ) {
   const busy = await createBusyTopics(stack, {
     what: `pm${size.topics * size.partitions}`,
@@ -141,13 +144,16 @@ async function measure(
       PLANNER_RUN_MS: String(run.runMs),
       AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(run.memoryMb),
     };
-    const result = await runChild(child, lambdaNodeFlags(run.memoryMb), env, (p) => {
+    const profile = run.cpuProfDir
+      ? ['--cpu-prof', `--cpu-prof-dir=${run.cpuProfDir}`, `--cpu-prof-name=planner-${partitionsOf(size)}.cpuprofile`]
+      : [];
+    const result = await runChild(child, [...lambdaNodeFlags(run.memoryMb), ...profile], env, (p) => {
       const ranges = rangesOfPayload(p);
       void processors.dispatch(ranges, { invocations: [ranges.map((_, i) => i)] });
     });
     clearInterval(producing);
     await processors.idle();
-    const partitions = size.topics * size.partitions;
+    const partitions = partitionsOf(size);
     const caughtUp = (await ctx.ledger.readPartitions(stream.id)).filter((p) => p.committed > 0).length;
     // Warm ticks that planned (nearly) every partition: the first tick (registration, cold code) aside.
     const full = result.ticks.slice(1).filter((t) => t.ranges >= 0.9 * size.topics * size.partitions);
@@ -172,6 +178,8 @@ async function measure(
     await Promise.allSettled([ctx.close(), busy.close()]);
   }
 }
+
+const partitionsOf = (size: { topics: number; partitions: number }): number => size.topics * size.partitions;
 
 /** Runs the bundled planner; each JSON line on its fd 3 is an invocation, the `RESULT` line its figures. */
 function runChild(
