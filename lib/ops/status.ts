@@ -3,7 +3,7 @@ import type { StreamConfig } from '../config/schema';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
 import { kafkaFailureText } from '../kafka/errors';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode, UnavailablePartition } from '../ports/kafka-metadata';
-import type { ClosedIncarnation, OperatorChange, PartitionState, RangeState } from '../ports/ledger-state';
+import type { ClosedIncarnation, DataLossEntry, OperatorChange, PartitionState, RangeState, RangeStatus } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
@@ -11,6 +11,26 @@ import { doneCell, inFlightProgress, renderInFlight, renderWriting, type InFligh
 import { loopStatus, renderLoop, type LoopStatus } from './loop-status';
 import { noOffsetsReadMessage } from './messages';
 import { partitionCount, unavailableText } from './unavailable';
+
+/** One recorded data-loss span of a partition, as `status --json` lists it: what retention deleted unread. */
+export type DataLossSpan = Pick<DataLossEntry, 'from' | 'until' | 'detectedAtMs' | 'reason' | 'incarnation'>;
+
+/**
+ * One open range of a partition's current incarnation, as `status --json` lists it: scripts (and
+ * operators) see which ranges are stuck retrying and why without reading the ledger table.
+ */
+export type OpenRangeRow = {
+  from: number;
+  until: number;
+  /** planned, leased, failed (awaiting a retry) or parked (needs an operator). */
+  status: RangeStatus;
+  /** Leases taken so far (bounded by the stream's maxAttempts). */
+  attempts: number;
+  /** Next offset to process inside the range. */
+  progress: number;
+  lastError?: string;
+  leaseExpiresAtMs?: number;
+};
 
 export type PartitionStatusRow = {
   topic: string;
@@ -37,6 +57,10 @@ export type PartitionStatusRow = {
   deadLetters: number;
   /** Offsets retention deleted before they were processed (recorded, failOnDataLoss=false). */
   dataLossRecords: number;
+  /** The recorded spans behind `dataLossRecords`, oldest first. */
+  dataLoss: DataLossSpan[];
+  /** The open ranges behind `inFlight` and `failures` (parked ones included), by `from`. */
+  openRanges: OpenRangeRow[];
   stopOffset?: number;
   reason?: string;
   lastError?: string;
@@ -118,6 +142,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     const row = rows.get(partitionKey(l.topic, l.partition));
     if (row) row.dataLossRecords += l.until - l.from;
   }
+  listSpans(rows, losses, current);
   for (const d of dead) {
     const row = rows.get(partitionKey(d.topic, d.partition));
     if (row && d.redrivenAtMs === undefined) row.deadLetters += 1;
@@ -220,6 +245,8 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
       parked: 0,
       deadLetters: 0,
       dataLossRecords: 0,
+      dataLoss: [],
+      openRanges: [],
       stopOffset: p.stopOffset,
       reason: p.reason,
     });
@@ -244,6 +271,8 @@ function partitionRows(parts: PartitionState[], kafka: KafkaView, bounded: boole
         parked: 0,
         deadLetters: 0,
         dataLossRecords: 0,
+        dataLoss: [],
+        openRanges: [],
       });
     }
   }
@@ -289,6 +318,26 @@ function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionSt
   return current;
 }
 
+/** Lists each row's data-loss spans and open ranges (`current`: the current incarnation's), in offset order. */
+function listSpans(rows: Map<string, PartitionStatusRow>, losses: DataLossEntry[], current: RangeState[]): void {
+  for (const l of losses) {
+    const row = rows.get(partitionKey(l.topic, l.partition));
+    const span: DataLossSpan = { from: l.from, until: l.until, detectedAtMs: l.detectedAtMs, reason: l.reason };
+    if (l.incarnation !== undefined) span.incarnation = l.incarnation;
+    row?.dataLoss.push(span);
+  }
+  for (const r of current) {
+    const range: OpenRangeRow = { from: r.from, until: r.until, status: r.status, attempts: r.attempts, progress: r.progress };
+    if (r.lastError !== undefined) range.lastError = r.lastError;
+    if (r.leaseExpiresAtMs !== undefined && r.status === 'leased') range.leaseExpiresAtMs = r.leaseExpiresAtMs;
+    rows.get(partitionKey(r.topic, r.partition))?.openRanges.push(range);
+  }
+  for (const row of rows.values()) {
+    row.dataLoss.sort((a, b) => (a.incarnation ?? 0) - (b.incarnation ?? 0) || a.from - b.from);
+    row.openRanges.sort((a, b) => a.from - b.from);
+  }
+}
+
 /** The rows whose offsets could not be read, as one line (none: undefined). */
 export function unavailableRows(s: StreamStatus): string | undefined {
   const rows = s.partitions.filter((r) => r.unavailable);
@@ -299,6 +348,22 @@ export function unavailableRows(s: StreamStatus): string | undefined {
 
 /** Ranges writing a batch listed one per line under the totals, at most this many. */
 const WRITING_LINES = 10;
+
+/** Data-loss spans listed one per line under the totals, at most this many (all of them are in `--json`). */
+const DATA_LOSS_LINES = 10;
+
+/** The recorded data-loss spans, one line each, newest last: the span the count in the table is made of. */
+function renderDataLoss(s: StreamStatus): string[] {
+  const spans = s.partitions.flatMap((r) =>
+    r.dataLoss.map(
+      (l) =>
+        `  ${r.topic}/${r.partition} data loss: [${l.from}, ${l.until}) ${l.until - l.from} records, ` +
+        `detected ${isoTime(l.detectedAtMs)}${l.incarnation ? ` (incarnation ${l.incarnation})` : ''}: ${l.reason}`,
+    ),
+  );
+  const more = spans.length > DATA_LOSS_LINES ? [`  ... and ${spans.length - DATA_LOSS_LINES} more data-loss spans (see --json)`] : [];
+  return [...spans.slice(0, DATA_LOSS_LINES), ...more];
+}
 
 /** The status as a table with a header and the notes an operator acts on. */
 export function renderStatus(s: StreamStatus): string {
@@ -371,6 +436,7 @@ export function renderStatus(s: StreamStatus): string {
   for (const w of writing.slice(0, WRITING_LINES)) lines.push(`  ${renderWriting(w)}`);
   if (writing.length > WRITING_LINES) lines.push(`  ... and ${writing.length - WRITING_LINES} more ranges writing a batch`);
   for (const c of s.recreated) lines.push(`  ${renderClosed(c)}`);
+  lines.push(...renderDataLoss(s));
   for (const r of s.partitions) {
     if (r.reason) lines.push(`  ${r.topic}/${r.partition} ${r.status}: ${r.reason}`);
     if (r.lastError) lines.push(`  ${r.topic}/${r.partition} last range error: ${r.lastError}`);

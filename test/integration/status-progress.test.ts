@@ -99,6 +99,11 @@ it('status and --json show offsets done inside a range in flight, beside committ
     const s = JSON.parse(json.out);
     expect(s.partitions[0]).toMatchObject({ committed: 0, inFlight: 1, inFlightDone: 100, inFlightOffsets: 300 });
     expect(s.inFlightProgress).toMatchObject({ ranges: 1, offsets: 300, done: 100 });
+    // The range itself, as the DynamoDB ledger has it: leased once, 100 offsets in, no error.
+    expect(s.partitions[0].openRanges).toEqual([
+      { from: 0, until: 300, status: 'leased', attempts: 1, progress: 100, leaseExpiresAtMs: expect.any(Number) },
+    ]);
+    expect(s.partitions[0].dataLoss).toEqual([]);
     const text = await cli(['status', id]);
     expect(text.out).toContain('in flight: 1 range, 100 of 300 offsets done inside them (33%)');
     expect(text.out).toMatch(/ 100\/300 /);
@@ -108,5 +113,6 @@ it('status and --json show offsets done inside a range in flight, beside committ
   }
   const after = JSON.parse((await cli(['status', id, '--json'])).out);
   expect(after.partitions[0]).toMatchObject({ committed: 300, inFlight: 0, inFlightDone: 0 });
+  expect(after.partitions[0].openRanges).toEqual([]);
   expect(after.inFlightProgress).toMatchObject({ ranges: 0, done: 0 });
 });

@@ -153,6 +153,29 @@ describe('CLI on in-memory fakes', () => {
     expect(t.out()).toMatch(/total lag 50, ranges in flight 2/);
   });
 
+  it('status --json lists the recorded data-loss spans and the open ranges (from, until, attempts, last error) per partition', async () => {
+    const t = fakes();
+    await t.plan();
+    const s = t.ledger.store('s1');
+    const reason = 'retention deleted offsets before they were processed';
+    s.losses.push({ stream: 's1', topic: 'orders', partition: 1, from: 0, until: 5, detectedAtMs: NOW - 60_000, reason });
+    const r0 = s.ranges.get('orders/0/0')!;
+    Object.assign(r0, { status: 'failed', attempts: 2, progress: 7, lastError: 'TypeError: boom' });
+    expect(await t.run('status', '--json')).toBe(0);
+    const json = JSON.parse(t.out());
+    const [p0, p1] = json.partitions;
+    expect(p0.openRanges).toEqual([{ from: 0, until: r0.until, status: 'failed', attempts: 2, progress: 7, lastError: 'TypeError: boom' }]);
+    expect(p0.dataLoss).toEqual([]);
+    expect(p1.dataLoss).toEqual([{ from: 0, until: 5, detectedAtMs: NOW - 60_000, reason }]);
+    expect(p1.dataLossRecords).toBe(5);
+    expect(p1.openRanges).toEqual([expect.objectContaining({ from: 0, status: 'planned', attempts: 0 })]);
+    expect(p1.openRanges[0].lastError).toBeUndefined();
+    // The table shows the same span, one line per span under the totals.
+    expect(await t.run('status')).toBe(0);
+    expect(t.out()).toContain(`  orders/1 data loss: [0, 5) 5 records, detected ${new Date(NOW - 60_000).toISOString()}: ${reason}`);
+    expect(t.out()).toContain('orders/0 last range error: TypeError: boom');
+  });
+
   it('status shows a topic re-created under its name: what the old incarnation reached and where the new one reads', async () => {
     const t = fakes();
     await t.plan();

@@ -72,6 +72,8 @@ describe('progress inside ranges in flight', () => {
       parked: 0,
       deadLetters: 0,
       dataLossRecords: 0,
+      dataLoss: [],
+      openRanges: [],
     });
     const writing = { ...range(1, 0, 200_000, 150_000), pendingUntil: 160_000 } as RangeState;
     const status: StreamStatus = {
