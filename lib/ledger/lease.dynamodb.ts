@@ -6,6 +6,7 @@
  */
 import { leaseRefusal, LEASE_TAKEABLE_STATUSES, lostLeaseOutcome, type LeaseAsk } from '../ports/ledger-rules/lease';
 import type { Ledger, LeaseOutcome } from '../ports/ledger';
+import { sameIncarnation } from '../ports/ledger-rules/incarnation';
 import type { RangeState } from '../ports/ledger-state';
 import { ItemWriteBuilder } from './expression.dynamodb';
 import { encodeValue, entryName, groupKey, partitionOfEntry, RANGES_FIELD, rangesOfEntry } from './groups.dynamodb';
@@ -40,7 +41,7 @@ export function rangeInImage(stream: string, image: Item | undefined, t: Pick<Le
   const entry = image?.[entryName(t.topic, t.partition)] as Item | undefined;
   if (!entry) return { range: undefined, committed: undefined, observed: {} };
   const p = partitionOfEntry({ stream, topic: t.topic, partition: t.partition }, entry);
-  if ((p.incarnation ?? 0) !== (t.incarnation ?? 0)) return { range: undefined, committed: undefined, observed: {} };
+  if (!sameIncarnation(p, t)) return { range: undefined, committed: undefined, observed: {} };
   const observed = {
     ...(p.observedRecordsPerSec !== undefined ? { observedRecordsPerSec: p.observedRecordsPerSec } : {}),
     ...(p.observedBytesPerRecord !== undefined ? { observedBytesPerRecord: p.observedBytesPerRecord } : {}),

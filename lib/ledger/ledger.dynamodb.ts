@@ -12,6 +12,7 @@ import { AppError, ConfigurationError, MissingResourceError, StoreError, Throttl
 import { CommitTooLargeError } from '../ports/commit-limits';
 import { SinkConditionError } from '../ports/sink-write';
 import type { Ledger } from '../ports/ledger';
+import { sameIncarnation } from '../ports/ledger-rules/incarnation';
 import { codec } from './items.dynamodb';
 import { prefixQuery } from './keys.dynamodb';
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
@@ -137,7 +138,7 @@ export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
     },
     async readRange(stream, r) {
       const [read] = await reads.readSome(stream, [r]);
-      return read?.ranges.find((x) => x.from === r.from && (x.incarnation ?? 0) === (r.incarnation ?? 0));
+      return read?.ranges.find((x) => x.from === r.from && sameIncarnation(x, r));
     },
     async readPartition(stream, topic, partition) {
       return (await reads.readSome(stream, [{ topic, partition }]))[0]?.partition;

@@ -12,6 +12,7 @@ import { withDerivedFields } from '../ports/ledger-rules/derived';
 import { beginBatchStep, commitChunkSteps, completeRangeSteps, failRangeStep, releaseRangeStep } from '../ports/ledger-rules/range-write';
 import { partitionChangedReason, rewindDeadLetters, rewindPartitionStep, rewindRanges } from '../ports/ledger-rules/rewind';
 import { deliveryOrderKey, sameDeadLetter } from '../ports/ledger-rules/outbox';
+import { ofIncarnation } from '../ports/ledger-rules/incarnation';
 import { isMarkableWrite } from '../ports/sink-write';
 import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
 import { ValidationError } from '../errors';
@@ -46,8 +47,6 @@ type StreamStore = {
 const pKey = (topic: string, partition: number): string => `${topic}/${partition}`;
 const rKey = (r: { topic: string; partition: number; from: number; incarnation?: number }): string =>
   r.incarnation ? `${r.topic}/${r.partition}/i${r.incarnation}/${r.from}` : `${r.topic}/${r.partition}/${r.from}`;
-/** Same incarnation (absent = 0). */
-const sameInc = (a: { incarnation?: number }, b: { incarnation?: number }): boolean => (a.incarnation ?? 0) === (b.incarnation ?? 0);
 const clone = <T>(v: T): T => structuredClone(v);
 /** A mark's identity, as the DynamoDB adapter names its attribute. */
 const markName = (m: SinkMark): string => `${m.stream}:${m.topic}:${m.partition}#${m.incarnation ?? 0}@${m.rewinds ?? 0}`;
@@ -72,11 +71,11 @@ function stepHolds(s: StreamStore, step: ItemStep): boolean {
       return !s.ranges.has(rKey(step.value));
     case 'create-loss': {
       const l = step.value;
-      return !s.losses.some((x) => x.topic === l.topic && x.partition === l.partition && x.from === l.from && sameInc(x, l));
+      return !s.losses.some((x) => x.from === l.from && ofIncarnation(x, l));
     }
     case 'create-closed': {
       const c = step.value;
-      return !s.closed.some((x) => x.topic === c.topic && x.partition === c.partition && x.incarnation === c.incarnation);
+      return !s.closed.some((x) => ofIncarnation(x, c));
     }
     case 'create-dead-letter':
       return !s.deadLetters.some((d) => sameDeadLetter(d, step.value));
@@ -104,8 +103,7 @@ function execute(s: StreamStore, step: ItemStep): void {
     case 'replace-partition': {
       // A new incarnation's state replaces the old one's whole, its ranges included (as the DynamoDB entry is replaced).
       const old = s.partitions.get(pKey(step.value.topic, step.value.partition));
-      for (const [k, r] of s.ranges)
-        if (old && r.topic === old.topic && r.partition === old.partition && sameInc(r, old)) s.ranges.delete(k);
+      for (const [k, r] of s.ranges) if (old && ofIncarnation(old, r)) s.ranges.delete(k);
       s.partitions.set(pKey(step.value.topic, step.value.partition), clone(step.value));
       return;
     }
@@ -434,9 +432,7 @@ export function createMemoryLedger(
     async redriveDeadLetter({ stream, topic, partition, offset, incarnation, nowMs, sinkWrites }) {
       requests++;
       const s = store(stream);
-      const d = s.deadLetters.find(
-        (x) => x.topic === topic && x.partition === partition && x.offset === offset && sameInc(x, { incarnation }),
-      );
+      const d = s.deadLetters.find((x) => x.offset === offset && ofIncarnation(x, { topic, partition, incarnation }));
       if (!d || d.redrivenAtMs !== undefined) return 'condition-failed';
       d.redrivenAtMs = nowMs;
       s.sinkWrites.push(...clone(sinkWrites ?? []));

@@ -24,6 +24,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { PreconditionError } from '../errors';
+import { ofIncarnation } from '../ports/ledger-rules/incarnation';
 import type { PartitionState, RangeState } from '../ports/ledger-state';
 import { actionOf, ItemWriteBuilder } from './expression.dynamodb';
 import { entryName, entryToStored, groupKey, LEDGER_LAYOUT } from './groups.dynamodb';
@@ -191,7 +192,7 @@ async function moveEntries(
     const actions: TxAction[] = [];
     for (const p of members) {
       const e = entryName(p.topic, p.partition);
-      const mine = live.filter((r) => r.topic === p.topic && r.partition === p.partition && (r.incarnation ?? 0) === (p.incarnation ?? 0));
+      const mine = live.filter((r) => ofIncarnation(p, r));
       group.require(`attribute_not_exists(${group.path([e])})`).set([e], entryToStored(p, mine));
       actions.push({ Put: { TableName: table, Item: partitionStaticItem(stream, p, g) } });
     }

@@ -6,6 +6,7 @@
  * of a merged request failed its condition.
  */
 import { meets, type ItemRef, type ItemStep, type Requirement } from '../ports/ledger-rules/item-step';
+import { sameIncarnation } from '../ports/ledger-rules/incarnation';
 import type { PartitionState, RangeState } from '../ports/ledger-state';
 import { applyChange, ItemWriteBuilder, requirementCondition } from './expression.dynamodb';
 import {
@@ -279,7 +280,7 @@ export function holdsOnGroupImage(image: Item | undefined, step: ItemStep, strea
   const rangeOf = (r: { topic: string; partition: number; from: number; incarnation?: number }) => {
     const p = partitionOf(r.topic, r.partition);
     const entry = entryOf(r.topic, r.partition);
-    if (!p || !entry || (p.incarnation ?? 0) !== (r.incarnation ?? 0)) return undefined;
+    if (!p || !entry || !sameIncarnation(p, r)) return undefined;
     return rangesOfEntry(entry, p).find((x) => x.from === r.from);
   };
   switch (step.kind) {
@@ -299,7 +300,7 @@ export function holdsOnGroupImage(image: Item | undefined, step: ItemStep, strea
       );
     case 'create-range': {
       const p = partitionOf(step.value.topic, step.value.partition);
-      return p !== undefined && (p.incarnation ?? 0) === (step.value.incarnation ?? 0) && !rangeOf(step.value);
+      return p !== undefined && sameIncarnation(p, step.value) && !rangeOf(step.value);
     }
     case 'archive-range': {
       const r = rangeOf(step.value);

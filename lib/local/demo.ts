@@ -33,6 +33,7 @@ import { DEFAULT_LOCAL_CONCURRENCY } from '../dispatch/dispatcher.local';
 import { duration } from '../ops/format';
 import { inFlightProgress } from '../ops/in-flight';
 import type { RangeState } from '../ports/ledger-state';
+import { sameIncarnation } from '../ports/ledger-rules/incarnation';
 import { partitionKey } from '../ranges';
 import { composeAdapters } from '../runtime/compose';
 import { createSinkTable } from '../sink/table.dynamodb';
@@ -448,7 +449,7 @@ type Snapshot = Awaited<ReturnType<typeof snapshot>>;
 async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{ topic: string; partition: number }>) {
   const { offsets, open, byKey } = await readStreamOffsets(ctx, stream);
   // The progress inside each partition's ranges in flight (their processors commit chunk by chunk).
-  const current = open.filter((r) => (r.incarnation ?? 0) === (byKey.get(partitionKey(r.topic, r.partition))?.incarnation ?? 0));
+  const current = open.filter((r) => sameIncarnation(r, byKey.get(partitionKey(r.topic, r.partition)) ?? {}));
   const byPartition = new Map<string, RangeState[]>();
   for (const r of current)
     byPartition.set(partitionKey(r.topic, r.partition), [...(byPartition.get(partitionKey(r.topic, r.partition)) ?? []), r]);

@@ -4,6 +4,7 @@ import { topicSelector, unmatchedSubscription } from '../config/topics';
 import { kafkaFailureText } from '../kafka/errors';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode, UnavailablePartition } from '../ports/kafka-metadata';
 import type { ClosedIncarnation, DataLossEntry, OperatorChange, PartitionState, RangeState, RangeStatus } from '../ports/ledger-state';
+import { incarnationOf } from '../ports/ledger-rules/incarnation';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
@@ -296,12 +297,12 @@ function lagUnknown(r: PartitionStatusRow, noOffsets: boolean): boolean {
  */
 function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionState[], open: RangeState[]): RangeState[] {
   const current: RangeState[] = [];
-  const incarnation = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p.incarnation ?? 0]));
+  const live = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), p]));
   for (const r of open) {
     const k = partitionKey(r.topic, r.partition);
     const row = rows.get(k);
     // A closed incarnation's range is never read again (the status lists re-created partitions separately).
-    if (!row || (r.incarnation ?? 0) !== (incarnation.get(k) ?? 0)) continue;
+    if (!row || incarnationOf(r) !== incarnationOf(live.get(k) ?? {})) continue;
     current.push(r);
     if (r.status === 'parked') {
       row.parked += 1;

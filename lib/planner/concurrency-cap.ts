@@ -5,6 +5,7 @@
  */
 import { ValidationError } from '../errors';
 import type { PartitionState, RangeState } from '../ports/ledger-state';
+import { sameIncarnation } from '../ports/ledger-rules/incarnation';
 import { partitionKey } from '../ranges';
 
 /** The planner's variable holding the processor function's reserved concurrency (the stack sets it with the param). */
@@ -83,7 +84,7 @@ export function occupiedSlots(
   for (const r of openRanges) {
     const k = partitionKey(r.topic, r.partition);
     const p = live.get(k);
-    if (!p || (p.incarnation ?? 0) !== (r.incarnation ?? 0)) {
+    if (!p || !sameIncarnation(p, r)) {
       if (mayBeRunning(r, at)) others++;
     } else if (r.status === 'parked') parked.add(k);
     else if (r.until > p.committed) listed.set(k, (listed.get(k) ?? 0) + 1);

@@ -9,6 +9,7 @@ import type { OffsetRange, PartitionClampInput } from '../offsets';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../ports/kafka-metadata';
 import { CLOSE_MAX_OPEN_RANGES, type PlanWrite } from '../ports/ledger';
 import { type ClosedIncarnation, type PartitionState, type PendingStart, type RangeState } from '../ports/ledger-state';
+import { sameIncarnation, topicIdChanged } from '../ports/ledger-rules/incarnation';
 import { partitionKey } from '../ranges';
 import {
   groupStart,
@@ -646,9 +647,6 @@ function boundedFinished(known: PartitionState[], writes: PlanWrite[]): boolean 
   });
 }
 
-const sameIncarnation = (a: { incarnation?: number }, b: { incarnation?: number }): boolean =>
-  (a.incarnation ?? 0) === (b.incarnation ?? 0);
-
 /**
  * Why a known partition of a topic that exists now reads a re-created topic (a new log under the
  * same name whose offsets restart at 0), or undefined. By topic id where both sides have one;
@@ -656,9 +654,8 @@ const sameIncarnation = (a: { incarnation?: number }, b: { incarnation?: number 
  * was retired as deleted. The same id with fewer offsets is a truncated log, not a new topic.
  */
 export function recreationReason(p: PartitionState, idNow: string | undefined, o: { latest: number } | undefined): string | undefined {
-  const idsKnown = idNow !== undefined && p.topicId !== undefined;
-  if (idsKnown && idNow !== p.topicId) return `topic id changed from ${p.topicId} to ${idNow}`;
-  if (idsKnown) return undefined;
+  if (topicIdChanged(p.topicId, idNow)) return `topic id changed from ${p.topicId} to ${idNow}`;
+  if (idNow !== undefined && p.topicId !== undefined) return undefined; // the same id: a truncated log at most
   const how = idNow === undefined ? 'no topic ids from this broker' : 'no topic id recorded for the old topic';
   if (p.status === 'retired') {
     if (p.reason?.startsWith('UNSUBSCRIBED')) return undefined; // subscribed again: the same log, as far as can be told

@@ -14,6 +14,7 @@
 import type { NewTopicsStart, StartingOffsets, StreamConfig } from '../config/schema';
 import type { PartitionOffsets, TopicPartitions } from '../ports/kafka-metadata';
 import type { PartitionState, PendingStart } from '../ports/ledger-state';
+import { topicIdChanged } from '../ports/ledger-rules/incarnation';
 import { partitionKey } from '../ranges';
 
 export type StartRule = 'startingOffsets' | 'newTopics' | 'newPartition';
@@ -55,7 +56,7 @@ export function startsAtStartingOffsets(initial: boolean, pending: PendingIndex,
   if (initial) return true;
   const recorded = pending.get(partitionKey(t.topic, partition));
   if (!recorded) return false;
-  return recorded.topicId === undefined || t.topicId === undefined || recorded.topicId === t.topicId;
+  return !topicIdChanged(recorded.topicId, t.topicId);
 }
 
 /** Which rule places a partition seen for the first time (see the module comment). */

@@ -18,6 +18,7 @@ import { updateObservedBytesPerRecord } from '../offsets/share';
 import type { LeaseOutcome, Ledger, ObservedRates, RangeCompletionInput, StoreClock } from '../ports/ledger';
 import type { LeasedRange, RangeState } from '../ports/ledger-state';
 import type { RangeReader } from '../ports/range-reader';
+import { topicIdChanged } from '../ports/ledger-rules/incarnation';
 import type { RangePayload } from '../ranges';
 import { ChunkCommitter, errorText, LeaseLostError, PoisonStopError, type CommitterInput } from './committer';
 import { DEFAULT_FOLD_BUDGET, FoldCommitter, type FoldBudget } from './fold-committer';
@@ -510,6 +511,6 @@ async function plannedTopicId(run: Run, leased: RangeState): Promise<string | un
 async function topicRecreatedSince(reader: RangeReader, topic: string, plannedTopicId: string | undefined): Promise<string | undefined> {
   if (plannedTopicId === undefined || !reader.topicId) return undefined;
   const now = await reader.topicId(topic);
-  if (now === undefined || now === plannedTopicId) return undefined; // gone: the read reports it
+  if (now === undefined || !topicIdChanged(plannedTopicId, now)) return undefined; // gone: the read reports it
   return topicRecreatedReason(topic, now, plannedTopicId);
 }

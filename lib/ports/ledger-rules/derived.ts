@@ -4,10 +4,11 @@
  * backpressure reads) is its newest finished range's. The rules never write them.
  */
 import type { PartitionState, RangeState } from '../ledger-state';
+import { ofIncarnation } from './incarnation';
 
 /** `p` with the fields derived from `ranges` (any ranges: those of other partitions or incarnations are ignored). */
 export function withDerivedFields(p: PartitionState, ranges: readonly RangeState[]): PartitionState {
-  const mine = ranges.filter((r) => r.topic === p.topic && r.partition === p.partition && (r.incarnation ?? 0) === (p.incarnation ?? 0));
+  const mine = ranges.filter((r) => ofIncarnation(p, r));
   const out: PartitionState = { ...p };
   delete out.lastPlannedAtMs;
   delete out.lastRange;

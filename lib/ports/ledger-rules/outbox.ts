@@ -4,6 +4,7 @@
  */
 import { DELIVERY_GRACE_MS } from '../ledger';
 import { DESTINATION_KINDS, type DeadLetter, type DeadLetterRef, type PendingDelivery } from '../ledger-state';
+import { ofIncarnation } from './incarnation';
 
 /** The pending deliveries written with a dead letter: one per destination it names, due after the grace period. */
 export function pendingDeliveriesOf(d: DeadLetter): PendingDelivery[] {
@@ -23,7 +24,7 @@ export function pendingDeliveriesOf(d: DeadLetter): PendingDelivery[] {
 
 /** Whether two references name the same dead letter (incarnation absent = 0). */
 export function sameDeadLetter(a: DeadLetterRef, b: DeadLetterRef): boolean {
-  return a.topic === b.topic && a.partition === b.partition && a.offset === b.offset && (a.incarnation ?? 0) === (b.incarnation ?? 0);
+  return a.offset === b.offset && ofIncarnation(a, b);
 }
 
 /**

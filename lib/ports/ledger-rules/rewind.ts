@@ -6,6 +6,7 @@
  */
 import type { DeadLetter, RangeState } from '../ledger-state';
 import type { RewindPartition } from '../ledger';
+import { ofIncarnation } from './incarnation';
 import { isIncarnation, partitionRef, type ItemStep } from './item-step';
 
 /** What rewinding one partition does to its ranges: refused by a range in flight, or the ranges it removes. */
@@ -18,11 +19,6 @@ export type RewindRangesPlan =
       /** Finished ranges at or after the new cursor: their keys would collide with the ranges planned again there. */
       removeDone: RangeState[];
     };
-
-/** Of one partition's incarnation: the item belongs to it (absent incarnation = 0). */
-function ofPartition(p: RewindPartition, x: { topic: string; partition: number; incarnation?: number }): boolean {
-  return x.topic === p.topic && x.partition === p.partition && (x.incarnation ?? 0) === (p.incarnation ?? 0);
-}
 
 /**
  * The lowest offset whose ranges the rewind looks at: the lower of the new cursor and the committed
@@ -38,7 +34,7 @@ export function rewindScanFrom(p: RewindPartition): number {
  */
 export function rewindRanges(p: RewindPartition, ranges: readonly RangeState[]): RewindRangesPlan {
   const lo = rewindScanFrom(p);
-  const mine = ranges.filter((r) => ofPartition(p, r) && r.from >= lo);
+  const mine = ranges.filter((r) => ofIncarnation(p, r) && r.from >= lo);
   const busy = mine.find((r) => r.status !== 'done' && r.status !== 'parked');
   if (busy) return { blocked: busy, reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}` };
   return {
@@ -52,7 +48,7 @@ export function rewindDeadLetters<D extends Pick<DeadLetter, 'topic' | 'partitio
   p: RewindPartition,
   deadLetters: readonly D[],
 ): D[] {
-  return deadLetters.filter((d) => ofPartition(p, d) && d.offset >= p.to);
+  return deadLetters.filter((d) => ofIncarnation(p, d) && d.offset >= p.to);
 }
 
 /**
