@@ -13,7 +13,7 @@ import { beginBatchStep, commitChunkSteps, completeRangeSteps, failRangeStep, re
 import { partitionChangedReason, rewindDeadLetters, rewindPartitionStep, rewindRanges } from '../ports/ledger-rules/rewind';
 import { deliveryOrderKey, sameDeadLetter } from '../ports/ledger-rules/outbox';
 import { ofIncarnation } from '../ports/ledger-rules/incarnation';
-import { isMarkableWrite } from '../ports/sink-write';
+import { isMarkableWrite, markAttribute } from '../ports/sink-write';
 import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
 import { ValidationError } from '../errors';
 import type { LedgerLimits } from '../ports/commit-limits';
@@ -27,7 +27,7 @@ import type {
   RangeState,
   StreamMeta,
 } from '../ports/ledger-state';
-import type { SinkMark, SinkWrite } from '../ports/sink-write';
+import type { SinkWrite } from '../ports/sink-write';
 
 type StreamStore = {
   meta?: StreamMeta;
@@ -48,8 +48,6 @@ const pKey = (topic: string, partition: number): string => `${topic}/${partition
 const rKey = (r: { topic: string; partition: number; from: number; incarnation?: number }): string =>
   r.incarnation ? `${r.topic}/${r.partition}/i${r.incarnation}/${r.from}` : `${r.topic}/${r.partition}/${r.from}`;
 const clone = <T>(v: T): T => structuredClone(v);
-/** A mark's identity, as the DynamoDB adapter names its attribute. */
-const markName = (m: SinkMark): string => `${m.stream}:${m.topic}:${m.partition}#${m.incarnation ?? 0}@${m.rewinds ?? 0}`;
 
 /** A partition's observed rates, as a lease take reports them. */
 const observedOf = (p: PartitionState | undefined) => ({
@@ -359,8 +357,8 @@ export function createMemoryLedger(
         if (!isMarkableWrite(w)) throw new ValidationError('a folded batch writes updates without conditions only');
         const id = `${w.update.table ?? ''}|${JSON.stringify(w.update.key)}`;
         const itemMarks = marks.get(id) ?? new Map<string, number>();
-        if ((itemMarks.get(markName(mark)) ?? -1) >= mark.until) continue;
-        itemMarks.set(markName(mark), mark.until);
+        if ((itemMarks.get(markAttribute(mark)) ?? -1) >= mark.until) continue;
+        itemMarks.set(markAttribute(mark), mark.until);
         marks.set(id, itemMarks);
         store(mark.stream).sinkWrites.push(clone(w));
         applied++;

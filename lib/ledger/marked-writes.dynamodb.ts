@@ -24,9 +24,9 @@ import {
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
-import type { MarkedWritesOutcome, SinkMark, SinkWrite } from '../ports/sink-write';
+import { markAttribute, type MarkedWritesOutcome, type SinkMark, type SinkWrite } from '../ports/sink-write';
 import { backoffMs, CONFLICT_RETRIES, isTransient } from './retry.dynamodb';
-import { markAttribute, markedSinkAction } from './sink.dynamodb';
+import { markedSinkAction } from './sink.dynamodb';
 import { planMarkedStatement, type MarkedWriteInput } from './statements.dynamodb';
 import type { TxAction } from './transactions.dynamodb';
 import { parseUpdate } from './update-expression.dynamodb';

@@ -3,19 +3,8 @@
  * with its applied-offset mark.
  */
 import { ValidationError } from '../errors';
-import type { SinkMark, SinkWrite } from '../ports/sink-write';
+import { markAttribute, type SinkMark, type SinkWrite } from '../ports/sink-write';
 import type { TxAction } from './transactions.dynamodb';
-
-/**
- * The attribute a sink item keeps its applied-offset mark in, one per stream, partition,
- * incarnation and rewind: `_applied:<stream>:<topic>:<partition>[#incarnation][@rewinds]`.
- * Top-level (not a map) because DynamoDB cannot SET a path inside a map the item does not have yet.
- */
-export function markAttribute(mark: SinkMark): string {
-  const inc = mark.incarnation ? `#${mark.incarnation}` : '';
-  const rew = mark.rewinds ? `@${mark.rewinds}` : '';
-  return `_applied:${mark.stream}:${mark.topic}:${mark.partition}${inc}${rew}`;
-}
 
 /**
  * A folded batch's `update` with its mark: the handler's update expression plus `SET <mark> = until`,

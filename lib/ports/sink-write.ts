@@ -44,6 +44,18 @@ export type SinkMark = {
   until: number;
 };
 
+/**
+ * The attribute a sink item keeps its applied-offset mark in, one per stream, partition,
+ * incarnation and rewind: `_applied:<stream>:<topic>:<partition>[#incarnation][@rewinds]`. Both
+ * ledgers name marks by it, so an item's marks read the same whichever ledger wrote them.
+ * Top-level (not a map) because DynamoDB cannot SET a path inside a map the item does not have yet.
+ */
+export function markAttribute(mark: SinkMark): string {
+  const inc = mark.incarnation ? `#${mark.incarnation}` : '';
+  const rew = mark.rewinds ? `@${mark.rewinds}` : '';
+  return `_applied:${mark.stream}:${mark.topic}:${mark.partition}${inc}${rew}`;
+}
+
 /** What one `applyMarkedSinkWrites` call did: writes applied now, and writes whose item already had the mark. */
 export type MarkedWritesOutcome = { applied: number; skipped: number };
 
