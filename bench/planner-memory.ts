@@ -25,7 +25,7 @@ import { processRanges } from '../lib/processor/process-range';
 import { rangesOfPayload, type RangePayload, type RangesPayload } from '../lib/ranges';
 import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
-import { median } from './stats';
+import { mean, median } from './stats';
 import { lambdaNodeFlags } from '../infra/local/lambda/node-flags';
 import { createBusyTopics } from './busy-topics';
 import { withStack, type BenchStack } from './stack';
@@ -39,6 +39,8 @@ const ROOT = resolve(__dirname, '..');
 /** Lambda's memory at which a function has one full vCPU. */
 const ONE_VCPU_MB = 1769;
 const LAMBDA_MEMORY_MB = [128, 256, 512, 1024, 1769] as const;
+/** Full ticks left out of the warm figures: V8 is still compiling the planner's code in them. */
+const WARM_UP_FULL_TICKS = 2;
 
 type ChildResult = {
   loadedRssMb: number;
@@ -79,7 +81,8 @@ async function main(): Promise<void> {
       entryPoints: ['bench/planner-memory/child.ts'],
       outfile: child,
       bundle: true,
-      minify: true,
+      // Unminified under the profiler, so that its frames name the project's files and functions.
+      minify: !values['cpu-prof-dir'],
       keepNames: true,
       platform: 'node',
       target: 'node22',
@@ -157,7 +160,11 @@ async function measure(
     const caughtUp = (await ctx.ledger.readPartitions(stream.id)).filter((p) => p.committed > 0).length;
     // Warm ticks that planned (nearly) every partition: the first tick (registration, cold code) aside.
     const full = result.ticks.slice(1).filter((t) => t.ranges >= 0.9 * size.topics * size.partitions);
-    const cpuMsPerTick = full.length ? median(full.map((t) => t.cpuMs)) : undefined;
+    // The first full ticks run code V8 is still compiling (on its own threads, counted in the process's
+    // CPU): a long run's later ticks are the steady state a resident planner lives in.
+    const warm = full.slice(WARM_UP_FULL_TICKS);
+    const steady = warm.length ? warm : full;
+    const cpuMsPerTick = steady.length ? median(steady.map((t) => t.cpuMs)) : undefined;
     log(`${partitions} partitions: ${JSON.stringify(result)}, ${caughtUp} partitions with records processed`);
     const { loop: _loop, ticks, ...rest } = result;
     return {
@@ -166,9 +173,15 @@ async function measure(
       ticks: ticks.length,
       fullTicks: full.length,
       withinMemory: result.peakRssMb <= run.memoryMb,
-      fullTickCpuMs: full.length ? { p50: Math.round(cpuMsPerTick as number), max: Math.max(...full.map((t) => t.cpuMs)) } : undefined,
+      fullTickCpuMs: full.length
+        ? { p50: Math.round(median(full.map((t) => t.cpuMs))), max: Math.max(...full.map((t) => t.cpuMs)) }
+        : undefined,
+      warmFullTicks: warm.length,
+      warmFullTickCpuMs: warm.length ? { p50: Math.round(cpuMsPerTick as number), max: Math.max(...warm.map((t) => t.cpuMs)) } : undefined,
+      // Every tick after the warm-up, full or not (the garbage of one tick is collected during the next).
+      warmTickCpuMsMean: warm.length ? Math.round(mean(result.ticks.slice(result.ticks.indexOf(warm[0]!)).map((t) => t.cpuMs))) : undefined,
       partitionsProcessed: caughtUp,
-      // A tick's CPU at each Lambda memory size (CPU in proportion to memory).
+      // A tick's CPU at each Lambda memory size (CPU in proportion to memory), warm when the run had warm ticks.
       tickCpuMsAtLambdaMemory: Object.fromEntries(
         LAMBDA_MEMORY_MB.map((mb) => [mb, cpuMsPerTick === undefined ? undefined : Math.round((cpuMsPerTick * ONE_VCPU_MB) / mb)]),
       ),

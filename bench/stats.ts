@@ -20,6 +20,11 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
+/** The arithmetic mean of `values`; NaN when empty. */
+export function mean(values: readonly number[]): number {
+  return values.length ? values.reduce((s, v) => s + v, 0) / values.length : Number.NaN;
+}
+
 /** Hooks of the latency run: every record a handler is given, and every progress commit that applied. */
 export type DrainObserver = {
   onRecords(records: ReadonlyArray<{ partition: number; offset: number; timestampMs: number }>): void;

@@ -1,5 +1,6 @@
 /** The pure parts of bench:e2e and bench:latency: percentiles, medians, latencies and the result object. */
 import {
+  mean,
   consumerPerfRps,
   createLatencyObserver,
   e2eResult,
@@ -31,6 +32,11 @@ describe('percentile and median', () => {
     expect(median([3, 1, 2])).toBe(2);
     expect(median([4, 1, 3, 2])).toBe(2.5);
     expect(median([])).toBeNaN();
+  });
+
+  it('means a list, NaN when empty', () => {
+    expect(mean([1, 2, 6])).toBe(3);
+    expect(mean([])).toBeNaN();
   });
 });
 
