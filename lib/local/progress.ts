@@ -28,8 +28,12 @@ export type ProgressFrame = {
   elapsedMs: number;
   stream: string;
   phase: string;
-  produced: number;
-  producedPerSec: number;
+  /**
+   * Records this run produced (the demo's producer); absent where the run produces nothing (a config
+   * run reads topics others write), so no line claims records it did not produce.
+   */
+  produced?: number;
+  producedPerSec?: number;
   partitions: PartitionProgress[];
   invocations: number;
   plannerRuns: number;
@@ -73,6 +77,11 @@ function frameTotals(f: Pick<ProgressFrame, 'partitions'>): {
   return { partitions: f.partitions.length, unregistered, latest, committed, lag, ratePerSec };
 }
 
+/** The terminal view's `produced N (R/s)` lead, or nothing when the run produces nothing. */
+function producedText(f: Pick<ProgressFrame, 'produced' | 'producedPerSec'>): string {
+  return f.produced === undefined ? '' : `produced ${f.produced} (${Math.round(f.producedPerSec ?? 0)}/s)   `;
+}
+
 /** The frame as lines of text (the terminal view). */
 export function renderFrame(f: ProgressFrame): string[] {
   const t = frameTotals(f);
@@ -81,8 +90,7 @@ export function renderFrame(f: ProgressFrame): string[] {
   const stopHint = f.phase === 'stopping' ? '(Ctrl-C again: abort at a chunk boundary)' : '(Ctrl-C stops cleanly)';
   const lines = [
     `stream ${f.stream}  ${f.phase}  ${duration(f.elapsedMs)}  ${parts}   ${stopHint}`,
-    `produced ${f.produced} (${Math.round(f.producedPerSec)}/s)   latest ${t.latest}   committed ${t.committed}   lag ${t.lag}   ` +
-      `${Math.round(t.ratePerSec)} records/s`,
+    `${producedText(f)}latest ${t.latest}   committed ${t.committed}   lag ${t.lag}   ${Math.round(t.ratePerSec)} records/s`,
     `ranges in flight ${f.inFlight}   processor invocations ${f.invocations}   planner runs ${f.plannerRuns}`,
     ...(f.inFlightProgress?.ranges
       ? [renderInFlight(f.inFlightProgress), ...f.inFlightProgress.writing.slice(0, 3).map((w) => `  ${renderWriting(w)}`)]
@@ -115,7 +123,7 @@ export function renderFrame(f: ProgressFrame): string[] {
 export function frameLine(f: ProgressFrame): string {
   const t = frameTotals(f);
   const fields = [
-    `produced=${f.produced}`,
+    ...(f.produced === undefined ? [] : [`produced=${f.produced}`]),
     `latest=${t.latest}`,
     `committed=${t.committed}`,
     `lag=${t.lag}`,

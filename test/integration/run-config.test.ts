@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DescribeTableCommand, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { runConfigFile, type RunConfigOptions, type RunConfigSummary } from '../../lib/local/run-config';
 import { createSinkTable } from '../../lib/sink/table.dynamodb';
 import { createTopicsReady, testDynamo, testKafka, uniqueName } from '../support/env';
@@ -120,11 +121,19 @@ describe('npm start -- --config <file>', () => {
       poisonPolicy: 'stop-partition',
       handler: { module: './poison.js', mode: 'at-least-once' },
     });
-    const res = await run(file);
+    const res = await run(file, { progress: 'lines' });
     expect(res.exitCode).toBe(1);
     expect(res.summary.caughtUp).toBe(false);
     expect(res.summary.parked.length).toBeGreaterThanOrEqual(1);
     expect(res.summary.parked[0]).toMatch(new RegExp(`^byo ${topic}/\\d \\[0, \\d+\\): .*always fails`));
+    // The summary's lag is the ledger's at exit (what `status` shows now), not the watch's last look.
+    const ledger = createDynamoLedger({ client: ddb, tableName: ledgerOf(file) });
+    const committed = new Map((await ledger.readPartitions('byo')).map((p) => [p.partition, p.committed]));
+    const latest = await admin.fetchTopicOffsets(topic);
+    expect(res.summary.lag).toBe(latest.reduce((n, o) => n + Number(o.high) - (committed.get(o.partition) ?? Number(o.low)), 0));
+    // A config run produces nothing: its progress lines claim no produced records.
+    expect(res.err).toMatch(/until caught up: latest=6 /);
+    expect(res.err).not.toMatch(/produced=/);
   });
 
   it('names a listed topic Kafka does not have, once, and gives up saying there was no partition to read', async () => {

@@ -37,4 +37,14 @@ describe('progress view', () => {
     expect(lines[1]).toMatch(/lag 20 /);
     expect(frameLine(frame())).toMatch(/latest=1000 committed=930 lag=70 .* partitions=4 unregistered=1 /);
   });
+
+  it('claims no produced records in a run that produces none (a config run reads what others wrote)', () => {
+    const f = frame({ produced: undefined, producedPerSec: undefined, phase: 'until caught up' });
+    expect(frameLine(f)).toMatch(/^\[31\.0s\] until caught up: latest=1000 committed=930 lag=70 /);
+    expect(frameLine(f)).not.toMatch(/produced/);
+    expect(renderFrame(f)[1]).toMatch(/^latest 1000 {3}committed 930 {3}lag 70 /);
+    // The demo produces: its lines keep the count.
+    expect(frameLine(frame())).toMatch(/ producing: produced=1000 latest=1000 /);
+    expect(renderFrame(frame())[1]).toMatch(/^produced 1000 \(250\/s\) {3}latest 1000 /);
+  });
 });
