@@ -29,7 +29,11 @@ export function rangesOfPayload(p: RangePayload | RangesPayload): RangePayload[]
   return 'ranges' in p ? p.ranges.map((r) => ({ stream: p.stream, ...r })) : [p];
 }
 
-/** `topic/partition`: Kafka topic names cannot contain '/', so this is unambiguous. */
+/**
+ * A partition's key, `topic/partition`, wherever partitions are keyed (maps, sets, the DynamoDB
+ * ledger's group entry names): Kafka topic names cannot contain '/', so this is unambiguous. The
+ * ledger stores names hashed from it (`entryName`), so its format must not change.
+ */
 export function partitionKey(topic: string, partition: number): string {
   return `${topic}/${partition}`;
 }

@@ -29,6 +29,7 @@ import {
 } from './cluster.kafkajs';
 import { KafkaError } from '../errors';
 import { toKafkaError } from './errors';
+import { partitionKey } from '../ranges';
 
 export type KafkajsMetadataOptions = {
   /** Extra attempts after a retriable error (stale leader, lost connection), metadata refreshed each time. Default 5. */
@@ -78,7 +79,6 @@ export function toSafeOffset(value: string, what: string): number {
 }
 
 type TP = { topic: string; partition: number };
-const key = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
 function flatten(partitions: TopicPartitions[]): TP[] {
   if (!Array.isArray(partitions)) throw new ValidationError('partitions must be an array of {topic, partitions}');
@@ -92,7 +92,7 @@ function flatten(partitions: TopicPartitions[]): TP[] {
       if (!Number.isInteger(partition) || partition < 0) {
         throw new ValidationError(`invalid partition ${JSON.stringify(partition)} of topic ${tp.topic}`);
       }
-      const k = key(tp.topic, partition);
+      const k = partitionKey(tp.topic, partition);
       if (!seen.has(k)) {
         seen.add(k);
         out.push({ topic: tp.topic, partition });
@@ -182,7 +182,7 @@ function groupByLeader(metadata: RawMetadata, tps: TP[]): { leaders: Map<number,
     const { topic, partition } = tp;
     const t = byName.get(topic);
     const p = t?.topicErrorCode === NO_ERROR ? t.partitionMetadata.find((x) => x.partitionId === partition) : undefined;
-    const k = key(topic, partition);
+    const k = partitionKey(topic, partition);
     if (!t || t.topicErrorCode === UNKNOWN_TOPIC_OR_PARTITION || t.topicErrorCode === INVALID_TOPIC_EXCEPTION) {
       missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `topic ${topic} does not exist`, retriable: false, type: UNKNOWN });
     } else if (t.topicErrorCode !== NO_ERROR) {
@@ -268,7 +268,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     let pending = tps;
     let metadataError: unknown;
     for (let attempt = 0; ; attempt++) {
-      for (const { topic, partition } of pending) misses.delete(key(topic, partition));
+      for (const { topic, partition } of pending) misses.delete(partitionKey(topic, partition));
       try {
         const { leaders, missing } = await leadersFor(pending, attempt > 0);
         missing.forEach((miss, k) => misses.set(k, miss));
@@ -279,9 +279,9 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
         metadataError = e;
         const reason = `no metadata: ${(e as Error)?.message ?? String(e)}`;
         const miss: Miss = { code: 'LEADER_UNREACHABLE', reason, retriable: isRetriable(e) };
-        for (const { topic, partition } of pending) misses.set(key(topic, partition), miss);
+        for (const { topic, partition } of pending) misses.set(partitionKey(topic, partition), miss);
       }
-      pending = pending.filter(({ topic, partition }) => misses.get(key(topic, partition))?.retriable === true);
+      pending = pending.filter(({ topic, partition }) => misses.get(partitionKey(topic, partition))?.retriable === true);
       const backoffMs = Math.min(retryBackoffMs * 2 ** attempt, 2000);
       if (pending.length === 0 || attempt >= retries || Date.now() - t0 + backoffMs > maxRetryElapsedMs) {
         if (metadataError !== undefined && found.size === 0) throw toKafkaError('fetchOffsets', metadataError);
@@ -312,17 +312,17 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
         ),
       );
       const perSpec = answers.map(
-        (res) => new Map(res.flatMap((t) => t.partitions.map((p) => [key(t.topic, p.partition), p.offset] as const))),
+        (res) => new Map(res.flatMap((t) => t.partitions.map((p) => [partitionKey(t.topic, p.partition), p.offset] as const))),
       );
       for (const { topic, partition } of parts) {
-        const k = key(topic, partition);
+        const k = partitionKey(topic, partition);
         const values = perSpec.map((m) => m.get(k));
         if (values.every((v): v is string => v !== undefined)) found.set(k, values);
         else misses.set(k, { code: 'ERROR', reason: `the ListOffsets response of broker ${nodeId} lacks it`, retriable: true });
       }
     } catch (e) {
       const miss = classify(nodeId, e);
-      for (const { topic, partition } of parts) misses.set(key(topic, partition), miss);
+      for (const { topic, partition } of parts) misses.set(partitionKey(topic, partition), miss);
     }
   }
 
@@ -337,8 +337,8 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     const offsets: T[] = [];
     const unavailable: Array<UnavailablePartition & { miss: Miss }> = [];
     for (const tp of tps) {
-      const values = found.get(key(tp.topic, tp.partition));
-      const miss = misses.get(key(tp.topic, tp.partition)) ?? { code: 'ERROR' as const, reason: 'no answer', retriable: true };
+      const values = found.get(partitionKey(tp.topic, tp.partition));
+      const miss = misses.get(partitionKey(tp.topic, tp.partition)) ?? { code: 'ERROR' as const, reason: 'no answer', retriable: true };
       if (values) offsets.push(toOffsets(tp, values));
       else unavailable.push({ ...tp, code: miss.code, reason: miss.reason, miss });
     }
@@ -449,12 +449,12 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
       const what = `reading the committed offsets of consumer group ${JSON.stringify(group)}`;
       // Retried while the coordinator moves or loads the group's offsets (retriable protocol errors).
       const answer = await withRetries(what, () => getCluster().fetchCommittedOffsets(group, topics));
-      const wanted = new Set(tps.map((tp) => key(tp.topic, tp.partition)));
+      const wanted = new Set(tps.map((tp) => partitionKey(tp.topic, tp.partition)));
       return answer.flatMap((t) =>
         t.partitions.flatMap(({ partition, offset }) => {
           const committed = toSafeOffset(offset, `committed offset of ${t.topic}/${partition} in group ${group}`);
           // -1: the group has no offset for it (or the group does not exist).
-          return committed >= 0 && wanted.has(key(t.topic, partition)) ? [{ topic: t.topic, partition, offset: committed }] : [];
+          return committed >= 0 && wanted.has(partitionKey(t.topic, partition)) ? [{ topic: t.topic, partition, offset: committed }] : [];
         }),
       );
     },

@@ -12,6 +12,7 @@ import type {
   UnavailableCode,
   UnavailablePartition,
 } from '../ports/kafka-metadata';
+import { partitionKey } from '../ranges';
 
 type Log = { earliest: number; latest: number; lastStable?: number; timestamps?: number[] };
 
@@ -74,7 +75,7 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
   /** Why a partition's offsets cannot be read now (as the kafkajs adapter would say), or undefined. */
   const unavailableCode = (topic: string, partition: number): UnavailableCode | undefined => {
     const young = notReady.get(topic);
-    return failing.has(topic) ? 'NOT_LEADER' : young ? NOT_READY_CODES[young] : down.get(`${topic}/${partition}`);
+    return failing.has(topic) ? 'NOT_LEADER' : young ? NOT_READY_CODES[young] : down.get(partitionKey(topic, partition));
   };
   /** Each asked partition as `read` gives it, or unavailable with its code. */
   const partial = <T>(parts: TopicPartitions[], read: (topic: string, partition: number) => T) => {
@@ -135,8 +136,8 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
       for (let i = 0; i < count; i++) parts.push({ earliest: 0, latest: 0, timestamps: [] });
     },
     setUnavailable(topic, partition, code = 'LEADER_UNREACHABLE') {
-      if (code === null) down.delete(`${topic}/${partition}`);
-      else down.set(`${topic}/${partition}`, code);
+      if (code === null) down.delete(partitionKey(topic, partition));
+      else down.set(partitionKey(topic, partition), code);
     },
     failOffsetsFor(topic, on = true) {
       if (on) failing.add(topic);
@@ -185,7 +186,7 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
     commitGroupOffset(group, at) {
       let offsets = groups.get(group);
       if (!offsets) groups.set(group, (offsets = new Map()));
-      offsets.set(`${at.topic}/${at.partition}`, at.offset);
+      offsets.set(partitionKey(at.topic, at.partition), at.offset);
     },
     failGroupReads(error) {
       groupReadError = error;
@@ -196,7 +197,7 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
       const offsets = groups.get(group);
       return parts.flatMap((t) =>
         t.partitions.flatMap((partition) => {
-          const offset = offsets?.get(`${t.topic}/${partition}`);
+          const offset = offsets?.get(partitionKey(t.topic, partition));
           return offset === undefined ? [] : [{ topic: t.topic, partition, offset }];
         }),
       );

@@ -13,6 +13,7 @@
  */
 import type { PartitionState, PartitionStatus, RangeState, RangeStatus } from '../ports/ledger-state';
 import { withDerivedFields } from '../ports/ledger-rules/derived';
+import { partitionKey } from '../ranges';
 import type { Key } from './keys.dynamodb';
 
 /** Partitions a group item holds at most: a group of them, all with a range in flight, stays under 1 KB. */
@@ -47,12 +48,12 @@ export function groupKeyIndexes(lastGroup: number): number[] {
 export const groupOfSortKey = (sk: string): number => Number(sk.slice(2));
 
 /**
- * The attribute naming a partition's entry in its group item: FNV-1a of `topic/partition`, base 36
+ * The attribute naming a partition's entry in its group item: FNV-1a of `topic/partition` (`partitionKey`), base 36
  * (six characters at most). A name already taken in a group sends the partition to another group.
  */
 export function entryName(topic: string, partition: number): string {
   let h = 0x811c9dc5;
-  for (const ch of Buffer.from(`${topic}/${partition}`, 'utf8')) {
+  for (const ch of Buffer.from(partitionKey(topic, partition), 'utf8')) {
     h ^= ch;
     h = Math.imul(h, 0x01000193) >>> 0;
   }

@@ -16,6 +16,7 @@ import { ofIncarnation } from '../ports/ledger-rules/incarnation';
 import { isMarkableWrite, markAttribute } from '../ports/sink-write';
 import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
 import { ValidationError } from '../errors';
+import { partitionKey } from '../ranges';
 import type { LedgerLimits } from '../ports/commit-limits';
 import type { LeaseOutcome, ProcessorWriteOutcome, Ledger, PlannerLease, RewindOutcome, WriteOutcome } from '../ports/ledger';
 import type {
@@ -44,9 +45,8 @@ type StreamStore = {
   sinkWrites: SinkWrite[];
 };
 
-const pKey = (topic: string, partition: number): string => `${topic}/${partition}`;
 const rKey = (r: { topic: string; partition: number; from: number; incarnation?: number }): string =>
-  r.incarnation ? `${r.topic}/${r.partition}/i${r.incarnation}/${r.from}` : `${r.topic}/${r.partition}/${r.from}`;
+  `${partitionKey(r.topic, r.partition)}${r.incarnation ? `/i${r.incarnation}` : ''}/${r.from}`;
 const clone = <T>(v: T): T => structuredClone(v);
 
 /** A partition's observed rates, as a lease take reports them. */
@@ -57,14 +57,14 @@ const observedOf = (p: PartitionState | undefined) => ({
 
 /** The stored item a step names (undefined when there is none). */
 function itemOf(s: StreamStore, ref: ItemRef): PartitionState | RangeState | undefined {
-  return ref.item === 'partition' ? s.partitions.get(pKey(ref.topic, ref.partition)) : s.ranges.get(rKey(ref));
+  return ref.item === 'partition' ? s.partitions.get(partitionKey(ref.topic, ref.partition)) : s.ranges.get(rKey(ref));
 }
 
 /** Whether a step's condition holds on the stream's state as it is. */
 function stepHolds(s: StreamStore, step: ItemStep): boolean {
   switch (step.kind) {
     case 'create-partition':
-      return !s.partitions.has(pKey(step.value.topic, step.value.partition));
+      return !s.partitions.has(partitionKey(step.value.topic, step.value.partition));
     case 'create-range':
       return !s.ranges.has(rKey(step.value));
     case 'create-loss': {
@@ -96,13 +96,13 @@ function stepHolds(s: StreamStore, step: ItemStep): boolean {
 function execute(s: StreamStore, step: ItemStep): void {
   switch (step.kind) {
     case 'create-partition':
-      s.partitions.set(pKey(step.value.topic, step.value.partition), clone(step.value));
+      s.partitions.set(partitionKey(step.value.topic, step.value.partition), clone(step.value));
       return;
     case 'replace-partition': {
       // A new incarnation's state replaces the old one's whole, its ranges included (as the DynamoDB entry is replaced).
-      const old = s.partitions.get(pKey(step.value.topic, step.value.partition));
+      const old = s.partitions.get(partitionKey(step.value.topic, step.value.partition));
       for (const [k, r] of s.ranges) if (old && ofIncarnation(old, r)) s.ranges.delete(k);
-      s.partitions.set(pKey(step.value.topic, step.value.partition), clone(step.value));
+      s.partitions.set(partitionKey(step.value.topic, step.value.partition), clone(step.value));
       return;
     }
     case 'archive-range': {
@@ -136,7 +136,7 @@ function execute(s: StreamStore, step: ItemStep): void {
       return;
     }
     case 'delete':
-      if (step.ref.item === 'partition') s.partitions.delete(pKey(step.ref.topic, step.ref.partition));
+      if (step.ref.item === 'partition') s.partitions.delete(partitionKey(step.ref.topic, step.ref.partition));
       else s.ranges.delete(rKey(step.ref));
   }
 }
@@ -303,7 +303,7 @@ export function createMemoryLedger(
     async readPartition(stream, topic, partition) {
       requests++;
       const s = store(stream);
-      const p = s.partitions.get(pKey(topic, partition));
+      const p = s.partitions.get(partitionKey(topic, partition));
       return p ? withDerivedFields(clone(p), [...s.ranges.values()]) : undefined;
     },
     async takeRangeLease({
@@ -323,7 +323,7 @@ export function createMemoryLedger(
       const refused = leaseRefusal(r && clone(r), { until, nowMs, maxAttempts });
       if (refused || !r) return refused ?? { kind: 'missing' };
       Object.assign(r, takenRange(r, { leaseToken, nowMs, leaseMs }));
-      const p = store(stream).partitions.get(pKey(topic, partition));
+      const p = store(stream).partitions.get(partitionKey(topic, partition));
       return { kind: 'taken', range: clone(r), observed: observedOf(p) };
     },
     async takeRangeLeases({ stream, ranges, ...take }) {
