@@ -5,7 +5,8 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { HANDLERS } from '../../../lib/handlers';
-import type { HandlerContext, HandlerRecord, SinkWrite } from '../../../lib/processor/handler-api';
+import type { HandlerContext, HandlerRecord } from '../../../lib/processor/handler-api';
+import type { SinkWrite } from '../../../lib/ports/sink-write';
 import { codeSpans, markdownTable } from '../../support/markdown-table';
 
 const record: HandlerRecord = {
