@@ -2,7 +2,8 @@
  * Pure builders for the parts of the CloudFormation stack that depend on the stage's settings and
  * on the streams config, one file per resource family: `settings.ts` (params, deploy-time checks),
  * `names.ts` (logical IDs), `iam.ts` (per-function roles, with the statements handlers declare),
- * `sink-tables.ts` (declared sink tables), `schedule.ts` (the planner schedule's target),
+ * `ledger-table.ts` (the ledger table, from lib/ledger/table.ts), `sink-tables.ts` (declared sink
+ * tables), `schedule.ts` (the planner schedule's target),
  * `encryption.ts` (tables, alarm topic key, log groups' key), `scan.ts` (the security scan's kept
  * findings, with their reasons), `alarms.ts` and `dashboard.ts`, `functions.ts` (VPC, concurrency,
  * environment, bundling). `stack.js` resolves the inputs (serverless params, the parsed streams
@@ -36,6 +37,7 @@ export {
 } from './iam';
 export { schedule } from './schedule';
 export { sinkTableLogicalIds, sinkTableResources } from './sink-tables';
+export { ledgerTableResources } from './ledger-table';
 export { alarmTopicEncryption, logGroupEncryption, tableSse } from './encryption';
 export { scanSkipMetadata, scanSkips, type ScanSkip } from './scan';
 export { observability } from './alarms';

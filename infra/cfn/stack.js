@@ -161,6 +161,7 @@ module.exports = {
   /** Per-function IAM roles (Resources). */
   iamRoles: withContext(({ settings, config }) => builders.iamRoles(settings, config)),
   /** The sink tables the streams declare (Resources, Outputs). */
+  ledgerTable: withContext(({ settings }) => builders.ledgerTableResources(settings)),
   sinkTables: withContext(({ settings, config }) => builders.sinkTableResources(settings, config)),
   /** Schedule role / DLQ policy (Resources) and the schedule target's retry and DLQ settings (extensions). */
   schedule: withContext(({ settings }) => builders.schedule(settings)),

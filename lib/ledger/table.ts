@@ -1,6 +1,6 @@
 /**
- * The ledger table's definition, used by local set-up and tests. `infra/cfn/resources.yml` repeats it
- * for CloudFormation; test/deploy/package.test.ts keeps the two equal (keys, attributes, index, TTL).
+ * The ledger table's definition: the local stack and the tests create it, and the stack's
+ * `LedgerTable` resource is built from it (infra/cfn/ledger-table.ts).
  */
 import {
   CreateTableCommand,
@@ -12,6 +12,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { dynamoSetupError } from './ledger.dynamodb';
+import { TTL_ATTRIBUTE } from './items.dynamodb';
 
 /** Key schema and on-demand billing (no index: the planner reads its partitions' group items by key). */
 export function ledgerTableDefinition(tableName: string): CreateTableCommandInput {
@@ -43,6 +44,6 @@ export async function ensureLedgerTable(client: DynamoDBClient, tableName: strin
     if (!(err instanceof ResourceInUseException)) throw err;
   }
   await client.send(
-    new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true } }),
+    new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }),
   );
 }
