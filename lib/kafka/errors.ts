@@ -3,6 +3,7 @@
  * `KafkaError` (lib/errors.ts), keeping the original as `cause`; the errors a port names live with it.
  */
 import { AppError, KafkaError } from '../errors';
+import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 
 type KafkajsLikeError = { name?: unknown; message?: unknown; type?: unknown; retriable?: unknown; cause?: unknown };
 
@@ -35,6 +36,38 @@ export function toKafkaError(operation: string, err: unknown): AppError {
     type,
     retriable: e.retriable === true,
   });
+}
+
+/** kafkajs errors that mean "this broker cannot be reached now": its leaders' partitions are unreachable, not gone. */
+export const CONNECTION_ERROR_NAMES: ReadonlySet<string> = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSBrokerNotFound',
+  // A request timeout is transient like a lost connection: the broker may answer the next one.
+  'KafkaJSRequestTimeoutError',
+]);
+
+/** kafkajs errors about the connection or the client's state, not the request: retried elsewhere or later. */
+const TRANSIENT_ERROR_NAMES: ReadonlySet<string> = new Set([...CONNECTION_ERROR_NAMES, 'KafkaJSLockTimeout', 'KafkaJSMetadataNotLoaded']);
+
+/**
+ * Whether a failed Kafka call may succeed if made again (after a metadata refresh): the one
+ * classification the range reader's and the metadata adapter's retries share. Transient: lost
+ * connections, request timeouts, brokers or metadata not ready, retriable protocol errors. Not: a
+ * partition or offset that is gone, project errors other than a retriable `KafkaError`. Callers
+ * bound their retries by time, which is what keeps a slow transient failure (a 30 s request
+ * timeout) from being retried past a Lambda's budget.
+ */
+export function isRetriableKafkaError(error: unknown): boolean {
+  if (error instanceof PartitionNotFoundError || error instanceof OffsetOutOfRangeError) return false;
+  if (error instanceof KafkaError) return error.retriable;
+  if (error instanceof AppError) return false;
+  const e = asObject(error);
+  if (typeof e.name === 'string' && TRANSIENT_ERROR_NAMES.has(e.name)) return true;
+  // kafkajs's own connect/metadata retrier gave up: judge by what it gave up on (the caller's budget bounds it).
+  if (e.name === 'KafkaJSNumberOfRetriesExceeded') return isRetriableKafkaError(e.cause);
+  // Protocol errors carry kafkajs's judgement of their code (NOT_LEADER, COORDINATOR_LOAD_IN_PROGRESS, ...).
+  return e.retriable === true;
 }
 
 /**

@@ -28,7 +28,7 @@ import {
   type RawTopicMetadata,
 } from './cluster.kafkajs';
 import { KafkaError } from '../errors';
-import { toKafkaError } from './errors';
+import { CONNECTION_ERROR_NAMES, isRetriableKafkaError, toKafkaError } from './errors';
 import { partitionKey } from '../ranges';
 
 export type KafkajsMetadataOptions = {
@@ -39,9 +39,10 @@ export type KafkajsMetadataOptions = {
   /** Leaders cached longer than this are refreshed before fetching offsets. Default 60 s. */
   metadataMaxAgeMs?: number;
   /**
-   * No offsets retry starts once this much time has passed since the call began; the partitions
-   * still failing are then unavailable for this call. Default 2 s: a dead leader stays leader in the
-   * metadata for ~10 s (until the controller's session timeout), far longer than a run should wait.
+   * No retry starts once this much time has passed since the call began (an offsets retry not once
+   * it would start later); the partitions still failing are then unavailable for this call. Default
+   * 2 s: a dead leader stays leader in the metadata for ~10 s (until the controller's session
+   * timeout), far longer than a run should wait.
    */
   maxRetryElapsedMs?: number;
   /** Ask for topic ids (Metadata v10+) where the broker speaks it. Default true. */
@@ -121,26 +122,10 @@ function topicError(topic: string, code: number): KafkaError {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-function isRetriable(e: unknown): boolean {
-  if (e instanceof KafkaError) return e.retriable;
-  if (e instanceof ValidationError) return false;
-  const err = e as { retriable?: unknown; name?: unknown } | undefined;
-  // A timed-out request already used requestTimeout (30 s by default): retrying could outlast the
-  // Lambda; the next planner run retries instead.
-  if (err?.name === 'KafkaJSRequestTimeoutError') return false;
-  return err?.retriable === true;
-}
-
 /** Why one partition has no offsets yet; `retriable` ones are asked again within the call. */
 type Miss = { code: UnavailableCode; reason: string; retriable: boolean; type?: string; cause?: unknown };
 type PartialOffsets = { found: Map<string, string[]>; misses: Map<string, Miss> };
 
-const CONNECTION_ERRORS = new Set([
-  'KafkaJSConnectionError',
-  'KafkaJSConnectionClosedError',
-  'KafkaJSBrokerNotFound',
-  'KafkaJSRequestTimeoutError',
-]);
 const NOT_LEADER_TYPES = new Set([
   'NOT_LEADER_FOR_PARTITION',
   'NOT_LEADER_OR_FOLLOWER',
@@ -158,10 +143,11 @@ function classify(nodeId: number, e: unknown): Miss {
   const name = typeof err?.name === 'string' ? err.name : 'Error';
   const type = typeof err?.type === 'string' ? err.type : undefined;
   const message = typeof err?.message === 'string' ? err.message : String(e);
-  if (CONNECTION_ERRORS.has(name)) {
-    // A timed-out request already waited requestTimeout: not retried within this call (isRetriable).
+  if (CONNECTION_ERROR_NAMES.has(name)) {
+    // Transient (a request timeout too); a retry starts only within maxRetryElapsedMs, so a timed-out
+    // request, which already waited requestTimeout, is not asked again within this call.
     const reason = `leader broker ${nodeId} unreachable: ${message}`;
-    return { code: 'LEADER_UNREACHABLE', reason, retriable: name !== 'KafkaJSRequestTimeoutError', type: name, cause: e };
+    return { code: 'LEADER_UNREACHABLE', reason, retriable: isRetriableKafkaError(err), type: name, cause: e };
   }
   if (type !== undefined && NOT_LEADER_TYPES.has(type)) {
     return { code: 'NOT_LEADER', reason: `broker ${nodeId}: ${type}: ${message}`, retriable: true, type, cause: e };
@@ -169,7 +155,13 @@ function classify(nodeId: number, e: unknown): Miss {
   if (type === 'UNKNOWN_TOPIC_OR_PARTITION') {
     return { code: 'UNKNOWN_PARTITION', reason: `broker ${nodeId}: ${message}`, retriable: false, type, cause: e };
   }
-  return { code: 'ERROR', reason: `broker ${nodeId}: ${name}: ${message}`, retriable: isRetriable(e), type: type ?? name, cause: e };
+  return {
+    code: 'ERROR',
+    reason: `broker ${nodeId}: ${name}: ${message}`,
+    retriable: isRetriableKafkaError(e),
+    type: type ?? name,
+    cause: e,
+  };
 }
 
 /** Partitions by leader node id; those without a live leader (or whose topic or partition is gone) apart, with the reason. */
@@ -231,11 +223,16 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     }));
 
   async function withRetries<T>(operation: string, fn: (attempt: number) => Promise<T>): Promise<T> {
+    const t0 = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
         return await fn(attempt);
       } catch (e) {
-        if (attempt >= retries || !isRetriable(e)) throw toKafkaError(operation, e);
+        // A transient failure that already took long (a request timeout waits requestTimeout, 30 s by
+        // default; kafkajs's own retrier gave up) is not retried past the budget: retries could outlast
+        // the Lambda, and the next run asks again.
+        const late = Date.now() - t0 > maxRetryElapsedMs;
+        if (attempt >= retries || late || !isRetriableKafkaError(e)) throw toKafkaError(operation, e);
         await sleep(Math.min(retryBackoffMs * 2 ** attempt, 2000));
       }
     }
@@ -278,7 +275,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
         // No metadata at all (every broker unreachable): nothing is known about any pending partition.
         metadataError = e;
         const reason = `no metadata: ${(e as Error)?.message ?? String(e)}`;
-        const miss: Miss = { code: 'LEADER_UNREACHABLE', reason, retriable: isRetriable(e) };
+        const miss: Miss = { code: 'LEADER_UNREACHABLE', reason, retriable: isRetriableKafkaError(e) };
         for (const { topic, partition } of pending) misses.set(partitionKey(topic, partition), miss);
       }
       pending = pending.filter(({ topic, partition }) => misses.get(partitionKey(topic, partition))?.retriable === true);

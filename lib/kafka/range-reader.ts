@@ -56,6 +56,7 @@ import { ISOLATION_LEVEL, protocolError, type FetchPartitionRequest } from './cl
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import type { FetchedPartition, FetchResponse } from './protocol/fetch-response';
 import { backoffMs, DEFAULT_RETRY_POLICY, systemClock, withRetries, type Clock, type RetryPolicy } from './retry';
+import { isRetriableKafkaError } from './errors';
 
 export type RangeReaderOptions = {
   /** Default of `ReadRequest.maxChunkRecords`. Default 500. */
@@ -110,29 +111,6 @@ const DEFAULT_MAX_CHUNK_RECORDS = 500;
  */
 const DEFAULT_MAX_FETCH_BYTES = 4 * 1024 * 1024;
 const MAX_INT32 = 2 ** 31 - 1;
-
-/** kafkajs errors that mean "the connection or the broker, not the request": retry elsewhere or later. */
-const RETRIABLE_KAFKAJS_ERRORS = new Set([
-  'KafkaJSConnectionError',
-  'KafkaJSConnectionClosedError',
-  'KafkaJSRequestTimeoutError',
-  'KafkaJSBrokerNotFound',
-  'KafkaJSLockTimeout',
-  'KafkaJSMetadataNotLoaded',
-]);
-
-/** Whether a failed fetch attempt may succeed if retried at the same offset after a metadata refresh. */
-export function isRetriableFetchError(error: unknown): boolean {
-  if (error instanceof PartitionNotFoundError || error instanceof OffsetOutOfRangeError) return false;
-  if (error instanceof KafkaError) return error.retriable;
-  const e = error as { name?: unknown; retriable?: unknown; cause?: unknown } | undefined;
-  if (typeof e?.name !== 'string') return false;
-  if (RETRIABLE_KAFKAJS_ERRORS.has(e.name)) return true;
-  if (e.name === 'KafkaJSProtocolError') return e.retriable === true;
-  // kafkajs's own connect/metadata retrier gave up: judge by what it gave up on (our budget bounds it).
-  if (e.name === 'KafkaJSNumberOfRetriesExceeded') return isRetriableFetchError(e.cause);
-  return false;
-}
 
 type ChunkLimits = { maxChunkRecords: number; maxFetchBytes: number };
 
@@ -360,7 +338,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
         isRetriable: (error) =>
           error instanceof PartitionNotFoundError
             ? missingSince !== undefined && clock.now() - missingSince < missingGraceMs
-            : isRetriableFetchError(error),
+            : isRetriableKafkaError(error),
         signal,
         clock,
         random: opts.random,

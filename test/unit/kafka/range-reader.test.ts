@@ -1,7 +1,7 @@
 /** The range reading loop over a fake transport: exact ranges, chunking, retries, waits, errors. */
 import { KafkaError, TimeoutError, ValidationError } from '../../../lib/errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/ports/range-reader';
-import { createRangeReader, isRetriableFetchError, type RangeReaderOptions } from '../../../lib/kafka/range-reader';
+import { createRangeReader, type RangeReaderOptions } from '../../../lib/kafka/range-reader';
 import type { RangeReader, ReadRequest, RecordChunk } from '../../../lib/ports/range-reader';
 import { batch, FakeClock, FakeLog, record, type BatchSpec } from './fake-log';
 
@@ -513,21 +513,5 @@ describe('createRangeReader: prefetch', () => {
       })(),
     ).rejects.toThrow(OffsetOutOfRangeError);
     expect(seen).toEqual(range(0, 10));
-  });
-});
-
-describe('isRetriableFetchError', () => {
-  it('classifies kafkajs and project errors', () => {
-    const named = (name: string, extra: object = {}) => Object.assign(new Error(name), { name, ...extra });
-    expect(isRetriableFetchError(named('KafkaJSConnectionClosedError'))).toBe(true);
-    expect(isRetriableFetchError(named('KafkaJSBrokerNotFound'))).toBe(true);
-    expect(isRetriableFetchError(named('KafkaJSProtocolError', { retriable: true }))).toBe(true);
-    expect(isRetriableFetchError(named('KafkaJSProtocolError', { retriable: false }))).toBe(false);
-    expect(isRetriableFetchError(named('KafkaJSNumberOfRetriesExceeded', { cause: named('KafkaJSConnectionError') }))).toBe(true);
-    expect(isRetriableFetchError(named('KafkaJSNumberOfRetriesExceeded', { cause: new Error('x') }))).toBe(false);
-    expect(isRetriableFetchError(new KafkaError('x', { retriable: true }))).toBe(true);
-    expect(isRetriableFetchError(new PartitionNotFoundError('gone', { topic: 't', partition: 0 }))).toBe(false);
-    expect(isRetriableFetchError(new OffsetOutOfRangeError('gone', { topic: 't', partition: 0, fetchOffset: 0 }))).toBe(false);
-    expect(isRetriableFetchError(undefined)).toBe(false);
   });
 });
