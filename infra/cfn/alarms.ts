@@ -1,5 +1,7 @@
 /** Alarms per stream on the custom metrics and stack-wide alarms on Lambda and SQS, with the dashboard. */
 import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
+import type { PlannerMetric } from '../../lib/planner/metrics';
+import type { ProcessorMetric } from '../../lib/processor/invocation-metrics';
 import { getAtt, type Cfn, type CfnResource, type CfnResources } from './cfn';
 import { dashboardBody } from './dashboard';
 import { IDS, streamLogicalNames } from './names';
@@ -8,8 +10,22 @@ import type { Settings } from './settings';
 /** The function a custom metric comes from (its `service` dimension). */
 type Service = 'planner' | 'processor';
 
+/** A metric the function `S` publishes: an alarm on a name no function publishes does not type-check. */
+type MetricOf<S extends Service> = S extends 'planner' ? PlannerMetric : ProcessorMetric;
+
+/** A stream's custom metric by its function: [metric id in an expression, metric name, service, statistic]. */
+type MetricRef = [string, PlannerMetric, 'planner', string] | [string, ProcessorMetric, 'processor', string];
+
 /** One custom metric of a stream, for an alarm's metric math. */
-function metric(s: Settings, id: string, name: string, service: Service, stream: string, stat: string, periodSeconds: number) {
+function metric<S extends Service>(
+  s: Settings,
+  id: string,
+  name: MetricOf<S>,
+  service: S,
+  stream: string,
+  stat: string,
+  periodSeconds: number,
+) {
   return {
     Id: id,
     ReturnData: false,
@@ -50,7 +66,9 @@ type AlarmContext = { s: Settings; prefix: string; periodSeconds: number };
  * A stream's count of something that needs an operator, on one custom metric: alarms after
  * `evaluationPeriods` consecutive periods above 0.
  */
-type CountAlarm = { name: string; metricName: string; service: Service; evaluationPeriods: number; description: string };
+type CountAlarm = { name: string; evaluationPeriods: number; description: string } & (
+  { metricName: PlannerMetric; service: 'planner' } | { metricName: ProcessorMetric; service: 'processor' }
+);
 
 function countAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: string, what: CountAlarm): CfnResource {
   return alarm({
@@ -76,8 +94,7 @@ function countAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: string
 type SumAlarm = {
   name: string;
   description: string;
-  /** [metric id in the expression, metric name, service, statistic] */
-  metrics: [string, string, Service, string][];
+  metrics: MetricRef[];
   expressionId: string;
   label: string;
 };
@@ -87,7 +104,7 @@ function sumAlarm({ s, prefix, periodSeconds }: AlarmContext, streamId: string, 
     AlarmName: `${prefix}-${streamId}-${what.name}`,
     AlarmDescription: `Stream ${streamId}: ${what.description}`,
     Metrics: [
-      ...what.metrics.map(([id, name, service, stat]) => metric(s, id, name, service, streamId, stat, periodSeconds)),
+      ...what.metrics.map(([id, name, service, stat]) => metric<Service>(s, id, name, service, streamId, stat, periodSeconds)),
       { Id: what.expressionId, Expression: what.metrics.map(([id]) => `FILL(${id}, 0)`).join(' + '), Label: what.label, ReturnData: true },
     ],
     ComparisonOperator: 'GreaterThanThreshold',
@@ -144,7 +161,7 @@ function noTickAlarm({ s, prefix }: AlarmContext, stream: StreamConfig): CfnReso
       'lease and last tick), the planner-errors and planner-not-running alarms, ' +
       "the planner's log (slow ticks: Kafka or the ledger; a timed-out invocation) and the schedule's dead-letter queue.",
     Namespace: s.metricsNamespace,
-    MetricName: 'TickGapMs',
+    MetricName: 'TickGapMs' satisfies PlannerMetric,
     Dimensions: [
       { Name: 'service', Value: 'planner' },
       { Name: 'stream', Value: stream.id },
