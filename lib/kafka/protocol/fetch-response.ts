@@ -21,6 +21,7 @@ import { crc32c, loadCrc32c } from './crc32c';
 import type { KafkaRecord } from '../../ports/range-reader';
 import { KafkaError } from '../../errors';
 import { decodeBatchRecords } from './record-batch';
+import { Reader, safeOffset } from './reader';
 
 /** A record batch's header, and its records decoded on demand. */
 export type FetchedBatch = {
@@ -72,7 +73,6 @@ export type FetchResponse = {
   partitions: FetchedPartition[];
 };
 
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const RECORD_BATCH_MAGIC = 2;
 /** baseOffset (8) + batchLength (4): the part of a batch header outside `batchLength`. */
 const LOG_OVERHEAD = 12;
@@ -92,62 +92,6 @@ export type DecodeOptions = {
   /** Verify each batch's CRC32C, as Java's consumer does by default (`check.crcs`). Default true. */
   checkCrcs?: boolean;
 };
-
-function safeOffset(value: bigint, what: string): number {
-  if (value > MAX_SAFE || value < -MAX_SAFE) {
-    throw new KafkaError(`${what} ${value} is beyond Number.MAX_SAFE_INTEGER and cannot be represented exactly`);
-  }
-  return Number(value);
-}
-
-/** A cursor over big-endian Kafka primitives. */
-class Reader {
-  pos = 0;
-  constructor(readonly buf: Buffer) {}
-  need(bytes: number): void {
-    if (this.pos + bytes > this.buf.length) throw new KafkaError('Fetch response is truncated');
-  }
-  int16(): number {
-    this.need(2);
-    const v = this.buf.readInt16BE(this.pos);
-    this.pos += 2;
-    return v;
-  }
-  int32(): number {
-    this.need(4);
-    const v = this.buf.readInt32BE(this.pos);
-    this.pos += 4;
-    return v;
-  }
-  int64(what: string): number {
-    this.need(8);
-    const v = this.buf.readBigInt64BE(this.pos);
-    this.pos += 8;
-    return safeOffset(v, what);
-  }
-  int64String(): string {
-    this.need(8);
-    const v = this.buf.readBigInt64BE(this.pos);
-    this.pos += 8;
-    return v.toString();
-  }
-  string(): string {
-    const length = this.int16();
-    if (length < 0) return '';
-    this.need(length);
-    const v = this.buf.toString('utf8', this.pos, this.pos + length);
-    this.pos += length;
-    return v;
-  }
-  bytes(): Buffer | null {
-    const length = this.int32();
-    if (length < 0) return null;
-    this.need(length);
-    const v = this.buf.subarray(this.pos, this.pos + length);
-    this.pos += length;
-    return v;
-  }
-}
 
 const noCheck = (): void => undefined;
 
@@ -220,34 +164,34 @@ export function decodeRecordBatches(
 export async function decodeFetchResponseV11(raw: Buffer, options: DecodeOptions = {}): Promise<FetchResponse> {
   // The faster checksum for large batches starts once per process (a settled promise after that).
   if (options.checkCrcs ?? true) await loadCrc32c();
-  const r = new Reader(raw);
-  const clientSideThrottleTime = r.int32();
-  const errorCode = r.int16();
-  r.int32(); // session id: sessionless fetches (id 0, epoch -1) only
+  const r = new Reader(raw, 'Fetch');
+  const clientSideThrottleTime = r.int32('throttle time');
+  const errorCode = r.int16('error code');
+  r.int32('session id'); // session id: sessionless fetches (id 0, epoch -1) only
   const partitions: FetchedPartition[] = [];
-  const topicCount = r.int32();
+  const topicCount = r.int32('topic count');
   for (let t = 0; t < topicCount; t++) {
-    const topic = r.string();
-    const partitionCount = r.int32();
+    const topic = r.string('topic name');
+    const partitionCount = r.int32(`${topic}: partition count`);
     for (let p = 0; p < partitionCount; p++) {
-      const partition = r.int32();
+      const partition = r.int32(`${topic}: partition index`);
       const where = `${topic}/${partition}`;
-      const partitionError = r.int16();
+      const partitionError = r.int16(`${where}: error code`);
       const highWatermark = r.int64(`${where}: high watermark`);
       const lastStableOffset = r.int64(`${where}: last stable offset`);
       const logStartOffset = r.int64(`${where}: log start offset`);
-      const abortedCount = r.int32();
+      const abortedCount = r.int32(`${where}: aborted transaction count`);
       let abortedTransactions: AbortedTransaction[] | null = null;
       if (abortedCount >= 0) {
         abortedTransactions = [];
         for (let i = 0; i < abortedCount; i++) {
-          const producerId = r.int64String();
+          const producerId = r.int64String(`${where}: aborted transaction producer id`);
           const firstOffset = r.int64(`${where}: aborted transaction first offset`);
           abortedTransactions.push({ producerId, firstOffset });
         }
       }
-      r.int32(); // preferred read replica: -1 unless the request named a rack (it never does)
-      const recordSet = r.bytes();
+      r.int32(`${where}: preferred read replica`); // preferred read replica: -1 unless the request named a rack (it never does)
+      const recordSet = r.bytes(`${where}: records`);
       const batches = recordSet ? decodeRecordBatches(recordSet, { topic, partition }, options) : [];
       partitions.push({
         topic,

@@ -10,6 +10,7 @@
  * response header v1's tagged fields.
  */
 import type { RawMetadata, RawPartitionMetadata, RawTopicMetadata } from '../cluster.kafkajs';
+import { Reader } from './reader';
 
 /** The flexible Metadata versions this codec reads and writes. */
 const MIN_TOPIC_ID_METADATA_VERSION = 10;
@@ -63,73 +64,6 @@ export function encodeMetadataRequest(version: number, topics: string[] | null, 
   return Buffer.concat(parts);
 }
 
-/** A bounds-checked reader over one response. */
-class Reader {
-  private pos = 0;
-  constructor(private readonly buf: Buffer) {}
-
-  private need(n: number, what: string): void {
-    if (this.pos + n > this.buf.length) {
-      throw new RangeError(`Metadata response truncated reading ${what} at byte ${this.pos} (${this.buf.length} bytes)`);
-    }
-  }
-  int8(what: string): number {
-    this.need(1, what);
-    return this.buf.readInt8(this.pos++);
-  }
-  int16(what: string): number {
-    this.need(2, what);
-    const v = this.buf.readInt16BE(this.pos);
-    this.pos += 2;
-    return v;
-  }
-  int32(what: string): number {
-    this.need(4, what);
-    const v = this.buf.readInt32BE(this.pos);
-    this.pos += 4;
-    return v;
-  }
-  uvarint(what: string): number {
-    let result = 0;
-    for (let shift = 0; shift < 35; shift += 7) {
-      this.need(1, what);
-      const b = this.buf[this.pos++] as number;
-      result += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) return result;
-    }
-    throw new RangeError(`Metadata response: unsigned varint of ${what} is longer than 5 bytes`);
-  }
-  bytes(n: number, what: string): Buffer {
-    this.need(n, what);
-    const v = this.buf.subarray(this.pos, this.pos + n);
-    this.pos += n;
-    return v;
-  }
-  /** COMPACT_NULLABLE_STRING: length + 1, 0 = null. */
-  compactString(what: string): string | null {
-    const n = this.uvarint(what);
-    return n === 0 ? null : this.bytes(n - 1, what).toString('utf8');
-  }
-  /** COMPACT_ARRAY: length + 1, 0 = null (read as empty). */
-  compactArray<T>(what: string, item: (r: Reader) => T): T[] {
-    const n = this.uvarint(what);
-    const out: T[] = [];
-    for (let i = 0; i < n - 1; i++) out.push(item(this));
-    return out;
-  }
-  /** Tagged fields: none of them is needed here, so they are skipped. */
-  skipTaggedFields(what: string): void {
-    const count = this.uvarint(`${what} tagged field count`);
-    for (let i = 0; i < count; i++) {
-      this.uvarint(`${what} tag`);
-      this.bytes(this.uvarint(`${what} tag size`), `${what} tag data`);
-    }
-  }
-  done(): boolean {
-    return this.pos === this.buf.length;
-  }
-}
-
 /** Kafka prints topic ids as URL-safe base64 without padding (Uuid.toString), as `kafka-topics --describe` does. */
 export function formatTopicId(uuid: Buffer): string | undefined {
   return uuid.equals(ZERO_UUID) ? undefined : uuid.toString('base64url');
@@ -154,7 +88,7 @@ function partition(r: Reader): RawPartitionMetadata {
 function topic(r: Reader): RawTopicMetadata & { topicId?: string } {
   const topicErrorCode = r.int16('topic error code');
   const name = r.compactString('topic name') ?? '';
-  const topicId = formatTopicId(r.bytes(16, 'topic id'));
+  const topicId = formatTopicId(r.raw(16, 'topic id'));
   const isInternal = r.int8('is internal') !== 0;
   const partitionMetadata = r.compactArray('partitions', partition);
   r.int32('topic authorized operations');
@@ -167,7 +101,7 @@ function topic(r: Reader): RawTopicMetadata & { topicId?: string } {
  * kafkajs's own metadata shape plus each topic's id, so kafkajs's broker pool can keep using it.
  */
 export function decodeMetadataResponse(version: number, raw: Buffer): RawMetadata {
-  const r = new Reader(raw);
+  const r = new Reader(raw, 'Metadata');
   r.skipTaggedFields('response header');
   const throttleTimeMs = r.int32('throttle time');
   const brokers = r.compactArray('brokers', (x) => {
