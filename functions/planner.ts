@@ -21,6 +21,7 @@ import { addPlannerMetric, recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload, type PlannerRequest } from '../lib/planner/payload';
 import { runPlanner, type StreamPlanReport } from '../lib/planner/run';
 import { awsRuntime, kafkaLogTo, type Runtime } from '../lib/runtime/aws';
+import { metricsNamespaceFrom } from '../lib/runtime/metrics-namespace';
 
 /** Raised after all streams ran when at least one failed, so Lambda records the invocation as failed. */
 export class PlannerRunFailedError extends AppError {
@@ -40,7 +41,7 @@ export type PlannerHandlerOptions = {
 /** A planner handler; `handler` below is the deployed one. */
 export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
   const logger = opts.logger ?? new Logger({ serviceName: 'planner' });
-  const metrics = opts.metrics ?? new Metrics({ namespace: process.env.METRICS_NAMESPACE ?? 'KafkaLambdaDirect', serviceName: 'planner' });
+  const metrics = opts.metrics ?? new Metrics({ namespace: metricsNamespaceFrom(process.env), serviceName: 'planner' });
   const runtime = opts.runtime ?? (() => awsRuntime(process.env, { kafkaLog: kafkaLogTo(logger) }));
 
   async function plan(event: unknown, context: Context) {

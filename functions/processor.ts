@@ -15,10 +15,11 @@ import { peek } from '../lib/processor/peek';
 import { processRanges } from '../lib/processor/process-range';
 import { countsToPublish, invocationCounts, rangesSummary } from '../lib/processor/invocation-metrics';
 import { publishMetricsWhenAny } from '../lib/runtime/publish-metrics';
+import { metricsNamespaceFrom } from '../lib/runtime/metrics-namespace';
 import { awsRuntime, kafkaLogTo } from '../lib/runtime/aws';
 
 const logger = new Logger({ serviceName: 'processor' });
-const metrics = new Metrics({ namespace: process.env.METRICS_NAMESPACE ?? 'KafkaLambdaDirect', serviceName: 'processor' });
+const metrics = new Metrics({ namespace: metricsNamespaceFrom(process.env), serviceName: 'processor' });
 
 async function processor(event: unknown, context: Context, opts?: { signal?: AbortSignal }) {
   const rt = awsRuntime(process.env, { kafkaLog: kafkaLogTo(logger) });

@@ -9,6 +9,7 @@ import { HANDLERS, resolveHandler } from '../../lib/handlers';
 import { createSecretResolver, type SecretResolver } from '../../lib/kafka/secrets';
 import { resolveHandlerSecrets } from '../../lib/processor/handler-secrets';
 import { processorEnvironment } from './functions';
+import { DEFAULT_METRICS_NAMESPACE } from '../../lib/runtime/metrics-namespace';
 
 /** The stage's params or streams config cannot be deployed as they are; the message says why. */
 export class DeployConfigError extends AppError {
@@ -192,7 +193,7 @@ export function parseSettings(raw: RawSettings): Settings {
     tableDeletionPolicy: deletionPolicy(raw.tableDeletionPolicy),
     vpc: subnetIds.length ? { subnetIds, securityGroupIds } : undefined,
     auditLogTable: String(raw.auditLogTable ?? '').trim() || undefined,
-    metricsNamespace: String(raw.metricsNamespace || 'KafkaLambdaDirect'),
+    metricsNamespace: String(raw.metricsNamespace || DEFAULT_METRICS_NAMESPACE),
     lagAlarmThreshold: int('lagAlarmThreshold', raw.lagAlarmThreshold ?? 10000, { min: 0 }),
     lagAlarmMinutes: int('lagAlarmMinutes', raw.lagAlarmMinutes ?? 15, { min: 2, max: 1440 }),
     alarmEmail: String(raw.alarmEmail ?? '').trim() || undefined,

@@ -158,10 +158,13 @@ const withContext =
 module.exports = {
   /** Resource names (tables, functions) derived from service and stage. */
   names: withContext(({ settings }) => settings.names),
+  /** The functions' metrics namespace (the param, or lib/runtime/metrics-namespace.ts's default). */
+  metricsNamespace: withContext(({ settings }) => settings.metricsNamespace),
   /** Per-function IAM roles (Resources). */
   iamRoles: withContext(({ settings, config }) => builders.iamRoles(settings, config)),
-  /** The sink tables the streams declare (Resources, Outputs). */
+  /** The ledger table, from lib/ledger/table.ts (Resources, Outputs). */
   ledgerTable: withContext(({ settings }) => builders.ledgerTableResources(settings)),
+  /** The sink tables the streams declare (Resources, Outputs). */
   sinkTables: withContext(({ settings, config }) => builders.sinkTableResources(settings, config)),
   /** Schedule role / DLQ policy (Resources) and the schedule target's retry and DLQ settings (extensions). */
   schedule: withContext(({ settings }) => builders.schedule(settings)),

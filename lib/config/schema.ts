@@ -14,6 +14,10 @@ import { compilePattern, MAX_FILTERS, type FilterPattern } from '../filters/patt
 import { formatIssues, issueMessage, unknownKeysMessage } from './issues';
 import { isInternalTopic, isValidTopicName, regexSourceError, topicMatcher } from './topics';
 
+/** A folded batch's default bounds (`processor.foldMaxItems`, `foldMaxRecords`): the fold committer's budget starts from them. */
+export const DEFAULT_FOLD_MAX_ITEMS = 50_000;
+export const DEFAULT_FOLD_MAX_RECORDS = 500_000;
+
 // ---------------------------------------------------------------------------------------------
 // Defaults (exported so docs, tests and the planner quote one source of truth).
 
@@ -286,9 +290,9 @@ const processorSchema = strictObject({
   /** ...or this long after it (and always when the range or the invocation ends). */
   commitEveryMs: positiveInt.default(5_000),
   /** Folded exactly-once handlers: distinct sink items a batch holds before it is written (memory bound). */
-  foldMaxItems: positiveInt.default(50_000),
+  foldMaxItems: positiveInt.default(DEFAULT_FOLD_MAX_ITEMS),
   /** Folded exactly-once handlers: records folded into one batch at most (what a crash makes the next invocation redo). */
-  foldMaxRecords: positiveInt.default(500_000),
+  foldMaxRecords: positiveInt.default(DEFAULT_FOLD_MAX_RECORDS),
   /** Small ranges share an invocation (see lib/offsets/share.ts); `false` gives every range its own. */
   shareInvocations: shareInvocationsSchema.prefault({}),
 })

@@ -13,6 +13,7 @@
  * it and is isolated as in chunk mode (retried, then dead-lettered or stopping the partition).
  */
 import { mapWithConcurrency } from '../concurrency';
+import { DEFAULT_FOLD_MAX_ITEMS, DEFAULT_FOLD_MAX_RECORDS } from '../config/schema';
 import { AppError } from '../errors';
 import { fitsOneCommit } from '../ports/commit-limits';
 import type { RangeState } from '../ports/ledger-state';
@@ -39,8 +40,8 @@ export type FoldBudget = {
 };
 
 export const DEFAULT_FOLD_BUDGET: FoldBudget = {
-  maxItems: 50_000,
-  maxRecords: 500_000,
+  maxItems: DEFAULT_FOLD_MAX_ITEMS,
+  maxRecords: DEFAULT_FOLD_MAX_RECORDS,
   atomicMaxWrites: Number.POSITIVE_INFINITY, // capped by the ledger's limits
   writeGroupSize: Number.POSITIVE_INFINITY, // capped by the ledger's limits
   // Each group's writes go out a few at a time too (the DynamoDB ledger's MARKED_WRITE_CONCURRENCY).
