@@ -14,9 +14,12 @@ export function isValidTopicName(name: string): boolean {
   return TOPIC_NAME.test(name) && name !== '.' && name !== '..';
 }
 
-/** True for broker-internal topics, which a stream never consumes. */
-export function isInternalTopic(name: string): boolean {
-  return name.startsWith(INTERNAL_TOPIC_PREFIX);
+/**
+ * True for broker-internal topics, which a stream never consumes: by the broker's own flag where
+ * Metadata gives one (`isInternal`), else by name.
+ */
+export function isInternalTopic(name: string, isInternal?: boolean): boolean {
+  return isInternal === true || name.startsWith(INTERNAL_TOPIC_PREFIX);
 }
 
 /** Why `source` is not a usable JS regex, or undefined when it is. */
@@ -30,12 +33,14 @@ export function regexSourceError(source: string): string | undefined {
 }
 
 /**
- * The stream's `topicPattern` as a RegExp matching whole topic names. Wrapping in `^(?:...)$` is
- * sound only for a source that is a valid regex on its own (else `a)|(b` would escape the group),
- * which config validation guarantees.
+ * A topic pattern (the stream's `topicPattern`, or a RegExp a caller passes) as a RegExp matching
+ * whole topic names. Wrapping in `^(?:...)$` is sound only for a source that is a valid regex on its
+ * own (else `a)|(b` would escape the group), which config validation and RegExp guarantee. A RegExp
+ * keeps its flags but g and y, whose lastIndex would make `test` stateful.
  */
-export function anchoredTopicPattern(source: string): RegExp {
-  return new RegExp(`^(?:${source})$`);
+export function anchoredTopicPattern(pattern: string | RegExp): RegExp {
+  if (typeof pattern === 'string') return new RegExp(`^(?:${pattern})$`);
+  return new RegExp(`^(?:${pattern.source})$`, pattern.flags.replace(/[gy]/g, ''));
 }
 
 /** The part of a stream config that says which topics it reads. */

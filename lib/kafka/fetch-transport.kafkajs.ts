@@ -9,7 +9,8 @@ import { EARLIEST_TIMESTAMP, ISOLATION_LEVEL, KafkajsCluster, LATEST_TIMESTAMP }
 import { KafkaError } from '../errors';
 import { PartitionNotFoundError } from '../ports/range-reader';
 import { toSafeOffset } from './metadata.kafkajs';
-import { INVALID_TOPIC_EXCEPTION, NO_ERROR, protocolFailure, UNKNOWN_TOPIC_OR_PARTITION, type FetchTransport } from './range-reader';
+import { isMissingTopicCode, NO_ERROR } from './protocol/error-codes';
+import { protocolFailure, type FetchTransport } from './range-reader';
 import { systemClock, type Clock } from './retry';
 
 /** The kafkajs transport: leaders from (cached) metadata, Fetch and ListOffsets to the leader. */
@@ -30,7 +31,7 @@ export function createKafkajsTransport(
     const metadata = await getCluster().metadata([topic]);
     const now = clock.now();
     const t = metadata.topicMetadata.find((x) => x.topic === topic);
-    if (!t || t.topicErrorCode === UNKNOWN_TOPIC_OR_PARTITION || t.topicErrorCode === INVALID_TOPIC_EXCEPTION) {
+    if (!t || isMissingTopicCode(t.topicErrorCode)) {
       throw new PartitionNotFoundError(`topic ${topic} does not exist (deleted, or never created)`, { topic, partition });
     }
     if (t.topicErrorCode !== NO_ERROR) throw protocolFailure(`${topic}/${partition} (metadata)`, t.topicErrorCode);

@@ -6,17 +6,18 @@
  */
 import type { Kafka } from 'kafkajs';
 import { ValidationError } from '../errors';
-import type {
-  CommittedOffset,
-  IsolationLevel,
-  KafkaMetadata,
-  OffsetsAnswer,
-  PartitionOffsets,
-  TimestampOffset,
-  TimestampOffsetsAnswer,
-  TopicPartitions,
-  UnavailableCode,
-  UnavailablePartition,
+import {
+  checkIsolationLevel,
+  type CommittedOffset,
+  type IsolationLevel,
+  type KafkaMetadata,
+  type OffsetsAnswer,
+  type PartitionOffsets,
+  type TimestampOffset,
+  type TimestampOffsetsAnswer,
+  type TopicPartitions,
+  type UnavailableCode,
+  type UnavailablePartition,
 } from '../ports/kafka-metadata';
 import {
   EARLIEST_TIMESTAMP,
@@ -30,6 +31,8 @@ import {
 import { KafkaError } from '../errors';
 import { CONNECTION_ERROR_NAMES, isRetriableKafkaError, toKafkaError } from './errors';
 import { partitionKey } from '../ranges';
+import { anchoredTopicPattern, isInternalTopic } from '../config/topics';
+import { isMissingTopicCode, NO_ERROR } from './protocol/error-codes';
 
 export type KafkajsMetadataOptions = {
   /** Extra attempts after a retriable error (stale leader, lost connection), metadata refreshed each time. Default 5. */
@@ -54,16 +57,8 @@ export type KafkajsMetadata = KafkaMetadata & {
   requestCounts(): Record<string, number>;
 };
 
-const NO_ERROR = 0;
-const UNKNOWN_TOPIC_OR_PARTITION = 3;
-const INVALID_TOPIC_EXCEPTION = 17;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const UNKNOWN = 'UNKNOWN_TOPIC_OR_PARTITION';
-
-/** Internal topics (`__consumer_offsets`, `__transaction_state`, `__share_group_state`, ...). */
-function isInternalTopic(topic: string, isInternal?: boolean): boolean {
-  return isInternal === true || topic.startsWith('__');
-}
 
 /** A Kafka int64 offset (kafkajs gives strings) as a number; rejects what a number cannot hold exactly. */
 export function toSafeOffset(value: string, what: string): number {
@@ -103,17 +98,8 @@ function flatten(partitions: TopicPartitions[]): TP[] {
   return out;
 }
 
-function checkIsolationLevel(level: IsolationLevel): number {
-  if (level !== 'read_committed' && level !== 'read_uncommitted') {
-    throw new ValidationError(`isolation level must be read_committed or read_uncommitted, not ${JSON.stringify(level)}`);
-  }
-  return ISOLATION_LEVEL[level];
-}
-
-/** `pattern` as a whole-name matcher (without g/y, whose lastIndex would make `test` stateful). */
-function wholeName(pattern: RegExp): RegExp {
-  return new RegExp(`^(?:${pattern.source})$`, pattern.flags.replace(/[gy]/g, ''));
-}
+/** The protocol's number for an isolation level, the level checked first. */
+const isolationLevelCode = (level: IsolationLevel): number => ISOLATION_LEVEL[checkIsolationLevel(level)];
 
 function topicError(topic: string, code: number): KafkaError {
   const cause = protocolError(code);
@@ -175,7 +161,7 @@ function groupByLeader(metadata: RawMetadata, tps: TP[]): { leaders: Map<number,
     const t = byName.get(topic);
     const p = t?.topicErrorCode === NO_ERROR ? t.partitionMetadata.find((x) => x.partitionId === partition) : undefined;
     const k = partitionKey(topic, partition);
-    if (!t || t.topicErrorCode === UNKNOWN_TOPIC_OR_PARTITION || t.topicErrorCode === INVALID_TOPIC_EXCEPTION) {
+    if (!t || isMissingTopicCode(t.topicErrorCode)) {
       missing.set(k, { code: 'UNKNOWN_PARTITION', reason: `topic ${topic} does not exist`, retriable: false, type: UNKNOWN });
     } else if (t.topicErrorCode !== NO_ERROR) {
       const err = topicError(topic, t.topicErrorCode);
@@ -360,7 +346,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     timestampMs: number,
     isolationLevel: IsolationLevel,
   ): Promise<{ offsets: TimestampOffset[]; unavailable: Array<UnavailablePartition & { miss: Miss }> }> {
-    const level = checkIsolationLevel(isolationLevel);
+    const level = isolationLevelCode(isolationLevel);
     if (!Number.isSafeInteger(timestampMs) || timestampMs < 0) {
       throw new ValidationError(`timestamp must be a non-negative integer of milliseconds, not ${timestampMs}`);
     }
@@ -393,7 +379,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
         names = new Set(selector.topics.filter((t) => t !== '' && !isInternalTopic(t)));
         if (names.size === 0) return [];
       } else if (selector && 'pattern' in selector && selector.pattern instanceof RegExp) {
-        matcher = wholeName(selector.pattern);
+        matcher = anchoredTopicPattern(selector.pattern);
       } else {
         throw new ValidationError('describeTopics needs {topics: string[]} or {pattern: RegExp}');
       }
@@ -404,7 +390,7 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
         for (const t of metadata.topicMetadata) {
           if (isInternalTopic(t.topic, t.isInternal)) continue;
           if (wanted ? !wanted.has(t.topic) : !matcher!.test(t.topic)) continue;
-          if (t.topicErrorCode === UNKNOWN_TOPIC_OR_PARTITION || t.topicErrorCode === INVALID_TOPIC_EXCEPTION) continue;
+          if (isMissingTopicCode(t.topicErrorCode)) continue;
           if (t.topicErrorCode !== NO_ERROR) throw topicError(t.topic, t.topicErrorCode);
           // Partition-level errors (no leader, replica offline) do not make a partition disappear.
           const partitions = t.partitionMetadata.map((p) => p.partitionId).sort((a, b) => a - b);
@@ -415,14 +401,14 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
     },
 
     async fetchOffsets(partitions, isolationLevel) {
-      const level = checkIsolationLevel(isolationLevel);
+      const level = isolationLevelCode(isolationLevel);
       const tps = flatten(partitions);
       if (tps.length === 0) return [];
       return strict(await available(tps, [EARLIEST_TIMESTAMP, LATEST_TIMESTAMP], level, earliestLatest));
     },
 
     async fetchAvailableOffsets(partitions, isolationLevel): Promise<OffsetsAnswer> {
-      const level = checkIsolationLevel(isolationLevel);
+      const level = isolationLevelCode(isolationLevel);
       const tps = flatten(partitions);
       if (tps.length === 0) return { offsets: [], unavailable: [] };
       const { offsets, unavailable } = await available(tps, [EARLIEST_TIMESTAMP, LATEST_TIMESTAMP], level, earliestLatest);

@@ -13,6 +13,12 @@ import type {
   UnavailablePartition,
 } from '../ports/kafka-metadata';
 import { partitionKey } from '../ranges';
+import { anchoredTopicPattern, isInternalTopic } from '../config/topics';
+
+const matcherOf =
+  (re: RegExp) =>
+  (t: string): boolean =>
+    re.test(t);
 
 type Log = { earliest: number; latest: number; lastStable?: number; timestamps?: number[] };
 
@@ -169,10 +175,10 @@ export function createMemoryKafka(opts: { topicIds?: boolean } = {}): MemoryKafk
     },
     async describeTopics(selector): Promise<TopicPartitions[]> {
       requests++;
+      // As the kafkajs adapter: a pattern matches whole names, internal topics never.
+      const wanted = 'topics' in selector ? (t: string) => selector.topics.includes(t) : matcherOf(anchoredTopicPattern(selector.pattern));
       return [...topics.entries()]
-        .filter(
-          ([t]) => !t.startsWith('__') && !hidden.has(t) && ('topics' in selector ? selector.topics.includes(t) : selector.pattern.test(t)),
-        )
+        .filter(([t]) => !isInternalTopic(t) && !hidden.has(t) && wanted(t))
         .map(([topic, parts]) => ({ topic, partitions: parts.map((_, i) => i), ...(ids.has(topic) ? { topicId: ids.get(topic) } : {}) }));
     },
     async fetchOffsets(parts, level): Promise<PartitionOffsets[]> {

@@ -54,9 +54,11 @@ import type { KafkaRecord, RangeReader, ReadRequest, RecordChunk } from '../port
 import { controlRecordType, createAbortedBatchFilter } from './protocol/aborted';
 import { ISOLATION_LEVEL, protocolError, type FetchPartitionRequest } from './cluster.kafkajs';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
+import { checkIsolationLevel } from '../ports/kafka-metadata';
 import type { FetchedPartition, FetchResponse } from './protocol/fetch-response';
 import { backoffMs, DEFAULT_RETRY_POLICY, systemClock, withRetries, type Clock, type RetryPolicy } from './retry';
 import { isRetriableKafkaError } from './errors';
+import { isMissingTopicCode, NO_ERROR, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION } from './protocol/error-codes';
 
 export type RangeReaderOptions = {
   /** Default of `ReadRequest.maxChunkRecords`. Default 500. */
@@ -98,11 +100,6 @@ export type FetchTransport = {
   close(): Promise<void>;
 };
 
-/** Kafka protocol error codes the reader and its transports tell apart. */
-export const NO_ERROR = 0;
-const OFFSET_OUT_OF_RANGE = 1;
-export const UNKNOWN_TOPIC_OR_PARTITION = 3;
-export const INVALID_TOPIC_EXCEPTION = 17;
 const DEFAULT_MAX_CHUNK_RECORDS = 500;
 /**
  * 4 MiB: against 1 MiB (Java's max.partition.fetch.bytes) a quarter of the Fetch round trips, each
@@ -128,11 +125,7 @@ function checkRequest(req: ReadRequest, defaults: ChunkLimits): ChunkLimits {
     }
   }
   if (req.until < req.from) throw new ValidationError(`read: until ${req.until} is before from ${req.from}`);
-  if (req.isolationLevel !== 'read_committed' && req.isolationLevel !== 'read_uncommitted') {
-    throw new ValidationError(
-      `read: isolation level must be read_committed or read_uncommitted, not ${JSON.stringify(req.isolationLevel)}`,
-    );
-  }
+  checkIsolationLevel(req.isolationLevel, 'read');
   const maxChunkRecords = req.maxChunkRecords ?? defaults.maxChunkRecords;
   const maxFetchBytes = req.maxFetchBytes ?? defaults.maxFetchBytes;
   if (!Number.isInteger(maxChunkRecords) || maxChunkRecords < 1) {
@@ -323,7 +316,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
         const data = response.partitions.find((p) => p.topic === topic && p.partition === partition);
         if (!data) throw new KafkaError(`fetch ${where}: the response lacks the partition`, { retriable: true });
         if (data.errorCode === OFFSET_OUT_OF_RANGE) throw await offsetOutOfRange(topic, partition, offset);
-        if (data.errorCode === UNKNOWN_TOPIC_OR_PARTITION || data.errorCode === INVALID_TOPIC_EXCEPTION) {
+        if (isMissingTopicCode(data.errorCode)) {
           // Deleted, or metadata not yet propagated to this broker: the refreshed metadata of the
           // retry tells which (PartitionNotFoundError when the cluster no longer knows it).
           throw protocolFailure(where, UNKNOWN_TOPIC_OR_PARTITION);

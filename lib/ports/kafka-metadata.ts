@@ -2,7 +2,7 @@
  * Port: what the planner needs to know about Kafka. Offsets are plain numbers (int64 offsets stay
  * below 2^53 in practice; adapters reject anything larger rather than round it).
  */
-import { KafkaError } from '../errors';
+import { KafkaError, ValidationError } from '../errors';
 
 /**
  * A topic's partitions as the cluster reports them now. `topicId` (KIP-516) tells a topic deleted
@@ -15,6 +15,16 @@ export type TopicPartitions = { topic: string; partitions: number[]; topicId?: s
 export type PartitionOffsets = { topic: string; partition: number; earliest: number; latest: number };
 
 export type IsolationLevel = 'read_committed' | 'read_uncommitted';
+
+/**
+ * `level` when it is an isolation level, else a `ValidationError` (callers in plain JavaScript may
+ * pass anything); `where` prefixes the message (`read`).
+ */
+export function checkIsolationLevel(level: unknown, where?: string): IsolationLevel {
+  if (level === 'read_committed' || level === 'read_uncommitted') return level;
+  const prefix = where ? `${where}: ` : '';
+  throw new ValidationError(`${prefix}isolation level must be read_committed or read_uncommitted, not ${JSON.stringify(level)}`);
+}
 
 /**
  * Why a partition's offsets could not be read:
