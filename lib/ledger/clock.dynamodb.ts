@@ -15,6 +15,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import type { StoreClock } from '../ports/ledger';
+import { translatingClient } from './errors.dynamodb';
 import { keys } from './keys.dynamodb';
 
 /** Bounds are intersected over at most this long: local clock rate drift would make older ones wrong. */
@@ -77,10 +78,12 @@ export function createDynamoStoreClock(opts: { client: DynamoDBClient; tableName
     return { offsetMs: (bounds.loMs + bounds.hiMs) / 2, errorMs: (bounds.hiMs - bounds.loMs) / 2 };
   };
 
+  // A failed probe fails the lease decision waiting for it: as a StoreError naming the table, like the ledger's own requests.
+  const probing = translatingClient(opts.client, opts.tableName, "read the store's clock");
   const clock = async (): Promise<number> => {
     if (!offset()) {
       const probe = { pk: { S: keys.pk('') }, sk: { S: 'CLOCK' } };
-      await opts.client.send(new GetItemCommand({ TableName: opts.tableName, Key: probe, ProjectionExpression: 'pk' }));
+      await probing.send(new GetItemCommand({ TableName: opts.tableName, Key: probe, ProjectionExpression: 'pk' }));
     }
     // A store that sends no Date header (none known) leaves the local clock as the only one.
     return Math.round(local() + (offset()?.offsetMs ?? 0));

@@ -5,10 +5,9 @@
  * history items. The ledger rules' steps are compiled onto that layout (steps.dynamodb.ts) and sent
  * in as few requests as their items allow (requests.dynamodb.ts, writer.dynamodb.ts).
  */
-import { UNREACHABLE_CODES, unreachableWhere } from '../socket-errors';
-import { ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { AppError, ConfigurationError, MissingResourceError, StoreError, ThrottledError } from '../errors';
+import { isConditionOutcome, namingOperations, translateDynamoError } from './errors.dynamodb';
 import { CommitTooLargeError } from '../ports/commit-limits';
 import { SinkConditionError } from '../ports/sink-write';
 import type { Ledger } from '../ports/ledger';
@@ -42,66 +41,28 @@ export type DynamoLedgerOptions = {
 /** Requests (reads, statement batches, single UpdateItems) one `applyMarkedSinkWrites` call keeps in flight. */
 export const MARKED_WRITE_CONCURRENCY = 8;
 
-const THROTTLE_NAMES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
-
-/** Translates an SDK error into the project's error classes (the edge of the adapter). */
-export function translateDynamoError(err: unknown, what: string, tableName: string): Error {
-  if (err instanceof ResourceNotFoundException) {
-    return new MissingResourceError(`${what}: DynamoDB table ${tableName} does not exist`, { cause: err });
-  }
-  const reach = dynamoSetupError(err, what);
-  if (reach) return reach;
-  const name = (err as { name?: string })?.name ?? '';
-  if (THROTTLE_NAMES.has(name)) return new ThrottledError(`${what}: DynamoDB throttled after retries (${name})`, { cause: err });
-  return new StoreError(`${what}: ${name || 'error'}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
-}
-
-/**
- * A one-line error naming the setting to fix when `err` says DynamoDB was never reached: no region
- * (the SDK's "Region is missing") or a refused/unresolvable endpoint. Undefined for anything else.
- */
-export function dynamoSetupError(err: unknown, what: string): AppError | undefined {
-  if (err instanceof AppError) return err;
-  const e = (err ?? {}) as { message?: unknown; code?: unknown; address?: unknown; port?: unknown; hostname?: unknown };
-  if (e.message === 'Region is missing') {
-    return new ConfigurationError(`${what}: DynamoDB has no AWS region: set AWS_REGION (or DYNAMODB_ENDPOINT for the local stack)`, {
-      cause: err,
-    });
-  }
-  const hint = '[DYNAMODB_ENDPOINT, else the AWS_REGION endpoint]';
-  if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) {
-    return new StoreError(`${what}: cannot reach DynamoDB at ${unreachableWhere(e)} (${e.code}) ${hint}`, { cause: err });
-  }
-  // The SDK's retry layer turns a socket error it does not recognise as an Error (one from another
-  // realm, e.g. a VM context) into a message-only wrapper: the code and address survive in the text.
-  const m = typeof e.message === 'string' ? /\b(E[A-Z_]+) (\S+)$/.exec(e.message) : null;
-  if (m && UNREACHABLE_CODES.has(m[1] as string)) {
-    return new StoreError(`${what}: cannot reach DynamoDB at ${m[2]} (${m[1]}) ${hint}`, { cause: err });
-  }
-  return undefined;
-}
+// The error edge has its own module; these names stay importable from here.
+export { dynamoSetupError, translateDynamoError } from './errors.dynamodb';
 
 /** Creates the DynamoDB ledger; the client is the caller's (endpoint, credentials, retries). */
 export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const table = opts.tableName;
-  const doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
+  // Its failures name their operation (`DynamoDB Update on table ...`) when `send` translates them.
+  const client = namingOperations(opts.client);
+  const doc = namingOperations(DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } }));
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
 
   const send = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
     } catch (err) {
-      if (
-        (err as { name?: string })?.name === 'ConditionalCheckFailedException' ||
-        (err as { name?: string })?.name === 'TransactionCanceledException'
-      ) {
-        throw err;
-      }
+      // A lost condition is the caller's value (writer.dynamodb.ts reads it), not a failure.
+      if (isConditionOutcome(err)) throw err;
       throw translateDynamoError(err, what, table);
     }
   };
   const markedWriter = createMarkedWriter({
-    client: opts.client,
+    client,
     doc,
     send,
     sleep,

@@ -28,6 +28,7 @@ import { ofIncarnation } from '../ports/ledger-rules/incarnation';
 import type { PartitionState, RangeState } from '../ports/ledger-state';
 import { actionOf, ItemWriteBuilder } from './expression.dynamodb';
 import { entryName, entryToStored, groupKey, LEDGER_LAYOUT } from './groups.dynamodb';
+import { translatingClient } from './errors.dynamodb';
 import { historyItems } from './history.dynamodb';
 import { codec, type Item } from './items.dynamodb';
 import { keys, prefixQuery } from './keys.dynamodb';
@@ -51,7 +52,9 @@ type Old = { meta?: Item; partitions: Item[]; ranges: RangeState[] };
 
 /** The ledger migration of a table, on the caller's client. */
 export function createDynamoLedgerMigration(opts: { client: DynamoDBClient; tableName: string }) {
-  const doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
+  // Failures as StoreErrors naming the table; a lost condition stays the SDK's (takeMigrationLease reads it).
+  const from = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
+  const doc = translatingClient(from, opts.tableName, 'migrate the ledger layout');
   return { migrate: (stream: string, nowMs: number) => migrateLedgerLayout(doc, opts.tableName, stream, nowMs) };
 }
 

@@ -11,7 +11,7 @@ import {
   type CreateTableCommandInput,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { dynamoSetupError } from './ledger.dynamodb';
+import { translateDynamoError } from './errors.dynamodb';
 import { TTL_ATTRIBUTE } from './items.dynamodb';
 
 /** Key schema and on-demand billing (no index: the planner reads its partitions' group items by key). */
@@ -36,14 +36,17 @@ export async function ensureLedgerTable(client: DynamoDBClient, tableName: strin
     await client.send(new DescribeTableCommand({ TableName: tableName }));
     return;
   } catch (err) {
-    if (!(err instanceof ResourceNotFoundException)) throw dynamoSetupError(err, `ledger table ${tableName}`) ?? err;
+    if (!(err instanceof ResourceNotFoundException))
+      throw translateDynamoError(err, `ledger table ${tableName}`, tableName, 'DescribeTable');
   }
   try {
     await client.send(new CreateTableCommand(ledgerTableDefinition(tableName)));
   } catch (err) {
-    if (!(err instanceof ResourceInUseException)) throw err;
+    if (!(err instanceof ResourceInUseException)) throw translateDynamoError(err, `ledger table ${tableName}`, tableName, 'CreateTable');
   }
-  await client.send(
-    new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }),
-  );
+  await client
+    .send(new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }))
+    .catch((err: unknown) => {
+      throw translateDynamoError(err, `ledger table ${tableName}`, tableName, 'UpdateTimeToLive');
+    });
 }

@@ -19,6 +19,7 @@ import type { PartitionState } from '../ports/ledger-state';
 import { partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
+import { translateDynamoError } from '../ledger/errors.dynamodb';
 import { withOperatorLease } from './lease';
 import { replayNoProgressMessage, replayRefusedUnavailableMessage } from './messages';
 import { replayStreamConfig, replayStreamId } from './streams';
@@ -135,7 +136,7 @@ async function assertTable(ctx: OpsContext, tableName: string): Promise<void> {
         cause: err,
       });
     }
-    throw err;
+    throw translateDynamoError(err, `replay: sink table ${tableName}`, tableName, 'DescribeTable');
   }
 }
 

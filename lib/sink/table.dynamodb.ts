@@ -19,7 +19,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SinkTableKey } from '../config/schema';
 import { ConfigurationError, MissingResourceError } from '../errors';
-import { dynamoSetupError } from '../ledger/ledger.dynamodb';
+import { translateDynamoError } from '../ledger/errors.dynamodb';
 
 /** Key schema and attribute definitions of a declared sink table, on-demand billing. */
 export function sinkTableDefinition(
@@ -46,7 +46,7 @@ export async function createSinkTable(client: DynamoDBClient, name: string): Pro
   try {
     await client.send(new CreateTableCommand(sinkTableDefinition(name, PK_SINK_KEY)));
   } catch (err) {
-    if (!(err instanceof ResourceInUseException)) throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+    if (!(err instanceof ResourceInUseException)) throw translateDynamoError(err, `sink table ${name}`, name, 'CreateTable');
   }
 }
 
@@ -68,7 +68,7 @@ export async function ensureSinkTable(client: DynamoDBClient, name: string, key:
     return true;
   } catch (err) {
     if (err instanceof ResourceInUseException) return false;
-    throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+    throw translateDynamoError(err, `sink table ${name}`, name, 'CreateTable');
   }
 }
 
@@ -106,7 +106,7 @@ async function describeTable(client: DynamoDBClient, name: string): Promise<Tabl
     return (await client.send(new DescribeTableCommand({ TableName: name }))).Table ?? {};
   } catch (err) {
     if (err instanceof ResourceNotFoundException) return undefined;
-    throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+    throw translateDynamoError(err, `sink table ${name}`, name, 'DescribeTable');
   }
 }
 
@@ -124,7 +124,7 @@ export async function scanSinkItems(client: DynamoDBClient, name: string, limit:
       page = await client.send(new ScanCommand({ TableName: name, ConsistentRead: true, ExclusiveStartKey: start }));
     } catch (err) {
       if (err instanceof ResourceNotFoundException) throw new MissingResourceError(`sink table ${name} does not exist`, { cause: err });
-      throw dynamoSetupError(err, `sink table ${name}`) ?? err;
+      throw translateDynamoError(err, `sink table ${name}`, name, 'Scan');
     }
     for (const item of page.Items ?? []) if (items.length < limit) items.push(unmarshall(item));
     start = page.LastEvaluatedKey;

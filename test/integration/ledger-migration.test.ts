@@ -6,6 +6,7 @@
  * sink, what the earlier release applied included, and its finished ranges are in the history.
  */
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { StoreError } from '../../lib/errors';
 import { createDynamoLedgerMigration } from '../../lib/ledger/migrate.dynamodb';
 import { runCli } from '../../lib/cli/program';
 import { parseDeploymentConfig, type StreamConfig } from '../../lib/config/schema';
@@ -241,8 +242,14 @@ it('finishes a migration interrupted half-way when run again', async () => {
     },
     { step: 'initialize', name: 'failFirstDelete' },
   );
-  await expect(createDynamoLedgerMigration({ client: faulty, tableName: ledgerTable }).migrate(other, now)).rejects.toThrow(
-    'connection reset',
+  const interrupted = await createDynamoLedgerMigration({ client: faulty, tableName: ledgerTable })
+    .migrate(other, now)
+    .catch((e: unknown) => e);
+  expect((interrupted as Error).message).toContain('connection reset');
+  // Translated at the adapter's edge: one line naming the operation and the table, the SDK's failure as cause.
+  expect(interrupted).toBeInstanceOf(StoreError);
+  expect((interrupted as Error).message).toBe(
+    `migrate the ledger layout: DynamoDB BatchWrite on table ${ledgerTable} failed: Error: connection reset`,
   );
   expect(failed).toBe(1);
   faulty.destroy();
