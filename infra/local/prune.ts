@@ -13,6 +13,7 @@ import { parseToolResourceName, type Tool } from '../../lib/local/tool-names';
 import { emulatorClient } from './dynamodb';
 import { PERSISTENT, readState, type PersistentPlace } from './stack';
 import { withStackLock } from './stack-lock';
+import { strictArgs } from './args';
 
 export type PruneCandidate = { kind: 'topic' | 'table'; name: string; tool: Tool; createdAtMs: number };
 
@@ -22,15 +23,16 @@ const DAY_MS = 86_400_000;
 
 /** `[--dry-run] [--older-than <n>m|h|d]` (default one day). */
 export function parsePruneArgs(args: string[]): PruneOptions {
-  const opts: PruneOptions = { dryRun: false, olderThanMs: DAY_MS };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--dry-run') opts.dryRun = true;
-    else if (a === '--older-than') {
-      const m = /^(\d+)([mhd])$/.exec(args[++i] ?? '');
-      if (!m) throw new ValidationError(`--older-than takes an age like 30m, 12h or 2d, not ${JSON.stringify(args[i] ?? '')}`);
-      opts.olderThanMs = Number(m[1]) * { m: 60_000, h: 3_600_000, d: DAY_MS }[m[2] as 'm' | 'h' | 'd'];
-    } else throw new ValidationError(`usage: local:prune [--dry-run] [--older-than <n>m|h|d], not ${JSON.stringify(a)}`);
+  const { values } = strictArgs(
+    args,
+    { 'dry-run': { type: 'boolean' }, 'older-than': { type: 'string' } },
+    (a) => new ValidationError(`usage: local:prune [--dry-run] [--older-than <n>m|h|d], not ${JSON.stringify(a)}`),
+  );
+  const opts: PruneOptions = { dryRun: values['dry-run'] === true, olderThanMs: DAY_MS };
+  if (values['older-than'] !== undefined) {
+    const m = /^(\d+)([mhd])$/.exec(values['older-than']);
+    if (!m) throw new ValidationError(`--older-than takes an age like 30m, 12h or 2d, not ${JSON.stringify(values['older-than'])}`);
+    opts.olderThanMs = Number(m[1]) * { m: 60_000, h: 3_600_000, d: DAY_MS }[m[2] as 'm' | 'h' | 'd'];
   }
   return opts;
 }

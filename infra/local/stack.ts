@@ -20,6 +20,7 @@ import { ensureSystemPackages } from './system-packages';
 import { PrerequisiteError } from '../../lib/errors';
 import { localCommand } from '../../lib/local/cli-hint';
 import { LOCAL_ROOT } from '../../lib/paths';
+import { strictArgs } from './args';
 
 /** Project-local state: jar and virtualenv cache, persistent stack, per-run test stacks. */
 export const LOCAL_DIR = LOCAL_ROOT;
@@ -593,15 +594,13 @@ async function portsFree(ports: number[], timeoutMs = 30_000): Promise<void> {
 
 /** `--brokers N` (Kafka nodes of the local stack; default 1). */
 export function parseUpArgs(args: string[]): { kafkaNodes: number; secured: boolean } {
-  const secured = args.includes('--secured');
-  const rest = args.filter((a) => a !== '--secured');
-  if (rest.length === 0) return { kafkaNodes: 1, secured };
-  const [flag, value, ...more] = rest;
-  const n = Number(value);
-  if (flag !== '--brokers' || more.length > 0 || !Number.isInteger(n) || n < 1 || n > 9 || (secured && n > 1)) {
-    throw new PrerequisiteError(
+  const usage = () =>
+    new PrerequisiteError(
       `usage: local:up [--brokers N] [--secured] with N from 1 to 9 (--secured: one broker), not ${JSON.stringify(args.join(' '))}`,
     );
-  }
+  const { values } = strictArgs(args, { brokers: { type: 'string' }, secured: { type: 'boolean' } }, usage);
+  const secured = values.secured === true;
+  const n = values.brokers === undefined ? 1 : Number(values.brokers);
+  if (!Number.isInteger(n) || n < 1 || n > 9 || (secured && n > 1)) throw usage();
   return { kafkaNodes: n, secured };
 }
