@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { FailureDelivery } from '../ports/failure-destination';
 import type { DeadLetter, DeadLetterCause, DestinationKind } from '../ports/ledger-state';
 import { idempotencyKeyOf } from '../processor/handler-api';
+import { incarnationTopicName } from '../ports/ledger-rules/incarnation';
 
 /** The record's contents when the dead letter is built from the record as read (the processor's own delivery). */
 export type RecordContents = {
@@ -63,7 +64,7 @@ export type FailureRecord = ReturnType<typeof failureEnvelope> & { payload?: Pay
 
 /** The S3 object key of a dead letter: `<prefix><stream>/<topic>[~<incarnation>]/<partition:6>/<offset:20>.json`. */
 export function failureObjectKey(prefix: string, d: Pick<DeadLetter, 'stream' | 'topic' | 'partition' | 'offset' | 'incarnation'>): string {
-  const topic = d.incarnation ? `${d.topic}~${String(d.incarnation).padStart(4, '0')}` : d.topic;
+  const topic = incarnationTopicName(d.topic, d.incarnation);
   return `${prefix}${d.stream}/${topic}/${String(d.partition).padStart(6, '0')}/${String(d.offset).padStart(20, '0')}.json`;
 }
 

@@ -18,13 +18,14 @@
  */
 import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { ItemRef } from '../ports/ledger-rules/item-step';
+import { incarnationTopicName } from '../ports/ledger-rules/incarnation';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
 export type Key = { pk: string; sk: string };
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
 /** The topic part of a partition incarnation's item keys ('~' never occurs in topic names). */
-const seg = (topic: string, incarnation: number | undefined): string => (incarnation ? `${topic}~${pad(incarnation, 4)}` : topic);
+const seg = incarnationTopicName;
 
 export const keys = {
   pk: (stream: string): string => `S#${stream}`,

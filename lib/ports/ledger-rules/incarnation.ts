@@ -14,6 +14,15 @@ export function sameIncarnation(a: { incarnation?: number }, b: { incarnation?: 
   return incarnationOf(a) === incarnationOf(b);
 }
 
+/**
+ * The name an incarnation's items are filed under: the topic for the first, `<topic>~<n:4>` for a
+ * re-created one ('~' never occurs in topic names). The ledger's item keys, the outbox's order and
+ * the dead letters' S3 keys all use it, so they sort and read alike.
+ */
+export function incarnationTopicName(topic: string, incarnation: number | undefined): string {
+  return incarnation ? `${topic}~${String(incarnation).padStart(4, '0')}` : topic;
+}
+
 /** An item of one partition incarnation: its topic, partition and incarnation (absent = 0). */
 export type IncarnationRef = { topic: string; partition: number; incarnation?: number };
 

@@ -4,7 +4,7 @@
  */
 import { DELIVERY_GRACE_MS } from '../ledger';
 import { DESTINATION_KINDS, type DeadLetter, type DeadLetterRef, type PendingDelivery } from '../ledger-state';
-import { ofIncarnation } from './incarnation';
+import { incarnationTopicName, ofIncarnation } from './incarnation';
 
 /** The pending deliveries written with a dead letter: one per destination it names, due after the grace period. */
 export function pendingDeliveriesOf(d: DeadLetter): PendingDelivery[] {
@@ -32,6 +32,6 @@ export function sameDeadLetter(a: DeadLetterRef, b: DeadLetterRef): boolean {
  * keeps too): topic (with its incarnation), partition, offset, then destination by name.
  */
 export function deliveryOrderKey(p: PendingDelivery): string {
-  const topic = p.incarnation ? `${p.topic}~${String(p.incarnation).padStart(4, '0')}` : p.topic;
+  const topic = incarnationTopicName(p.topic, p.incarnation);
   return `${topic}#${String(p.partition).padStart(6, '0')}#${String(p.offset).padStart(16, '0')}#${p.destination}`;
 }

@@ -1,5 +1,11 @@
 /** The one rule for "the same topic incarnation": incarnation numbers (absent = 0) and topic ids (absent = unknown). */
-import { incarnationOf, ofIncarnation, sameIncarnation, topicIdChanged } from '../../../lib/ports/ledger-rules/incarnation';
+import {
+  incarnationOf,
+  incarnationTopicName,
+  ofIncarnation,
+  sameIncarnation,
+  topicIdChanged,
+} from '../../../lib/ports/ledger-rules/incarnation';
 
 describe('sameIncarnation', () => {
   it.each([
@@ -49,5 +55,16 @@ describe('topicIdChanged', () => {
     [undefined, undefined, false],
   ])('recorded %s, now %s: %s', (recorded, now, changed) => {
     expect(topicIdChanged(recorded, now)).toBe(changed);
+  });
+});
+
+describe('incarnationTopicName', () => {
+  it.each([
+    ['orders', undefined, 'orders'],
+    ['orders', 0, 'orders'],
+    ['orders', 1, 'orders~0001'],
+    ['orders', 12, 'orders~0012'],
+  ])('files %s incarnation %s under %s', (topic, incarnation, name) => {
+    expect(incarnationTopicName(topic, incarnation)).toBe(name);
   });
 });
