@@ -37,3 +37,8 @@ export function rangesOfPayload(p: RangePayload | RangesPayload): RangePayload[]
 export function partitionKey(topic: string, partition: number): string {
   return `${topic}/${partition}`;
 }
+
+/** A range's identity, `topic/partition/incarnation/from` (incarnation absent = 0): one range of one partition incarnation. */
+export function rangeIdentity(r: { topic: string; partition: number; incarnation?: number; from: number }): string {
+  return `${partitionKey(r.topic, r.partition)}/${r.incarnation ?? 0}/${r.from}`;
+}

@@ -10,6 +10,7 @@ import { RANGE_HISTORY_DAYS } from '../ports/ledger';
 import type { RangeState } from '../ports/ledger-state';
 import { TTL_ATTRIBUTE, type Item } from './items.dynamodb';
 import { keys } from './keys.dynamodb';
+import { rangeIdentity } from '../ranges';
 
 /** Bytes of ranges one history item holds at most (DynamoDB's item limit is 400 KB). */
 const MAX_HISTORY_ITEM_BYTES = 300_000;
@@ -68,7 +69,7 @@ export function rangesOfHistory(stream: string, items: readonly Item[]): RangeSt
   for (const item of items) {
     for (const [topic, entries] of Object.entries((item.rs ?? {}) as Record<string, Entry[]>)) {
       for (const [partition, from, until, records, epoch, plannedAtMs, finishedAtMs, attempts, dispatches, incarnation] of entries) {
-        const id = `${topic}/${partition}/${incarnation}/${from}`;
+        const id = rangeIdentity({ topic, partition, incarnation, from });
         if (seen.has(id)) continue;
         seen.add(id);
         out.push({

@@ -6,6 +6,7 @@
  */
 import type { StreamConfig } from '../config/schema';
 import type { RangeState } from '../ports/ledger-state';
+import { rangeIdentity } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 
@@ -18,7 +19,7 @@ export type HistoryFilter = {
 
 export type RangeHistory = { stream: string; sinceMs: number; ranges: RangeState[] };
 
-const identity = (r: RangeState): string => `${r.topic}/${r.partition}/${r.incarnation ?? 0}/${r.from}`;
+const identity = rangeIdentity;
 
 /** The finished ranges of `stream` matching `filter`, oldest first. */
 export async function streamHistory(ctx: Pick<OpsContext, 'ledger'>, stream: StreamConfig, filter: HistoryFilter): Promise<RangeHistory> {

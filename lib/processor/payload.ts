@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { ValidationError } from '../errors';
-import { MAX_RANGES_PER_INVOCATION, type RangePayload } from '../ranges';
+import { MAX_RANGES_PER_INVOCATION, rangeIdentity, type RangePayload } from '../ranges';
 import { invalidProcessorPayloadMessage, peekStreamRequiredMessage, unknownProcessorStreamMessage } from './messages';
 import { requirePeekTopic } from './peek';
 
@@ -28,7 +28,7 @@ const rangesSchema = z
       .min(1)
       .max(MAX_RANGES_PER_INVOCATION),
   })
-  .refine((p) => new Set(p.ranges.map((r) => `${r.topic}/${r.partition}/${r.incarnation ?? 0}/${r.from}`)).size === p.ranges.length, {
+  .refine((p) => new Set(p.ranges.map(rangeIdentity)).size === p.ranges.length, {
     message: 'names a range twice',
     path: ['ranges'],
   });

@@ -1,6 +1,6 @@
 /** One key per partition: `partitionKey`, which the DynamoDB ledger's stored entry names hash. */
 import { entryName } from '../../../lib/ledger/groups.dynamodb';
-import { partitionKey } from '../../../lib/ranges';
+import { partitionKey, rangeIdentity } from '../../../lib/ranges';
 
 describe('partitionKey', () => {
   it.each([
@@ -14,5 +14,13 @@ describe('partitionKey', () => {
     expect(entryName('orders', 0)).toBe('nvuwqd');
     expect(entryName('orders', 12)).toBe('d0pnvz');
     expect(entryName('a.b-c_d', 7)).toBe('299p4o');
+  });
+});
+
+describe('rangeIdentity', () => {
+  it('names a range by partition, incarnation (absent = 0) and start', () => {
+    expect(rangeIdentity({ topic: 'orders', partition: 3, from: 100 })).toBe('orders/3/0/100');
+    expect(rangeIdentity({ topic: 'orders', partition: 3, incarnation: 0, from: 100 })).toBe('orders/3/0/100');
+    expect(rangeIdentity({ topic: 'orders', partition: 3, incarnation: 2, from: 100 })).toBe('orders/3/2/100');
   });
 });
