@@ -11,7 +11,7 @@ import { PartitionNotFoundError } from '../ports/range-reader';
 import { toSafeOffset } from './metadata.kafkajs';
 import { isMissingTopicCode, NO_ERROR } from './protocol/error-codes';
 import { protocolFailure, type FetchTransport } from './range-reader';
-import { systemClock, type Clock } from './retry';
+import { systemClock, type Clock } from '../retry';
 
 /** The kafkajs transport: leaders from (cached) metadata, Fetch and ListOffsets to the leader. */
 export function createKafkajsTransport(

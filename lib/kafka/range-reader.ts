@@ -56,7 +56,8 @@ import { ISOLATION_LEVEL, protocolError, type FetchPartitionRequest } from './cl
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
 import { checkIsolationLevel } from '../ports/kafka-metadata';
 import type { FetchedPartition, FetchResponse } from './protocol/fetch-response';
-import { backoffMs, DEFAULT_RETRY_POLICY, systemClock, withRetries, type Clock, type RetryPolicy } from './retry';
+import { backoffMs, systemClock, type Clock, type RetryPolicy } from '../retry';
+import { KAFKA_CALL_RETRIES, withRetries } from './retry';
 import { isRetriableKafkaError } from './errors';
 import { isMissingTopicCode, NO_ERROR, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION } from './protocol/error-codes';
 
@@ -280,7 +281,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
   };
   const maxWaitMs = opts.maxWaitMs ?? 500;
   const stallTimeoutMs = opts.stallTimeoutMs ?? 30_000;
-  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
+  const policy: RetryPolicy = { ...KAFKA_CALL_RETRIES, ...opts.retry };
   const clock = opts.clock ?? systemClock;
   const missingGraceMs = opts.missingGraceMs ?? 5_000;
   const prefetch = opts.prefetch ?? true;

@@ -1,128 +1,59 @@
 /**
- * Bounded retries with exponential backoff for Kafka calls that may fail transiently (leader moved,
- * broker restarting, connection dropped). Bounded in total time, not only in attempts, so a reader
- * inside a Lambda never retries past its budget; an AbortSignal stops waiting at once.
+ * Bounded retries for Kafka calls that may fail transiently (leader moved, broker restarting,
+ * connection dropped), on the project's retry helper (lib/retry.ts). Bounded in total time, not in
+ * attempts, so a reader inside a Lambda never retries past its budget; an AbortSignal stops waiting
+ * at once. Giving up throws a retriable `KafkaError` naming the call, like every Kafka failure.
  */
 import { KafkaError } from '../errors';
-
-export type RetryPolicy = {
-  /** Backoff before the first retry; doubles per retry. */
-  initialBackoffMs: number;
-  /** Cap of one backoff. */
-  maxBackoffMs: number;
-  /** No retry starts once this much time has passed since the first attempt. */
-  maxElapsedMs: number;
-};
-
-/** 100 ms doubling to 2 s, at most 30 s in all: well inside a processor Lambda's budget. */
-export const DEFAULT_RETRY_POLICY: RetryPolicy = { initialBackoffMs: 100, maxBackoffMs: 2_000, maxElapsedMs: 30_000 };
-
-/** Time source and sleep, injectable so tests run without real waiting. */
-export type Clock = {
-  now(): number;
-  /** Resolves after `ms`, or rejects with the signal's reason once it aborts. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-};
-
-/** The reason an aborted signal carries (an AbortError DOMException unless the caller gave one). */
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
-/** Real time: Date.now and an abortable setTimeout. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(abortReason(signal));
-        return;
-      }
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        reject(abortReason(signal!));
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
-};
+import { retry, type Clock, type Random, type RetryPolicy } from '../retry';
 
 /**
- * `promise`, or a rejection with the signal's reason as soon as it aborts. The abandoned promise's
- * eventual rejection is swallowed (a request in flight cannot be recalled; its result is unused).
+ * One Fetch (the range reader): 100 ms doubling to 2 s, equal jitter, no retry starting past 30 s.
+ * A leader election takes a few seconds and a broker restart tens of them; 30 s rides those out and
+ * stays well inside a processor Lambda's budget (each attempt's kafkajs connect retries included).
  */
-export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(abortReason(signal));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => {
-      promise.catch(() => undefined);
-      reject(abortReason(signal));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
-}
+export const KAFKA_CALL_RETRIES: RetryPolicy = {
+  initialBackoffMs: 100,
+  maxBackoffMs: 2_000,
+  jitter: [0.5, 1],
+  maxElapsedMs: 30_000,
+  budget: 'retry-start',
+};
 
-/** Backoff before retry number `retry` (0-based): exponential, capped, with "equal jitter" (50-100 %). */
-export function backoffMs(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const ceiling = Math.min(policy.maxBackoffMs, policy.initialBackoffMs * 2 ** retry);
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
-
-export type RetryOptions = {
+export type KafkaRetryOptions = {
   /** Names the call in the error thrown when retries run out. */
   operation: string;
   policy: RetryPolicy;
   isRetriable(error: unknown): boolean;
-  /** Runs before each retry (e.g. mark the cached leader stale). */
+  /** Runs once a retry is decided, before its wait (e.g. mark the cached leader stale). */
   beforeRetry?(error: unknown, retry: number): void | Promise<void>;
   signal?: AbortSignal;
   clock?: Clock;
-  random?: () => number;
+  random?: Random;
 };
 
 /**
- * Runs `attempt` until it succeeds, fails with a non-retriable error (thrown as is), or the time
- * budget runs out (then a retriable `KafkaError` wrapping the last error is thrown).
+ * Runs `attempt` until it succeeds, fails with a non-retriable error (thrown as is), or the policy
+ * runs out (then a retriable `KafkaError` wrapping the last error is thrown).
  */
-export async function withRetries<T>(attempt: (retry: number) => Promise<T>, options: RetryOptions): Promise<T> {
-  const clock = options.clock ?? systemClock;
-  const { signal, policy } = options;
-  const startedAt = clock.now();
-  for (let retry = 0; ; retry++) {
-    if (signal?.aborted) throw abortReason(signal);
-    try {
-      return await abortable(attempt(retry), signal);
-    } catch (error) {
-      if (signal?.aborted) throw abortReason(signal);
-      if (!options.isRetriable(error)) throw error;
-      const delayMs = backoffMs(retry, policy, options.random);
-      const elapsedMs = clock.now() - startedAt;
-      if (elapsedMs + delayMs > policy.maxElapsedMs) {
-        const last = error as { message?: unknown; type?: unknown } | undefined;
-        throw new KafkaError(
-          `${options.operation}: gave up after ${retry + 1} attempts in ${elapsedMs} ms: ${String(last?.message ?? error)}`,
-          { cause: error, type: typeof last?.type === 'string' ? last.type : undefined, retriable: true },
-        );
-      }
-      await clock.sleep(delayMs, signal);
-      await options.beforeRetry?.(error, retry);
-    }
-  }
+export function withRetries<T>(attempt: (retry: number) => Promise<T>, options: KafkaRetryOptions): Promise<T> {
+  const { beforeRetry } = options;
+  return retry(attempt, options.policy, {
+    isRetriable: options.isRetriable,
+    signal: options.signal,
+    clock: options.clock,
+    random: options.random,
+    ...(beforeRetry && { onRetry: (reason, { retry: n }) => beforeRetry('error' in reason ? reason.error : undefined, n) }),
+    giveUp: (error, { attempts, elapsedMs }) => {
+      const last = error as { message?: unknown; type?: unknown } | undefined;
+      return new KafkaError(
+        `${options.operation}: gave up after ${attempts} attempts in ${elapsedMs} ms: ${String(last?.message ?? error)}`,
+        {
+          cause: error,
+          type: typeof last?.type === 'string' ? last.type : undefined,
+          retriable: true,
+        },
+      );
+    },
+  });
 }

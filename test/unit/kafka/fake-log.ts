@@ -6,7 +6,7 @@ import type { FetchPartitionRequest } from '../../../lib/kafka/cluster.kafkajs';
 import type { FetchedBatch, FetchResponse } from '../../../lib/kafka/protocol/fetch-response';
 import type { KafkaRecord } from '../../../lib/ports/range-reader';
 import type { FetchTransport } from '../../../lib/kafka/range-reader';
-import type { Clock } from '../../../lib/kafka/retry';
+import type { Clock } from '../../../lib/retry';
 
 export type BatchSpec = {
   base: number;

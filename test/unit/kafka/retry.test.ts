@@ -1,9 +1,10 @@
 /** Bounded exponential backoff and abortable waits. */
 import { KafkaError } from '../../../lib/errors';
-import { abortable, backoffMs, systemClock, withRetries, type RetryPolicy } from '../../../lib/kafka/retry';
+import { withRetries } from '../../../lib/kafka/retry';
+import { abortable, backoffMs, systemClock, type RetryPolicy } from '../../../lib/retry';
 import { FakeClock } from './fake-log';
 
-const policy: RetryPolicy = { initialBackoffMs: 100, maxBackoffMs: 1_000, maxElapsedMs: 3_000 };
+const policy = { initialBackoffMs: 100, maxBackoffMs: 1_000, maxElapsedMs: 3_000 } satisfies RetryPolicy;
 const retriable = Object.assign(new Error('not leader'), { retriable: true, type: 'NOT_LEADER_FOR_PARTITION' });
 
 describe('backoffMs', () => {
