@@ -25,7 +25,8 @@ import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamod
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { mapWithConcurrency } from '../concurrency';
 import { markAttribute, type MarkedWritesOutcome, type SinkMark, type SinkWrite } from '../ports/sink-write';
-import { backoffMs, CONFLICT_RETRIES, isTransient } from './retry.dynamodb';
+import { isTransient, LEDGER_CONFLICT_RETRIES } from './retry.dynamodb';
+import { clockWithSleep, retry } from '../retry';
 import { markedSinkAction } from './sink.dynamodb';
 import { planMarkedStatement, type MarkedWriteInput } from './statements.dynamodb';
 import type { TxAction } from './transactions.dynamodb';
@@ -54,27 +55,30 @@ type Outcome = 'applied' | 'skipped';
 /** Creates the writer of marked sink writes; it remembers which update expressions DynamoDB accepted. */
 export function createMarkedWriter(deps: MarkedWriterDeps) {
   const validated = new Set<string>();
+  const clock = clockWithSleep(deps.sleep);
   const accepted = (p: Prepared) => validated.size < MAX_VALIDATED_EXPRESSIONS && validated.add(p.validation);
   let statementsRefused = false;
 
   /** One marked write as a plain conditional UpdateItem, retried alone after throttling or a 5xx. */
-  const applyOne = async (what: string, p: Prepared): Promise<Outcome> => {
+  const applyOne = (what: string, p: Prepared): Promise<Outcome> => {
     const input = p.action.Update as ConstructorParameters<typeof UpdateCommand>[0];
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await deps.send(what, () => deps.doc.send(new UpdateCommand(input)));
-        accepted(p);
-        return 'applied';
-      } catch (err) {
-        if (err instanceof ConditionalCheckFailedException) {
+    return retry(
+      async (): Promise<Outcome> => {
+        try {
+          await deps.send(what, () => deps.doc.send(new UpdateCommand(input)));
+          accepted(p);
+          return 'applied';
+        } catch (err) {
+          if (!(err instanceof ConditionalCheckFailedException)) throw err;
           accepted(p);
           return 'skipped';
         }
-        // Its mark makes the write safe to send again even after an ambiguous server error.
-        if (!isTransient(err) || attempt >= CONFLICT_RETRIES) throw err;
-        await deps.sleep(backoffMs(attempt));
-      }
-    }
+      },
+      LEDGER_CONFLICT_RETRIES,
+      // Its mark makes the write safe to send again even after an ambiguous server error. What
+      // reaches here outlasted the SDK's own attempts (3 per send): see lib/retry.ts on the stack.
+      { isRetriable: isTransient, clock },
+    );
   };
 
   /** Item images by key, read eventually consistent; a key left out (unprocessed, failed) has no entry. */

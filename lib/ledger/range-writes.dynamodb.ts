@@ -62,7 +62,9 @@ export function createRangeWrites(table: string, reads: LedgerReads, writer: Wri
   /**
    * Lease takes of ranges of one group in one UpdateItem; when a condition fails, each take is judged
    * on the image: refused (its outcome), or takeable, in which case only another take failed the
-   * write and it goes again with the others still takeable.
+   * write and it goes again with the others still takeable. Not a retry of the same call: a lost
+   * race is a value (the refusal), and each round sends fewer takes, at once, bounded like the
+   * conflict retries (CONFLICT_RETRIES); the write's own conflicts are retried inside sendOne.
    */
   const takeInGroup = async (stream: string, group: number, takes: LeaseTake[]): Promise<LeaseOutcome[]> => {
     const out = new Map<LeaseTake, LeaseOutcome>();

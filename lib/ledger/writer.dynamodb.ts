@@ -19,7 +19,8 @@ import { updateInput, type ItemWriteBuilder } from './expression.dynamodb';
 import type { Item } from './items.dynamodb';
 import { unitsOfItemWrite, unitsOfTransaction, type KeyPacer } from './key-pacing.dynamodb';
 import { packRequests, sendRequest, wavesOf, type RequestTransport, type Unit, type UnitOutcome } from './requests.dynamodb';
-import { backoffMs, CONFLICT_RETRIES } from './retry.dynamodb';
+import { CONFLICT_RETRIES, LEDGER_CONFLICT_RETRIES } from './retry.dynamodb';
+import { clockWithSleep, retry } from '../retry';
 import type { StepContext } from './steps.dynamodb';
 import type { TxAction } from './transactions.dynamodb';
 
@@ -36,7 +37,8 @@ export function createWriter(o: {
   concurrency: number;
   pacer: KeyPacer;
 }) {
-  const { doc, table, send, sleep, pacer } = o;
+  const { doc, table, send, pacer } = o;
+  const clock = clockWithSleep(o.sleep);
 
   /** The item a failed condition was judged on: the image returned, or (an emulator without it) a consistent read. */
   const imageOf = async (err: ConditionalCheckFailedException, key: Record<string, unknown>): Promise<Item | undefined> => {
@@ -48,31 +50,34 @@ export function createWriter(o: {
   };
 
   /** An UpdateItem (or PutItem) of one builder, retried while a transaction on the item refuses it. */
-  const sendOne = async (what: string, b: ItemWriteBuilder, returnNew = false): Promise<OneResult> => {
-    for (let attempt = 0; ; attempt++) {
-      await pacer.reserve(new Map([unitsOfItemWrite(b.key, b.putItem, false)]));
-      try {
-        if (b.putItem) {
-          const cond = b.conditionExpression ? { ConditionExpression: b.conditionExpression, ...b.attributes() } : {};
-          await send(what, () =>
-            doc.send(new PutCommand({ TableName: table, Item: b.putItem, ...cond, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })),
-          );
-          return { ok: true };
-        }
-        const res = await send(what, () => doc.send(new UpdateCommand(updateInput(table, b, returnNew))));
-        return { ok: true, ...(res.Attributes ? { item: res.Attributes as Item } : {}) };
-      } catch (err) {
-        if (err instanceof ConditionalCheckFailedException) {
+  const sendOne = (what: string, b: ItemWriteBuilder, returnNew = false): Promise<OneResult> =>
+    retry(
+      async () => {
+        await pacer.reserve(new Map([unitsOfItemWrite(b.key, b.putItem, false)]));
+        try {
+          if (b.putItem) {
+            const cond = b.conditionExpression ? { ConditionExpression: b.conditionExpression, ...b.attributes() } : {};
+            await send(what, () =>
+              doc.send(new PutCommand({ TableName: table, Item: b.putItem, ...cond, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })),
+            );
+            return { ok: true };
+          }
+          const res = await send(what, () => doc.send(new UpdateCommand(updateInput(table, b, returnNew))));
+          return { ok: true, ...(res.Attributes ? { item: res.Attributes as Item } : {}) };
+        } catch (err) {
+          if (!(err instanceof ConditionalCheckFailedException)) throw err;
           return { ok: false, image: await imageOf(err, b.key), retried: (err.$metadata?.attempts ?? 1) > 1 };
         }
+      },
+      LEDGER_CONFLICT_RETRIES,
+      {
         // A transaction writing the same item refuses a plain write while it runs, and the SDK does
         // not retry that: retried here as a transaction's conflict would be.
-        if (!(err instanceof AppError && err.cause instanceof TransactionConflictException)) throw err;
-        if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting (TransactionConflict)`, { cause: err });
-        await sleep(backoffMs(attempt));
-      }
-    }
-  };
+        isRetriable: (err) => err instanceof AppError && err.cause instanceof TransactionConflictException,
+        giveUp: (err) => new ConflictError(`${what}: kept conflicting (TransactionConflict)`, { cause: err }),
+        clock,
+      },
+    );
 
   /**
    * A transaction, sent again after a backoff while it is cancelled for a concurrent write or
@@ -84,22 +89,30 @@ export function createWriter(o: {
   ): Promise<{ ok: true } | { ok: false; reasons: CancellationReason[] }> => {
     // Same content, same token: an SDK retry of a transaction that did commit is a no-op (10 min).
     const token = createHash('sha256').update(JSON.stringify(actions)).digest('hex').slice(0, 36);
-    for (let attempt = 0; ; attempt++) {
-      await pacer.reserve(unitsOfTransaction(actions));
-      try {
-        await send(what, () => doc.send(new TransactWriteCommand({ TransactItems: actions, ClientRequestToken: token })));
-        return { ok: true };
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        const reasons = err.CancellationReasons ?? [];
-        const codes = reasons.map((r) => r.Code ?? 'None');
-        if (codes.includes('ConditionalCheckFailed')) return { ok: false, reasons };
-        const conflicted = codes.some((c) => c === 'TransactionConflict' || c === 'ThrottlingError');
-        if (!conflicted) throw new StoreError(`${what} cancelled: ${codes.join(',')}`, { cause: err });
-        if (attempt >= CONFLICT_RETRIES) throw new ConflictError(`${what}: kept conflicting (${codes.join(',')})`, { cause: err });
-        await sleep(backoffMs(attempt));
-      }
-    }
+    const codesOf = (err: TransactionCanceledException) => (err.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+    return retry(
+      async () => {
+        await pacer.reserve(unitsOfTransaction(actions));
+        try {
+          await send(what, () => doc.send(new TransactWriteCommand({ TransactItems: actions, ClientRequestToken: token })));
+          return { ok: true } as const;
+        } catch (err) {
+          if (!(err instanceof TransactionCanceledException)) throw err;
+          const codes = codesOf(err);
+          if (codes.includes('ConditionalCheckFailed')) return { ok: false, reasons: err.CancellationReasons ?? [] } as const;
+          const conflicted = codes.some((c) => c === 'TransactionConflict' || c === 'ThrottlingError');
+          if (!conflicted) throw new StoreError(`${what} cancelled: ${codes.join(',')}`, { cause: err });
+          throw err; // cancelled for a concurrent write or throttling: sent again
+        }
+      },
+      LEDGER_CONFLICT_RETRIES,
+      {
+        isRetriable: (err) => err instanceof TransactionCanceledException,
+        giveUp: (err) =>
+          new ConflictError(`${what}: kept conflicting (${codesOf(err as TransactionCanceledException).join(',')})`, { cause: err }),
+        clock,
+      },
+    );
   };
 
   const transport = (extra: Pick<RequestTransport, 'fenceCheck' | 'fenceEpoch'> = {}): RequestTransport => ({
@@ -109,7 +122,11 @@ export function createWriter(o: {
     ...extra,
   });
 
-  /** Sends one request, then whatever of it holds again (re-packed), until every unit has its outcome. */
+  /**
+   * Sends one request, then whatever of it holds again (re-packed), until every unit has its outcome.
+   * Not a retry of the same call: each round sends only the units a lost condition left pending (their
+   * outcome is a value), at once; the rounds are bounded like the conflict retries.
+   */
   const settle = async (ctx: StepContext, t: RequestTransport, what: string, units: Unit[], groupLimit: number) => {
     const outcomes = new Map<number, UnitOutcome>();
     let pending = units;
