@@ -18,7 +18,8 @@ import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, Ra
 import { partitionKey, type RangePayload } from '../ranges';
 import { shareInvocations } from '../offsets/share';
 import type { ProcessorConcurrency } from './concurrency-cap';
-import { decidePlan, redispatchReason, type PartitionReport, type PlanDecision } from './decide';
+import { decidePlan, type PartitionReport, type PlanDecision } from './decide';
+import { redispatchReason } from './plan/redispatch';
 import { fencedOutMessage, groupOffsetsUnreadableMessage, groupOffsetsWaitingWarning } from './messages';
 import { startContext, startGroup, startRule, startTimestampMs, type GroupOffsetRead, type StartRule } from './starts';
 

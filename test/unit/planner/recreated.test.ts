@@ -4,7 +4,8 @@ import { createRecordingDispatcher } from '../../../lib/dispatch/dispatcher.loca
 import { createMemoryKafka } from '../../../lib/kafka/metadata.memory';
 import { createMemoryLedger } from '../../../lib/ledger/ledger.memory';
 import { NO_TOPIC_IDS, planStream, type PlannerDeps } from '../../../lib/planner/run';
-import { decidePlan, recreationReason } from '../../../lib/planner/decide';
+import { decidePlan } from '../../../lib/planner/decide';
+import { recreationReason } from '../../../lib/planner/plan/recreation';
 import type { PartitionState } from '../../../lib/ports/ledger-state';
 
 function setup(over: Partial<StreamConfigInput> = {}, kafkaOpts: { topicIds?: boolean } = {}) {
