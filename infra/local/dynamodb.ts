@@ -14,7 +14,10 @@ import { capOldLog, logLimits } from './logs';
 import { LOOPBACK, choosePort, requireCommand, spawnService, waitUntil } from './process';
 
 const REQUIREMENTS = packageFile('infra', 'local', 'dynamodb', 'requirements.txt');
-/** moto's server plus the two fixes described in the file (serialised requests, cheap transactions). */
+/**
+ * moto's server behind a launcher that patches it first (the patches/ package beside it, by purpose:
+ * correctness, speed, verification); the launcher finds that package in its own directory.
+ */
 const LAUNCHER = packageFile('infra', 'local', 'dynamodb', 'moto_server.py');
 
 export type DynamoOptions = { dir: string; cacheDir: string; ownerPid?: number; port?: string; startTimeoutMs?: number };

@@ -2,7 +2,7 @@
  * Proves the DynamoDB emulator has the semantics the ledger relies on: conditional writes that lose
  * with ConditionalCheckFailedException (and return the current item), and transactions that are
  * cancelled as a whole with per-action CancellationReasons. The launcher's faster paths
- * (infra/local/dynamodb/moto_server.py) are checked here too: rollback of every kind of action,
+ * (infra/local/dynamodb/patches/speed.py) are checked here too: rollback of every kind of action,
  * every AttributeValue type, parse reuse across values, the item size limit.
  */
 import {

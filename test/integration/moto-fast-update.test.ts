@@ -1,5 +1,5 @@
 /**
- * The emulator applies simple `ADD`/`SET` updates directly (infra/local/dynamodb/moto_server.py):
+ * The emulator applies simple `ADD`/`SET` updates directly (infra/local/dynamodb/patches/speed.py):
  * they must answer as DynamoDB does, errors included, and take the generic path for anything else.
  * A single-item UpdateItem of that shape is served without moto's request stack at all; the
  * emulator marks those answers with an `x-emulator-path: direct` header, which these tests read.

@@ -1,6 +1,6 @@
 /**
  * The emulator serves the ledger's two PartiQL statement shapes itself (infra/local/dynamodb/
- * moto_server.py, section 5): each must answer per statement as DynamoDB documents it (DuplicateItem
+ * patches/correctness.py, serve_ledger_statements): each must answer per statement as DynamoDB documents it (DuplicateItem
  * for an INSERT of an existing item, ConditionalCheckFailed for an UPDATE whose WHERE is false or
  * whose item is missing) and change nothing when it fails; any other statement goes to moto's own
  * PartiQL. Answers served directly carry an `x-emulator-path: direct` header, which these tests read.
