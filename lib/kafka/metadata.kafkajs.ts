@@ -31,13 +31,14 @@ import {
 import { KafkaError } from '../errors';
 import { CONNECTION_ERROR_NAMES, isRetriableKafkaError, toKafkaError } from './errors';
 import { partitionKey } from '../ranges';
+import { nextRetryDelayMs, NO_JITTER, retry, systemClock, type RetryPolicy } from '../retry';
 import { anchoredTopicPattern, isInternalTopic } from '../config/topics';
 import { isMissingTopicCode, NO_ERROR } from './protocol/error-codes';
 
 export type KafkajsMetadataOptions = {
   /** Extra attempts after a retriable error (stale leader, lost connection), metadata refreshed each time. Default 5. */
   retries?: number;
-  /** Backoff before the first retry; doubles per retry, capped at 2 s. Default 100 ms. */
+  /** Backoff before the first retry; doubles per retry, capped at 2 s. Default 100 ms (KAFKA_METADATA_RETRIES). */
   retryBackoffMs?: number;
   /** Leaders cached longer than this are refreshed before fetching offsets. Default 60 s. */
   metadataMaxAgeMs?: number;
@@ -106,7 +107,23 @@ function topicError(topic: string, code: number): KafkaError {
   return new KafkaError(`topic ${topic}: ${cause.message}`, { cause, type: cause.type, retriable: cause.retriable });
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * A metadata call (describeTopics, committed offsets) or an offsets look-up: 6 attempts, 100 ms
+ * doubling to 2 s, no jitter (one caller per run, nobody to spread from), within 2 s. A dead leader
+ * stays leader in the metadata for ~10 s (until the controller's session timeout), far longer than a
+ * planner run should wait: the partitions still failing are unavailable for this run, and the next
+ * run asks again. The budget is checked at each failure (a call that failed within 2 s is retried);
+ * the offsets look-up starts no retry past it. Each attempt's kafkajs calls retry connects twice
+ * themselves (KAFKAJS_RETRY).
+ */
+export const KAFKA_METADATA_RETRIES = {
+  maxAttempts: 6,
+  initialBackoffMs: 100,
+  maxBackoffMs: 2_000,
+  jitter: NO_JITTER,
+  maxElapsedMs: 2_000,
+  budget: 'failure',
+} as const satisfies RetryPolicy;
 
 /** Why one partition has no offsets yet; `retriable` ones are asked again within the call. */
 type Miss = { code: UnavailableCode; reason: string; retriable: boolean; type?: string; cause?: unknown };
@@ -191,10 +208,14 @@ function byTopic(tps: TP[]): Map<string, number[]> {
 }
 
 export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions = {}): KafkajsMetadata {
-  const retries = opts.retries ?? 5;
-  const retryBackoffMs = opts.retryBackoffMs ?? 100;
+  const callPolicy: RetryPolicy = {
+    ...KAFKA_METADATA_RETRIES,
+    ...(opts.retries !== undefined && { maxAttempts: opts.retries + 1 }),
+    ...(opts.retryBackoffMs !== undefined && { initialBackoffMs: opts.retryBackoffMs }),
+    ...(opts.maxRetryElapsedMs !== undefined && { maxElapsedMs: opts.maxRetryElapsedMs }),
+  };
+  const offsetsPolicy: RetryPolicy = { ...callPolicy, budget: 'retry-start' };
   const metadataMaxAgeMs = opts.metadataMaxAgeMs ?? 60_000;
-  const maxRetryElapsedMs = opts.maxRetryElapsedMs ?? 2_000;
 
   let total = 0;
   const byApi: Record<string, number> = {};
@@ -208,20 +229,14 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
       },
     }));
 
-  async function withRetries<T>(operation: string, fn: (attempt: number) => Promise<T>): Promise<T> {
-    const t0 = Date.now();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await fn(attempt);
-      } catch (e) {
-        // A transient failure that already took long (a request timeout waits requestTimeout, 30 s by
-        // default; kafkajs's own retrier gave up) is not retried past the budget: retries could outlast
-        // the Lambda, and the next run asks again.
-        const late = Date.now() - t0 > maxRetryElapsedMs;
-        if (attempt >= retries || late || !isRetriableKafkaError(e)) throw toKafkaError(operation, e);
-        await sleep(Math.min(retryBackoffMs * 2 ** attempt, 2000));
-      }
-    }
+  /**
+   * `fn` retried on retriable Kafka errors. A transient failure that already took long (a request
+   * timeout waits requestTimeout, 30 s by default; kafkajs's own retrier gave up) is not retried past
+   * the budget: retries could outlast the Lambda, and the next run asks again.
+   */
+  function withRetries<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    // Every failure, retriable or not, leaves as a KafkaError naming the call.
+    return retry(fn, callPolicy, { isRetriable: isRetriableKafkaError }).catch((e: unknown) => Promise.reject(toKafkaError(operation, e)));
   }
 
   /**
@@ -242,7 +257,9 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
   /**
    * One ListOffsets request per leader for each timestamp spec, leaders in parallel and independent:
    * a leader that fails costs only its own partitions, which are retried (metadata refreshed) until
-   * the attempts or `maxRetryElapsedMs` run out, then reported with their reason.
+   * the attempts or `maxRetryElapsedMs` run out, then reported with their reason. Not a retry of the
+   * same call: each round asks only for the partitions still missing, and what is found is kept (a
+   * partial answer is a value); its waits and limits are `offsetsPolicy`'s.
    */
   async function listOffsets(tps: TP[], timestamps: number[], isolationLevel: number): Promise<PartialOffsets> {
     const t0 = Date.now();
@@ -265,12 +282,12 @@ export function createKafkajsMetadata(kafka: Kafka, opts: KafkajsMetadataOptions
         for (const { topic, partition } of pending) misses.set(partitionKey(topic, partition), miss);
       }
       pending = pending.filter(({ topic, partition }) => misses.get(partitionKey(topic, partition))?.retriable === true);
-      const backoffMs = Math.min(retryBackoffMs * 2 ** attempt, 2000);
-      if (pending.length === 0 || attempt >= retries || Date.now() - t0 + backoffMs > maxRetryElapsedMs) {
+      const delayMs = pending.length === 0 ? undefined : nextRetryDelayMs(offsetsPolicy, attempt, Date.now() - t0);
+      if (delayMs === undefined) {
         if (metadataError !== undefined && found.size === 0) throw toKafkaError('fetchOffsets', metadataError);
         return { found, misses };
       }
-      await sleep(backoffMs);
+      await systemClock.sleep(delayMs);
     }
   }
 
