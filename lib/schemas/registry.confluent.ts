@@ -9,6 +9,7 @@
  * short: a registry that stays down fails the range attempt, which the planner retries.
  */
 import { SchemaRegistryError } from '../errors';
+import { clockWithSleep, NO_JITTER, retry, systemClock, type RetryPolicy } from '../retry';
 import type { RegistrySchemaFormat, SchemaLookup, SchemaReference, SchemaRegistry } from '../ports/schema-registry';
 
 export type ConfluentRegistrySettings = { url: string; username?: string };
@@ -19,9 +20,23 @@ export type ConfluentRegistryDeps = {
   fetch?: typeof fetch;
   /** Per request (default 10 s). */
   timeoutMs?: number;
-  /** Waits before the retries of a request that failed for a reason worth retrying (default 200 ms, 1 s). */
-  retryDelaysMs?: readonly number[];
+  /** Retries of a request that failed for a reason worth retrying (default REGISTRY_RETRIES). */
+  retryPolicy?: RetryPolicy;
   sleep?: (ms: number) => Promise<void>;
+};
+
+/**
+ * A registry request that got no answer, a 5xx or a 429: 3 attempts, 200 ms then 1 s, no jitter.
+ * Enough for a registry restarting behind its load balancer or shedding a burst; one that stays down
+ * fails the range attempt, which the planner retries, so waiting longer here only holds the Lambda.
+ * Node's fetch does not retry, so these are the only retries (each bounded by `timeoutMs`).
+ */
+export const REGISTRY_RETRIES: RetryPolicy = {
+  maxAttempts: 3,
+  initialBackoffMs: 200,
+  multiplier: 5,
+  maxBackoffMs: 1_000,
+  jitter: NO_JITTER,
 };
 
 const SCHEMA_TYPES: Record<string, RegistrySchemaFormat> = { AVRO: 'avro', PROTOBUF: 'protobuf', JSON: 'json-schema' };
@@ -86,8 +101,8 @@ async function referencesOf(
 function createGetter(base: string, description: string, username: string | undefined, deps: ConfluentRegistryDeps) {
   const doFetch = deps.fetch ?? fetch;
   const timeoutMs = deps.timeoutMs ?? 10_000;
-  const delays = deps.retryDelaysMs ?? [200, 1_000];
-  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const policy = deps.retryPolicy ?? REGISTRY_RETRIES;
+  const clock = deps.sleep ? clockWithSleep(deps.sleep) : systemClock;
   const fail = (path: string, why: string, settings: string[], cause?: unknown) =>
     new SchemaRegistryError(`${description}: GET ${path}: ${why}`, { cause, settings });
 
@@ -102,21 +117,18 @@ function createGetter(base: string, description: string, username: string | unde
       }
       headers.Authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
     }
-    for (let i = 0; ; i++) {
-      let res: Response | undefined;
-      let error: unknown;
-      try {
-        res = await doFetch(`${base}${path}`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-      } catch (err) {
-        error = err;
-      }
-      const retriable = res === undefined || res.status >= 500 || res.status === 429;
-      if (!retriable || i >= delays.length) {
-        if (res) return res;
-        throw fail(path, `no answer (${networkText(error)})`, ['confluent.url'], error);
-      }
-      await res?.body?.cancel().catch(() => undefined);
-      await sleep(delays[i] ?? 0);
+    try {
+      // A 5xx or 429 answer is asked again; the last one is returned when the retries run out.
+      return await retry(() => doFetch(`${base}${path}`, { headers, signal: AbortSignal.timeout(timeoutMs) }), policy, {
+        isRetriable: () => true, // no answer at all (refused, reset, timed out)
+        retryValue: (res) => res.status >= 500 || res.status === 429,
+        onRetry: async (reason) => {
+          if ('value' in reason) await reason.value.body?.cancel().catch(() => undefined);
+        },
+        clock,
+      });
+    } catch (error) {
+      throw fail(path, `no answer (${networkText(error)})`, ['confluent.url'], error);
     }
   };
 
