@@ -8,6 +8,7 @@
 import type { StreamConfig } from '../config/schema';
 import { destinationKinds, type Deliverer } from '../destinations/deliver';
 import { AppError } from '../errors';
+import { backoffMs, NO_JITTER, type RetryPolicy } from '../retry';
 import { fitsOneCommit } from '../ports/commit-limits';
 import { SinkConditionError } from '../ports/sink-write';
 import type { Ledger, StoreClock } from '../ports/ledger';
@@ -318,11 +319,17 @@ export class ChunkCommitter {
     }
   }
 
-  /** Tries one record until it commits or the attempt limit is reached; returns how it failed, if it did. */
+  /**
+   * Tries one record until it commits or the attempt limit is reached; returns how it failed, if it
+   * did. Its own loop rather than lib/retry.ts's `retry`: the chunk's failed attempt may count as the
+   * first, running out is a value (a dead letter or a poison stop), not an error; its waits are the
+   * helper's (`recordRetries`).
+   */
   private async retryRecord(rec: HandlerRecord, to: number, tried: Attempts): Promise<Attempts | undefined> {
     let { attempts, lastError } = tried;
-    while (attempts < this.c.stream.maxAttempts) {
-      if (attempts > 0) await this.c.sleep(this.c.retryBaseMs * 2 ** (attempts - 1));
+    const policy = recordRetries(this.c.stream.maxAttempts, this.c.retryBaseMs);
+    while (attempts < policy.maxAttempts) {
+      if (attempts > 0) await this.c.sleep(backoffMs(attempts - 1, policy));
       attempts++;
       try {
         const writes = await this.callHandler([rec]);
@@ -351,6 +358,15 @@ export class ChunkCommitter {
     }
     await this.commitDeadLetter(to, rec, this.deadLetterFor(rec, message, failed.attempts));
   }
+}
+
+/**
+ * A rejected record's attempts: the stream's `maxAttempts` (the operator's choice, recorded on the
+ * dead letter), `retryBaseMs` doubling without cap or jitter (100 ms by default: one record of one
+ * processor, whose failures are the handler's, usually at once and deterministic, so few, short waits).
+ */
+export function recordRetries(maxAttempts: number, retryBaseMs: number) {
+  return { maxAttempts, initialBackoffMs: retryBaseMs, maxBackoffMs: Infinity, jitter: NO_JITTER } satisfies RetryPolicy;
 }
 
 /** `Name: message` of an error, or the thrown value as text. */
