@@ -10,9 +10,9 @@ import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { mapWithConcurrency } from '../concurrency';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
-import { AppError, KafkaError } from '../errors';
+import { AppError } from '../errors';
 import type { Dispatcher } from '../ports/dispatcher';
-import type { CommittedOffset, KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
+import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
 import type { KeptPlannerLease, Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
 import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
@@ -20,8 +20,10 @@ import { shareInvocations } from '../offsets/share';
 import type { ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, type PartitionReport, type PlanDecision } from './decide';
 import { redispatchReason } from './plan/redispatch';
-import { fencedOutMessage, groupOffsetsUnreadableMessage, groupOffsetsWaitingWarning } from './messages';
-import { startContext, startGroup, startRule, startTimestampMs, type GroupOffsetRead, type StartRule } from './starts';
+import { fencedOutMessage } from './messages';
+import { readStartLookups } from './start/lookups';
+import { startContext } from './start/rule';
+import type { GroupOffsetRead } from './start/strategy';
 
 /** Checkpoints of a run, in order; tests inject crashes at each. */
 export const PLANNER_STEPS = ['leased', 'registered', 'persisted', 'dispatched', 'recorded'] as const;
@@ -388,8 +390,8 @@ type OffsetsRead = {
 
 /**
  * Offsets: earliest and latest of every discovered partition (batched), then for the new partitions
- * whose start needs more, their offsets by timestamp and the committed offsets of the group they
- * start from. Unavailable: the partitions of any look-up that could not be read.
+ * whose start position needs more, what it asks for (start/lookups.ts). Unavailable: the partitions
+ * of any look-up that could not be read.
  */
 async function readOffsets(
   kafka: KafkaMetadata,
@@ -402,15 +404,14 @@ async function readOffsets(
   const { offsets, unavailable } = discovered.length
     ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)
     : { offsets: [], unavailable: [] };
-  const fresh = newPartitions(startContext(starts.initial, starts.pendingStart, known), available(discovered, offsets), known);
-  const [byTimestamp, byGroup] = await Promise.all([timestampStarts(kafka, stream, fresh), groupStarts(kafka, stream, fresh, offsets)]);
-  return {
-    offsets,
-    unavailable: [...unavailable, ...byTimestamp.unavailable, ...byGroup.unavailable],
-    timestampOffsets: byTimestamp.offsets,
-    groupOffsets: byGroup.reads,
-    warnings: byGroup.warnings,
-  };
+  const ctx = startContext(starts.initial, starts.pendingStart, known);
+  const {
+    timestampOffsets,
+    groupOffsets,
+    unavailable: unread,
+    warnings,
+  } = await readStartLookups(kafka, stream, ctx, discovered, offsets, known);
+  return { offsets, unavailable: [...unavailable, ...unread], timestampOffsets, groupOffsets, warnings };
 }
 
 /**
@@ -458,7 +459,7 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
   );
   if (initial) {
     // With the partitions this run could not register: they existed at the start, so a later run
-    // registers them at startingOffsets (a partition appearing later starts by the rules of starts.ts).
+    // registers them at startingOffsets (a partition appearing later starts by the rules of start/rule.ts).
     const started = await run.deps.ledger.markStreamStarted({ ...run.ctx, nowMs: run.nowMs, pendingStart: decision.pendingStart });
     if (started === 'fenced') throw new FencedOutError(run.stream.id, run.ctx.epoch);
   }
@@ -564,107 +565,6 @@ export class FencedOutError extends AppError {
   constructor(stream: string, epoch: number, options?: { cause?: unknown }) {
     super('FENCED_OUT', fencedOutMessage(stream, epoch), options);
   }
-}
-
-/** The discovered partitions whose offsets were read this run (the only ones a timestamp look-up can serve). */
-function available(discovered: TopicPartitions[], offsets: PartitionOffsets[]): TopicPartitions[] {
-  const read = new Set(offsets.map((o) => partitionKey(o.topic, o.partition)));
-  return discovered
-    .map((t) => ({ ...t, partitions: t.partitions.filter((p) => read.has(partitionKey(t.topic, p))) }))
-    .filter((t) => t.partitions.length);
-}
-
-/** A partition the ledger does not know yet, whose offsets were read this run, with the rule that places it. */
-type NewPartition = { topic: string; partition: number; rule: StartRule };
-
-function newPartitions(ctx: ReturnType<typeof startContext>, readable: TopicPartitions[], known: PartitionState[]): NewPartition[] {
-  const knownKeys = new Set(known.map((p) => partitionKey(p.topic, p.partition)));
-  return readable.flatMap((t) =>
-    t.partitions
-      .filter((p) => !knownKeys.has(partitionKey(t.topic, p)))
-      .map((partition) => ({ topic: t.topic, partition, rule: startRule(ctx, t, partition) })),
-  );
-}
-
-/** Partitions by topic, as the metadata port takes them. */
-function byTopic(parts: Array<{ topic: string; partition: number }>): TopicPartitions[] {
-  const topics = new Map<string, number[]>();
-  for (const { topic, partition } of parts) topics.set(topic, [...(topics.get(topic) ?? []), partition]);
-  return [...topics].map(([topic, partitions]) => ({ topic, partitions }));
-}
-
-/**
- * Start offsets by timestamp (`startingOffsets.timestampMs` for partitions starting there,
- * `newTopics.timestampMs` for those of topics that appeared later), one look-up per timestamp.
- * Partial: one the look-up cannot serve is not registered this run and waits for a later one, so a
- * dead leader costs only its own partitions here too.
- */
-async function timestampStarts(
-  kafka: KafkaMetadata,
-  stream: StreamConfig,
-  fresh: NewPartition[],
-): Promise<{ offsets: Map<string, number>; unavailable: UnavailablePartition[] }> {
-  const atTimestamp = new Map<number, NewPartition[]>();
-  for (const p of fresh) {
-    const ts = startTimestampMs(stream, p.rule);
-    if (ts !== undefined) atTimestamp.set(ts, [...(atTimestamp.get(ts) ?? []), p]);
-  }
-  const answers = await Promise.all(
-    [...atTimestamp].map(([ts, parts]) => kafka.fetchAvailableOffsetsForTimestamp(byTopic(parts), ts, stream.isolationLevel)),
-  );
-  return {
-    offsets: new Map(answers.flatMap((a) => a.offsets.map((o) => [partitionKey(o.topic, o.partition), o.offset] as const))),
-    unavailable: answers.flatMap((a) => a.unavailable),
-  };
-}
-
-type GroupStarts = { reads: Map<string, GroupOffsetRead>; unavailable: UnavailablePartition[]; warnings: string[] };
-
-/**
- * The committed offsets of the `startingOffsets.fromGroup` group for the new partitions that start
- * from it (read_committed: with the high watermark of those past the last stable offset, to tell an
- * open transaction from an offset out of range). A failed read fails the run, before anything is
- * registered, when a partition present at the stream's start needs it; when only partitions added
- * later do, they wait (reported) and the rest of the stream is planned.
- */
-async function groupStarts(
-  kafka: KafkaMetadata,
-  stream: StreamConfig,
-  fresh: NewPartition[],
-  offsets: PartitionOffsets[],
-): Promise<GroupStarts> {
-  const wanted = fresh.filter((p) => startGroup(stream, p.rule) !== undefined);
-  const group = wanted[0] && startGroup(stream, wanted[0].rule);
-  if (group === undefined) return { reads: new Map(), unavailable: [], warnings: [] };
-  let committed: CommittedOffset[];
-  try {
-    committed = await kafka.committedOffsets(group, byTopic(wanted));
-  } catch (err) {
-    const message = groupOffsetsUnreadableMessage(group, err);
-    if (wanted.some((p) => p.rule === 'startingOffsets')) {
-      throw new KafkaError(`${message}; nothing was registered`, {
-        cause: err,
-        type: (err as KafkaError)?.type,
-        retriable: (err as KafkaError)?.retriable,
-      });
-    }
-    const unavailable = wanted.map(({ topic, partition }) => ({ topic, partition, code: 'ERROR' as const, reason: message }));
-    return { reads: new Map(), unavailable, warnings: [groupOffsetsWaitingWarning(group, wanted.length, message)] };
-  }
-  const reads = new Map<string, GroupOffsetRead>(wanted.map((p) => [partitionKey(p.topic, p.partition), {}]));
-  for (const c of committed) {
-    const read = reads.get(partitionKey(c.topic, c.partition));
-    if (read) read.committed = c.offset;
-  }
-  const ends = new Map(offsets.map((o) => [partitionKey(o.topic, o.partition), o.latest]));
-  const past = wanted.filter((p) => {
-    const k = partitionKey(p.topic, p.partition);
-    return (reads.get(k)?.committed ?? -1) > (ends.get(k) ?? Infinity);
-  });
-  if (!past.length || stream.isolationLevel === 'read_uncommitted') return { reads, unavailable: [], warnings: [] };
-  const high = await kafka.fetchAvailableOffsets(byTopic(past), 'read_uncommitted');
-  for (const o of high.offsets) reads.get(partitionKey(o.topic, o.partition))!.highWatermark = o.latest;
-  return { reads, unavailable: high.unavailable, warnings: [] };
 }
 
 /**

@@ -3,7 +3,7 @@ import { topicMatcher } from '../../config/topics';
 import type { PartitionOffsets } from '../../ports/kafka-metadata';
 import type { PartitionState, RangeState } from '../../ports/ledger-state';
 import { partitionKey } from '../../ranges';
-import { startContext, type StartContext } from '../starts';
+import { startContext, type StartContext } from '../start/rule';
 import type { PlanInput } from './types';
 
 /** What the phases look up by partition (key `partitionKey(topic, partition)`), indexed once per run. */

@@ -4,7 +4,7 @@ import type { PartitionClampInput } from '../../offsets';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../../ports/kafka-metadata';
 import type { PlanWrite } from '../../ports/ledger';
 import type { ClosedIncarnation, PartitionState, PendingStart, RangeState } from '../../ports/ledger-state';
-import type { GroupOffsetRead } from '../starts';
+import type { GroupOffsetRead } from '../start/strategy';
 import type { ProcessorConcurrency } from '../concurrency-cap';
 
 export type PlanInput = {
@@ -14,7 +14,7 @@ export type PlanInput = {
   /**
    * True on the stream's first run (until it is marked started): new partitions start at
    * `startingOffsets`. Afterwards only those of `pendingStart` do; a partition of a topic that
-   * appeared since starts at `newTopics`, one added to a known topic at earliest (see starts.ts).
+   * appeared since starts at `newTopics`, one added to a known topic at earliest (see start/rule.ts).
    */
   initial: boolean;
   /** Partitions the first run found but could not register (`StreamMeta.pendingStart`). */
@@ -23,13 +23,13 @@ export type PlanInput = {
   discovered: TopicPartitions[];
   offsets: PartitionOffsets[];
   /**
-   * Start offsets looked up by timestamp for the new partitions that start at a timestamp
-   * (`startingOffsets.timestampMs`, `newTopics.timestampMs`); one missing here waits for a later run.
+   * Start offsets looked up by timestamp for the new partitions whose start position asks for one (a
+   * `timestamp` look-up, start/strategy.ts); one missing here waits for a later run.
    */
   timestampOffsets?: Map<string, number>;
   /**
-   * What was read of the `startingOffsets.fromGroup` group for the new partitions that start from it;
-   * one missing here waits for a later run.
+   * What was read of a consumer group for the new partitions whose start position asks for one (a
+   * `group` look-up); one missing here waits for a later run.
    */
   groupOffsets?: Map<string, GroupOffsetRead>;
   openRanges: RangeState[];

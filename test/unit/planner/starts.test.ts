@@ -1,12 +1,27 @@
 /**
- * Where a new partition starts (lib/planner/starts.ts): the rule that places it, told from durable
+ * Where a new partition starts (lib/planner/start/): the rule that places it, told from durable
  * state, and the start from a consumer group's committed offset with its fallback.
  */
 import fc from 'fast-check';
+import type { NewTopicsStart, StreamConfig } from '../../../lib/config/schema';
 import type { PartitionState } from '../../../lib/ports/ledger-state';
-import { groupStart, newTopicStart, startContext, startGroup, startRule, startTimestampMs, type Start } from '../../../lib/planner/starts';
+import { startContext, startRule, type StartRule } from '../../../lib/planner/start/rule';
+import { groupStart } from '../../../lib/planner/start/starting-offsets/from-group';
+import { startAt, startGroup, startLookups, startPosition } from '../../../lib/planner/start/strategies';
+import type { Start } from '../../../lib/planner/start/strategy';
 
 const offsets = (earliest: number, latest: number) => ({ topic: 'orders', partition: 0, earliest, latest });
+// The timestamp a rule's start position looks up, and a newTopics start, told by the strategies.
+const startTimestampMs = (stream: Pick<StreamConfig, 'startingOffsets' | 'newTopics'>, rule: StartRule): number | undefined =>
+  startLookups(startPosition(stream, rule)).flatMap((l) => (l.kind === 'timestamp' ? [l.timestampMs] : []))[0];
+const newTopicStart = (spec: NewTopicsStart, o: ReturnType<typeof offsets>, byTimestamp: number | undefined): Start =>
+  startAt(startPosition({ startingOffsets: 'earliest', newTopics: spec }, 'newTopics'), {
+    topic: o.topic,
+    partition: o.partition,
+    offsets: o,
+    isolationLevel: 'read_committed',
+    byTimestamp,
+  });
 const registered = (topic: string, partition: number): PartitionState => ({
   stream: 's',
   topic,

@@ -1,0 +1,16 @@
+/** `newTopics: { timestampMs }`: a topic that appeared after the stream started is read from a point in time. */
+import type { NewTopicsStart } from '../../../config/schema';
+import type { StartStrategy } from '../strategy';
+
+type Spec = Extract<NewTopicsStart, { timestampMs: number }>;
+
+/** Starts at the partition's offset for the timestamp; one the look-up could not serve waits for a later run. */
+export const newTopicTimestamp: StartStrategy<'newTopics.timestampMs', Spec> = {
+  kind: 'newTopics.timestampMs',
+  lookups: ({ timestampMs }) => [{ kind: 'timestamp', timestampMs }],
+  start: ({ timestampMs }, { byTimestamp }) =>
+    byTimestamp === undefined
+      ? { wait: 'no start offset by timestamp this run' }
+      : { offset: byTimestamp, note: `a topic that appeared after the stream started: newTopics timestampMs ${timestampMs}` },
+  wholeTopic: true,
+};
