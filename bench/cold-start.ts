@@ -13,7 +13,7 @@
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { LOCAL_DIR } from '../infra/local/stack';
+import { LOCAL_DIR } from '../infra/local/stack/dirs';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { runConfigAsDeployed } from './packaged-stack';
 import { withStack } from './stack';

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { PrerequisiteError } from '../lib/errors';
 import { ensureKafkaJars, javaBinary } from '../infra/local/kafka';
-import { CACHE_DIR } from '../infra/local/stack';
+import { CACHE_DIR } from '../infra/local/stack/dirs';
 
 /** Runs `cmd` to its end (stdin closed); its stdout and wall time, or an error naming `label` with stderr's tail. */
 export function runTimed(cmd: string, args: string[], timeoutMs: number, label = cmd): { ms: number; stdout: string } {

@@ -14,7 +14,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { LOCAL_DIR } from '../infra/local/stack';
+import { LOCAL_DIR } from '../infra/local/stack/dirs';
 import type { PackagedRun } from '../infra/local/lambda/run-packaged';
 import { createDynamoLedger } from '../lib/ledger/ledger.dynamodb';
 import { oneTopicConfigInput } from '../lib/local/one-topic';

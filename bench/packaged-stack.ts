@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DeploymentConfigInput } from '../lib/config/schema';
-import { CACHE_DIR } from '../infra/local/stack';
+import { CACHE_DIR } from '../infra/local/stack/dirs';
 import { runPackagedStack, type PackagedRun } from '../infra/local/lambda/run-packaged';
 import { runPackage } from '../infra/serverless/deploy';
 

@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
 import { consumerPerformance, runKafkaTool, runTimed } from './kafka-tools';
-import { LOCAL_DIR } from '../infra/local/stack';
+import { LOCAL_DIR } from '../infra/local/stack/dirs';
 import { withStack, type BenchStack } from './stack';
 import { median } from './stats';
 

@@ -7,7 +7,7 @@
  * on its data), saying what was lost. KAFKA_BROKERS and DYNAMODB_ENDPOINT, when both set, name
  * existing services instead.
  */
-import { upPersistent } from '../infra/local/stack';
+import { upPersistent } from '../infra/local/stack/persistent';
 import { AppError, ValidationError } from '../lib/errors';
 import { runDemo } from '../lib/local/demo';
 import { parseStartArgs } from '../lib/local/demo-args';

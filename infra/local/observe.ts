@@ -14,7 +14,7 @@ import { kafkaReady } from './kafka';
 import { isOurService, type RecordedService } from './ownership';
 import { isAlive, sleep } from './process';
 
-/** The part of a recorded stack state this needs (see StackState in stack.ts). */
+/** The part of a recorded stack state this needs (see StackState in stack/state.ts). */
 export type RecordedStack = {
   kafkaBrokers: string;
   dynamodbEndpoint: string;

@@ -11,7 +11,7 @@ import { localCommand } from '../../lib/local/cli-hint';
 import { removalLine, removeResources } from '../../lib/local/tool-cleanup';
 import { parseToolResourceName, type Tool } from '../../lib/local/tool-names';
 import { emulatorClient } from './dynamodb';
-import { PERSISTENT, readState, type PersistentPlace } from './stack';
+import { PERSISTENT, readState, type PersistentPlace } from './stack/state';
 import { withStackLock } from './stack-lock';
 import { strictArgs } from './args';
 

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { AppError, ValidationError } from '../../lib/errors';
 import { KAFKAJS_RETRY } from '../../lib/kafka/client';
-import { upPersistent } from './stack';
+import { upPersistent } from './stack/persistent';
 
 type Line = { key?: string | null; value?: unknown };
 

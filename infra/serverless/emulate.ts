@@ -14,7 +14,8 @@
 import { createWriteStream, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ValidationError } from '../../lib/errors';
-import { CACHE_DIR, LOCAL_DIR, upPersistent } from '../local/stack';
+import { CACHE_DIR, LOCAL_DIR } from '../local/stack/dirs';
+import { upPersistent } from '../local/stack/persistent';
 import { isolationMode } from '../local/lambda/emulator';
 import { runPackagedStack } from '../local/lambda/run-packaged';
 import type { InvocationRecord } from '../local/lambda/service';

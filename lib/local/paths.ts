@@ -1,6 +1,6 @@
 /**
  * Where the local runtime keeps its files: the local state directory (`.local/`, see lib/paths.ts),
- * shared with the local stack (infra/local/stack.ts writes `.local/stack/state.json`).
+ * shared with the local stack (infra/local/stack/persistent.ts writes `.local/stack/state.json`).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -20,7 +20,7 @@ import {
   type KafkaInstance,
 } from '../../infra/local/kafka';
 import { freePort } from '../../infra/local/process';
-import { CACHE_DIR } from '../../infra/local/stack';
+import { CACHE_DIR } from '../../infra/local/stack/dirs';
 import { parseStreamConfig } from '../../lib/config/schema';
 import { createKafka } from '../../lib/kafka/client';
 import { runRounds } from './driver';

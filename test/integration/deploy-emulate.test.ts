@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Admin } from 'kafkajs';
-import { LOCAL_DIR } from '../../infra/local/stack';
+import { LOCAL_DIR } from '../../infra/local/stack/dirs';
 import { testKafka, uniqueName } from '../support/env';
 
 jest.setTimeout(300_000);

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { killKafkaNode, restartKafkaNode, startKafkaCluster, stopKafkaCluster, type KafkaCluster } from '../../infra/local/kafka';
-import { CACHE_DIR } from '../../infra/local/stack';
+import { CACHE_DIR } from '../../infra/local/stack/dirs';
 import { runCli } from '../../lib/cli/program';
 import { parseDeploymentConfig, parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../../lib/config/schema';
 import { createInProcessDispatcher } from '../../lib/dispatch/dispatcher.local';

@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LambdaClient, InvokeCommand } from '@aws-sdk/client-lambda';
-import { CACHE_DIR, LOCAL_DIR } from '../../infra/local/stack';
+import { CACHE_DIR, LOCAL_DIR } from '../../infra/local/stack/dirs';
 import { isolationMode, privateTmp, type RuntimeTools } from '../../infra/local/lambda/emulator';
 import { linkRuntimeSdk } from '../../infra/local/lambda/runtime-sdk';
 import { startLocalLambda, type LocalLambda } from '../../infra/local/lambda/service';

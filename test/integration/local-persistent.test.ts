@@ -11,7 +11,9 @@ import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel } from 'kafkajs';
 import { emulatorClient } from '../../infra/local/dynamodb';
 import { isAlive, killProcess, LOOPBACK, waitUntil } from '../../infra/local/process';
-import { downPersistent, kafkaDataNodes, upPersistent, type PersistentPlace, type StackState } from '../../infra/local/stack';
+import { kafkaDataNodes } from '../../infra/local/stack/kafka-dirs';
+import { downPersistent, upPersistent } from '../../infra/local/stack/persistent';
+import type { PersistentPlace, StackState } from '../../infra/local/stack/state';
 import { createSinkTable } from '../../lib/sink/table.dynamodb';
 import { createTopicsReady, uniqueName } from '../support/env';
 

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { PrerequisiteError } from '../../lib/errors';
 import { startDynamo } from '../../infra/local/dynamodb';
 import { stopProcess } from '../../infra/local/process';
-import { CACHE_DIR } from '../../infra/local/stack';
+import { CACHE_DIR } from '../../infra/local/stack/dirs';
 
 const LAUNCHER_DIR = resolve(__dirname, '..', '..', 'infra', 'local', 'dynamodb');
 

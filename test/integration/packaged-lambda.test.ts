@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Admin, Producer } from 'kafkajs';
-import { CACHE_DIR, LOCAL_DIR } from '../../infra/local/stack';
+import { CACHE_DIR, LOCAL_DIR } from '../../infra/local/stack/dirs';
 import { runPackagedStack, type PackagedRun } from '../../infra/local/lambda/run-packaged';
 import type { InvocationRecord } from '../../infra/local/lambda/service';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';

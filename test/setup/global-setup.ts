@@ -4,7 +4,10 @@
  * directory and pid, where test files that need a schema registry start one (test/support/registry.ts).
  */
 import { join } from 'node:path';
-import { LOCAL_DIR, securedEnv, startStack, type StackState } from '../../infra/local/stack';
+import { LOCAL_DIR } from '../../infra/local/stack/dirs';
+import { startStack } from '../../infra/local/stack/parts';
+import { securedEnv } from '../../infra/local/stack/secured';
+import type { StackState } from '../../infra/local/stack/state';
 
 declare global {
   var __LOCAL_STACK__: StackState | undefined;

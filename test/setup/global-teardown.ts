@@ -2,7 +2,7 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { stopRecordedRegistry } from '../../infra/local/registry';
-import { stopStack } from '../../infra/local/stack';
+import { stopStack } from '../../infra/local/stack/parts';
 
 export default async function globalTeardown(): Promise<void> {
   const dir = globalThis.__TEST_RUN_DIR__;

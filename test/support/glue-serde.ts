@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { CACHE_DIR } from '../../infra/local/stack';
+import { CACHE_DIR } from '../../infra/local/stack/dirs';
 import { LOCAL_ROOT } from '../../lib/local/paths';
 
 const SOURCE = join(__dirname, 'java', 'GlueSerdeTool.java');

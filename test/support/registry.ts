@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { ensureRegistry, type RegistryUser } from '../../infra/local/registry';
-import { CACHE_DIR } from '../../infra/local/stack';
+import { CACHE_DIR } from '../../infra/local/stack/dirs';
 
 /** `open` takes any request; `basic-auth` only those with its user's credentials (HTTP basic). */
 export type RegistryMode = 'open' | 'basic-auth';

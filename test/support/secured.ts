@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
 import { ensureKafkaJars, javaBinary } from '../../infra/local/kafka';
 import { tlsFiles, type TlsMaterial } from '../../infra/local/kafka-tls';
-import { CACHE_DIR } from '../../infra/local/stack';
+import { CACHE_DIR } from '../../infra/local/stack/dirs';
 import { waitFor } from './wait-for';
 
 export type SecuredBroker = { saslSsl: string; ssl: string; tls: TlsMaterial; username: string; password: string };

@@ -7,7 +7,10 @@ import { PrerequisiteError } from '../../../../lib/errors';
 import { ensureMoto } from '../../../../infra/local/dynamodb';
 import { clusterRoles, javaBinary, minHeap, newClusterId, serverProperties } from '../../../../infra/local/kafka';
 import { choosePort, LOOPBACK, requireCommand, waitUntil } from '../../../../infra/local/process';
-import { kafkaDataNodes, parseUpArgs, planUp, upReport, type Observed, type StackState } from '../../../../infra/local/stack';
+import { kafkaDataNodes } from '../../../../infra/local/stack/kafka-dirs';
+import { planUp, upReport, type Observed } from '../../../../infra/local/stack/plan-up';
+import type { StackState } from '../../../../infra/local/stack/state';
+import { parseUpArgs } from '../../../../infra/local/stack/up-args';
 
 describe('local stack prerequisites', () => {
   const saved = { ...process.env };
