@@ -3,7 +3,7 @@
  * on the streams config, one file per resource family: `settings.ts` (params, deploy-time checks),
  * `names.ts` (logical IDs), `iam.ts` (per-function roles, with the statements handlers declare),
  * `ledger-table.ts` (the ledger table, from lib/ledger/table.ts), `sink-tables.ts` (declared sink
- * tables), `schedule.ts` (the planner schedule's target),
+ * tables; both through `table-resource.ts`), `schedule.ts` (the planner schedule's target),
  * `encryption.ts` (tables, alarm topic key, log groups' key), `scan.ts` (the security scan's kept
  * findings, with their reasons), `alarms.ts` and `dashboard.ts`, `functions.ts` (VPC, concurrency,
  * environment, bundling). `stack.js` resolves the inputs (serverless params, the parsed streams

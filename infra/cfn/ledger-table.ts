@@ -7,7 +7,7 @@
 import { TTL_ATTRIBUTE } from '../../lib/ledger/items.dynamodb';
 import { ledgerTableDefinition } from '../../lib/ledger/table';
 import type { CfnResources } from './cfn';
-import { tableSse } from './encryption';
+import { tableResource } from './table-resource';
 import { IDS } from './names';
 import type { Settings } from './settings';
 
@@ -16,26 +16,8 @@ export function ledgerTableResources(s: Settings): { Resources: CfnResources; Ou
   const def = ledgerTableDefinition(s.names.ledgerTable);
   return {
     Resources: {
-      [IDS.ledgerTable]: {
-        Type: 'AWS::DynamoDB::Table',
-        DeletionPolicy: s.tableDeletionPolicy,
-        UpdateReplacePolicy: s.tableDeletionPolicy,
-        Properties: {
-          TableName: def.TableName,
-          BillingMode: def.BillingMode,
-          AttributeDefinitions: def.AttributeDefinitions,
-          KeySchema: def.KeySchema,
-          // The history of finished ranges and dead letters get `expiresAt` (epoch seconds) and are removed by TTL.
-          TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
-          PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
-          SSESpecification: tableSse(s),
-          DeletionProtectionEnabled: s.tableDeletionProtection,
-          Tags: [
-            { Key: 'service', Value: s.service },
-            { Key: 'stage', Value: s.stage },
-          ],
-        },
-      },
+      // The history of finished ranges and dead letters get `expiresAt` (epoch seconds) and are removed by TTL.
+      [IDS.ledgerTable]: tableResource(s, def, { extra: { TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } } }),
     },
     Outputs: { LedgerTableName: { Value: { Ref: IDS.ledgerTable } } },
   };

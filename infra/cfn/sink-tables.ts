@@ -8,7 +8,7 @@ import { sinkTablesOf } from '../../lib/config/sink-tables';
 import { AppError } from '../../lib/errors';
 import { sinkTableDefinition } from '../../lib/sink/table.dynamodb';
 import type { CfnResources } from './cfn';
-import { tableSse } from './encryption';
+import { tableResource } from './table-resource';
 import { IDS } from './names';
 import { DeployConfigError, type Settings } from './settings';
 
@@ -52,25 +52,7 @@ export function sinkTableResources(s: Settings, config: DeploymentConfig): { Res
   for (const [name, { key, streams }] of declaredSinks(config)) {
     const id = ids.get(name) as string;
     const def = sinkTableDefinition(name, key);
-    Resources[id] = {
-      Type: 'AWS::DynamoDB::Table',
-      DeletionPolicy: s.tableDeletionPolicy,
-      UpdateReplacePolicy: s.tableDeletionPolicy,
-      Properties: {
-        TableName: def.TableName,
-        BillingMode: def.BillingMode,
-        AttributeDefinitions: def.AttributeDefinitions,
-        KeySchema: def.KeySchema,
-        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
-        SSESpecification: tableSse(s),
-        DeletionProtectionEnabled: s.tableDeletionProtection,
-        Tags: [
-          { Key: 'service', Value: s.service },
-          { Key: 'stage', Value: s.stage },
-          { Key: 'streams', Value: streams.join(' ') },
-        ],
-      },
-    };
+    Resources[id] = tableResource(s, def, { tags: [{ Key: 'streams', Value: streams.join(' ') }] });
     Outputs[`${id}Name`] = { Value: { Ref: id } };
   }
   return { Resources, Outputs };
