@@ -11,6 +11,7 @@
  */
 import type { RawMetadata, RawPartitionMetadata, RawTopicMetadata } from '../cluster.kafkajs';
 import { Reader } from './reader';
+import { KafkaError } from '../../errors';
 
 /** The flexible Metadata versions this codec reads and writes. */
 const MIN_TOPIC_ID_METADATA_VERSION = 10;
@@ -114,7 +115,7 @@ export function decodeMetadataResponse(version: number, raw: Buffer): RawMetadat
   const topicMetadata = r.compactArray('topics', topic);
   if (version === 10) r.int32('cluster authorized operations');
   r.skipTaggedFields('response');
-  if (!r.done()) throw new RangeError(`Metadata v${version} response has bytes left after its last field`);
+  if (!r.done()) throw new KafkaError(`Metadata v${version} response has bytes left after its last field`);
   // As kafkajs's v6+ decoders: the broker answers before throttling, so the client waits (KIP-219).
   const decoded = { throttleTime: 0, clientSideThrottleTime: throttleTimeMs, brokers, clusterId, controllerId, topicMetadata };
   return { ...decoded, metadataVersion: version } as RawMetadata;

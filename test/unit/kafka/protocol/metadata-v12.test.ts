@@ -1,4 +1,5 @@
 /** The Metadata v10-v12 codec (topic ids) on hand-made bytes, laid out field by field from Kafka's schemas. */
+import { KafkaError } from '../../../../lib/errors';
 import {
   decodeMetadataResponse,
   encodeMetadataRequest,
@@ -77,6 +78,9 @@ describe('Metadata v10-v12 codec', () => {
     const full = response(12);
     expect(() => decodeMetadataResponse(12, full.subarray(0, full.length - 3))).toThrow(/truncated/);
     expect(() => decodeMetadataResponse(12, Buffer.concat([full, Buffer.from([0])]))).toThrow(/bytes left/);
+    // A malformed answer is the broker's fault, a KafkaError like a truncated one.
+    expect(() => decodeMetadataResponse(12, Buffer.concat([full, Buffer.from([0])]))).toThrow(KafkaError);
+    expect(() => decodeMetadataResponse(12, full.subarray(0, full.length - 3))).toThrow(KafkaError);
     // A v10 layout read as v12 leaves the cluster authorized operations unread.
     expect(() => decodeMetadataResponse(12, response(10))).toThrow();
   });
