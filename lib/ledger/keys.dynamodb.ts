@@ -19,13 +19,12 @@
 import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { ItemRef } from '../ports/ledger-rules/item-step';
 import { incarnationTopicName } from '../ports/ledger-rules/incarnation';
+import { deliveryOrderKey } from '../ports/ledger-rules/outbox';
 
 export const OPEN_RANGES_INDEX = 'open-ranges';
 export type Key = { pk: string; sk: string };
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
-/** The topic part of a partition incarnation's item keys ('~' never occurs in topic names). */
-const seg = incarnationTopicName;
 
 export const keys = {
   pk: (stream: string): string => `S#${stream}`,
@@ -36,20 +35,18 @@ export const keys = {
   }),
   range: (stream: string, r: { topic: string; partition: number; from: number; incarnation?: number }): Key => ({
     pk: keys.pk(stream),
-    sk: `R#${seg(r.topic, r.incarnation)}#${pad(r.partition, 6)}#${pad(r.from, 16)}`,
+    sk: `R#${incarnationTopicName(r.topic, r.incarnation)}#${pad(r.partition, 6)}#${pad(r.from, 16)}`,
   }),
   loss: (stream: string, l: { topic: string; partition: number; from: number; incarnation?: number }): Key => ({
     pk: keys.pk(stream),
-    sk: `L#${seg(l.topic, l.incarnation)}#${pad(l.partition, 6)}#${pad(l.from, 16)}`,
+    sk: `L#${incarnationTopicName(l.topic, l.incarnation)}#${pad(l.partition, 6)}#${pad(l.from, 16)}`,
   }),
   deadLetter: (stream: string, d: { topic: string; partition: number; offset: number; incarnation?: number }): Key => ({
     pk: keys.pk(stream),
-    sk: `D#${seg(d.topic, d.incarnation)}#${pad(d.partition, 6)}#${pad(d.offset, 16)}`,
+    sk: `D#${incarnationTopicName(d.topic, d.incarnation)}#${pad(d.partition, 6)}#${pad(d.offset, 16)}`,
   }),
-  delivery: (stream: string, d: { topic: string; partition: number; offset: number; incarnation?: number; destination: string }): Key => ({
-    pk: keys.pk(stream),
-    sk: `O#${seg(d.topic, d.incarnation)}#${pad(d.partition, 6)}#${pad(d.offset, 16)}#${d.destination}`,
-  }),
+  // The outbox's order is this key's: the memory ledger sorts deliveries by the same rule.
+  delivery: (stream: string, d: Parameters<typeof deliveryOrderKey>[0]): Key => ({ pk: keys.pk(stream), sk: `O#${deliveryOrderKey(d)}` }),
   closed: (stream: string, c: { topic: string; partition: number; incarnation: number }): Key => ({
     pk: keys.pk(stream),
     sk: `I#${c.topic}#${pad(c.partition, 6)}#${pad(c.incarnation, 6)}`,
@@ -59,8 +56,8 @@ export const keys = {
    * `>= from`, for `sk BETWEEN :lo AND :hi` (offsets are zero-padded, so string order is offset order).
    */
   partitionSpan: (kind: 'R' | 'D', topic: string, partition: number, from: number, incarnation?: number): { lo: string; hi: string } => ({
-    lo: `${kind}#${seg(topic, incarnation)}#${pad(partition, 6)}#${pad(from, 16)}`,
-    hi: `${kind}#${seg(topic, incarnation)}#${pad(partition, 6)}#${'9'.repeat(16)}`,
+    lo: `${kind}#${incarnationTopicName(topic, incarnation)}#${pad(partition, 6)}#${pad(from, 16)}`,
+    hi: `${kind}#${incarnationTopicName(topic, incarnation)}#${pad(partition, 6)}#${'9'.repeat(16)}`,
   }),
 };
 

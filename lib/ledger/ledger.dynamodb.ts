@@ -41,9 +41,6 @@ export type DynamoLedgerOptions = {
 /** Requests (reads, statement batches, single UpdateItems) one `applyMarkedSinkWrites` call keeps in flight. */
 export const MARKED_WRITE_CONCURRENCY = 8;
 
-// The error edge has its own module; these names stay importable from here.
-export { dynamoSetupError, translateDynamoError } from './errors.dynamodb';
-
 /** Creates the DynamoDB ledger; the client is the caller's (endpoint, credentials, retries). */
 export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const table = opts.tableName;

@@ -458,8 +458,7 @@ function memoryOutbox(
   store: (stream: string) => StreamStore,
   counted: () => void,
 ): Pick<Ledger, 'readDeadLetter' | 'readPendingDeliveries' | 'completeDelivery' | 'postponeDelivery'> {
-  const keyOf = (ref: Parameters<Ledger['completeDelivery']>[0]) =>
-    deliveryOrderKey({ ...ref.ref, stream: ref.stream, destination: ref.destination, attempts: 0, nextAttemptAtMs: 0, createdAtMs: 0 });
+  const keyOf = (ref: Parameters<Ledger['completeDelivery']>[0]) => deliveryOrderKey({ ...ref.ref, destination: ref.destination });
   return {
     async readDeadLetter(stream, ref) {
       counted();

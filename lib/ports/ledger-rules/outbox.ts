@@ -31,7 +31,7 @@ export function sameDeadLetter(a: DeadLetterRef, b: DeadLetterRef): boolean {
  * Where a pending delivery sorts (the DynamoDB adapter's sort key order, which the memory ledger
  * keeps too): topic (with its incarnation), partition, offset, then destination by name.
  */
-export function deliveryOrderKey(p: PendingDelivery): string {
+export function deliveryOrderKey(p: Pick<PendingDelivery, 'topic' | 'partition' | 'offset' | 'incarnation' | 'destination'>): string {
   const topic = incarnationTopicName(p.topic, p.incarnation);
   return `${topic}#${String(p.partition).padStart(6, '0')}#${String(p.offset).padStart(16, '0')}#${p.destination}`;
 }

@@ -4,7 +4,8 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ConfigurationError, StoreError } from '../../../lib/errors';
-import { createDynamoLedger, translateDynamoError } from '../../../lib/ledger/ledger.dynamodb';
+import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
+import { translateDynamoError } from '../../../lib/ledger/errors.dynamodb';
 
 describe('DynamoDB set-up errors', () => {
   const saved = { ...process.env };
