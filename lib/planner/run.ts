@@ -23,7 +23,7 @@ import { redispatchReason } from './plan/redispatch';
 import { fencedOutMessage } from './messages';
 import { readStartLookups } from './start/lookups';
 import { startContext } from './start/rule';
-import type { GroupOffsetRead } from './start/strategy';
+import type { StartReads } from './start/strategy';
 
 /** Checkpoints of a run, in order; tests inject crashes at each. */
 export const PLANNER_STEPS = ['leased', 'registered', 'persisted', 'dispatched', 'recorded'] as const;
@@ -191,7 +191,7 @@ export async function planStream(
     // Finished when looked at, no longer when fenced (a rewind in between): ask Kafka now.
     const { kafka, discovered, known, ranges } = await discover(run, reached ?? (await askKafka(deps, stream)));
     const starts = { initial, pendingStart: fenced.pendingStart };
-    const { offsets, unavailable, timestampOffsets, groupOffsets, warnings } = await readOffsets(kafka, stream, starts, discovered, known);
+    const { offsets, unavailable, startReads, warnings } = await readOffsets(kafka, stream, starts, discovered, known);
     const openRanges = ranges.filter((r) => r.status !== 'done');
     const decision = decidePlan({
       stream,
@@ -201,8 +201,7 @@ export async function planStream(
       known,
       discovered,
       offsets,
-      timestampOffsets,
-      groupOffsets,
+      startReads,
       openRanges,
       finishedRanges: ranges.filter((r) => r.status === 'done'),
       confirmedEpoch: fenced.confirmedEpoch,
@@ -383,8 +382,7 @@ type Starts = { initial: boolean; pendingStart?: PendingStart[] };
 type OffsetsRead = {
   offsets: PartitionOffsets[];
   unavailable: UnavailablePartition[];
-  timestampOffsets: Map<string, number>;
-  groupOffsets: Map<string, GroupOffsetRead>;
+  startReads: Map<string, StartReads>;
   warnings: string[];
 };
 
@@ -405,13 +403,8 @@ async function readOffsets(
     ? await kafka.fetchAvailableOffsets(discovered, stream.isolationLevel)
     : { offsets: [], unavailable: [] };
   const ctx = startContext(starts.initial, starts.pendingStart, known);
-  const {
-    timestampOffsets,
-    groupOffsets,
-    unavailable: unread,
-    warnings,
-  } = await readStartLookups(kafka, stream, ctx, discovered, offsets, known);
-  return { offsets, unavailable: [...unavailable, ...unread], timestampOffsets, groupOffsets, warnings };
+  const { reads, unavailable: unread, warnings } = await readStartLookups(kafka, stream, ctx, discovered, offsets, known);
+  return { offsets, unavailable: [...unavailable, ...unread], startReads: reads, warnings };
 }
 
 /**

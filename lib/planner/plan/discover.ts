@@ -88,12 +88,5 @@ function startOffsetFor(input: PlanInput, ix: PlanIndex, t: TopicPartitions, par
   const o = ix.offsets.get(k);
   if (!o) return { wait: 'no offsets this run' };
   const position = startPosition(stream, startRule(ix.starts, t, partition));
-  return startAt(position, {
-    topic: t.topic,
-    partition,
-    offsets: o,
-    isolationLevel: stream.isolationLevel,
-    byTimestamp: input.timestampOffsets?.get(k),
-    group: input.groupOffsets?.get(k),
-  });
+  return startAt(position, { ...input.startReads?.get(k), topic: t.topic, partition, offsets: o, isolationLevel: stream.isolationLevel });
 }

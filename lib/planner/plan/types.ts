@@ -4,7 +4,7 @@ import type { PartitionClampInput } from '../../offsets';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode } from '../../ports/kafka-metadata';
 import type { PlanWrite } from '../../ports/ledger';
 import type { ClosedIncarnation, PartitionState, PendingStart, RangeState } from '../../ports/ledger-state';
-import type { GroupOffsetRead } from '../start/strategy';
+import type { StartReads } from '../start/strategy';
 import type { ProcessorConcurrency } from '../concurrency-cap';
 
 export type PlanInput = {
@@ -23,15 +23,11 @@ export type PlanInput = {
   discovered: TopicPartitions[];
   offsets: PartitionOffsets[];
   /**
-   * Start offsets looked up by timestamp for the new partitions whose start position asks for one (a
-   * `timestamp` look-up, start/strategy.ts); one missing here waits for a later run.
+   * What the run read for the new partitions' start positions (the look-ups their strategies ask
+   * for, start/lookups.ts), by partition key, handed to their strategies as read; a partition whose
+   * strategy finds its answer missing here waits for a later run.
    */
-  timestampOffsets?: Map<string, number>;
-  /**
-   * What was read of a consumer group for the new partitions whose start position asks for one (a
-   * `group` look-up); one missing here waits for a later run.
-   */
-  groupOffsets?: Map<string, GroupOffsetRead>;
+  startReads?: Map<string, StartReads>;
   openRanges: RangeState[];
   /** Finished ranges still in their partitions' live state: archived by the write that next changes their partition. */
   finishedRanges?: RangeState[];

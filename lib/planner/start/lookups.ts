@@ -11,12 +11,11 @@ import { partitionKey } from '../../ranges';
 import { groupOffsetsUnreadableMessage, groupOffsetsWaitingWarning } from '../messages';
 import { startRule, type StartContext, type StartRule } from './rule';
 import { startLookups, startPosition } from './strategies';
-import type { GroupOffsetRead, StartLookup } from './strategy';
+import type { GroupOffsetRead, StartLookup, StartReads } from './strategy';
 
 /** What the run read for the new partitions' starts, by partition key; `unavailable`: those a look-up could not serve. */
-export type StartReads = {
-  timestampOffsets: Map<string, number>;
-  groupOffsets: Map<string, GroupOffsetRead>;
+export type StartLookupsRead = {
+  reads: Map<string, StartReads>;
   unavailable: UnavailablePartition[];
   warnings: string[];
 };
@@ -32,15 +31,21 @@ export async function readStartLookups(
   discovered: TopicPartitions[],
   offsets: PartitionOffsets[],
   known: PartitionState[],
-): Promise<StartReads> {
+): Promise<StartLookupsRead> {
   const fresh = newPartitions(stream, ctx, available(discovered, offsets), known);
-  const [byTimestamp, byGroup] = await Promise.all([timestampStarts(kafka, stream, fresh), groupStarts(kafka, stream, fresh, offsets)]);
+  const each = await Promise.all([timestampStarts(kafka, stream, fresh), groupStarts(kafka, stream, fresh, offsets)]);
   return {
-    timestampOffsets: byTimestamp.offsets,
-    groupOffsets: byGroup.reads,
-    unavailable: [...byTimestamp.unavailable, ...byGroup.unavailable],
-    warnings: byGroup.warnings,
+    reads: merged(each.map((a) => a.reads)),
+    unavailable: each.flatMap((a) => a.unavailable),
+    warnings: each.flatMap((a) => a.warnings),
   };
+}
+
+/** Each partition's answers of every look-up, in one `StartReads` (a strategy may ask for more than one). */
+function merged(each: Array<Map<string, StartReads>>): Map<string, StartReads> {
+  const reads = new Map<string, StartReads>();
+  for (const answers of each) for (const [k, read] of answers) reads.set(k, { ...reads.get(k), ...read });
+  return reads;
 }
 
 /** The discovered partitions whose offsets were read this run (the only ones a timestamp look-up can serve). */
@@ -90,18 +95,15 @@ function asking<Key>(fresh: NewPartition[], keyOf: (l: StartLookup) => Key | und
  * serve is not registered this run and waits for a later one, so a dead leader costs only its own
  * partitions here too.
  */
-async function timestampStarts(
-  kafka: KafkaMetadata,
-  stream: StreamConfig,
-  fresh: NewPartition[],
-): Promise<{ offsets: Map<string, number>; unavailable: UnavailablePartition[] }> {
+async function timestampStarts(kafka: KafkaMetadata, stream: StreamConfig, fresh: NewPartition[]): Promise<StartLookupsRead> {
   const atTimestamp = asking(fresh, (l) => (l.kind === 'timestamp' ? l.timestampMs : undefined));
   const answers = await Promise.all(
     [...atTimestamp].map(([ts, parts]) => kafka.fetchAvailableOffsetsForTimestamp(byTopic(parts), ts, stream.isolationLevel)),
   );
   return {
-    offsets: new Map(answers.flatMap((a) => a.offsets.map((o) => [partitionKey(o.topic, o.partition), o.offset] as const))),
+    reads: new Map(answers.flatMap((a) => a.offsets.map((o) => [partitionKey(o.topic, o.partition), { byTimestamp: o.offset }] as const))),
     unavailable: answers.flatMap((a) => a.unavailable),
+    warnings: [],
   };
 }
 
@@ -113,11 +115,11 @@ async function groupStarts(
   stream: StreamConfig,
   fresh: NewPartition[],
   offsets: PartitionOffsets[],
-): Promise<GroupStarts> {
+): Promise<StartLookupsRead> {
   const groups = asking(fresh, (l) => (l.kind === 'group' ? l.group : undefined));
   const each = await Promise.all([...groups].map(([group, wanted]) => groupOffsets(kafka, stream, group, wanted, offsets)));
   return {
-    reads: new Map(each.flatMap((g) => [...g.reads])),
+    reads: new Map(each.flatMap((g) => [...g.reads].map(([k, group]) => [k, { group }] as const))),
     unavailable: each.flatMap((g) => g.unavailable),
     warnings: each.flatMap((g) => g.warnings),
   };

@@ -25,17 +25,25 @@ export type StartLookup =
  */
 export type GroupOffsetRead = { committed?: number; highWatermark?: number };
 
+/**
+ * What the run read for one new partition's look-ups, a field per look-up kind (`StartLookup`): the
+ * plan passes it to the partition's strategy as read, so a strategy added with the look-ups there are
+ * needs no field anywhere else.
+ */
+export type StartReads = {
+  /** The answer of its `timestamp` look-up; undefined when the look-up could not serve it this run. */
+  byTimestamp?: number | undefined;
+  /** What was read for it of its `group` look-up's group; undefined when the group was not read this run. */
+  group?: GroupOffsetRead | undefined;
+};
+
 /** What a new partition's start is told from: the partition, how the stream reads it, and what the run read for it. */
-export type StartInputs = {
+export type StartInputs = StartReads & {
   topic: string;
   partition: number;
   /** Earliest and latest (the last stable offset under read_committed), read for every partition. */
   offsets: PartitionOffsets;
   isolationLevel: IsolationLevel;
-  /** The answer of its `timestamp` look-up; undefined when the look-up could not serve it this run. */
-  byTimestamp?: number | undefined;
-  /** What was read for it of its `group` look-up's group; undefined when the group was not read this run. */
-  group?: GroupOffsetRead | undefined;
 };
 
 /** A start offset with what to tell the operator about it, or why the partition waits for a later run. */
