@@ -58,6 +58,12 @@ export function unknownPlannerStreamsMessage(unknown: readonly string[], configu
   return `invalid planner payload: unknown ${streams} (configured: ${configured.join(', ')})`;
 }
 
+/** Where a partition present when the stream started, not registered yet, will start: whichever `startingOffsets` variant. */
+export const WILL_START_AT_STARTING_OFFSETS = 'present when the stream started, it will start at startingOffsets';
+
+/** Where a partition of a topic that appeared after the stream started, not registered yet, will start: whichever `newTopics` variant. */
+export const WILL_START_AT_NEW_TOPICS = 'a topic that appeared after the stream started, it will start at newTopics';
+
 /** The committed offsets of `startingOffsets.fromGroup` could not be read (`cause`: why); one line. */
 export function groupOffsetsUnreadableMessage(group: string, cause: unknown): string {
   const why = (cause instanceof Error ? cause.message : String(cause)).replace(/\s*\n\s*/g, ' ');

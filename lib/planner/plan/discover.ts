@@ -5,8 +5,8 @@
 import type { TopicPartitions } from '../../ports/kafka-metadata';
 import type { PartitionState, PendingStart } from '../../ports/ledger-state';
 import { partitionKey } from '../../ranges';
-import { startRule, type StartRule } from '../start/rule';
-import { startAt, startGroup, startPosition, startsWholeTopic } from '../start/strategies';
+import { startRule } from '../start/rule';
+import { startAt, startPosition, startsWholeTopic, whereItWillStart } from '../start/strategies';
 import type { Start } from '../start/strategy';
 import type { PlanIndex } from './plan-index';
 import { report } from './report';
@@ -61,23 +61,12 @@ function newPartition({ stream, nowMs }: PlanInput, t: TopicPartitions, partitio
 
 const topicIdOf = (t: TopicPartitions): { topicId?: string } => (t.topicId !== undefined ? { topicId: t.topicId } : {});
 
-/** What a new partition not registered this run is told: where it will start. */
-const WHERE_IT_STARTS: Record<StartRule, string> = {
-  startingOffsets: 'present when the stream started, it will start at startingOffsets',
-  newTopics: 'a topic that appeared after the stream started, it will start at newTopics',
-  newPartition: 'it will start at earliest',
-};
-
-/** The report of a new partition not registered this run (`why`), saying where it will start. */
+/** The report of a new partition not registered this run (`why`), saying where it will start (as its strategy says). */
 function waitingReport(input: PlanInput, ix: PlanIndex, t: TopicPartitions, partition: number, why: string): PartitionReport {
   const waiting = newPartition(input, t, partition, 0);
   const o = ix.offsets.get(partitionKey(t.topic, partition));
   const rule = startRule(ix.starts, t, partition);
-  const group = startGroup(input.stream, rule);
-  const where =
-    rule === 'newPartition' && group !== undefined
-      ? `it will start at the committed offset of group ${JSON.stringify(group)}, else earliest`
-      : WHERE_IT_STARTS[rule];
+  const where = whereItWillStart(startPosition(input.stream, rule), rule);
   return { ...report(waiting, o, 'no-offsets', `not registered yet (${why}): ${where}`), status: 'new' };
 }
 

@@ -67,6 +67,11 @@ export function startAt(position: StartPosition, inputs: StartInputs): Start {
   return strategyOf(position).start(position.spec, inputs);
 }
 
+/** What a partition that `rule` places at `position`, not registered this run, is told about where it will start. */
+export function whereItWillStart(position: StartPosition, rule: StartRule): string {
+  return strategyOf(position).whereItWillStart(position.spec, rule);
+}
+
 /** Whether a new topic's partitions starting at `position` register all in one run (`StartStrategy.wholeTopic`). */
 export function startsWholeTopic(position: StartPosition): boolean {
   return strategyOf(position).wholeTopic;

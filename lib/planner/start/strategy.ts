@@ -1,11 +1,13 @@
 /**
  * What a start position is, as Flink's `OffsetsInitializer`: a strategy per variant of the stream's
  * `startingOffsets` and `newTopics`, declaring what it needs read (its look-ups) and telling, purely,
- * where a new partition starts from what was read. The run (start/lookups.ts) reads only what the
- * strategies ask, so neither it nor the plan knows the variants.
+ * where a new partition starts from what was read, and what a partition not placed yet is told about
+ * where it will start. The run (start/lookups.ts) reads only what the strategies ask, so neither it
+ * nor the plan knows the variants.
  */
 import type { IsolationLevel } from '../../config/schema';
 import type { PartitionOffsets } from '../../ports/kafka-metadata';
+import type { StartRule } from './rule';
 
 /**
  * What a start position needs read for a new partition. Its earliest and latest offsets are not
@@ -56,6 +58,13 @@ export type StartStrategy<Kind extends string, Spec> = {
   lookups(spec: Spec): StartLookup[];
   /** Where the partition starts, from what was read (pure), or why it waits for a later run. */
   start(spec: Spec, inputs: StartInputs): Start;
+  /**
+   * What a partition that will start here, not registered this run, is told about where it will start
+   * (why it waits is the plan's to say). `rule`: what placed it here (rule.ts). Placed by its own
+   * setting, it is told the setting the operator configured; the earliest and fromGroup positions
+   * also place partitions added to a known topic, which no setting names, so those are told the position.
+   */
+  whereItWillStart(spec: Spec, rule: StartRule): string;
   /**
    * Whether the partitions of a topic that appeared after the stream started (`newTopics`) all wait
    * until every one can be placed, and register in one run: one registered in a later run would count

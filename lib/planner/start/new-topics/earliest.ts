@@ -1,4 +1,5 @@
 /** `newTopics: "earliest"`: a topic that appeared after the stream started is read from its first record. */
+import { WILL_START_AT_NEW_TOPICS } from '../../messages';
 import type { StartStrategy } from '../strategy';
 
 /**
@@ -9,5 +10,6 @@ export const newTopicEarliest: StartStrategy<'newTopics.earliest', 'earliest'> =
   kind: 'newTopics.earliest',
   lookups: () => [],
   start: (_spec, { offsets }) => ({ offset: offsets.earliest }),
+  whereItWillStart: () => WILL_START_AT_NEW_TOPICS,
   wholeTopic: false,
 };

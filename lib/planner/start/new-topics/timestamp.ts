@@ -1,5 +1,6 @@
 /** `newTopics: { timestampMs }`: a topic that appeared after the stream started is read from a point in time. */
 import type { NewTopicsStart } from '../../../config/schema';
+import { WILL_START_AT_NEW_TOPICS } from '../../messages';
 import type { StartStrategy } from '../strategy';
 
 type Spec = Extract<NewTopicsStart, { timestampMs: number }>;
@@ -12,5 +13,6 @@ export const newTopicTimestamp: StartStrategy<'newTopics.timestampMs', Spec> = {
     byTimestamp === undefined
       ? { wait: 'no start offset by timestamp this run' }
       : { offset: byTimestamp, note: `a topic that appeared after the stream started: newTopics timestampMs ${timestampMs}` },
+  whereItWillStart: () => WILL_START_AT_NEW_TOPICS,
   wholeTopic: true,
 };

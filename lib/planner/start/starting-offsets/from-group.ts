@@ -5,6 +5,7 @@
  */
 import type { StartingOffsets, StreamConfig } from '../../../config/schema';
 import type { PartitionOffsets } from '../../../ports/kafka-metadata';
+import { WILL_START_AT_STARTING_OFFSETS } from '../../messages';
 import type { GroupOffsetRead, Start, StartStrategy } from '../strategy';
 
 type Spec = Extract<StartingOffsets, { fromGroup: string }>;
@@ -14,6 +15,11 @@ export const startingFromGroup: StartStrategy<'startingOffsets.fromGroup', Spec>
   kind: 'startingOffsets.fromGroup',
   lookups: ({ fromGroup }) => [{ kind: 'group', group: fromGroup }],
   start: ({ fromGroup, fallback }, { group, offsets, isolationLevel }) => groupStart(fromGroup, group, offsets, fallback, isolationLevel),
+  // A partition added to a known topic starts here too, with fallback earliest whatever the setting's: it is told the position.
+  whereItWillStart: ({ fromGroup, fallback }, rule) =>
+    rule === 'newPartition'
+      ? `it will start at the committed offset of group ${JSON.stringify(fromGroup)}, else ${fallback}`
+      : WILL_START_AT_STARTING_OFFSETS,
   wholeTopic: false,
 };
 

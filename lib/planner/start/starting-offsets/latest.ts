@@ -1,4 +1,5 @@
 /** `startingOffsets: "latest"`: only records written after the partition's offsets are first read. */
+import { WILL_START_AT_STARTING_OFFSETS } from '../../messages';
 import type { StartStrategy } from '../strategy';
 
 /**
@@ -9,5 +10,6 @@ export const startingLatest: StartStrategy<'startingOffsets.latest', 'latest'> =
   kind: 'startingOffsets.latest',
   lookups: () => [],
   start: (_spec, { offsets }) => ({ offset: offsets.latest }),
+  whereItWillStart: () => WILL_START_AT_STARTING_OFFSETS,
   wholeTopic: false,
 };

@@ -1,5 +1,6 @@
 /** `startingOffsets: { offsets: { topic: { partition: offset } } }`: explicit offsets (Spark's JSON of startingOffsets). */
 import type { StartingOffsets } from '../../../config/schema';
+import { WILL_START_AT_STARTING_OFFSETS } from '../../messages';
 import type { StartStrategy } from '../strategy';
 
 type Spec = Extract<StartingOffsets, { offsets: unknown }>;
@@ -13,5 +14,6 @@ export const startingOffsetsMap: StartStrategy<'startingOffsets.offsets', Spec> 
     // A partition the map does not name starts at earliest; an offset past the end starts at the end.
     return { offset: explicit === undefined ? offsets.earliest : Math.min(explicit, offsets.latest) };
   },
+  whereItWillStart: () => WILL_START_AT_STARTING_OFFSETS,
   wholeTopic: false,
 };

@@ -1,5 +1,6 @@
 /** `startingOffsets: { timestampMs }`: the first record written at or after a point in time. */
 import type { StartingOffsets } from '../../../config/schema';
+import { WILL_START_AT_STARTING_OFFSETS } from '../../messages';
 import type { StartStrategy } from '../strategy';
 
 type Spec = Extract<StartingOffsets, { timestampMs: number }>;
@@ -10,5 +11,6 @@ export const startingTimestamp: StartStrategy<'startingOffsets.timestampMs', Spe
   lookups: ({ timestampMs }) => [{ kind: 'timestamp', timestampMs }],
   start: (_spec, { byTimestamp }) =>
     byTimestamp === undefined ? { wait: 'no start offset by timestamp this run' } : { offset: byTimestamp },
+  whereItWillStart: () => WILL_START_AT_STARTING_OFFSETS,
   wholeTopic: false,
 };
