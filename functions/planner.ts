@@ -15,10 +15,12 @@ import { AppError } from '../lib/errors';
 import type { Dispatcher } from '../lib/ports/dispatcher';
 import { runPlannerLoop, type LoopDeps, type StreamLoopReport } from '../lib/planner/loop';
 import { createLoopMetrics } from '../lib/planner/loop-metrics';
-import { schedulePeriodFromEnv } from '../lib/planner/loop-timing';
+import { schedulePeriodFromEnv, TICK_QUEUE_URL_ENV, tickChainFromEnv, tickModeOf } from '../lib/planner/loop-timing';
+import { runChainTick, watchTickChains, type ChainTickReport } from '../lib/planner/tick-chain';
+import type { TickQueue } from '../lib/ports/tick-queue';
 import { processorConcurrencyFromEnv } from '../lib/planner/concurrency-cap';
 import { addPlannerMetric, recordPlannerMetrics } from '../lib/planner/metrics';
-import { parsePlannerPayload, type PlannerRequest } from '../lib/planner/payload';
+import { parsePlannerPayload, type ChainRequest, type PlannerRequest } from '../lib/planner/payload';
 import { runPlanner, type StreamPlanReport } from '../lib/planner/run';
 import { awsRuntime, kafkaLogTo, type Runtime } from '../lib/runtime/aws';
 import { metricsNamespaceFrom } from '../lib/runtime/metrics-namespace';
@@ -34,6 +36,8 @@ export class PlannerRunFailedError extends AppError {
 export type PlannerHandlerOptions = {
   runtime?: () => Runtime;
   dispatcher?: Dispatcher;
+  /** The tick chain's queue (default: the runtime's, from PLANNER_TICK_QUEUE_URL). */
+  tickQueue?: TickQueue;
   logger?: Logger;
   metrics?: Metrics;
 };
@@ -57,20 +61,10 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
   async function planOrLoop(event: unknown, context: Context) {
     const rt = runtime();
     const req = parsePlannerPayload(event, rt.config);
-    const dispatcher = req.dryRun ? { dispatch: async () => [] } : (opts.dispatcher ?? rt.dispatcher());
-    // A lease outlives the function timeout so a hard-killed run cannot overlap the next one.
     const remainingMs = (): number => context.getRemainingTimeInMillis?.() ?? 60_000;
-    const plannerLeaseMs = Math.max(remainingMs(), 1000) + 10_000;
-    const deps = {
-      ledger: rt.ledger,
-      metadataFor: (s: StreamConfig) => rt.metadata.forStream(s),
-      destinationsFor: (s: StreamConfig) => rt.destinationsFor(s),
-      dispatcher,
-      plannerLeaseMs,
-      // Shared by every configured stream, also in an ad hoc run of a few: the scheduled runs keep planning the others.
-      processorConcurrency: processorConcurrencyFromEnv(process.env, rt.config.streams.length),
-    };
     const ownerToken = `${context.awsRequestId ?? 'local'}:${Date.now()}`;
+    if (req.chain) return chainTicks(rt, req, { ownerToken, deps: runDeps(rt, false, remainingMs) });
+    const deps = runDeps(rt, req.dryRun, remainingMs);
     if (req.loop) return loop(rt, req, deps, { ownerToken, remainingMs });
     const reports = await runPlanner(
       { ...deps, ownerToken },
@@ -81,6 +75,45 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     if (!req.dryRun) recordPlannerMetrics(metrics, reports);
     failIfAny(reports.filter((r) => r.status === 'failed').map((r) => `${r.stream}: ${r.reason}`));
     return { dryRun: req.dryRun, streams: reports };
+  }
+
+  /** What every run of this invocation is built on. */
+  function runDeps(rt: Runtime, dryRun: boolean, remainingMs: () => number) {
+    const dispatcher = dryRun ? { dispatch: async () => [] } : (opts.dispatcher ?? rt.dispatcher());
+    return {
+      ledger: rt.ledger,
+      metadataFor: (s: StreamConfig) => rt.metadata.forStream(s),
+      destinationsFor: (s: StreamConfig) => rt.destinationsFor(s),
+      dispatcher,
+      // A lease outlives the function timeout so a hard-killed run cannot overlap the next one.
+      plannerLeaseMs: Math.max(remainingMs(), 1000) + 10_000,
+      // Shared by every configured stream, also in an ad hoc run of a few: the scheduled runs keep planning the others.
+      processorConcurrency: processorConcurrencyFromEnv(process.env, rt.config.streams.length),
+    };
+  }
+
+  /** The tick chain's settings: which streams it ticks (none without a tick queue), and the queue. */
+  function chainOf(rt: Runtime) {
+    const tickQueue = opts.tickQueue ?? rt.tickQueue();
+    const chainFromMs = tickQueue ? tickChainFromEnv(process.env) : undefined;
+    return { tickQueue, settings: { schedulePeriodMs: schedulePeriodFromEnv(process.env), chainFromMs } };
+  }
+
+  /** A tick chain's message: one planner run of its stream, then the next tick's message (lib/planner/tick-chain.ts). */
+  async function chainTicks(rt: Runtime, req: ChainRequest, run: { ownerToken: string; deps: ReturnType<typeof runDeps> }) {
+    const { tickQueue, settings } = chainOf(rt);
+    if (!tickQueue) throw new PlannerRunFailedError(`a tick chain's message, but ${TICK_QUEUE_URL_ENV} is not set: no chain can go on`);
+    const clock = { nowMs: () => rt.storeClock(), sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
+    const ticks = [];
+    for (const { tick, stream } of req.chain) {
+      const t = await runChainTick({ ...run.deps, tickQueue, clock }, stream, tick, { ...settings, ownerToken: run.ownerToken });
+      logChainTick(t);
+      ticks.push(t);
+    }
+    const reports = ticks.flatMap((t) => (t.report ? [t.report] : []));
+    recordPlannerMetrics(metrics, reports);
+    failIfAny(reports.filter((r) => r.status === 'failed').map((r) => `${r.stream}: ${r.reason}`));
+    return { chain: ticks };
   }
 
   /** The scheduled loop: ticks until the remaining time runs out or the next invocation takes over. */
@@ -95,16 +128,24 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     const deadlineMs = localMs() + run.remainingMs();
     const clock = { nowMs: () => rt.storeClock(), localMs, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
     const loopMetrics = createLoopMetrics(metrics);
-    const opts = { streams: req.streams, ownerToken: run.ownerToken, deadlineMs, schedulePeriodMs: schedulePeriodFromEnv(process.env) };
-    const reports = await runPlannerLoop({ ...deps, clock }, opts, (t) => {
-      loopMetrics.tick(t);
-      if (t.report.status === 'failed') logger.warn('planner tick failed', { stream: t.stream, reason: t.report.reason });
-    });
+    const { tickQueue, settings } = chainOf(rt);
+    const chained = (s: StreamConfig) => tickModeOf(s.triggerIntervalMs, settings) === 'chain';
+    const opts = { streams: req.streams.filter((s) => !chained(s)), ownerToken: run.ownerToken, deadlineMs, ...settings };
+    // The schedule is the tick chains' watchdog: it starts a chain that has none or that stopped.
+    const [reports, chains] = await Promise.all([
+      runPlannerLoop({ ...deps, clock }, opts, (t) => {
+        loopMetrics.tick(t);
+        if (t.report.status === 'failed') logger.warn('planner tick failed', { stream: t.stream, reason: t.report.reason });
+      }),
+      tickQueue ? watchTickChains({ ...deps, tickQueue, clock }, req.streams.filter(chained), settings) : [],
+    ]);
     loopMetrics.end(reports);
     for (const r of reports) logLoop(r);
+    for (const c of chains) if (c.outcome === 'started' || c.sendError) logger.warn('tick chain started', { ...c });
     // The invocation fails when a stream's last tick failed: Lambda's Errors metric and alarm see a loop that cannot plan.
     failIfAny(reports.filter((r) => r.last?.status === 'failed').map((r) => `${r.stream}: ${r.last?.reason}`));
-    return { loop: true, streams: reports };
+    failIfAny(chains.filter((c) => c.sendError).map((c) => `${c.stream}: the tick chain could not start: ${c.sendError}`));
+    return { loop: true, streams: reports, ...(chains.length ? { chains } : {}) };
   }
 
   function logRun(r: StreamPlanReport): void {
@@ -123,6 +164,13 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     if (r.recreated.length) logger.warn('topic re-created', { stream: r.stream, closedIncarnations: r.recreated });
     for (const w of r.warnings) logger.warn(w, { stream: r.stream });
     if (r.deliveries?.errors.length) logger.warn('failure destination delivery failed', { stream: r.stream, errors: r.deliveries.errors });
+  }
+
+  function logChainTick(t: ChainTickReport): void {
+    const { report, ...tick } = t;
+    if (t.outcome !== 'ticked') logger.info('tick chain message', tick);
+    else if (report) logRun(report);
+    if (t.sendError) logger.error('tick chain broken: the next tick could not be sent (the schedule restarts it)', tick);
   }
 
   function logLoop(r: StreamLoopReport): void {

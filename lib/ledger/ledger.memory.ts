@@ -14,7 +14,15 @@ import { partitionChangedReason, rewindDeadLetters, rewindPartitionStep, rewindR
 import { deliveryOrderKey, sameDeadLetter } from '../ports/ledger-rules/outbox';
 import { ofIncarnation } from '../ports/ledger-rules/incarnation';
 import { isMarkableWrite, markAttribute } from '../ports/sink-write';
-import { mayTakeLoop, maySucceed, releasedLoop, takenLoop, type LoopRenewal, type LoopTake } from '../ports/planner-loop';
+import {
+  mayClaimChainTick,
+  mayTakeLoop,
+  maySucceed,
+  releasedLoop,
+  takenLoop,
+  type LoopRenewal,
+  type LoopTake,
+} from '../ports/planner-loop';
 import { ValidationError } from '../errors';
 import { partitionKey } from '../ranges';
 import type { LedgerLimits } from '../ports/commit-limits';
@@ -243,6 +251,14 @@ export function createMemoryLedger(
       const meta = store(stream).meta;
       if (!meta?.loop || meta.loop.ownerToken !== ownerToken) return 'condition-failed';
       meta.loop = releasedLoop(meta.loop, lastTickAtMs, nextTickDueMs);
+      return 'applied';
+    },
+    async claimChainTick({ stream, seq, nowMs }) {
+      requests++;
+      const s = store(stream);
+      s.meta ??= { stream, epoch: 0, ownerToken: '', leaseExpiresAtMs: 0 };
+      if (!mayClaimChainTick(s.meta.tickChain, seq)) return 'condition-failed';
+      s.meta.tickChain = { seq, lastTickAtMs: nowMs };
       return 'applied';
     },
     async markStreamStarted({ stream, epoch, ownerToken, nowMs, pendingStart }) {

@@ -106,3 +106,27 @@ export function releasePlannerLoopUpdate(
     ExpressionAttributeValues: { ':me': r.ownerToken, ':due': r.nextTickDueMs, ...(tick ? { ':tick': r.lastTickAtMs } : {}) },
   };
 }
+
+/**
+ * Claims tick `seq` of the stream's chain (`mayClaimChainTick`: the chain's last claimed tick is
+ * `seq - 1`, or none and `seq` is 1), creating the META item with the planner lease free when there
+ * is none. The chain is one map attribute, set whole: a nested path cannot be SET where no map is yet.
+ */
+export function claimChainTickUpdate(table: string, c: { stream: string; seq: number; nowMs: number }): UpdateCommandInput {
+  return {
+    TableName: table,
+    Key: keys.meta(c.stream),
+    UpdateExpression:
+      'SET tickChain = :chain, #s = :stream, epoch = if_not_exists(epoch, :zero), ' +
+      'leaseExpiresAtMs = if_not_exists(leaseExpiresAtMs, :zero), ownerToken = if_not_exists(ownerToken, :none)',
+    ConditionExpression: c.seq === 1 ? 'attribute_not_exists(tickChain) OR tickChain.seq = :prev' : 'tickChain.seq = :prev',
+    ExpressionAttributeNames: { '#s': 'stream' },
+    ExpressionAttributeValues: {
+      ':chain': { seq: c.seq, lastTickAtMs: c.nowMs },
+      ':prev': c.seq - 1,
+      ':stream': c.stream,
+      ':zero': 0,
+      ':none': '',
+    },
+  };
+}

@@ -13,7 +13,14 @@ import { LEDGER_LAYOUT } from './groups.dynamodb';
 import { codec } from './items.dynamodb';
 import { keys } from './keys.dynamodb';
 import { LedgerLayoutError } from './locations.dynamodb';
-import { recordSuccessorUpdate, releasePlannerLoopUpdate, renewPlannerLoopUpdate, splitLoop, takePlannerLoopUpdate } from './loop.dynamodb';
+import {
+  claimChainTickUpdate,
+  recordSuccessorUpdate,
+  releasePlannerLoopUpdate,
+  renewPlannerLoopUpdate,
+  splitLoop,
+  takePlannerLoopUpdate,
+} from './loop.dynamodb';
 import { acquirePlannerLeaseUpdate, markMetaOnceUpdate, releasePlannerLeaseUpdate, requestPlannerLeaseUpdate } from './updates.dynamodb';
 import { fencedChangeAction } from './transactions.dynamodb';
 import type { Writer } from './writer.dynamodb';
@@ -32,6 +39,7 @@ type MetaMethods = Pick<
   | 'takePlannerLoop'
   | 'renewPlannerLoop'
   | 'releasePlannerLoop'
+  | 'claimChainTick'
 >;
 
 export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, send: Send, writer: Writer): MetaMethods {
@@ -147,6 +155,12 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
         if (err instanceof ConditionalCheckFailedException) return { held: false };
         throw err;
       }
+    },
+
+    async claimChainTick(input) {
+      return (await metaUpdate(`claim tick ${input.seq} of the tick chain of ${input.stream}`, claimChainTickUpdate(table, input)))
+        ? 'applied'
+        : 'condition-failed';
     },
 
     async releasePlannerLoop(input) {

@@ -80,3 +80,50 @@ export function schedulePeriodFromEnv(env: NodeJS.ProcessEnv): number | undefine
 export function oneTickPerInvocation(intervalMs: number, schedulePeriodMs: number | undefined): boolean {
   return schedulePeriodMs !== undefined && intervalMs >= schedulePeriodMs;
 }
+
+/**
+ * How a stream is ticked: `loop`, by a resident invocation (intervals under `chainFromMs`); `chain`,
+ * each tick an invocation of its own sent by the previous one as a delayed queue message (intervals
+ * from `chainFromMs` up to the schedule period: a resident planner would sleep most of what it is
+ * billed for); `once`, one tick per scheduled invocation (intervals not shorter than the period).
+ * Without a tick queue (`chainFromMs` unset) there is no chain.
+ */
+export type TickMode = 'loop' | 'chain' | 'once';
+
+/** The tick mode of a stream with `intervalMs` (see TickMode). */
+export function tickModeOf(intervalMs: number, o: { schedulePeriodMs?: number; chainFromMs?: number }): TickMode {
+  if (oneTickPerInvocation(intervalMs, o.schedulePeriodMs)) return 'once';
+  return o.chainFromMs !== undefined && intervalMs >= o.chainFromMs ? 'chain' : 'loop';
+}
+
+/** The planner function's environment variable: the shortest interval ticked by the tick chain (set with its queue). */
+export const TICK_CHAIN_FROM_ENV = 'TICK_CHAIN_FROM_MS';
+
+/** The tick chain's threshold the stack gave the planner, if it has a tick queue. */
+export function tickChainFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const n = Number(env[TICK_CHAIN_FROM_ENV]);
+  return env[TICK_CHAIN_FROM_ENV] !== undefined && Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+/** The planner function's environment variable naming the tick queue (set by the stack with `TICK_CHAIN_FROM_MS`). */
+export const TICK_QUEUE_URL_ENV = 'PLANNER_TICK_QUEUE_URL';
+
+/** SQS's longest message delay. */
+export const MAX_TICK_DELAY_MS = 900_000;
+
+/**
+ * The delay of the message carrying a tick due at `dueMs`: whole seconds (what a queue delays by),
+ * rounded down so the message arrives early rather than late, and the tick waits out the rest.
+ */
+export function chainDelayMs(dueMs: number, nowMs: number): number {
+  return Math.min(MAX_TICK_DELAY_MS, Math.max(0, Math.floor((dueMs - nowMs) / 1000) * 1000));
+}
+
+/**
+ * When a chain counts as broken (its next message lost with a crashed invocation): no tick claimed
+ * for three intervals, and at least 30 s more than one (a late delivery is not a break). The schedule's
+ * watchdog then sends the next message itself; should the old one still arrive, only one claims.
+ */
+export function chainStaleAfterMs(intervalMs: number): number {
+  return Math.max(3 * intervalMs, intervalMs + 30_000);
+}

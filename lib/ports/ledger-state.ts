@@ -3,7 +3,7 @@
  * entries and dead letters, as every adapter reads and writes them (ports/ledger.ts).
  */
 import type { PidState } from '../offsets/pid';
-import type { PlannerLoopState } from './planner-loop';
+import type { PlannerLoopState, TickChainState } from './planner-loop';
 import type { TimestampType } from './range-reader';
 
 export type StreamMeta = {
@@ -44,6 +44,8 @@ export type StreamMeta = {
   leaseWanted?: string;
   /** The planner loop: which scheduled invocation ticks the stream (see ports/planner-loop.ts). */
   loop?: PlannerLoopState;
+  /** The tick chain, for a stream ticked by queue messages (see ports/planner-loop.ts). */
+  tickChain?: TickChainState;
 };
 
 /** Partitions of one topic (and its topic id when the broker gave one) awaiting their start (`StreamMeta.pendingStart`). */

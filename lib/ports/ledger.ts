@@ -25,7 +25,7 @@ import type {
   RangeStatus,
   StreamMeta,
 } from './ledger-state';
-import type { PlannerLoopLease } from './planner-loop';
+import type { PlannerLoopLease, PlannerTickChain } from './planner-loop';
 import type { MarkedWritesOutcome, SinkMark, SinkWrite } from './sink-write';
 
 /**
@@ -177,220 +177,221 @@ export type RewindOutcome =
   | { outcome: 'condition-failed'; reason: string }
   | { outcome: 'fenced' };
 
-export type Ledger = PlannerLoopLease & {
-  /** What one commit may carry (see LedgerLimits); the same for every adapter of one store. */
-  readonly limits: LedgerLimits;
-  readMeta(stream: string): Promise<StreamMeta | undefined>;
-  /**
-   * Takes the stream's planner lease if it is free or expired, bumping the epoch. Losing is a value:
-   * another planner holds it (I5).
-   */
-  acquirePlannerLease(input: {
-    stream: string;
-    ownerToken: string;
-    nowMs: number;
-    leaseMs: number;
-    /** The lease the previous tick of this loop kept: taken over however long it still runs (its confirmation recorded). */
-    previous?: KeptPlannerLease;
+export type Ledger = PlannerLoopLease &
+  PlannerTickChain & {
+    /** What one commit may carry (see LedgerLimits); the same for every adapter of one store. */
+    readonly limits: LedgerLimits;
+    readMeta(stream: string): Promise<StreamMeta | undefined>;
     /**
-     * A loop holder this caller took the loop from after its loop lease expired (it died): a lease
-     * one of its ticks kept (owner token `<loopOwner>:...`) is taken over too, not waited out.
+     * Takes the stream's planner lease if it is free or expired, bumping the epoch. Losing is a value:
+     * another planner holds it (I5).
      */
-    deadLoopOwner?: string;
-  }): Promise<PlannerLease>;
-  /**
-   * Asks for a planner lease held by a loop between its ticks (an operator): recorded on the stream
-   * (`StreamMeta.leaseWanted`), the loop releases its lease after its current tick instead of keeping it.
-   */
-  requestPlannerLease(input: { stream: string; ownerToken: string }): Promise<void>;
-  /**
-   * Marks the stream started (once), fenced like planner writes, with the partitions its first run
-   * could not register (`StreamMeta.pendingStart`; an empty or absent list records none).
-   */
-  markStreamStarted(input: {
-    stream: string;
-    epoch: number;
-    ownerToken: string;
-    nowMs: number;
-    pendingStart?: PendingStart[];
-  }): Promise<WriteOutcome>;
-  /**
-   * Frees the lease early (conditional on still holding `epoch`). `confirmDispatches` records that
-   * this run recorded the outcome of every dispatch it made (`StreamMeta.confirmedEpoch`).
-   */
-  releasePlannerLease(input: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean }): Promise<WriteOutcome>;
-  /** All partitions of a stream (strongly consistent). */
-  readPartitions(stream: string): Promise<PartitionState[]>;
-  /** All partitions of a stream and the ranges in their live state (`readRanges`), read together (strongly consistent). */
-  readPartitionsAndRanges(stream: string): Promise<{ partitions: PartitionState[]; ranges: RangeState[] }>;
-  /** Ranges not yet done (planned, leased, failed, parked). */
-  readOpenRanges(stream: string): Promise<RangeState[]>;
-  /**
-   * The ranges in the partitions' live state (strongly consistent): the open ones and the finished
-   * ones the planner has not archived yet (a partition's newest finished range stays until its next
-   * range is planned).
-   */
-  readRanges(stream: string): Promise<RangeState[]>;
-  /**
-   * Archived ranges (finished, moved out of their partition's live state by the planner), oldest
-   * first, kept for `RANGE_HISTORY_DAYS`; with `sinceMs`, those archived since. A range may appear
-   * twice (an archive write repeated after a crash): callers take each identity once.
-   */
-  readRangeHistory(stream: string, opts?: { sinceMs?: number }): Promise<RangeState[]>;
-  readRange(stream: string, r: RangeRef): Promise<RangeState | undefined>;
-  readDataLoss(stream: string): Promise<DataLossEntry[]>;
-  /** Closed incarnations of the stream's partitions (topics re-created under their name), oldest first per partition. */
-  readClosedIncarnations(stream: string): Promise<ClosedIncarnation[]>;
-  /**
-   * Applies planner writes fenced by `epoch`, batching as the store allows. Each write is atomic on
-   * its own; outcomes are returned in input order. Once one write reports `'fenced'`, every write
-   * after it is `'fenced'` too and nothing more is written.
-   */
-  applyPlan(input: { stream: string; epoch: number; ownerToken: string; writes: PlanWrite[] }): Promise<WriteOutcome[]>;
+    acquirePlannerLease(input: {
+      stream: string;
+      ownerToken: string;
+      nowMs: number;
+      leaseMs: number;
+      /** The lease the previous tick of this loop kept: taken over however long it still runs (its confirmation recorded). */
+      previous?: KeptPlannerLease;
+      /**
+       * A loop holder this caller took the loop from after its loop lease expired (it died): a lease
+       * one of its ticks kept (owner token `<loopOwner>:...`) is taken over too, not waited out.
+       */
+      deadLoopOwner?: string;
+    }): Promise<PlannerLease>;
+    /**
+     * Asks for a planner lease held by a loop between its ticks (an operator): recorded on the stream
+     * (`StreamMeta.leaseWanted`), the loop releases its lease after its current tick instead of keeping it.
+     */
+    requestPlannerLease(input: { stream: string; ownerToken: string }): Promise<void>;
+    /**
+     * Marks the stream started (once), fenced like planner writes, with the partitions its first run
+     * could not register (`StreamMeta.pendingStart`; an empty or absent list records none).
+     */
+    markStreamStarted(input: {
+      stream: string;
+      epoch: number;
+      ownerToken: string;
+      nowMs: number;
+      pendingStart?: PendingStart[];
+    }): Promise<WriteOutcome>;
+    /**
+     * Frees the lease early (conditional on still holding `epoch`). `confirmDispatches` records that
+     * this run recorded the outcome of every dispatch it made (`StreamMeta.confirmedEpoch`).
+     */
+    releasePlannerLease(input: { stream: string; epoch: number; ownerToken: string; confirmDispatches?: boolean }): Promise<WriteOutcome>;
+    /** All partitions of a stream (strongly consistent). */
+    readPartitions(stream: string): Promise<PartitionState[]>;
+    /** All partitions of a stream and the ranges in their live state (`readRanges`), read together (strongly consistent). */
+    readPartitionsAndRanges(stream: string): Promise<{ partitions: PartitionState[]; ranges: RangeState[] }>;
+    /** Ranges not yet done (planned, leased, failed, parked). */
+    readOpenRanges(stream: string): Promise<RangeState[]>;
+    /**
+     * The ranges in the partitions' live state (strongly consistent): the open ones and the finished
+     * ones the planner has not archived yet (a partition's newest finished range stays until its next
+     * range is planned).
+     */
+    readRanges(stream: string): Promise<RangeState[]>;
+    /**
+     * Archived ranges (finished, moved out of their partition's live state by the planner), oldest
+     * first, kept for `RANGE_HISTORY_DAYS`; with `sinceMs`, those archived since. A range may appear
+     * twice (an archive write repeated after a crash): callers take each identity once.
+     */
+    readRangeHistory(stream: string, opts?: { sinceMs?: number }): Promise<RangeState[]>;
+    readRange(stream: string, r: RangeRef): Promise<RangeState | undefined>;
+    readDataLoss(stream: string): Promise<DataLossEntry[]>;
+    /** Closed incarnations of the stream's partitions (topics re-created under their name), oldest first per partition. */
+    readClosedIncarnations(stream: string): Promise<ClosedIncarnation[]>;
+    /**
+     * Applies planner writes fenced by `epoch`, batching as the store allows. Each write is atomic on
+     * its own; outcomes are returned in input order. Once one write reports `'fenced'`, every write
+     * after it is `'fenced'` too and nothing more is written.
+     */
+    applyPlan(input: { stream: string; epoch: number; ownerToken: string; writes: PlanWrite[] }): Promise<WriteOutcome[]>;
 
-  // Processor side. Every write is conditional on the lease token (I3) and the progress it replaces (I2).
+    // Processor side. Every write is conditional on the lease token (I3) and the progress it replaces (I2).
 
-  readPartition(stream: string, topic: string, partition: number): Promise<PartitionState | undefined>;
-  /**
-   * Takes the range's lease if it is planned, failed, or leased with an expired lease, and fewer than
-   * `maxAttempts` leases were taken; counts the attempt. The range must end at `until` (checked by
-   * the same conditional write): otherwise the outcome is `mismatch` and nothing changes, so a forged
-   * or stale request neither counts an attempt nor holds a lease.
-   */
-  takeRangeLease(input: {
-    stream: string;
-    topic: string;
-    partition: number;
-    from: number;
-    until: number;
-    /** The partition incarnation of the range (absent = 0). */
-    incarnation?: number;
-    leaseToken: string;
-    nowMs: number;
-    leaseMs: number;
-    maxAttempts: number;
-  }): Promise<LeaseOutcome>;
-  /**
-   * Moves progress from `expectProgress` to `to` and renews the lease, together with the chunk's sink
-   * writes and dead letters, in one transaction (I4). Clears `pendingUntil`; while one is set, `to`
-   * must equal it (otherwise `lease-lost`: the caller's view of the range is stale). Sink writes over `limits` throw CommitTooLargeError,
-   * a sink write's own failed condition throws SinkConditionError; either way nothing was written.
-   * A dead letter naming `deliveries` is written with one pending delivery per destination, due
-   * `DELIVERY_GRACE_MS` after it was dead-lettered (the processor tries them itself first).
-   */
-  commitChunk(input: {
-    range: LeasedRange;
-    expectProgress: number;
-    to: number;
-    nowMs: number;
-    leaseMs: number;
-    sinkWrites?: SinkWrite[];
-    deadLetters?: DeadLetter[];
-    /** Retention removed `[expectProgress, to)` before it was read: record the span (failOnDataLoss=false). */
-    dataLoss?: DataLossEntry;
-  }): Promise<ProcessorWriteOutcome>;
-  /**
-   * Records that the folded batch `[expectProgress, until)` is being written (`pendingUntil`) and
-   * renews the lease, conditional on the lease and progress (and on no other batch pending).
-   */
-  beginBatch(input: {
-    range: LeasedRange;
-    expectProgress: number;
-    until: number;
-    nowMs: number;
-    leaseMs: number;
-  }): Promise<ProcessorWriteOutcome>;
-  /**
-   * Applies `update` sink writes to distinct items, each guarded by `mark`: an item whose mark is
-   * already at or past `mark.until` is skipped, any other gets its update and the mark, atomically
-   * per item. Not conditional on the lease: a write of a batch that was finished elsewhere finds its
-   * mark and changes nothing. At most `limits.maxMarkedWrites` writes; over it, CommitTooLargeError.
-   */
-  applyMarkedSinkWrites(input: { mark: SinkMark; writes: SinkWrite[] }): Promise<MarkedWritesOutcome>;
-  /**
-   * Marks the range done at `until` (from `expectProgress`), and advances the partition's committed
-   * offset from `range.from` when `advancePartition` (one range in flight per partition).
-   */
-  completeRange(input: RangeCompletionInput): Promise<ProcessorWriteOutcome>;
-  /**
-   * `takeRangeLease` for several ranges with one token, in as few writes as the store allows (one per
-   * shard): each range's outcome as its own take would have had it, in input order.
-   */
-  takeRangeLeases(input: {
-    stream: string;
-    ranges: LeaseRequest[];
-    leaseToken: string;
-    nowMs: number;
-    leaseMs: number;
-    maxAttempts: number;
-  }): Promise<LeaseOutcome[]>;
-  /** `completeRange` for several ranges, in as few writes as the store allows (one per shard): outcomes in input order. */
-  completeRanges(input: RangeCompletionInput[]): Promise<ProcessorWriteOutcome[]>;
-  /** Records a failure: `failed` (the planner re-dispatches) or `parked` (needs an operator). */
-  failRange(input: { range: LeasedRange; status: 'failed' | 'parked'; error: string; nowMs: number }): Promise<ProcessorWriteOutcome>;
-  /** Gives the range back before the deadline, keeping its progress; the planner dispatches it again. */
-  releaseRange(input: { range: LeasedRange; nowMs: number; progressed: boolean }): Promise<ProcessorWriteOutcome>;
-  listDeadLetters(stream: string): Promise<DeadLetter[]>;
-  /** One dead letter (strongly consistent), or undefined when it is gone (expired, rewound). */
-  readDeadLetter(stream: string, ref: DeadLetterRef): Promise<DeadLetter | undefined>;
+    readPartition(stream: string, topic: string, partition: number): Promise<PartitionState | undefined>;
+    /**
+     * Takes the range's lease if it is planned, failed, or leased with an expired lease, and fewer than
+     * `maxAttempts` leases were taken; counts the attempt. The range must end at `until` (checked by
+     * the same conditional write): otherwise the outcome is `mismatch` and nothing changes, so a forged
+     * or stale request neither counts an attempt nor holds a lease.
+     */
+    takeRangeLease(input: {
+      stream: string;
+      topic: string;
+      partition: number;
+      from: number;
+      until: number;
+      /** The partition incarnation of the range (absent = 0). */
+      incarnation?: number;
+      leaseToken: string;
+      nowMs: number;
+      leaseMs: number;
+      maxAttempts: number;
+    }): Promise<LeaseOutcome>;
+    /**
+     * Moves progress from `expectProgress` to `to` and renews the lease, together with the chunk's sink
+     * writes and dead letters, in one transaction (I4). Clears `pendingUntil`; while one is set, `to`
+     * must equal it (otherwise `lease-lost`: the caller's view of the range is stale). Sink writes over `limits` throw CommitTooLargeError,
+     * a sink write's own failed condition throws SinkConditionError; either way nothing was written.
+     * A dead letter naming `deliveries` is written with one pending delivery per destination, due
+     * `DELIVERY_GRACE_MS` after it was dead-lettered (the processor tries them itself first).
+     */
+    commitChunk(input: {
+      range: LeasedRange;
+      expectProgress: number;
+      to: number;
+      nowMs: number;
+      leaseMs: number;
+      sinkWrites?: SinkWrite[];
+      deadLetters?: DeadLetter[];
+      /** Retention removed `[expectProgress, to)` before it was read: record the span (failOnDataLoss=false). */
+      dataLoss?: DataLossEntry;
+    }): Promise<ProcessorWriteOutcome>;
+    /**
+     * Records that the folded batch `[expectProgress, until)` is being written (`pendingUntil`) and
+     * renews the lease, conditional on the lease and progress (and on no other batch pending).
+     */
+    beginBatch(input: {
+      range: LeasedRange;
+      expectProgress: number;
+      until: number;
+      nowMs: number;
+      leaseMs: number;
+    }): Promise<ProcessorWriteOutcome>;
+    /**
+     * Applies `update` sink writes to distinct items, each guarded by `mark`: an item whose mark is
+     * already at or past `mark.until` is skipped, any other gets its update and the mark, atomically
+     * per item. Not conditional on the lease: a write of a batch that was finished elsewhere finds its
+     * mark and changes nothing. At most `limits.maxMarkedWrites` writes; over it, CommitTooLargeError.
+     */
+    applyMarkedSinkWrites(input: { mark: SinkMark; writes: SinkWrite[] }): Promise<MarkedWritesOutcome>;
+    /**
+     * Marks the range done at `until` (from `expectProgress`), and advances the partition's committed
+     * offset from `range.from` when `advancePartition` (one range in flight per partition).
+     */
+    completeRange(input: RangeCompletionInput): Promise<ProcessorWriteOutcome>;
+    /**
+     * `takeRangeLease` for several ranges with one token, in as few writes as the store allows (one per
+     * shard): each range's outcome as its own take would have had it, in input order.
+     */
+    takeRangeLeases(input: {
+      stream: string;
+      ranges: LeaseRequest[];
+      leaseToken: string;
+      nowMs: number;
+      leaseMs: number;
+      maxAttempts: number;
+    }): Promise<LeaseOutcome[]>;
+    /** `completeRange` for several ranges, in as few writes as the store allows (one per shard): outcomes in input order. */
+    completeRanges(input: RangeCompletionInput[]): Promise<ProcessorWriteOutcome[]>;
+    /** Records a failure: `failed` (the planner re-dispatches) or `parked` (needs an operator). */
+    failRange(input: { range: LeasedRange; status: 'failed' | 'parked'; error: string; nowMs: number }): Promise<ProcessorWriteOutcome>;
+    /** Gives the range back before the deadline, keeping its progress; the planner dispatches it again. */
+    releaseRange(input: { range: LeasedRange; nowMs: number; progressed: boolean }): Promise<ProcessorWriteOutcome>;
+    listDeadLetters(stream: string): Promise<DeadLetter[]>;
+    /** One dead letter (strongly consistent), or undefined when it is gone (expired, rewound). */
+    readDeadLetter(stream: string, ref: DeadLetterRef): Promise<DeadLetter | undefined>;
 
-  // The outbox: deliveries of dead letters to failure destinations. `commitChunk` writes one
-  // pending delivery per destination a dead letter names (`DeadLetter.deliveries`), in its transaction.
+    // The outbox: deliveries of dead letters to failure destinations. `commitChunk` writes one
+    // pending delivery per destination a dead letter names (`DeadLetter.deliveries`), in its transaction.
 
-  /**
-   * Pending deliveries of the stream in key order: all of them, or with `dueAtMs` only those whose
-   * `nextAttemptAtMs` has come, at most `limit`. Cheap when there are none (DynamoDB: one Query).
-   */
-  readPendingDeliveries(input: { stream: string; dueAtMs?: number; limit?: number }): Promise<PendingDelivery[]>;
-  /** The destination has the dead letter: removes its pending delivery (`condition-failed` when already removed). */
-  completeDelivery(input: { stream: string; ref: DeadLetterRef; destination: DestinationKind }): Promise<'applied' | 'condition-failed'>;
-  /**
-   * A delivery attempt failed: counts it and sets when to try again, conditional on the attempts as
-   * read (`condition-failed` when another attempt was counted meanwhile, or the delivery is gone).
-   */
-  postponeDelivery(input: {
-    stream: string;
-    ref: DeadLetterRef;
-    destination: DestinationKind;
-    expectAttempts: number;
-    nextAttemptAtMs: number;
-    error: string;
-  }): Promise<'applied' | 'condition-failed'>;
+    /**
+     * Pending deliveries of the stream in key order: all of them, or with `dueAtMs` only those whose
+     * `nextAttemptAtMs` has come, at most `limit`. Cheap when there are none (DynamoDB: one Query).
+     */
+    readPendingDeliveries(input: { stream: string; dueAtMs?: number; limit?: number }): Promise<PendingDelivery[]>;
+    /** The destination has the dead letter: removes its pending delivery (`condition-failed` when already removed). */
+    completeDelivery(input: { stream: string; ref: DeadLetterRef; destination: DestinationKind }): Promise<'applied' | 'condition-failed'>;
+    /**
+     * A delivery attempt failed: counts it and sets when to try again, conditional on the attempts as
+     * read (`condition-failed` when another attempt was counted meanwhile, or the delivery is gone).
+     */
+    postponeDelivery(input: {
+      stream: string;
+      ref: DeadLetterRef;
+      destination: DestinationKind;
+      expectAttempts: number;
+      nextAttemptAtMs: number;
+      error: string;
+    }): Promise<'applied' | 'condition-failed'>;
 
-  // Operator side (CLI). Fenced like planner writes: the caller holds the stream's planner lease.
+    // Operator side (CLI). Fenced like planner writes: the caller holds the stream's planner lease.
 
-  /**
-   * Moves partitions' cursors to `to` (committed = nextFrom = to) for an operator rewind, fenced by
-   * the planner epoch, and records `change` on the META item. Refused (`condition-failed`, nothing
-   * changed) unless each partition still has the expected cursor, is not retired, and every range at
-   * or after its committed offset is parked (nothing in flight). A failed partition becomes active
-   * again. Parked ranges there are abandoned, and range items and dead letters at or after the new
-   * cursor are removed, since those offsets will be planned (with the same range keys) and processed again.
-   */
-  rewindPartitions(input: {
-    stream: string;
-    epoch: number;
-    ownerToken: string;
-    partitions: RewindPartition[];
-    change: OperatorChange;
-  }): Promise<RewindOutcome>;
-  /** Records an operator change (replay creation, ...) on the META item, fenced by the planner epoch. */
-  recordChange(input: { stream: string; epoch: number; ownerToken: string; change: OperatorChange }): Promise<WriteOutcome>;
-  /** Marks a bounded stream finished (once), fenced like planner writes; `condition-failed` if already marked. */
-  markStreamFinished(input: { stream: string; epoch: number; ownerToken: string; nowMs: number }): Promise<WriteOutcome>;
-  /**
-   * Marks a dead letter re-driven (`redrivenAtMs`), together with the handler's sink writes for it
-   * in one transaction (exactly-once re-drive). `condition-failed` when it is missing or was already
-   * re-driven: then nothing was written. A sink write's own failed condition throws SinkConditionError.
-   */
-  redriveDeadLetter(input: {
-    stream: string;
-    topic: string;
-    partition: number;
-    offset: number;
-    /** The dead letter's partition incarnation (absent = 0). */
-    incarnation?: number;
-    nowMs: number;
-    sinkWrites?: SinkWrite[];
-  }): Promise<'applied' | 'condition-failed'>;
-};
+    /**
+     * Moves partitions' cursors to `to` (committed = nextFrom = to) for an operator rewind, fenced by
+     * the planner epoch, and records `change` on the META item. Refused (`condition-failed`, nothing
+     * changed) unless each partition still has the expected cursor, is not retired, and every range at
+     * or after its committed offset is parked (nothing in flight). A failed partition becomes active
+     * again. Parked ranges there are abandoned, and range items and dead letters at or after the new
+     * cursor are removed, since those offsets will be planned (with the same range keys) and processed again.
+     */
+    rewindPartitions(input: {
+      stream: string;
+      epoch: number;
+      ownerToken: string;
+      partitions: RewindPartition[];
+      change: OperatorChange;
+    }): Promise<RewindOutcome>;
+    /** Records an operator change (replay creation, ...) on the META item, fenced by the planner epoch. */
+    recordChange(input: { stream: string; epoch: number; ownerToken: string; change: OperatorChange }): Promise<WriteOutcome>;
+    /** Marks a bounded stream finished (once), fenced like planner writes; `condition-failed` if already marked. */
+    markStreamFinished(input: { stream: string; epoch: number; ownerToken: string; nowMs: number }): Promise<WriteOutcome>;
+    /**
+     * Marks a dead letter re-driven (`redrivenAtMs`), together with the handler's sink writes for it
+     * in one transaction (exactly-once re-drive). `condition-failed` when it is missing or was already
+     * re-driven: then nothing was written. A sink write's own failed condition throws SinkConditionError.
+     */
+    redriveDeadLetter(input: {
+      stream: string;
+      topic: string;
+      partition: number;
+      offset: number;
+      /** The dead letter's partition incarnation (absent = 0). */
+      incarnation?: number;
+      nowMs: number;
+      sinkWrites?: SinkWrite[];
+    }): Promise<'applied' | 'condition-failed'>;
+  };

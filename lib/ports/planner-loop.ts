@@ -95,3 +95,29 @@ export function releasedLoop(prev: PlannerLoopState, lastTickAtMs: number | unde
     nextTickDueMs,
   };
 }
+
+/**
+ * A stream's tick chain (intervals of several seconds, ticked by delayed queue messages rather than
+ * a resident loop): the last message that ticked it. Kept on the stream's META item.
+ */
+export type TickChainState = {
+  /** The sequence number of the last tick message that claimed its tick; each message names the next. */
+  seq: number;
+  /** Store time of that claim: the watchdog restarts a chain whose last tick is too old. */
+  lastTickAtMs: number;
+};
+
+/** The tick chain's write: one claim per tick message, so a duplicate or stale message ticks nothing. */
+export type PlannerTickChain = {
+  /**
+   * Claims tick `seq` of the stream's chain: applied when the chain's last claimed tick is `seq - 1`
+   * (or there is none and `seq` is 1), recording `seq` and `nowMs`; `condition-failed` otherwise (the
+   * message is a duplicate, or stale after a restart). Creates the stream's META item when there is none.
+   */
+  claimChainTick(input: { stream: string; seq: number; nowMs: number }): Promise<WriteOutcome>;
+};
+
+/** Whether tick message `seq` may claim its tick: it is the successor of the chain's last claimed one. */
+export function mayClaimChainTick(chain: TickChainState | undefined, seq: number): boolean {
+  return (chain?.seq ?? 0) === seq - 1;
+}

@@ -13,6 +13,9 @@ import type { MetadataCache } from '../kafka/metadata-cache';
 import type { RecordsHandler } from '../processor/handler-api';
 import type { RangeReader } from '../ports/range-reader';
 import type { Dispatcher } from '../ports/dispatcher';
+import type { ChainTick, TickQueue } from '../ports/tick-queue';
+import { TICK_QUEUE_URL_ENV } from '../planner/loop-timing';
+import { destinationClientConfig } from './destinations';
 import type { Ledger, StoreClock } from '../ports/ledger';
 import type { FailureDestinations } from '../ports/failure-destination';
 import { composeAdapters } from './compose';
@@ -28,6 +31,8 @@ export type Runtime = {
   storeClock: StoreClock;
   metadata: MetadataCache;
   dispatcher(): Dispatcher;
+  /** The planner's tick queue (the tick chain's), when the stack gave it one. */
+  tickQueue(): TickQueue | undefined;
   /** The range reader for a stream's cluster (connections reused across warm invocations). */
   readerFor(stream: StreamConfig): Promise<RangeReader>;
   handlerFor(stream: StreamConfig): RecordsHandler;
@@ -53,6 +58,7 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
   if (cached) return cached;
   const adapters = composeAdapters({ config: loadDeploymentConfig(env), env, kafkaLog: options.kafkaLog });
   let dispatcher: Dispatcher | undefined;
+  let tickQueue: TickQueue | undefined;
   cached = {
     config: adapters.config,
     dynamo: adapters.dynamo,
@@ -71,8 +77,26 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
       if (!functionName) throw new ValidationError('PROCESSOR_FUNCTION_NAME is not set: the planner cannot dispatch ranges');
       return (dispatcher ??= createLambdaDispatcher({ client: new LambdaClient({}), functionName }));
     },
+    tickQueue() {
+      const queueUrl = env[TICK_QUEUE_URL_ENV];
+      if (!queueUrl) return undefined;
+      return (tickQueue ??= lazySqsTickQueue(env, queueUrl));
+    },
   };
   return cached;
+}
+
+/** The SQS tick queue, its SDK client loaded on the first tick sent (a processor's cold start pays for none). */
+function lazySqsTickQueue(env: NodeJS.ProcessEnv, queueUrl: string): TickQueue {
+  let queue: Promise<TickQueue> | undefined;
+  const load = async (): Promise<TickQueue> => {
+    const [{ SQSClient }, { createSqsTickQueue }] = await Promise.all([
+      import('@aws-sdk/client-sqs'),
+      import('../dispatch/tick-queue.sqs'),
+    ]);
+    return createSqsTickQueue(new SQSClient(destinationClientConfig(env, 'SQS')), queueUrl);
+  };
+  return { sendTick: async (tick: ChainTick, delayMs: number) => (await (queue ??= load())).sendTick(tick, delayMs) };
 }
 
 /** Closes and forgets the cached runtime (tests that change the environment, local shutdown). */

@@ -104,4 +104,38 @@ export function plannerLoopContract(makeLedger: LoopLedgerFactory): void {
     await ledger.releasePlannerLoop({ stream, ownerToken: 'a', lastTickAtMs: 1100, nextTickDueMs: 2100 });
     expect(await ledger.readMeta(stream)).toMatchObject({ epoch: 1, startedAtMs: 1100, confirmedEpoch: 1, leaseExpiresAtMs: 0 });
   });
+
+  describe('the tick chain', () => {
+    const claim = (stream: string, seq: number, nowMs: number) => ledger.claimChainTick({ stream, seq, nowMs });
+
+    it('claims each tick once, in sequence: a duplicate, a stale or a skipped-ahead message claims nothing', async () => {
+      const stream = streamName();
+      expect(await claim(stream, 2, 900)).toBe('condition-failed');
+      expect(await claim(stream, 1, 1000)).toBe('applied');
+      expect((await ledger.readMeta(stream))?.tickChain).toEqual({ seq: 1, lastTickAtMs: 1000 });
+      expect(await claim(stream, 1, 1100)).toBe('condition-failed');
+      expect(await claim(stream, 2, 2000)).toBe('applied');
+      expect(await claim(stream, 1, 2100)).toBe('condition-failed');
+      expect(await claim(stream, 4, 2200)).toBe('condition-failed');
+      expect((await ledger.readMeta(stream))?.tickChain).toEqual({ seq: 2, lastTickAtMs: 2000 });
+    });
+
+    it('creates a META item the first planner run can lease, and leaves the lease and the loop alone', async () => {
+      const stream = streamName();
+      expect(await claim(stream, 1, 1000)).toBe('applied');
+      expect(await ledger.acquirePlannerLease({ stream, ownerToken: 'run-1', nowMs: 1100, leaseMs: 5000 })).toMatchObject({
+        acquired: true,
+        epoch: 1,
+      });
+      await take(stream, 'a', 1200);
+      expect(await claim(stream, 2, 1300)).toBe('applied');
+      expect(await ledger.readMeta(stream)).toMatchObject({
+        epoch: 1,
+        ownerToken: 'run-1',
+        leaseExpiresAtMs: 6100,
+        loop: { ownerToken: 'a' },
+        tickChain: { seq: 2, lastTickAtMs: 1300 },
+      });
+    });
+  });
 }

@@ -9,6 +9,10 @@ import {
   schedulePeriodFromEnv,
   tickFits,
   tickLagMs,
+  chainDelayMs,
+  chainStaleAfterMs,
+  tickChainFromEnv,
+  tickModeOf,
 } from '../../../lib/planner/loop-timing';
 
 describe('planner loop timing', () => {
@@ -79,6 +83,55 @@ describe('planner loop timing', () => {
       true,
       false,
       false,
+    ]);
+  });
+
+  it.each([
+    // interval, schedule period, chain threshold, mode
+    [1000, 60_000, 5000, 'loop'],
+    [4999, 60_000, 5000, 'loop'],
+    [5000, 60_000, 5000, 'chain'],
+    [10_000, 60_000, 5000, 'chain'],
+    [59_999, 60_000, 5000, 'chain'],
+    [60_000, 60_000, 5000, 'once'],
+    [10_000, 60_000, undefined, 'loop'],
+    [10_000, undefined, 5000, 'chain'],
+    [120_000, undefined, 5000, 'chain'],
+  ] as const)('ticks an interval of %i ms (period %s, chain from %s) by %s', (intervalMs, schedulePeriodMs, chainFromMs, mode) => {
+    expect(tickModeOf(intervalMs, { schedulePeriodMs, chainFromMs })).toBe(mode);
+  });
+
+  it("reads the chain's threshold the stack gives with its queue", () => {
+    expect(tickChainFromEnv({ TICK_CHAIN_FROM_MS: '5000' })).toBe(5000);
+    expect([tickChainFromEnv({}), tickChainFromEnv({ TICK_CHAIN_FROM_MS: '' }), tickChainFromEnv({ TICK_CHAIN_FROM_MS: '-1' })]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it("delays a tick's message by whole seconds, never past its due time nor beyond the queue's 15 minutes", () => {
+    expect([
+      chainDelayMs(10_000, 0),
+      chainDelayMs(10_999, 0),
+      chainDelayMs(999, 0),
+      chainDelayMs(0, 500),
+      chainDelayMs(10_000_000, 0),
+    ]).toEqual([10_000, 10_000, 0, 0, 900_000]);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2_000_000 }), fc.integer({ min: 0, max: 2_000_000 }), (due, now) => {
+        const d = chainDelayMs(due, now);
+        expect(d % 1000).toBe(0);
+        expect(d).toBeGreaterThanOrEqual(0);
+        expect(d).toBeLessThanOrEqual(Math.min(900_000, Math.max(0, due - now)));
+        expect(due - now - d).toBeLessThan(due - now > 900_999 ? Infinity : 1000);
+      }),
+    );
+  });
+
+  it('counts a chain broken after three intervals without a tick, and never within 30 s of an interval', () => {
+    expect([chainStaleAfterMs(5000), chainStaleAfterMs(10_000), chainStaleAfterMs(20_000), chainStaleAfterMs(50_000)]).toEqual([
+      35_000, 40_000, 60_000, 150_000,
     ]);
   });
 });
