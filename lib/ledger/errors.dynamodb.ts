@@ -1,7 +1,8 @@
 /**
  * The edge where DynamoDB's SDK errors become the project's (lib/errors.ts), as Kafka's become
  * `KafkaError`s at theirs: callers branch on the class (missing table, throttled, unreachable, other)
- * and read one line naming the service, the operation and the table, with the SDK's error as `cause`.
+ * and read one line naming the service, the operation and the table (or the endpoint, for a request on
+ * none), with the SDK's error as `cause`. Clients translate through `translatingClient`, the one wrapper.
  * The SDK's own retries run first (the client's `maxAttempts`); what reaches here outlasted them.
  * A lost condition is not translated: it is an outcome the caller reads as a value (I2), and code
  * that tells a lost condition by the SDK's class or name (`ConditionalCheckFailedException`,
@@ -27,23 +28,33 @@ function attemptsText(err: unknown): string {
   return attempts && attempts > 1 ? ` (${attempts} attempts)` : '';
 }
 
+/** What a request addressed: a table by name, or (a request on none, such as ListTables) the endpoint it went to. */
+export type DynamoTarget = string | { endpoint: string };
+
+/** `DynamoDB Update on table t` or `DynamoDB ListTables at http://...`: where a failure happened. */
+function whereText(target: DynamoTarget, operation: string | undefined): string {
+  if (typeof target !== 'string') return `DynamoDB ${operation ?? 'request'} at ${target.endpoint}`;
+  return `DynamoDB ${operation ? `${operation} on ` : ''}table ${target}`;
+}
+
 /**
  * Translates an SDK error into the project's error classes, in one line: `<what>: DynamoDB
- * [<operation> on] table <table> ...`. An `AppError` (already translated) is returned as it is.
+ * [<operation> on] table <table> ...` (or `... <operation> at <endpoint> ...`). An `AppError`
+ * (already translated) is returned as it is.
  */
-export function translateDynamoError(err: unknown, what: string, tableName: string, operation?: string): Error {
+export function translateDynamoError(err: unknown, what: string, target: DynamoTarget, operation?: string): Error {
+  const name = (err as { name?: string })?.name ?? '';
+  const message = String((err as Error)?.message ?? err).split('\n')[0];
+  const where = whereText(target, operation);
   if (err instanceof ResourceNotFoundException) {
-    return new MissingResourceError(`${what}: DynamoDB table ${tableName} does not exist`, { cause: err });
+    const missing = typeof target === 'string' ? `DynamoDB table ${target} does not exist` : `${where} failed: ${name}: ${message}`;
+    return new MissingResourceError(`${what}: ${missing}`, { cause: err });
   }
   const reach = dynamoSetupError(err, what);
   if (reach) return reach;
-  const name = (err as { name?: string })?.name ?? '';
-  const op = operation ?? (err !== null && typeof err === 'object' ? failedOperations.get(err) : undefined);
-  const where = `DynamoDB ${op ? `${op} on ` : ''}table ${tableName}`;
   if (THROTTLE_NAMES.has(name)) {
     return new ThrottledError(`${what}: ${where} throttled after the SDK's retries${attemptsText(err)} (${name})`, { cause: err });
   }
-  const message = String((err as Error)?.message ?? err).split('\n')[0];
   return new StoreError(`${what}: ${where} failed${attemptsText(err)}: ${name || 'error'}: ${message}`, { cause: err });
 }
 
@@ -81,43 +92,33 @@ function operationOf(command: unknown): string | undefined {
   return name && name !== 'Object' ? name.replace(/Command$/, '') : undefined;
 }
 
-/** The operation each failed request of a `namingOperations` client was, by its error (read by `translateDynamoError`). */
-const failedOperations = new WeakMap<object, string>();
-
 type Sender = { send(command: never, ...rest: never[]): Promise<unknown> };
 
 /**
- * `client` (an SDK or document client) whose `send` calls `onError` with each failure and the
- * request's command. The caller's client is not changed: a document client shares its middleware
- * stack with the client it wraps, so nothing is added there.
+ * `client` (an SDK or document client) whose `send` translates failures at this edge, naming `what`,
+ * the request's operation and `target`; lost conditions pass unchanged. The caller's client is not
+ * changed: a document client shares its middleware stack with the client it wraps, so nothing is
+ * added there. A wrapper is a prototype link, cheap enough to make per request (`translatingSend`).
  */
-function withSend<C extends Sender>(client: C, onError: (err: unknown, command: unknown) => unknown): C {
+export function translatingClient<C extends Sender>(client: C, target: DynamoTarget, what: string): C {
   const wrapped = Object.create(client) as C;
   const send = client.send.bind(client) as (command: unknown, ...rest: unknown[]) => Promise<unknown>;
   Object.defineProperty(wrapped, 'send', {
     value: (command: unknown, ...rest: unknown[]) =>
       send(command, ...rest).catch((err: unknown) => {
-        throw onError(err, command);
+        throw isConditionOutcome(err) ? err : translateDynamoError(err, what, target, operationOf(command));
       }),
   });
   return wrapped;
 }
 
-/**
- * `client` remembering the operation of each failed request, so the `translateDynamoError` of a
- * caller that knows only what it was doing (`read meta of s1`) names the operation too.
- */
-export function namingOperations<C extends Sender>(client: C): C {
-  return withSend(client, (err, command) => {
-    const op = operationOf(command);
-    if (op && err !== null && typeof err === 'object') failedOperations.set(err, op);
-    return err;
-  });
-}
+/** Runs `fn` on clients whose failures name `what` (each of `clients` through `translatingClient`). */
+export type TranslatingSend<Cs> = <T>(what: string, fn: (clients: Cs) => Promise<T>) => Promise<T>;
 
-/** `client` whose `send` translates failures at this edge (naming `what`, the operation and the table); lost conditions pass unchanged. */
-export function translatingClient<C extends Sender>(client: C, tableName: string, what: string): C {
-  return withSend(client, (err, command) =>
-    isConditionOutcome(err) ? err : translateDynamoError(err, what, tableName, operationOf(command)),
-  );
+/** A `TranslatingSend` over `clients`, all addressing `target`: one wrapper per client and request. */
+export function translatingSend<Cs extends Record<string, Sender>>(clients: Cs, target: DynamoTarget): TranslatingSend<Cs> {
+  return (what, fn) => {
+    const named = Object.fromEntries(Object.entries(clients).map(([k, c]) => [k, translatingClient(c, target, what)]));
+    return fn(named as Cs);
+  };
 }

@@ -7,7 +7,7 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { isConditionOutcome, namingOperations, translateDynamoError } from './errors.dynamodb';
+import { translatingSend } from './errors.dynamodb';
 import { CommitTooLargeError } from '../ports/commit-limits';
 import { SinkConditionError } from '../ports/sink-write';
 import type { Ledger } from '../ports/ledger';
@@ -44,38 +44,28 @@ export const MARKED_WRITE_CONCURRENCY = 8;
 /** Creates the DynamoDB ledger; the client is the caller's (endpoint, credentials, retries). */
 export function createDynamoLedger(opts: DynamoLedgerOptions): Ledger {
   const table = opts.tableName;
-  // Its failures name their operation (`DynamoDB Update on table ...`) when `send` translates them.
-  const client = namingOperations(opts.client);
-  const doc = namingOperations(DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } }));
+  const doc = DynamoDBDocumentClient.from(opts.client, { marshallOptions: { removeUndefinedValues: true } });
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
 
-  const send = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (err) {
-      // A lost condition is the caller's value (writer.dynamodb.ts reads it), not a failure.
-      if (isConditionOutcome(err)) throw err;
-      throw translateDynamoError(err, what, table);
-    }
-  };
+  // Every request goes out through `send` and fails naming what the ledger was doing (`read meta of
+  // s1`); a lost condition passes as it is, the caller's value (writer.dynamodb.ts reads it).
+  const send = translatingSend({ client: opts.client, doc }, table);
   const markedWriter = createMarkedWriter({
-    client,
-    doc,
     send,
     sleep,
     concurrency: opts.markedWriteConcurrency ?? MARKED_WRITE_CONCURRENCY,
   });
-  const reads = createLedgerReads(doc, table, send);
+  const reads = createLedgerReads(table, send);
   const pacer = createKeyPacer({ sleep });
-  const writer = createWriter({ doc, table, send, sleep, concurrency: opts.concurrency ?? 8, pacer });
+  const writer = createWriter({ table, send, sleep, concurrency: opts.concurrency ?? 8, pacer });
   const queryPrefix = (stream: string, prefix: string) =>
     reads.queryAll(`read ${prefix} items of ${stream}`, prefixQuery(table, stream, prefix));
 
   return {
-    ...createDynamoOutbox(doc, table, send),
-    ...createMetaMethods(doc, table, send, writer),
+    ...createDynamoOutbox(table, send),
+    ...createMetaMethods(table, send, writer),
     ...createRangeWrites(table, reads, writer),
-    ...createPlanWrites(doc, table, send, reads, writer, pacer),
+    ...createPlanWrites(table, send, reads, writer, pacer),
     limits: DYNAMODB_LIMITS,
 
     async readPartitions(stream) {

@@ -31,6 +31,7 @@ import { markedSinkAction } from './sink.dynamodb';
 import { planMarkedStatement, type MarkedWriteInput } from './statements.dynamodb';
 import type { TxAction } from './transactions.dynamodb';
 import { parseUpdate } from './update-expression.dynamodb';
+import type { TranslatingSend } from './errors.dynamodb';
 
 /** Statements in one BatchExecuteStatement (DynamoDB's limit). */
 const STATEMENTS_PER_REQUEST = 25;
@@ -40,10 +41,8 @@ const KEYS_PER_READ = 100;
 const MAX_VALIDATED_EXPRESSIONS = 1024;
 
 export type MarkedWriterDeps = {
-  client: DynamoDBClient;
-  doc: DynamoDBDocumentClient;
-  /** Sends one request, translating the SDK's errors (the ledger's edge), except a failed condition. */
-  send: <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+  /** Sends one request on the ledger's clients, translating the SDK's errors (the ledger's edge), except a failed condition. */
+  send: TranslatingSend<{ client: DynamoDBClient; doc: DynamoDBDocumentClient }>;
   sleep: (ms: number) => Promise<void>;
   /** Requests of one call in flight at once. */
   concurrency: number;
@@ -65,7 +64,7 @@ export function createMarkedWriter(deps: MarkedWriterDeps) {
     return retry(
       async (): Promise<Outcome> => {
         try {
-          await deps.send(what, () => deps.doc.send(new UpdateCommand(input)));
+          await deps.send(what, ({ doc }) => doc.send(new UpdateCommand(input)));
           accepted(p);
           return 'applied';
         } catch (err) {
@@ -89,8 +88,8 @@ export function createMarkedWriter(deps: MarkedWriterDeps) {
     const requests = [...byTable].flatMap(([table, ws]) => chunks(ws, KEYS_PER_READ).map((part) => ({ table, part })));
     await mapWithConcurrency(requests, deps.concurrency, async ({ table, part }) => {
       const names = [...new Set(part.flatMap((w) => [...Object.keys(w.key), ...w.parsed.reads, w.markName]))];
-      const res = await deps.send(`${what} (read)`, () =>
-        deps.client.send(
+      const res = await deps.send(`${what} (read)`, ({ client }) =>
+        client.send(
           new BatchGetItemCommand({
             RequestItems: {
               [table]: {
@@ -122,8 +121,8 @@ export function createMarkedWriter(deps: MarkedWriterDeps) {
     );
     await mapWithConcurrency(parts, deps.concurrency, async (part) => {
       try {
-        const res = await deps.send(`${what} (statements)`, () =>
-          deps.client.send(new BatchExecuteStatementCommand({ Statements: part.map((p) => p.r) })),
+        const res = await deps.send(`${what} (statements)`, ({ client }) =>
+          client.send(new BatchExecuteStatementCommand({ Statements: part.map((p) => p.r) })),
         );
         part.forEach((p, j) => res.Responses?.[j]?.Error && failed.add(p.i));
       } catch (err) {

@@ -24,8 +24,9 @@ import {
 import { acquirePlannerLeaseUpdate, markMetaOnceUpdate, releasePlannerLeaseUpdate, requestPlannerLeaseUpdate } from './updates.dynamodb';
 import { fencedChangeAction } from './transactions.dynamodb';
 import type { Writer } from './writer.dynamodb';
+import type { TranslatingSend } from './errors.dynamodb';
 
-type Send = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+type Send = TranslatingSend<{ doc: DynamoDBDocumentClient }>;
 
 type MetaMethods = Pick<
   Ledger,
@@ -42,7 +43,7 @@ type MetaMethods = Pick<
   | 'claimChainTick'
 >;
 
-export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, send: Send, writer: Writer): MetaMethods {
+export function createMetaMethods(table: string, send: Send, writer: Writer): MetaMethods {
   /** Sets a one-time timestamp on the stream's META item, fenced by the planner epoch. */
   const markMetaOnce = async (
     input: Parameters<Ledger['markStreamStarted']>[0],
@@ -50,7 +51,7 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
   ): Promise<WriteOutcome> => {
     const { stream, epoch, ownerToken } = input;
     try {
-      await send(`set ${attribute} of ${stream}`, () => doc.send(new UpdateCommand(markMetaOnceUpdate(table, input, attribute))));
+      await send(`set ${attribute} of ${stream}`, ({ doc }) => doc.send(new UpdateCommand(markMetaOnceUpdate(table, input, attribute))));
       return 'applied';
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
@@ -63,7 +64,7 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
   /** Records `ownerToken` as the successor of `holder`'s loop; the loop as it is after (or as found, when the holder changed). */
   const recordSuccessor = async (stream: string, holder: string, ownerToken: string): Promise<PlannerLoopState> => {
     try {
-      const res = await send(`wait for planner loop of ${stream}`, () =>
+      const res = await send(`wait for planner loop of ${stream}`, ({ doc }) =>
         doc.send(new UpdateCommand(recordSuccessorUpdate(table, { stream, holder, ownerToken }))),
       );
       return splitLoop(res.Attributes ?? {}).loop ?? {};
@@ -76,7 +77,7 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
   /** A conditional META update whose failed condition is a value. */
   const metaUpdate = async (what: string, input: ConstructorParameters<typeof UpdateCommand>[0]): Promise<boolean> => {
     try {
-      await send(what, () => doc.send(new UpdateCommand(input)));
+      await send(what, ({ doc }) => doc.send(new UpdateCommand(input)));
       return true;
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) return false;
@@ -86,7 +87,7 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
 
   return {
     async readMeta(stream) {
-      const res = await send(`read meta of ${stream}`, () =>
+      const res = await send(`read meta of ${stream}`, ({ doc }) =>
         doc.send(new GetCommand({ TableName: table, Key: keys.meta(stream), ConsistentRead: true })),
       );
       return res.Item ? codec.metaFromItem(res.Item) : undefined;
@@ -94,7 +95,7 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
 
     async acquirePlannerLease(input): Promise<PlannerLease> {
       try {
-        const res = await send(`acquire planner lease of ${input.stream}`, () =>
+        const res = await send(`acquire planner lease of ${input.stream}`, ({ doc }) =>
           doc.send(new UpdateCommand(acquirePlannerLeaseUpdate(table, input, LEDGER_LAYOUT))),
         );
         const meta = codec.metaFromItem(res.Attributes ?? {});
@@ -132,7 +133,7 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
 
     async takePlannerLoop(input): Promise<LoopTake> {
       try {
-        const res = await send(`take planner loop of ${input.stream}`, () =>
+        const res = await send(`take planner loop of ${input.stream}`, ({ doc }) =>
           doc.send(new UpdateCommand(takePlannerLoopUpdate(table, input))),
         );
         return { taken: true, previous: splitLoop(res.Attributes ?? {}).loop ?? {} };
@@ -146,7 +147,7 @@ export function createMetaMethods(doc: DynamoDBDocumentClient, table: string, se
 
     async renewPlannerLoop(input): Promise<LoopRenewal> {
       try {
-        const res = await send(`renew planner loop of ${input.stream}`, () =>
+        const res = await send(`renew planner loop of ${input.stream}`, ({ doc }) =>
           doc.send(new UpdateCommand(renewPlannerLoopUpdate(table, input))),
         );
         const successor = splitLoop(res.Attributes ?? {}).loop?.successor;

@@ -11,17 +11,21 @@ import type { Ledger } from '../ports/ledger';
 import type { PendingDelivery } from '../ports/ledger-state';
 import { codec } from './items.dynamodb';
 import { keys, prefixQuery } from './keys.dynamodb';
+import type { TranslatingSend } from './errors.dynamodb';
 
 /** Pages of `O#` items one due look-up reads at most (each up to 1 MB: thousands of pending deliveries). */
 const MAX_DUE_PAGES = 3;
 
 type OutboxOps = Pick<Ledger, 'readDeadLetter' | 'readPendingDeliveries' | 'completeDelivery' | 'postponeDelivery'>;
-type Send = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+type Send = TranslatingSend<{ doc: DynamoDBDocumentClient }>;
 
-/** The outbox methods of the DynamoDB ledger, on its document client and error translation. */
-export function createDynamoOutbox(doc: DynamoDBDocumentClient, table: string, send: Send): OutboxOps {
+/** The outbox methods of the DynamoDB ledger, sending through the ledger's `send` (its error translation). */
+export function createDynamoOutbox(table: string, send: Send): OutboxOps {
   /** A conditional write whose failed condition is a value. */
-  const conditional = async (what: string, fn: () => Promise<unknown>): Promise<'applied' | 'condition-failed'> => {
+  const conditional = async (
+    what: string,
+    fn: (clients: { doc: DynamoDBDocumentClient }) => Promise<unknown>,
+  ): Promise<'applied' | 'condition-failed'> => {
     try {
       await send(what, fn);
       return 'applied';
@@ -32,7 +36,7 @@ export function createDynamoOutbox(doc: DynamoDBDocumentClient, table: string, s
   };
   return {
     async readDeadLetter(stream, ref) {
-      const res = await send(`read dead letter ${ref.topic}/${ref.partition}/${ref.offset}`, () =>
+      const res = await send(`read dead letter ${ref.topic}/${ref.partition}/${ref.offset}`, ({ doc }) =>
         doc.send(new GetCommand({ TableName: table, Key: keys.deadLetter(stream, ref), ConsistentRead: true })),
       );
       return res.Item ? codec.deadLetterFromItem(res.Item) : undefined;
@@ -51,7 +55,7 @@ export function createDynamoOutbox(doc: DynamoDBDocumentClient, table: string, s
       let start: Record<string, unknown> | undefined;
       // Bounded when filtering: deliveries backing off at the front must not make one run read them all.
       for (let page = 0; dueAtMs === undefined || page < MAX_DUE_PAGES; page++) {
-        const res = await send(`read pending deliveries of ${stream}`, () =>
+        const res = await send(`read pending deliveries of ${stream}`, ({ doc }) =>
           doc.send(new QueryCommand({ ...base, ...due, ExclusiveStartKey: start })),
         );
         out.push(...(res.Items ?? []).map(codec.deliveryFromItem));
@@ -62,7 +66,7 @@ export function createDynamoOutbox(doc: DynamoDBDocumentClient, table: string, s
     },
 
     completeDelivery({ stream, ref, destination }) {
-      return conditional(`complete delivery of ${ref.topic}/${ref.partition}/${ref.offset} to ${destination}`, () =>
+      return conditional(`complete delivery of ${ref.topic}/${ref.partition}/${ref.offset} to ${destination}`, ({ doc }) =>
         doc.send(
           new DeleteCommand({
             TableName: table,
@@ -74,7 +78,7 @@ export function createDynamoOutbox(doc: DynamoDBDocumentClient, table: string, s
     },
 
     postponeDelivery({ stream, ref, destination, expectAttempts, nextAttemptAtMs, error }) {
-      return conditional(`postpone delivery of ${ref.topic}/${ref.partition}/${ref.offset} to ${destination}`, () =>
+      return conditional(`postpone delivery of ${ref.topic}/${ref.partition}/${ref.offset} to ${destination}`, ({ doc }) =>
         doc.send(
           new UpdateCommand({
             TableName: table,

@@ -25,8 +25,9 @@ import { keyId, partitionsOf, type StepContext } from './steps.dynamodb';
 import { fenceCheck, fencedChangeAction, type TxAction } from './transactions.dynamodb';
 import { groupKey } from './groups.dynamodb';
 import type { Writer } from './writer.dynamodb';
+import type { TranslatingSend } from './errors.dynamodb';
 
-type Send = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+type Send = TranslatingSend<{ doc: DynamoDBDocumentClient }>;
 
 /** Group items a run writes one UpdateItem each, at most; more are packed into transactions. */
 export const PACK_GROUPS_ABOVE = 32;
@@ -34,7 +35,6 @@ export const PACK_GROUPS_ABOVE = 32;
 const TX_ITEMS = 99;
 
 export function createPlanWrites(
-  doc: DynamoDBDocumentClient,
   table: string,
   send: Send,
   reads: LedgerReads,
@@ -59,7 +59,7 @@ export function createPlanWrites(
     const ranges = units.flatMap((u) => u.steps.flatMap((s) => (s.kind === 'archive-range' ? [s.value as RangeState] : [])));
     for (const item of historyItems(stream, ranges, Date.now(), epoch)) {
       await pacer.reserve(new Map([unitsOfItemWrite(item, item, false)]));
-      await send(`record range history of ${stream}`, () => doc.send(new PutCommand({ TableName: table, Item: item })));
+      await send(`record range history of ${stream}`, ({ doc }) => doc.send(new PutCommand({ TableName: table, Item: item })));
     }
   };
 
@@ -98,7 +98,7 @@ export function createPlanWrites(
 
     async rewindPartitions({ stream, epoch, ownerToken, partitions, change }): Promise<RewindOutcome> {
       // Fenced out already: say so before anything else (the transactions check it again).
-      const meta = await send(`read meta of ${stream}`, () =>
+      const meta = await send(`read meta of ${stream}`, ({ doc }) =>
         doc.send(new GetCommand({ TableName: table, Key: keys.meta(stream), ConsistentRead: true })),
       );
       if (!meets(meta.Item, plannerFence(epoch, ownerToken))) return { outcome: 'fenced' };

@@ -10,8 +10,9 @@ import { groupKey, groupKeyIndexes, groupOfSortKey, groupPk, entryName, partitio
 import { codec, type Item } from './items.dynamodb';
 import { keys, prefixQuery } from './keys.dynamodb';
 import { createStreamLocations, LedgerLayoutError, type StreamLocations } from './locations.dynamodb';
+import type { TranslatingSend } from './errors.dynamodb';
 
-type Send = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+type Send = TranslatingSend<{ doc: DynamoDBDocumentClient }>;
 
 /** Keys in one BatchGetItem (DynamoDB's limit). */
 const KEYS_PER_BATCH_GET = 100;
@@ -19,7 +20,7 @@ const KEYS_PER_BATCH_GET = 100;
 /** The partition and its ranges as their items hold them. */
 export type PartitionRead = { partition: PartitionState; ranges: RangeState[]; group: number };
 
-export function createLedgerReads(doc: DynamoDBDocumentClient, table: string, send: Send) {
+export function createLedgerReads(table: string, send: Send) {
   const streams = new Map<string, StreamLocations>();
   const locationsOf = (stream: string): StreamLocations => {
     let l = streams.get(stream);
@@ -31,7 +32,7 @@ export function createLedgerReads(doc: DynamoDBDocumentClient, table: string, se
     const items: Item[] = [];
     let start: Item | undefined;
     do {
-      const page = await send(what, () => doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start })));
+      const page = await send(what, ({ doc }) => doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start })));
       items.push(...((page.Items ?? []) as Item[]));
       start = page.LastEvaluatedKey as Item | undefined;
     } while (start);
@@ -102,7 +103,7 @@ export function createLedgerReads(doc: DynamoDBDocumentClient, table: string, se
 
     /** The group item of a partition, or undefined (partition unknown, group item missing). */
     async readGroup(stream: string, group: number): Promise<Item | undefined> {
-      const res = await send(`read group ${group} of ${stream}`, () =>
+      const res = await send(`read group ${group} of ${stream}`, ({ doc }) =>
         doc.send(new GetCommand({ TableName: table, Key: groupKey(stream, group), ConsistentRead: true })),
       );
       return res.Item as Item | undefined;
@@ -138,7 +139,7 @@ export function createLedgerReads(doc: DynamoDBDocumentClient, table: string, se
     for (let i = 0; i < unique.length; i += KEYS_PER_BATCH_GET) {
       let pending: Array<Record<string, unknown>> = unique.slice(i, i + KEYS_PER_BATCH_GET);
       while (pending.length) {
-        const res = await send(`read items of ${stream}`, () =>
+        const res = await send(`read items of ${stream}`, ({ doc }) =>
           doc.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } })),
         );
         out.push(...((res.Responses?.[table] ?? []) as Item[]));

@@ -23,27 +23,21 @@ import { CONFLICT_RETRIES, LEDGER_CONFLICT_RETRIES } from './retry.dynamodb';
 import { clockWithSleep, retry } from '../retry';
 import type { StepContext } from './steps.dynamodb';
 import type { TxAction } from './transactions.dynamodb';
+import type { TranslatingSend } from './errors.dynamodb';
 
-type Send = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+type Send = TranslatingSend<{ doc: DynamoDBDocumentClient }>;
 
 /** A single write's result: applied (with the item after it, when asked), or the image its condition failed on. */
 export type OneResult = { ok: true; item?: Item } | { ok: false; image?: Item; retried: boolean };
 
-export function createWriter(o: {
-  doc: DynamoDBDocumentClient;
-  table: string;
-  send: Send;
-  sleep: (ms: number) => Promise<void>;
-  concurrency: number;
-  pacer: KeyPacer;
-}) {
-  const { doc, table, send, pacer } = o;
+export function createWriter(o: { table: string; send: Send; sleep: (ms: number) => Promise<void>; concurrency: number; pacer: KeyPacer }) {
+  const { table, send, pacer } = o;
   const clock = clockWithSleep(o.sleep);
 
   /** The item a failed condition was judged on: the image returned, or (an emulator without it) a consistent read. */
   const imageOf = async (err: ConditionalCheckFailedException, key: Record<string, unknown>): Promise<Item | undefined> => {
     if (err.Item) return unmarshall(err.Item);
-    const res = await send('re-read an item after a failed condition', () =>
+    const res = await send('re-read an item after a failed condition', ({ doc }) =>
       doc.send(new GetCommand({ TableName: table, Key: key, ConsistentRead: true })),
     );
     return res.Item as Item | undefined;
@@ -57,12 +51,12 @@ export function createWriter(o: {
         try {
           if (b.putItem) {
             const cond = b.conditionExpression ? { ConditionExpression: b.conditionExpression, ...b.attributes() } : {};
-            await send(what, () =>
+            await send(what, ({ doc }) =>
               doc.send(new PutCommand({ TableName: table, Item: b.putItem, ...cond, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })),
             );
             return { ok: true };
           }
-          const res = await send(what, () => doc.send(new UpdateCommand(updateInput(table, b, returnNew))));
+          const res = await send(what, ({ doc }) => doc.send(new UpdateCommand(updateInput(table, b, returnNew))));
           return { ok: true, ...(res.Attributes ? { item: res.Attributes as Item } : {}) };
         } catch (err) {
           if (!(err instanceof ConditionalCheckFailedException)) throw err;
@@ -94,7 +88,7 @@ export function createWriter(o: {
       async () => {
         await pacer.reserve(unitsOfTransaction(actions));
         try {
-          await send(what, () => doc.send(new TransactWriteCommand({ TransactItems: actions, ClientRequestToken: token })));
+          await send(what, ({ doc }) => doc.send(new TransactWriteCommand({ TransactItems: actions, ClientRequestToken: token })));
           return { ok: true } as const;
         } catch (err) {
           if (!(err instanceof TransactionCanceledException)) throw err;

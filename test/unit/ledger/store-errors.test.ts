@@ -9,16 +9,20 @@ import {
   DynamoDBClient,
   GetItemCommand,
   InternalServerError,
+  ListTablesCommand,
   ProvisionedThroughputExceededException,
+  ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb';
-import { AppError, StoreError, ThrottledError } from '../../../lib/errors';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { AppError, MissingResourceError, StoreError, ThrottledError } from '../../../lib/errors';
 import { createDynamoStoreClock } from '../../../lib/ledger/clock.dynamodb';
-import { isConditionOutcome, translatingClient } from '../../../lib/ledger/errors.dynamodb';
+import { isConditionOutcome, translatingClient, translatingSend } from '../../../lib/ledger/errors.dynamodb';
 import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
 import { createDynamoLedgerMigration } from '../../../lib/ledger/migrate.dynamodb';
 import { isTransient } from '../../../lib/ledger/retry.dynamodb';
 import { ensureLedgerTable } from '../../../lib/ledger/table';
 import { ensureSinkTable } from '../../../lib/sink/table.dynamodb';
+import { scriptedDynamo } from '../../support/scripted-dynamo';
 
 /** A client (nothing leaves the process) whose every request fails with `fail()`. */
 function failing(fail: () => Error) {
@@ -106,5 +110,57 @@ describe('DynamoDB errors at the adapter edge', () => {
     await expect(createDynamoLedgerMigration({ client, tableName: 'ledger' }).migrate('s1', Date.now())).rejects.toThrow(
       /^migrate the ledger layout: DynamoDB Query on table ledger failed \(3 attempts\): InternalServerError: boom$/,
     );
+  });
+
+  it("one wrapper: each request, on the SDK's client or the document client, names the caller's what, its operation and the table", async () => {
+    client = failing(serverError);
+    const send = translatingSend({ client, doc: DynamoDBDocumentClient.from(client) }, 'ledger');
+    const viaDoc = await send('read meta of s1', ({ doc }) => doc.send(new GetCommand({ TableName: 'ledger', Key: { pk: 'x' } }))).catch(
+      (e: unknown) => e,
+    );
+    expect(viaDoc).toBeInstanceOf(StoreError);
+    expect((viaDoc as Error).message).toBe('read meta of s1: DynamoDB Get on table ledger failed (3 attempts): InternalServerError: boom');
+    expect((viaDoc as Error).cause).toBeInstanceOf(InternalServerError);
+    const viaClient = await send('read items of s1', ({ client: c }) => c.send(new GetItemCommand({ TableName: 'ledger', Key: {} }))).catch(
+      (e: unknown) => e,
+    );
+    expect((viaClient as Error).message).toBe(
+      'read items of s1: DynamoDB GetItem on table ledger failed (3 attempts): InternalServerError: boom',
+    );
+    // Requests in flight at once keep their own names.
+    const both = await Promise.all(
+      ['a', 'b'].map((what) =>
+        send(what, ({ client: c }) => c.send(new GetItemCommand({ TableName: 'ledger', Key: {} }))).catch((e: Error) => e),
+      ),
+    );
+    expect(both.map((e) => (e as Error).message.split(':')[0])).toEqual(['a', 'b']);
+  });
+
+  it('a lost condition reaches the ledger as the SDK error it reads as a value', async () => {
+    const lost = new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+    client = scriptedDynamo(() => lost);
+    const send = translatingSend({ client, doc: DynamoDBDocumentClient.from(client) }, 'ledger');
+    await expect(send('x', ({ doc }) => doc.send(new GetCommand({ TableName: 'ledger', Key: { pk: 'x' } })))).rejects.toBe(lost);
+    const ledger = createDynamoLedger({ client, tableName: 'ledger' });
+    const ref = { topic: 't', partition: 0, offset: 5 };
+    await expect(ledger.completeDelivery({ stream: 's1', ref, destination: 'sqs' })).resolves.toBe('condition-failed');
+  });
+
+  it('a request on no table names the endpoint it went to', async () => {
+    client = failing(serverError);
+    const err = await translatingClient(client, { endpoint: 'http://127.0.0.1:9' }, 'list tables')
+      .send(new ListTablesCommand({}))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreError);
+    expect((err as Error).message).toBe(
+      'list tables: DynamoDB ListTables at http://127.0.0.1:9 failed (3 attempts): InternalServerError: boom',
+    );
+    client.destroy();
+    client = failing(() => new ResourceNotFoundException({ message: 'Requested resource not found', $metadata: {} }));
+    const missing = await translatingClient(client, 'totals', 'read totals')
+      .send(new GetItemCommand({ TableName: 'totals', Key: {} }))
+      .catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(MissingResourceError);
+    expect((missing as Error).message).toBe('read totals: DynamoDB table totals does not exist');
   });
 });
