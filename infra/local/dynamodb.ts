@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { PrerequisiteError } from '../../lib/errors';
+import { translatingClient } from '../../lib/ledger/errors.dynamodb';
 import { packageFile } from '../../lib/paths';
 import { capOldLog, logLimits } from './logs';
 import { LOOPBACK, choosePort, requireCommand, spawnService, waitUntil } from './process';
@@ -67,11 +68,12 @@ export function emulatorClient(endpoint: string): DynamoDBClient {
   });
 }
 
-/** True once the emulator answers ListTables. */
+/** True once the emulator answers ListTables; its failure otherwise, translated (callers waiting for it read it as not yet). */
 export async function dynamoReady(endpoint: string, timeoutMs = 2000): Promise<boolean> {
   const client = emulatorClient(endpoint);
   try {
-    await client.send(new ListTablesCommand({}), { abortSignal: AbortSignal.timeout(timeoutMs) });
+    const probe = translatingClient(client, { endpoint }, 'probe the DynamoDB emulator');
+    await probe.send(new ListTablesCommand({}), { abortSignal: AbortSignal.timeout(timeoutMs) });
     return true;
   } finally {
     client.destroy();

@@ -7,6 +7,7 @@
 import { ListTablesCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel } from 'kafkajs';
 import { PrerequisiteError, ValidationError } from '../../lib/errors';
+import { translatingClient } from '../../lib/ledger/errors.dynamodb';
 import { localCommand } from '../../lib/local/cli-hint';
 import { removalLine, removeResources } from '../../lib/local/tool-cleanup';
 import { parseToolResourceName, type Tool } from '../../lib/local/tool-names';
@@ -51,11 +52,13 @@ function candidateLine(c: PruneCandidate): string {
   return `${c.kind} ${c.name} (${c.tool}, created ${new Date(c.createdAtMs).toISOString()})`;
 }
 
-async function listTables(dynamo: DynamoDBClient): Promise<string[]> {
+/** Every table the emulator at `endpoint` has, page by page. */
+export async function listTables(dynamo: DynamoDBClient, endpoint: string): Promise<string[]> {
+  const listing = translatingClient(dynamo, { endpoint }, "list the local stack's tables");
   const names: string[] = [];
   let start: string | undefined;
   do {
-    const page = await dynamo.send(new ListTablesCommand({ ExclusiveStartTableName: start }));
+    const page = await listing.send(new ListTablesCommand({ ExclusiveStartTableName: start }));
     names.push(...(page.TableNames ?? []));
     start = page.LastEvaluatedTableName;
   } while (start);
@@ -87,7 +90,7 @@ async function pruneLocked(
   const dynamo = emulatorClient(state.dynamodbEndpoint);
   try {
     await admin.connect();
-    const [topics, tables] = await Promise.all([admin.listTopics(), listTables(dynamo)]);
+    const [topics, tables] = await Promise.all([admin.listTopics(), listTables(dynamo, state.dynamodbEndpoint)]);
     const found = pruneCandidates(topics, tables, opts.olderThanMs, opts.nowMs ?? Date.now());
     found.forEach((c) => out(candidateLine(c)));
     const doomed = (kind: PruneCandidate['kind']) => found.filter((c) => c.kind === kind).map((c) => c.name);

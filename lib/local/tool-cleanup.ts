@@ -5,9 +5,10 @@
  * or removed already) is skipped, so a removal may follow a partial set-up or run twice.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { DeleteTableCommand, ResourceNotFoundException, waitUntilTableNotExists, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Admin } from 'kafkajs';
-import { TimeoutError } from '../errors';
+import { MissingResourceError, TimeoutError } from '../errors';
+import { translatingClient } from '../ledger/errors.dynamodb';
 
 /** What a run created: each name recorded before (or as) it is created. */
 export type CreatedResources = { topics: string[]; tables: string[]; groups: string[] };
@@ -24,6 +25,8 @@ export function noResources(): CreatedResources {
 const TOPICS_PER_REQUEST = 100;
 /** How long the broker may take over one DeleteTopics request: under kafkajs's 30 s request timeout. */
 const DELETE_REQUEST_TIMEOUT_MS = 25_000;
+/** Between looks at a deleted table (the SDK's waiter started at 1 s too; the emulator deletes at once). */
+const TABLE_POLL_MS = 1000;
 
 /**
  * Deletes the recorded topics, tables and consumer groups that exist and waits until they are gone;
@@ -71,19 +74,35 @@ async function deleteTopics(admin: Admin, names: readonly string[], timeoutMs: n
 
 /** Deletes those of `names` that exist and waits until DynamoDB no longer describes them. */
 async function deleteTables(dynamo: DynamoDBClient, names: readonly string[], timeoutMs: number): Promise<string[]> {
-  const deleted = await Promise.all(
-    [...new Set(names)].map(async (name) => {
-      try {
-        await dynamo.send(new DeleteTableCommand({ TableName: name }));
-      } catch (err) {
-        if (err instanceof ResourceNotFoundException) return undefined;
-        throw err;
-      }
-      await waitUntilTableNotExists({ client: dynamo, minDelay: 1, maxDelay: 5, maxWaitTime: timeoutMs / 1000 }, { TableName: name });
-      return name;
-    }),
-  );
+  const deadline = Date.now() + timeoutMs;
+  const deleted = await Promise.all([...new Set(names)].map((name) => deleteTable(dynamo, name, timeoutMs, deadline)));
   return deleted.filter((n): n is string => n !== undefined);
+}
+
+/** Whether `request` found no such table (DynamoDB's answer for one deleted or never there). */
+function noTable(request: Promise<unknown>): Promise<boolean> {
+  return request.then(
+    () => false,
+    (err: unknown) => {
+      if (err instanceof MissingResourceError) return true;
+      throw err;
+    },
+  );
+}
+
+/**
+ * Deletes table `name` and polls until DynamoDB no longer describes it (a deletion runs in the
+ * background); undefined when it was not there. Polled here rather than by the SDK's waiter: it
+ * retries any error until its time is up, then reports none of them.
+ */
+async function deleteTable(dynamo: DynamoDBClient, name: string, timeoutMs: number, deadline: number): Promise<string | undefined> {
+  const client = translatingClient(dynamo, name, 'remove what a tool created');
+  if (await noTable(client.send(new DeleteTableCommand({ TableName: name })))) return undefined;
+  while (!(await noTable(client.send(new DescribeTableCommand({ TableName: name }))))) {
+    if (Date.now() > deadline) throw new TimeoutError(`DynamoDB still describes table ${name} ${timeoutMs} ms after its deletion`);
+    await delay(TABLE_POLL_MS);
+  }
+  return name;
 }
 
 /** Deletes those of `names` the broker lists as consumer groups. */
