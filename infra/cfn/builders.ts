@@ -36,6 +36,7 @@ export {
   sinkTables,
 } from './iam';
 export { schedule } from './schedule';
+export { chainedStreams, tickChain, tickChainEnvironment, tickChainStatements } from './tick-chain';
 export { sinkTableLogicalIds, sinkTableResources } from './sink-tables';
 export { ledgerTableResources } from './ledger-table';
 export { alarmTopicEncryption, logGroupEncryption, tableSse } from './encryption';

@@ -4,7 +4,8 @@ import { SCHEDULE_PERIOD_ENV } from '../../lib/planner/loop-timing';
 import type { DeploymentConfig } from '../../lib/config/schema';
 import { handlerModuleFile, isHandlerPath } from '../../lib/handlers/modules';
 import { PROCESSOR_RESERVED_CONCURRENCY_ENV } from '../../lib/planner/concurrency-cap';
-import { NO_VALUE } from './cfn';
+import { NO_VALUE, type Cfn } from './cfn';
+import { tickChainEnvironment } from './tick-chain';
 import type { Settings } from './settings';
 
 /** The functions' `vpc` setting (Amazon MSK), or null without a VPC. */
@@ -22,9 +23,10 @@ export function reservedConcurrency(s: Settings): number | { Ref: string } {
  * invokes and, when the param reserves it, the processor's concurrency, which the planner shares
  * among the streams so that it never dispatches more processors than can run.
  */
-export function plannerEnvironment(s: Settings): Record<string, string> {
+export function plannerEnvironment(s: Settings, config: DeploymentConfig): Record<string, Cfn> {
   const reserved = s.processorReservedConcurrency;
   return {
+    ...tickChainEnvironment(s, config),
     PROCESSOR_FUNCTION_NAME: s.names.processor,
     ...(reserved !== undefined ? { [PROCESSOR_RESERVED_CONCURRENCY_ENV]: String(reserved) } : {}),
     // A stream whose interval is not shorter ticks once per invocation (lib/planner/loop-timing.ts).

@@ -6,6 +6,7 @@ import { failureDestinationStatements } from './destinations-iam';
 import { IDS, streamLogicalNames } from './names';
 import { sinkTableLogicalIds } from './sink-tables';
 import { DeployConfigError, type Settings } from './settings';
+import { tickChainStatements } from './tick-chain';
 
 /** IAM resource of a sink table: a table the stack declares, or an existing table by name (never the ledger). */
 function tableArn(s: Settings, name: string, declared: Map<string, string>): Cfn {
@@ -309,6 +310,7 @@ export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: Cf
     ...secrets,
     ...mskStatements(s, config, 'planner'),
     ...destinations,
+    ...tickChainStatements(s, config),
   ];
   const processor: Statement[] = [
     logStatement(s.names.processor),

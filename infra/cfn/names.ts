@@ -16,6 +16,8 @@ export const IDS = {
   processorFailureQueue: 'ProcessorFailureQueue',
   scheduleDeadLetterQueue: 'ScheduleDeadLetterQueue',
   scheduleDeadLetterQueuePolicy: 'ScheduleDeadLetterQueuePolicy',
+  tickQueue: 'PlannerTickQueue',
+  tickQueueMapping: 'PlannerTickQueueMapping',
   alarmTopic: 'AlarmTopic',
   alarmTopicKey: 'AlarmTopicKey',
   alarmTopicKeyAlias: 'AlarmTopicKeyAlias',

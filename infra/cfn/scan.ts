@@ -8,6 +8,7 @@
  */
 import type { DeploymentConfig } from '../../lib/config/schema';
 import type { Cfn } from './cfn';
+import { chainedStreams } from './tick-chain';
 import { IDS } from './names';
 import type { Settings } from './settings';
 import { sinkTableLogicalIds } from './sink-tables';
@@ -25,9 +26,10 @@ const REASONS = {
   plannerDlq: {
     id: 'CKV_AWS_116',
     comment:
-      'Invoked only by the schedule with async retries off: a failed invocation is replaced ' +
+      'Invoked by the schedule with async retries off: a failed invocation is replaced ' +
       'by the next one (runs are idempotent), and one that cannot be delivered goes to ' +
-      'ScheduleDeadLetterQueue. A DLQ of failed invocations would hold only {"loop":true}.',
+      'ScheduleDeadLetterQueue. A DLQ of failed invocations would hold only {"loop":true}. ' +
+      'The tick queue (when a stream is chained) redrives a message that failed three times there too.',
   },
   processorDlq: {
     id: 'CKV_AWS_116',
@@ -66,6 +68,12 @@ const REASONS = {
       'this check does not count. Lambda (on-failure destination), the Scheduler and an ' +
       'EventBridge rule send to it with no key grant, which a KMS key would need for each.',
   },
+  tickQueueKey: {
+    id: 'CKV_AWS_27',
+    comment:
+      'Encrypted at rest with SQS-managed keys (SSE-SQS, SqsManagedSseEnabled), which this check does not count. ' +
+      'Its messages name a stream, a tick number and a due time, nothing of the records.',
+  },
 } as const satisfies Record<string, ScanSkip>;
 
 /** The kept findings per logical id, for the stage's settings. */
@@ -78,6 +86,7 @@ export function scanSkips(s: Settings, config: DeploymentConfig): Record<string,
     [IDS.scheduleDeadLetterQueue]: [REASONS.queueKey],
   };
   const add = (id: string, skip: ScanSkip) => (skips[id] = [...(skips[id] ?? []), skip]);
+  if (chainedStreams(s, config).length) add(IDS.tickQueue, REASONS.tickQueueKey);
   if (s.functionKmsKeyArn === undefined) for (const id of [IDS.plannerFunction, IDS.processorFunction]) add(id, REASONS.environmentKey);
   if (s.logsKmsKey === undefined) for (const id of [IDS.plannerLogGroup, IDS.processorLogGroup]) add(id, REASONS.logsKey);
   if (s.tableKmsKeyArn === undefined) {

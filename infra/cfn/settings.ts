@@ -51,6 +51,15 @@ function int(name: string, value: unknown, { min, max }: { min?: number; max?: n
   return n;
 }
 
+/** The tick chain's threshold: serverless.yml's default when absent, none for '' (no chain, no queue). */
+function tickChainFrom(value: unknown): number | undefined {
+  if (value === undefined || value === null) return DEFAULT_TICK_CHAIN_FROM_MS;
+  return String(value).trim() === '' ? undefined : int('tickChainFromMs', value, { min: 1000, max: 900_000 });
+}
+
+/** serverless.yml's `tickChainFromMs`: from 5 s, a resident planner would sleep most of what it is billed for. */
+export const DEFAULT_TICK_CHAIN_FROM_MS = 5000;
+
 function deletionPolicy(value: unknown): Settings['tableDeletionPolicy'] {
   const text = String(value ?? 'Delete').trim();
   if (text === 'Delete' || text === 'Retain' || text === 'Snapshot') return text;
@@ -109,6 +118,8 @@ export type Settings = {
   scheduleMethod: 'scheduler' | 'eventBus';
   scheduleEnabled: boolean;
   scheduleMaximumRetryAttempts: number;
+  /** The shortest trigger interval ticked by the tick chain (lib/planner/tick-chain.ts); undefined: none is (`tickChainFromMs: ''`). */
+  tickChainFromMs: number | undefined;
   plannerTimeoutSeconds: number;
   processorTimeoutSeconds: number;
   processorMaximumEventAgeSeconds: number;
@@ -179,6 +190,7 @@ export function parseSettings(raw: RawSettings): Settings {
     scheduleMethod: scheduleMethod as Settings['scheduleMethod'],
     scheduleEnabled: bool('scheduleEnabled', raw.scheduleEnabled ?? true),
     scheduleMaximumRetryAttempts: int('scheduleMaximumRetryAttempts', raw.scheduleMaximumRetryAttempts ?? 2, { min: 0, max: 185 }),
+    tickChainFromMs: tickChainFrom(raw.tickChainFromMs),
     plannerTimeoutSeconds: int('plannerTimeout', raw.plannerTimeout, { min: 1, max: 900 }),
     processorTimeoutSeconds: int('processorTimeout', raw.processorTimeout, { min: 1, max: 900 }),
     processorMaximumEventAgeSeconds: int('processorMaximumEventAge', raw.processorMaximumEventAge, { min: 60, max: 21600 }),

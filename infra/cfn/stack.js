@@ -32,6 +32,7 @@ const PARAM_NAMES = [
   'scheduleMethod',
   'scheduleEnabled',
   'scheduleMaximumRetryAttempts',
+  'tickChainFromMs',
   'streamsConfig',
   'plannerTimeout',
   'processorTimeout',
@@ -185,7 +186,9 @@ module.exports = {
   /** Processor ReservedConcurrentExecutions, or AWS::NoValue (unreserved). */
   processorReservedConcurrency: withContext(({ settings }) => builders.reservedConcurrency(settings)),
   /** Planner-only environment: PROCESSOR_FUNCTION_NAME, and PROCESSOR_RESERVED_CONCURRENCY when processorReservedConcurrency is set. */
-  plannerEnvironment: withContext(({ settings }) => builders.plannerEnvironment(settings)),
+  plannerEnvironment: withContext(({ settings, config }) => builders.plannerEnvironment(settings, config)),
+  /** The tick chain's queue and event source mapping, when a stream is ticked by it (Resources, Outputs). */
+  tickChain: withContext(({ settings, config }) => builders.tickChain(settings, config)),
   /** Processor-only environment: AUDIT_LOG_TABLE when the auditLogTable param is set, and the streams' handler.environment. */
   processorEnvironment: withContext(({ settings, config }) => builders.processorEnvironment(settings, config)),
   /** serverless-esbuild `exclude` list. */

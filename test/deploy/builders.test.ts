@@ -19,6 +19,9 @@ import {
   secretResources,
   sinkTableResources,
   streamLogicalNames,
+  chainedStreams,
+  tickChain,
+  tickChainStatements,
   type RawSettings,
 } from '../../infra/cfn/builders';
 
@@ -241,14 +244,58 @@ describe('streams config against the stage', () => {
   });
 
   it('gives the planner the reserved concurrency it shares among the streams, only when the param sets one', () => {
-    expect(plannerEnvironment(settings({ processorReservedConcurrency: '20' }))).toEqual({
+    expect(plannerEnvironment(settings({ processorReservedConcurrency: '20' }), config([{}]))).toEqual({
       PROCESSOR_FUNCTION_NAME: 'svc-test-processor',
       PROCESSOR_RESERVED_CONCURRENCY: '20',
       SCHEDULE_PERIOD_MS: '60000',
     });
-    expect(plannerEnvironment(settings())).toEqual({ PROCESSOR_FUNCTION_NAME: 'svc-test-processor', SCHEDULE_PERIOD_MS: '60000' });
+    expect(plannerEnvironment(settings(), config([{}]))).toEqual({
+      PROCESSOR_FUNCTION_NAME: 'svc-test-processor',
+      SCHEDULE_PERIOD_MS: '60000',
+    });
     // A cron schedule has no period: no variable, every stream loops.
-    expect(plannerEnvironment(settings({ scheduleRate: 'cron(0/5 * * * ? *)' })).SCHEDULE_PERIOD_MS).toBeUndefined();
+    expect(plannerEnvironment(settings({ scheduleRate: 'cron(0/5 * * * ? *)' }), config([{}])).SCHEDULE_PERIOD_MS).toBeUndefined();
+  });
+
+  it('builds the tick chain (queue, mapping, role statement, environment) only when a stream is ticked by it', () => {
+    const none = [settings(), config([{ triggerIntervalMs: 1000 }, { triggerIntervalMs: 60_000 }])] as const;
+    expect(tickChain(...none)).toEqual({ Resources: {}, Outputs: {} });
+    expect(tickChainStatements(...none)).toEqual([]);
+    expect(plannerEnvironment(...none).PLANNER_TICK_QUEUE_URL).toBeUndefined();
+    // Switched off, a 10 s stream keeps the resident loop.
+    expect(tickChain(settings({ tickChainFromMs: '' }), config([{ triggerIntervalMs: 10_000 }])).Resources).toEqual({});
+    const chained = [settings({ tickChainFromMs: 8000 }), config([{ triggerIntervalMs: 1000 }, { triggerIntervalMs: 10_000 }])] as const;
+    expect(chainedStreams(...chained).map((s) => s.id)).toEqual(['s1']);
+    const { Resources, Outputs } = tickChain(...chained);
+    expect(Resources.PlannerTickQueue).toMatchObject({
+      Type: 'AWS::SQS::Queue',
+      Properties: {
+        VisibilityTimeout: 540,
+        SqsManagedSseEnabled: true,
+        RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': ['ScheduleDeadLetterQueue', 'Arn'] }, maxReceiveCount: 3 },
+      },
+    });
+    expect(Resources.PlannerTickQueueMapping).toMatchObject({
+      Type: 'AWS::Lambda::EventSourceMapping',
+      DependsOn: ['PlannerRole'],
+      Properties: {
+        EventSourceArn: { 'Fn::GetAtt': ['PlannerTickQueue', 'Arn'] },
+        FunctionName: { Ref: 'PlannerLambdaFunction' },
+        BatchSize: 1,
+      },
+    });
+    expect(Outputs).toEqual({ PlannerTickQueueUrl: { Value: { Ref: 'PlannerTickQueue' } } });
+    expect(tickChainStatements(...chained)).toEqual([
+      expect.objectContaining({ Sid: 'TickChain', Resource: [{ 'Fn::GetAtt': ['PlannerTickQueue', 'Arn'] }] }),
+    ]);
+    expect(plannerEnvironment(...chained)).toMatchObject({
+      PLANNER_TICK_QUEUE_URL: { Ref: 'PlannerTickQueue' },
+      TICK_CHAIN_FROM_MS: '8000',
+    });
+    expect(problem(() => settings({ tickChainFromMs: 500 }))).toMatch(
+      /param tickChainFromMs must be a whole number between 1000 and 900000/,
+    );
+    expect(settings({}).tickChainFromMs).toBe(5000);
   });
 
   it('accepts trigger intervals shorter than the schedule period (the planner loops inside each invocation)', async () => {
