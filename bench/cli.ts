@@ -1,8 +1,10 @@
 /**
- * What every benchmark's command line shares: its log lines on stderr (stdout's last line is the
- * result object tools read), its whole-number flags and `--keep`, and how a failed or interrupted
- * run ends.
+ * What every benchmark's command line shares: its commander program (`npm run bench:<name> --`, with
+ * `--keep`, read by lib/cli/args.ts), its log lines on stderr (stdout's last line is the result
+ * object tools read), and how a failed, interrupted or `--help` run ends.
  */
+import { Command, type OptionValues } from 'commander';
+import { HelpRequested, parseArgv, wholeNumber } from '../lib/cli/args';
 import { ValidationError } from '../lib/errors';
 import { cleanUpOnSignals, exitCleanups } from '../lib/local/exit-cleanup';
 
@@ -13,36 +15,49 @@ export function benchLog(name: string): (line: string) => void {
   };
 }
 
+const KEEP_HELP = 'leave the topics and tables the run created on a shared stack';
+
+/** A benchmark's program, with `--keep`: the benchmark adds its own options (`wholeNumberOption` for counts). */
+export function benchProgram(name: string, description: string): Command {
+  return new Command(`npm run bench:${name} --`).description(description).option('--keep', KEEP_HELP, false);
+}
+
+/** The options of a benchmark's command line; `--help` and a bad flag end the run through `runBench`. */
+export function benchArgs<O extends OptionValues>(program: Command, argv: readonly string[] = process.argv.slice(2)): O {
+  return parseArgv<O>(program, argv).opts;
+}
+
 /**
  * The flags `names` of parseArgs's `values` as whole numbers >= 1, checked in the order given;
- * throws a one-line error naming the first flag that is not one.
+ * throws a one-line error naming the first flag that is not one. For bench/latency.ts, the one
+ * benchmark still on `util.parseArgs` (the others declare `wholeNumberOption`s).
  */
 export function wholeNumberFlags<K extends string>(
   values: Partial<Record<K, string | boolean | undefined>>,
   names: readonly K[],
 ): Record<K, number> {
   const out = {} as Record<K, number>;
-  for (const name of names) {
-    const v = Number(values[name]);
-    if (!Number.isInteger(v) || v < 1) throw new ValidationError(`--${name} must be a whole number >= 1, not ${values[name]}`);
-    out[name] = v;
-  }
+  for (const name of names) out[name] = wholeNumber(`--${name}`, String(values[name]));
   return out;
 }
 
-/** `--keep`, for parseArgs: leave the topics and tables the run created on a shared stack. */
+/** `--keep` for parseArgs, for bench/latency.ts as `wholeNumberFlags` is (`benchProgram` declares it for the others). */
 export const KEEP_OPTION = { keep: { type: 'boolean', default: false } } as const;
 
 /**
  * Runs a benchmark's `main`; a failure goes to stderr and sets exit code 1: a bad flag as its one
- * line, anything else with its stack. Ctrl-C or SIGTERM runs the run's clean-up (`withStack`), then
- * exits 130.
+ * line, anything else with its stack. `--help` prints the help on stdout. Ctrl-C or SIGTERM runs
+ * the run's clean-up (`withStack`), then exits 130.
  */
 export function runBench(name: string, main: () => Promise<void>): void {
   const signals = cleanUpOnSignals(exitCleanups, process, benchLog(name), (code) => process.exit(code));
   main().catch((err: unknown) => {
     // What an interrupted run throws while its clean-up runs is the interruption, not a failure.
     if (signals.interrupted()) return;
+    if (err instanceof HelpRequested) {
+      process.stdout.write(err.help);
+      return;
+    }
     const text = err instanceof ValidationError ? err.message : ((err as Error)?.stack ?? String(err));
     process.stderr.write(`[bench:${name}] failed: ${text}\n`);
     process.exitCode = 1;

@@ -12,22 +12,25 @@
  */
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { LOCAL_DIR } from '../infra/local/stack/dirs';
-import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { wholeNumberOption } from '../lib/cli/args';
+import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { runConfigAsDeployed } from './packaged-stack';
 import { withStack } from './stack';
 import { median, percentile } from './stats';
 
 const log = benchLog('cold-start');
 
+const program = benchProgram('cold-start', "the functions' cold starts as Lambda's runtime reports them, on the packaged stack").addOption(
+  wholeNumberOption('--runs <n>', 'cold starts per function', 15),
+);
+
 /** What each function refuses at once, after its init: a payload of the wrong shape. */
 const REFUSED = { planner: { streams: 5 }, processor: { stream: 5 } } as const;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, ...KEEP_OPTION } });
-  const { runs } = wholeNumberFlags(values, ['runs']);
-  await withStack(log, { keep: values.keep }, async (stack) => {
+  const { runs, keep } = benchArgs<{ runs: number; keep: boolean }>(program);
+  await withStack(log, { keep }, async (stack) => {
     const dir = join(LOCAL_DIR, 'bench', `cold-start-${process.pid}`);
     try {
       const stream = { id: stack.name('cold'), kafka: { brokers: stack.brokers.split(',') }, topics: ['unused'] };

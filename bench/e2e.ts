@@ -16,10 +16,10 @@
  * Uses KAFKA_BROKERS and DYNAMODB_ENDPOINT when both are set (and deletes its topic, tables and
  * consumer groups at the end, unless --keep), else starts a private stack and removes it at the end.
  */
-import { parseArgs } from 'node:util';
+import { wholeNumberOption } from '../lib/cli/args';
 import { ValidationError } from '../lib/errors';
 import { javaProduceAccounts } from '../test/support/java';
-import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { costPerMillion } from './cost';
 import { drainOnce } from './drain';
 import { consumerPerformance } from './kafka-tools';
@@ -34,23 +34,21 @@ const log = benchLog('e2e');
 /** The workload of the issue that asked for this benchmark; flags shrink it for development. */
 const E2E_DEFAULTS = { records: 2_000_000, accounts: 10_000, partitions: 10, runs: 1, triggerIntervalMs: 1000 } as const;
 
-function parseFlags(argv: string[]) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      records: { type: 'string', default: String(E2E_DEFAULTS.records) },
-      accounts: { type: 'string', default: String(E2E_DEFAULTS.accounts) },
-      partitions: { type: 'string', default: String(E2E_DEFAULTS.partitions) },
-      runs: { type: 'string', default: String(E2E_DEFAULTS.runs) },
-      'drain-timeout-ms': { type: 'string', default: String(3 * 3600_000) },
-      ...KEEP_OPTION,
-    },
-  });
-  const n = wholeNumberFlags(values, ['records', 'accounts', 'partitions', 'runs', 'drain-timeout-ms']);
-  const { records, accounts, partitions, runs } = n;
+const program = benchProgram('e2e', 'one keyed topic drained exactly-once, at-least-once and by ConsumerPerformance')
+  .addOption(wholeNumberOption('--records <n>', 'records produced (~512 B JSON each)', E2E_DEFAULTS.records))
+  .addOption(wholeNumberOption('--accounts <n>', 'distinct keys (accounts), at most --records', E2E_DEFAULTS.accounts))
+  .addOption(wholeNumberOption('--partitions <n>', "the topic's partitions", E2E_DEFAULTS.partitions))
+  .addOption(wholeNumberOption('--runs <n>', 'drains of each kind', E2E_DEFAULTS.runs))
+  .addOption(wholeNumberOption('--drain-timeout-ms <ms>', 'give up a drain after this long', 3 * 3600_000));
+
+type Flags = { records: number; accounts: number; partitions: number; runs: number; drainTimeoutMs: number; keep: boolean };
+
+function parseFlags(argv: string[]): Flags {
+  const flags = benchArgs<Flags>(program, argv);
   // Every record its own account at most: a higher count would only leave accounts without records.
-  if (accounts > records) throw new ValidationError(`--accounts must be at most --records (${records}), not ${accounts}`);
-  return { records, accounts, partitions, runs, drainTimeoutMs: n['drain-timeout-ms'], keep: values.keep };
+  if (flags.accounts > flags.records)
+    throw new ValidationError(`--accounts must be at most --records (${flags.records}), not ${flags.accounts}`);
+  return flags;
 }
 
 /** Kafka's ConsumerPerformance over the whole topic in a fresh group: its whole-run and fetch-only records/s. */

@@ -14,7 +14,6 @@
  *
  * Flags: --topics N --partitions N --ticks N --keep. The last line printed is one JSON object.
  */
-import { parseArgs } from 'node:util';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Kafka } from 'kafkajs';
 import { parseDeploymentConfig, type StreamConfig } from '../lib/config/schema';
@@ -25,7 +24,8 @@ import { planStream, type StreamPlanReport } from '../lib/planner/run';
 import { processRanges } from '../lib/processor/process-range';
 import { rangesOfPayload } from '../lib/ranges';
 import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
-import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { wholeNumberOption } from '../lib/cli/args';
+import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { countRequestsByRole } from './request-counts';
 import { median } from './stats';
 import { createBusyTopics } from './busy-topics';
@@ -35,17 +35,14 @@ import { writesOfRequest, writeUnitsFor, type ItemWrite } from './write-units';
 
 const log = benchLog('keys');
 
+const program = benchProgram('keys', "the ledger's write units per DynamoDB partition key with many busy partitions in one stream")
+  .addOption(wholeNumberOption('--topics <n>', 'busy topics', 10))
+  .addOption(wholeNumberOption('--partitions <n>', 'partitions per topic', 100))
+  .addOption(wholeNumberOption('--ticks <n>', 'planner ticks under load', 10));
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      topics: { type: 'string', default: '10' },
-      partitions: { type: 'string', default: '100' },
-      ticks: { type: 'string', default: '10' },
-      ...KEEP_OPTION,
-    },
-  });
-  const flags = wholeNumberFlags(values, ['topics', 'partitions', 'ticks']);
-  await withStack(log, { keep: values.keep }, (stack) => benchKeys(stack, flags));
+  const { keep, ...flags } = benchArgs<Flags & { keep: boolean }>(program);
+  await withStack(log, { keep }, (stack) => benchKeys(stack, flags));
 }
 
 type Flags = { topics: number; partitions: number; ticks: number };

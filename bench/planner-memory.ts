@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { parseArgs } from 'node:util';
+import { Option } from 'commander';
 import { build, type Plugin } from 'esbuild';
 import { parseDeploymentConfig, type StreamConfig } from '../lib/config/schema';
 import { createInProcessDispatcher } from '../lib/dispatch/dispatcher.local';
@@ -24,7 +24,9 @@ import { ensureLedgerTable } from '../lib/ledger/table';
 import { processRanges } from '../lib/processor/process-range';
 import { rangesOfPayload, type RangePayload, type RangesPayload } from '../lib/ranges';
 import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
-import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { wholeNumberOption } from '../lib/cli/args';
+import { ValidationError } from '../lib/errors';
+import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { mean, median } from './stats';
 import { lambdaNodeFlags } from '../infra/local/lambda/node-flags';
 import { createBusyTopics } from './busy-topics';
@@ -53,24 +55,34 @@ type ChildResult = {
   loop: string;
 };
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      sizes: { type: 'string', default: '1x10,10x100' },
-      'run-ms': { type: 'string', default: '45000' },
-      'memory-mb': { type: 'string', default: '192' },
-      // Where the planner child writes a V8 CPU profile per size (open it in Chrome's DevTools).
-      'cpu-prof-dir': { type: 'string' },
-      ...KEEP_OPTION,
-    },
-  });
-  const { 'run-ms': runMs, 'memory-mb': memoryMb } = wholeNumberFlags(values, ['run-ms', 'memory-mb']);
-  const sizes = values.sizes.split(',').map((s) => {
+type Size = { topics: number; partitions: number };
+
+/** `--sizes`: `<topics>x<partitions>`, comma-separated. */
+function parseSizes(text: string): Size[] {
+  return text.split(',').map((s) => {
     const [topics, partitions] = s.split('x').map(Number);
     if (!Number.isInteger(topics) || !Number.isInteger(partitions) || !topics || !partitions)
-      throw new Error(`--sizes: "${s}" is not <topics>x<partitions>`);
+      throw new ValidationError(`--sizes: "${s}" is not <topics>x<partitions>`);
     return { topics: topics as number, partitions: partitions as number };
   });
+}
+
+const DEFAULT_SIZES = '1x10,10x100';
+
+const program = benchProgram('planner-memory', "the deployed planner handler's memory and CPU per tick, under Lambda's heap limits")
+  .addOption(
+    new Option('--sizes <list>', 'busy partitions to measure, as <topics>x<partitions>,...')
+      .argParser(parseSizes)
+      .default(parseSizes(DEFAULT_SIZES), DEFAULT_SIZES),
+  )
+  .addOption(wholeNumberOption('--run-ms <ms>', 'how long the planner child ticks per size', 45_000))
+  .addOption(wholeNumberOption('--memory-mb <mb>', 'the Lambda memory whose heap limits the child runs under', 192))
+  .option('--cpu-prof-dir <dir>', "write the planner child's V8 CPU profile per size here (open it in Chrome's DevTools)");
+
+type Flags = { sizes: Size[]; runMs: number; memoryMb: number; cpuProfDir?: string; keep: boolean };
+
+async function main(): Promise<void> {
+  const { sizes, runMs, memoryMb, cpuProfDir: profDir, keep } = benchArgs<Flags>(program);
   const dir = mkdtempSync(join(tmpdir(), 'planner-memory-'));
   try {
     const child = join(dir, 'planner.js');
@@ -82,7 +94,7 @@ async function main(): Promise<void> {
       outfile: child,
       bundle: true,
       // Unminified under the profiler, so that its frames name the project's files and functions.
-      minify: !values['cpu-prof-dir'],
+      minify: !profDir,
       keepNames: true,
       platform: 'node',
       target: 'node22',
@@ -93,9 +105,9 @@ async function main(): Promise<void> {
       }),
       logLevel: 'warning',
     });
-    await withStack(log, { keep: values.keep }, async (stack) => {
+    await withStack(log, { keep }, async (stack) => {
       const results = [];
-      const cpuProfDir = values['cpu-prof-dir'] ? resolve(values['cpu-prof-dir']) : undefined;
+      const cpuProfDir = profDir ? resolve(profDir) : undefined;
       for (const size of sizes) results.push(await measure(stack, child, size, { runMs, memoryMb, cpuProfDir }));
       process.stdout.write(`${JSON.stringify({ node: process.version, runMs, lambdaMemoryMb: memoryMb, sizes: results })}\n`);
     });
@@ -105,12 +117,7 @@ async function main(): Promise<void> {
 }
 
 /** One size: its topics and ledger, the planner child for `runMs`, records every second, the figures. */
-async function measure(
-  stack: BenchStack,
-  child: string,
-  size: { topics: number; partitions: number },
-  run: { runMs: number; memoryMb: number; cpuProfDir?: string },
-) {
+async function measure(stack: BenchStack, child: string, size: Size, run: { runMs: number; memoryMb: number; cpuProfDir?: string }) {
   const busy = await createBusyTopics(stack, {
     what: `pm${size.topics * size.partitions}`,
     clientId: 'bench-planner-memory',

@@ -10,7 +10,6 @@
  * deletes its topics and ledger table at the end, unless --keep), otherwise starts a private local
  * stack and removes it at the end.
  */
-import { parseArgs } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { parseStreamConfig } from '../lib/config/schema';
@@ -23,7 +22,8 @@ import { ensureLedgerTable } from '../lib/ledger/table';
 import type { KafkaMetadata } from '../lib/ports/kafka-metadata';
 import { planStream, type PlannerDeps } from '../lib/planner/run';
 import { dynamoClientFromEnv } from '../lib/runtime/aws';
-import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { wholeNumberOption } from '../lib/cli/args';
+import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { sampleMemory } from './memory';
 import { withStack, type BenchStack } from './stack';
 
@@ -87,12 +87,13 @@ async function waitForLeaders(warm: KafkaMetadata, prefix: string, n: number): P
   }
 }
 
+const program = benchProgram('planner', 'registration, idle and full planner runs over topics x partitions')
+  .addOption(wholeNumberOption('--topics <n>', 'topics', 500))
+  .addOption(wholeNumberOption('--partitions <n>', 'partitions per topic', 20));
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: { topics: { type: 'string', default: '500' }, partitions: { type: 'string', default: '20' }, ...KEEP_OPTION },
-  });
-  const { topics, partitions } = wholeNumberFlags(values, ['topics', 'partitions']);
-  await withStack(log, { keep: values.keep }, (stack) => benchPlanner(stack, topics, partitions));
+  const { topics, partitions, keep } = benchArgs<{ topics: number; partitions: number; keep: boolean }>(program);
+  await withStack(log, { keep }, (stack) => benchPlanner(stack, topics, partitions));
 }
 
 /** Creates `topics` x `partitions`, then measures a registration, an idle and a full planner run. */

@@ -5,33 +5,37 @@
  * Usable alone to profile the reader on a kept topic (bench/processor.ts --keep):
  * `node --cpu-prof --import tsx bench/processor-reader.ts <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch] [--no-crc-check]`.
  */
-import { parseArgs } from 'node:util';
+import { Argument, Command } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
+import { parseArgv, wholeNumber, wholeNumberOption } from '../lib/cli/args';
 import { kafkaClientConfig } from '../lib/kafka/client';
 import { createKafkajsRangeReader } from '../lib/kafka/range-reader.kafkajs';
 import { crc32cImplementation } from '../lib/kafka/protocol/crc32c';
+import { runBench } from './cli';
+
+const program = new Command('processor-reader')
+  .description('reads [0, until) of partition 0 with the RangeReader and a no-op handler; prints one JSON line')
+  .argument('<brokers>', 'bootstrap brokers, comma-separated')
+  .argument('<topic>', 'the topic')
+  .addArgument(new Argument('<until>', 'the offset to read up to').argParser((text) => wholeNumber('<until>', text, 0)))
+  .addOption(wholeNumberOption('--max-fetch-bytes <n>', "the reader's Fetch size in bytes (default: its own, 4 MiB)"))
+  .option('--no-prefetch', 'send the next Fetch only once a response is handled, not as it arrives')
+  .option('--no-crc-check', "skip the batches' CRC-32C checks");
+
+type Flags = { maxFetchBytes?: number; prefetch: boolean; crcCheck: boolean };
 
 async function main(): Promise<void> {
-  const { positionals, values } = parseArgs({
-    allowPositionals: true,
-    options: {
-      'max-fetch-bytes': { type: 'string' },
-      'no-prefetch': { type: 'boolean', default: false },
-      'no-crc-check': { type: 'boolean', default: false },
-    },
-  });
-  const [brokers, topic, untilText] = positionals;
-  if (!brokers || !topic || !untilText)
-    throw new Error('usage: processor-reader <brokers> <topic> <until> [--max-fetch-bytes N] [--no-prefetch] [--no-crc-check]');
+  const { opts: flags } = parseArgv<Flags>(program, process.argv.slice(2));
+  const [brokers, topic, until] = program.processedArgs as [string, string, number];
   // The client config a stream gets (its socket factory included), quiet.
   const kafka = new Kafka({
     ...kafkaClientConfig({ brokers: brokers.split(','), clientId: 'bench-reader', connectionTimeoutMs: 3_000, requestTimeoutMs: 30_000 }),
     logLevel: logLevel.NOTHING,
   });
   const reader = createKafkajsRangeReader(kafka, {
-    prefetch: !values['no-prefetch'],
-    checkCrcs: !values['no-crc-check'],
-    ...(values['max-fetch-bytes'] ? { maxFetchBytes: Number(values['max-fetch-bytes']) } : {}),
+    prefetch: flags.prefetch,
+    checkCrcs: flags.crcCheck,
+    ...(flags.maxFetchBytes !== undefined ? { maxFetchBytes: flags.maxFetchBytes } : {}),
   });
   const noop = (records: unknown[]): number => records.length;
   let records = 0;
@@ -40,7 +44,7 @@ async function main(): Promise<void> {
     topic,
     partition: 0,
     from: 0,
-    until: Number(untilText),
+    until,
     isolationLevel: 'read_uncommitted',
     maxChunkRecords: 500,
   })) {
@@ -53,12 +57,9 @@ async function main(): Promise<void> {
       records,
       ms: Math.round(ms),
       peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
-      crc32c: values['no-crc-check'] ? 'none' : crc32cImplementation(1 << 20),
+      crc32c: flags.crcCheck ? crc32cImplementation(1 << 20) : 'none',
     })}\n`,
   );
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${(err as Error)?.stack ?? String(err)}\n`);
-  process.exitCode = 1;
-});
+runBench('processor-reader', main);

@@ -18,9 +18,9 @@ import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { build, type Plugin } from 'esbuild';
-import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { wholeNumberOption } from '../lib/cli/args';
+import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { consumerPerformance, runKafkaTool, runTimed } from './kafka-tools';
 import { LOCAL_DIR } from '../infra/local/stack/dirs';
 import { withStack, type BenchStack } from './stack';
@@ -143,18 +143,10 @@ function fill(p: { brokers: string; topic: string; records: number; size: number
   );
 }
 
-function parseFlags(argv: string[]) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      records: { type: 'string', default: '1000000' },
-      size: { type: 'string', default: '1024' },
-      runs: { type: 'string', default: '1' },
-      ...KEEP_OPTION,
-    },
-  });
-  return { ...wholeNumberFlags(values, ['records', 'size', 'runs']), keep: values.keep };
-}
+const program = benchProgram('processor', 'the range reader alone with a no-op handler, against kcat and ConsumerPerformance')
+  .addOption(wholeNumberOption('--records <n>', 'records in the one partition', 1_000_000))
+  .addOption(wholeNumberOption('--size <bytes>', 'bytes per record', 1024))
+  .addOption(wholeNumberOption('--runs <n>', 'reads of the partition by each reader', 1));
 
 /** Reads the partition `runs` times and sums the runs up: medians, the per-run ratios, the peak RSS. */
 async function measure(stack: BenchStack, topic: string, records: number, runs: number) {
@@ -186,7 +178,7 @@ async function measure(stack: BenchStack, topic: string, records: number, runs: 
 }
 
 async function main(): Promise<void> {
-  const { records, size, runs, keep } = parseFlags(process.argv.slice(2));
+  const { records, size, runs, keep } = benchArgs<{ records: number; size: number; runs: number; keep: boolean }>(program);
   await withStack(log, { keep }, async (stack) => {
     const brokers = stack.brokers;
     const topic = stack.topic('processor');

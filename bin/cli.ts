@@ -2,6 +2,7 @@
  * `kafka-direct <command>` (the package bin) / `npm run cli -- <command>`: the project tools, run here
  * (`init`, `start`, `deploy`, `local`), and the operations commands (lib/cli/program.ts).
  */
+import { HelpRequested } from '../lib/cli/args';
 import { runCli } from '../lib/cli/program';
 import { AppError, ValidationError } from '../lib/errors';
 import { LOCAL_COMMANDS } from '../infra/local/commands';
@@ -18,11 +19,15 @@ Run "kafka-direct <command> --help" for a project command's options.`;
 
 const err = (s: string): void => void process.stderr.write(s);
 
-/** A project tool's failure: bad input in one line with exit 2, an AppError in one line with exit 1, else the stack. */
+/** A project tool's failure: bad input in one line with exit 2, an AppError in one line with exit 1, else the stack; `--help` its help. */
 async function tool(run: () => Promise<number> | number): Promise<number> {
   try {
     return await run();
   } catch (e) {
+    if (e instanceof HelpRequested) {
+      process.stdout.write(e.help);
+      return 0;
+    }
     if (e instanceof ValidationError) {
       err(`error: ${e.message}\n`);
       return 2;
@@ -32,25 +37,17 @@ async function tool(run: () => Promise<number> | number): Promise<number> {
   }
 }
 
-const wantsHelp = (args: string[]): boolean => args.includes('--help') || args.includes('-h');
-const usage = (text: string): number => {
-  process.stdout.write(`${text}\n`);
-  return 0;
-};
-
 const TOOLS: Record<string, (args: string[]) => Promise<number>> = {
   init: (args) =>
     tool(async () => {
-      const { INIT_USAGE, initProject, parseInitArgs, renderInit } = await import('../lib/project/init');
-      if (wantsHelp(args)) return usage(INIT_USAGE);
+      const { initProject, parseInitArgs, renderInit } = await import('../lib/project/init');
       process.stdout.write(renderInit(initProject(parseInitArgs(args, process.cwd())), process.cwd()));
       return 0;
     }),
   start: async (args) => (await import('./start')).runStart(args),
   deploy: (args) =>
     tool(async () => {
-      const { DEPLOY_USAGE, parseDeployArgs, runDeploy, runPackage } = await import('../infra/serverless/deploy');
-      if (wantsHelp(args)) return usage(DEPLOY_USAGE);
+      const { parseDeployArgs, runDeploy, runPackage } = await import('../infra/serverless/deploy');
       const o = parseDeployArgs(args, process.cwd(), process.env);
       if (!o.emulate) return runDeploy(o, process.env, err);
       const { runEmulated } = await import('../infra/serverless/emulate');
@@ -59,8 +56,7 @@ const TOOLS: Record<string, (args: string[]) => Promise<number>> = {
     }),
   remove: (args) =>
     tool(async () => {
-      const { REMOVE_USAGE, parseDeployArgs, runRemove } = await import('../infra/serverless/deploy');
-      if (wantsHelp(args)) return usage(REMOVE_USAGE);
+      const { parseDeployArgs, runRemove } = await import('../infra/serverless/deploy');
       return runRemove(parseDeployArgs(args, process.cwd(), process.env, 'remove'), process.env);
     }),
   local: async ([cmd, ...args]) => (await import('../infra/local/cli')).runLocal(cmd, args, 'kafka-direct local'),

@@ -6,6 +6,7 @@
  * what the project's own tools left on it (prune.ts).
  * The same as `kafka-direct local <command>` from a stream project; the commands are listed in commands.ts.
  */
+import { HelpRequested } from '../../lib/cli/args';
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
@@ -30,6 +31,10 @@ export async function runLocal(cmd: string | undefined, args: string[], usage = 
   try {
     return await local(cmd, args, usage);
   } catch (err) {
+    if (err instanceof HelpRequested) {
+      process.stdout.write(err.help);
+      return 0;
+    }
     // Prerequisite problems are explained in one line; anything else keeps its stack for debugging.
     process.stderr.write(err instanceof AppError ? `[local] error: ${err.message}\n` : `${String((err as Error)?.stack ?? err)}\n`);
     return 1;
@@ -39,10 +44,10 @@ export async function runLocal(cmd: string | undefined, args: string[], usage = 
 /** Each command's run; the record's type ties it to LOCAL_COMMANDS, one handler per command. */
 const COMMANDS: Record<LocalCommand, (args: string[], usage: string) => Promise<number>> = {
   up: async (args) => {
-    // --registry is the stack's own business, not the broker's: parseUpArgs never sees it.
-    const withRegistry = args.includes('--registry');
-    const state = await upPersistent(log, parseUpArgs(args.filter((a) => a !== '--registry')));
-    const registryUrl = await upRegistry(log, { start: withRegistry });
+    const { registry, ...stack } = parseUpArgs(args);
+    const state = await upPersistent(log, stack);
+    // upPersistent starts the broker and the emulator; the registry is started apart, after them.
+    const registryUrl = await upRegistry(log, { start: registry });
     const lines = {
       KAFKA_BROKERS: state.kafkaBrokers,
       DYNAMODB_ENDPOINT: state.dynamodbEndpoint,

@@ -5,7 +5,9 @@
  * name is a user's and never touched. `--dry-run` only lists them.
  */
 import { ListTablesCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Command } from 'commander';
 import { Kafka, logLevel } from 'kafkajs';
+import { parseArgv, refuseWithUsage } from '../../lib/cli/args';
 import { PrerequisiteError, ValidationError } from '../../lib/errors';
 import { translatingClient } from '../../lib/ledger/errors.dynamodb';
 import { localCommand } from '../../lib/local/cli-hint';
@@ -14,7 +16,6 @@ import { parseToolResourceName, type Tool } from '../../lib/local/tool-names';
 import { emulatorClient } from './dynamodb';
 import { PERSISTENT, readState, type PersistentPlace } from './stack/state';
 import { withStackLock } from './stack-lock';
-import { strictArgs } from './args';
 
 export type PruneCandidate = { kind: 'topic' | 'table'; name: string; tool: Tool; createdAtMs: number };
 
@@ -22,20 +23,25 @@ export type PruneOptions = { dryRun: boolean; olderThanMs: number };
 
 const DAY_MS = 86_400_000;
 
+/** `local:prune`'s options, without parsing: `parsePruneArgs` parses with it, the docs' test reads it. */
+export function pruneProgram(): Command {
+  return new Command('local:prune')
+    .description("delete the topics and tables the project's own tools left on the running local stack")
+    .option('--dry-run', 'only list them')
+    .option('--older-than <age>', 'only those made longer ago than this: 30m, 12h, 2d (default 1d)');
+}
+
 /** `[--dry-run] [--older-than <n>m|h|d]` (default one day). */
 export function parsePruneArgs(args: string[]): PruneOptions {
-  const { values } = strictArgs(
-    args,
-    { 'dry-run': { type: 'boolean' }, 'older-than': { type: 'string' } },
-    (a) => new ValidationError(`usage: local:prune [--dry-run] [--older-than <n>m|h|d], not ${JSON.stringify(a)}`),
-  );
-  const opts: PruneOptions = { dryRun: values['dry-run'] === true, olderThanMs: DAY_MS };
-  if (values['older-than'] !== undefined) {
-    const m = /^(\d+)([mhd])$/.exec(values['older-than']);
-    if (!m) throw new ValidationError(`--older-than takes an age like 30m, 12h or 2d, not ${JSON.stringify(values['older-than'])}`);
-    opts.olderThanMs = Number(m[1]) * { m: 60_000, h: 3_600_000, d: DAY_MS }[m[2] as 'm' | 'h' | 'd'];
+  const program = pruneProgram();
+  const { opts } = parseArgv<{ dryRun?: boolean; olderThan?: string }>(program, args, refuseWithUsage(program));
+  const options: PruneOptions = { dryRun: opts.dryRun === true, olderThanMs: DAY_MS };
+  if (opts.olderThan !== undefined) {
+    const m = /^(\d+)([mhd])$/.exec(opts.olderThan);
+    if (!m) throw new ValidationError(`--older-than takes an age like 30m, 12h or 2d, not ${JSON.stringify(opts.olderThan)}`);
+    options.olderThanMs = Number(m[1]) * { m: 60_000, h: 3_600_000, d: DAY_MS }[m[2] as 'm' | 'h' | 'd'];
   }
-  return opts;
+  return options;
 }
 
 /** Which of these topics and tables a tool made before `nowMs - olderThanMs` (pure). */

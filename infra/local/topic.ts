@@ -5,8 +5,9 @@
  * written as its JSON text; a string value as the string itself). Prints one line of what it did.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { Command } from 'commander';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { HelpRequested, parseArgv, refuseWithUsage, wholeNumberOption } from '../../lib/cli/args';
 import { AppError, ValidationError } from '../../lib/errors';
 import { KAFKAJS_RETRY } from '../../lib/kafka/client';
 import { upPersistent } from './stack/persistent';
@@ -45,20 +46,23 @@ async function untilLeaders(admin: Admin, topic: string): Promise<void> {
   }
 }
 
+/** `local:topic`'s arguments and options, without parsing (`usage` names the command): the docs' test reads it. */
+export function topicProgram(usage = 'npm run local:topic --'): Command {
+  return new Command(usage)
+    .description('create a topic on the local broker if it is missing, and produce a JSON-lines file into it')
+    .argument('<topic>', 'the topic')
+    .addOption(wholeNumberOption('--partitions <n>', 'partitions of a topic it creates', 1))
+    .option('--produce <file.jsonl>', 'records to produce, one {"key", "value"} object per line');
+}
+
 /** Creates the topic if missing and produces the file into it; resolves to the line saying what it did. */
 async function topicCommand(argv: string[], usage: string): Promise<string> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { partitions: { type: 'string', default: '1' }, produce: { type: 'string' } },
-  });
-  const [topic] = positionals;
-  const partitions = Number(values.partitions);
-  if (!topic || positionals.length > 1 || !Number.isInteger(partitions) || partitions < 1) {
-    throw new ValidationError(`usage: ${usage} <topic> [--partitions n] [--produce <file.jsonl>]`);
-  }
+  const program = topicProgram(usage);
+  const { opts, operands } = parseArgv<{ partitions: number; produce?: string }>(program, argv, refuseWithUsage(program));
+  const [topic] = operands as [string];
+  const { partitions } = opts;
   const brokers = process.env.KAFKA_BROKERS ?? (await upPersistent((l) => process.stderr.write(`[local] ${l}\n`))).kafkaBrokers;
-  const messages = values.produce !== undefined ? recordsOf(values.produce) : [];
+  const messages = opts.produce !== undefined ? recordsOf(opts.produce) : [];
   const kafka = new Kafka({ clientId: 'local-topic', brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: KAFKAJS_RETRY });
   const admin = kafka.admin();
   const producer = kafka.producer({ allowAutoTopicCreation: false });
@@ -84,6 +88,10 @@ export async function runTopic(argv: string[], usage = 'npm run local:topic --')
     process.stdout.write(`${await topicCommand(argv, usage)}\n`);
     return 0;
   } catch (err) {
+    if (err instanceof HelpRequested) {
+      process.stdout.write(err.help);
+      return 0;
+    }
     process.stderr.write(err instanceof AppError ? `error: ${err.message}\n` : `error: ${(err as Error)?.message ?? String(err)}\n`);
     return 1;
   }

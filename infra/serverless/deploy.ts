@@ -11,16 +11,11 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { Command, Option } from 'commander';
+import { parseArgv, usageLine } from '../../lib/cli/args';
 import { ValidationError } from '../../lib/errors';
 import { PACKAGE_ROOT } from '../../lib/paths';
 import { findStreamProject, SERVICE_NAME, serviceNameOf } from '../../lib/project/project';
-
-export const DEPLOY_USAGE =
-  'usage: kafka-direct deploy --stage <stage> [--config <file>] [--region <region>] ' +
-  '[--package-only | --emulate] [--service <name>] [--param name=value]...';
-export const REMOVE_USAGE =
-  'usage: kafka-direct remove --stage <stage> [--config <file>] [--region <region>] [--service <name>] [--param name=value]...';
 
 export type DeployOptions = {
   stage: string;
@@ -35,6 +30,42 @@ export type DeployOptions = {
   projectDir: string;
 };
 
+/** `deploy`'s (or `remove`'s) options, without parsing: `parseDeployArgs` parses with it, the docs' test reads it. */
+export function deployProgram(command: 'deploy' | 'remove' = 'deploy'): Command {
+  const program = new Command(`kafka-direct ${command}`)
+    .description(
+      command === 'deploy'
+        ? "package the engine's serverless.yml with the project's streams config into .serverless/<stage>/, then deploy it"
+        : "delete the stage's stack (sls remove), with the same config and params it was deployed with",
+    )
+    .addOption(new Option('--stage <stage>', "the stage: letters, digits, '-'; at most 16").makeOptionMandatory())
+    .option('--config <file>', "the streams config (default: the stream project's)")
+    .option('--region <region>', 'the AWS region (default: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1)');
+  if (command === 'deploy') {
+    program
+      .option('--package-only', 'stop after packaging (needs no AWS access)')
+      .option('--emulate', "run the packaged stack on the local stack under Lambda's runtime emulator instead of deploying");
+  }
+  return program
+    .option('--service <name>', "the service, the stack being <service>-<stage> (default: the project's name)")
+    .addOption(
+      new Option('--param <name=value>', 'a serverless.yml param (repeatable)')
+        .argParser((p: string, params: string[]) => [...params, p])
+        .default([], 'none'),
+    );
+}
+
+/** The options as `deployProgram` declares them. */
+type DeployFlags = {
+  stage: string;
+  config?: string;
+  region?: string;
+  packageOnly?: boolean;
+  emulate?: boolean;
+  service?: string;
+  param: string[];
+};
+
 /** The options, validated before osls starts; ValidationError with the usage on anything wrong. */
 export function parseDeployArgs(
   argv: string[],
@@ -42,26 +73,9 @@ export function parseDeployArgs(
   env: NodeJS.ProcessEnv,
   command: 'deploy' | 'remove' = 'deploy',
 ): DeployOptions {
-  const usage = command === 'deploy' ? DEPLOY_USAGE : REMOVE_USAGE;
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: {
-        stage: { type: 'string' },
-        config: { type: 'string' },
-        region: { type: 'string' },
-        ...(command === 'deploy'
-          ? { 'package-only': { type: 'boolean' as const, default: false }, emulate: { type: 'boolean' as const, default: false } }
-          : {}),
-        service: { type: 'string' },
-        param: { type: 'string', multiple: true, default: [] },
-      },
-    });
-  } catch (e) {
-    throw new ValidationError(`${(e as Error).message}\n${usage}`);
-  }
-  const v = parsed.values;
+  const program = deployProgram(command);
+  const usage = usageLine(program);
+  const v = parseArgv<DeployFlags>(program, argv, (reason) => new ValidationError(`${reason}\n${usage}`)).opts;
   if (!v.stage || !/^[a-zA-Z0-9-]{1,16}$/.test(v.stage))
     throw new ValidationError(`--stage <stage> is required (letters, digits, '-'; at most 16)\n${usage}`);
   const project = findStreamProject(cwd);
@@ -78,13 +92,13 @@ export function parseDeployArgs(
   });
   if (params.some(([name]) => name === 'streamsConfig')) throw new ValidationError('--param streamsConfig: use --config <file>');
   const region = v.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
-  const emulate = (v as { emulate?: boolean }).emulate === true;
-  if (emulate && v['package-only']) throw new ValidationError(`--emulate and --package-only: choose one\n${usage}`);
+  const emulate = v.emulate === true;
+  if (emulate && v.packageOnly) throw new ValidationError(`--emulate and --package-only: choose one\n${usage}`);
   return {
     stage: v.stage,
     configFile,
     region,
-    packageOnly: v['package-only'] === true,
+    packageOnly: v.packageOnly === true,
     emulate,
     service,
     params,

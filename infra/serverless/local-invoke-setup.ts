@@ -10,8 +10,9 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { Command } from 'commander';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { HelpRequested, parseArgv, wholeNumberOption } from '../../lib/cli/args';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { dynamoClientFromEnv } from '../../lib/runtime/aws';
 import { createSinkTable } from '../../lib/sink/table.dynamodb';
@@ -30,25 +31,18 @@ function required(name: string): string {
 
 type Options = { brokers: string[]; topic: string; partitions: number; produce: number; ledgerTable: string; sinkTable: string };
 
+const program = new Command('npx tsx infra/serverless/local-invoke-setup.ts')
+  .description("prepare `sls invoke local --stage local` against the local stack: tables, a topic, the stage's streams config")
+  .option('--topic <name>', 'the topic the stage reads', 'local-events')
+  .addOption(wholeNumberOption('--partitions <n>', 'partitions of the topic, when it is created', 3))
+  .addOption(wholeNumberOption('--produce <n>', 'records to produce into it', 0, 0));
+
 /** Command-line options and the local stack's addresses from the environment. */
 function readOptions(): Options {
-  const { values } = parseArgs({
-    options: {
-      topic: { type: 'string', default: 'local-events' },
-      partitions: { type: 'string', default: '3' },
-      produce: { type: 'string', default: '0' },
-    },
-  });
+  const { opts } = parseArgv<{ topic: string; partitions: number; produce: number }>(program, process.argv.slice(2));
   const brokers = required('KAFKA_BROKERS').split(',');
   required('DYNAMODB_ENDPOINT');
-  return {
-    brokers,
-    topic: values.topic,
-    partitions: Number(values.partitions),
-    produce: Number(values.produce),
-    ledgerTable: `${PREFIX}-ledger`,
-    sinkTable: `${PREFIX}-running-totals`,
-  };
+  return { brokers, ...opts, ledgerTable: `${PREFIX}-ledger`, sinkTable: `${PREFIX}-running-totals` };
 }
 
 /** The local stage's ledger and running-totals tables in the DynamoDB emulator (kept when they exist). */
@@ -137,6 +131,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  if (err instanceof HelpRequested) {
+    process.stdout.write(err.help);
+    return;
+  }
   process.stderr.write(`[local-invoke] error: ${(err as Error).message ?? String(err)}\n`);
   process.exitCode = 1;
 });

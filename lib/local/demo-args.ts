@@ -1,5 +1,6 @@
 /** `npm start -- [options]`: the demo's command line, validated before anything starts. */
-import { Command, CommanderError } from 'commander';
+import { Command } from 'commander';
+import { HelpRequested, parseArgv } from '../cli/args';
 import { ValidationError } from '../errors';
 import { parseWhole } from '../ops/time';
 import { DEMO_DEFAULTS, type DemoOptions } from './demo';
@@ -49,16 +50,12 @@ export function startCommand(): Command {
 
 /** Parses the arguments; ValidationError (with the usage text) on anything wrong. */
 export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartArgs {
-  let usage = '';
-  const cmd = startCommand()
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => (usage += s), writeErr: () => undefined });
+  const cmd = startCommand();
   try {
-    cmd.parse(argv, { from: 'user' });
+    parseArgv(cmd, argv, (reason) => new ValidationError(`${reason}\n\n${cmd.helpInformation()}`));
   } catch (err) {
-    if (err instanceof CommanderError && err.exitCode === 0) return { help: usage };
-    const message = err instanceof CommanderError ? err.message.replace(/^error: /, '') : String(err);
-    throw new ValidationError(`${message}\n\n${cmd.helpInformation()}`);
+    if (err instanceof HelpRequested) return { help: err.help };
+    throw err;
   }
   try {
     if (cmd.opts<{ config?: string }>().config !== undefined) return { run: configRunOf(cmd, out.isTTY) };

@@ -6,7 +6,8 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { Command } from 'commander';
+import { parseArgv, usageLine } from '../cli/args';
 import { ValidationError } from '../errors';
 import { isSourceCheckout, PACKAGE_ROOT, packageFile } from '../paths';
 
@@ -20,27 +21,31 @@ export type InitOptions = {
   name?: string;
 };
 
-export const INIT_USAGE = 'usage: kafka-direct init <dir> [--force] [--engine <npm spec>] [--name <package name>]';
+/** `init`'s argument and options, without parsing: `parseInitArgs` parses with it, the docs' test reads it. */
+export function initProgram(): Command {
+  return new Command('kafka-direct init')
+    .description('scaffold a stream project (package.json, handler, test, streams config) in a new directory')
+    .argument('<dir>', 'the directory (made if missing)')
+    .option('--force', 'write into a non-empty directory, replacing files of the same names')
+    .option('--engine <npm spec>', 'the engine dependency (default: the tarball npx ran from, the clone, else ^<version>)')
+    .option('--name <package name>', "the package name (default: the directory's name)");
+}
 
 /** The options of `init`, validated; ValidationError with the usage on anything wrong. */
 export function parseInitArgs(argv: string[], cwd: string): InitOptions {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: { force: { type: 'boolean', default: false }, engine: { type: 'string' }, name: { type: 'string' } },
-    });
-  } catch (e) {
-    throw new ValidationError(`${(e as Error).message}\n${INIT_USAGE}`);
-  }
-  const [dir, ...extra] = parsed.positionals;
-  if (!dir || extra.length) throw new ValidationError(`give exactly one directory\n${INIT_USAGE}`);
-  const name = parsed.values.name ?? packageNameOf(basename(resolve(cwd, dir)));
+  const program = initProgram();
+  const usage = usageLine(program);
+  const { opts, operands } = parseArgv<{ force?: boolean; engine?: string; name?: string }>(
+    program,
+    argv,
+    (reason) => new ValidationError(`${reason}\n${usage}`),
+  );
+  const dir = operands[0] as string;
+  const name = opts.name ?? packageNameOf(basename(resolve(cwd, dir)));
   if (!/^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/.test(name) || name.length > 214) {
-    throw new ValidationError(`${JSON.stringify(name)} is not an npm package name: pass --name <name>\n${INIT_USAGE}`);
+    throw new ValidationError(`${JSON.stringify(name)} is not an npm package name: pass --name <name>\n${usage}`);
   }
-  return { dir: resolve(cwd, dir), force: parsed.values.force, engine: parsed.values.engine, name };
+  return { dir: resolve(cwd, dir), force: opts.force === true, engine: opts.engine, name };
 }
 
 /** What `init` wrote, for its report. */

@@ -1,16 +1,23 @@
 /**
  * The command-line tables of docs/operations.md list exactly the commands and options the code
- * accepts. The operations CLI and `npm start` are commander programs, read from the programs
- * themselves (`operationsProgram`, `startCommand`); the local stack's commands from the one list
- * its dispatcher runs (`LOCAL_COMMANDS`) and package.json's `local:*` scripts. An option cell
- * documents the options its code spans start (`--to <target>` documents `--to`).
+ * accepts, read from the commander programs that parse them: the operations CLI and `npm start`
+ * (`operationsProgram`, `startCommand`), the project commands `init`, `deploy` and `remove`
+ * (`initProgram`, `deployProgram`), and the local stack's commands (`upProgram`, `pruneProgram`,
+ * `topicProgram`; the commands from the one list its dispatcher runs, `LOCAL_COMMANDS`, and
+ * package.json's `local:*` scripts). An option cell documents the options its code spans start
+ * (`--to <target>` documents `--to`).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { operationsProgram } from '../../../lib/cli/program';
 import { DEMO_ONLY, startCommand } from '../../../lib/local/demo-args';
+import { initProgram } from '../../../lib/project/init';
+import { deployProgram } from '../../../infra/serverless/deploy';
 import { isLocalCommand, LOCAL_COMMANDS, localCommandFlags, type LocalCommand } from '../../../infra/local/commands';
+import { pruneProgram } from '../../../infra/local/prune';
+import { upProgram } from '../../../infra/local/stack/up-args';
+import { topicProgram } from '../../../infra/local/topic';
 import { codeSpans, flagsIn, markdownTable } from '../../support/markdown-table';
 
 const DOC = 'docs/operations.md';
@@ -26,6 +33,22 @@ function flagsOf(cmd: Command, withHelp = true): string[] {
 }
 
 const sorted = (xs: Iterable<string>): string[] => [...new Set(xs)].sort();
+
+/** Each local stack command's program; a command without one takes no options. */
+const LOCAL_PROGRAMS: Record<LocalCommand, Command | undefined> = {
+  up: upProgram(),
+  down: undefined,
+  reset: undefined,
+  prune: pruneProgram(),
+  prepare: undefined,
+  topic: topicProgram(),
+};
+
+/** The options a local stack command's program declares (without help). */
+const localFlags = (name: LocalCommand): string[] => {
+  const program = LOCAL_PROGRAMS[name];
+  return program ? flagsOf(program, false) : [];
+};
 
 /** The first word of a cell's first code span: `status [stream]` -> `status`. */
 const firstWord = (cell: string): string => (codeSpans(cell)[0] ?? '').split(/\s+/)[0] as string;
@@ -65,10 +88,31 @@ describe('docs: `kafka-direct` (docs/operations.md "CLI reference")', () => {
     }
     expect(sorted(documented.keys())).toEqual(sorted(Object.keys(LOCAL_COMMANDS)));
     for (const [name, flags] of documented) {
-      expect({ command: name, options: sorted(flags) }).toEqual({
-        command: name,
-        options: sorted(localCommandFlags(name as LocalCommand)),
-      });
+      expect({ command: name, options: sorted(flags) }).toEqual({ command: name, options: localFlags(name as LocalCommand) });
+    }
+  });
+
+  it('the project commands table lists init, deploy and remove with exactly their options', () => {
+    const table = markdownTable(DOC, 'Project commands', { columns: ['command', 'options'] });
+    const programs = { init: initProgram(), deploy: deployProgram('deploy'), remove: deployProgram('remove') };
+    for (const [name, program] of Object.entries(programs)) {
+      const row = table.rows.find((r) => firstWord(r[0] as string) === name) ?? [];
+      // `deploy --stage <s>`: an option the command needs is said with the command. The options cell's
+      // other spans (a default such as `npx --package <file.tgz>`) document no option.
+      const options = codeSpans(row[1] ?? '').filter((span) => span.startsWith('-'));
+      const documented = sorted([...flagsIn(row[0] ?? ''), ...options.flatMap((span) => flagsIn(`\`${span}\``))]);
+      expect({ command: name, options: documented }).toEqual({ command: name, options: flagsOf(program, false) });
+    }
+  });
+
+  it("docs/deploy.md's option table lists exactly deploy's options", () => {
+    const table = markdownTable('docs/deploy.md', 'Deploy a stream project', { columns: ['option', 'meaning'] });
+    expect(sorted(table.rows.flatMap((r) => flagsIn(r[0] as string)))).toEqual(flagsOf(deployProgram('deploy'), false));
+  });
+
+  it("each local stack command's usage summary (kafka-direct --help) names exactly the options its program declares", () => {
+    for (const name of Object.keys(LOCAL_COMMANDS) as LocalCommand[]) {
+      expect({ command: name, options: sorted(localCommandFlags(name)) }).toEqual({ command: name, options: localFlags(name) });
     }
   });
 });
@@ -108,7 +152,7 @@ describe('docs: the local stack (docs/operations.md "Local stack")', () => {
       const command = script.slice('local:'.length);
       // Every local:* script runs one of the commands (local:topic through infra/local/topic.ts, as `local topic` does).
       expect(isLocalCommand(command)).toBe(true);
-      expect({ script, options: sorted(flags) }).toEqual({ script, options: sorted(localCommandFlags(command as LocalCommand)) });
+      expect({ script, options: sorted(flags) }).toEqual({ script, options: localFlags(command as LocalCommand) });
     }
   });
 });

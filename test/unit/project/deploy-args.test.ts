@@ -61,13 +61,13 @@ describe('deploy options', () => {
   });
 
   it.each([
-    [[], '--stage <stage> is required'],
+    [[], "required option '--stage <stage>' not specified"],
     [['--stage', 'a b'], '--stage <stage> is required'],
     [['--stage', 'dev', '--config', 'missing.json'], 'missing.json does not exist'],
     [['--stage', 'dev', '--service', '9lives'], '--service "9lives" must match'],
     [['--stage', 'dev', '--param', 'novalue'], '--param "novalue": expected name=value'],
     [['--stage', 'dev', '--param', 'streamsConfig=x.json'], '--param streamsConfig: use --config <file>'],
-    [['--stage', 'dev', '--bogus'], "Unknown option '--bogus'"],
+    [['--stage', 'dev', '--bogus'], "unknown option '--bogus'"],
   ])('refuse %j', (argv, message) => {
     expect(() => parseDeployArgs(argv, project, {})).toThrow(ValidationError);
     expect(() => parseDeployArgs(argv, project, {})).toThrow(message);
@@ -78,6 +78,6 @@ describe('deploy options', () => {
   });
 
   it('for remove have no --package-only', () => {
-    expect(() => parseDeployArgs(['--stage', 'dev', '--package-only'], project, {}, 'remove')).toThrow("Unknown option '--package-only'");
+    expect(() => parseDeployArgs(['--stage', 'dev', '--package-only'], project, {}, 'remove')).toThrow("unknown option '--package-only'");
   });
 });

@@ -64,9 +64,9 @@ describe('kafka-direct init', () => {
   });
 
   it.each([
-    [[], 'give exactly one directory'],
-    [['a', 'b'], 'give exactly one directory'],
-    [['a', '--nope'], "Unknown option '--nope'"],
+    [[], "missing required argument 'dir'"],
+    [['a', 'b'], "unexpected argument 'b'"],
+    [['a', '--nope'], "unknown option '--nope'"],
     [['a', '--name', 'Not A Name'], '"Not A Name" is not an npm package name'],
   ])('refuses %j', (argv, message) => {
     expect(() => parseInitArgs(argv, base)).toThrow(message);

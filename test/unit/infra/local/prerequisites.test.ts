@@ -109,16 +109,16 @@ describe('local multi-broker cluster config', () => {
     expect(clusterRoles([1]).map((r) => [r.replicationFactor, r.minInsyncReplicas])).toEqual([[1, 1]]);
   });
 
-  it('local:up takes --brokers N and --secured (one broker) and names anything else', () => {
-    expect(parseUpArgs([])).toEqual({ kafkaNodes: 1, secured: false });
-    expect(parseUpArgs(['--brokers', '3'])).toEqual({ kafkaNodes: 3, secured: false });
-    expect(parseUpArgs(['--secured'])).toEqual({ kafkaNodes: 1, secured: true });
-    expect(parseUpArgs(['--brokers', '1', '--secured'])).toEqual({ kafkaNodes: 1, secured: true });
+  it('local:up takes --brokers N, --secured (one broker) and --registry, and names anything else', () => {
+    expect(parseUpArgs([])).toEqual({ kafkaNodes: 1, secured: false, registry: false });
+    expect(parseUpArgs(['--brokers', '3'])).toEqual({ kafkaNodes: 3, secured: false, registry: false });
+    expect(parseUpArgs(['--secured'])).toEqual({ kafkaNodes: 1, secured: true, registry: false });
+    expect(parseUpArgs(['--brokers', '1', '--secured', '--registry'])).toEqual({ kafkaNodes: 1, secured: true, registry: true });
     expect(() => parseUpArgs(['--brokers', 'three'])).toThrow(
-      'usage: local:up [--brokers N] [--secured] with N from 1 to 9 (--secured: one broker), not "--brokers three"',
+      'usage: local:up [--brokers <n>] [--secured] [--registry] with <n> from 1 to 9 (--secured: one broker), not "--brokers three"',
     );
     expect(() => parseUpArgs(['--secured', '--brokers', '3'])).toThrow(/--secured: one broker/);
-    expect(() => parseUpArgs(['--nodes', '3'])).toThrow(/usage: local:up/);
+    expect(() => parseUpArgs(['--nodes', '3'])).toThrow(/^unknown option '--nodes'; usage: local:up/);
   });
 
   it('never starts a JVM with an initial heap above its max heap', () => {
