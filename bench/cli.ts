@@ -28,23 +28,6 @@ export function benchArgs<O extends OptionValues>(program: Command, argv: readon
 }
 
 /**
- * The flags `names` of parseArgs's `values` as whole numbers >= 1, checked in the order given;
- * throws a one-line error naming the first flag that is not one. For bench/latency.ts, the one
- * benchmark still on `util.parseArgs` (the others declare `wholeNumberOption`s).
- */
-export function wholeNumberFlags<K extends string>(
-  values: Partial<Record<K, string | boolean | undefined>>,
-  names: readonly K[],
-): Record<K, number> {
-  const out = {} as Record<K, number>;
-  for (const name of names) out[name] = wholeNumber(`--${name}`, String(values[name]));
-  return out;
-}
-
-/** `--keep` for parseArgs, for bench/latency.ts as `wholeNumberFlags` is (`benchProgram` declares it for the others). */
-export const KEEP_OPTION = { keep: { type: 'boolean', default: false } } as const;
-
-/**
  * Runs a benchmark's `main`; a failure goes to stderr and sets exit code 1: a bad flag as its one
  * line, anything else with its stack. `--help` prints the help on stdout. Ctrl-C or SIGTERM runs
  * the run's clean-up (`withStack`), then exits 130.

@@ -30,6 +30,8 @@ import { lambdaContext, runSchedule, type ScheduledInvocation } from '../lib/run
 import type { StreamLoopReport } from '../lib/planner/loop';
 import type { Ledger } from '../lib/ports/ledger';
 import { awsRuntime, resetAwsRuntime, type Runtime } from '../lib/runtime/aws';
+import { createInProcessTickQueue, type InProcessTickQueue } from '../lib/dispatch/tick-queue.local';
+import { SCHEDULE_PERIOD_ENV, TICK_CHAIN_FROM_ENV, tickModeOf } from '../lib/planner/loop-timing';
 import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';
 import { observedHandlerFor, observedLedger, storedSizes } from './drain';
 import { captureStdout, type LogTally } from './log-capture';
@@ -58,6 +60,8 @@ export type DeployedFlags = {
   plannerTimeoutMs: number;
   /** Scheduled invocations per phase (each but the last hands over). */
   invocations: number;
+  /** The shortest interval the tick chain ticks (the deploy's tickChainFromMs): from it up to the period, ticks are queue messages. */
+  tickChainFromMs: number;
   runs: number;
   keep: boolean;
 };
@@ -125,6 +129,7 @@ async function phase(stack: BenchStack, flags: DeployedFlags, handler: Handler, 
     } finally {
       logs.restore();
       await sampler.stop();
+      await shape.chain?.queue.drain();
       await resetAwsRuntime();
     }
   });
@@ -148,6 +153,8 @@ type Shape = {
   ticks: Tick[];
   stopRecordingTicks(): void;
   processors: { invocations: number; totalMs: number };
+  /** The tick chain (when the interval is chained): its in-process queue, and its invocations and their time (Lambda bills each). */
+  chain?: { queue: InProcessTickQueue; invocations: number; totalMs: number };
   /** Ranges the processors completed (their completions applied). */
   completed: { ranges: number };
   loopDelay: IntervalHistogram;
@@ -174,6 +181,9 @@ async function deployedShape(p: {
   const input = oneTopicConfigInput({ ...p, triggerIntervalMs: p.flags.triggerIntervalMs, handler });
   parseDeploymentConfig(input, 'bench'); // a bad config fails here, with its own message
   process.env.STREAMS_CONFIG = JSON.stringify(input);
+  // What the stack gives the deployed planner: the schedule's period and, with a tick queue, the chain's threshold.
+  process.env[SCHEDULE_PERIOD_ENV] = String(p.flags.schedulePeriodMs);
+  process.env[TICK_CHAIN_FROM_ENV] = String(p.flags.tickChainFromMs);
   await resetAwsRuntime();
   const rt = awsRuntime(process.env);
   const observer = createLatencyObserver();
@@ -196,7 +206,21 @@ async function deployedShape(p: {
       }
     }),
   );
-  const planner = createPlannerHandler({ dispatcher, runtime: () => rt });
+  const chain = chainedInterval(p.flags) ? { queue: undefined as unknown as InProcessTickQueue, invocations: 0, totalMs: 0 } : undefined;
+  const tickQueue = chain
+    ? (chain.queue = createInProcessTickQueue((event) =>
+        requests.as('planner', async () => {
+          const t0 = Date.now();
+          chain.invocations++;
+          try {
+            return await planner(event, lambdaContext(`tick-${t0}`, p.flags.plannerTimeoutMs));
+          } finally {
+            chain.totalMs += Date.now() - t0;
+          }
+        }),
+      ))
+    : undefined;
+  const planner = createPlannerHandler({ dispatcher, runtime: () => rt, ...(tickQueue && { tickQueue }) });
   return {
     rt,
     tables: { ledger: p.ledgerTable, ...(p.sinkTable && { sink: p.sinkTable }) },
@@ -206,9 +230,15 @@ async function deployedShape(p: {
     requests,
     ...recorded,
     processors,
+    ...(chain && { chain }),
     completed,
     loopDelay,
   };
+}
+
+/** Whether the deployed planner ticks this interval by the tick chain (lib/planner/loop-timing.ts `tickModeOf`). */
+function chainedInterval(flags: DeployedFlags): boolean {
+  return tickModeOf(flags.triggerIntervalMs, { schedulePeriodMs: flags.schedulePeriodMs, chainFromMs: flags.tickChainFromMs }) === 'chain';
 }
 
 /** The ledger with the completions that applied counted (a range each). */
@@ -307,8 +337,13 @@ async function drainRest(shape: Shape, streamId: string, ends: number[], log: Lo
     const behind = ends.reduce((s, end, p) => s + Math.max(0, end - (parts.find((x) => x.partition === p)?.committed ?? 0)), 0);
     if (behind === 0) return extra;
     if (extra >= 20) throw new Error(`${streamId}: ${behind} records still uncommitted after the schedule and ${extra} more invocations`);
-    if (extra === 0) log(`${behind} records not committed when the schedule ended: invoking the loop again until they are`);
-    await shape.invokePlanner({ loop: true }, lambdaContext(`drain-${extra}`, 5_000));
+    if (extra === 0)
+      log(
+        `${behind} records not committed when the schedule ended: ${shape.chain ? 'the chain ticks on' : 'invoking the loop again'} until they are`,
+      );
+    // The tick chain goes on by itself: wait a tick; the loop needs an invocation.
+    if (shape.chain) await new Promise((r) => setTimeout(r, shape.rt.config.streams[0]?.triggerIntervalMs ?? 1000));
+    else await shape.invokePlanner({ loop: true }, lambdaContext(`drain-${extra}`, 5_000));
   }
 }
 
@@ -458,5 +493,7 @@ function costFigures(shape: Shape, logs: Map<string, LogTally>, sizes: Map<strin
     ledgerWriteUnitsPerRange: round((units('planner') + units('processor')) / ranges),
     processorInvocationsPerTick: round(shape.processors.invocations / Math.max(1, shape.ticks.length)),
     logBytesPerInvocation: Math.round((logs.get('processor')?.bytes ?? 0) / invocations),
+    // A chained tick is an invocation of its own: what Lambda bills for it (its wait for the due time included).
+    ...(shape.chain && { plannerMsPerTick: Math.round(shape.chain.totalMs / Math.max(1, shape.chain.invocations)) }),
   };
 }

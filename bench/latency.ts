@@ -23,10 +23,11 @@
  */
 // First: the Lambda handlers --deployed loads require middy, which is ESM-only.
 import '../lib/runtime/require-middy';
-import { parseArgs } from 'node:util';
+import { Option } from 'commander';
+import { wholeNumberOption } from '../lib/cli/args';
 import { ValidationError } from '../lib/errors';
 import { javaProduceAccounts, type ProducedAccounts } from '../test/support/java';
-import { benchLog, KEEP_OPTION, runBench, wholeNumberFlags } from './cli';
+import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { drainOnce } from './drain';
 import { endOffsetsOf, withBenchTopic, withStack } from './stack';
 import type { DeployedFlags } from './latency-deployed';
@@ -35,102 +36,98 @@ import { createLatencyObserver, latencySummary } from './stats';
 
 const log = benchLog('latency');
 
-const OPTIONS = {
-  rate: { type: 'string', default: '5000' },
-  'duration-ms': { type: 'string' },
-  partitions: { type: 'string', default: '10' },
-  accounts: { type: 'string' },
-  'trigger-interval-ms': { type: 'string', default: '1000' },
-  handler: { type: 'string' },
-  deployed: { type: 'boolean', default: false },
-  runtime: { type: 'string', default: 'process' },
-  'schedule-period-ms': { type: 'string', default: '20000' },
-  'planner-timeout-ms': { type: 'string' },
-  invocations: { type: 'string', default: '4' },
-  runs: { type: 'string', default: '3' },
-  ...KEEP_OPTION,
-} as const;
+const program = benchProgram('latency', 'a steady load and its end-to-end latency (--deployed: the deployed shape)')
+  .addOption(wholeNumberOption('--rate <n>', 'records/s', 5000))
+  .addOption(wholeNumberOption('--duration-ms <ms>', 'load duration (default 120000; 60000 with --runtime lambda)'))
+  .addOption(wholeNumberOption('--partitions <n>', 'partitions', 10))
+  .addOption(wholeNumberOption('--accounts <n>', 'keys (default 10000; 1000 with --deployed)'))
+  .addOption(wholeNumberOption('--trigger-interval-ms <ms>', 'trigger interval', 1000))
+  .addOption(new Option('--handler <name>', 'handler (default running-totals)').choices(['running-totals', 'noop']))
+  .option('--deployed', 'through the deployed Lambda handlers')
+  .addOption(new Option('--runtime <where>', 'process or lambda').choices(['process', 'lambda']).default('process'))
+  .addOption(wholeNumberOption('--schedule-period-ms <ms>', 'schedule period', 20000))
+  .addOption(wholeNumberOption('--planner-timeout-ms <ms>', 'planner timeout (default: the period + 10000)'))
+  .addOption(wholeNumberOption('--invocations <n>', 'scheduled planner invocations', 4))
+  .addOption(
+    wholeNumberOption('--tick-chain-from-ms <ms>', "the shortest interval the tick chain ticks, as the deploy's tickChainFromMs", 5000),
+  )
+  .addOption(wholeNumberOption('--runs <n>', 'runs', 3));
+
+type Opts = {
+  rate: number;
+  durationMs?: number;
+  partitions: number;
+  accounts?: number;
+  triggerIntervalMs: number;
+  handler?: 'running-totals' | 'noop';
+  deployed?: boolean;
+  runtime: 'process' | 'lambda';
+  schedulePeriodMs: number;
+  plannerTimeoutMs?: number;
+  invocations: number;
+  tickChainFromMs: number;
+  runs: number;
+  keep: boolean;
+};
 
 /** The flags only one of the two modes takes: given to the other, they stop the run. */
-const LOCAL_ONLY = ['duration-ms', 'handler'] as const;
-const DEPLOYED_ONLY = ['schedule-period-ms', 'planner-timeout-ms', 'invocations', 'runs'] as const;
+const LOCAL_ONLY = ['--duration-ms', '--handler'] as const;
+const DEPLOYED_ONLY = ['--schedule-period-ms', '--planner-timeout-ms', '--invocations', '--tick-chain-from-ms', '--runs'] as const;
 
 function parseFlags(argv: string[]) {
-  const { values, tokens } = parseArgs({ args: argv, options: OPTIONS, tokens: true });
-  const given = new Set(tokens.flatMap((t) => (t.kind === 'option' ? [t.name] : [])));
-  if (values.runtime !== 'process' && values.runtime !== 'lambda')
-    throw new ValidationError(`--runtime must be process or lambda, not ${values.runtime}`);
-  if (values.runtime === 'lambda') return { keep: values.keep, lambda: lambdaFlags(values, given) };
-  const wrong = (values.deployed ? LOCAL_ONLY : DEPLOYED_ONLY).find((f) => given.has(f));
-  if (wrong) throw new ValidationError(`--${wrong} ${values.deployed ? 'is not taken with' : 'needs'} --deployed`);
-  const handler = values.handler ?? 'running-totals';
-  if (handler !== 'running-totals' && handler !== 'noop')
-    throw new ValidationError(`--handler must be running-totals or noop, not ${handler}`);
-  const withDefaults = {
-    ...values,
-    'duration-ms': values['duration-ms'] ?? '120000',
-    // The deployed mode's workload (issue 23): 1,000 keys; the local mode's, 10,000.
-    accounts: values.accounts ?? (values.deployed ? '1000' : '10000'),
-  };
-  const n = wholeNumberFlags(withDefaults, ['rate', 'duration-ms', 'partitions', 'accounts', 'trigger-interval-ms']);
-  return {
-    ...loadFlags(n),
-    handler: handler as 'running-totals' | 'noop',
-    keep: values.keep,
-    deployed: values.deployed ? deployedFlags(values, n) : undefined,
-  };
+  const o = benchArgs<Opts>(program, argv);
+  const given = new Set(program.options.filter((x) => program.getOptionValueSource(x.attributeName()) === 'cli').map((x) => x.long));
+  if (o.runtime === 'lambda') return { keep: o.keep, lambda: lambdaFlags(o, given) };
+  const wrong = (o.deployed ? LOCAL_ONLY : DEPLOYED_ONLY).find((f) => given.has(f));
+  if (wrong) throw new ValidationError(`${wrong} ${o.deployed ? 'is not taken with' : 'needs'} --deployed`);
+  // The deployed mode's workload (issue 23): 1,000 keys; the local mode's, 10,000.
+  const load = loadFlags({ ...o, durationMs: o.durationMs ?? 120_000, accounts: o.accounts ?? (o.deployed ? 1000 : 10_000) });
+  return { ...load, handler: o.handler ?? 'running-totals', keep: o.keep, deployed: o.deployed ? deployedFlags(o, load) : undefined };
 }
 
 /** `--deployed --runtime lambda`: the load's flags; the schedule is the template's. */
-function lambdaFlags(values: Partial<Record<keyof typeof OPTIONS, string | boolean | undefined>>, given: Set<string>): LambdaLatencyFlags {
-  if (!values.deployed) throw new ValidationError('--runtime lambda needs --deployed');
-  const wrong = ['handler', ...DEPLOYED_ONLY].find((f) => given.has(f));
-  if (wrong) throw new ValidationError(`--${wrong} is not taken with --runtime lambda (the schedule is the template's; both handlers run)`);
-  const withDefaults = { ...values, 'duration-ms': values['duration-ms'] ?? '60000', accounts: values.accounts ?? '1000' };
-  return loadFlags(wholeNumberFlags(withDefaults, ['rate', 'duration-ms', 'partitions', 'accounts', 'trigger-interval-ms']));
+function lambdaFlags(o: Opts, given: Set<string | undefined>): LambdaLatencyFlags {
+  if (!o.deployed) throw new ValidationError('--runtime lambda needs --deployed');
+  const wrong = ['--handler', ...DEPLOYED_ONLY].find((f) => given.has(f));
+  if (wrong) throw new ValidationError(`${wrong} is not taken with --runtime lambda (the schedule is the template's; both handlers run)`);
+  return loadFlags({ ...o, durationMs: o.durationMs ?? 60_000, accounts: o.accounts ?? 1000 });
 }
 
 /** The load both modes take: rate, duration, partitions, keys and trigger interval. */
-function loadFlags(n: Record<'rate' | 'duration-ms' | 'partitions' | 'accounts' | 'trigger-interval-ms', number>): LambdaLatencyFlags {
+function loadFlags(o: Opts & { durationMs: number; accounts: number }): LambdaLatencyFlags {
   return {
-    ratePerSec: n.rate,
-    durationMs: n['duration-ms'],
-    partitions: n.partitions,
-    accounts: n.accounts,
-    triggerIntervalMs: n['trigger-interval-ms'],
+    ratePerSec: o.rate,
+    durationMs: o.durationMs,
+    partitions: o.partitions,
+    accounts: o.accounts,
+    triggerIntervalMs: o.triggerIntervalMs,
   };
 }
 
 /**
  * The deployed mode's schedule: `--schedule-period-ms` between invocations (shortened from the
  * deployed minute), the planner's timeout (default: the period plus 10 s, so each invocation still
- * ticks when the next arrives), `--invocations` (at least 2: one hand-over), `--runs`.
+ * ticks when the next arrives), `--invocations` (at least 2: one hand-over), `--runs`, and which
+ * intervals the tick chain ticks (`--tick-chain-from-ms`, as deployed).
  */
-function deployedFlags(
-  values: Partial<Record<keyof typeof OPTIONS, string | boolean | undefined>>,
-  n: { rate: number; partitions: number; accounts: number; 'trigger-interval-ms': number },
-): DeployedFlags {
-  const period = wholeNumberFlags(values, ['schedule-period-ms'])['schedule-period-ms'];
-  const d = wholeNumberFlags({ ...values, 'planner-timeout-ms': values['planner-timeout-ms'] ?? String(period + 10_000) }, [
-    'planner-timeout-ms',
-    'invocations',
-    'runs',
-  ]);
-  if (d.invocations < 2) throw new ValidationError(`--invocations must be at least 2 (one hand-over), not ${d.invocations}`);
-  if (d['planner-timeout-ms'] <= period)
+function deployedFlags(o: Opts, load: LambdaLatencyFlags): DeployedFlags {
+  const period = o.schedulePeriodMs;
+  const plannerTimeoutMs = o.plannerTimeoutMs ?? period + 10_000;
+  if (o.invocations < 2) throw new ValidationError(`--invocations must be at least 2 (one hand-over), not ${o.invocations}`);
+  if (plannerTimeoutMs <= period)
     throw new ValidationError(`--planner-timeout-ms must exceed --schedule-period-ms (${period}), or no invocation hands over`);
-  if (n['trigger-interval-ms'] > period)
-    throw new ValidationError(`--trigger-interval-ms must not exceed --schedule-period-ms (${period})`);
+  if (load.triggerIntervalMs > period) throw new ValidationError(`--trigger-interval-ms must not exceed --schedule-period-ms (${period})`);
   return {
-    ratePerSec: n.rate,
-    partitions: n.partitions,
-    accounts: n.accounts,
-    triggerIntervalMs: n['trigger-interval-ms'],
+    ratePerSec: load.ratePerSec,
+    partitions: load.partitions,
+    accounts: load.accounts,
+    triggerIntervalMs: load.triggerIntervalMs,
     schedulePeriodMs: period,
-    plannerTimeoutMs: d['planner-timeout-ms'],
-    invocations: d.invocations,
-    runs: d.runs,
-    keep: values.keep === true,
+    plannerTimeoutMs,
+    invocations: o.invocations,
+    tickChainFromMs: o.tickChainFromMs,
+    runs: o.runs,
+    keep: o.keep,
   };
 }
 

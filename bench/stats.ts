@@ -250,6 +250,8 @@ export type DeployedPhase = {
   processorInvocationsPerTick?: number;
   /** Bytes the processor handler logged per invocation (its metrics and log lines; Lambda's own lines are not printed here). */
   logBytesPerInvocation?: number;
+  /** Ticked by the tick chain: each tick's planner invocation, as Lambda bills it (ms). */
+  plannerMsPerTick?: number;
 };
 
 /** One run: a phase per handler. */
@@ -274,6 +276,7 @@ export type PhaseSummary = {
   ledgerWriteUnitsPerRange?: number;
   processorInvocationsPerTick?: number;
   logBytesPerInvocation?: number;
+  plannerMsPerTick?: number;
 };
 
 /**
@@ -295,6 +298,7 @@ export function deployedResult(
     const wu = m2((r) => p(r).ledgerWriteUnitsPerRange);
     const inv = m2((r) => p(r).processorInvocationsPerTick);
     const logs = m2((r) => p(r).logBytesPerInvocation);
+    const tickMs = m2((r) => p(r).plannerMsPerTick);
     return {
       p50Ms: m((r) => p(r).p50Ms),
       p99Ms: m((r) => p(r).p99Ms),
@@ -302,6 +306,7 @@ export function deployedResult(
       ...(wu !== undefined ? { ledgerWriteUnitsPerRange: wu } : {}),
       ...(inv !== undefined ? { processorInvocationsPerTick: inv } : {}),
       ...(logs !== undefined ? { logBytesPerInvocation: Math.round(logs) } : {}),
+      ...(tickMs !== undefined ? { plannerMsPerTick: Math.round(tickMs) } : {}),
     };
   };
   return {

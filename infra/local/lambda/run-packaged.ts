@@ -29,7 +29,7 @@ export type PackagedRunOptions = {
   /** Where the task roots and the environments' /tmp go (under /tmp, the environments share the machine's /tmp: see privateTmp). */
   dir: string;
   cacheDir: string;
-  /** Run the template's schedules (default true; a benchmark invokes the functions itself). */
+  /** Run the template's schedules and queue mappings (default true; a benchmark invokes the functions itself). */
   schedules?: boolean;
 } & Pick<LocalLambdaOptions, 'eventRetryDelaysMs' | 'maxEnvironments' | 'onLine' | 'onInvocation'>;
 
@@ -62,6 +62,7 @@ export async function runPackagedStack(o: PackagedRunOptions): Promise<PackagedR
     tools,
     dir: join(o.dir, 'environments'),
     schedules: o.schedules === false ? [] : stack.schedules,
+    queues: { mappings: o.schedules === false ? [] : stack.queueMappings, endpoint: o.awsEndpoint, region: o.region },
     ...(o.eventRetryDelaysMs && { eventRetryDelaysMs: o.eventRetryDelaysMs }),
     ...(o.maxEnvironments && { maxEnvironments: o.maxEnvironments }),
     ...(o.onLine && { onLine: o.onLine }),

@@ -12,10 +12,12 @@
  * - Payloads over Lambda's limits (6 MB synchronous, 1 MB asynchronous) are refused with 413.
  *
  * Schedules (EventBridge rules) invoke their target with their input at their rate, as `Event`s.
+ * SQS event source mappings invoke theirs with the queue's messages (queue-poller.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { LOOPBACK } from '../process';
+import { startQueuePollers, type QueueMapping } from './queue-poller';
 import { startEmulator, type Emulator, type FunctionSpec, type InvokeResult, type RuntimeTools } from './emulator';
 
 const SYNC_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
@@ -51,6 +53,8 @@ export type LocalLambdaOptions = {
   /** Working directory: the environments' `/tmp`s. */
   dir: string;
   schedules?: Schedule[];
+  /** SQS event source mappings, and the emulator serving their queues. */
+  queues?: { mappings: QueueMapping[]; endpoint: string; region: string };
   /** Delays before an event's retries (default 1 s, then 2 s: Lambda's one and two minutes, scaled down). */
   eventRetryDelaysMs?: number[];
   maxEnvironments?: number;
@@ -145,6 +149,16 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
   // Functions invoke functions through this service, as the SDK does through Lambda's endpoint.
   for (const pool of pools.values()) pool.spec = { ...pool.spec, env: { AWS_ENDPOINT_URL_LAMBDA: endpoint, ...pool.spec.env } };
   const timers = (o.schedules ?? []).map((s) => scheduleTimer(s, pools, enqueueEvent));
+  const pollers = o.queues?.mappings.length
+    ? startQueuePollers({
+        ...o.queues,
+        invoke: async (target, payload) => {
+          const pool = pools.get(target);
+          if (!pool) throw new Error(`the event source mapping's function ${target} is not a function of the stack`);
+          return (await run(pool, payload, 'RequestResponse', randomUUID(), 0)).outcome === 'ok';
+        },
+      })
+    : undefined;
 
   return {
     endpoint,
@@ -160,6 +174,7 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
     },
     async stop() {
       timers.forEach((t) => clearInterval(t));
+      await pollers?.stop();
       await closeServer(server);
       all.forEach((e) => e.stop());
     },

@@ -28,13 +28,19 @@ import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client
 import { PrerequisiteError } from '../../../lib/errors';
 import { schedulePeriodMs } from '../../cfn/settings';
 import type { FunctionSpec } from './emulator';
+import type { QueueMapping } from './queue-poller';
 import type { Schedule } from './service';
 
 type Resource = { Type: string; Properties?: Record<string, unknown> };
 type Template = { Resources: Record<string, Resource>; Outputs?: Record<string, unknown> };
 
 /** Resource types moto's CloudFormation does not create (see above); resources that name them go too. */
-const NOT_EMULATED = new Set(['AWS::CloudWatch::Alarm']);
+const NOT_EMULATED = new Set([
+  'AWS::CloudWatch::Alarm',
+  // moto's own mapping would take a queue's messages as they arrive and "invoke" without running
+  // anything; the local Lambda's poller (queue-poller.ts) runs them instead.
+  'AWS::Lambda::EventSourceMapping',
+]);
 /** Lambda's default for an asynchronous invocation's retries. */
 const DEFAULT_EVENT_RETRIES = 2;
 const CODE_BUCKET = 'local-lambda-code';
@@ -46,6 +52,8 @@ export type EmulatedStack = {
   stackName: string;
   functions: StackFunction[];
   schedules: Schedule[];
+  /** The template's SQS event source mappings, with the queues' URLs and the functions' names. */
+  queueMappings: QueueMapping[];
   /** The template's resources left out (not emulated, or naming one that is not). */
   leftOut: string[];
 };
@@ -61,6 +69,7 @@ const clientConfig = (e: EmulatorEndpoint) => ({
 /** Creates the packaged stack in the emulator (replacing one of the same name) and reads its functions back. */
 export async function createEmulatedStack(e: EmulatorEndpoint, packageDir: string, stackName: string): Promise<EmulatedStack> {
   const template = JSON.parse(readFileSync(join(packageDir, 'cloudformation-template-update-stack.json'), 'utf8')) as Template;
+  const mappings = mappingsOf(template);
   const leftOut = leaveOutNotEmulated(template);
   const zips = await uploadCode(e, template, packageDir);
   // moto would otherwise try to run functions in Docker when asked; the local Lambda runs them.
@@ -83,7 +92,12 @@ export async function createEmulatedStack(e: EmulatorEndpoint, packageDir: strin
       );
     const resources = (await cf.send(new ListStackResourcesCommand({ StackName: stackName }))).StackResourceSummaries ?? [];
     const functions = await readFunctions(e, template, resources, zips);
-    return { stackName, functions, schedules: schedulesOf(template, functions), leftOut };
+    const queueMappings = mappings.flatMap((m) => {
+      const target = functions.find((f) => f.logicalId === m.functionId)?.name;
+      const queueUrl = resources.find((r) => r.LogicalResourceId === m.queueId)?.PhysicalResourceId;
+      return target && queueUrl ? [{ target, queueUrl, batchSize: m.batchSize }] : [];
+    });
+    return { stackName, functions, schedules: schedulesOf(template, functions), queueMappings, leftOut };
   } finally {
     cf.destroy();
   }
@@ -216,4 +230,16 @@ function schedulesOf(t: Template, functions: StackFunction[]): Schedule[] {
     }
   }
   return out;
+}
+
+/** The template's event source mappings from an SQS queue of the stack (Lambda's default batch size 10). */
+function mappingsOf(t: Template): Array<{ functionId: string; queueId: string; batchSize: number }> {
+  return Object.values(t.Resources).flatMap((r) => {
+    if (r.Type !== 'AWS::Lambda::EventSourceMapping') return [];
+    const functionId = refTo(r.Properties?.FunctionName);
+    const queueId = refTo(r.Properties?.EventSourceArn);
+    if (!functionId || !queueId || t.Resources[queueId]?.Type !== 'AWS::SQS::Queue') return [];
+    const size = r.Properties?.BatchSize;
+    return [{ functionId, queueId, batchSize: typeof size === 'number' ? size : 10 }];
+  });
 }

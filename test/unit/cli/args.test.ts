@@ -4,7 +4,7 @@
  * fault, `--help` as the program's help.
  */
 import { Command } from 'commander';
-import { benchArgs, benchProgram, wholeNumberFlags } from '../../../bench/cli';
+import { benchArgs, benchProgram } from '../../../bench/cli';
 import { HelpRequested, parseArgv, refuseWithUsage, usageLine, wholeNumberOption } from '../../../lib/cli/args';
 import { PrerequisiteError, ValidationError } from '../../../lib/errors';
 
@@ -118,10 +118,5 @@ describe('benchmarks (bench/cli.ts)', () => {
     expect(thrown(() => benchArgs(program(), ['--runs', 'none'])).message).toBe('--runs must be a whole number >= 1, not none');
     expect(thrown(() => benchArgs(program(), ['--kep'])).message).toBe("unknown option '--kep' (Did you mean --keep?)");
     expect((thrown(() => benchArgs(program(), ['--help'])) as HelpRequested).help).toMatch(/^Usage: npm run bench:demo -- \[options\]/);
-  });
-
-  it("read parseArgs's values as whole numbers the same way (bench/latency.ts)", () => {
-    expect(wholeNumberFlags({ rate: '5', runs: '2' }, ['rate', 'runs'])).toEqual({ rate: 5, runs: 2 });
-    expect(() => wholeNumberFlags({ rate: '5', runs: '0' }, ['rate', 'runs'])).toThrow('--runs must be a whole number >= 1, not 0');
   });
 });
