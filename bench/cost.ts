@@ -26,6 +26,8 @@ export const PRICES = {
   epuConcurrentInvokes: 5,
   /** CloudWatch Logs, standard class: per GB ingested (Lambda logs' first tier). */
   logsIngestedGb: 0.5,
+  /** SQS standard queue: per request (64 KB chunk) after the monthly free million. */
+  sqsRequest: 0.4 / 1e6,
 } as const;
 
 /** Hours in the month the cost model uses (730 = 8,760 / 12, AWS's own convention). */
@@ -181,7 +183,20 @@ export type LoopMonthInput = {
   plannedRange: { writeUnits: number };
   /** One processor invocation: its duration, ledger units and log bytes (Lambda's own lines included). */
   invocation: { durationMs: number; writeUnits: number; readUnits: number; logBytes: number };
+  /**
+   * Ticked by the tick chain (an interval from tickChainFromMs up to the schedule period): each tick
+   * an invocation of this duration (its run and its wait for the due time), its SQS requests (send,
+   * receive, delete), and the event source mapping's polls of the queue a month; the schedule's
+   * invocations (the watchdog) are billed `plannerRunMs` each.
+   */
+  chain?: { tickMs: number; sqsRequestsPerTick: number; pollRequestsPerMonth: number };
 };
+
+/**
+ * What Lambda's SQS pollers cost a month on an idle queue: AWS documents five pollers long-polling
+ * at the start, each request waiting up to 20 s, so about 15 requests a minute.
+ */
+export const SQS_IDLE_POLL_REQUESTS_PER_MONTH = 5 * 3 * 60 * HOURS_PER_MONTH;
 
 export type LoopMonthCost = {
   ticks: number;
@@ -192,6 +207,8 @@ export type LoopMonthCost = {
   processorDuration: number;
   dynamo: number;
   logs: number;
+  /** The tick chain's queue (SQS requests); 0 for a resident loop. */
+  queue: number;
   total: number;
 };
 
@@ -201,17 +218,24 @@ export function loopMonthCost(i: LoopMonthInput): LoopMonthCost {
   const invocations = ticks * (i.invocationsPerTick ?? i.rangesPerTick);
   const scheduled = (SECONDS_PER_MONTH * 1000) / i.schedulePeriodMs;
   const oneTick = i.triggerIntervalMs >= i.schedulePeriodMs;
-  const plannerSeconds = oneTick ? scheduled * ((i.plannerRunMs ?? 0) / 1000) : SECONDS_PER_MONTH * (1 + i.overlapMs / i.schedulePeriodMs);
+  const chained = !oneTick && i.chain !== undefined;
+  const runSeconds = scheduled * ((i.plannerRunMs ?? 0) / 1000);
+  const plannerSeconds = chained
+    ? ticks * ((i.chain?.tickMs ?? 0) / 1000) + runSeconds
+    : oneTick
+      ? runSeconds
+      : SECONDS_PER_MONTH * (1 + i.overlapMs / i.schedulePeriodMs);
   const plannerGbSeconds = plannerSeconds * i.plannerMemoryGb;
-  const planner = plannerGbSeconds * i.gbSecond + scheduled * PRICES.lambdaRequest;
+  const planner = plannerGbSeconds * i.gbSecond + (scheduled + (chained ? ticks : 0)) * PRICES.lambdaRequest;
+  const queue = chained && i.chain ? (ticks * i.chain.sqsRequestsPerTick + i.chain.pollRequestsPerMonth) * PRICES.sqsRequest : 0;
   const processorRequests = invocations * PRICES.lambdaRequest;
   const processorDuration = invocations * (i.invocation.durationMs / 1000) * i.processorMemoryGb * i.gbSecond;
   const writeUnits = ticks * (i.tick.writeUnits + i.rangesPerTick * i.plannedRange.writeUnits) + invocations * i.invocation.writeUnits;
   const readUnits = ticks * i.tick.readUnits + invocations * i.invocation.readUnits;
   const dynamo = writeUnits * PRICES.dynamoWriteUnit + readUnits * PRICES.dynamoReadUnit;
   const logs = ((ticks * i.tick.logBytes + invocations * i.invocation.logBytes) / GB) * PRICES.logsIngestedGb;
-  const total = planner + processorRequests + processorDuration + dynamo + logs;
-  return { ticks, invocations, plannerGbSeconds, planner, processorRequests, processorDuration, dynamo, logs, total };
+  const total = planner + processorRequests + processorDuration + dynamo + logs + queue;
+  return { ticks, invocations, plannerGbSeconds, planner, processorRequests, processorDuration, dynamo, logs, queue, total };
 }
 
 /** Lambda's Kafka trigger for the same flow: a batch per batching window (or per full batch), no ledger. */

@@ -19,7 +19,7 @@ import {
   tickLagMs,
 } from './loop-timing';
 import { handoverTimedOutReason, loopHeldWithSuccessorReason } from './messages';
-import { emptyReport, planStream, type PlannerDeps, type StreamPlanReport } from './run';
+import { failedReport, planStream, type PlannerDeps, type StreamPlanReport } from './run';
 
 /**
  * Time as the loop sees it: the store clock for what other processes read (leases, a tick's time in
@@ -269,11 +269,7 @@ async function runTick(
     keep: true,
     ...(takeOver.previous ? { previous: takeOver.previous } : {}),
     ...(takeOver.deadLoopOwner !== undefined ? { deadLoopOwner: takeOver.deadLoopOwner } : {}),
-  }).catch((err: unknown): StreamPlanReport => ({
-    ...emptyReport(stream.id, false),
-    status: 'failed',
-    reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
-  }));
+  }).catch((err: unknown) => failedReport(stream.id, false, err));
   const durationMs = deps.clock.localMs() - startedAtMs;
   return { stream: stream.id, dueMs, startedAtMs, storeStartedAtMs, lagMs: tickLagMs(dueMs, startedAtMs), durationMs, report };
 }

@@ -101,14 +101,17 @@ export type PlannerRunInput = { streams: StreamConfig[]; dryRun: boolean; nowMs:
 /** Plans every given stream; one stream's failure is reported without stopping the others. */
 export async function runPlanner(deps: PlannerDeps, input: PlannerRunInput): Promise<StreamPlanReport[]> {
   return Promise.all(
-    input.streams.map((stream) =>
-      planStream(deps, stream, input).catch((err: unknown) => ({
-        ...emptyReport(stream.id, input.dryRun),
-        status: 'failed' as const,
-        reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
-      })),
-    ),
+    input.streams.map((stream) => planStream(deps, stream, input).catch((err: unknown) => failedReport(stream.id, input.dryRun, err))),
   );
+}
+
+/** The report of a run that threw: failed, naming the error (a loop or chain goes on with its next tick). */
+export function failedReport(stream: string, dryRun: boolean, err: unknown): StreamPlanReport {
+  return {
+    ...emptyReport(stream, dryRun),
+    status: 'failed',
+    reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
+  };
 }
 
 /** A report with nothing done yet (also the base of reports for skipped and failed runs). */

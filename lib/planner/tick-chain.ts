@@ -11,7 +11,7 @@ import type { StreamConfig } from '../config/schema';
 import type { Ledger } from '../ports/ledger';
 import type { ChainTick, TickQueue } from '../ports/tick-queue';
 import { chainDelayMs, chainStaleAfterMs, nextDueMs, tickLagMs, tickModeOf } from './loop-timing';
-import { emptyReport, planStream, type PlannerDeps, type StreamPlanReport } from './run';
+import { failedReport, planStream, type PlannerDeps, type StreamPlanReport } from './run';
 
 export type ChainDeps = Omit<PlannerDeps, 'ledger' | 'ownerToken'> & {
   ledger: Ledger;
@@ -118,9 +118,5 @@ async function sendNext(deps: ChainDeps, next: ChainTick): Promise<{ next: Chain
 
 /** One planner run of the tick; a run that throws is a failed report (the chain goes on). */
 async function planOnce(deps: ChainDeps, stream: StreamConfig, ownerToken: string, nowMs: number): Promise<StreamPlanReport> {
-  return planStream({ ...deps, ownerToken }, stream, { dryRun: false, nowMs }).catch((err: unknown): StreamPlanReport => ({
-    ...emptyReport(stream.id, false),
-    status: 'failed',
-    reason: `${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? String(err)}`,
-  }));
+  return planStream({ ...deps, ownerToken }, stream, { dryRun: false, nowMs }).catch((err: unknown) => failedReport(stream.id, false, err));
 }

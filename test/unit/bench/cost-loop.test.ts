@@ -6,6 +6,7 @@ import {
   PRICES,
   SECONDS_PER_MONTH,
   sinkMonthCost,
+  SQS_IDLE_POLL_REQUESTS_PER_MONTH,
   triggerMonthCost,
 } from '../../../bench/cost';
 
@@ -55,6 +56,23 @@ describe('loopMonthCost', () => {
     const slow = loopMonthCost({ ...input, triggerIntervalMs: 10_000 });
     expect(slow.invocations).toBe(month);
     expect(slow.planner).toBe(c.planner);
+  });
+
+  it('bills a chained tick as an invocation of its own with its queue requests, and the schedule as runs (the watchdog)', () => {
+    const chain = { tickMs: 200, sqsRequestsPerTick: 3, pollRequestsPerMonth: SQS_IDLE_POLL_REQUESTS_PER_MONTH };
+    const c = loopMonthCost({ ...input, triggerIntervalMs: 10_000, plannerRunMs: 100, chain });
+    const ticks = month / 10;
+    expect(c.ticks).toBe(ticks);
+    expect(c.plannerGbSeconds).toBeCloseTo((ticks * 0.2 + (month / 60) * 0.1) * 0.5, 6);
+    expect(c.planner).toBeCloseTo(c.plannerGbSeconds * 0.0000133334 + (ticks + month / 60) * 0.2e-6, 9);
+    expect(SQS_IDLE_POLL_REQUESTS_PER_MONTH).toBe(657_000);
+    expect(c.queue).toBeCloseTo((ticks * 3 + 657_000) * 0.4e-6, 9);
+    expect(c.total).toBeCloseTo(c.planner + c.processorRequests + c.processorDuration + c.dynamo + c.logs + c.queue, 9);
+    // Far below the resident planner at the same interval.
+    expect(c.planner).toBeLessThan(loopMonthCost({ ...input, triggerIntervalMs: 10_000 }).planner / 10);
+    // An interval of the schedule period or more is one run per invocation, chain or not; the resident loop has no queue.
+    expect(loopMonthCost({ ...input, triggerIntervalMs: 60_000, plannerRunMs: 300, chain }).queue).toBe(0);
+    expect(loopMonthCost(input).queue).toBe(0);
   });
 
   it('bills shared invocations per invocation and planned ranges per range', () => {
