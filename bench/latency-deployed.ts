@@ -28,6 +28,7 @@ import { scanTotals } from '../lib/sink/totals.dynamodb';
 import { oneTopicConfigInput } from '../lib/local/one-topic';
 import { lambdaContext, runSchedule, type ScheduledInvocation } from '../lib/runtime/scheduled-invocations';
 import type { StreamLoopReport } from '../lib/planner/loop';
+import type { ChainWatch } from '../lib/planner/tick-chain';
 import type { Ledger } from '../lib/ports/ledger';
 import { awsRuntime, resetAwsRuntime, type Runtime } from '../lib/runtime/aws';
 import { createInProcessTickQueue, type InProcessTickQueue } from '../lib/dispatch/tick-queue.local';
@@ -67,7 +68,7 @@ export type DeployedFlags = {
 };
 
 type Handler = 'noop' | 'running-totals';
-type LoopResult = { loop: true; streams: StreamLoopReport[] };
+type LoopResult = { loop: true; streams: StreamLoopReport[]; chains?: ChainWatch[] };
 type Log = (line: string) => void;
 
 /** Runs `--runs` runs, each a no-op phase then an exactly-once phase; returns the result line. */
@@ -308,7 +309,7 @@ async function scheduleUnderLoad(shape: Shape, bench: BenchTopic, flags: Deploye
       periodMs: flags.schedulePeriodMs,
       timeoutMs: flags.plannerTimeoutMs,
       invocations: flags.invocations,
-      onEnd: (i) => log(`invocation ${i.index}: ${i.error ? `failed: ${String(i.error)}` : loopLine(i.result?.streams[0])}`),
+      onEnd: (i) => log(`invocation ${i.index}: ${i.error ? `failed: ${String(i.error)}` : loopLine(i.result)}`),
     }),
     producing,
   ]);
@@ -319,11 +320,16 @@ async function scheduleUnderLoad(shape: Shape, bench: BenchTopic, flags: Deploye
   return { schedule, produced: { records, accounts, ends: await endOffsetsOf(bench.admin, bench.topic) } };
 }
 
-const loopLine = (r: StreamLoopReport | undefined): string =>
-  r
+const loopLine = (result: LoopResult | undefined): string => {
+  const r = result?.streams[0];
+  const chain = result?.chains?.[0];
+  if (!r && chain)
+    return `tick chain ${chain.outcome}${chain.lastTickAtMs ? `, last tick ${new Date(chain.lastTickAtMs).toISOString()}` : ''}`;
+  return r
     ? `${r.outcome}, ${r.ticks} ticks, hand-over gap ${r.handoverGapMs ?? '-'} ms, waited ${r.waitedMs} ms, max tick lag ${r.maxTickLagMs} ms` +
-      (r.reason ? ` (${r.reason})` : '')
+        (r.reason ? ` (${r.reason})` : '')
     : 'no report';
+};
 
 /**
  * After the schedule: waits for the processors it started, then, if a partition is still behind

@@ -16,7 +16,7 @@ import type { Dispatcher } from '../lib/ports/dispatcher';
 import { runPlannerLoop, type LoopDeps, type StreamLoopReport } from '../lib/planner/loop';
 import { createLoopMetrics } from '../lib/planner/loop-metrics';
 import { schedulePeriodFromEnv, TICK_QUEUE_URL_ENV, tickChainFromEnv, tickModeOf } from '../lib/planner/loop-timing';
-import { runChainTick, watchTickChains, type ChainTickReport } from '../lib/planner/tick-chain';
+import { runChainTick, watchTickChains, type ChainTickReport, type ChainWatch } from '../lib/planner/tick-chain';
 import type { TickQueue } from '../lib/ports/tick-queue';
 import { processorConcurrencyFromEnv } from '../lib/planner/concurrency-cap';
 import { addPlannerMetric, recordPlannerMetrics } from '../lib/planner/metrics';
@@ -141,7 +141,7 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     ]);
     loopMetrics.end(reports);
     for (const r of reports) logLoop(r);
-    for (const c of chains) if (c.outcome === 'started' || c.sendError) logger.warn('tick chain started', { ...c });
+    chains.forEach(logChainWatch);
     // The invocation fails when a stream's last tick failed: Lambda's Errors metric and alarm see a loop that cannot plan.
     failIfAny(reports.filter((r) => r.last?.status === 'failed').map((r) => `${r.stream}: ${r.last?.reason}`));
     failIfAny(chains.filter((c) => c.sendError).map((c) => `${c.stream}: the tick chain could not start: ${c.sendError}`));
@@ -164,6 +164,13 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     if (r.recreated.length) logger.warn('topic re-created', { stream: r.stream, closedIncarnations: r.recreated });
     for (const w of r.warnings) logger.warn(w, { stream: r.stream });
     if (r.deliveries?.errors.length) logger.warn('failure destination delivery failed', { stream: r.stream, errors: r.deliveries.errors });
+  }
+
+  /** A first start is news; a restart means a chain broke (an invocation died between its claim and its send). */
+  function logChainWatch(c: ChainWatch): void {
+    if (c.sendError) logger.error('tick chain could not be started: its first message was not sent', { ...c });
+    else if (c.outcome === 'started' && c.lastTickAtMs === undefined) logger.info('tick chain started', { ...c });
+    else if (c.outcome === 'started') logger.warn('tick chain restarted: no tick claimed for too long', { ...c });
   }
 
   function logChainTick(t: ChainTickReport): void {
