@@ -4,7 +4,7 @@
  * when nobody holds it, when the next tick was due.
  */
 import type { StreamMeta } from '../ports/ledger-state';
-import { loopHolder } from '../ports/planner-loop';
+import { loopHolder, type TickChainState } from '../ports/planner-loop';
 import { duration, isoTime } from './format';
 
 export type LoopStatus = {
@@ -46,15 +46,20 @@ function when(ms: number, nowMs: number): string {
   return `${isoTime(ms)} (${ms <= nowMs ? `${duration(nowMs - ms)} ago` : `in ${duration(ms - nowMs)}`})`;
 }
 
-/** Two status lines: who ticks the stream (or when its next tick was due), then its last run and tick. */
-export function renderLoop(loop: LoopStatus | undefined, lastRunAtMs: number | undefined, nowMs: number): string[] {
+/**
+ * Two status lines: who ticks the stream (the loop's holder, or when its next tick was due; for a
+ * stream ticked by the tick chain, its last claimed tick), then its last run and tick.
+ */
+export function renderLoop(loop: LoopStatus | undefined, lastRunAtMs: number | undefined, nowMs: number, chain?: TickChainState): string[] {
   const lastRun = lastRunAtMs === undefined ? 'no planner run yet' : `last planner run ${when(lastRunAtMs, nowMs)}`;
   const lastTick = loop?.lastTickAtMs === undefined ? '' : `; last tick recorded on the loop ${when(loop.lastTickAtMs, nowMs)}`;
-  return [`planner loop: ${loopHead(loop, nowMs)}`, `${lastRun}${lastTick}`];
+  const head =
+    chain && !loop ? `tick chain: tick ${chain.seq} claimed ${when(chain.lastTickAtMs, nowMs)}` : `planner loop: ${loopHead(loop, nowMs)}`;
+  return [head, `${lastRun}${lastTick}`];
 }
 
 function loopHead(loop: LoopStatus | undefined, nowMs: number): string {
-  if (!loop) return 'never taken (scheduled invocations take it; ad hoc and local runs plan without it)';
+  if (!loop) return 'never taken (scheduled invocations take it; ad hoc and local runs plan without it; the tick chain ticks without it)';
   const successor = loop.successor ? `; successor ${loop.successor} waiting to take over` : '';
   const until = when(loop.leaseUntilMs ?? nowMs, nowMs);
   if (loop.state === 'held') {

@@ -10,6 +10,7 @@ import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { doneCell, inFlightProgress, renderInFlight, renderWriting, type InFlightProgress } from './in-flight';
 import { loopStatus, renderLoop, type LoopStatus } from './loop-status';
+import type { TickChainState } from '../ports/planner-loop';
 import { noOffsetsReadMessage } from './messages';
 import { partitionCount, unavailableText } from './unavailable';
 
@@ -81,6 +82,8 @@ export type StreamStatus = {
   lastRunAtMs?: number;
   /** The planner loop of the scheduled invocations; absent while none has taken it. */
   loop?: LoopStatus;
+  /** The tick chain of a stream ticked by queue messages: its last claimed tick; absent while none was. */
+  tickChain?: TickChainState;
   lastChange?: OperatorChange;
   bounded: boolean;
   partitions: PartitionStatusRow[];
@@ -159,6 +162,7 @@ export async function streamStatus(ctx: OpsContext, stream: StreamConfig, nowMs:
     leaseHeldUntilMs: meta && meta.leaseExpiresAtMs > nowMs ? meta.leaseExpiresAtMs : undefined,
     lastRunAtMs: meta?.lastRunAtMs,
     loop: loopStatus(meta, nowMs),
+    ...(meta?.tickChain ? { tickChain: meta.tickChain } : {}),
     lastChange: meta?.lastChange,
     bounded,
     partitions,
@@ -379,7 +383,7 @@ export function renderStatus(s: StreamStatus): string {
     `stream ${s.stream}${s.bounded ? ' (bounded replay)' : ''}: ${state}, planner epoch ${s.epoch ?? 0}` +
       `${s.leaseHeldUntilMs ? `, lease held for ${duration(s.leaseHeldUntilMs - s.atMs)}` : ''}`,
   );
-  lines.push(...renderLoop(s.loop, s.lastRunAtMs, s.atMs));
+  lines.push(...renderLoop(s.loop, s.lastRunAtMs, s.atMs, s.tickChain));
   if (s.lastChange) lines.push(`last operator change: ${s.lastChange.what} (by ${s.lastChange.by} at ${isoTime(s.lastChange.atMs)})`);
   if (s.kafkaError) lines.push(`Kafka offsets unavailable: ${s.kafkaError}`);
   const unavailable = s.kafkaError ? undefined : unavailableRows(s);

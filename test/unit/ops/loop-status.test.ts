@@ -13,7 +13,7 @@ describe('status: the planner loop', () => {
     const ledger = createMemoryLedger();
     expect(loopStatus(await ledger.readMeta(stream), NOW)).toBeUndefined();
     expect(renderLoop(undefined, undefined, NOW)).toEqual([
-      'planner loop: never taken (scheduled invocations take it; ad hoc and local runs plan without it)',
+      'planner loop: never taken (scheduled invocations take it; ad hoc and local runs plan without it; the tick chain ticks without it)',
       'no planner run yet',
     ]);
     expect(renderLoop(undefined, NOW - 1_500, NOW)[1]).toBe('last planner run 2026-05-01T11:59:58.500Z (1.5s ago)');
@@ -46,5 +46,16 @@ describe('status: the planner loop', () => {
     expect(renderLoop(loop, NOW - 4_000, NOW)[0]).toBe(
       'planner loop: free (released by its last holder), next tick due at 2026-05-01T11:59:57.000Z (3.0s ago)',
     );
+  });
+
+  it('a stream ticked by the tick chain: its last claimed tick, in place of the loop it never takes', async () => {
+    const ledger = createMemoryLedger();
+    await ledger.claimChainTick({ stream, seq: 1, nowMs: NOW - 20_000 });
+    await ledger.claimChainTick({ stream, seq: 2, nowMs: NOW - 10_000 });
+    const meta = await ledger.readMeta(stream);
+    expect(renderLoop(loopStatus(meta, NOW), NOW - 9_900, NOW, meta?.tickChain)).toEqual([
+      'tick chain: tick 2 claimed 2026-05-01T11:59:50.000Z (10.0s ago)',
+      'last planner run 2026-05-01T11:59:50.100Z (9.9s ago)',
+    ]);
   });
 });
