@@ -71,7 +71,7 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
       // Store time: the planner lease and range lease expiry are judged on DynamoDB's clock.
       { streams: req.streams, dryRun: req.dryRun, nowMs: await rt.storeClock() },
     );
-    reports.forEach(logRun);
+    reports.forEach((r) => logRun(r));
     if (!req.dryRun) recordPlannerMetrics(metrics, reports);
     failIfAny(reports.filter((r) => r.status === 'failed').map((r) => `${r.stream}: ${r.reason}`));
     return { dryRun: req.dryRun, streams: reports };
@@ -148,8 +148,8 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     return { loop: true, streams: reports, ...(chains.length ? { chains } : {}) };
   }
 
-  function logRun(r: StreamPlanReport): void {
-    logger.info('planner run', {
+  function logRun(r: StreamPlanReport, level: 'info' | 'warn' | 'debug' = 'info'): void {
+    logger[level]('planner run', {
       stream: r.stream,
       status: r.status,
       reason: r.reason,
@@ -176,7 +176,9 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
   function logChainTick(t: ChainTickReport): void {
     const { report, ...tick } = t;
     if (t.outcome !== 'ticked') logger.info('tick chain message', tick);
-    else if (report) logRun(report);
+    // A tick's run is a debug line, as the loop's ticks are not logged one by one: a tick every few
+    // seconds all month is CloudWatch Logs' bill. Its failure and its warnings are logged.
+    else if (report) logRun(report, report.status === 'failed' ? 'warn' : 'debug');
     if (t.sendError) logger.error('tick chain broken: the next tick could not be sent (the schedule restarts it)', tick);
   }
 

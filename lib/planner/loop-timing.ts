@@ -113,10 +113,12 @@ export const MAX_TICK_DELAY_MS = 900_000;
 
 /**
  * The delay of the message carrying a tick due at `dueMs`: whole seconds (what a queue delays by),
- * rounded down so the message arrives early rather than late, and the tick waits out the rest.
+ * rounded to the nearest, so the message arrives within half a second of its due time. One that
+ * arrives early waits (billed); one that arrives late ticks at once. Due times stay one interval
+ * apart, so the error does not add up from tick to tick.
  */
 export function chainDelayMs(dueMs: number, nowMs: number): number {
-  return Math.min(MAX_TICK_DELAY_MS, Math.max(0, Math.floor((dueMs - nowMs) / 1000) * 1000));
+  return Math.min(MAX_TICK_DELAY_MS, Math.max(0, Math.round((dueMs - nowMs) / 1000) * 1000));
 }
 
 /**
