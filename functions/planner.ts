@@ -14,7 +14,7 @@ import type { StreamConfig } from '../lib/config/schema';
 import { AppError } from '../lib/errors';
 import type { Dispatcher } from '../lib/ports/dispatcher';
 import { runPlannerLoop, type LoopDeps, type StreamLoopReport } from '../lib/planner/loop';
-import { createLoopMetrics } from '../lib/planner/loop-metrics';
+import { createLoopMetrics, recordChainTick } from '../lib/planner/loop-metrics';
 import { schedulePeriodFromEnv, TICK_QUEUE_URL_ENV, tickChainFromEnv, tickModeOf } from '../lib/planner/loop-timing';
 import { runChainTick, watchTickChains, type ChainTickReport, type ChainWatch } from '../lib/planner/tick-chain';
 import type { TickQueue } from '../lib/ports/tick-queue';
@@ -110,8 +110,8 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
       logChainTick(t);
       ticks.push(t);
     }
+    ticks.forEach((t) => recordChainTick(metrics, t));
     const reports = ticks.flatMap((t) => (t.report ? [t.report] : []));
-    recordPlannerMetrics(metrics, reports);
     failIfAny(reports.filter((r) => r.status === 'failed').map((r) => `${r.stream}: ${r.reason}`));
     return { chain: ticks };
   }

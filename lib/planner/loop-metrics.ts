@@ -9,6 +9,7 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { StreamLoopReport, TickRecord } from './loop';
 import { addPlannerMetric, recordPlannerMetrics, DEFAULT_MAX_PARTITION_METRICS } from './metrics';
 import type { StreamPlanReport } from './run';
+import type { ChainTickReport } from './tick-chain';
 
 export type LoopMetricsOptions = {
   /** Ticks are published together at most this often (default 10 s). */
@@ -16,6 +17,9 @@ export type LoopMetricsOptions = {
   /** Per-partition lag at most this often (default 60 s). */
   partitionEveryMs?: number;
 };
+
+/** Per-partition lag is published once a minute: one metric per partition and tick would cost more than the planner. */
+const DEFAULT_PARTITION_EVERY_MS = 60_000;
 
 type Window = { reports: StreamPlanReport[]; maxLagMs: number; maxGapMs: number; openedAtMs: number };
 
@@ -29,7 +33,7 @@ export type LoopMetrics = {
 /** The metrics of one invocation's loop; `previousTickAtMs` per stream starts the gap measure across a hand-over. */
 export function createLoopMetrics(metrics: Metrics, opts: LoopMetricsOptions = {}): LoopMetrics {
   const windowMs = opts.windowMs ?? 10_000;
-  const partitionEveryMs = opts.partitionEveryMs ?? 60_000;
+  const partitionEveryMs = opts.partitionEveryMs ?? DEFAULT_PARTITION_EVERY_MS;
   const windows = new Map<string, Window>();
   const lastTickAtMs = new Map<string, number>();
   const partitionsAtMs = new Map<string, number>();
@@ -76,6 +80,23 @@ export function createLoopMetrics(metrics: Metrics, opts: LoopMetricsOptions = {
       }
     },
   };
+}
+
+/**
+ * The metrics of one tick of the tick chain (tick-chain.ts), an invocation of its own: the loop's
+ * tick metrics for its one tick (`TickGapMs` from the tick before, which its message carried: the
+ * no-tick alarm watches chained streams as it does looped ones), and its run's metrics, with
+ * partition lag once a minute (on the first tick of each store-clock minute).
+ */
+export function recordChainTick(metrics: Metrics, t: ChainTickReport, partitionEveryMs = DEFAULT_PARTITION_EVERY_MS): void {
+  if (!t.report) return;
+  addPlannerMetric(metrics, 'Ticks', 1);
+  addPlannerMetric(metrics, 'TickLagMs', t.lagMs ?? 0);
+  if (t.gapMs !== undefined) addPlannerMetric(metrics, 'TickGapMs', t.gapMs);
+  const at = t.startedAtMs ?? 0;
+  const previous = t.gapMs === undefined ? undefined : at - t.gapMs;
+  const withPartitions = previous === undefined || Math.floor(at / partitionEveryMs) !== Math.floor(previous / partitionEveryMs);
+  recordPlannerMetrics(metrics, [t.report], { maxPartitionMetrics: withPartitions ? DEFAULT_MAX_PARTITION_METRICS : 0 });
 }
 
 /** The ticks of a window as one run: counts summed, what describes the state now from the last tick. */

@@ -19,6 +19,7 @@ const chainTickSchema = z.strictObject({
   stream: z.string().min(1),
   seq: z.number().int().min(1),
   dueMs: z.number().int().min(0),
+  lastTickAtMs: z.number().int().min(0).optional(),
 });
 
 /** What an invocation is to do: one run (ad hoc), or a loop of runs (the schedule). */

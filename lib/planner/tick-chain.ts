@@ -39,6 +39,9 @@ export type ChainTickReport = {
   reason?: string;
   /** How late the run started against the tick's due time. */
   lagMs?: number;
+  /** When the run started (store time), and how long after the tick before it (absent for a chain's first). */
+  startedAtMs?: number;
+  gapMs?: number;
   report?: StreamPlanReport;
   /** The next tick's message, as sent. */
   next?: ChainTick & { delayMs: number };
@@ -64,17 +67,15 @@ export async function runChainTick(
   const claimedAtMs = await deps.clock.nowMs();
   if ((await deps.ledger.claimChainTick({ stream: stream.id, seq: tick.seq, nowMs: claimedAtMs })) !== 'applied')
     return { ...base, outcome: 'duplicate', reason: 'another message claimed this tick, or the chain moved past it' };
-  // The message is sent whole seconds early at most (`chainDelayMs`): the tick waits for its time.
+  // A message may arrive up to half a second early (`chainDelayMs`): the tick waits for its time.
   if (tick.dueMs > claimedAtMs) await deps.clock.sleep(Math.min(tick.dueMs - claimedAtMs, stream.triggerIntervalMs));
   const startedAtMs = await deps.clock.nowMs();
   const report = await planOnce(deps, stream, `${o.ownerToken}:${startedAtMs}`, startedAtMs);
   const endedAtMs = await deps.clock.nowMs();
-  const sent = await sendNext(deps, {
-    stream: stream.id,
-    seq: tick.seq + 1,
-    dueMs: nextDueMs(tick.dueMs, stream.triggerIntervalMs, endedAtMs),
-  });
-  return { ...base, outcome: 'ticked', lagMs: tickLagMs(tick.dueMs, startedAtMs), report, ...sent };
+  const dueMs = nextDueMs(tick.dueMs, stream.triggerIntervalMs, endedAtMs);
+  const sent = await sendNext(deps, { stream: stream.id, seq: tick.seq + 1, dueMs, lastTickAtMs: startedAtMs });
+  const gap = tick.lastTickAtMs !== undefined ? { gapMs: startedAtMs - tick.lastTickAtMs } : {};
+  return { ...base, outcome: 'ticked', lagMs: tickLagMs(tick.dueMs, startedAtMs), startedAtMs, ...gap, report, ...sent };
 }
 
 /** What the watchdog found of one stream's chain, and did. */
@@ -99,7 +100,7 @@ export async function watchTickChains(deps: ChainDeps, streams: StreamConfig[], 
       if (chain && nowMs - chain.lastTickAtMs < chainStaleAfterMs(stream.triggerIntervalMs))
         return { stream: stream.id, outcome: 'alive', ...last };
       // The next sequence number: should the chain's own message still arrive, only one of the two claims.
-      const sent = await sendNext(deps, { stream: stream.id, seq: (chain?.seq ?? 0) + 1, dueMs: nowMs });
+      const sent = await sendNext(deps, { stream: stream.id, seq: (chain?.seq ?? 0) + 1, dueMs: nowMs, ...last });
       return { stream: stream.id, outcome: 'started', ...last, ...sent };
     }),
   );

@@ -5,8 +5,11 @@
  * (`PlannerTickChain`), so a duplicate ticks nothing.
  */
 
-/** One tick of a stream's chain: its sequence number and when it is due (store time, epoch ms). */
-export type ChainTick = { stream: string; seq: number; dueMs: number };
+/**
+ * One tick of a stream's chain: its sequence number and when it is due (store time, epoch ms), and
+ * when the tick that sent it started (the gap between ticks, the no-tick alarm's metric).
+ */
+export type ChainTick = { stream: string; seq: number; dueMs: number; lastTickAtMs?: number };
 
 export type TickQueue = {
   /** Sends `tick`, to be delivered after `delayMs` (whole seconds, at most 15 minutes). */

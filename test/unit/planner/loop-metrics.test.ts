@@ -1,5 +1,5 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { createLoopMetrics, mergeReports } from '../../../lib/planner/loop-metrics';
+import { createLoopMetrics, mergeReports, recordChainTick } from '../../../lib/planner/loop-metrics';
 import type { TickRecord } from '../../../lib/planner/loop';
 import { emptyReport, type StreamPlanReport } from '../../../lib/planner/run';
 
@@ -57,6 +57,45 @@ describe('loop metrics', () => {
       m.end([{ stream: 's1', outcome: 'handed-over', ticks: 11, failedTicks: 0, maxTickLagMs: 300, waitedMs: 40, handoverGapMs: 1200 }]);
       const totals = c.docs.find((d) => d.TicksPerInvocation !== undefined);
       expect(totals).toMatchObject({ stream: 's1', TicksPerInvocation: 11, LoopWaitMs: 40, HandoverGapMs: 1200, TickGapMs: 1200 });
+    } finally {
+      c.restore();
+    }
+  });
+
+  it("publishes a chained tick's own metrics: one tick, its lag, the gap from the tick its message named, partition lag once a minute", () => {
+    const c = capture();
+    try {
+      const partitions = [{ topic: 't', partition: 0, lag: 5 }];
+      const ticked = (startedAtMs: number, gapMs?: number) => ({
+        stream: 's1',
+        seq: 2,
+        outcome: 'ticked' as const,
+        lagMs: 120,
+        startedAtMs,
+        ...(gapMs !== undefined ? { gapMs } : {}),
+        report: report({ rangesPlanned: 1, partitions } as Partial<StreamPlanReport>),
+      });
+      recordChainTick(c.metrics, ticked(120_000, 10_000));
+      expect(c.docs.find((d) => d.Ticks !== undefined)).toMatchObject({
+        stream: 's1',
+        Ticks: 1,
+        TickLagMs: 120,
+        TickGapMs: 10_000,
+        RangesPlanned: 1,
+      });
+      // The first tick of a store-clock minute publishes the partitions' lag; the others of the minute do not.
+      expect(c.docs.some((d) => d.PartitionLag !== undefined)).toBe(true);
+      c.docs.length = 0;
+      recordChainTick(c.metrics, ticked(130_000, 10_000));
+      expect(c.docs.find((d) => d.Ticks !== undefined)).toMatchObject({ Ticks: 1, TickGapMs: 10_000 });
+      expect(c.docs.some((d) => d.PartitionLag !== undefined)).toBe(false);
+      // A chain's first tick has no gap to report; a message that ticked nothing publishes nothing.
+      c.docs.length = 0;
+      recordChainTick(c.metrics, ticked(131_000));
+      expect(c.docs.find((d) => d.Ticks !== undefined)).not.toHaveProperty('TickGapMs');
+      c.docs.length = 0;
+      recordChainTick(c.metrics, { stream: 's1', seq: 3, outcome: 'duplicate' });
+      expect(c.docs).toEqual([]);
     } finally {
       c.restore();
     }

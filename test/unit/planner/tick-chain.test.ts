@@ -83,6 +83,8 @@ describe('the tick chain', () => {
     expect(t.sent.every((m) => m.delayMs % 1000 === 0 && m.atMs + m.delayMs <= m.dueMs)).toBe(true);
     // Every tick was a planner run of its own (a new epoch), and planned what had arrived.
     expect(ticked.map((x) => x.report?.epoch)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    // Each tick's message named when the tick before started: the gap the no-tick alarm watches.
+    expect(ticked.map((x) => x.gapMs)).toEqual([undefined, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000]);
     expect(ticked.every((x) => x.report?.status === 'planned')).toBe(true);
     expect((await t.ledger.readMeta('s1'))?.tickChain).toEqual({ seq: 7, lastTickAtMs: T0 + 60_000 });
   });
