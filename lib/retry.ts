@@ -1,41 +1,11 @@
 /**
  * The one retry helper: `retry(fn, policy, options)` runs `fn` again after a backoff while it fails
  * with an error (or answers a value) its caller calls worth asking again for, within a named
- * policy's attempts and time. Each policy lives beside its caller, with why its numbers:
- *
- * | policy | where | attempts | backoff | budget |
- * | --- | --- | --- | --- | --- |
- * | `KAFKA_CALL_RETRIES` | `kafka/retry.ts` (range reader's Fetch) | by time | 100 ms doubling to 2 s, 50-100 % | 30 s, retry start |
- * | `KAFKA_METADATA_RETRIES` | `kafka/metadata.kafkajs.ts` | 6 | 100 ms doubling to 2 s, none | 2 s, at failure (offsets: retry start) |
- * | `LEDGER_CONFLICT_RETRIES` | `ledger/retry.dynamodb.ts` | 7 | 25 ms doubling to 1 s, 50-150 % | none |
- * | `REGISTRY_RETRIES` | `schemas/registry.confluent.ts` | 3 | 200 ms, then 1 s | none |
- * | `OPERATOR_LEASE_WAIT` | `ops/lease.ts` | by time | 200 ms doubling to 2 s, none | 15 s, at failure |
- *
- * How they stack on the clients' own retries (each of our attempts is one client call, which may
- * itself be several requests):
- *
- * - DynamoDB: the SDK's standard mode makes up to 3 attempts per call (`maxAttempts`, default 3, or
- *   `AWS_MAX_ATTEMPTS`; `dynamoClientFromEnv` keeps the default), with full-jitter backoff from
- *   100 ms (500 ms after throttling), for throttling, 5xx and network errors. The ledger does not
- *   retry what the SDK already did, with one exception: the SDK never retries a write refused by a
- *   transaction (`TransactionConflictException`) nor a cancelled transaction (its reasons
- *   `TransactionConflict`, `ThrottlingError`), so those are ours alone (7 sends in all). A marked sink
- *   write retried alone after throttling or a 5xx (`marked-writes.dynamodb.ts`) does stack: up to
- *   3 x 7 = 21 sends of one idempotent UpdateItem within a few seconds, which is still far cheaper
- *   than failing the folded batch around it (re-read and re-run from its start).
- * - Kafka: kafkajs retries connects and metadata refreshes itself (`KAFKAJS_RETRY`, 3 attempts,
- *   200 ms then 400 ms); our Kafka policies are bounded in time (30 s per Fetch, 2 s per metadata
- *   call), so the stack cannot outlast them by more than one call's own duration.
- * - AWS destinations (SQS, SNS, S3): the SDK's 2 attempts per call (`destinationClientConfig`), no
- *   loop of ours: a failed delivery stays pending and the planner's next run retries it.
- * - Glue registry: the SDK's 3 attempts, no loop of ours. Confluent registry: Node's fetch, which
- *   never retries; `REGISTRY_RETRIES` alone.
- *
- * Loops that only look like retries stay where they are, marked as such: re-sending what is still
- * pending after a lost condition (`settle` in `writer.dynamodb.ts`, lease takes in
- * `range-writes.dynamodb.ts`, `listOffsets` in `metadata.kafkajs.ts`, which takes its waits from
- * `nextRetryDelayMs`), and a record's handler attempts (`processor/committer.ts`, counted with the
- * chunk's failed attempt, bounded by the stream's `maxAttempts`, its backoff from `backoffMs`).
+ * policy's attempts and time. One helper, so every retry in the engine backs off, jitters, stops at
+ * its budget and answers an abort the same way, and a policy is a value a test can run on a fake
+ * clock. Each named policy is exported beside its caller, with why its numbers; docs/architecture.md
+ * "Retries" tabulates them and how they stack on the clients' own retries (test/unit/docs/retries.test.ts
+ * keeps that table to the policies' values).
  */
 
 export type RetryPolicy = {
