@@ -108,9 +108,3 @@ function newTopicsPosition(nt: NewTopicsStart): StartPosition {
 function unknownVariant(value: never): never {
   throw new Error(`no start position for ${JSON.stringify(value)}`);
 }
-
-/** The consumer group whose committed offset places a new partition under `rule` (its position's group look-up), if any. */
-export function startGroup(stream: Pick<StreamConfig, 'startingOffsets' | 'newTopics'>, rule: StartRule): string | undefined {
-  for (const l of startLookups(startPosition(stream, rule))) if (l.kind === 'group') return l.group;
-  return undefined;
-}

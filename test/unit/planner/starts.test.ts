@@ -7,13 +7,18 @@ import type { NewTopicsStart, StreamConfig } from '../../../lib/config/schema';
 import type { PartitionState } from '../../../lib/ports/ledger-state';
 import { startContext, startRule, type StartRule } from '../../../lib/planner/start/rule';
 import { groupStart } from '../../../lib/planner/start/starting-offsets/from-group';
-import { startAt, startGroup, startLookups, startPosition } from '../../../lib/planner/start/strategies';
+import { startAt, startLookups, startPosition } from '../../../lib/planner/start/strategies';
 import type { Start } from '../../../lib/planner/start/strategy';
 
 const offsets = (earliest: number, latest: number) => ({ topic: 'orders', partition: 0, earliest, latest });
-// The timestamp a rule's start position looks up, and a newTopics start, told by the strategies.
-const startTimestampMs = (stream: Pick<StreamConfig, 'startingOffsets' | 'newTopics'>, rule: StartRule): number | undefined =>
-  startLookups(startPosition(stream, rule)).flatMap((l) => (l.kind === 'timestamp' ? [l.timestampMs] : []))[0];
+// What a rule's start position asks the run to read, as the planner's look-ups (start/lookups.ts) ask it.
+type StartSettings = Pick<StreamConfig, 'startingOffsets' | 'newTopics'>;
+const lookupsOf = (stream: StartSettings, rule: StartRule) => startLookups(startPosition(stream, rule));
+// The timestamp and the consumer group it looks up, and a newTopics start, told by the strategies.
+const startTimestampMs = (stream: StartSettings, rule: StartRule): number | undefined =>
+  lookupsOf(stream, rule).flatMap((l) => (l.kind === 'timestamp' ? [l.timestampMs] : []))[0];
+const groupLookedUp = (stream: StartSettings, rule: StartRule): string | undefined =>
+  lookupsOf(stream, rule).flatMap((l) => (l.kind === 'group' ? [l.group] : []))[0];
 const newTopicStart = (spec: NewTopicsStart, o: ReturnType<typeof offsets>, byTimestamp: number | undefined): Start =>
   startAt(startPosition({ startingOffsets: 'earliest', newTopics: spec }, 'newTopics'), {
     topic: o.topic,
@@ -155,7 +160,11 @@ describe('start rules', () => {
 
   it('reads the group only for startingOffsets and newPartition, and timestamps per rule', () => {
     const stream = { startingOffsets: { fromGroup: 'app', fallback: 'latest' as const }, newTopics: { timestampMs: 7 } };
-    expect(['startingOffsets', 'newPartition', 'newTopics'].map((r) => startGroup(stream, r as never))).toEqual(['app', 'app', undefined]);
+    expect(['startingOffsets', 'newPartition', 'newTopics'].map((r) => groupLookedUp(stream, r as never))).toEqual([
+      'app',
+      'app',
+      undefined,
+    ]);
     expect(['startingOffsets', 'newPartition', 'newTopics'].map((r) => startTimestampMs(stream, r as never))).toEqual([
       undefined,
       undefined,
@@ -163,7 +172,7 @@ describe('start rules', () => {
     ]);
     const byTime = { startingOffsets: { timestampMs: 3 }, newTopics: 'latest' as const };
     expect(startTimestampMs(byTime, 'startingOffsets')).toBe(3);
-    expect(startGroup(byTime, 'startingOffsets')).toBeUndefined();
+    expect(groupLookedUp(byTime, 'startingOffsets')).toBeUndefined();
   });
 
   it('newTopicStart: earliest, latest, or the timestamp look-up (waiting without one)', () => {
