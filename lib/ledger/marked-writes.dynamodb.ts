@@ -75,7 +75,7 @@ export function createMarkedWriter(deps: MarkedWriterDeps) {
       },
       LEDGER_CONFLICT_RETRIES,
       // Its mark makes the write safe to send again even after an ambiguous server error. What
-      // reaches here outlasted the SDK's own attempts (3 per send): see lib/retry.ts on the stack.
+      // reaches here outlasted the SDK's own attempts (3 per send): docs/architecture.md, "Retries", on the stack.
       { isRetriable: isTransient, clock },
     );
   };
