@@ -4,7 +4,7 @@
  * object tools read), and how a failed, interrupted or `--help` run ends.
  */
 import { Command, type OptionValues } from 'commander';
-import { HelpRequested, parseArgv, wholeNumber } from '../lib/cli/args';
+import { HelpRequested, parseArgv } from '../lib/cli/args';
 import { ValidationError } from '../lib/errors';
 import { cleanUpOnSignals, exitCleanups } from '../lib/local/exit-cleanup';
 
