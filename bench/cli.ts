@@ -4,7 +4,7 @@
  * object tools read), and how a failed, interrupted or `--help` run ends.
  */
 import { Command, type OptionValues } from 'commander';
-import { HelpRequested, parseArgv } from '../lib/cli/args';
+import { HelpRequestedError, parseArgv } from '../lib/cli/args';
 import { ValidationError } from '../lib/errors';
 import { cleanUpOnSignals, exitCleanups } from '../lib/local/exit-cleanup';
 
@@ -37,7 +37,7 @@ export function runBench(name: string, main: () => Promise<void>): void {
   main().catch((err: unknown) => {
     // What an interrupted run throws while its clean-up runs is the interruption, not a failure.
     if (signals.interrupted()) return;
-    if (err instanceof HelpRequested) {
+    if (err instanceof HelpRequestedError) {
       process.stdout.write(err.help);
       return;
     }

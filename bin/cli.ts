@@ -2,7 +2,7 @@
  * `kafka-direct <command>` (the package bin) / `npm run cli -- <command>`: the project tools, run here
  * (`init`, `start`, `deploy`, `local`), and the operations commands (lib/cli/program.ts).
  */
-import { HelpRequested } from '../lib/cli/args';
+import { HelpRequestedError } from '../lib/cli/args';
 import { runCli } from '../lib/cli/program';
 import { AppError, ValidationError } from '../lib/errors';
 import { LOCAL_COMMANDS } from '../infra/local/commands';
@@ -24,7 +24,7 @@ async function tool(run: () => Promise<number> | number): Promise<number> {
   try {
     return await run();
   } catch (e) {
-    if (e instanceof HelpRequested) {
+    if (e instanceof HelpRequestedError) {
       process.stdout.write(e.help);
       return 0;
     }

@@ -6,7 +6,7 @@
  * what the project's own tools left on it (prune.ts).
  * The same as `kafka-direct local <command>` from a stream project; the commands are listed in commands.ts.
  */
-import { HelpRequested } from '../../lib/cli/args';
+import { HelpRequestedError } from '../../lib/cli/args';
 import { AppError } from '../../lib/errors';
 import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
@@ -31,7 +31,7 @@ export async function runLocal(cmd: string | undefined, args: string[], usage = 
   try {
     return await local(cmd, args, usage);
   } catch (err) {
-    if (err instanceof HelpRequested) {
+    if (err instanceof HelpRequestedError) {
       process.stdout.write(err.help);
       return 0;
     }

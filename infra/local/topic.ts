@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { HelpRequested, parseArgv, refuseWithUsage, wholeNumberOption } from '../../lib/cli/args';
+import { HelpRequestedError, parseArgv, refuseWithUsage, wholeNumberOption } from '../../lib/cli/args';
 import { AppError, ValidationError } from '../../lib/errors';
 import { KAFKAJS_RETRY } from '../../lib/kafka/client';
 import { upPersistent } from './stack/persistent';
@@ -88,7 +88,7 @@ export async function runTopic(argv: string[], usage = 'npm run local:topic --')
     process.stdout.write(`${await topicCommand(argv, usage)}\n`);
     return 0;
   } catch (err) {
-    if (err instanceof HelpRequested) {
+    if (err instanceof HelpRequestedError) {
       process.stdout.write(err.help);
       return 0;
     }

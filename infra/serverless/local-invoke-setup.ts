@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { HelpRequested, parseArgv, wholeNumberOption } from '../../lib/cli/args';
+import { HelpRequestedError, parseArgv, wholeNumberOption } from '../../lib/cli/args';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { dynamoClientFromEnv } from '../../lib/runtime/aws';
 import { createSinkTable } from '../../lib/sink/table.dynamodb';
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof HelpRequested) {
+  if (err instanceof HelpRequestedError) {
     process.stdout.write(err.help);
     return;
   }

@@ -6,13 +6,15 @@
  * line naming it, `--help` is the program's help on stdout with exit code 0.
  */
 import { Command, CommanderError, Option, type OptionValues } from 'commander';
-import { ValidationError } from '../errors';
+import { AppError, ValidationError } from '../errors';
 
-/** `--help` was asked for: the command is done once `help` is printed (stdout, exit code 0). */
-export class HelpRequested extends Error {
+/**
+ * `--help` was asked for: not a failure, but it ends the command the way one does (thrown from the
+ * parser), and the command is done once `help` is printed (stdout, exit code 0).
+ */
+export class HelpRequestedError extends AppError {
   constructor(readonly help: string) {
-    super('--help');
-    this.name = 'HelpRequested';
+    super('HELP_REQUESTED', '--help');
   }
 }
 
@@ -21,7 +23,7 @@ export type ParsedArgv<O extends OptionValues> = { opts: O; operands: string[] }
 
 /**
  * Parses `argv` (the arguments alone) with a fresh `program` (commander keeps what it parsed). Throws
- * HelpRequested on `--help`, and `refuse(reason)` on an unknown option, a missing or bad value or an
+ * HelpRequestedError on `--help`, and `refuse(reason)` on an unknown option, a missing or bad value or an
  * operand too many, `reason` being one line that names the argument (default: a ValidationError).
  */
 export function parseArgv<O extends OptionValues>(
@@ -34,7 +36,7 @@ export function parseArgv<O extends OptionValues>(
   try {
     program.parse(argv, { from: 'user' });
   } catch (err) {
-    if (err instanceof CommanderError && err.exitCode === 0) throw new HelpRequested(program.helpInformation());
+    if (err instanceof CommanderError && err.exitCode === 0) throw new HelpRequestedError(program.helpInformation());
     if (err instanceof CommanderError) throw refuse(reasonOf(program, err));
     // A value an option's parser refused (wholeNumberOption): its message names the option.
     if (err instanceof ValidationError) throw refuse(err.message);

@@ -1,6 +1,6 @@
 /** `npm start -- [options]`: the demo's command line, validated before anything starts. */
 import { Command } from 'commander';
-import { HelpRequested, parseArgv } from '../cli/args';
+import { HelpRequestedError, parseArgv } from '../cli/args';
 import { ValidationError } from '../errors';
 import { parseWhole } from '../ops/time';
 import { DEMO_DEFAULTS, type DemoOptions } from './demo';
@@ -54,7 +54,7 @@ export function parseStartArgs(argv: string[], out: { isTTY: boolean }): StartAr
   try {
     parseArgv(cmd, argv, (reason) => new ValidationError(`${reason}\n\n${cmd.helpInformation()}`));
   } catch (err) {
-    if (err instanceof HelpRequested) return { help: err.help };
+    if (err instanceof HelpRequestedError) return { help: err.help };
     throw err;
   }
   try {

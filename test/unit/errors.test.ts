@@ -22,6 +22,7 @@ import {
   ValidationError,
 } from '../../lib/errors';
 import { FencedOutError } from '../../lib/planner/run';
+import { HelpRequestedError } from '../../lib/cli/args';
 import { PartitionUnavailableError } from '../../lib/ports/kafka-metadata';
 import { CommitTooLargeError, type LedgerLimits } from '../../lib/ports/commit-limits';
 import { SinkConditionError } from '../../lib/ports/sink-write';
@@ -75,6 +76,7 @@ const limits: LedgerLimits = {
 /** Error classes that are a check of our own, with no error underneath to keep. */
 const CAUSELESS: Array<[name: string, code: string, build: () => AppError]> = [
   ['CommitTooLargeError', 'COMMIT_TOO_LARGE', () => new CommitTooLargeError(101, limits)],
+  ['HelpRequestedError', 'HELP_REQUESTED', () => new HelpRequestedError('Usage: x')],
 ];
 
 /** `class X extends Y` declarations of error classes in the project's own code. */

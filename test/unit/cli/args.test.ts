@@ -5,7 +5,7 @@
  */
 import { Command } from 'commander';
 import { benchArgs, benchProgram } from '../../../bench/cli';
-import { HelpRequested, parseArgv, refuseWithUsage, usageLine, wholeNumberOption } from '../../../lib/cli/args';
+import { HelpRequestedError, parseArgv, refuseWithUsage, usageLine, wholeNumberOption } from '../../../lib/cli/args';
 import { PrerequisiteError, ValidationError } from '../../../lib/errors';
 
 /** A script of the usual shape: a whole-number option with a default, a string, a boolean, no operands. */
@@ -78,8 +78,8 @@ describe('parseArgv', () => {
     'answers %j with the help (options, defaults), before any other check',
     (...argv) => {
       const err = thrown(() => parseArgv(script(), argv));
-      expect(err).toBeInstanceOf(HelpRequested);
-      const { help } = err as HelpRequested;
+      expect(err).toBeInstanceOf(HelpRequestedError);
+      const { help } = err as HelpRequestedError;
       expect(help).toMatch(/^Usage: npm run some-script -- \[options\]\n/);
       expect(help).toContain('does something');
       expect(help).toMatch(/--runs <n> +how many \(default: 3\)/);
@@ -117,6 +117,6 @@ describe('benchmarks (bench/cli.ts)', () => {
   it('refuse a bad flag in one line, and answer --help with their usage', () => {
     expect(thrown(() => benchArgs(program(), ['--runs', 'none'])).message).toBe('--runs must be a whole number >= 1, not none');
     expect(thrown(() => benchArgs(program(), ['--kep'])).message).toBe("unknown option '--kep' (Did you mean --keep?)");
-    expect((thrown(() => benchArgs(program(), ['--help'])) as HelpRequested).help).toMatch(/^Usage: npm run bench:demo -- \[options\]/);
+    expect((thrown(() => benchArgs(program(), ['--help'])) as HelpRequestedError).help).toMatch(/^Usage: npm run bench:demo -- \[options\]/);
   });
 });
