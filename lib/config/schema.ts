@@ -377,6 +377,40 @@ const variableName = z.string().regex(VARIABLE_NAME_PATTERN, {
   error: "must be a variable name: a letter or '_', then letters, digits or '_'",
 });
 
+/**
+ * A function written for Lambda's Kafka trigger, run unchanged: the processor calls its export with
+ * the event the trigger would build (docs/configuration.md, "Functions from Lambda's Kafka trigger").
+ */
+const triggerFunctionSchema = strictObject({
+  /** The module's export that is the function (what the trigger's `Handler` setting names after the dot). */
+  export: variableName.default('handler'),
+  /** The event the trigger builds: Amazon MSK's (`aws:kafka`, with the cluster's ARN) or self-managed Kafka's. */
+  eventSource: z.enum(['aws:kafka', 'SelfManagedKafka']).default('SelfManagedKafka'),
+  /** MSK: the cluster ARN the event names (`eventSourceArn`). */
+  eventSourceArn: z
+    .string()
+    .regex(/^arn:aws[a-z-]*:kafka:[a-z0-9-]+:\d{12}:cluster\/.+$/, {
+      error: 'must be an MSK cluster ARN (arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>)',
+    })
+    .optional(),
+  /** Records per event at most: the trigger's BatchSize (default 100, at most 10,000); events also stay within 6 MB. */
+  batchSize: z.number().int().min(1).max(10_000).default(100),
+}).superRefine((t, ctx) => {
+  if (t.eventSource === 'aws:kafka' && t.eventSourceArn === undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['eventSourceArn'],
+      message: 'is required with eventSource "aws:kafka" (the MSK event names its cluster)',
+    });
+  if (t.eventSource === 'SelfManagedKafka' && t.eventSourceArn !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['eventSourceArn'],
+      message: 'is only part of MSK events; remove it or set eventSource to "aws:kafka"',
+    });
+});
+export type TriggerFunctionConfig = z.output<typeof triggerFunctionSchema>;
+
 const handlerSchema = strictObject({
   /** A built-in handler's name, or the path of a handler file relative to the config file. */
   module: nonEmptyString,
@@ -388,8 +422,17 @@ const handlerSchema = strictObject({
   environment: z.record(checkedString(environmentNameProblem), z.string()).optional(),
   /** Secrets the handler receives as `ctx.secrets`, by name. */
   secrets: z.record(variableName, secretRefSchema).optional(),
+  /** The module is a function written for Lambda's Kafka trigger (at least once). */
+  triggerFunction: triggerFunctionSchema.optional(),
 })
   .superRefine((handler, ctx) => {
+    if (handler.triggerFunction !== undefined && handler.mode !== 'at-least-once') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['mode'],
+        message: 'must be "at-least-once" with triggerFunction (a trigger function makes its own side effects)',
+      });
+    }
     if (handler.mode === 'dynamodb-exactly-once' && handler.sinkTable === undefined) {
       ctx.addIssue({ code: 'custom', path: ['sinkTable'], message: 'is required with mode "dynamodb-exactly-once"' });
     }
@@ -416,6 +459,7 @@ export type HandlerConfig = {
   iam?: HandlerIamStatement[];
   environment?: Record<string, string>;
   secrets?: Record<string, SecretRef>;
+  triggerFunction?: TriggerFunctionConfig;
 };
 
 const poisonPolicySchema = z.enum(['dead-letter', 'stop-partition']);

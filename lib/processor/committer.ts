@@ -7,7 +7,7 @@
  */
 import type { StreamConfig } from '../config/schema';
 import { destinationKinds, type Deliverer } from '../destinations/deliver';
-import { AppError } from '../errors';
+import { AppError, ValidationError } from '../errors';
 import { backoffMs, NO_JITTER, type RetryPolicy } from '../retry';
 import { fitsOneCommit } from '../ports/commit-limits';
 import { SinkConditionError } from '../ports/sink-write';
@@ -17,7 +17,14 @@ import type { SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
 import type { RangePayload } from '../ranges';
 import { deadLetterOf, retained } from './dead-letter';
-import { idempotencyKeyOf, idempotencyKeyParts, type HandlerContext, type HandlerRecord, type RecordsHandler } from './handler-api';
+import {
+  idempotencyKeyOf,
+  idempotencyKeyParts,
+  PartialBatchError,
+  type HandlerContext,
+  type HandlerRecord,
+  type RecordsHandler,
+} from './handler-api';
 import { judgeChunk, noSkips, type GateVerdict, type RecordStage, type SkipCounts } from './record-gate';
 import { LEASE_LOST_REASON, recordWritesTooLargeMessage } from './messages';
 
@@ -270,6 +277,7 @@ export class ChunkCommitter {
     try {
       writes = await this.callHandler(batch);
     } catch (err) {
+      if (err instanceof PartialBatchError && this.c.handler.mode === 'at-least-once') return this.partlyHandled(batch, to, err);
       return this.isolate(batch, to, err);
     }
     if (this.c.handler.mode === 'at-least-once') {
@@ -294,6 +302,19 @@ export class ChunkCommitter {
       throw err;
     }
     this.records += batch.length;
+  }
+
+  /** The handler handled the first records of `batch` and failed on the next: those count, the rest are delivered again from it. */
+  private async partlyHandled(batch: HandlerRecord[], to: number, err: PartialBatchError): Promise<void> {
+    const handled = Math.trunc(err.handled);
+    if (!(handled >= 1 && handled < batch.length)) {
+      throw new ValidationError(
+        `the handler reported ${err.handled} of ${batch.length} records handled: not a partial batch (${err.message})`,
+      );
+    }
+    this.records += handled;
+    await this.handled((batch[handled] as HandlerRecord).offset, handled);
+    return this.deliver(batch.slice(handled), to);
   }
 
   private async callHandler(batch: HandlerRecord[]): Promise<SinkWrite[]> {
@@ -341,7 +362,7 @@ export class ChunkCommitter {
       } catch (err) {
         // Our own infrastructure errors (store, Kafka, config) are not the record's fault.
         if (err instanceof LeaseLostError) throw err;
-        if (err instanceof AppError && !(err instanceof SinkConditionError)) throw err;
+        if (err instanceof AppError && !(err instanceof SinkConditionError) && !(err instanceof PartialBatchError)) throw err;
         lastError = err;
       }
     }

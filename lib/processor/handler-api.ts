@@ -13,6 +13,7 @@
  *   interval (`processor.commitEveryRecords` / `commitEveryMs`), so a crash redelivers what was handled
  *   since the last commit (use the idempotency key to deduplicate).
  */
+import { AppError } from '../errors';
 import type { KafkaRecord } from '../ports/range-reader';
 import type { SinkUpdate, SinkWrite } from '../ports/sink-write';
 
@@ -71,6 +72,8 @@ export type HandlerContext = {
   sinkTable?: string;
   /** Aborted when the invocation is about to time out. */
   signal: AbortSignal;
+  /** When the invocation must have returned (epoch ms, this container's clock); absent outside an invocation. */
+  deadlineAtMs?: number;
   /**
    * The stream's `handler.secrets`, resolved by name (`ctx.secrets.API_TOKEN`); empty when it has
    * none. Read before the first record; a secret that cannot be read fails the range attempt, so a
@@ -121,8 +124,25 @@ export type FoldingHandler<V> = { mode: 'dynamodb-exactly-once'; fold: ItemFold<
 
 export type AtLeastOnceHandler = {
   mode: 'at-least-once';
+  /** Throw `PartialBatchError` when the first records of `records` were handled and a later one failed. */
   handle(records: HandlerRecord[], ctx: HandlerContext): void | Promise<void>;
 };
+
+/**
+ * Thrown by an at-least-once handler that handled the first `handled` records of its batch (at least
+ * one) and failed on the next: those count as handled, and the processor calls the handler again
+ * from the failed record, as Lambda's trigger retries from a partial batch response's failed record.
+ * A failure of the first record is an ordinary error (retried, then isolated and dead-lettered).
+ */
+export class PartialBatchError extends AppError {
+  constructor(
+    readonly handled: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super('PARTIAL_BATCH', message, options);
+  }
+}
 
 export type RecordsHandler = ExactlyOnceHandler | AtLeastOnceHandler;
 

@@ -28,6 +28,7 @@ import { CommitTooLargeError, type LedgerLimits } from '../../lib/ports/commit-l
 import { SinkConditionError } from '../../lib/ports/sink-write';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../lib/ports/range-reader';
 import { LeaseLostError, PoisonStopError } from '../../lib/processor/committer';
+import { PartialBatchError } from '../../lib/processor/handler-api';
 import { LedgerLayoutError } from '../../lib/ledger/locations.dynamodb';
 import { FoldWriteError, NondeterministicFoldError } from '../../lib/processor/fold-committer';
 
@@ -59,6 +60,7 @@ const BUILT: Array<[name: string, code: string, build: (c: unknown) => AppError]
   ['LeaseLostError', 'LEASE_LOST', (c) => new LeaseLostError({ cause: c })],
   ['LedgerLayoutError', 'LEDGER_LAYOUT', (c) => new LedgerLayoutError('s', { cause: c })],
   ['PoisonStopError', 'POISON_STOP', (c) => new PoisonStopError('m', { cause: c })],
+  ['PartialBatchError', 'PARTIAL_BATCH', (c) => new PartialBatchError(2, 'm', { cause: c })],
   ['NondeterministicFoldError', 'FOLD_NOT_DETERMINISTIC', (c) => new NondeterministicFoldError('k', 0, 1, c)],
   ['FoldWriteError', 'FOLD_WRITE', (c) => new FoldWriteError('m', { cause: c })],
   ['FencedOutError', 'FENCED_OUT', (c) => new FencedOutError('s', 2, { cause: c })],
