@@ -117,6 +117,8 @@ describe('benchmarks (bench/cli.ts)', () => {
   it('refuse a bad flag in one line, and answer --help with their usage', () => {
     expect(thrown(() => benchArgs(program(), ['--runs', 'none'])).message).toBe('--runs must be a whole number >= 1, not none');
     expect(thrown(() => benchArgs(program(), ['--kep'])).message).toBe("unknown option '--kep' (Did you mean --keep?)");
-    expect((thrown(() => benchArgs(program(), ['--help'])) as HelpRequestedError).help).toMatch(/^Usage: npm run bench:demo -- \[options\]/);
+    expect((thrown(() => benchArgs(program(), ['--help'])) as HelpRequestedError).help).toMatch(
+      /^Usage: npm run bench:demo -- \[options\]/,
+    );
   });
 });
