@@ -37,12 +37,27 @@ export function loadHandlerModule(
   configDir: string | undefined,
   bundle = BUNDLED_HANDLER_MODULES,
 ): RecordsHandler {
+  const { exports, where } = loadModuleExports(streamId, module, configDir, bundle);
+  return handlerFromExports(exports, where);
+}
+
+/**
+ * A user module's exports, and how messages name it: from the bundle when this Lambda package has
+ * one (never loaded at run time), else loaded from disk. Throws a ValidationError naming the stream
+ * and the file when it is missing or cannot be built or loaded.
+ */
+export function loadModuleExports(
+  streamId: string,
+  module: string,
+  configDir: string | undefined,
+  bundle = BUNDLED_HANDLER_MODULES,
+): { exports: unknown; where: string } {
   const file = handlerModuleFile(module, configDir);
   const where = describe(streamId, module, file);
   if (bundle.bundled) {
     if (!(module in bundle.modules))
       throw new ValidationError(`${where}: not in this package (package the functions with this streams config)`);
-    return handlerFromExports(bundle.modules[module], where);
+    return { exports: bundle.modules[module], where };
   }
   if (!existsSync(file)) throw new ValidationError(`${where}: no such file`);
   if (statSync(file).isDirectory()) throw new ValidationError(`${where}: is a directory, not a file`);
@@ -53,7 +68,7 @@ export function loadHandlerModule(
     const what = kind === 'build' ? `cannot be built (${message})` : kind === 'evaluation' ? `cannot be loaded (${message})` : message;
     throw new ValidationError(`${where}: ${what}`, { cause });
   }
-  return handlerFromExports(loaded.exports, where);
+  return { exports: loaded.exports, where };
 }
 
 /** The handler among a module's exports (default export, else `handler`), checked for shape. */

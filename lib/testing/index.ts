@@ -6,10 +6,11 @@
  * `runHandlerOnTopic` does the same over a real topic (the local stack's), read by the processor's
  * own range reader.
  */
-import { parseStreamConfig, type StreamConfig, type StreamConfigInput } from '../config/schema';
+import { parseStreamConfig, type StreamConfig, type StreamConfigInput, type TriggerFunctionConfig } from '../config/schema';
 import { topicSelector } from '../config/topics';
 import { ValidationError } from '../errors';
-import { handlerFromExports, loadHandlerModule } from '../handlers/modules';
+import { handlerFromExports, loadHandlerModule, loadModuleExports } from '../handlers/modules';
+import { triggerEventSource, triggerFunctionFromExports, triggerFunctionHandler, type TriggerFunction } from '../handlers/trigger-function';
 import { createKafka, quietKafkaLog } from '../kafka/client';
 import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createMemoryKafka } from '../kafka/metadata.memory';
@@ -28,6 +29,7 @@ import { applySinkWrites, type SinkItem } from './sink.memory';
 export { applySinkWrites, type SinkItem } from './sink.memory';
 export type { AtLeastOnceHandler, ExactlyOnceHandler, HandlerContext, HandlerRecord, RecordsHandler } from '../processor/handler-api';
 export type { SinkWrite } from '../ports/sink-write';
+export type { TriggerFunction } from '../handlers/trigger-function';
 
 /** A record to feed the handler: an object value is written as its JSON text. */
 export type TestRecord = {
@@ -128,6 +130,31 @@ export async function runHandlerOnTopic<V = unknown>(
   } finally {
     await metadata.close();
   }
+}
+
+/** How the test kit calls a trigger function: `handler.triggerFunction`'s settings, and the brokers its events name. */
+export type TriggerFunctionOptions = Partial<Pick<TriggerFunctionConfig, 'export' | 'eventSource' | 'eventSourceArn' | 'batchSize'>> & {
+  /** The event's `bootstrapServers` (default: KAFKA_BROKERS, else localhost:9092). */
+  brokers?: string[];
+};
+
+/**
+ * A function written for Lambda's Kafka trigger (the function, or the path of its module) as the
+ * at-least-once handler the processor makes of it with `handler.triggerFunction`: give it to
+ * `runHandler` or `runHandlerOnTopic`. Settings are checked as the streams config checks them.
+ */
+export function triggerFunction(fn: TriggerFunction | string, options: TriggerFunctionOptions = {}): RecordsHandler {
+  const { brokers = process.env.KAFKA_BROKERS?.split(',') ?? ['localhost:9092'], ...settings } = options;
+  const module = typeof fn === 'string' ? fn : './trigger-function.js';
+  const stream = parseStreamConfig(
+    { id: STREAM_ID, kafka: { brokers }, topics: ['t'], handler: { module, mode: 'at-least-once', triggerFunction: settings } },
+    'the test kit',
+  );
+  const config = stream.handler?.triggerFunction as TriggerFunctionConfig;
+  const where = typeof fn === 'string' ? `the trigger function module ${fn}` : 'the trigger function given to the test kit';
+  const f =
+    typeof fn === 'string' ? triggerFunctionFromExports(loadModuleExports(STREAM_ID, fn, process.cwd()).exports, config.export, where) : fn;
+  return triggerFunctionHandler(f, { where, source: triggerEventSource(stream, config), batchSize: config.batchSize });
 }
 
 /**

@@ -18,7 +18,11 @@ const SCANNED = ['lib', 'functions', 'bin', 'infra/local', 'infra/serverless'];
 
 /** Set by the platform, not by a user: why each is read. */
 const NOT_USER_FACING: Record<string, string> = {
-  AWS_LAMBDA_FUNCTION_NAME: 'Lambda sets it; MSK IAM names its session after the function',
+  AWS_LAMBDA_FUNCTION_NAME: 'Lambda sets it; MSK IAM names its session after the function, a trigger function gets it in its context',
+  AWS_LAMBDA_FUNCTION_VERSION: "Lambda sets it; a trigger function's context carries it",
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE: "Lambda sets it; a trigger function's context carries it",
+  AWS_LAMBDA_LOG_GROUP_NAME: "Lambda sets it; a trigger function's context carries it",
+  AWS_LAMBDA_LOG_STREAM_NAME: "Lambda sets it; a trigger function's context carries it",
   JEST_WORKER_ID: 'jest sets it; handler files load differently under jest',
   PATH: "the OS's; the local Lambda's tools are looked up on it",
 };
