@@ -253,12 +253,12 @@ export function createMemoryLedger(
       meta.loop = releasedLoop(meta.loop, lastTickAtMs, nextTickDueMs);
       return 'applied';
     },
-    async claimChainTick({ stream, seq, nowMs }) {
+    async claimChainTick({ stream, seq, nowMs, claimedBy }) {
       requests++;
       const s = store(stream);
       s.meta ??= { stream, epoch: 0, ownerToken: '', leaseExpiresAtMs: 0 };
-      if (!mayClaimChainTick(s.meta.tickChain, seq)) return 'condition-failed';
-      s.meta.tickChain = { seq, lastTickAtMs: nowMs };
+      if (!mayClaimChainTick(s.meta.tickChain, seq, claimedBy)) return 'condition-failed';
+      s.meta.tickChain = { seq, lastTickAtMs: nowMs, claimedBy };
       return 'applied';
     },
     async markStreamStarted({ stream, epoch, ownerToken, nowMs, pendingStart }) {

@@ -109,21 +109,28 @@ export function releasePlannerLoopUpdate(
 
 /**
  * Claims tick `seq` of the stream's chain (`mayClaimChainTick`: the chain's last claimed tick is
- * `seq - 1`, or none and `seq` is 1), creating the META item with the planner lease free when there
+ * `seq - 1`, or none and `seq` is 1, or the same claimant claimed `seq` already: the SDK sent the
+ * claim again after a lost answer), creating the META item with the planner lease free when there
  * is none. The chain is one map attribute, set whole: a nested path cannot be SET where no map is yet.
  */
-export function claimChainTickUpdate(table: string, c: { stream: string; seq: number; nowMs: number }): UpdateCommandInput {
+export function claimChainTickUpdate(
+  table: string,
+  c: { stream: string; seq: number; nowMs: number; claimedBy: string },
+): UpdateCommandInput {
+  const mine = '(tickChain.seq = :seq AND tickChain.claimedBy = :me)';
   return {
     TableName: table,
     Key: keys.meta(c.stream),
     UpdateExpression:
       'SET tickChain = :chain, #s = :stream, epoch = if_not_exists(epoch, :zero), ' +
       'leaseExpiresAtMs = if_not_exists(leaseExpiresAtMs, :zero), ownerToken = if_not_exists(ownerToken, :none)',
-    ConditionExpression: c.seq === 1 ? 'attribute_not_exists(tickChain) OR tickChain.seq = :prev' : 'tickChain.seq = :prev',
+    ConditionExpression: `${c.seq === 1 ? 'attribute_not_exists(tickChain) OR ' : ''}tickChain.seq = :prev OR ${mine}`,
     ExpressionAttributeNames: { '#s': 'stream' },
     ExpressionAttributeValues: {
-      ':chain': { seq: c.seq, lastTickAtMs: c.nowMs },
+      ':chain': { seq: c.seq, lastTickAtMs: c.nowMs, claimedBy: c.claimedBy },
       ':prev': c.seq - 1,
+      ':seq': c.seq,
+      ':me': c.claimedBy,
       ':stream': c.stream,
       ':zero': 0,
       ':none': '',

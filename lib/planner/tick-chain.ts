@@ -7,6 +7,7 @@
  * until it is due. The schedule's invocation is the chain's watchdog: it starts a chain that has
  * none and restarts one whose messages stopped (an invocation that crashed before sending).
  */
+import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import type { Ledger } from '../ports/ledger';
 import type { ChainTick, TickQueue } from '../ports/tick-queue';
@@ -65,7 +66,9 @@ export async function runChainTick(
       reason: 'the stream is no longer ticked by the tick chain (its interval or the deployment changed)',
     };
   const claimedAtMs = await deps.clock.nowMs();
-  if ((await deps.ledger.claimChainTick({ stream: stream.id, seq: tick.seq, nowMs: claimedAtMs })) !== 'applied')
+  // Unique to this message's invocation, so only the SDK's own resend of this claim counts as this claim.
+  const claim = { stream: stream.id, seq: tick.seq, nowMs: claimedAtMs, claimedBy: `${o.ownerToken}:${randomUUID()}` };
+  if ((await deps.ledger.claimChainTick(claim)) !== 'applied')
     return { ...base, outcome: 'duplicate', reason: 'another message claimed this tick, or the chain moved past it' };
   // A message may arrive up to half a second early (`chainDelayMs`): the tick waits for its time.
   if (tick.dueMs > claimedAtMs) await deps.clock.sleep(Math.min(tick.dueMs - claimedAtMs, stream.triggerIntervalMs));

@@ -105,19 +105,26 @@ export type TickChainState = {
   seq: number;
   /** Store time of that claim: the watchdog restarts a chain whose last tick is too old. */
   lastTickAtMs: number;
+  /** Who claimed it (the invocation): its own claim sent again (a lost answer) still counts as its claim. */
+  claimedBy?: string;
 };
 
 /** The tick chain's write: one claim per tick message, so a duplicate or stale message ticks nothing. */
 export type PlannerTickChain = {
   /**
-   * Claims tick `seq` of the stream's chain: applied when the chain's last claimed tick is `seq - 1`
-   * (or there is none and `seq` is 1), recording `seq` and `nowMs`; `condition-failed` otherwise (the
-   * message is a duplicate, or stale after a restart). Creates the stream's META item when there is none.
+   * Claims tick `seq` of the stream's chain for `claimedBy`: applied when the chain's last claimed
+   * tick is `seq - 1` (or there is none and `seq` is 1), recording `seq`, `nowMs` and `claimedBy`, or
+   * when `claimedBy` already claimed `seq` (the same claim sent again after its answer was lost);
+   * `condition-failed` otherwise (the message is a duplicate, or stale after a restart). Creates the
+   * stream's META item when there is none.
    */
-  claimChainTick(input: { stream: string; seq: number; nowMs: number }): Promise<WriteOutcome>;
+  claimChainTick(input: { stream: string; seq: number; nowMs: number; claimedBy: string }): Promise<WriteOutcome>;
 };
 
-/** Whether tick message `seq` may claim its tick: it is the successor of the chain's last claimed one. */
-export function mayClaimChainTick(chain: TickChainState | undefined, seq: number): boolean {
-  return (chain?.seq ?? 0) === seq - 1;
+/**
+ * Whether `claimedBy` may claim tick `seq`: it is the successor of the chain's last claimed one, or
+ * `claimedBy` claimed it already (its own claim sent again, which changes nothing).
+ */
+export function mayClaimChainTick(chain: TickChainState | undefined, seq: number, claimedBy: string): boolean {
+  return (chain?.seq ?? 0) === seq - 1 || (chain?.seq === seq && chain.claimedBy === claimedBy);
 }

@@ -106,18 +106,30 @@ export function plannerLoopContract(makeLedger: LoopLedgerFactory): void {
   });
 
   describe('the tick chain', () => {
-    const claim = (stream: string, seq: number, nowMs: number) => ledger.claimChainTick({ stream, seq, nowMs });
+    const claim = (stream: string, seq: number, nowMs: number, claimedBy = `inv-${seq}-${nowMs}`) =>
+      ledger.claimChainTick({ stream, seq, nowMs, claimedBy });
 
     it('claims each tick once, in sequence: a duplicate, a stale or a skipped-ahead message claims nothing', async () => {
       const stream = streamName();
       expect(await claim(stream, 2, 900)).toBe('condition-failed');
       expect(await claim(stream, 1, 1000)).toBe('applied');
-      expect((await ledger.readMeta(stream))?.tickChain).toEqual({ seq: 1, lastTickAtMs: 1000 });
+      expect((await ledger.readMeta(stream))?.tickChain).toEqual({ seq: 1, lastTickAtMs: 1000, claimedBy: 'inv-1-1000' });
       expect(await claim(stream, 1, 1100)).toBe('condition-failed');
       expect(await claim(stream, 2, 2000)).toBe('applied');
       expect(await claim(stream, 1, 2100)).toBe('condition-failed');
       expect(await claim(stream, 4, 2200)).toBe('condition-failed');
-      expect((await ledger.readMeta(stream))?.tickChain).toEqual({ seq: 2, lastTickAtMs: 2000 });
+      expect((await ledger.readMeta(stream))?.tickChain).toEqual({ seq: 2, lastTickAtMs: 2000, claimedBy: 'inv-2-2000' });
+    });
+
+    it("applies a claim sent again by its claimant (its first answer lost), and no one else's", async () => {
+      const stream = streamName();
+      expect(await claim(stream, 1, 1000, 'a')).toBe('applied');
+      expect(await claim(stream, 1, 1000, 'a')).toBe('applied');
+      expect(await claim(stream, 1, 1050, 'b')).toBe('condition-failed');
+      expect(await claim(stream, 2, 2000, 'c')).toBe('applied');
+      // Once the chain moved on, the old claimant's repeat claims nothing.
+      expect(await claim(stream, 1, 1000, 'a')).toBe('condition-failed');
+      expect((await ledger.readMeta(stream))?.tickChain).toEqual({ seq: 2, lastTickAtMs: 2000, claimedBy: 'c' });
     });
 
     it('creates a META item the first planner run can lease, and leaves the lease and the loop alone', async () => {
@@ -134,7 +146,7 @@ export function plannerLoopContract(makeLedger: LoopLedgerFactory): void {
         ownerToken: 'run-1',
         leaseExpiresAtMs: 6100,
         loop: { ownerToken: 'a' },
-        tickChain: { seq: 2, lastTickAtMs: 1300 },
+        tickChain: { seq: 2, lastTickAtMs: 1300, claimedBy: 'inv-2-1300' },
       });
     });
   });

@@ -50,8 +50,8 @@ describe('status: the planner loop', () => {
 
   it('a stream ticked by the tick chain: its last claimed tick, in place of the loop it never takes', async () => {
     const ledger = createMemoryLedger();
-    await ledger.claimChainTick({ stream, seq: 1, nowMs: NOW - 20_000 });
-    await ledger.claimChainTick({ stream, seq: 2, nowMs: NOW - 10_000 });
+    await ledger.claimChainTick({ stream, seq: 1, nowMs: NOW - 20_000, claimedBy: 'inv-1' });
+    await ledger.claimChainTick({ stream, seq: 2, nowMs: NOW - 10_000, claimedBy: 'inv-2' });
     const meta = await ledger.readMeta(stream);
     expect(renderLoop(loopStatus(meta, NOW), NOW - 9_900, NOW, meta?.tickChain)).toEqual([
       'tick chain: tick 2 claimed 2026-05-01T11:59:50.000Z (10.0s ago)',

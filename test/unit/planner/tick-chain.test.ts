@@ -86,7 +86,11 @@ describe('the tick chain', () => {
     // Each tick's message named when the tick before started: the gap the no-tick alarm watches.
     expect(ticked.map((x) => x.gapMs)).toEqual([undefined, 10_000, 10_000, 10_000, 10_000, 10_000, 10_000]);
     expect(ticked.every((x) => x.report?.status === 'planned')).toBe(true);
-    expect((await t.ledger.readMeta('s1'))?.tickChain).toEqual({ seq: 7, lastTickAtMs: T0 + 60_000 });
+    expect((await t.ledger.readMeta('s1'))?.tickChain).toEqual({
+      seq: 7,
+      lastTickAtMs: T0 + 60_000,
+      claimedBy: expect.stringMatching(/^inv-7:/),
+    });
   });
 
   it('ticks nothing for a duplicate delivery: one message of each number claims its tick', async () => {
