@@ -12,6 +12,7 @@ import { ensureMoto } from './dynamodb';
 import { ensureKafkaJars, javaBinary } from './kafka';
 import { ensureRegistryBuild } from './registry';
 import { ensureRic, ensureRie } from './lambda/tools';
+import { ensureToxiproxy } from './toxiproxy';
 import { ensureSystemPackages } from './system-packages';
 import { CACHE_DIR } from './stack/dirs';
 import { downPersistent, upPersistent } from './stack/persistent';
@@ -84,7 +85,8 @@ const COMMANDS: Record<LocalCommand, (args: string[], usage: string) => Promise<
     ensureRegistryBuild(CACHE_DIR);
     ensureRie(CACHE_DIR);
     ensureRic(CACHE_DIR);
-    log(`Kafka jars, moto, the schema registry and Lambda's runtime emulator and client ready in ${Date.now() - t0} ms`);
+    ensureToxiproxy(CACHE_DIR);
+    log(`Kafka jars, moto, the schema registry, Lambda's runtime emulator and client and the fault proxy ready in ${Date.now() - t0} ms`);
     return 0;
   },
   topic: (args, usage) => runTopic(args, `${usage} topic`),

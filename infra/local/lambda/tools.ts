@@ -10,15 +10,13 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PrerequisiteError } from '../../../lib/errors';
 import { packageFile } from '../../../lib/paths';
+import { goInstallOnce } from '../go';
 import { requireCommand } from '../process';
 
 /** The emulator's pseudo-version on the Go module proxy (its tagged releases are not served there). */
 export const RIE_VERSION = 'v0.0.0-20261030222936-bef5c4ba774d';
 const RIE_MODULE = 'github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie';
 export const RIC_VERSION = '4.0.2';
-/** The emulator's go.mod asks for Go 1.26.6; this toolchain builds it where the machine's Go is older or missing. */
-const GO_TOOLCHAIN = '1.26.8';
-const GO_PROXY_TOOLCHAIN = 'https://proxy.golang.org/golang.org/toolchain/@v';
 
 /** Node 22 (Lambda's nodejs22.x): the running Node when it is 22, else the `node@22` devDependency's binary. */
 export function node22Binary(): string {
@@ -41,77 +39,15 @@ function node22Headers(): string {
   return nodedir;
 }
 
-/** The machine's Go when it is at least the toolchain's version. */
-function machineGo(): string | undefined {
-  const run = spawnSync('go', ['env', 'GOVERSION'], { encoding: 'utf8', timeout: 30_000 });
-  const m = /^go(\d+)\.(\d+)(?:\.(\d+))?/.exec(run.stdout?.trim() ?? '');
-  if (run.status !== 0 || !m) return undefined;
-  const [want1, want2, want3] = GO_TOOLCHAIN.split('.').map(Number) as [number, number, number];
-  const have = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)] as const;
-  const newEnough = have[0] > want1 || (have[0] === want1 && (have[1] > want2 || (have[1] === want2 && have[2] >= want3)));
-  return newEnough ? 'go' : undefined;
-}
-
-/**
- * Go to build the emulator with: the machine's when new enough, else Go's own toolchain module
- * from the Go module proxy (what `go` itself fetches for GOTOOLCHAIN), unpacked into the cache.
- */
-function ensureGo(cacheDir: string): string {
-  const own = machineGo();
-  if (own) return own;
-  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
-  const version = `v0.0.1-go${GO_TOOLCHAIN}.${process.platform}-${arch}`;
-  const dir = resolve(cacheDir, `go-${GO_TOOLCHAIN}`);
-  const root = join(dir, `golang.org/toolchain@${version}`);
-  const go = join(root, 'bin', 'go');
-  if (existsSync(join(dir, '.complete'))) return go;
-  requireCommand('curl', ['--version'], 'it downloads Go for the Lambda runtime emulator (Debian: apt-get install curl)');
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  process.stderr.write(
-    `downloading Go ${GO_TOOLCHAIN} from the Go module proxy to build the Lambda runtime emulator (first use only)...\n`,
-  );
-  const zip = join(dir, 'toolchain.zip');
-  const steps: Array<[string, string[]]> = [
-    ['curl', ['-fsSL', '--retry', '3', '-o', zip, `${GO_PROXY_TOOLCHAIN}/${version}.zip`]],
-    ['unzip', ['-q', zip, '-d', dir]],
-    // Module zips keep no file modes: the toolchain's programs are made executable, as `go` does.
-    ['sh', ['-c', `chmod +x "${root}"/bin/* "${root}"/pkg/tool/*/*`]],
-  ];
-  for (const [cmd, args] of steps) {
-    const run = spawnSync(cmd, args, { encoding: 'utf8', timeout: 15 * 60_000 });
-    if (run.status !== 0) {
-      rmSync(dir, { recursive: true, force: true });
-      throw new PrerequisiteError(`${cmd} failed while installing Go ${GO_TOOLCHAIN}: ${(run.stderr || String(run.error)).trim()}`);
-    }
-  }
-  rmSync(zip, { force: true });
-  writeFileSync(join(dir, '.complete'), version);
-  return go;
-}
-
 /** Builds `aws-lambda-rie` with `go install` once; returns its path. */
 export function ensureRie(cacheDir: string): string {
-  const dir = resolve(cacheDir, `lambda-rie-${RIE_VERSION}`);
-  const binary = join(dir, 'aws-lambda-rie');
-  if (existsSync(join(dir, '.complete'))) return binary;
-  const go = ensureGo(cacheDir);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  process.stderr.write(`building the Lambda runtime emulator (go install ${RIE_MODULE}@${RIE_VERSION}, first use only)...\n`);
-  const run = spawnSync(go, ['install', `${RIE_MODULE}@${RIE_VERSION}`], {
-    env: { ...process.env, GOBIN: dir, CGO_ENABLED: '0', GOTOOLCHAIN: 'local' },
-    encoding: 'utf8',
-    timeout: 15 * 60_000,
+  return goInstallOnce(cacheDir, {
+    module: RIE_MODULE,
+    version: RIE_VERSION,
+    binary: 'aws-lambda-rie',
+    cacheName: 'lambda-rie',
+    what: 'the Lambda runtime emulator',
   });
-  if (run.status !== 0 || !existsSync(binary)) {
-    rmSync(dir, { recursive: true, force: true });
-    throw new PrerequisiteError(
-      `go install ${RIE_MODULE}@${RIE_VERSION} failed: ${(run.stderr || String(run.error)).trim().split('\n').at(-1)}`,
-    );
-  }
-  writeFileSync(join(dir, '.complete'), RIE_VERSION);
-  return binary;
 }
 
 /**
