@@ -19,7 +19,9 @@ export function destinationClientConfig(env: NodeJS.ProcessEnv, service: 'SQS' |
   return {
     ...(region ? { region } : {}),
     maxAttempts: 2,
-    requestHandler: { connectionTimeout: CONNECTION_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+    // The SDK's handler only warns when `requestTimeout` passes, unless told to throw: a destination
+    // whose answers stopped (a black-holed connection) would hold the run until Lambda's timeout.
+    requestHandler: { connectionTimeout: CONNECTION_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
     ...(endpoint
       ? {
           endpoint,

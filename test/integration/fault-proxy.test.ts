@@ -7,7 +7,11 @@
  * that its fault fired (the delay measured, the error seen, the SDK's attempts counted).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient, CreateQueueCommand } from '@aws-sdk/client-sqs';
+import { createSqsDestination } from '../../lib/destinations/destination.sqs';
+import type { FailureDelivery } from '../../lib/ports/failure-destination';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
+import { destinationClientConfig } from '../../lib/runtime/destinations';
 import { ensureLedgerTable } from '../../lib/ledger/table';
 import { startFaultProxies, type FaultProxies, type FaultProxy } from '../support/fault-proxy';
 import { testDynamo, uniqueName } from '../support/env';
@@ -110,4 +114,41 @@ describe('the fault proxy between the ledger and DynamoDB', () => {
     // Another claimant of the same tick still claims nothing.
     expect(await l.claimChainTick({ stream, seq: 1, nowMs: 1100, claimedBy: 'inv-b' })).toBe('condition-failed');
   });
+
+  it("gives up on a failure destination whose answers stopped (a black hole) after the client's timeouts, not never", async () => {
+    // The emulator serves SQS too: the destination's client goes through the proxy, the queue is made directly.
+    const direct = new SQSClient({
+      endpoint: process.env.DYNAMODB_ENDPOINT!,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
+    });
+    const queueUrl = (await direct.send(new CreateQueueCommand({ QueueName: uniqueName('fp-dlq') }))).QueueUrl!;
+    direct.destroy();
+    const queueArn = `arn:aws:sqs:us-east-1:123456789012:${queueUrl.split('/').pop()}`;
+    const sqs = new SQSClient(destinationClientConfig({ AWS_ENDPOINT_URL_SQS: proxy.url, AWS_REGION: 'us-east-1' }, 'SQS'));
+    const destination = createSqsDestination(sqs, queueArn);
+    await proxy.blackHole();
+    const t0 = Date.now();
+    const failed = await destination.deliver(FAILURE).then(
+      () => undefined,
+      (err: unknown) => err as Error,
+    );
+    const ms = Date.now() - t0;
+    sqs.destroy();
+    // Two attempts of at most 10 s each (destinations.ts): the timeout fired, and the delivery did not wait forever.
+    expect(failed?.name).toBe('DeliveryError');
+    expect(ms).toBeGreaterThanOrEqual(9_000);
+    expect(ms).toBeLessThan(30_000);
+  }, 60_000);
 });
+
+/** One dead letter as a destination receives it (its body need not be a real failure record here). */
+const FAILURE: FailureDelivery = {
+  idempotencyKey: 't/0/1',
+  stream: 's',
+  body: '{}',
+  key: null,
+  objectKey: 's/t/000000/00000000000000000001.json',
+  groupId: 's/t/0',
+  deduplicationId: 'd',
+};
