@@ -10,7 +10,7 @@ import { ValidationError } from '../errors';
 import type { RecordsHandler } from '../processor/handler-api';
 import { createAuditLog } from './audit-log';
 import { handlerModuleFile, isHandlerPath, loadHandlerModule, loadModuleExports } from './modules';
-import { triggerEventSource, triggerFunctionFromExports, triggerFunctionHandler } from './trigger-function';
+import { triggerFunctionFromExports, triggerHandlerFor } from './trigger-function';
 import { noop } from './noop';
 import { runningTotals } from './running-totals';
 
@@ -49,9 +49,7 @@ export function resolveHandler(stream: StreamConfig, deps: HandlerDeps, registry
     if (!isHandlerPath(spec.module))
       throw new ValidationError(`stream ${stream.id}: handler.triggerFunction needs handler.module to be the path of the function's file`);
     const { exports, where } = loadModuleExports(stream.id, spec.module, deps.configDir);
-    const fn = triggerFunctionFromExports(exports, spec.triggerFunction.export, where);
-    const source = triggerEventSource(stream, spec.triggerFunction);
-    return triggerFunctionHandler(fn, { where, source, batchSize: spec.triggerFunction.batchSize, env: deps.env });
+    return triggerHandlerFor(stream, triggerFunctionFromExports(exports, spec.triggerFunction.export, where), where, deps.env);
   }
   if (isHandlerPath(spec.module)) {
     handler = loadHandlerModule(stream.id, spec.module, deps.configDir);

@@ -39,6 +39,16 @@ export function triggerEventSource(stream: StreamConfig, t: TriggerFunctionConfi
     : { eventSource: 'SelfManagedKafka', bootstrapServers };
 }
 
+/**
+ * The handler a stream's `handler.triggerFunction` makes of `fn` (found in its module, or given by
+ * the test kit): the event's source from the stream, its batch size. `where` names the function in errors.
+ */
+export function triggerHandlerFor(stream: StreamConfig, fn: TriggerFunction, where: string, env?: NodeJS.ProcessEnv): AtLeastOnceHandler {
+  const t = stream.handler?.triggerFunction;
+  if (!t) throw new ValidationError(`stream ${stream.id}: its handler has no triggerFunction settings`);
+  return triggerFunctionHandler(fn, { where, source: triggerEventSource(stream, t), batchSize: t.batchSize, ...(env && { env }) });
+}
+
 /** The handler that calls `fn` as the trigger would (see the module comment). */
 export function triggerFunctionHandler(
   fn: TriggerFunction,

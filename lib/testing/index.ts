@@ -10,7 +10,7 @@ import { parseStreamConfig, type StreamConfig, type StreamConfigInput, type Trig
 import { topicSelector } from '../config/topics';
 import { ValidationError } from '../errors';
 import { handlerFromExports, loadHandlerModule, loadModuleExports } from '../handlers/modules';
-import { triggerEventSource, triggerFunctionFromExports, triggerFunctionHandler, type TriggerFunction } from '../handlers/trigger-function';
+import { triggerFunctionFromExports, triggerHandlerFor, type TriggerFunction } from '../handlers/trigger-function';
 import { createKafka, quietKafkaLog } from '../kafka/client';
 import { createKafkajsMetadata } from '../kafka/metadata.kafkajs';
 import { createMemoryKafka } from '../kafka/metadata.memory';
@@ -150,11 +150,11 @@ export function triggerFunction(fn: TriggerFunction | string, options: TriggerFu
     { id: STREAM_ID, kafka: { brokers }, topics: ['t'], handler: { module, mode: 'at-least-once', triggerFunction: settings } },
     'the test kit',
   );
-  const config = stream.handler?.triggerFunction as TriggerFunctionConfig;
+  const exportName = (stream.handler?.triggerFunction as TriggerFunctionConfig).export;
   const where = typeof fn === 'string' ? `the trigger function module ${fn}` : 'the trigger function given to the test kit';
   const f =
-    typeof fn === 'string' ? triggerFunctionFromExports(loadModuleExports(STREAM_ID, fn, process.cwd()).exports, config.export, where) : fn;
-  return triggerFunctionHandler(f, { where, source: triggerEventSource(stream, config), batchSize: config.batchSize });
+    typeof fn === 'string' ? triggerFunctionFromExports(loadModuleExports(STREAM_ID, fn, process.cwd()).exports, exportName, where) : fn;
+  return triggerHandlerFor(stream, f, where);
 }
 
 /**
