@@ -52,6 +52,13 @@ export type KafkaOptions = {
    * requiring a client certificate, both with the TLS material of `kafka-tls.ts` in `<dir>/tls`.
    */
   secured?: { scramUsers: ScramUser[]; /** Shared TLS material (a cluster's nodes share one CA); default `<dir>/tls`. */ tlsDir?: string };
+  /**
+   * A PLAINTEXT listener beside the others whose advertised address is `advertised` (`host:port`): a
+   * proxy listening there and forwarding to the listener (`KafkaInstance.proxied.listener`) then
+   * carries every connection of a client bootstrapped through it, the broker's own redirects included
+   * (the fault proxy, test/support/fault-proxy.ts).
+   */
+  proxied?: { advertised: string };
 };
 
 /** A SCRAM-SHA-512 user of a secured broker. */
@@ -70,6 +77,8 @@ export type KafkaInstance = {
   options?: KafkaOptions;
   /** Its secured listeners, when started with `secured`. */
   secured?: SecuredListeners;
+  /** Its proxied listener, when started with `proxied`: where the proxy forwards to, and the address the broker advertises. */
+  proxied?: { listener: string; advertised: string };
 };
 
 /**
@@ -171,20 +180,25 @@ export function serverProperties(
   opts: KafkaOptions,
   role = SINGLE_NODE(controllerPort),
   secured?: SecuredPorts,
+  proxiedPort?: number,
 ): string {
   const voters = Object.entries(role.controllerPorts).map(([id, p]) => `${id}@${LOOPBACK}:${p}`);
   const rf = role.replicationFactor;
   const minIsr = role.minInsyncReplicas;
   const extra = secured ? `,SASL_SSL://${LOOPBACK}:${secured.saslSslPort},SSL://${LOOPBACK}:${secured.sslPort}` : '';
+  const proxied =
+    opts.proxied && proxiedPort !== undefined
+      ? { bind: `,PROXIED://${LOOPBACK}:${proxiedPort}`, advertised: `,PROXIED://${opts.proxied.advertised}` }
+      : undefined;
   const props: Record<string, string | number> = {
     'process.roles': 'broker,controller',
     'node.id': role.nodeId,
     'controller.quorum.voters': voters.join(','),
-    listeners: `PLAINTEXT://${LOOPBACK}:${port},CONTROLLER://${LOOPBACK}:${controllerPort}${extra}`,
-    'advertised.listeners': `PLAINTEXT://${LOOPBACK}:${port}${extra}`,
+    listeners: `PLAINTEXT://${LOOPBACK}:${port},CONTROLLER://${LOOPBACK}:${controllerPort}${extra}${proxied?.bind ?? ''}`,
+    'advertised.listeners': `PLAINTEXT://${LOOPBACK}:${port}${extra}${proxied?.advertised ?? ''}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${secured ? ',SASL_SSL:SASL_SSL,SSL:SSL' : ''}`,
+    'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${secured ? ',SASL_SSL:SASL_SSL,SSL:SSL' : ''}${proxied ? ',PROXIED:PLAINTEXT' : ''}`,
     ...(secured ? securedProperties(secured) : {}),
     'log.dirs': join(dir, 'data'),
     'num.partitions': 1,
@@ -298,7 +312,11 @@ async function requireFreePorts(propsFile: string, port: number): Promise<void> 
 }
 
 /** The ports of a broker: those its server.properties records (a restart on its data), else fresh ones written there. */
-async function brokerPorts(opts: KafkaOptions, propsFile: string, reuse: boolean): Promise<{ port: number; secured?: SecuredPorts }> {
+async function brokerPorts(
+  opts: KafkaOptions,
+  propsFile: string,
+  reuse: boolean,
+): Promise<{ port: number; secured?: SecuredPorts; proxiedPort?: number }> {
   // A broker formatted secured restarts secured, whatever the restart asks.
   const formattedSecured = reuse && /^listeners=.*\bSASL_SSL:\/\//m.test(readFileSync(propsFile, 'utf8'));
   const tls = opts.secured || formattedSecured ? ensureTlsMaterial(opts.secured?.tlsDir ?? join(opts.dir, 'tls')) : undefined;
@@ -314,15 +332,21 @@ async function brokerPorts(opts: KafkaOptions, propsFile: string, reuse: boolean
     await requireFreePorts(propsFile, port);
     const saslSslPort = listener('SASL_SSL');
     if (tls && !Number.isInteger(saslSslPort)) throw new PrerequisiteError(`${opts.dir} was formatted without secured listeners`);
-    return { port, secured: tls ? { saslSslPort, sslPort: listener('SSL'), tls } : undefined };
+    const proxiedPort = listener('PROXIED');
+    return {
+      port,
+      secured: tls ? { saslSslPort, sslPort: listener('SSL'), tls } : undefined,
+      ...(Number.isInteger(proxiedPort) && { proxiedPort }),
+    };
   }
   const port = await choosePort(opts.port, 'LOCAL_KAFKA_PORT');
   const controllerPort = opts.controllerPort ?? (await freePort());
   const secured = tls ? { saslSslPort: await freePort(), sslPort: await freePort(), tls } : undefined;
-  writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts, opts.role, secured));
+  const proxiedPort = opts.proxied ? await freePort() : undefined;
+  writeFileSync(propsFile, serverProperties(opts.dir, port, controllerPort, opts, opts.role, secured, proxiedPort));
   // The users the log dir is formatted with, for whoever restarts the broker on it.
   if (opts.secured) writeFileSync(scramUsersFile(opts.dir), JSON.stringify(opts.secured.scramUsers), { mode: 0o600 });
-  return { port, secured };
+  return { port, secured, proxiedPort };
 }
 
 const scramUsersFile = (dir: string): string => join(dir, 'scram-users.json');
@@ -352,7 +376,7 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
   const logFile = join(opts.dir, 'server.log');
   const log4jFile = join(opts.dir, 'log4j2.properties');
   const reuse = opts.reuseDir === true && existsSync(propsFile) && existsSync(join(opts.dir, 'data', 'meta.properties'));
-  const { port, secured } = await brokerPorts(opts, propsFile, reuse);
+  const { port, secured, proxiedPort } = await brokerPorts(opts, propsFile, reuse);
   const limits = logLimits();
   capOldLog(logFile, limits);
   writeFileSync(log4jFile, log4jConfig(logFile, limits));
@@ -391,7 +415,10 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaInstance> {
     tls: secured.tls,
     scramUsers: formattedScramUsers(opts.dir),
   };
-  return { brokers, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile, dir: opts.dir, options: opts, secured: listeners };
+  const advertised =
+    proxiedPort !== undefined ? /^advertised\.listeners=.*\bPROXIED:\/\/([^,\s]+)/m.exec(readFileSync(propsFile, 'utf8'))?.[1] : undefined;
+  const proxied = advertised ? { listener: `${LOOPBACK}:${proxiedPort}`, advertised } : undefined;
+  return { brokers, pid: svc.pid, watchdogPid: svc.watchdogPid, logFile, dir: opts.dir, options: opts, secured: listeners, proxied };
 }
 
 /** Stops the broker with SIGTERM (SIGKILL after `graceMs`), then its watchdog. Its dir is kept. */

@@ -100,6 +100,26 @@ describe('local multi-broker cluster config', () => {
     });
   });
 
+  it("adds a proxied listener advertised at the proxy, beside the broker's own", () => {
+    const p = props(
+      serverProperties(
+        '/d',
+        9002,
+        9102,
+        { dir: '/d', cacheDir: '/c', proxied: { advertised: '127.0.0.1:7000' } },
+        undefined,
+        undefined,
+        9003,
+      ),
+    );
+    expect(p).toMatchObject({
+      listeners: 'PLAINTEXT://127.0.0.1:9002,CONTROLLER://127.0.0.1:9102,PROXIED://127.0.0.1:9003',
+      'advertised.listeners': 'PLAINTEXT://127.0.0.1:9002,PROXIED://127.0.0.1:7000',
+      'inter.broker.listener.name': 'PLAINTEXT',
+      'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT',
+    });
+  });
+
   it('rejects replication settings the cluster cannot hold, in one line', () => {
     expect(() => clusterRoles([1, 2], { replicationFactor: 3 })).toThrow('replication factor 3 needs 1 to 2 brokers');
     expect(() => clusterRoles([1, 2, 3], { minInsyncReplicas: 4 })).toThrow(
