@@ -23,6 +23,7 @@ import { addPlannerMetric, recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload, type ChainRequest, type PlannerRequest } from '../lib/planner/payload';
 import { runPlanner, type StreamPlanReport } from '../lib/planner/run';
 import { awsRuntime, kafkaLogTo, type Runtime } from '../lib/runtime/aws';
+import { freshConnections } from '../lib/runtime/fresh-connections';
 import { metricsNamespaceFrom } from '../lib/runtime/metrics-namespace';
 
 /** Raised after all streams ran when at least one failed, so Lambda records the invocation as failed. */
@@ -188,7 +189,7 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
     if (last) logRun(last);
   }
 
-  return middy(plan).use(injectLambdaContext(logger)).use(logMetrics(metrics));
+  return middy(plan).use(injectLambdaContext(logger)).use(freshConnections(logger)).use(logMetrics(metrics));
 }
 
 function failIfAny(failures: string[]): void {

@@ -17,6 +17,7 @@ import { countsToPublish, invocationCounts, rangesSummary } from '../lib/process
 import { publishMetricsWhenAny } from '../lib/runtime/publish-metrics';
 import { metricsNamespaceFrom } from '../lib/runtime/metrics-namespace';
 import { awsRuntime, kafkaLogTo } from '../lib/runtime/aws';
+import { freshConnections } from '../lib/runtime/fresh-connections';
 
 const logger = new Logger({ serviceName: 'processor' });
 const metrics = new Metrics({ namespace: metricsNamespaceFrom(process.env), serviceName: 'processor' });
@@ -65,4 +66,5 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
 
 export const handler = middy(processor, { timeoutEarlyInMillis: 2000 })
   .use(injectLambdaContext(logger, { resetKeys: true }))
+  .use(freshConnections(logger))
   .use(publishMetricsWhenAny(metrics));

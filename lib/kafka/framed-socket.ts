@@ -17,6 +17,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { ISocketFactory } from 'kafkajs';
+import { SILENT_CONNECTION_MS } from '../connection-limits';
 
 /** kafkajs's keep-alive on its own sockets (kafkajs/src/network/socketFactory.js). */
 const KEEP_ALIVE_DELAY_MS = 60_000;
@@ -106,8 +107,14 @@ export function responseFramer(options: ResponseFramerOptions = {}): ResponseFra
   };
 }
 
-/** The socket factory: kafkajs's own (TLS or plain, keep-alive), reading whole responses. */
-export const wholeResponseSocketFactory: ISocketFactory = ({ host, port, ssl, onConnect }) => {
+/**
+ * The socket factory: kafkajs's own (TLS or plain, keep-alive), reading whole responses, and closing
+ * a connection that stays silent while a request waits on it (`silentMs`, default SILENT_CONNECTION_MS).
+ */
+export const wholeResponseSocketFactory: ISocketFactory = (args) => silentClosingSocket(args, SILENT_CONNECTION_MS);
+
+/** `wholeResponseSocketFactory` with another silence limit (tests). */
+export function silentClosingSocket({ host, port, ssl, onConnect }: Parameters<ISocketFactory>[0], silentMs: number): net.Socket {
   const framer = responseFramer();
   const onread: net.OnReadOpts = {
     buffer: () => framer.nextBuffer(),
@@ -119,6 +126,7 @@ export const wholeResponseSocketFactory: ISocketFactory = ({ host, port, ssl, on
         socket.destroy(e as Error);
         return false;
       }
+      silence.heard(whole !== undefined);
       if (whole) socket.emit('data', whole);
       return true;
     },
@@ -134,5 +142,46 @@ export const wholeResponseSocketFactory: ISocketFactory = ({ host, port, ssl, on
   const socket = ssl ? tls.connect(tlsOptions, onConnect) : net.connect({ host, port, onread }, onConnect);
   socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
   (socket as net.Socket & { [WHOLE_RESPONSES]?: boolean })[WHOLE_RESPONSES] = true;
+  const silence = silenceWatch(socket, silentMs, `${host}:${port}`);
   return socket;
-};
+}
+
+/**
+ * Closes `socket` with an error once `silentMs` pass without a byte while a request waits for its
+ * answer. kafkajs writes each request with one `write` and each answer is one whole response, so
+ * writes minus responses is what waits. kafkajs only times the request out and keeps the connection,
+ * so every retry went down the same dead connection; closed, its requests fail as a connection error
+ * (retriable) and the next one connects again. Idle connections are left alone (a socket's own
+ * `setTimeout` would also fire between requests, and kafkajs reads its 'timeout' as a failed connect).
+ */
+function silenceWatch(socket: net.Socket, silentMs: number, where: string): { heard(wholeResponse: boolean): void } {
+  let waiting = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const stop = (): void => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+  socket.write = ((...args: unknown[]) => {
+    waiting++;
+    if (timer) timer.refresh();
+    else {
+      timer = setTimeout(() => {
+        const err = Object.assign(new Error(`no answer from ${where} for ${silentMs} ms with a request waiting: connection closed`), {
+          code: 'ESILENT',
+        });
+        socket.destroy(err);
+      }, silentMs);
+      timer.unref();
+    }
+    return write(...args);
+  }) as typeof socket.write;
+  socket.once('close', stop);
+  return {
+    heard(wholeResponse) {
+      if (wholeResponse) waiting = Math.max(0, waiting - 1);
+      if (waiting === 0) stop();
+      else timer?.refresh();
+    },
+  };
+}

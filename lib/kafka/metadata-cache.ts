@@ -36,10 +36,12 @@ export function createMetadataCache(
       return m;
     },
     requestCount: () => [...settled].reduce((s, m) => s + m.requestCount(), 0),
+    // Forgotten before they are closed: a call made meanwhile gets a new adapter, never one being closed.
     async closeAll() {
-      await Promise.all([...settled].map((m) => m.close()));
+      const all = [...settled];
       settled.clear();
       byConnection.clear();
+      await Promise.all(all.map((m) => m.close()));
     },
   };
 }

@@ -7,6 +7,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { SecretUnavailableError } from '../errors';
 import { regionOfArn } from './secrets';
+import { awsRequestHandler } from '../runtime/aws-sockets';
 
 type Sender<C> = { send(command: C): Promise<unknown> };
 
@@ -26,13 +27,21 @@ function clientFor<T>(clients: Map<string, T>, id: string, make: (region: string
 
 /** GetSecretValue with a client in the ARN's region (the function's when it names none). */
 export function readSecretsManagerByArnRegion(secretId: string): Promise<string> {
-  const client = clientFor(secretsManagerClients, secretId, (region) => new SecretsManagerClient(region === undefined ? {} : { region }));
+  const client = clientFor(
+    secretsManagerClients,
+    secretId,
+    (region) => new SecretsManagerClient({ ...(region !== undefined && { region }), requestHandler: awsRequestHandler() }),
+  );
   return readSecretsManager(client, secretId);
 }
 
 /** GetParameter with a client in the ARN's region (the function's when it names none). */
 export function readSsmParameterByArnRegion(name: string): Promise<string> {
-  const client = clientFor(ssmClients, name, (region) => new SSMClient(region === undefined ? {} : { region }));
+  const client = clientFor(
+    ssmClients,
+    name,
+    (region) => new SSMClient({ ...(region !== undefined && { region }), requestHandler: awsRequestHandler() }),
+  );
   return readSsmParameter(client, name);
 }
 

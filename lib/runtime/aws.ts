@@ -15,6 +15,7 @@ import type { RangeReader } from '../ports/range-reader';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { ChainTick, TickQueue } from '../ports/tick-queue';
 import { TICK_QUEUE_URL_ENV } from '../planner/loop-timing';
+import { awsRequestHandler, dropIdleSockets } from './aws-sockets';
 import { destinationClientConfig } from './destinations';
 import type { Ledger, StoreClock } from '../ports/ledger';
 import type { FailureDestinations } from '../ports/failure-destination';
@@ -38,6 +39,8 @@ export type Runtime = {
   handlerFor(stream: StreamConfig): RecordsHandler;
   /** The stream's failure destinations (`onFailure`), kept for the container's life. */
   destinationsFor(stream: StreamConfig): Promise<FailureDestinations>;
+  /** Forgets every kept connection (a container thawed after a long freeze); returns the AWS sockets closed. */
+  dropConnections(): number;
   /** Commits an offset to a Kafka consumer group that has no members (standard lag tooling). */
   commitGroupOffset(stream: StreamConfig, group: string, topic: string, partition: number, offset: number): Promise<void>;
   close(): Promise<void>;
@@ -68,6 +71,7 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
     readerFor: adapters.readerFor,
     handlerFor: adapters.handlerFor,
     destinationsFor: adapters.destinationsFor,
+    dropConnections: adapters.dropConnections,
     commitGroupOffset: (stream, group, topic, partition, offset) =>
       commitGroupOffset(adapters, stream, group, { topic, partition, offset }),
     // A warm container keeps its metadata connections and DynamoDB client (`resetAwsRuntime` releases them).
@@ -75,7 +79,7 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
     dispatcher() {
       const functionName = env.PROCESSOR_FUNCTION_NAME;
       if (!functionName) throw new ValidationError('PROCESSOR_FUNCTION_NAME is not set: the planner cannot dispatch ranges');
-      return (dispatcher ??= createLambdaDispatcher({ client: new LambdaClient({}), functionName }));
+      return (dispatcher ??= createLambdaDispatcher({ client: new LambdaClient({ requestHandler: awsRequestHandler() }), functionName }));
     },
     tickQueue() {
       const queueUrl = env[TICK_QUEUE_URL_ENV];
@@ -97,6 +101,14 @@ function lazySqsTickQueue(env: NodeJS.ProcessEnv, queueUrl: string): TickQueue {
     return createSqsTickQueue(new SQSClient(destinationClientConfig(env, 'SQS')), queueUrl);
   };
   return { sendTick: async (tick: ChainTick, delayMs: number) => (await (queue ??= load())).sendTick(tick, delayMs) };
+}
+
+/**
+ * Drops what this container kept (connection-reuse.ts): the runtime's Kafka clients if it has one, and
+ * every idle AWS socket. Returns the sockets closed.
+ */
+export function dropContainerConnections(): number {
+  return cached ? cached.dropConnections() : dropIdleSockets();
 }
 
 /** Closes and forgets the cached runtime (tests that change the environment, local shutdown). */

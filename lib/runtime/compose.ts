@@ -24,6 +24,7 @@ import type { Ledger, StoreClock } from '../ports/ledger';
 import type { RangeReader } from '../ports/range-reader';
 import type { RecordsHandler } from '../processor/handler-api';
 import type { FailureDestinations } from '../ports/failure-destination';
+import { awsRequestHandler, dropIdleSockets, releaseAgents } from './aws-sockets';
 import { closeDestinations, createStreamDestinations } from './destinations';
 import { createSchemaRegistries, type SchemaRegistries } from '../schemas/registries';
 
@@ -64,18 +65,17 @@ export function localDynamoClientOptions(maxConcurrency: number): Pick<DynamoCli
   return { maxSockets: dynamoSocketsFor(maxConcurrency), idleSocketMs: LOCAL_IDLE_SOCKET_MS };
 }
 
-/** A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set. */
+/**
+ * A DynamoDB client for AWS, or for DYNAMODB_ENDPOINT (local stack) when set: connections and
+ * timeouts from aws-sockets.ts (a request whose connection goes silent fails in seconds and is retried).
+ */
 export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env, opts: DynamoClientOptions = {}): DynamoDBClient {
   const endpoint = env.DYNAMODB_ENDPOINT;
-  // An http.Agent's `timeout` applies to its free sockets only: an idle one is destroyed, one in use is not.
-  const agent = opts.maxSockets
-    ? { keepAlive: true, maxSockets: opts.maxSockets, ...(opts.idleSocketMs && { timeout: opts.idleSocketMs }) }
-    : undefined;
-  const requestHandler =
-    agent || opts.logger
-      ? { ...(agent && { httpAgent: agent, httpsAgent: agent }), ...(opts.logger && { logger: opts.logger }) }
-      : undefined;
-  return new DynamoDBClient({
+  const handler = awsRequestHandler({
+    ...(opts.maxSockets !== undefined && { maxSockets: opts.maxSockets }),
+    ...(opts.idleSocketMs !== undefined && { idleSocketMs: opts.idleSocketMs }),
+  });
+  const client = new DynamoDBClient({
     ...(endpoint
       ? {
           endpoint,
@@ -83,8 +83,15 @@ export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env, opts: 
           credentials: { accessKeyId: env.AWS_ACCESS_KEY_ID ?? 'local', secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? 'local' },
         }
       : {}),
-    ...(requestHandler && { requestHandler }),
+    requestHandler: { ...handler, ...(opts.logger && { logger: opts.logger }) },
   });
+  // The agents are ours (the SDK leaves an agent it was given alone): a destroyed client's go with it.
+  const destroy = client.destroy.bind(client);
+  client.destroy = () => {
+    destroy();
+    releaseAgents(handler);
+  };
+  return client;
 }
 
 export type ComposeOptions = {
@@ -124,6 +131,11 @@ export type Adapters = {
   destinationsFor(stream: StreamConfig): Promise<FailureDestinations>;
   /** Closes the cached readers and committers; metadata and the DynamoDB client stay (a warm container's). */
   closeConnections(): Promise<void>;
+  /**
+   * Forgets every kept connection at once (connection-reuse.ts: a container thawed after a long
+   * freeze): the Kafka clients are closed in the background, idle AWS sockets destroyed; returns how many of those.
+   */
+  dropConnections(): number;
   /** Releases everything: readers, admins, metadata connections and the DynamoDB client. */
   close(): Promise<void>;
 };
@@ -143,13 +155,15 @@ export function composeAdapters(options: ComposeOptions): Adapters {
   const handlers = new Map<string, RecordsHandler>();
   const destinations = new Map<string, Promise<FailureDestinations>>();
   const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, kafkaDeps(cfg))));
+  // Forgotten before they are closed: a call made meanwhile gets a new client, never one being closed.
   const closeConnections = async (): Promise<void> => {
-    await Promise.allSettled(readers.values().map(async (r) => (await r).close()));
-    await Promise.allSettled(committers.values().map(async (c) => (await c).close()));
-    await Promise.allSettled([...destinations.values()].map(async (d) => closeDestinations(await d)));
+    const [r, c, d] = [readers.values(), committers.values(), [...destinations.values()]];
     readers.clear();
     committers.clear();
     destinations.clear();
+    await Promise.allSettled(r.map(async (x) => (await x).close()));
+    await Promise.allSettled(c.map(async (x) => (await x).close()));
+    await Promise.allSettled(d.map(async (x) => closeDestinations(await x)));
   };
   return {
     config,
@@ -190,6 +204,11 @@ export function composeAdapters(options: ComposeOptions): Adapters {
         .catch(() => undefined);
     },
     closeConnections,
+    dropConnections() {
+      void closeConnections().catch(() => undefined);
+      void metadata.closeAll().catch(() => undefined);
+      return dropIdleSockets();
+    },
     async close() {
       await closeConnections();
       await metadata.closeAll().catch(() => undefined);

@@ -8,9 +8,9 @@
 import type { Kafka } from 'kafkajs';
 import type { StreamConfig } from '../config/schema';
 import type { FailureDestinations } from '../ports/failure-destination';
+import { awsRequestHandler } from './aws-sockets';
 
-/** A destination that does not answer fails within about this long (connect, then the request), twice at most. */
-const CONNECTION_TIMEOUT_MS = 3_000;
+/** A destination that does not answer fails within about this long (the whole request), twice at most. */
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /** Client settings for an AWS service: its region, the emulator's endpoint when set, short timeouts and one retry. */
@@ -21,7 +21,8 @@ export function destinationClientConfig(env: NodeJS.ProcessEnv, service: 'SQS' |
     maxAttempts: 2,
     // The SDK's handler only warns when `requestTimeout` passes, unless told to throw: a destination
     // whose answers stopped (a black-holed connection) would hold the run until Lambda's timeout.
-    requestHandler: { connectionTimeout: CONNECTION_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
+    // Sockets, connect and silence limits as every AWS client of the functions (aws-sockets.ts).
+    requestHandler: { ...awsRequestHandler(), requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true },
     ...(endpoint
       ? {
           endpoint,

@@ -4,7 +4,13 @@
  */
 import net from 'node:net';
 import fc from 'fast-check';
-import { responseFramer, wholeResponseSocketFactory, WHOLE_RESPONSES, type ResponseFramerOptions } from '../../../lib/kafka/framed-socket';
+import {
+  responseFramer,
+  silentClosingSocket,
+  wholeResponseSocketFactory,
+  WHOLE_RESPONSES,
+  type ResponseFramerOptions,
+} from '../../../lib/kafka/framed-socket';
 import { waitFor } from '../../support/wait-for';
 
 /** A size-prefixed response with `bytes` of payload. */
@@ -151,5 +157,79 @@ describe('wholeResponseSocketFactory', () => {
     const { closed, received } = await connect();
     expect((await closed)?.message).toBe('the broker sent a response of negative size -2147483648');
     expect(received).toEqual([]);
+  });
+});
+
+describe('a connection silent while a request waits', () => {
+  const SILENT_MS = 200;
+  let server: net.Server;
+  let port: number;
+  const sockets = new Set<net.Socket>();
+  /** Whether the server answers each request (one whole response per write it reads). */
+  let answering = true;
+
+  beforeEach(async () => {
+    answering = true;
+    server = net.createServer((s) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('data', () => {
+        if (answering) s.write(frame(Buffer.from('answer')));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+  });
+  afterEach(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  function connect(): Promise<{ socket: net.Socket; received: Buffer[]; closed: Promise<Error | undefined>; isClosed(): boolean }> {
+    return new Promise((resolve) => {
+      const received: Buffer[] = [];
+      let isClosed = false;
+      const socket = silentClosingSocket(
+        {
+          host: '127.0.0.1',
+          port,
+          ssl: undefined as never,
+          onConnect: () => resolve({ socket, received, closed, isClosed: () => isClosed }),
+        },
+        SILENT_MS,
+      );
+      const closed = new Promise<Error | undefined>((done) => {
+        let error: Error | undefined;
+        socket.on('error', (e) => (error = e));
+        socket.on('close', () => {
+          isClosed = true;
+          done(error);
+        });
+      });
+      socket.on('data', (d: Buffer) => received.push(d));
+    });
+  }
+
+  it('is closed with an error naming the broker once nothing answered for the limit', async () => {
+    answering = false;
+    const { socket, closed } = await connect();
+    const t0 = Date.now();
+    socket.write(Buffer.from('request'));
+    const err = await closed;
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(SILENT_MS - 20);
+    expect(err?.message).toBe(`no answer from 127.0.0.1:${port} for ${SILENT_MS} ms with a request waiting: connection closed`);
+    expect((err as Error & { code?: string }).code).toBe('ESILENT');
+  });
+
+  it('stays open while idle, answered requests and all, however long nothing is asked', async () => {
+    const { socket, received, isClosed } = await connect();
+    socket.write(Buffer.from('one'));
+    await waitFor('the answer', () => received.length, { until: (n) => n >= 1, timeoutMs: 2_000, intervalMs: 10 });
+    socket.write(Buffer.from('two'));
+    await waitFor('the second answer', () => received.length, { until: (n) => n >= 2, timeoutMs: 2_000, intervalMs: 10 });
+    // Idle for three limits: nothing waits, so nothing closes it.
+    await new Promise((r) => setTimeout(r, SILENT_MS * 3));
+    expect(isClosed()).toBe(false);
+    socket.destroy();
   });
 });

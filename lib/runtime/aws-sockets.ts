@@ -1,0 +1,70 @@
+/**
+ * The sockets the functions' AWS SDK clients (DynamoDB, Lambda, SQS, Secrets Manager, SSM) keep
+ * between requests and between a warm container's invocations, and how long a request may wait on
+ * one. The SDK's own default waits forever on a connection whose answers stopped; see
+ * lib/connection-limits.ts for the limits and connection-reuse.ts for when kept sockets are dropped.
+ */
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { CONNECT_TIMEOUT_MS, SILENT_CONNECTION_MS } from '../connection-limits';
+
+/** What an AWS SDK client's HTTP handler is given: keep-alive agents this module can empty, and the limits. */
+export type AwsRequestHandlerOptions = {
+  httpAgent: HttpAgent;
+  httpsAgent: HttpsAgent;
+  connectionTimeout: number;
+  /** Silence allowed while a request waits (the SDK's socket inactivity timeout; its error is retried). */
+  socketTimeout: number;
+};
+
+/** Every agent made here, so `dropIdleSockets` reaches them all. */
+const agents = new Set<HttpAgent>();
+let shared: { httpAgent: HttpAgent; httpsAgent: HttpsAgent } | undefined;
+
+/**
+ * Request handler options for an AWS client. By default the process's shared agents (the SDK's own
+ * sizing: 50 sockets per host); `maxSockets` / `idleSocketMs` give the client agents of its own.
+ */
+export function awsRequestHandler(opts: { maxSockets?: number; idleSocketMs?: number } = {}): AwsRequestHandlerOptions {
+  const limits = { connectionTimeout: CONNECT_TIMEOUT_MS, socketTimeout: SILENT_CONNECTION_MS };
+  if (opts.maxSockets === undefined && opts.idleSocketMs === undefined) {
+    shared ??= { httpAgent: kept(new HttpAgent(agentOptions(opts))), httpsAgent: kept(new HttpsAgent(agentOptions(opts))) };
+    return { ...shared, ...limits };
+  }
+  return { httpAgent: kept(new HttpAgent(agentOptions(opts))), httpsAgent: kept(new HttpsAgent(agentOptions(opts))), ...limits };
+}
+
+// An http.Agent's `timeout` applies to its free sockets only: an idle one is destroyed, one in use is not.
+const agentOptions = (opts: { maxSockets?: number; idleSocketMs?: number }) => ({
+  keepAlive: true,
+  maxSockets: opts.maxSockets ?? 50,
+  ...(opts.idleSocketMs !== undefined && { timeout: opts.idleSocketMs }),
+});
+
+function kept<A extends HttpAgent>(agent: A): A {
+  agents.add(agent);
+  return agent;
+}
+
+/** Destroys every kept-alive socket not serving a request; returns how many. Sockets in use are left alone. */
+export function dropIdleSockets(): number {
+  let dropped = 0;
+  for (const agent of agents) {
+    for (const list of Object.values(agent.freeSockets)) {
+      for (const socket of list ?? []) {
+        socket.destroy();
+        dropped++;
+      }
+    }
+  }
+  return dropped;
+}
+
+/** Forgets an agent (its client was destroyed) and destroys its sockets. */
+export function releaseAgents(options: Pick<AwsRequestHandlerOptions, 'httpAgent' | 'httpsAgent'>): void {
+  for (const agent of [options.httpAgent, options.httpsAgent]) {
+    if (agent === shared?.httpAgent || agent === shared?.httpsAgent) continue;
+    agents.delete(agent);
+    agent.destroy();
+  }
+}
