@@ -49,6 +49,11 @@ export type InvokeResult = {
 
 export type Emulator = {
   readonly id: number;
+  /**
+   * The environment's process group (its shell, the emulator and the runtime): `process.kill(-pid, 'SIGSTOP')`
+   * freezes the environment as Lambda freezes a container between invocations, `SIGCONT` thaws it.
+   */
+  readonly pid: number;
   invoke(payload: Buffer): Promise<InvokeResult>;
   stop(): void;
 };
@@ -152,6 +157,7 @@ export async function startEmulator(
   await waitUntil(`the Lambda runtime emulator of ${spec.name}`, () => portInUse(ports.invoke), { timeoutMs: 20_000, pid: child.pid });
   return {
     id: o.id,
+    pid: child.pid,
     invoke: (payload) => invokeOnce(ports.invoke, payload, lines),
     stop: () => killGroup(child),
   };

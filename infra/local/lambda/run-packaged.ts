@@ -6,7 +6,9 @@
  *
  * The functions get Lambda's variables plus, locally, the emulator's endpoints: DYNAMODB_ENDPOINT
  * and AWS_ENDPOINT_URL (moto, for every AWS client), AWS_ENDPOINT_URL_LAMBDA (the local Lambda, so
- * the planner's dispatcher invokes the processor through it), and dummy credentials.
+ * the planner's dispatcher invokes the processor through it), and dummy credentials. A test may
+ * give the functions other endpoints for these (`functionEndpoints`: proxies in front of them, for
+ * faults between the functions and the services), while the stack is created through the emulator's.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -31,6 +33,12 @@ export type PackagedRunOptions = {
   cacheDir: string;
   /** Run the template's schedules and queue mappings (default true; a benchmark invokes the functions itself). */
   schedules?: boolean;
+  /**
+   * The endpoints the functions are given, where not the services' own: DYNAMODB_ENDPOINT, AWS_ENDPOINT_URL
+   * (default `awsEndpoint`), AWS_ENDPOINT_URL_LAMBDA (default the local Lambda's). Creating the stack
+   * and polling its queues use `awsEndpoint` whatever these say.
+   */
+  functionEndpoints?: { dynamodb?: string; aws?: string; lambda?: string };
 } & Pick<LocalLambdaOptions, 'eventRetryDelaysMs' | 'maxEnvironments' | 'onLine' | 'onInvocation'>;
 
 export type PackagedRun = { stack: EmulatedStack; lambda: LocalLambda; stop(): Promise<void> };
@@ -45,8 +53,8 @@ export async function runPackagedStack(o: PackagedRunOptions): Promise<PackagedR
     nodePath: linkRuntimeSdk(join(o.dir, 'runtime')),
     region: o.region,
     localEnv: {
-      DYNAMODB_ENDPOINT: o.awsEndpoint,
-      AWS_ENDPOINT_URL: o.awsEndpoint,
+      DYNAMODB_ENDPOINT: o.functionEndpoints?.dynamodb ?? o.awsEndpoint,
+      AWS_ENDPOINT_URL: o.functionEndpoints?.aws ?? o.awsEndpoint,
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
       AWS_SESSION_TOKEN: 'local',
@@ -65,6 +73,7 @@ export async function runPackagedStack(o: PackagedRunOptions): Promise<PackagedR
     queues: { mappings: o.schedules === false ? [] : stack.queueMappings, endpoint: o.awsEndpoint, region: o.region },
     ...(o.eventRetryDelaysMs && { eventRetryDelaysMs: o.eventRetryDelaysMs }),
     ...(o.maxEnvironments && { maxEnvironments: o.maxEnvironments }),
+    ...(o.functionEndpoints?.lambda && { functionsLambdaEndpoint: o.functionEndpoints.lambda }),
     ...(o.onLine && { onLine: o.onLine }),
     ...(o.onInvocation && { onInvocation: o.onInvocation }),
   });

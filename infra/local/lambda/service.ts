@@ -58,6 +58,11 @@ export type LocalLambdaOptions = {
   /** Delays before an event's retries (default 1 s, then 2 s: Lambda's one and two minutes, scaled down). */
   eventRetryDelaysMs?: number[];
   maxEnvironments?: number;
+  /**
+   * The Invoke endpoint the functions are given (AWS_ENDPOINT_URL_LAMBDA), when it is not this
+   * service's own: a proxy in front of it, for faults between the functions and Lambda.
+   */
+  functionsLambdaEndpoint?: string;
   /** Each line the functions and emulators print, with its function's name. */
   onLine?: (fn: string, line: string) => void;
   onInvocation?: (r: InvocationRecord) => void;
@@ -73,6 +78,8 @@ export type LocalLambda = {
   idle(fn?: string): Promise<void>;
   /** Stops every idle environment, as Lambda recycles them: the next invocations start cold. */
   recycle(): void;
+  /** The environments started and not stopped, busy or idle, with their process groups (to freeze them: `Emulator.pid`). */
+  environments(): Array<{ function: string; id: number; pid: number }>;
   stop(): Promise<void>;
 };
 
@@ -82,7 +89,8 @@ type Pool = { spec: FunctionSpec; idle: Emulator[]; size: number; cap: number; w
 export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLambda> {
   const pools = new Map(o.functions.map((spec) => [spec.name, newPool(spec, o.maxEnvironments ?? DEFAULT_MAX_ENVIRONMENTS)]));
   const records: InvocationRecord[] = [];
-  const all: Emulator[] = [];
+  /** Every environment started and not recycled, and its function. */
+  const all = new Map<Emulator, string>();
   let nextId = 1;
   // Events queued, waiting for a retry or running, by function; and who waits for none.
   const pending = new Map<string, number>();
@@ -98,7 +106,7 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
   const run = async (pool: Pool, payload: Buffer, type: InvocationType, requestId: string, attempt: number): Promise<InvokeResult> => {
     const env = await acquire(pool, async () => {
       const e = await startEmulator(pool.spec, o.tools, { id: nextId++, dir: o.dir, onLine: (l) => o.onLine?.(pool.spec.name, l) });
-      all.push(e);
+      all.set(e, pool.spec.name);
       return e;
     });
     const startedAtMs = Date.now();
@@ -147,7 +155,8 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
   const address = server.address();
   const endpoint = `http://${LOOPBACK}:${typeof address === 'object' && address ? address.port : 0}`;
   // Functions invoke functions through this service, as the SDK does through Lambda's endpoint.
-  for (const pool of pools.values()) pool.spec = { ...pool.spec, env: { AWS_ENDPOINT_URL_LAMBDA: endpoint, ...pool.spec.env } };
+  const lambdaEndpoint = o.functionsLambdaEndpoint ?? endpoint;
+  for (const pool of pools.values()) pool.spec = { ...pool.spec, env: { AWS_ENDPOINT_URL_LAMBDA: lambdaEndpoint, ...pool.spec.env } };
   const timers = (o.schedules ?? []).map((s) => scheduleTimer(s, pools, enqueueEvent));
   const pollers = o.queues?.mappings.length
     ? startQueuePollers({
@@ -168,15 +177,19 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
     recycle() {
       for (const pool of pools.values()) {
         const idle = pool.idle.splice(0);
-        idle.forEach((e) => e.stop());
+        idle.forEach((e) => {
+          e.stop();
+          all.delete(e);
+        });
         pool.size -= idle.length;
       }
     },
+    environments: () => [...all].map(([e, fn]) => ({ function: fn, id: e.id, pid: e.pid })),
     async stop() {
       timers.forEach((t) => clearInterval(t));
       await pollers?.stop();
       await closeServer(server);
-      all.forEach((e) => e.stop());
+      all.forEach((_, e) => e.stop());
     },
   };
 }
