@@ -4,6 +4,7 @@
  */
 import { AppError, KafkaError } from '../errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../ports/range-reader';
+import { SILENT_CODE } from './framed-socket';
 
 type KafkajsLikeError = { name?: unknown; message?: unknown; type?: unknown; retriable?: unknown; cause?: unknown };
 
@@ -16,6 +17,15 @@ const asObject = (v: unknown): KafkajsLikeError => (typeof v === 'object' && v !
 export function toKafkaError(operation: string, err: unknown): AppError {
   if (err instanceof AppError) return err;
   const unreachable = connectionFailure(err);
+  if (unreachable?.code === SILENT_CODE) {
+    // Not a broker that cannot be reached: a connection that was open stopped answering (a NAT or a
+    // firewall forgot it, a frozen container kept it too long). It is closed; the next call connects again.
+    return new KafkaError(`Kafka: ${unreachable.broker} stopped answering on an open connection (${SILENT_CODE}) during ${operation}`, {
+      cause: err,
+      type: 'CONNECTION',
+      retriable: true,
+    });
+  }
   if (unreachable) {
     return new KafkaError(`Kafka: cannot reach ${unreachable.broker} (${unreachable.code}) during ${operation}`, {
       cause: err,

@@ -23,6 +23,9 @@ import { SILENT_CONNECTION_MS } from '../connection-limits';
 const KEEP_ALIVE_DELAY_MS = 60_000;
 const SIZE_BYTES = 4;
 
+/** The code of the error a connection is closed with when it stayed silent while a request waited. */
+export const SILENT_CODE = 'ESILENT';
+
 /** Marks a socket whose 'data' events each carry exactly one whole response, size prefix included. */
 export const WHOLE_RESPONSES = Symbol('kafka-direct.wholeResponses');
 
@@ -164,11 +167,11 @@ function silenceWatch(socket: net.Socket, silentMs: number, where: string): { he
   const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
   socket.write = ((...args: unknown[]) => {
     waiting++;
-    if (timer) timer.refresh();
-    else {
+    // Only what arrives counts as life: a client resending into a dead connection must not keep it open.
+    if (!timer) {
       timer = setTimeout(() => {
         const err = Object.assign(new Error(`no answer from ${where} for ${silentMs} ms with a request waiting: connection closed`), {
-          code: 'ESILENT',
+          code: SILENT_CODE,
         });
         socket.destroy(err);
       }, silentMs);

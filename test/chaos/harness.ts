@@ -21,7 +21,8 @@ import type { Violation } from './invariants';
 import { runLargeBatch } from './large-batch';
 import { runLoad } from './load';
 import { runOnCluster, runOnPrivateBroker } from './private-kafka';
-import { ROUND_SCENARIOS } from './scenarios';
+import { runThroughProxies } from './proxied';
+import { NETWORK_SCENARIOS, ROUND_SCENARIOS } from './scenarios';
 import { runTopicRecreated } from './topic-recreated';
 
 export { closeChaosEnv, openChaosEnv, type ChaosEnv } from './env';
@@ -47,6 +48,11 @@ export const SCENARIOS = [
   'topic-recreated',
   'large-batch',
   'load',
+  'network-latency',
+  'network-trickle',
+  'network-reset',
+  'network-black-hole',
+  'late-response',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -83,6 +89,8 @@ export type ScenarioResult = {
   /** Processor outcomes by status. */
   statuses: Record<string, number>;
   wallMs: number;
+  /** Network scenarios: from the fault's end to the next commit (ms). */
+  recoveryMs?: number;
   ok: boolean;
   /** What was deleted when the scenario ended (a private broker's topics go with the broker instead). */
   removed?: { topics: string[]; tables: string[] };
@@ -131,6 +139,7 @@ function runScenarioOn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts
   const rounds = ROUND_SCENARIOS[scenario]();
   if (scenario === 'leader-killed') return runOnCluster(env, scenario, rounds, seed, opts);
   if (scenario === 'broker-restart') return runOnPrivateBroker(env, scenario, rounds, seed, opts);
+  if (NETWORK_SCENARIOS.has(scenario)) return runThroughProxies(env, scenario, rounds, seed, opts);
   return runRounds(env, scenario, rounds, seed, opts);
 }
 

@@ -132,6 +132,7 @@ export async function checkRun(run: Run, hooks: RoundScenario): Promise<Scenario
     processorErrors: tally.processorErrors,
     statuses: tally.statuses,
     wallMs: Date.now() - run.t0,
+    ...(run.recoveryMs !== undefined && { recoveryMs: run.recoveryMs }),
     ok,
   };
 }

@@ -46,12 +46,15 @@ function newTally(): Tally {
 
 /** The scenario's two streams: `<id>-eo` (running-totals, exactly-once into the sink) and `<id>-al` (audit-log, at-least-once). */
 function streamsOf(run: Pick<Run, 'id' | 'topic1' | 'knobs' | 'opts' | 'sinkTable' | 'scenario'>): StreamConfig[] {
-  const { broker, cluster } = run.opts;
+  const { broker, cluster, network } = run.opts;
   const mk = (suffix: 'eo' | 'al'): StreamConfig =>
     parseStreamConfig(
       {
         id: `${run.id}-${suffix}`,
-        kafka: { brokers: (broker?.brokers ?? cluster?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(','), ...broker?.kafka },
+        kafka: {
+          brokers: (broker?.brokers ?? cluster?.brokers ?? network?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(','),
+          ...broker?.kafka,
+        },
         ...(run.knobs.pattern ? { topicPattern: `${run.id}-t[0-9]+` } : { topics: [run.topic1] }),
         handler:
           suffix === 'eo'
@@ -90,6 +93,8 @@ export async function setUpRun(env: ChaosEnv, scenario: ScenarioName, hooks: Rou
   const tally = newTally();
   const faulty =
     knobs.faultFraction > 0 ? faultyDynamo(process.env.DYNAMODB_ENDPOINT as string, rng, knobs.faultFraction, tally.faults) : undefined;
+  // The system's DynamoDB client: faulty, through the fault proxy (network scenarios), or the clean one.
+  const systemDynamo = faulty ?? opts.network?.dynamoClient ?? env.ddb;
   const id = toolResourceName('chaos', scenario);
   const sinkTable = await createScenarioTable(env, 'sink');
   const auditTable = await createScenarioTable(env, 'audit');
@@ -106,12 +111,12 @@ export async function setUpRun(env: ChaosEnv, scenario: ScenarioName, hooks: Rou
     topic1: `${id}-t1`,
     topics: [`${id}-t1`],
     streams: [],
-    ledger: createDynamoLedger({ client: faulty ?? env.ddb, tableName: env.ledgerTable }),
+    ledger: createDynamoLedger({ client: systemDynamo, tableName: env.ledgerTable }),
     cleanLedger: createDynamoLedger({ client: env.ddb, tableName: env.ledgerTable }),
     faulty,
     sinkTable,
     auditTable,
-    audit: createAuditLog({ tableName: auditTable, client: env.ddb }),
+    audit: createAuditLog({ tableName: auditTable, client: systemDynamo }),
     produced: [],
     problems: [],
     injected: 'nothing',

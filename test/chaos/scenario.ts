@@ -16,6 +16,7 @@ import type { ScenarioName } from './harness';
 import type { LedgerSnapshot } from './invariants';
 import type { LoopCheck } from './loops';
 import type { BrokerControl, ClusterControl } from './private-kafka';
+import type { NetworkControl } from './proxied';
 
 /** One produced record: every record has a unique key `r-<id>` and amount `id`. */
 export type Produced = { topic: string; partition: number; offset: number; id: number; poison: boolean };
@@ -23,7 +24,14 @@ export type Produced = { topic: string; partition: number; offset: number; id: n
 /** A dispatched range waiting for its processor. */
 export type Queued = { stream: StreamConfig; range: RangePayload };
 
-export type DriverOpts = { budgetMs?: number; broker?: BrokerControl; cluster?: ClusterControl; startedAt?: number };
+export type DriverOpts = {
+  budgetMs?: number;
+  broker?: BrokerControl;
+  cluster?: ClusterControl;
+  /** The network scenarios: the broker and DynamoDB reached through fault proxies (proxied.ts). */
+  network?: NetworkControl;
+  startedAt?: number;
+};
 
 /** What a scenario may turn; everything else is the same in every scenario. */
 export type Knobs = {
@@ -94,6 +102,8 @@ export type Run = {
   tally: Tally;
   /** The scenario's mid-run event happened (always true without one). */
   eventDone: boolean;
+  /** Network scenarios: from the fault's end to the next commit. */
+  recoveryMs?: number;
   producer: Producer;
   /** topic-deleted: the topic deleted mid-run, and its own producer until then. */
   deletedTopic?: string;

@@ -26,7 +26,12 @@ export type FaultProxy = {
   clear(): Promise<void>;
 };
 
-export type FaultProxies = { server: FaultProxyServer; proxy(upstream: string): Promise<FaultProxy>; stop(): Promise<void> };
+export type FaultProxies = {
+  server: FaultProxyServer;
+  /** A proxy to `upstream`, listening on `listen` (`host:port`; default a free port). */
+  proxy(upstream: string, listen?: string): Promise<FaultProxy>;
+  stop(): Promise<void>;
+};
 
 /** Starts a Toxiproxy server for this test file; `stop` ends it (and its proxies). */
 export async function startFaultProxies(): Promise<FaultProxies> {
@@ -34,8 +39,8 @@ export async function startFaultProxies(): Promise<FaultProxies> {
   const client = new Toxiproxy(server.apiUrl);
   return {
     server,
-    proxy: async (upstream) =>
-      faultProxy(await client.createProxy({ name: uniqueName('fp'), listen: '127.0.0.1:0', upstream }), server.apiUrl),
+    proxy: async (upstream, listen = '127.0.0.1:0') =>
+      faultProxy(await client.createProxy({ name: uniqueName('fp'), listen, upstream }), server.apiUrl),
     stop: () => server.stop(),
   };
 }

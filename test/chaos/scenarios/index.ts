@@ -8,6 +8,7 @@ import { duplicateInvoke } from './duplicate-invoke';
 import { dynamodbFaults } from './dynamodb-faults';
 import { forgedPayload } from './forged-payload';
 import { leaderKilled } from './leader-killed';
+import { lateResponse, networkBlackHole, networkLatency, networkReset, networkTrickle } from './network';
 import { partitionsAdded } from './partitions-added';
 import { plannerKill } from './planner-kill';
 import { planners2, planners3 } from './planners';
@@ -38,4 +39,18 @@ export const ROUND_SCENARIOS: Record<Exclude<ScenarioName, OwnRunnerScenario>, (
   'forged-payload': forgedPayload,
   'skewed-clock': skewedClock,
   'leader-killed': leaderKilled,
+  'network-latency': networkLatency,
+  'network-trickle': networkTrickle,
+  'network-reset': networkReset,
+  'network-black-hole': networkBlackHole,
+  'late-response': lateResponse,
 };
+
+/** The scenarios run through the fault proxies (proxied.ts). */
+export const NETWORK_SCENARIOS: ReadonlySet<ScenarioName> = new Set([
+  'network-latency',
+  'network-trickle',
+  'network-reset',
+  'network-black-hole',
+  'late-response',
+]);

@@ -233,3 +233,27 @@ describe('a connection silent while a request waits', () => {
     socket.destroy();
   });
 });
+
+describe('a connection resent into while silent', () => {
+  it('is closed after the limit from the first unanswered request, however often the client writes', async () => {
+    const server = net.createServer((s) => s.resume());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const socket = await new Promise<net.Socket>((resolve) => {
+      const s = silentClosingSocket({ host: '127.0.0.1', port, ssl: undefined as never, onConnect: () => resolve(s) }, 300);
+    });
+    const closed = new Promise<Error | undefined>((done) => {
+      let error: Error | undefined;
+      socket.on('error', (e) => (error = e));
+      socket.on('close', () => done(error));
+    });
+    const t0 = Date.now();
+    const resend = setInterval(() => socket.writable && socket.write(Buffer.from('again')), 50);
+    socket.write(Buffer.from('first'));
+    const err = await closed;
+    clearInterval(resend);
+    server.close();
+    expect((err as Error & { code?: string }).code).toBe('ESILENT');
+    expect(Date.now() - t0).toBeLessThan(1_000);
+  });
+});
