@@ -22,8 +22,15 @@ const BUDGET_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = {
   'leader-killed': 90_000,
   'large-batch': 150_000,
   load: Number(process.env.CHAOS_LOAD_BUDGET_MS ?? 360_000),
+  // The warm phase only: each freeze then waits up to 60 s for the thawed functions.
+  'freeze-thaw': 120_000,
 };
-const TIMEOUT_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = { 'leader-killed': 240_000, 'large-batch': 240_000, load: 480_000 };
+const TIMEOUT_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = {
+  'leader-killed': 240_000,
+  'large-batch': 240_000,
+  load: 480_000,
+  'freeze-thaw': 420_000,
+};
 
 beforeAll(async () => {
   env = await openChaosEnv(testKafka('chaos'), ddb);

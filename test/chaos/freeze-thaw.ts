@@ -46,7 +46,7 @@ import { startIdleNat, type IdleNat } from '../support/idle-nat';
 import { scanTotals } from '../support/scan';
 import { waitFor } from '../support/wait-for';
 import type { ChaosEnv } from './env';
-import type { ScenarioName, ScenarioResult } from './harness';
+import type { ScenarioResult } from './harness';
 import { checkInvariants } from './invariants';
 import { createScenarioTable, scenarioName } from './scenario-resources';
 import { readLedgerSnapshot } from './snapshot.dynamodb';
@@ -143,6 +143,8 @@ export async function runFreezeThaw(env: ChaosEnv, seed: number, opts: { budgetM
   return {
     ...base,
     injected: injectedText(thaws),
+    // The long freeze's: from the thawed planner's invocation to the new records committed.
+    ...(thaws[0]?.recoveredMs !== undefined && { recoveryMs: thaws[0].recoveredMs }),
     problems,
     wallMs: Date.now() - t0,
     ok: problems.length === 0 && base.violations.length === 0 && base.duplicates === 0 && base.losses === 0,
@@ -476,7 +478,7 @@ function statusesOf(r: InvocationRecord): string[] {
 function emptyOutcome(seed: number, produced: number) {
   return {
     // Registered in harness.ts's SCENARIOS by whoever adds the runner there.
-    scenario: 'freeze-thaw' as ScenarioName,
+    scenario: 'freeze-thaw' as const,
     seed,
     produced,
     expected: produced,

@@ -18,8 +18,8 @@ import { retentionContinue, retentionFail } from './retention';
 import { skewedClock } from './skewed-clock';
 import { topicDeleted } from './topic-deleted';
 
-/** The scenarios with a runner of their own (topic-recreated.ts, large-batch.ts, load.ts). */
-export type OwnRunnerScenario = 'topic-recreated' | 'large-batch' | 'load';
+/** The scenarios with a runner of their own (topic-recreated.ts, large-batch.ts, load.ts, freeze-thaw.ts). */
+export type OwnRunnerScenario = 'topic-recreated' | 'large-batch' | 'load' | 'freeze-thaw';
 
 export const ROUND_SCENARIOS: Record<Exclude<ScenarioName, OwnRunnerScenario>, () => RoundScenario> = {
   baseline,
