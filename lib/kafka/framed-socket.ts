@@ -111,13 +111,42 @@ export function responseFramer(options: ResponseFramerOptions = {}): ResponseFra
 }
 
 /**
- * The socket factory: kafkajs's own (TLS or plain, keep-alive), reading whole responses, and closing
- * a connection that stays silent while a request waits on it (`silentMs`, default SILENT_CONNECTION_MS).
+ * The socket factory of one Kafka client: kafkajs's own sockets (TLS or plain, keep-alive), reading
+ * whole responses, each closed when it stays silent while a request waits on it (`silentMs`,
+ * default SILENT_CONNECTION_MS). When one goes silent, the client's idle connections are closed with
+ * it: they crossed the same NAT or slept through the same freeze, and finding each dead in turn
+ * would cost a silence limit apiece (a planner's Metadata retry met the seed broker's connection,
+ * then the leader's). Connections busy with a request are left to their own watch.
  */
-export const wholeResponseSocketFactory: ISocketFactory = (args) => silentClosingSocket(args, SILENT_CONNECTION_MS);
+export function clientSocketFactory(silentMs = SILENT_CONNECTION_MS): ISocketFactory {
+  const open = new Map<net.Socket, Silence>();
+  return (args) => {
+    const { socket, silence } = openSocket(args, silentMs, () => {
+      for (const [other, watch] of open) {
+        if (other !== socket && watch.idle()) other.destroy(silentError(`closed with another connection of its client that went silent`));
+      }
+    });
+    open.set(socket, silence);
+    socket.once('close', () => open.delete(socket));
+    return socket;
+  };
+}
+
+/** One socket of `clientSocketFactory`, on its own (tests). */
+export const wholeResponseSocketFactory: ISocketFactory = (args) => openSocket(args, SILENT_CONNECTION_MS).socket;
 
 /** `wholeResponseSocketFactory` with another silence limit (tests). */
-export function silentClosingSocket({ host, port, ssl, onConnect }: Parameters<ISocketFactory>[0], silentMs: number): net.Socket {
+export function silentClosingSocket(args: Parameters<ISocketFactory>[0], silentMs: number): net.Socket {
+  return openSocket(args, silentMs).socket;
+}
+
+const silentError = (message: string): Error => Object.assign(new Error(message), { code: SILENT_CODE });
+
+function openSocket(
+  { host, port, ssl, onConnect }: Parameters<ISocketFactory>[0],
+  silentMs: number,
+  onSilent?: () => void,
+): { socket: net.Socket; silence: Silence } {
   const framer = responseFramer();
   const onread: net.OnReadOpts = {
     buffer: () => framer.nextBuffer(),
@@ -145,9 +174,12 @@ export function silentClosingSocket({ host, port, ssl, onConnect }: Parameters<I
   const socket = ssl ? tls.connect(tlsOptions, onConnect) : net.connect({ host, port, onread }, onConnect);
   socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
   (socket as net.Socket & { [WHOLE_RESPONSES]?: boolean })[WHOLE_RESPONSES] = true;
-  const silence = silenceWatch(socket, silentMs, `${host}:${port}`);
-  return socket;
+  const silence = silenceWatch(socket, silentMs, `${host}:${port}`, onSilent);
+  return { socket, silence };
 }
+
+/** A socket's watch: what it heard, and whether a request waits on it. */
+type Silence = { heard(wholeResponse: boolean): void; idle(): boolean };
 
 /**
  * Closes `socket` with an error once `silentMs` pass without a byte while a request waits for its
@@ -157,7 +189,7 @@ export function silentClosingSocket({ host, port, ssl, onConnect }: Parameters<I
  * (retriable) and the next one connects again. Idle connections are left alone (a socket's own
  * `setTimeout` would also fire between requests, and kafkajs reads its 'timeout' as a failed connect).
  */
-function silenceWatch(socket: net.Socket, silentMs: number, where: string): { heard(wholeResponse: boolean): void } {
+function silenceWatch(socket: net.Socket, silentMs: number, where: string, onSilent?: () => void): Silence {
   let waiting = 0;
   let timer: NodeJS.Timeout | undefined;
   const stop = (): void => {
@@ -170,10 +202,8 @@ function silenceWatch(socket: net.Socket, silentMs: number, where: string): { he
     // Only what arrives counts as life: a client resending into a dead connection must not keep it open.
     if (!timer) {
       timer = setTimeout(() => {
-        const err = Object.assign(new Error(`no answer from ${where} for ${silentMs} ms with a request waiting: connection closed`), {
-          code: SILENT_CODE,
-        });
-        socket.destroy(err);
+        socket.destroy(silentError(`no answer from ${where} for ${silentMs} ms with a request waiting: connection closed`));
+        onSilent?.();
       }, silentMs);
       timer.unref();
     }
@@ -186,5 +216,6 @@ function silenceWatch(socket: net.Socket, silentMs: number, where: string): { he
       if (waiting === 0) stop();
       else timer?.refresh();
     },
+    idle: () => waiting === 0,
   };
 }

@@ -6,6 +6,7 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import type { Socket } from 'node:net';
 import { CONNECT_TIMEOUT_MS, SILENT_CONNECTION_MS } from '../connection-limits';
 
 /** What an AWS SDK client's HTTP handler is given: keep-alive agents this module can empty, and the limits. */
@@ -41,22 +42,41 @@ const agentOptions = (opts: { maxSockets?: number; idleSocketMs?: number }) => (
   ...(opts.idleSocketMs !== undefined && { timeout: opts.idleSocketMs }),
 });
 
+/**
+ * Registers the agent, and makes a request's socket that goes silent (the SDK's socket timeout)
+ * take the agent's idle sockets with it: they crossed the same NAT or slept through the same
+ * freeze, and each resend would otherwise meet the next dead one, a silence limit apiece.
+ */
 function kept<A extends HttpAgent>(agent: A): A {
   agents.add(agent);
+  const create = agent.createConnection.bind(agent) as (...args: unknown[]) => Socket | undefined;
+  (agent as { createConnection: unknown }).createConnection = (...args: unknown[]) => {
+    const socket = create(...args);
+    socket?.on('timeout', () => {
+      if (!isFree(agent, socket)) dropFreeSockets(agent);
+    });
+    return socket;
+  };
   return agent;
+}
+
+const isFree = (agent: HttpAgent, socket: Socket): boolean => Object.values(agent.freeSockets).some((list) => list?.includes(socket));
+
+function dropFreeSockets(agent: HttpAgent): number {
+  let dropped = 0;
+  for (const list of Object.values(agent.freeSockets)) {
+    for (const socket of list ?? []) {
+      socket.destroy();
+      dropped++;
+    }
+  }
+  return dropped;
 }
 
 /** Destroys every kept-alive socket not serving a request; returns how many. Sockets in use are left alone. */
 export function dropIdleSockets(): number {
   let dropped = 0;
-  for (const agent of agents) {
-    for (const list of Object.values(agent.freeSockets)) {
-      for (const socket of list ?? []) {
-        socket.destroy();
-        dropped++;
-      }
-    }
-  }
+  for (const agent of agents) dropped += dropFreeSockets(agent);
   return dropped;
 }
 

@@ -74,3 +74,24 @@ it('closes the kept-alive sockets not in use, and the next request connects agai
   expect(connections).toBe(before + 1);
   client.destroy();
 });
+
+it("closes the agent's idle sockets when a request's socket goes silent, so the resend connects afresh", async () => {
+  const client = dynamoClientFromEnv({ DYNAMODB_ENDPOINT: endpoint }, { maxSockets: 4 });
+  // Two kept sockets: two requests at once, both answered.
+  await Promise.all([client.send(new ListTablesCommand({})), client.send(new ListTablesCommand({}))]);
+  await waitFor('two kept sockets', () => open.size, { until: (n) => n >= 2, timeoutMs: 2_000, intervalMs: 10 });
+  const before = connections;
+  silent = true;
+  const sent = client.send(new ListTablesCommand({}));
+  // The silent request's socket times out and the other kept socket goes with it.
+  await waitFor('every kept socket closed', () => open.size, {
+    until: (n) => n === 0,
+    timeoutMs: SILENT_CONNECTION_MS + 2_000,
+    intervalMs: 5,
+  });
+  silent = false;
+  await sent;
+  // The SDK's resend opened a new connection instead of taking the other kept one.
+  expect(connections).toBe(before + 1);
+  client.destroy();
+}, 30_000);
