@@ -12,3 +12,22 @@ export const SILENT_CONNECTION_MS = 3_000;
 
 /** How long a new connection may take to open. */
 export const CONNECT_TIMEOUT_MS = 2_000;
+
+/**
+ * A connection found silent while a request waited on it says the others kept as long are likely dead
+ * too: they crossed the same NAT, or slept through the same freeze of the container, and finding each
+ * in turn would cost a silence limit apiece. Each kind of client (Kafka sockets, AWS agents)
+ * subscribes and closes its idle connections; connections busy with a request are left to their own watch.
+ */
+const listeners = new Set<() => void>();
+
+/** Subscribes `closeIdle` to "a connection was found silent"; returns the unsubscribe. */
+export function onSilentConnection(closeIdle: () => void): () => void {
+  listeners.add(closeIdle);
+  return () => listeners.delete(closeIdle);
+}
+
+/** Tells every kind of client that one connection went silent with a request waiting. */
+export function silentConnectionFound(): void {
+  for (const closeIdle of listeners) closeIdle();
+}

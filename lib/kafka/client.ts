@@ -8,7 +8,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { ValidationError } from '../errors';
 import { certificateValidToMs } from '../config/pem';
 import type { KafkaConnectionConfig, SslConfig } from '../config/schema';
-import { clientSocketFactory } from './framed-socket';
+import { wholeResponseSocketFactory } from './framed-socket';
 import { describeConnection, type ConnectionDescription } from './connection-failure';
 import { readConnectionSecrets } from './connection-secrets';
 import { mskIamToken, type MskTokenProvider } from './msk-iam';
@@ -119,8 +119,7 @@ export function kafkaClientConfig(config: KafkaConnectionConfig, options: KafkaC
     // to about 3 x connectionTimeoutMs (a refused connection: well under a second).
     retry: KAFKAJS_RETRY,
     // Each response read into one buffer of its size, not 64 KiB reads kafkajs copies together.
-    // One per client: a connection found silent takes its client's idle connections with it.
-    socketFactory: clientSocketFactory(),
+    socketFactory: wholeResponseSocketFactory,
   };
   const ssl = kafkaSsl(config.ssl, config.sasl?.mechanism === 'aws-msk-iam', options.tls);
   if (ssl !== undefined) out.ssl = ssl;

@@ -17,7 +17,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { ISocketFactory } from 'kafkajs';
-import { SILENT_CONNECTION_MS } from '../connection-limits';
+import { onSilentConnection, SILENT_CONNECTION_MS, silentConnectionFound } from '../connection-limits';
 
 /** kafkajs's keep-alive on its own sockets (kafkajs/src/network/socketFactory.js). */
 const KEEP_ALIVE_DELAY_MS = 60_000;
@@ -111,34 +111,27 @@ export function responseFramer(options: ResponseFramerOptions = {}): ResponseFra
 }
 
 /**
- * The socket factory of one Kafka client: kafkajs's own sockets (TLS or plain, keep-alive), reading
- * whole responses, each closed when it stays silent while a request waits on it (`silentMs`,
- * default SILENT_CONNECTION_MS). When one goes silent, the client's idle connections are closed with
- * it: they crossed the same NAT or slept through the same freeze, and finding each dead in turn
- * would cost a silence limit apiece (a planner's Metadata retry met the seed broker's connection,
- * then the leader's). Connections busy with a request are left to their own watch.
+ * The socket factory: kafkajs's own sockets (TLS or plain, keep-alive), reading whole responses,
+ * each closed when it stays silent while a request waits on it (`silentMs`, default
+ * SILENT_CONNECTION_MS). A silent one also closes every idle Kafka connection of the process, and
+ * tells the other clients to close theirs (connection-limits.ts: `silentConnectionFound`).
  */
-export function clientSocketFactory(silentMs = SILENT_CONNECTION_MS): ISocketFactory {
-  const open = new Map<net.Socket, Silence>();
-  return (args) => {
-    const { socket, silence } = openSocket(args, silentMs, () => {
-      for (const [other, watch] of open) {
-        if (other !== socket && watch.idle()) other.destroy(silentError(`closed with another connection of its client that went silent`));
-      }
-    });
-    open.set(socket, silence);
-    socket.once('close', () => open.delete(socket));
-    return socket;
-  };
-}
-
-/** One socket of `clientSocketFactory`, on its own (tests). */
-export const wholeResponseSocketFactory: ISocketFactory = (args) => openSocket(args, SILENT_CONNECTION_MS).socket;
+export const wholeResponseSocketFactory: ISocketFactory = (args) => silentClosingSocket(args, SILENT_CONNECTION_MS);
 
 /** `wholeResponseSocketFactory` with another silence limit (tests). */
 export function silentClosingSocket(args: Parameters<ISocketFactory>[0], silentMs: number): net.Socket {
-  return openSocket(args, silentMs).socket;
+  const { socket, silence } = openSocket(args, silentMs, silentConnectionFound);
+  open.set(socket, silence);
+  socket.once('close', () => open.delete(socket));
+  return socket;
 }
+
+/** The process's Kafka sockets and their watches. */
+const open = new Map<net.Socket, Silence>();
+
+onSilentConnection(() => {
+  for (const [socket, watch] of open) if (watch.idle()) socket.destroy(silentError('closed with another connection that went silent'));
+});
 
 const silentError = (message: string): Error => Object.assign(new Error(message), { code: SILENT_CODE });
 

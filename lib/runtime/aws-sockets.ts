@@ -7,7 +7,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
-import { CONNECT_TIMEOUT_MS, SILENT_CONNECTION_MS } from '../connection-limits';
+import { CONNECT_TIMEOUT_MS, onSilentConnection, SILENT_CONNECTION_MS, silentConnectionFound } from '../connection-limits';
 
 /** What an AWS SDK client's HTTP handler is given: keep-alive agents this module can empty, and the limits. */
 export type AwsRequestHandlerOptions = {
@@ -43,9 +43,9 @@ const agentOptions = (opts: { maxSockets?: number; idleSocketMs?: number }) => (
 });
 
 /**
- * Registers the agent, and makes a request's socket that goes silent (the SDK's socket timeout)
- * take the agent's idle sockets with it: they crossed the same NAT or slept through the same
- * freeze, and each resend would otherwise meet the next dead one, a silence limit apiece.
+ * Registers the agent, and makes a request's socket that goes silent (the SDK's socket timeout) say
+ * so (connection-limits.ts: `silentConnectionFound`): every idle socket of the process is closed,
+ * so the SDK's resend, and the next calls, connect afresh instead of meeting the next dead one.
  */
 function kept<A extends HttpAgent>(agent: A): A {
   agents.add(agent);
@@ -53,7 +53,7 @@ function kept<A extends HttpAgent>(agent: A): A {
   (agent as { createConnection: unknown }).createConnection = (...args: unknown[]) => {
     const socket = create(...args);
     socket?.on('timeout', () => {
-      if (!isFree(agent, socket)) dropFreeSockets(agent);
+      if (!isFree(agent, socket)) silentConnectionFound();
     });
     return socket;
   };
@@ -72,6 +72,8 @@ function dropFreeSockets(agent: HttpAgent): number {
   }
   return dropped;
 }
+
+onSilentConnection(() => void dropIdleSockets());
 
 /** Destroys every kept-alive socket not serving a request; returns how many. Sockets in use are left alone. */
 export function dropIdleSockets(): number {

@@ -6,12 +6,12 @@ import net from 'node:net';
 import fc from 'fast-check';
 import {
   responseFramer,
-  clientSocketFactory,
   silentClosingSocket,
   wholeResponseSocketFactory,
   WHOLE_RESPONSES,
   type ResponseFramerOptions,
 } from '../../../lib/kafka/framed-socket';
+import { silentConnectionFound } from '../../../lib/connection-limits';
 import { waitFor } from '../../support/wait-for';
 
 /** A size-prefixed response with `bytes` of payload. */
@@ -259,41 +259,50 @@ describe('a connection resent into while silent', () => {
   });
 });
 
-describe("a client's connections when one goes silent", () => {
-  it('closes the idle ones with it, and leaves one busy with a request to its own watch', async () => {
-    // Connections numbered in the order they open: the server answers the first, never the others.
+describe('the idle connections when one goes silent', () => {
+  it('are closed with it, by the silent one or by another kind of client saying so, and one busy with a request is left to its own watch', async () => {
+    // Connections numbered in the order they open: the server answers the first two, never the others.
     let n = 0;
     const server = net.createServer((s) => {
       const mine = ++n;
       s.on('data', () => {
-        if (mine === 1) s.write(frame(Buffer.from('answer')));
+        if (mine <= 2) s.write(frame(Buffer.from('answer')));
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as net.AddressInfo).port;
-    const factory = clientSocketFactory(300);
     const open = () =>
       new Promise<{ socket: net.Socket; closed: Promise<Error | undefined> }>((resolve) => {
-        const socket = factory({ host: '127.0.0.1', port, ssl: undefined as never, onConnect: () => resolve({ socket, closed }) });
+        const socket = silentClosingSocket(
+          { host: '127.0.0.1', port, ssl: undefined as never, onConnect: () => resolve({ socket, closed }) },
+          300,
+        );
         const closed = new Promise<Error | undefined>((done) => {
           let error: Error | undefined;
-          socket.on('error', (e) => (error = e));
+          socket.on('error', (e: Error) => (error = e));
           socket.on('close', () => done(error));
         });
       });
-    const idle = await open(); // answered, then idle
-    idle.socket.write(Buffer.from('one'));
-    await new Promise((r) => idle.socket.once('data', r));
+    const answered = async () => {
+      const c = await open();
+      c.socket.write(Buffer.from('one'));
+      await new Promise((r) => c.socket.once('data', r));
+      return c;
+    };
+    const idle = await answered();
+    const idle2 = await answered();
+    // Another kind of client (an AWS agent) found a silent connection: the idle Kafka ones close.
+    silentConnectionFound();
+    expect((await idle.closed)?.message).toBe('closed with another connection that went silent');
+    expect(((await idle2.closed) as Error & { code?: string }).code).toBe('ESILENT');
+    const idle3 = await open(); // never asked anything: idle
     const busy = await open(); // a request that will go unanswered, sent later
     const dead = await open(); // the one that goes silent first
     dead.socket.write(Buffer.from('request'));
     await new Promise((r) => setTimeout(r, 150));
     busy.socket.write(Buffer.from('request'));
-    const deadErr = await dead.closed;
-    const idleErr = await idle.closed;
-    expect(deadErr?.message).toMatch(/^no answer from 127\.0\.0\.1:\d+ for 300 ms/);
-    expect(idleErr?.message).toBe('closed with another connection of its client that went silent');
-    expect((idleErr as Error & { code?: string }).code).toBe('ESILENT');
+    expect((await dead.closed)?.message).toMatch(/^no answer from 127\.0\.0\.1:\d+ for 300 ms/);
+    expect((await idle3.closed)?.message).toBe('closed with another connection that went silent');
     // The busy one was not closed with them: its own watch closes it 300 ms after its request.
     expect(busy.socket.destroyed).toBe(false);
     expect((await busy.closed)?.message).toMatch(/^no answer from/);
