@@ -6,6 +6,7 @@
  */
 import type { GetSchemaVersionCommandInput, GetSchemaVersionCommandOutput, GlueClientConfig } from '@aws-sdk/client-glue';
 import { SchemaRegistryError } from '../errors';
+import { awsRequestHandler } from '../runtime/aws-sockets';
 import type { RegistrySchemaFormat, SchemaLookup, SchemaRegistry } from '../ports/schema-registry';
 
 /** What the adapter needs of Glue (`glueClientFromEnv`'s, or a fake in tests). */
@@ -95,7 +96,8 @@ export function glueClientFromEnv(region: string, env: NodeJS.ProcessEnv = proce
   let client: Promise<{ getSchemaVersion: GlueSender['getSchemaVersion'] }> | undefined;
   const load = async () => {
     const sdk = await import('@aws-sdk/client-glue');
-    const glue = new sdk.GlueClient(config);
+    // Connect, silence and socket limits as every AWS client of the functions (lib/runtime/aws-sockets.ts).
+    const glue = new sdk.GlueClient({ ...config, requestHandler: awsRequestHandler() });
     return { getSchemaVersion: (input: GetSchemaVersionCommandInput) => glue.send(new sdk.GetSchemaVersionCommand(input)) };
   };
   return {
