@@ -8,6 +8,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient, CreateQueueCommand } from '@aws-sdk/client-sqs';
+import { SILENT_CONNECTION_MS } from '../../lib/connection-limits';
 import { createSqsDestination } from '../../lib/destinations/destination.sqs';
 import type { FailureDelivery } from '../../lib/ports/failure-destination';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
@@ -115,7 +116,7 @@ describe('the fault proxy between the ledger and DynamoDB', () => {
     expect(await l.claimChainTick({ stream, seq: 1, nowMs: 1100, claimedBy: 'inv-b' })).toBe('condition-failed');
   });
 
-  it("gives up on a failure destination whose answers stopped (a black hole) after the client's timeouts, not never", async () => {
+  it("gives up on a failure destination whose answers stopped (a black hole) after the client's silence limit, not never", async () => {
     // The emulator serves SQS too: the destination's client goes through the proxy, the queue is made directly.
     const direct = new SQSClient({
       endpoint: process.env.DYNAMODB_ENDPOINT!,
@@ -135,10 +136,10 @@ describe('the fault proxy between the ledger and DynamoDB', () => {
     );
     const ms = Date.now() - t0;
     sqs.destroy();
-    // Two attempts of at most 10 s each (destinations.ts): the timeout fired, and the delivery did not wait forever.
+    // Two attempts, each ended by 3 s of silence (SILENT_CONNECTION_MS): the limit fired, and the delivery did not wait forever.
     expect(failed?.name).toBe('DeliveryError');
-    expect(ms).toBeGreaterThanOrEqual(9_000);
-    expect(ms).toBeLessThan(30_000);
+    expect(ms).toBeGreaterThanOrEqual(2 * SILENT_CONNECTION_MS - 100);
+    expect(ms).toBeLessThan(10_000);
   }, 60_000);
 });
 
