@@ -47,6 +47,7 @@ import { scanTotals } from '../support/scan';
 import { waitFor } from '../support/wait-for';
 import type { ChaosEnv } from './env';
 import type { ScenarioResult } from './harness';
+import { NO_SIDE_FIGURES } from './run-checks';
 import { checkInvariants } from './invariants';
 import { createScenarioTable, scenarioName } from './scenario-resources';
 import { readLedgerSnapshot } from './snapshot.dynamodb';
@@ -477,7 +478,6 @@ function statusesOf(r: InvocationRecord): string[] {
 
 function emptyOutcome(seed: number, produced: number) {
   return {
-    // Registered in harness.ts's SCENARIOS by whoever adds the runner there.
     scenario: 'freeze-thaw' as const,
     seed,
     produced,
@@ -485,12 +485,7 @@ function emptyOutcome(seed: number, produced: number) {
     applied: 0,
     duplicates: 0,
     losses: produced,
-    auditLosses: 0,
-    auditDuplicates: 0,
-    dataLoss: 0,
-    deadLetters: 0,
-    stopped: 0,
-    retired: 0,
+    ...NO_SIDE_FIGURES,
     violations: [] as ScenarioResult['violations'],
     rounds: 0,
     invocations: 0,

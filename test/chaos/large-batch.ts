@@ -18,6 +18,7 @@ import { processRange, type ProcessorStep } from '../../lib/processor/process-ra
 import type { RangePayload } from '../../lib/ranges';
 import { createScenarioTable, createScenarioTopics, scenarioName } from './scenario-resources';
 import type { ChaosEnv, ScenarioResult } from './harness';
+import { NO_SIDE_FIGURES } from './run-checks';
 import { takeReader } from './readers';
 import { scanTotals } from '../support/scan';
 import { prng } from './prng';
@@ -160,12 +161,7 @@ export async function runLargeBatch(env: ChaosEnv, seed: number, opts: { budgetM
     applied: check.applied,
     duplicates: check.duplicates,
     losses: check.losses,
-    auditLosses: 0,
-    auditDuplicates: 0,
-    dataLoss: 0,
-    deadLetters: 0,
-    stopped: 0,
-    retired: 0,
+    ...NO_SIDE_FIGURES,
     violations,
     problems,
     rounds,

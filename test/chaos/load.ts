@@ -19,6 +19,7 @@ import { DEFAULT_LOCAL_CONCURRENCY } from '../../lib/dispatch/dispatcher.local';
 import { composeAdapters, dynamoClientFromEnv, localDynamoClientOptions, type Adapters } from '../../lib/runtime/compose';
 import { createScenarioLedger, createScenarioTable, createScenarioTopics, scenarioName } from './scenario-resources';
 import type { ChaosEnv, ScenarioResult } from './harness';
+import { NO_SIDE_FIGURES } from './run-checks';
 import { scanTotals } from '../support/scan';
 
 const PARTITIONS = 240;
@@ -301,12 +302,7 @@ export async function runLoad(env: ChaosEnv, seed: number, opts: { budgetMs?: nu
     applied: sink.applied,
     duplicates: sink.duplicates,
     losses: produced.size - sink.applied,
-    auditLosses: 0,
-    auditDuplicates: 0,
-    dataLoss: 0,
-    deadLetters: 0,
-    stopped: 0,
-    retired: 0,
+    ...NO_SIDE_FIGURES,
     violations,
     problems,
     rounds: d.stats.plannerRuns,

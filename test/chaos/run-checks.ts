@@ -97,6 +97,16 @@ function checkFigures(run: Run, hooks: RoundScenario, f: Figures): void {
   if (f.deadLetters && !allows.deadLetters) run.problems.push(`unexpected dead letters: ${f.deadLetters}`);
 }
 
+/** The figures of a scenario without an audit log, retention, dead letters, stopped or retired partitions. */
+export const NO_SIDE_FIGURES = {
+  auditLosses: 0,
+  auditDuplicates: 0,
+  dataLoss: 0,
+  deadLetters: 0,
+  stopped: 0,
+  retired: 0,
+} as const satisfies Partial<ScenarioResult>;
+
 /** The run's result: its figures, invariant violations and problems; `ok` when there are none and nothing was lost or doubled. */
 export async function checkRun(run: Run, hooks: RoundScenario): Promise<ScenarioResult> {
   const f = await figuresOf(run);

@@ -8,6 +8,7 @@
 import { cleanUpOnSignals, exitCleanups } from '../../lib/local/exit-cleanup';
 import { removalLine } from '../../lib/local/tool-cleanup';
 import { closeChaosEnv, openChaosEnv, runScenario, SCENARIOS, type ScenarioResult } from './harness';
+import { NO_SIDE_FIGURES } from './run-checks';
 import { testDynamo, testKafka } from '../support/env';
 
 const log = (line: string): void => void process.stderr.write(`[chaos] ${line}\n`);
@@ -58,12 +59,7 @@ async function main(): Promise<void> {
           applied: 0,
           duplicates: 0,
           losses: 0,
-          auditLosses: 0,
-          auditDuplicates: 0,
-          dataLoss: 0,
-          deadLetters: 0,
-          stopped: 0,
-          retired: 0,
+          ...NO_SIDE_FIGURES,
           violations: [],
           problems: [`harness error: ${err instanceof Error ? err.stack : String(err)}`],
           rounds: 0,
