@@ -317,15 +317,21 @@ export class KafkajsCluster {
   private readonly cluster: InternalCluster;
   private fetchedAt = 0;
   private serial: Promise<unknown> = Promise.resolve();
+  /** A broker answered this client: its connections speak the listener's protocol (see `explained`). */
+  private answered = false;
 
   constructor(
     private readonly kafka: Kafka,
     options: KafkajsClusterOptions = {},
   ) {
     const onRequest = options.onRequest;
+    const answered = (): void => {
+      this.answered = true;
+    };
     // Duck-typed InstrumentationEventEmitter: the network layer only ever calls `emit`.
     const instrumentationEmitter = {
       emit(eventName: string, payload?: { apiName?: string; broker?: string }): void {
+        if (eventName === 'network.request') answered();
         if (!onRequest) return;
         if (eventName === 'network.request' || eventName === 'network.request_timeout') {
           onRequest({
@@ -453,10 +459,14 @@ export class KafkajsCluster {
     }
   }
 
-  /** A refused connection as one line naming the broker, the way in and the setting to check; anything else as it is. */
+  /**
+   * A refused connection as one line naming the broker, the way in and the setting to check; anything
+   * else as it is. Once a broker has answered, a reset or a close is a connection lost (a restart, a
+   * fault on the way), retried, not TLS spoken to the wrong listener.
+   */
   private explained(err: unknown): unknown {
     const connection = connectionOf(this.kafka);
-    const refusal = connection && explainConnectionFailure(err, connection, Date.now());
+    const refusal = connection && explainConnectionFailure(err, connection, Date.now(), { established: this.answered });
     return refusal ? new KafkaError(refusal.message, { cause: err, type: refusal.kind, retriable: false }) : err;
   }
 

@@ -74,14 +74,23 @@ function way(c: ConnectionDescription): string {
  */
 export type ConnectionRefusal = { kind: 'AUTHENTICATION' | 'TLS'; message: string };
 
-/** The refusal of a connection failure of a client described by `c`, or undefined when `err` is none we can explain. */
-export function explainConnectionFailure(err: unknown, c: ConnectionDescription, nowMs: number): ConnectionRefusal | undefined {
-  const message = explain(err, c, nowMs);
+/**
+ * The refusal of a connection failure of a client described by `c`, or undefined when `err` is none we
+ * can explain. `established`: a broker has already answered this client, so a reset or a closed
+ * connection is a connection lost, not a protocol mismatch (those rules apply to a first contact only).
+ */
+export function explainConnectionFailure(
+  err: unknown,
+  c: ConnectionDescription,
+  nowMs: number,
+  opts: { established?: boolean } = {},
+): ConnectionRefusal | undefined {
+  const message = explain(err, c, nowMs, opts.established ?? false);
   if (message === undefined) return undefined;
   return { kind: isCredentialRefusal(err) ? 'AUTHENTICATION' : 'TLS', message };
 }
 
-function explain(err: unknown, c: ConnectionDescription, nowMs: number): string | undefined {
+function explain(err: unknown, c: ConnectionDescription, nowMs: number, established: boolean): string | undefined {
   const errors = chain(err);
   const text = errors.map((e) => `${String(e.name ?? '')} ${String(e.message ?? '')} ${String(e.code ?? '')}`).join(' | ');
   const codes = errors.map((e) => (typeof e.code === 'string' ? e.code : '')).filter(Boolean);
@@ -105,6 +114,7 @@ function explain(err: unknown, c: ConnectionDescription, nowMs: number): string 
   }
   if (code)
     return `${at}: the broker's certificate is not signed by a CA this client trusts (${code}): set kafka.ssl.ca to the CA that signed it`;
+  if (established) return undefined;
   if (c.tls && /ECONNRESET|EPROTO|wrong version number|disconnected before secure TLS connection|packet length too long/i.test(text)) {
     return (
       `${at}: no TLS handshake from the broker (${codes[0] ?? 'connection reset'}): ` +

@@ -112,4 +112,18 @@ describe('explainConnectionFailure', () => {
       ),
     ).toBeUndefined();
   });
+
+  it('takes a reset or a close on a client a broker already answered as a connection lost, not a protocol mismatch', () => {
+    const reset = connectionError('Connection error: read ECONNRESET', 'ECONNRESET', 'b-1:9094');
+    const closed = Object.assign(new Error('Closed connection'), { name: 'KafkaJSConnectionClosedError', host: 'b-1', port: 9092 });
+    expect(explainConnectionFailure(reset, tlsOnly, NOW, { established: true })).toBeUndefined();
+    expect(explainConnectionFailure(closed, plain, NOW, { established: true })).toBeUndefined();
+    // At first contact they still say what is most likely wrong.
+    expect(explainConnectionFailure(reset, tlsOnly, NOW)?.kind).toBe('TLS');
+    expect(explainConnectionFailure(closed, plain, NOW)?.kind).toBe('TLS');
+    // A refused password is a refusal whenever it comes (a rotated secret).
+    expect(explainConnectionFailure(saslError('SASL SCRAM SHA512 authentication failed'), scram, NOW, { established: true })?.kind).toBe(
+      'AUTHENTICATION',
+    );
+  });
 });
