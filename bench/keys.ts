@@ -23,7 +23,7 @@ import { ensureLedgerTable } from '../lib/ledger/table';
 import { planStream, type StreamPlanReport } from '../lib/planner/run';
 import { processRanges } from '../lib/processor/process-range';
 import { rangesOfPayload } from '../lib/ranges';
-import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, LOCAL_EMULATOR_LIMITS } from '../lib/runtime/compose';
 import { wholeNumberOption } from '../lib/cli/args';
 import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { countRequestsByRole } from './request-counts';
@@ -64,7 +64,7 @@ async function benchKeys(stack: BenchStack, flags: Flags): Promise<void> {
     partitions: flags.partitions,
   });
   const ledgerTable = stack.table('keys-ledger');
-  const dynamo = dynamoClientFromEnv(process.env);
+  const dynamo = dynamoClientFromEnv(process.env, { limits: LOCAL_EMULATOR_LIMITS });
   await ensureLedgerTable(dynamo, ledgerTable);
   const tick = { current: -1 };
   const sent = recordWrites(dynamo, ledgerTable, tick);

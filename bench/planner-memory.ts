@@ -23,7 +23,7 @@ import { quietKafkaLog } from '../lib/kafka/client';
 import { ensureLedgerTable } from '../lib/ledger/table';
 import { processRanges } from '../lib/processor/process-range';
 import { rangesOfPayload, type RangePayload, type RangesPayload } from '../lib/ranges';
-import { composeAdapters, dynamoClientFromEnv } from '../lib/runtime/compose';
+import { composeAdapters, dynamoClientFromEnv, LOCAL_EMULATOR_LIMITS } from '../lib/runtime/compose';
 import { wholeNumberOption } from '../lib/cli/args';
 import { ValidationError } from '../lib/errors';
 import { benchArgs, benchLog, benchProgram, runBench } from './cli';
@@ -125,7 +125,7 @@ async function measure(stack: BenchStack, child: string, size: Size, run: { runM
     partitions: size.partitions,
   });
   const ledgerTable = stack.table('pm-ledger');
-  const dynamo = dynamoClientFromEnv(process.env);
+  const dynamo = dynamoClientFromEnv(process.env, { limits: LOCAL_EMULATOR_LIMITS });
   await ensureLedgerTable(dynamo, ledgerTable);
   const input = busy.config(ledgerTable);
   const config = parseDeploymentConfig(input, 'bench');

@@ -21,7 +21,7 @@ import { createDynamoLedger } from '../lib/ledger/ledger.dynamodb';
 import { ensureLedgerTable } from '../lib/ledger/table';
 import type { KafkaMetadata } from '../lib/ports/kafka-metadata';
 import { planStream, type PlannerDeps } from '../lib/planner/run';
-import { dynamoClientFromEnv } from '../lib/runtime/aws';
+import { dynamoClientFromEnv, LOCAL_EMULATOR_LIMITS } from '../lib/runtime/compose';
 import { wholeNumberOption } from '../lib/cli/args';
 import { benchArgs, benchLog, benchProgram, runBench } from './cli';
 import { sampleMemory } from './memory';
@@ -114,7 +114,7 @@ async function benchPlanner(stack: BenchStack, topics: number, partitions: numbe
     kafkaLogs.clear();
   };
   const metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await createKafka(cfg, { log: countLog })));
-  const ddb = dynamoClientFromEnv();
+  const ddb = dynamoClientFromEnv(process.env, { limits: LOCAL_EMULATOR_LIMITS });
   const dynamo = instrument(ddb);
   try {
     await admin.connect();

@@ -15,7 +15,7 @@ import { ensureLedgerTable } from '../lib/ledger/table';
 import { exitCleanups } from '../lib/local/exit-cleanup';
 import { noResources, type CreatedResources } from '../lib/local/tool-cleanup';
 import { toolResourceName } from '../lib/local/tool-names';
-import { dynamoClientFromEnv } from '../lib/runtime/compose';
+import { dynamoClientFromEnv, LOCAL_EMULATOR_LIMITS } from '../lib/runtime/compose';
 import { cleanUpSharedStack } from './cleanup';
 
 /** The services a run uses, and what it creates on them. */
@@ -129,7 +129,7 @@ export async function withBenchTopic<T>(
   const topic = stack.topic(name);
   const ledgerTable = stack.table(`${name}-ledger`);
   const admin = new Kafka({ clientId: `bench-${name}`, brokers: stack.brokers.split(','), logLevel: logLevel.NOTHING }).admin();
-  const dynamo = dynamoClientFromEnv(process.env);
+  const dynamo = dynamoClientFromEnv(process.env, { limits: LOCAL_EMULATOR_LIMITS });
   try {
     await admin.connect();
     await Promise.all([createBenchTopic(admin, topic, partitions), ensureLedgerTable(dynamo, ledgerTable)]);

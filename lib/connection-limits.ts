@@ -13,6 +13,12 @@ export const SILENT_CONNECTION_MS = 3_000;
 /** How long a new connection may take to open. */
 export const CONNECT_TIMEOUT_MS = 2_000;
 
+/** A client's limits: how long a connection may take to open, and stay silent with a request waiting. */
+export type ConnectionLimits = { connectMs: number; silentMs: number };
+
+/** The functions' limits. */
+export const SERVICE_LIMITS: ConnectionLimits = { connectMs: CONNECT_TIMEOUT_MS, silentMs: SILENT_CONNECTION_MS };
+
 /**
  * A connection found silent while a request waited on it says the others kept as long are likely dead
  * too: they crossed the same NAT, or slept through the same freeze of the container, and finding each

@@ -56,7 +56,8 @@ export type KafkaOptions = {
    * A PLAINTEXT listener beside the others whose advertised address is `advertised` (`host:port`): a
    * proxy listening there and forwarding to the listener (`KafkaInstance.proxied.listener`) then
    * carries every connection of a client bootstrapped through it, the broker's own redirects included
-   * (the fault proxy, test/support/fault-proxy.ts).
+   * (the fault proxy, test/support/fault-proxy.ts). On a `secured` broker it speaks SASL_SSL with
+   * SCRAM-SHA-512, as the secured listener does.
    */
   proxied?: { advertised: string };
 };
@@ -167,8 +168,15 @@ function securedProperties(s: SecuredPorts): Record<string, string> {
     'ssl.truststore.type': 'PEM',
     'ssl.truststore.location': s.tls.caCert,
     'listener.name.ssl.ssl.client.auth': 'required',
-    'listener.name.sasl_ssl.sasl.enabled.mechanisms': 'SCRAM-SHA-512',
-    'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config': 'org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    ...securedListener('sasl_ssl'),
+  };
+}
+
+/** A SASL_SSL listener's settings: SCRAM-SHA-512 only. */
+function securedListener(name: string): Record<string, string> {
+  return {
+    [`listener.name.${name}.sasl.enabled.mechanisms`]: 'SCRAM-SHA-512',
+    [`listener.name.${name}.scram-sha-512.sasl.jaas.config`]: 'org.apache.kafka.common.security.scram.ScramLoginModule required;',
   };
 }
 
@@ -188,8 +196,13 @@ export function serverProperties(
   const extra = secured ? `,SASL_SSL://${LOOPBACK}:${secured.saslSslPort},SSL://${LOOPBACK}:${secured.sslPort}` : '';
   const proxied =
     opts.proxied && proxiedPort !== undefined
-      ? { bind: `,PROXIED://${LOOPBACK}:${proxiedPort}`, advertised: `,PROXIED://${opts.proxied.advertised}` }
+      ? {
+          bind: `,PROXIED://${LOOPBACK}:${proxiedPort}`,
+          advertised: `,PROXIED://${opts.proxied.advertised}`,
+          protocol: `,PROXIED:${secured ? 'SASL_SSL' : 'PLAINTEXT'}`,
+        }
       : undefined;
+  const securedProtocols = secured ? ',SASL_SSL:SASL_SSL,SSL:SSL' : '';
   const props: Record<string, string | number> = {
     'process.roles': 'broker,controller',
     'node.id': role.nodeId,
@@ -198,8 +211,9 @@ export function serverProperties(
     'advertised.listeners': `PLAINTEXT://${LOOPBACK}:${port}${extra}${proxied?.advertised ?? ''}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${secured ? ',SASL_SSL:SASL_SSL,SSL:SSL' : ''}${proxied ? ',PROXIED:PLAINTEXT' : ''}`,
+    'listener.security.protocol.map': `PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT${securedProtocols}${proxied?.protocol ?? ''}`,
     ...(secured ? securedProperties(secured) : {}),
+    ...(secured && proxied ? securedListener('proxied') : {}),
     'log.dirs': join(dir, 'data'),
     'num.partitions': 1,
     'auto.create.topics.enable': 'false',

@@ -7,7 +7,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
-import { CONNECT_TIMEOUT_MS, onSilentConnection, SILENT_CONNECTION_MS, silentConnectionFound } from '../connection-limits';
+import { onSilentConnection, SERVICE_LIMITS, silentConnectionFound, type ConnectionLimits } from '../connection-limits';
 
 /** What an AWS SDK client's HTTP handler is given: keep-alive agents this module can empty, and the limits. */
 export type AwsRequestHandlerOptions = {
@@ -24,10 +24,14 @@ let shared: { httpAgent: HttpAgent; httpsAgent: HttpsAgent } | undefined;
 
 /**
  * Request handler options for an AWS client. By default the process's shared agents (the SDK's own
- * sizing: 50 sockets per host); `maxSockets` / `idleSocketMs` give the client agents of its own.
+ * sizing: 50 sockets per host); `maxSockets` / `idleSocketMs` give the client agents of its own;
+ * `limits` replaces the functions' (the local emulator's longer waits).
  */
-export function awsRequestHandler(opts: { maxSockets?: number; idleSocketMs?: number } = {}): AwsRequestHandlerOptions {
-  const limits = { connectionTimeout: CONNECT_TIMEOUT_MS, socketTimeout: SILENT_CONNECTION_MS };
+export function awsRequestHandler(
+  opts: { maxSockets?: number; idleSocketMs?: number; limits?: ConnectionLimits } = {},
+): AwsRequestHandlerOptions {
+  const { connectMs, silentMs } = opts.limits ?? SERVICE_LIMITS;
+  const limits = { connectionTimeout: connectMs, socketTimeout: silentMs };
   if (opts.maxSockets === undefined && opts.idleSocketMs === undefined) {
     shared ??= { httpAgent: kept(new HttpAgent(agentOptions(opts))), httpsAgent: kept(new HttpsAgent(agentOptions(opts))) };
     return { ...shared, ...limits };

@@ -25,6 +25,7 @@ import type { RangeReader } from '../ports/range-reader';
 import type { RecordsHandler } from '../processor/handler-api';
 import type { FailureDestinations } from '../ports/failure-destination';
 import { awsRequestHandler, dropIdleSockets, releaseAgents } from './aws-sockets';
+import type { ConnectionLimits } from '../connection-limits';
 import { closeDestinations, createStreamDestinations } from './destinations';
 import { createSchemaRegistries, type SchemaRegistries } from '../schemas/registries';
 
@@ -40,6 +41,11 @@ export type DynamoClientOptions = {
    * it should not hold that pool open between bursts.
    */
   idleSocketMs?: number;
+  /**
+   * How long a connection may take to open, and stay silent with a request waiting (default: the
+   * functions' limits); the local emulator's are LOCAL_EMULATOR_LIMITS.
+   */
+  limits?: ConnectionLimits;
 };
 
 /**
@@ -60,9 +66,18 @@ export function dynamoSocketsFor(maxConcurrency: number): number {
 /** How long the local runtime's DynamoDB client keeps an idle socket (its planner ticks every second or so). */
 const LOCAL_IDLE_SOCKET_MS = 1000;
 
+/**
+ * What a request to the local emulator may meet: it serves one request at a time, so under a burst
+ * (a thousand partitions registering, sixteen processors committing) a new connection waits to be
+ * accepted and a request waits its turn, in silence, for seconds, where DynamoDB answers in
+ * milliseconds. What sends many requests at once to it (the local runtime, the benchmarks) waits this
+ * long; the functions keep their limits (lib/connection-limits.ts).
+ */
+export const LOCAL_EMULATOR_LIMITS: ConnectionLimits = { connectMs: 10_000, silentMs: 30_000 };
+
 /** The client options of a local runtime running `maxConcurrency` processors in one process (npm start, benches, chaos). */
-export function localDynamoClientOptions(maxConcurrency: number): Pick<DynamoClientOptions, 'maxSockets' | 'idleSocketMs'> {
-  return { maxSockets: dynamoSocketsFor(maxConcurrency), idleSocketMs: LOCAL_IDLE_SOCKET_MS };
+export function localDynamoClientOptions(maxConcurrency: number): Pick<DynamoClientOptions, 'maxSockets' | 'idleSocketMs' | 'limits'> {
+  return { maxSockets: dynamoSocketsFor(maxConcurrency), idleSocketMs: LOCAL_IDLE_SOCKET_MS, limits: LOCAL_EMULATOR_LIMITS };
 }
 
 /**
@@ -74,6 +89,7 @@ export function dynamoClientFromEnv(env: NodeJS.ProcessEnv = process.env, opts: 
   const handler = awsRequestHandler({
     ...(opts.maxSockets !== undefined && { maxSockets: opts.maxSockets }),
     ...(opts.idleSocketMs !== undefined && { idleSocketMs: opts.idleSocketMs }),
+    ...(opts.limits && { limits: opts.limits }),
   });
   const client = new DynamoDBClient({
     ...(endpoint

@@ -1,11 +1,13 @@
 /**
- * The network scenarios' stack: a private broker the streams reach only through a Toxiproxy proxy
- * (its proxied listener advertises the proxy's address, so every connection a client opens after
- * bootstrap goes through it too), and the DynamoDB emulator through another. The system's clients are
+ * The network scenarios' stack: a private broker the streams reach only through a Toxiproxy proxy,
+ * over SASL_SSL with SCRAM as on a managed cluster (its proxied listener advertises the proxy's
+ * address, so every connection a client opens after bootstrap goes through it too), and the DynamoDB
+ * emulator through another. The system's clients are
  * the functions' own (`createKafka`, `dynamoClientFromEnv`: their timeouts are what is under test);
  * set-up and checks go around the proxies. What the clients met is counted as it happens.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -38,6 +40,8 @@ export type NetworkMet = {
 export type NetworkControl = {
   /** The Kafka proxy's address: the streams' bootstrap broker. */
   brokers: string;
+  /** The streams' other `kafka` settings (SASL_SSL with SCRAM). */
+  settings: Record<string, unknown>;
   kafka: FaultProxy;
   dynamo: FaultProxy;
   dynamoClient: DynamoDBClient;
@@ -101,18 +105,26 @@ export async function runThroughProxies(
     proxies = await startFaultProxies();
     const kafkaListen = `127.0.0.1:${await freePort()}`;
     // The watchdog kills the JVM if this test process dies before `finally` runs.
+    const scram = { name: 'chaos', password: randomBytes(12).toString('base64url') };
     broker = await startKafka({
       dir: join(dir, 'kafka'),
       cacheDir: CACHE_DIR,
       ownerPid: process.pid,
       port: String(await freePort()),
       startTimeoutMs: 60_000,
+      secured: { scramUsers: [scram] },
       proxied: { advertised: kafkaListen },
     });
+    process.env.CHAOS_NETWORK_SCRAM_PASSWORD = scram.password;
     const met: NetworkMet = { kafkaLines: [], dynamoAttempts: 0, dynamoAttemptMs: [], dynamoFailed: [] };
     const dynamo = await proxies.proxy(new URL(process.env.DYNAMODB_ENDPOINT as string).host);
+    const settings = {
+      ssl: { ca: readFileSync(broker.secured!.tls.caCert, 'utf8') },
+      sasl: { mechanism: 'scram-sha-512', username: scram.name, password: { env: 'CHAOS_NETWORK_SCRAM_PASSWORD' } },
+    };
     control = {
       brokers: kafkaListen,
+      settings,
       kafka: await proxies.proxy(broker.proxied!.listener, kafkaListen),
       dynamo,
       dynamoClient: countedDynamo(dynamo.url, met),
@@ -121,7 +133,7 @@ export async function runThroughProxies(
     // Set-up and checks reach the broker directly, on its own listener.
     const direct = new Kafka({ clientId: 'chaos-network', brokers: [broker.brokers], logLevel: logLevel.NOTHING });
     priv = await openChaosEnv(direct, env.ddb, env.created);
-    const streamKafka = parseStreamConfig({ id: 'chaos', kafka: { brokers: [kafkaListen] }, topics: ['any'] }, 'chaos').kafka;
+    const streamKafka = parseStreamConfig({ id: 'chaos', kafka: { brokers: [kafkaListen], ...settings }, topics: ['any'] }, 'chaos').kafka;
     priv.readerKafka = await instrumentedKafka(streamKafka, met);
     priv.metadata = createMetadataCache(async (cfg) => createKafkajsMetadata(await instrumentedKafka(cfg, met)));
     return await runRounds(priv, scenario, rounds, seed, { ...opts, network: control, startedAt: Date.now() });

@@ -54,6 +54,7 @@ function streamsOf(run: Pick<Run, 'id' | 'topic1' | 'knobs' | 'opts' | 'sinkTabl
         kafka: {
           brokers: (broker?.brokers ?? cluster?.brokers ?? network?.brokers ?? (process.env.KAFKA_BROKERS as string)).split(','),
           ...broker?.kafka,
+          ...network?.settings,
         },
         ...(run.knobs.pattern ? { topicPattern: `${run.id}-t[0-9]+` } : { topics: [run.topic1] }),
         handler:

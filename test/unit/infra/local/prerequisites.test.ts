@@ -1,4 +1,5 @@
 /** Bad input for the local stack: each gives one clear message, never a stack trace or a hang. */
+import { tlsFiles } from '../../../../infra/local/kafka-tls';
 import { createServer, type Server } from 'node:net';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -117,6 +118,20 @@ describe('local multi-broker cluster config', () => {
       'advertised.listeners': 'PLAINTEXT://127.0.0.1:9002,PROXIED://127.0.0.1:7000',
       'inter.broker.listener.name': 'PLAINTEXT',
       'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT',
+    });
+  });
+
+  it('makes the proxied listener of a secured broker SASL_SSL with SCRAM-SHA-512, as its secured listener', () => {
+    const tls = tlsFiles('/d/tls');
+    const secured = { saslSslPort: 9004, sslPort: 9005, tls };
+    const opts = { dir: '/d', cacheDir: '/c', proxied: { advertised: '127.0.0.1:7000' }, secured: { scramUsers: [] } };
+    const p = props(serverProperties('/d', 9002, 9102, opts, undefined, secured, 9003));
+    expect(p).toMatchObject({
+      'advertised.listeners': 'PLAINTEXT://127.0.0.1:9002,SASL_SSL://127.0.0.1:9004,SSL://127.0.0.1:9005,PROXIED://127.0.0.1:7000',
+      'listener.security.protocol.map': 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,PROXIED:SASL_SSL',
+      'listener.name.proxied.sasl.enabled.mechanisms': 'SCRAM-SHA-512',
+      'listener.name.proxied.scram-sha-512.sasl.jaas.config': 'org.apache.kafka.common.security.scram.ScramLoginModule required;',
+      'ssl.keystore.location': tls.brokerKeyStore,
     });
   });
 
