@@ -7,6 +7,7 @@ import { PROCESSOR_RESERVED_CONCURRENCY_ENV } from '../../lib/planner/concurrenc
 import { NO_VALUE, type Cfn } from './cfn';
 import { tickChainEnvironment } from './tick-chain';
 import type { Settings } from './settings';
+import { CONNECTION_IDLE_MAX_MS_ENV } from '../../lib/runtime/connection-reuse';
 
 /** The functions' `vpc` setting (Amazon MSK), or null without a VPC. */
 export function vpc(s: Settings): { subnetIds: string[]; securityGroupIds: string[] } | null {
@@ -27,6 +28,7 @@ export function plannerEnvironment(s: Settings, config: DeploymentConfig): Recor
   const reserved = s.processorReservedConcurrency;
   return {
     ...tickChainEnvironment(s, config),
+    ...connectionEnvironment(s),
     PROCESSOR_FUNCTION_NAME: s.names.processor,
     ...(reserved !== undefined ? { [PROCESSOR_RESERVED_CONCURRENCY_ENV]: String(reserved) } : {}),
     // A stream whose interval is not shorter ticks once per invocation (lib/planner/loop-timing.ts).
@@ -55,7 +57,16 @@ export function esbuildExclude(s: Settings): string[] {
  * stack sets, and two values for one name). Never a secret's value: those are read at run time.
  */
 export function processorEnvironment(s: Settings, config: Pick<DeploymentConfig, 'streams'>): Record<string, string> {
-  return { ...handlerEnvironment(config.streams), ...(s.auditLogTable ? { AUDIT_LOG_TABLE: s.auditLogTable } : {}) };
+  return {
+    ...handlerEnvironment(config.streams),
+    ...connectionEnvironment(s),
+    ...(s.auditLogTable ? { AUDIT_LOG_TABLE: s.auditLogTable } : {}),
+  };
+}
+
+/** Both functions: how long a warm container still reuses its connections (the connectionIdleMaxMs param). */
+function connectionEnvironment(s: Settings): Record<string, string> {
+  return { [CONNECTION_IDLE_MAX_MS_ENV]: String(s.connectionIdleMaxMs) };
 }
 
 /** The user handler modules a config names by path (what the esbuild plugin bundles), with the files they resolve to. */

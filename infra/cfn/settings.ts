@@ -10,6 +10,7 @@ import { createSecretResolver, type SecretResolver } from '../../lib/kafka/secre
 import { resolveHandlerSecrets } from '../../lib/processor/handler-secrets';
 import { processorEnvironment } from './functions';
 import { DEFAULT_METRICS_NAMESPACE } from '../../lib/runtime/metrics-namespace';
+import { DEFAULT_CONNECTION_IDLE_MAX_MS } from '../../lib/runtime/connection-reuse';
 
 /** The stage's params or streams config cannot be deployed as they are; the message says why. */
 export class DeployConfigError extends AppError {
@@ -120,6 +121,8 @@ export type Settings = {
   scheduleMaximumRetryAttempts: number;
   /** The shortest trigger interval ticked by the tick chain (lib/planner/tick-chain.ts); undefined: none is (`tickChainFromMs: ''`). */
   tickChainFromMs: number | undefined;
+  /** How long after its previous invocation a warm function still reuses its connections (lib/runtime/connection-reuse.ts). */
+  connectionIdleMaxMs: number;
   plannerTimeoutSeconds: number;
   processorTimeoutSeconds: number;
   processorMaximumEventAgeSeconds: number;
@@ -191,6 +194,7 @@ export function parseSettings(raw: RawSettings): Settings {
     scheduleEnabled: bool('scheduleEnabled', raw.scheduleEnabled ?? true),
     scheduleMaximumRetryAttempts: int('scheduleMaximumRetryAttempts', raw.scheduleMaximumRetryAttempts ?? 2, { min: 0, max: 185 }),
     tickChainFromMs: tickChainFrom(raw.tickChainFromMs),
+    connectionIdleMaxMs: int('connectionIdleMaxMs', raw.connectionIdleMaxMs ?? DEFAULT_CONNECTION_IDLE_MAX_MS, { min: 0, max: 900_000 }),
     plannerTimeoutSeconds: int('plannerTimeout', raw.plannerTimeout, { min: 1, max: 900 }),
     processorTimeoutSeconds: int('processorTimeout', raw.processorTimeout, { min: 1, max: 900 }),
     processorMaximumEventAgeSeconds: int('processorMaximumEventAge', raw.processorMaximumEventAge, { min: 60, max: 21600 }),

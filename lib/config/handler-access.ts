@@ -114,6 +114,7 @@ const STACK_VARIABLES: Record<string, string> = {
   PROCESSOR_FUNCTION_NAME: "the planner's processor function",
   PROCESSOR_RESERVED_CONCURRENCY: "the processor's reserved concurrency, which the planner shares among the streams",
   AUDIT_LOG_TABLE: 'the audit-log handler\'s table (the "auditLogTable" param)',
+  CONNECTION_IDLE_MAX_MS: 'how long a warm function reuses its connections (the "connectionIdleMaxMs" param)',
   DYNAMODB_ENDPOINT: "the local stack's DynamoDB endpoint, which the ledger client would use",
   KAFKA_BROKERS: "the local stack's Kafka brokers",
 };

@@ -15,6 +15,7 @@ import {
   observability,
   parseSettings,
   plannerEnvironment,
+  processorEnvironment,
   schedulePeriodMs,
   secretResources,
   sinkTableResources,
@@ -248,10 +249,12 @@ describe('streams config against the stage', () => {
       PROCESSOR_FUNCTION_NAME: 'svc-test-processor',
       PROCESSOR_RESERVED_CONCURRENCY: '20',
       SCHEDULE_PERIOD_MS: '60000',
+      CONNECTION_IDLE_MAX_MS: '10000',
     });
     expect(plannerEnvironment(settings(), config([{}]))).toEqual({
       PROCESSOR_FUNCTION_NAME: 'svc-test-processor',
       SCHEDULE_PERIOD_MS: '60000',
+      CONNECTION_IDLE_MAX_MS: '10000',
     });
     // A cron schedule has no period: no variable, every stream loops.
     expect(plannerEnvironment(settings({ scheduleRate: 'cron(0/5 * * * ? *)' }), config([{}])).SCHEDULE_PERIOD_MS).toBeUndefined();
@@ -296,6 +299,15 @@ describe('streams config against the stage', () => {
       /param tickChainFromMs must be a whole number between 1000 and 900000/,
     );
     expect(settings({}).tickChainFromMs).toBe(5000);
+  });
+
+  it('gives both functions the connection idle limit of the connectionIdleMaxMs param, refusing one out of range', () => {
+    const s = settings({ connectionIdleMaxMs: 30000 });
+    expect(plannerEnvironment(s, config([{}])).CONNECTION_IDLE_MAX_MS).toBe('30000');
+    expect(processorEnvironment(s, config([{}])).CONNECTION_IDLE_MAX_MS).toBe('30000');
+    expect(problem(() => settings({ connectionIdleMaxMs: -1 }))).toMatch(
+      /param connectionIdleMaxMs must be a whole number between 0 and 900000/,
+    );
   });
 
   it('accepts trigger intervals shorter than the schedule period (the planner loops inside each invocation)', async () => {

@@ -130,8 +130,12 @@ describe('the builders', () => {
     expect(processorEnvironment(settings(), config())).toEqual({
       ORDERS_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders',
       SHARED_MODE: 'live',
+      CONNECTION_IDLE_MAX_MS: '10000',
     });
-    expect(processorEnvironment(settings({ auditLogTable: 'audit' }), { streams: [] })).toEqual({ AUDIT_LOG_TABLE: 'audit' });
+    expect(processorEnvironment(settings({ auditLogTable: 'audit' }), { streams: [] })).toEqual({
+      AUDIT_LOG_TABLE: 'audit',
+      CONNECTION_IDLE_MAX_MS: '10000',
+    });
   });
 
   it('refuse at package time a handler secret read from a variable the processor does not have, and accept one it has', async () => {
@@ -184,6 +188,7 @@ describe('sls package', () => {
     });
     expect(Object.keys(variables('ProcessorLambdaFunction')).sort()).toEqual(
       [
+        'CONNECTION_IDLE_MAX_MS',
         'LEDGER_TABLE',
         'METRICS_NAMESPACE',
         'NODE_OPTIONS',
