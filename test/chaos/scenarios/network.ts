@@ -75,6 +75,38 @@ function onStep(n: number, step: ProcessorStep, start: (run: Run) => Promise<voi
   };
 }
 
+/**
+ * A Kafka fault held while a Fetch is in flight: a range's Fetch goes out as its lease is taken (the
+ * reader prefetches) and the scenario makes the broker's answers 500 ms late, so 60 ms after the
+ * second lease taken from the second round on (the readers' connections warm: a first one spends
+ * the fault connecting) one is on its way.
+ */
+function midFetchFault(
+  t: Timeline,
+  what: string,
+  apply: (net: NetworkControl) => Promise<void>,
+  holdMs: number,
+  after: (net: NetworkControl) => Promise<void>,
+) {
+  return onStep(
+    2,
+    'leased',
+    async (run) => {
+      const net = netOf(run);
+      await sleep(60);
+      await hold(
+        net,
+        t,
+        what,
+        () => apply(net),
+        holdMs,
+        () => after(net),
+      );
+    },
+    1,
+  );
+}
+
 /** Hooks every network scenario shares: commits timed, the invocation step times recorded. */
 function timed(t: Timeline, extra: { afterStep?(run: Run, s: ProcessorStep): void } = {}): Pick<RoundScenario, 'invocation'> {
   return {
@@ -190,24 +222,12 @@ export const networkReset = (): RoundScenario => {
     await net.kafka.latency(500);
     await net.dynamo.latency(150);
   };
-  // A range's Fetch goes out as its lease is taken (the reader prefetches), and its answer is 500 ms late;
-  // from the second round, on the readers' warm connections (a first one spends its time connecting).
-  const midFetch = onStep(
-    2,
-    'leased',
-    async (run) => {
-      const net = netOf(run);
-      await sleep(60);
-      await hold(
-        net,
-        t,
-        'reset mid-Fetch',
-        () => net.kafka.reset(),
-        300,
-        () => (midCommit.fired ? Promise.resolve() : steady(net)),
-      );
-    },
-    1,
+  const midFetch = midFetchFault(
+    t,
+    'reset mid-Fetch',
+    (net) => net.kafka.reset(),
+    300,
+    (net) => (midCommit.fired ? Promise.resolve() : steady(net)),
   );
   const midCommit = onStep(1, 'sink-written', async (run) => {
     const net = netOf(run);
@@ -255,22 +275,12 @@ export const networkReset = (): RoundScenario => {
 export const networkBlackHole = (): RoundScenario => {
   const t: Timeline = { faults: [], commits: [] };
   let idle: Promise<void> | undefined;
-  const midFetch = onStep(
-    2,
-    'leased',
-    async (run) => {
-      const net = netOf(run);
-      await sleep(60);
-      await hold(
-        net,
-        t,
-        'black hole mid-Fetch',
-        () => net.kafka.blackHole(),
-        5_000,
-        () => net.kafka.latency(500),
-      );
-    },
-    1,
+  const midFetch = midFetchFault(
+    t,
+    'black hole mid-Fetch',
+    (net) => net.kafka.blackHole(),
+    5_000,
+    (net) => net.kafka.latency(500),
   );
   return {
     knobs: () => ({ perPartition: 120 }),
