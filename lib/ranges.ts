@@ -42,3 +42,15 @@ export function partitionKey(topic: string, partition: number): string {
 export function rangeIdentity(r: { topic: string; partition: number; incarnation?: number; from: number }): string {
   return `${partitionKey(r.topic, r.partition)}/${r.incarnation ?? 0}/${r.from}`;
 }
+
+/**
+ * The `until` of a continuous stream's segment range: open-ended. Its resident processor reads
+ * records as they arrive and commits each small batch as progress; the range is never read to its
+ * end, only handed over (docs/architecture.md, "Continuous mode").
+ */
+export const OPEN_UNTIL = Number.MAX_SAFE_INTEGER;
+
+/** Whether the range is a continuous stream's open segment range (`until` is OPEN_UNTIL). */
+export function isOpenRange(r: { until: number }): boolean {
+  return r.until === OPEN_UNTIL;
+}
