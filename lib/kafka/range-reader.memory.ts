@@ -25,12 +25,37 @@ export type MemoryRangeReader = RangeReader & {
   failNext(n: number, error: Error): void;
 };
 
-/** Creates the reader; chunks hold at most `maxChunkRecords` records. */
+/**
+ * Creates the reader; chunks hold at most `maxChunkRecords` records. An open read (`open`) yields
+ * what the log holds, then, caught up at its end, waits for the next change (an append, or
+ * truncate, deletePartition, failNext) until its signal aborts; there is no broker, so `maxWaitMs`
+ * means nothing here. The signal is observed by open reads only.
+ */
 export function createMemoryRangeReader(): MemoryRangeReader {
   const logs = new Map<string, { records: KafkaRecord[]; earliest: number; end: number }>();
   let failures: { n: number; error?: Error } = { n: 0 };
   let requests = 0;
   const k = (t: string, p: number) => `${t}/${p}`;
+  /** Open reads waiting at the end of a log: woken by every change, each then looks again. */
+  const waiters = new Set<() => void>();
+  const changed = (): void => {
+    for (const wake of [...waiters]) wake();
+  };
+  /** Resolves at the next change to any log, or once `signal` aborts. */
+  const nextChange = (signal: AbortSignal | undefined): Promise<void> =>
+    new Promise((resolve) => {
+      const wake = (): void => {
+        waiters.delete(wake);
+        signal?.removeEventListener('abort', wake);
+        resolve();
+      };
+      if (signal?.aborted) {
+        resolve();
+        return;
+      }
+      waiters.add(wake);
+      signal?.addEventListener('abort', wake, { once: true });
+    });
   return {
     requestCount: () => requests,
     async close() {},
@@ -51,20 +76,25 @@ export function createMemoryRangeReader(): MemoryRangeReader {
         });
         log.end = offset + 1;
       }
+      changed();
     },
     truncate(topic, partition, earliest) {
       const log = logs.get(k(topic, partition));
       if (log) log.earliest = earliest;
+      changed();
     },
     deletePartition(topic, partition) {
       logs.delete(k(topic, partition));
+      changed();
     },
     failNext(n, error) {
       failures = { n, error };
+      changed();
     },
     async *read(req: ReadRequest): AsyncGenerator<RecordChunk> {
       let at = req.from;
       while (at < req.until) {
+        if (req.open && req.signal?.aborted) return;
         requests++;
         if (failures.n > 0) {
           failures.n--;
@@ -78,6 +108,11 @@ export function createMemoryRangeReader(): MemoryRangeReader {
             fetchOffset: at,
             logStartOffset: log.earliest,
           });
+        }
+        // Caught up: an open read waits for records to arrive, as a broker's long poll would.
+        if (req.open && at === log.end) {
+          await nextChange(req.signal);
+          continue;
         }
         const max = req.maxChunkRecords ?? 500;
         const records = log.records.filter((r) => r.offset >= at && r.offset < req.until).slice(0, max);

@@ -43,6 +43,10 @@
  *   over what it has, then polls with the broker's long-poll (`maxWaitMs`: the broker holds the
  *   Fetch until data becomes readable), never spinning, and gives up with `TimeoutError` after
  *   `stallTimeoutMs` without progress.
+ * - Open reads (`open`, continuous mode): records arrive while the read runs, so waiting is normal
+ *   (no stall timeout; the broker's long poll still does the waiting, an early answer still backs
+ *   off) and the pending chunk is handed over as soon as a response that made progress brings the
+ *   position to the readable end that response reports, instead of filling up to `maxChunkRecords`.
  * - `signal`: once aborted, the iteration ends at once, without an error, even mid-request or
  *   mid-wait (a request in flight is abandoned); records read but not yet yielded are dropped (they
  *   are read again next time). The last chunk's `nextOffset < until` tells the caller the range is
@@ -135,6 +139,9 @@ function checkRequest(req: ReadRequest, defaults: ChunkLimits): ChunkLimits {
   if (!Number.isInteger(maxFetchBytes) || maxFetchBytes < 1 || maxFetchBytes > MAX_INT32) {
     throw new ValidationError(`read: maxFetchBytes must be an integer in [1, 2^31 - 1], not ${maxFetchBytes}`);
   }
+  if (req.maxWaitMs !== undefined && (!Number.isInteger(req.maxWaitMs) || req.maxWaitMs < 0 || req.maxWaitMs > MAX_INT32)) {
+    throw new ValidationError(`read: maxWaitMs must be an integer in [0, 2^31 - 1], not ${req.maxWaitMs}`);
+  }
   return { maxChunkRecords, maxFetchBytes };
 }
 
@@ -142,6 +149,11 @@ function checkRequest(req: ReadRequest, defaults: ChunkLimits): ChunkLimits {
 export function protocolFailure(where: string, code: number): KafkaError {
   const cause = protocolError(code);
   return new KafkaError(`fetch ${where}: ${cause.message}`, { cause, type: cause.type, retriable: cause.retriable });
+}
+
+/** Where the broker stops serving: the last stable offset under read_committed, else the high watermark. */
+function readableEndOf(req: ReadRequest, data: FetchedPartition): number {
+  return req.isolationLevel === 'read_committed' ? data.lastStableOffset : data.highWatermark;
 }
 
 /** A read that gets nothing at its position: since when (reset by progress), and how many waits so far. */
@@ -309,7 +321,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
           partition,
           fetchOffset: offset,
           isolationLevel: level,
-          maxWaitTimeMs: maxWaitMs,
+          maxWaitTimeMs: req.maxWaitMs ?? maxWaitMs,
           minBytes: 1,
           maxBytes,
         });
@@ -362,8 +374,8 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
 
   /**
    * A Fetch made no progress (nothing readable at `position` yet): fails with `TimeoutError` once
-   * stalled for `stallTimeoutMs`, else waits before the next Fetch unless the broker's long poll
-   * already did. False when the signal ended the wait.
+   * stalled for `stallTimeoutMs` (never for an open read), else waits before the next Fetch unless
+   * the broker's long poll already did. False when the signal ended the wait.
    */
   async function awaitReadable(
     req: ReadRequest,
@@ -372,15 +384,16 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
     startedAt: number,
     stall: Stall,
   ): Promise<boolean> {
-    const readableEnd = req.isolationLevel === 'read_committed' ? data.lastStableOffset : data.highWatermark;
     stall.since ??= startedAt;
     const stalledMs = clock.now() - stall.since;
-    if (stalledMs >= stallTimeoutMs) throw stallTimeout(req, position, stalledMs, readableEnd);
+    // An open read waits for records nobody has produced yet: that is no stall, however long.
+    const remainingMs = req.open ? Infinity : stallTimeoutMs - stalledMs;
+    if (remainingMs <= 0) throw stallTimeout(req, position, stalledMs, readableEndOf(req, data));
     // The broker already held the Fetch for up to maxWaitMs waiting for readable data; only if it
     // answered early (or the end offset was below `position` anyway) wait here, so as not to spin.
     const elapsedMs = clock.now() - startedAt;
-    if (elapsedMs >= maxWaitMs / 2) return true;
-    const delayMs = Math.min(backoffMs(stall.waits, policy, opts.random), stallTimeoutMs - stalledMs);
+    if (elapsedMs >= (req.maxWaitMs ?? maxWaitMs) / 2) return true;
+    const delayMs = Math.min(backoffMs(stall.waits, policy, opts.random), remainingMs);
     stall.waits += 1;
     try {
       await clock.sleep(Math.max(delayMs, 0), req.signal);
@@ -440,7 +453,9 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
         if (cursor.position > before) {
           stall.since = undefined;
           stall.waits = 0;
-          if (cursor.chunk.length >= limits.maxChunkRecords) yield cursor.take(cursor.position);
+          // An open read hands over what it has once caught up: the next records may be minutes away.
+          const caughtUp = req.open === true && cursor.position >= readableEndOf(req, data);
+          if (cursor.chunk.length >= limits.maxChunkRecords || (caughtUp && cursor.hasUnyielded())) yield cursor.take(cursor.position);
           continue;
         }
 

@@ -53,11 +53,26 @@ export type ReadRequest = {
   maxFetchBytes?: number;
   /** Stops reading (e.g. the Lambda deadline is near). */
   signal?: AbortSignal;
+  /**
+   * An open read: records arrive while it runs (a continuous stream's open segment range, `until`
+   * OPEN_UNTIL). Waiting for records is normal, so there is no stall timeout, and a chunk is
+   * yielded as soon as the read has caught up with the partition's readable end (high watermark,
+   * or last stable offset under read_committed), instead of filling up to `maxChunkRecords`: each
+   * small batch reaches the handler as soon as it is readable. The iteration ends only when the
+   * signal aborts (then without an error), `until` is reached, or on an error.
+   */
+  open?: boolean;
+  /**
+   * How long the broker may hold a Fetch that finds nothing readable yet (its long poll), for this
+   * read; default the reader's `maxWaitMs` option. Readers without a broker ignore it.
+   */
+  maxWaitMs?: number;
 };
 
 export type RangeReader = {
   /**
-   * Yields chunks covering `[from, until)` in order. Leader changes and broker restarts are retried
+   * Yields chunks covering `[from, until)` in order (an open read: as records arrive, see
+   * `ReadRequest.open`). Leader changes and broker restarts are retried
    * (same offset, backoff, metadata refresh). Throws `OffsetOutOfRangeError` when retention removed
    * the next offset, `PartitionNotFoundError` when the topic or partition no longer exists.
    */

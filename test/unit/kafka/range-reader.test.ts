@@ -3,6 +3,8 @@ import { KafkaError, TimeoutError, ValidationError } from '../../../lib/errors';
 import { OffsetOutOfRangeError, PartitionNotFoundError } from '../../../lib/ports/range-reader';
 import { createRangeReader, type RangeReaderOptions } from '../../../lib/kafka/range-reader';
 import type { RangeReader, ReadRequest, RecordChunk } from '../../../lib/ports/range-reader';
+import { createMemoryRangeReader } from '../../../lib/kafka/range-reader.memory';
+import { OPEN_UNTIL } from '../../../lib/ranges';
 import { batch, FakeClock, FakeLog, record, type BatchSpec } from './fake-log';
 
 const NOT_LEADER_OR_FOLLOWER = 6;
@@ -513,5 +515,310 @@ describe('createRangeReader: prefetch', () => {
       })(),
     ).rejects.toThrow(OffsetOutOfRangeError);
     expect(seen).toEqual(range(0, 10));
+  });
+});
+
+/** A chunk as [offsets, nextOffset], to compare sequences of chunks at a glance. */
+const shapeOf = (c: RecordChunk): [number[], number] => [c.records.map((r) => r.offset), c.nextOffset];
+/** Lets every pending promise and timer-free step run (setImmediate rounds). */
+async function settleAll(rounds = 10): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** A broker that does not hold an empty Fetch (no long poll): it answers after `answerMs` of virtual time. */
+function answerEmptyAfter(log: FakeLog, clock: FakeClock, answerMs: number): void {
+  const inner = log.fetch;
+  log.fetch = async (node, req) => {
+    const r = await inner(node, req);
+    if (r.partitions[0]!.batches.length === 0) clock.time += answerMs - req.maxWaitTimeMs;
+    return r;
+  };
+}
+
+describe('createRangeReader: open reads', () => {
+  /** Holds every Fetch after the first until the returned release() (a slow broker, or records not produced yet). */
+  function holdFetchesAfterFirst(log: FakeLog): () => void {
+    let release = (): void => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const inner = log.fetch;
+    let calls = 0;
+    log.fetch = async (node, req) => {
+      calls += 1;
+      if (calls > 1) await released;
+      return inner(node, req);
+    };
+    return release;
+  }
+
+  type Row = {
+    case: string;
+    open: boolean;
+    isolationLevel: ReadRequest['isolationLevel'];
+    /** The readable end the broker reports before the release (everything up to 6 after it). */
+    readable: { highWatermark: number; lastStableOffset?: number };
+    maxFetchBytes?: number;
+    /** The first chunk, or 'waiting' when the read holds it back for the next (held) response. */
+    first: [number[], number] | 'waiting';
+    rest: Array<[number[], number]>;
+  };
+  const rows: Row[] = [
+    {
+      case: 'open, caught up with the high watermark: the short chunk is yielded at once',
+      open: true,
+      isolationLevel: 'read_uncommitted',
+      readable: { highWatermark: 3 },
+      first: [[0, 1, 2], 3],
+      rest: [[[3, 4], 6]],
+    },
+    {
+      case: 'open, read_committed, caught up with the last stable offset (high watermark beyond it): yielded at once',
+      open: true,
+      isolationLevel: 'read_committed',
+      readable: { highWatermark: 6, lastStableOffset: 3 },
+      first: [[0, 1, 2], 3],
+      rest: [[[3, 4], 6]],
+    },
+    {
+      case: 'open, not caught up (the response stopped at maxFetchBytes): the chunk keeps filling',
+      open: true,
+      isolationLevel: 'read_uncommitted',
+      readable: { highWatermark: 6 },
+      maxFetchBytes: 200,
+      first: 'waiting',
+      rest: [
+        [[0, 1, 2, 3, 4], 5], // closed by maxFetchBytes
+        [[], 6], // the commit marker: progress handed over once caught up
+      ],
+    },
+    {
+      case: 'closed read of [0, 6): merged with the next response',
+      open: false,
+      isolationLevel: 'read_uncommitted',
+      readable: { highWatermark: 3 },
+      first: 'waiting',
+      rest: [[[0, 1, 2, 3, 4], 6]],
+    },
+    {
+      case: 'closed read of [0, 6), read_committed: merged with the next response',
+      open: false,
+      isolationLevel: 'read_committed',
+      readable: { highWatermark: 6, lastStableOffset: 3 },
+      first: 'waiting',
+      rest: [[[0, 1, 2, 3, 4], 6]],
+    },
+  ];
+
+  it.each(rows)('$case', async (row) => {
+    const { log, reader } = setup();
+    // 0-2 plain records, 3-4 a transaction, 5 its commit marker; readable at first: up to `row.readable`.
+    log.add(
+      { base: 0, offsets: [0, 1, 2] },
+      { base: 3, offsets: [3, 4], producerId: 9, transactional: true },
+      { base: 5, offsets: [], control: 'commit', producerId: 9 },
+    );
+    Object.assign(log, row.readable);
+    const release = holdFetchesAfterFirst(log);
+    const controller = new AbortController();
+    const read = reader.read({
+      topic: 't',
+      partition: 0,
+      from: 0,
+      until: row.open ? OPEN_UNTIL : 6,
+      isolationLevel: row.isolationLevel,
+      open: row.open,
+      maxFetchBytes: row.maxFetchBytes,
+      signal: controller.signal,
+    });
+    const chunks = read[Symbol.asyncIterator]();
+    let next = chunks.next();
+    const first = await Promise.race([next, settleAll().then(() => 'waiting' as const)]);
+    expect(first === 'waiting' || first.done ? first : shapeOf(first.value)).toEqual(row.first);
+    if (first !== 'waiting') next = chunks.next();
+
+    // The rest of the log becomes readable (produced, or the transaction committed).
+    Object.assign(log, { highWatermark: 6, lastStableOffset: undefined });
+    release();
+    const rest: Array<[number[], number]> = [];
+    for (let c = await next; !c.done; c = await chunks.next()) {
+      rest.push(shapeOf(c.value));
+      if (c.value.nextOffset >= 6) controller.abort(); // an open read ends only so
+    }
+    expect(rest).toEqual(row.rest);
+  });
+
+  it.each([
+    ['a broker that holds an empty Fetch for maxWaitMs (long poll)', false],
+    ['a broker that answers an empty Fetch at once', true],
+  ])('waits past stallTimeoutMs without an error, then yields the records appended later: %s', async (_, early) => {
+    const { log, clock, reader } = setup({ stallTimeoutMs: 5_000, maxWaitMs: 500 });
+    log.add({ base: 0, offsets: [0, 1] });
+    if (early) answerEmptyAfter(log, clock, 0);
+    log.afterFetch = (n) => {
+      if (n === 30) log.add({ base: 2, offsets: [2, 3] }); // produced after 29 empty polls
+    };
+    const controller = new AbortController();
+    const chunks: RecordChunk[] = [];
+    for await (const c of reader.read({
+      topic: 't',
+      partition: 0,
+      from: 0,
+      until: OPEN_UNTIL,
+      isolationLevel: 'read_uncommitted',
+      open: true,
+      signal: controller.signal,
+    })) {
+      chunks.push(c);
+      if (c.nextOffset >= 4) controller.abort();
+    }
+    expect(chunks.map(shapeOf)).toEqual([
+      [[0, 1], 2],
+      [[2, 3], 4],
+    ]);
+    expect(log.fetchOffsets.slice(0, 31)).toEqual([0, ...Array.from({ length: 30 }, () => 2)]);
+    expect(clock.now()).toBeGreaterThan(5_000 * 2);
+    if (early) {
+      // Never a spin: exponential backoff between polls, capped at the retry policy's 2 s.
+      expect(clock.sleeps.slice(0, 6)).toEqual([100, 200, 400, 800, 1_600, 2_000]);
+      expect(Math.max(...clock.sleeps)).toBe(2_000);
+    } else {
+      expect(clock.sleeps).toEqual([]); // the broker's long poll was the wait
+    }
+  });
+
+  it.each([
+    ['in a long poll (a Fetch in flight)', () => new Promise<never>(() => undefined)],
+    ['in the backoff between early answers', undefined],
+  ])('ends without an error when the signal aborts while it waits for records: %s', async (_, hang) => {
+    const log = new FakeLog(); // real clock; without one, the fake answers an empty Fetch at once
+    log.add({ base: 0, offsets: [0, 1] });
+    const inner = log.fetch;
+    if (hang) log.fetch = async (node, req) => (req.fetchOffset === 0 ? inner(node, req) : hang());
+    const reader = createRangeReader(log);
+    const controller = new AbortController();
+    const t0 = Date.now();
+    const pending = collect(reader, { from: 0, until: OPEN_UNTIL, open: true, signal: controller.signal });
+    setTimeout(() => controller.abort(), 20);
+    expect((await pending).map(shapeOf)).toEqual([[[0, 1], 2]]);
+    expect(Date.now() - t0).toBeLessThan(1_000);
+  });
+
+  it.each([
+    [undefined, false, 500],
+    [2_000, false, 2_000],
+    [2_000, true, 2_000],
+    [0, true, 0],
+  ])('maxWaitMs %s on the request (open %s): every Fetch long-polls for %s ms', async (maxWaitMs, open, expected) => {
+    const { log, reader } = setup({ maxWaitMs: 500 });
+    log.add({ base: 0, offsets: [0] }, { base: 1, offsets: [1] });
+    const waits: number[] = [];
+    const inner = log.fetch;
+    log.fetch = async (node, req) => {
+      waits.push(req.maxWaitTimeMs);
+      return inner(node, req);
+    };
+    expect(offsetsOf(await collect(reader, { from: 0, until: 2, open, maxWaitMs, maxFetchBytes: 1 }))).toEqual([0, 1]);
+    expect(waits).toEqual([expected, expected]);
+  });
+
+  it.each([
+    ['the reader default, 500', undefined, []],
+    ['2000 on the request', 2_000, [100, 200, 400]],
+  ])('an empty answer after 600 ms: for a long poll of maxWaitMs %s, client-side sleeps %j', async (_, maxWaitMs, sleeps) => {
+    const { log, clock, reader } = setup({ maxWaitMs: 500 });
+    log.add({ base: 0, offsets: [0] });
+    answerEmptyAfter(log, clock, 600);
+    log.afterFetch = (n) => {
+      if (n === 4) log.add({ base: 1, offsets: [1] });
+    };
+    const controller = new AbortController();
+    const seen: number[] = [];
+    for await (const c of reader.read({
+      topic: 't',
+      partition: 0,
+      from: 0,
+      until: OPEN_UNTIL,
+      isolationLevel: 'read_uncommitted',
+      open: true,
+      maxWaitMs,
+      signal: controller.signal,
+    })) {
+      seen.push(...c.records.map((r) => r.offset));
+      if (c.nextOffset >= 2) controller.abort();
+    }
+    expect(seen).toEqual([0, 1]);
+    expect(clock.sleeps).toEqual(sleeps);
+  });
+
+  it('validates maxWaitMs', () => {
+    const { reader } = setup();
+    const base: ReadRequest = { topic: 't', partition: 0, from: 0, until: OPEN_UNTIL, isolationLevel: 'read_committed', open: true };
+    for (const maxWaitMs of [-1, 1.5, 2 ** 31]) expect(() => reader.read({ ...base, maxWaitMs })).toThrow(/maxWaitMs/);
+    expect(() => reader.read({ ...base, maxWaitMs: 0 })).not.toThrow();
+  });
+});
+
+describe('createMemoryRangeReader: open reads', () => {
+  const openRead = (signal?: AbortSignal, extra: Partial<ReadRequest> = {}): ReadRequest => ({
+    topic: 't',
+    partition: 0,
+    from: 0,
+    until: OPEN_UNTIL,
+    isolationLevel: 'read_committed',
+    open: true,
+    signal,
+    ...extra,
+  });
+
+  it('yields what the log holds, then waits (without polling) for each append, until the signal aborts', async () => {
+    const reader = createMemoryRangeReader();
+    reader.append('t', 0, [{ value: 'a' }, { value: 'b' }, { value: 'c' }]);
+    const controller = new AbortController();
+    const chunks = reader.read(openRead(controller.signal, { maxChunkRecords: 2 }))[Symbol.asyncIterator]();
+    const next = async (): Promise<[number[], number] | 'done'> => {
+      const c = await chunks.next();
+      return c.done ? 'done' : shapeOf(c.value);
+    };
+    expect(await next()).toEqual([[0, 1], 2]);
+    expect(await next()).toEqual([[2], 3]);
+
+    const waiting = next();
+    await settleAll();
+    const requests = reader.requestCount();
+    await settleAll();
+    expect(reader.requestCount()).toBe(requests); // waiting, not spinning
+    expect(await Promise.race([waiting, settleAll().then(() => 'still waiting')])).toBe('still waiting');
+    reader.append('t', 0, [{ value: 'd' }]);
+    expect(await waiting).toEqual([[3], 4]);
+
+    const last = next();
+    await settleAll();
+    controller.abort();
+    expect(await last).toBe('done');
+  });
+
+  it('ends at once when already aborted, and at until; a closed read still fails past the log end', async () => {
+    const reader = createMemoryRangeReader();
+    reader.append('t', 0, [{ value: 'a' }, { value: 'b' }]);
+    const chunks = async (req: ReadRequest): Promise<Array<[number[], number]>> => {
+      const out: Array<[number[], number]> = [];
+      for await (const c of reader.read(req)) out.push(shapeOf(c));
+      return out;
+    };
+    expect(await chunks(openRead(AbortSignal.abort()))).toEqual([]);
+    expect(await chunks(openRead(undefined, { until: 2 }))).toEqual([[[0, 1], 2]]);
+    await expect(chunks(openRead(undefined, { until: 3, open: false }))).rejects.toThrow(/nothing to read at 2/);
+  });
+
+  it('an open read waiting at the end of the log fails once the partition is deleted', async () => {
+    const reader = createMemoryRangeReader();
+    reader.append('t', 0, [{ value: 'a' }]);
+    const chunks = reader.read(openRead(new AbortController().signal))[Symbol.asyncIterator]();
+    await chunks.next();
+    const waiting = chunks.next();
+    await settleAll();
+    reader.deletePartition('t', 0);
+    await expect(waiting).rejects.toBeInstanceOf(PartitionNotFoundError);
   });
 });
