@@ -11,6 +11,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { crc32cInUse } from '../lib/kafka/protocol/crc32c';
 import { parseProcessorPayload } from '../lib/processor/payload';
+import { rangesOfPayload } from '../lib/ranges';
 import { peek } from '../lib/processor/peek';
 import { processRanges } from '../lib/processor/process-range';
 import { countsToPublish, invocationCounts, rangesSummary } from '../lib/processor/invocation-metrics';
@@ -49,6 +50,13 @@ async function processor(event: unknown, context: Context, opts?: { signal?: Abo
       storeClock: rt.storeClock,
       destinationsFor: (s) => rt.destinationsFor(s),
       commitGroupOffset: (group, topic, partition, offset) => rt.commitGroupOffset(stream, group, topic, partition, offset),
+      createReader: (s) => rt.createReader(s),
+      // A continuous segment invokes its successor: this function, asynchronously, as the planner does.
+      handOver: async (payload) => {
+        const successor = rangesOfPayload(payload);
+        const results = await rt.segmentDispatcher(context.functionName).dispatch(successor, { invocations: [successor.map((_, i) => i)] });
+        return results.every((r) => r.ok);
+      },
     },
     { stream, ranges, deadlineAtMs, signal: opts?.signal, single: req.mode === 'range' },
   );

@@ -16,6 +16,11 @@ export type RangePayload = {
    * payload naming another id than the ledger's is checked against the ledger before anything is parked).
    */
   topicId?: string;
+  /**
+   * Continuous segments: the segment that invoked this one to take over (its lease token) and when it
+   * ends (its clock): the range is waited for until that segment gives it back.
+   */
+  handover?: { from: string; atMs: number };
 };
 
 /** Ranges a shared invocation takes at most (a payload of Lambda's 256 KB holds far more). */

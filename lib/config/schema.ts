@@ -310,6 +310,28 @@ const processorSchema = strictObject({
   .transform((p) => ({ ...p, leaseMs: p.leaseMs ?? p.timeoutMs + DEFAULT_LEASE_MARGIN_MS }));
 export type ProcessorConfig = z.output<typeof processorSchema>;
 
+/**
+ * Continuous mode (docs/architecture.md, "Continuous mode"): each partition has one open segment
+ * range, held by a resident processor invocation that reads records as they arrive and commits them
+ * in small batches, then hands over to a successor it invokes itself.
+ */
+const continuousSchema = strictObject({
+  /** How long one resident invocation holds its partitions before it hands over (capped by the processor's time budget). */
+  segmentMs: wholeNumber().min(5_000).max(LAMBDA_MAX_TIMEOUT_MS).default(600_000),
+  /** A segment's commits wait for the next tick of this interval and go out together: one write per ledger group item. */
+  commitIntervalMs: wholeNumber().min(10).max(10_000).default(100),
+  /**
+   * The segment range's lease, renewed by every commit (and by a heartbeat while a partition is
+   * idle): a segment that dies is replaced once it has run out.
+   */
+  leaseMs: wholeNumber().min(2_000).max(300_000).default(10_000),
+  /** Partitions one resident invocation holds at most (of one ledger group item, which holds 7). */
+  partitionsPerSegment: wholeNumber().min(1).max(7).default(7),
+  /** How long before its end a segment invokes its successor, which waits for the hand-over (covers a cold start). */
+  handoverLeadMs: wholeNumber().min(0).max(60_000).default(2_000),
+});
+export type ContinuousConfig = z.output<typeof continuousSchema>;
+
 const splitSchema = strictObject({
   /** Declares that the handler does not rely on per-partition record order, which splitting breaks. */
   orderInsensitive: z.boolean().default(false),
@@ -630,6 +652,8 @@ const streamConfigSchema = strictObject({
   isolationLevel: isolationLevelSchema.default('read_committed'),
   /** Planner schedule period (Spark's batch interval). */
   triggerIntervalMs: wholeNumber().min(1_000).default(60_000),
+  /** Continuous mode instead of micro-batches: resident processors commit records as they arrive. */
+  continuous: continuousSchema.optional(),
   maxRatePerPartition: z.number().positive().optional(),
   minRatePerPartition: z.number().nonnegative().default(1),
   maxOffsetsPerTrigger: positiveInt.optional(),
@@ -711,6 +735,29 @@ function checkStreamCrossFields(value: unknown, ctx: z.RefinementCtx): void {
 
   checkStartingOffsetTopics(value, ctx);
   checkFailureTopic(value, ctx);
+  checkContinuous(value, ctx);
+}
+
+/** What continuous mode cannot combine with: ranges split in parallel (a segment holds its whole partition). */
+function checkContinuous(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  if (!isRecord(value.continuous)) return;
+  const split = isRecord(value.split) ? value.split : {};
+  if (split.maxRangeSize !== undefined || split.minPartitions !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['split'],
+      message: 'a continuous stream reads each partition in one open segment range: it cannot be split into parallel ranges',
+    });
+  }
+  const segmentMs = value.continuous.segmentMs;
+  const handoverLeadMs = value.continuous.handoverLeadMs;
+  if (typeof segmentMs === 'number' && typeof handoverLeadMs === 'number' && handoverLeadMs * 2 > segmentMs) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['continuous', 'handoverLeadMs'],
+      message: `must be at most half of continuous.segmentMs (${segmentMs})`,
+    });
+  }
 }
 
 /** A failure topic the stream reads would feed its own dead letters back to it (Lambda refuses it too). */

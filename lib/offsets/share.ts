@@ -63,3 +63,18 @@ export function updateObservedBytesPerRecord(prev: number | undefined, bytes: nu
   const sample = bytes / records;
   return Math.round(prev === undefined ? sample : weight * sample + (1 - weight) * prev);
 }
+
+/**
+ * The invocations of a continuous stream's segment ranges: those of one shard (ledger group item)
+ * together, at most `perSegment` to an invocation, so that a segment's commits are one write per
+ * tick. Indexes in input order within each invocation.
+ */
+export function segmentInvocations(ranges: ReadonlyArray<{ shard?: string }>, perSegment: number): number[][] {
+  const byShard = new Map<string | undefined, number[]>();
+  ranges.forEach((r, i) => byShard.set(r.shard, [...(byShard.get(r.shard) ?? []), i]));
+  const out: number[][] = [];
+  for (const indexes of byShard.values()) {
+    for (let i = 0; i < indexes.length; i += Math.max(1, perSegment)) out.push(indexes.slice(i, i + Math.max(1, perSegment)));
+  }
+  return out;
+}

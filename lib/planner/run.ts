@@ -16,7 +16,7 @@ import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailableParti
 import type { KeptPlannerLease, Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
 import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
-import { shareInvocations } from '../offsets/share';
+import { segmentInvocations, shareInvocations } from '../offsets/share';
 import type { ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, type PartitionReport, type PlanDecision } from './decide';
 import { redispatchReason } from './plan/redispatch';
@@ -509,6 +509,7 @@ async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[],
  * on) and its partition's observed bytes per record.
  */
 function invocationsFor(stream: StreamConfig, ranges: RangeState[], known: PartitionState[]): number[][] {
+  if (stream.continuous) return segmentInvocations(ranges, stream.continuous.partitionsPerSegment);
   const bytes = new Map(known.map((p) => [partitionKey(p.topic, p.partition), p.observedBytesPerRecord]));
   const share = stream.processor.shareInvocations;
   const weighed = ranges.map((r) => ({

@@ -5,6 +5,7 @@
  * before they are dead-lettered or stop the partition. At-least-once progress is committed on an
  * interval (records or time), not after every chunk. Folded handlers use FoldCommitter instead.
  */
+import { rangeLeaseMs } from '../config/continuous';
 import type { StreamConfig } from '../config/schema';
 import { destinationKinds, type Deliverer } from '../destinations/deliver';
 import { AppError, ValidationError } from '../errors';
@@ -245,7 +246,7 @@ export class ChunkCommitter {
       expectProgress: this.progress,
       to,
       nowMs: await this.c.storeClock(),
-      leaseMs: stream.processor.leaseMs,
+      leaseMs: rangeLeaseMs(stream),
       sinkWrites: sinkWrites.map((w) => withTable(w, stream.handler?.sinkTable)),
       deadLetters: range.incarnation ? deadLetters.map((d) => ({ ...d, incarnation: range.incarnation })) : deadLetters,
       dataLoss: dataLoss && this.lossEntry(dataLoss),

@@ -12,6 +12,7 @@
  * writes it again: items that had it skip, the others get it. A rejected record ends the batch before
  * it and is isolated as in chunk mode (retried, then dead-lettered or stopping the partition).
  */
+import { rangeLeaseMs } from '../config/continuous';
 import { mapWithConcurrency } from '../concurrency';
 import { DEFAULT_FOLD_MAX_ITEMS, DEFAULT_FOLD_MAX_RECORDS } from '../config/schema';
 import { AppError } from '../errors';
@@ -204,7 +205,7 @@ export class FoldCommitter extends ChunkCommitter {
       expectProgress: this.progress,
       until: end,
       nowMs: await this.c.storeClock(),
-      leaseMs: stream.processor.leaseMs,
+      leaseMs: rangeLeaseMs(stream),
     });
     if (outcome === 'lease-lost') throw new LeaseLostError();
     this.replayUntil = end;

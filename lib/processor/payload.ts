@@ -15,6 +15,7 @@ const rangeFields = {
   incarnation: z.number().int().min(1).optional(),
   shard: z.string().min(1).max(64).optional(),
   topicId: z.string().min(1).max(64).optional(),
+  handover: z.strictObject({ from: z.string().min(1).max(64), atMs: z.number().int().min(0) }).optional(),
 };
 const orderedRange = <T extends { from: number; until: number }>(r: T) => r.from < r.until;
 const rangeSchema = z

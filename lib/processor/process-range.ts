@@ -6,6 +6,7 @@
  * carrying its range's last commit. Duplicate or stale invocations lose a condition and stop
  * without effects; a range that fails does not stop the others of its invocation.
  */
+import { rangeLeaseMs } from '../config/continuous';
 import { randomBytes } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { createDeliverer, type Deliverer, type DeliveryReport } from '../destinations/deliver';
@@ -19,7 +20,8 @@ import type { LeaseOutcome, Ledger, ObservedRates, RangeCompletionInput, StoreCl
 import type { LeasedRange, RangeState } from '../ports/ledger-state';
 import type { RangeReader } from '../ports/range-reader';
 import { topicIdChanged } from '../ports/ledger-rules/incarnation';
-import type { RangePayload } from '../ranges';
+import { isOpenRange, type RangePayload, type RangesPayload } from '../ranges';
+import { isContinuous } from '../config/continuous';
 import { ChunkCommitter, errorText, LeaseLostError, PoisonStopError, type CommitterInput } from './committer';
 import { DEFAULT_FOLD_BUDGET, FoldCommitter, type FoldBudget } from './fold-committer';
 import type { HandlerContext, RecordsHandler } from './handler-api';
@@ -27,6 +29,8 @@ import { resolveHandlerSecrets } from './handler-secrets';
 import type { RecordStage } from './record-gate';
 import { recordStagesFor, type StageContext } from './record-stages';
 import { LEASE_LOST_REASON, rangeDataLossReason, rangeMismatchMessage, topicRecreatedReason } from './messages';
+import { runSegment, type SegmentHooks } from './segment';
+import { paceDelayMs } from './segment-timing';
 
 /**
  * Crash-injection points, in order, for tests. `batch-begun` and `sink-written` are reached by folded
@@ -64,11 +68,33 @@ export type ProcessorDeps = {
   /** Folded handlers: batch budget and write grouping (defaults: DEFAULT_FOLD_BUDGET and the stream's settings). */
   fold?: Partial<FoldBudget>;
   afterStep?: (step: ProcessorStep, detail: { from: number; to: number }) => void | Promise<void>;
+  /**
+   * Continuous segments: a range reader of its own for each partition, which the segment closes
+   * (a resident read long-polls; on a shared connection the broker would serve one such Fetch at a
+   * time). Unset: `readerFor`'s.
+   */
+  createReader?: (stream: StreamConfig) => Promise<RangeReader>;
+  /**
+   * Continuous segments: invokes the successor of a segment with its ranges (each naming the
+   * predecessor in `handover`), asynchronously; false when the invocation was refused. Unset: the
+   * segment gives its ranges back without one and the planner's next run dispatches them.
+   */
+  handOver?: (payload: RangesPayload) => Promise<boolean>;
 };
 
 export type ProcessResult = {
   status:
-    'done' | 'already-done' | 'held-elsewhere' | 'parked' | 'exhausted' | 'unknown-range' | 'lease-lost' | 'partial' | 'failed' | 'refused';
+    | 'done'
+    | 'already-done'
+    | 'held-elsewhere'
+    | 'parked'
+    | 'exhausted'
+    | 'unknown-range'
+    | 'lease-lost'
+    | 'partial'
+    | 'failed'
+    | 'refused'
+    | 'handed-over';
   range: RangePayload;
   /** Records delivered to the handler in this invocation. */
   records: number;
@@ -90,7 +116,7 @@ export type ProcessResult = {
 };
 
 /** What one invocation shares across its ranges. */
-type Invocation = {
+export type Invocation = {
   deps: ProcessorDeps;
   stream: StreamConfig;
   deadlineAtMs: number;
@@ -99,10 +125,12 @@ type Invocation = {
   leaseToken: string;
   t0: number;
   signal?: AbortSignal;
+  /** A continuous segment's part in the run of each range (unset: a micro-batch invocation). */
+  segment?: SegmentHooks;
 };
 
 /** One range of an invocation: its payload and the result being built. */
-type Run = Invocation & { range: RangePayload; result: ProcessResult };
+export type Run = Invocation & { range: RangePayload; result: ProcessResult };
 
 /** A range read to its end, its completion not written yet. */
 type Pending = { run: Run; completion: RangeCompletionInput };
@@ -126,6 +154,7 @@ export async function processRanges(
   deps: ProcessorDeps,
   input: { stream: StreamConfig; ranges: RangePayload[]; deadlineAtMs: number; signal?: AbortSignal; single?: boolean },
 ): Promise<ProcessResult[]> {
+  if (input.ranges.length && input.ranges.every(isOpenRange) && isContinuous(input.stream)) return runSegment(deps, input);
   const clock = deps.clock ?? Date.now;
   const inv: Invocation = {
     deps,
@@ -140,21 +169,39 @@ export async function processRanges(
   };
   const runs = input.ranges.map((range): Run => ({ ...inv, range, result: emptyResult(range) }));
   const leases = await leaseRanges(inv, runs);
-  const pending: Pending[] = [];
-  for (const [i, run] of runs.entries()) {
+  return runLeased(inv, runs, leases, { single: input.single === true, concurrent: false });
+}
+
+/**
+ * Phases 2 and 3 for ranges whose leases were asked: each leased range read and handled (one after
+ * the other, or, for a continuous segment's partitions, side by side), then the completions.
+ */
+export async function runLeased(
+  inv: Invocation,
+  runs: Run[],
+  leases: LeaseOutcome[],
+  opts: { single: boolean; concurrent: boolean },
+): Promise<ProcessResult[]> {
+  const runOne = async (run: Run, i: number): Promise<Pending | undefined> => {
     const lease = leases[i] as LeaseOutcome;
-    if (lease.kind !== 'taken') {
-      refused(run, lease, input.single === true);
-      continue;
+    if (lease.kind === 'taken') return processLeased(run, lease, opts.single);
+    refused(run, lease, opts.single);
+    return undefined;
+  };
+  const pending: Pending[] = [];
+  if (opts.concurrent) pending.push(...(await Promise.all(runs.map(runOne))).filter((p): p is Pending => p !== undefined));
+  else {
+    for (const [i, run] of runs.entries()) {
+      const out = await runOne(run, i);
+      if (out) pending.push(out);
     }
-    const out = await processLeased(run, lease, input.single === true);
-    if (out) pending.push(out);
   }
   await completeAll(inv, pending);
   return runs.map((r) => r.result);
 }
 
-function emptyResult(range: RangePayload): ProcessResult {
+/** The result of a range before anything happened to it. */
+export function emptyResult(range: RangePayload): ProcessResult {
   return {
     status: 'done',
     range,
@@ -183,13 +230,13 @@ async function leaseRanges(inv: Invocation, runs: Run[]): Promise<LeaseOutcome[]
     })),
     leaseToken: inv.leaseToken,
     nowMs: await inv.storeClock(),
-    leaseMs: inv.stream.processor.leaseMs,
+    leaseMs: rangeLeaseMs(inv.stream),
     maxAttempts: inv.stream.maxAttempts,
   });
 }
 
 /** The result of a range whose lease was not taken; nothing was written for it. */
-function refused(run: Run, lease: Exclude<LeaseOutcome, { kind: 'taken' }>, single: boolean): void {
+export function refused(run: Run, lease: Exclude<LeaseOutcome, { kind: 'taken' }>, single: boolean): void {
   const end = (status: ProcessResult['status'], extra: Partial<ProcessResult>) => finish(run, status, undefined, extra);
   switch (lease.kind) {
     case 'mismatch': {
@@ -227,6 +274,7 @@ async function processLeased(run: Run, lease: Extract<LeaseOutcome, { kind: 'tak
     return undefined;
   }
   let committer: ChunkCommitter | undefined;
+  run.segment?.hold(held, leased.progress);
   try {
     await deps.afterStep?.('leased', { from: leased.progress, to: leased.progress });
     committer = await committerFor(run, held, leased);
@@ -241,6 +289,8 @@ async function processLeased(run: Run, lease: Extract<LeaseOutcome, { kind: 'tak
   } catch (err) {
     await mapError(run, committer, held, err, single);
     return undefined;
+  } finally {
+    run.segment?.drop(held);
   }
 }
 
@@ -248,7 +298,9 @@ async function processLeased(run: Run, lease: Extract<LeaseOutcome, { kind: 'tak
 async function committerFor(run: Run, held: LeasedRange, leased: RangeState): Promise<ChunkCommitter> {
   const { deps, stream, clock } = run;
   const secrets = await handlerSecrets(run, held);
-  const stages = await (deps.stagesFor ?? recordStagesFor)(stream, { firstLeasedAtMs: leased.firstLeasedAtMs ?? run.t0 });
+  // A segment's records are aged from its own start: its range was first leased when the stream began.
+  const firstLeasedAtMs = run.segment ? run.t0 : (leased.firstLeasedAtMs ?? run.t0);
+  const stages = await (deps.stagesFor ?? recordStagesFor)(stream, { firstLeasedAtMs });
   const deliverer = await delivererFor(run);
   const abort = new AbortController();
   run.signal?.addEventListener('abort', () => abort.abort(), { once: true });
@@ -271,7 +323,8 @@ async function committerFor(run: Run, held: LeasedRange, leased: RangeState): Pr
     sleep: deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
     retryBaseMs: deps.retryBaseMs ?? 100,
     afterStep: deps.afterStep,
-    commitEveryRecords: stream.processor.commitEveryRecords,
+    // A segment commits every chunk: its commits wait for the segment's next commit tick anyway.
+    commitEveryRecords: run.segment ? 1 : stream.processor.commitEveryRecords,
     commitEveryMs: stream.processor.commitEveryMs,
     stages,
     deliverer,
@@ -373,10 +426,12 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
         isolationLevel: stream.isolationLevel,
         maxChunkRecords: deps.maxChunkRecords ?? 500,
         signal: run.signal,
+        ...(isOpenRange(range) ? { open: true } : {}),
       })) {
         // Stop before a chunk that might not commit in time; the planner dispatches the rest.
         const writeMs = committer.pendingWriteMs();
         if (clock() + Math.max(slowestChunkMs * 2, 1000) + writeMs > run.deadlineAtMs || run.signal?.aborted) break reading;
+        await pace(run, committer);
         const tChunk = clock();
         await committer.handleChunk(chunk.records, chunk.nextOffset);
         slowestChunkMs = Math.max(slowestChunkMs, clock() - tChunk);
@@ -388,6 +443,13 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
   }
   await committer.flush();
   return false;
+}
+
+/** A segment under `maxRatePerPartition`: waits until its partition's average rate since the start allows more records. */
+async function pace(run: Run, committer: ChunkCommitter): Promise<void> {
+  const ratePerSec = run.segment ? run.stream.maxRatePerPartition : undefined;
+  const delayMs = paceDelayMs({ records: committer.recordsRead, startedAtMs: run.t0, nowMs: run.clock(), ratePerSec });
+  if (delayMs > 0) await (run.deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))))(delayMs);
 }
 
 /**
@@ -413,7 +475,15 @@ async function onRetentionLoss(run: Run, committer: ChunkCommitter, held: Leased
 /** Gives the range back before the deadline, keeping its progress; the planner dispatches the rest. */
 async function giveBack(run: Run, held: LeasedRange, leasedProgress: number, progress: number, committer?: ChunkCommitter): Promise<void> {
   const progressed = progress > leasedProgress;
-  if ((await run.deps.ledger.releaseRange({ range: held, nowMs: run.clock(), progressed })) === 'lease-lost') throw new LeaseLostError();
+  const handover = run.segment?.handedOver() === true;
+  const released = await run.deps.ledger.releaseRange({ range: held, nowMs: run.clock(), progressed, ...(handover ? { handover } : {}) });
+  if (released === 'lease-lost') throw new LeaseLostError();
+  if (run.segment) {
+    finish(run, handover ? 'handed-over' : 'partial', committer, {
+      reason: handover ? 'segment ended; its successor takes over' : 'segment ended; the planner dispatches the range again',
+    });
+    return;
+  }
   finish(run, 'partial', committer, {
     remaining: run.range.until - progress,
     reason: 'stopped before the deadline; the planner dispatches the remainder',

@@ -32,10 +32,14 @@ export type Runtime = {
   storeClock: StoreClock;
   metadata: MetadataCache;
   dispatcher(): Dispatcher;
+  /** A continuous segment's dispatcher of its successor: this very function (its own name from the context). */
+  segmentDispatcher(functionName: string): Dispatcher;
   /** The planner's tick queue (the tick chain's), when the stack gave it one. */
   tickQueue(): TickQueue | undefined;
   /** The range reader for a stream's cluster (connections reused across warm invocations). */
   readerFor(stream: StreamConfig): Promise<RangeReader>;
+  /** A new range reader with connections of its own, which the caller closes (a continuous segment's partitions). */
+  createReader(stream: StreamConfig): Promise<RangeReader>;
   handlerFor(stream: StreamConfig): RecordsHandler;
   /** The stream's failure destinations (`onFailure`), kept for the container's life. */
   destinationsFor(stream: StreamConfig): Promise<FailureDestinations>;
@@ -61,6 +65,7 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
   if (cached) return cached;
   const adapters = composeAdapters({ config: loadDeploymentConfig(env), env, kafkaLog: options.kafkaLog });
   let dispatcher: Dispatcher | undefined;
+  let segmentDispatcher: Dispatcher | undefined;
   let tickQueue: TickQueue | undefined;
   cached = {
     config: adapters.config,
@@ -69,6 +74,7 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
     storeClock: adapters.storeClock,
     metadata: adapters.metadata,
     readerFor: adapters.readerFor,
+    createReader: adapters.createReader,
     handlerFor: adapters.handlerFor,
     destinationsFor: adapters.destinationsFor,
     dropConnections: adapters.dropConnections,
@@ -80,6 +86,12 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
       const functionName = env.PROCESSOR_FUNCTION_NAME;
       if (!functionName) throw new ValidationError('PROCESSOR_FUNCTION_NAME is not set: the planner cannot dispatch ranges');
       return (dispatcher ??= createLambdaDispatcher({ client: new LambdaClient({ requestHandler: awsRequestHandler() }), functionName }));
+    },
+    segmentDispatcher(functionName) {
+      return (segmentDispatcher ??= createLambdaDispatcher({
+        client: new LambdaClient({ requestHandler: awsRequestHandler() }),
+        functionName,
+      }));
     },
     tickQueue() {
       const queueUrl = env[TICK_QUEUE_URL_ENV];

@@ -157,6 +157,12 @@ export function createLocalRunner(deps: RunnerDeps, streams: StreamConfig[]): Lo
         {
           ledger: deps.ledger,
           readerFor: async (s) => (lease ??= await readers.take(s)).reader,
+          createReader: deps.createReader,
+          handOver: async (successor) => {
+            const ranges = rangesOfPayload(successor);
+            const results = await dispatcher.dispatch(ranges, { invocations: [ranges.map((_, i) => i)] });
+            return results.every((r) => r.ok);
+          },
           handlerFor: deps.handlerFor,
           secretsFor: deps.secretsFor,
           storeClock: deps.storeClock,

@@ -6,6 +6,7 @@ import { shouldTrigger, timeBudget, type PartitionClampInput } from '../../offse
 import type { PlanWrite } from '../../ports/ledger';
 import type { PartitionState } from '../../ports/ledger-state';
 import { sameIncarnation } from '../../ports/ledger-rules/incarnation';
+import { isContinuous } from '../../config/continuous';
 import { partitionKey } from '../../ranges';
 import { backpressure } from './backpressure';
 import { offsetAnomaly } from './data-loss';
@@ -55,6 +56,8 @@ function checkCandidate(input: PlanInput, ix: PlanIndex, p0: PartitionState, k: 
   // A bounded partition plans nothing at or past its stop offset (Spark's endingOffsets).
   const end = stop === undefined ? o.latest : Math.min(o.latest, stop);
   const lag = end - p.nextFrom;
+  // A continuous partition gets its open segment range whether or not records wait: they are read as they arrive.
+  if (isContinuous(stream) && stop === undefined) return { ...base, eligible: { p, input: { key: k, from: p.nextFrom, latest: end } } };
   if (lag <= 0) return { ...base, report: base.report ?? report(p, o, ix.known.has(k) ? 'idle' : 'registered') };
   const trig = shouldTrigger({
     lag,

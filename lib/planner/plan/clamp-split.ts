@@ -2,6 +2,8 @@
 import { clampRanges, partsForMinPartitions, splitRange, type OffsetRange } from '../../offsets';
 import type { PartitionState, RangeState } from '../../ports/ledger-state';
 import { admitPieces } from '../concurrency-cap';
+import { isContinuous } from '../../config/continuous';
+import { isOpenRange, OPEN_UNTIL } from '../../ranges';
 import type { PlanIndex } from './plan-index';
 import { report } from './report';
 import type { Slots } from './slots';
@@ -19,17 +21,19 @@ export function clampAndSplit(
 ): { newRanges: RangeState[]; recordsPlanned: number } {
   const { stream } = input;
   const eligible = slots.granted;
-  const clamped = eligible.length
-    ? clampRanges(
-        eligible.map((e) => e.input),
-        {
-          intervalMs: stream.triggerIntervalMs,
-          maxRatePerPartition: stream.maxRatePerPartition,
-          minRatePerPartition: stream.minRatePerPartition,
-          maxOffsetsPerTrigger: stream.maxOffsetsPerTrigger,
-        },
-      )
-    : new Map<string, OffsetRange>();
+  const clamped = isContinuous(stream)
+    ? new Map(eligible.map((e) => [e.input.key, { from: e.input.from, until: OPEN_UNTIL }]))
+    : eligible.length
+      ? clampRanges(
+          eligible.map((e) => e.input),
+          {
+            intervalMs: stream.triggerIntervalMs,
+            maxRatePerPartition: stream.maxRatePerPartition,
+            minRatePerPartition: stream.minRatePerPartition,
+            maxOffsetsPerTrigger: stream.maxOffsetsPerTrigger,
+          },
+        )
+      : new Map<string, OffsetRange>();
   const splitting = stream.split.orderInsensitive;
   // Under a cap, pieces past the free slots could not be planned: minPartitions asks for no more.
   const minPartitions = stream.split.minPartitions && Math.min(stream.split.minPartitions, slots.free ?? Infinity);
@@ -55,7 +59,7 @@ export function clampAndSplit(
       const range = newRange(input, e.p, piece, ix.topicIds.get(e.p.topic));
       newRanges.push(range);
       draft.writes.push({ kind: 'plan-range', range, ...(e.pidUpdate ? { partitionUpdate: e.pidUpdate } : {}) });
-      recordsPlanned += piece.until - piece.from;
+      if (!isOpenRange(piece)) recordsPlanned += piece.until - piece.from;
     }
     const rep = report({ ...e.p }, ix.offsets.get(k), 'planned', draft.reports.get(k)?.note);
     rep.planned = pieces.map((x) => ({ from: x.from, until: x.until }));

@@ -1,4 +1,5 @@
 /** Phase "redispatch and park": open ranges sent again, or parked at the attempt limit. */
+import { rangeLeaseMs } from '../../config/continuous';
 import type { PlanWrite } from '../../ports/ledger';
 import type { PartitionState, RangeState } from '../../ports/ledger-state';
 import { sameIncarnation } from '../../ports/ledger-rules/incarnation';
@@ -42,7 +43,7 @@ export function redispatchReason(
   r: RangeState,
   { stream, nowMs, epoch, confirmedEpoch }: Pick<PlanInput, 'stream' | 'nowMs' | 'epoch' | 'confirmedEpoch'>,
 ): RedispatchReason | undefined {
-  const notStarted = r.dispatchedAtMs === undefined || nowMs - r.dispatchedAtMs > stream.processor.leaseMs;
+  const notStarted = r.dispatchedAtMs === undefined || nowMs - r.dispatchedAtMs > rangeLeaseMs(stream);
   const sentAgain = r.redispatchedAtAttempts === r.attempts && !notStarted;
   switch (r.status) {
     case 'planned':

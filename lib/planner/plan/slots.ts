@@ -1,4 +1,5 @@
 /** Phase "slots": under a cap on open ranges, which due partitions get a range this run. */
+import { rangeLeaseMs } from '../../config/continuous';
 import { partitionKey } from '../../ranges';
 import { bySlotPriority, capSource, occupiedSlots, openRangeCap } from '../concurrency-cap';
 import { waitingForConcurrencyNote } from '../messages';
@@ -21,7 +22,7 @@ export function grantSlots(input: PlanInput, ix: PlanIndex, candidates: Partitio
   const cap = openRangeCap(stream.maxConcurrency, processorConcurrency);
   if (cap === undefined) return { granted: eligible };
   const live = new Map(candidates.filter((p) => p.status === 'active').map((p) => [partitionKey(p.topic, p.partition), p]));
-  const open = occupiedSlots(input.openRanges, live, { nowMs: input.nowMs, leaseMs: stream.processor.leaseMs });
+  const open = occupiedSlots(input.openRanges, live, { nowMs: input.nowMs, leaseMs: rangeLeaseMs(stream) });
   const free = Math.max(0, cap - open);
   const claims = eligible.map((e) => ({
     e,

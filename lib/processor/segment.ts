@@ -1,0 +1,163 @@
+/**
+ * A continuous segment (docs/architecture.md, "Continuous mode"): one resident invocation holding
+ * the open ranges of up to `continuous.partitionsPerSegment` partitions of one ledger group item.
+ * It takes their leases (waiting for its predecessor's hand-over if it was invoked by one), reads
+ * every partition side by side as records arrive, commits through the commit coalescer (one write
+ * per group item per `commitIntervalMs`, heartbeats for idle partitions), invokes its successor
+ * `handoverLeadMs` before its end, and at the end flushes and gives the ranges back as handed over.
+ */
+import { randomBytes } from 'node:crypto';
+import type { StreamConfig } from '../config/schema';
+import type { LeaseOutcome, StoreClock } from '../ports/ledger';
+import type { LeasedRange } from '../ports/ledger-state';
+import type { RangeReader } from '../ports/range-reader';
+import { rangeIdentity, type RangePayload, type RangesPayload } from '../ranges';
+import { createCommitCoalescer, type CommitCoalescer } from './commit-coalescer';
+import { emptyResult, runLeased, type Invocation, type ProcessorDeps, type ProcessResult, type Run } from './process-range';
+import { awaitHandover, HANDOVER_POLL_MS, segmentTiming } from './segment-timing';
+
+/** What a continuous segment adds to the run of each of its ranges (process-range.ts asks it). */
+export type SegmentHooks = {
+  /** Whether the successor was invoked: the ranges are then given back as handed over. */
+  handedOver(): boolean;
+  /** The range is leased: keep its lease while it is idle. */
+  hold(range: LeasedRange, progress: number): void;
+  /** The range is done with (given back, failed, lost). */
+  drop(range: LeasedRange): void;
+};
+
+type SegmentInput = { stream: StreamConfig; ranges: RangePayload[]; deadlineAtMs: number; signal?: AbortSignal };
+
+/** Runs one segment to its end (or until its invocation is aborted); results per range, in payload order. */
+export async function runSegment(deps: ProcessorDeps, input: SegmentInput): Promise<ProcessResult[]> {
+  const c = input.stream.continuous!;
+  const clock = deps.clock ?? Date.now;
+  const storeClock: StoreClock = deps.storeClock ?? (async () => clock());
+  const leaseToken = deps.leaseToken ?? randomBytes(9).toString('base64url');
+  const timing = segmentTiming({
+    nowMs: clock(),
+    deadlineAtMs: input.deadlineAtMs,
+    segmentMs: c.segmentMs,
+    handoverLeadMs: c.handoverLeadMs,
+  });
+  const end = new AbortController();
+  input.signal?.addEventListener('abort', () => end.abort(), { once: true });
+  const stops = new Map<string, AbortController>();
+  const coalescer = createCommitCoalescer(deps.ledger, {
+    intervalMs: c.commitIntervalMs,
+    leaseMs: c.leaseMs,
+    clock,
+    storeClock,
+    onLost: (range) => stops.get(rangeIdentity(range))?.abort(),
+  });
+  const readers: Array<Promise<RangeReader>> = [];
+  let handedOver = false;
+  const inv: Invocation = {
+    // Each chunk is a fold batch of its own: a segment never holds records back for a larger one.
+    deps: { ...deps, ledger: coalescer.ledger, fold: { ...deps.fold, maxRecords: 1 }, leaseToken },
+    stream: input.stream,
+    deadlineAtMs: timing.endAtMs,
+    clock,
+    storeClock,
+    leaseToken,
+    t0: clock(),
+    signal: end.signal,
+    segment: { handedOver: () => handedOver, hold: (r, p) => coalescer.hold(r, p), drop: (r) => coalescer.drop(r) },
+  };
+  const runs = input.ranges.map((range) => runOf(inv, range, stops, readers));
+  const timers: NodeJS.Timeout[] = [];
+  try {
+    const leases = await takeLeases(inv, input.ranges, timing.endAtMs);
+    const taken = input.ranges.filter((_, i) => leases[i]?.kind === 'taken');
+    timers.push(setTimeout(() => end.abort(), Math.max(0, timing.endAtMs - clock())));
+    timers.push(
+      setTimeout(
+        () => void handOver(deps, taken, leaseToken, timing.endAtMs).then((ok) => (handedOver = ok && !input.signal?.aborted)),
+        Math.max(0, timing.handoverAtMs - clock()),
+      ),
+    );
+    return await runLeased(inv, runs, leases, { single: false, concurrent: true });
+  } finally {
+    for (const t of timers) clearTimeout(t);
+    await closeAll(coalescer, readers);
+  }
+}
+
+/**
+ * One range's run: its own stop (a heartbeat that finds the lease lost stops only its partition)
+ * and, with `createReader`, its own reader, closed with the segment.
+ */
+function runOf(inv: Invocation, range: RangePayload, stops: Map<string, AbortController>, readers: Array<Promise<RangeReader>>): Run {
+  const stop = new AbortController();
+  stops.set(rangeIdentity(range), stop);
+  inv.signal?.addEventListener('abort', () => stop.abort(), { once: true });
+  const { createReader } = inv.deps;
+  let reader: Promise<RangeReader> | undefined;
+  const readerFor = createReader
+    ? (s: StreamConfig) => {
+        if (!reader) readers.push((reader = createReader(s)));
+        return reader;
+      }
+    : inv.deps.readerFor;
+  return { ...inv, deps: { ...inv.deps, readerFor }, signal: stop.signal, range, result: emptyResult(range) };
+}
+
+/**
+ * The leases of the segment's ranges. A range its predecessor still holds (this invocation names it
+ * in `handover`) is asked again every HANDOVER_POLL_MS from just before the predecessor's end, until
+ * it is released or its lease runs out (then it is taken as expired), or this segment's own end.
+ */
+async function takeLeases(inv: Invocation, ranges: RangePayload[], endAtMs: number): Promise<LeaseOutcome[]> {
+  const ask = async (rs: RangePayload[]) =>
+    inv.deps.ledger.takeRangeLeases({
+      stream: inv.stream.id,
+      ranges: rs.map((r) => ({
+        topic: r.topic,
+        partition: r.partition,
+        from: r.from,
+        until: r.until,
+        ...(r.incarnation ? { incarnation: r.incarnation } : {}),
+        ...(r.shard !== undefined ? { shard: r.shard } : {}),
+      })),
+      leaseToken: inv.leaseToken,
+      nowMs: await inv.storeClock(),
+      leaseMs: inv.stream.continuous!.leaseMs,
+      maxAttempts: inv.stream.maxAttempts,
+    });
+  const predecessorEndsAtMs = Math.min(...ranges.map((r) => r.handover?.atMs ?? 0));
+  const sleep = inv.deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  // Invoked ahead of the hand-over: nothing to take before the predecessor's end.
+  if (predecessorEndsAtMs - HANDOVER_POLL_MS > inv.clock())
+    await sleep(Math.min(predecessorEndsAtMs - HANDOVER_POLL_MS, endAtMs) - inv.clock());
+  const outcomes = await ask(ranges);
+  for (;;) {
+    const nowMs = await inv.storeClock();
+    const waiting = ranges
+      .map((r, i) => ({ r, i, o: outcomes[i] as LeaseOutcome }))
+      .filter(({ r, o }) => o.kind === 'held' && awaitHandover({ ...holder(o), handoverFrom: r.handover?.from, nowMs }));
+    if (!waiting.length || inv.clock() >= endAtMs || inv.signal?.aborted) return outcomes;
+    await sleep(HANDOVER_POLL_MS);
+    const again = await ask(waiting.map((w) => w.r));
+    waiting.forEach((w, j) => (outcomes[w.i] = again[j] as LeaseOutcome));
+  }
+}
+
+const holder = (o: LeaseOutcome) =>
+  'range' in o
+    ? { holderToken: o.range.leaseToken, leaseExpiresAtMs: o.range.leaseExpiresAtMs }
+    : { holderToken: undefined, leaseExpiresAtMs: 0 };
+
+/** Invokes the successor with the ranges this segment holds, each naming this segment and its end. */
+async function handOver(deps: ProcessorDeps, ranges: RangePayload[], leaseToken: string, endAtMs: number): Promise<boolean> {
+  if (!deps.handOver || !ranges.length) return false;
+  const payload: RangesPayload = {
+    stream: (ranges[0] as RangePayload).stream,
+    ranges: ranges.map(({ stream: _s, handover: _h, ...r }) => ({ ...r, handover: { from: leaseToken, atMs: endAtMs } })),
+  };
+  return deps.handOver(payload).catch(() => false);
+}
+
+async function closeAll(coalescer: CommitCoalescer, readers: Array<Promise<RangeReader>>): Promise<void> {
+  await coalescer.close();
+  await Promise.allSettled(readers.map(async (r) => (await r).close()));
+}
