@@ -121,6 +121,7 @@ export const RANGE_FIELDS: Record<keyof RangeState | 'failedAtMs' | 'releasedAtM
   records: 'r',
   deadLetters: 'v',
   pendingUntil: 'q',
+  lastCommitAtMs: 'c',
   processingMs: 'g',
   schedulingDelayMs: 'l',
   failedAtMs: 'o',

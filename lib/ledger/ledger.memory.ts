@@ -9,7 +9,14 @@ import { leaseRefusal, takenRange } from '../ports/ledger-rules/lease';
 import { changed, meets, type ItemRef, type ItemStep } from '../ports/ledger-rules/item-step';
 import { planWriteSteps } from '../ports/ledger-rules/plan-write';
 import { withDerivedFields } from '../ports/ledger-rules/derived';
-import { beginBatchStep, commitChunkSteps, completeRangeSteps, failRangeStep, releaseRangeStep } from '../ports/ledger-rules/range-write';
+import {
+  beginBatchStep,
+  commitChunkSteps,
+  completeRangeSteps,
+  failRangeStep,
+  progressCommitsOf,
+  releaseRangeStep,
+} from '../ports/ledger-rules/range-write';
 import { partitionChangedReason, rewindDeadLetters, rewindPartitionStep, rewindRanges } from '../ports/ledger-rules/rewind';
 import { deliveryOrderKey, sameDeadLetter } from '../ports/ledger-rules/outbox';
 import { ofIncarnation } from '../ports/ledger-rules/incarnation';
@@ -360,6 +367,11 @@ export function createMemoryLedger(
       const outcome = processorWrite(s, commitChunkSteps(input));
       if (outcome === 'applied') s.sinkWrites.push(...clone(sinkWrites));
       return outcome;
+    },
+    async commitChunks(inputs) {
+      const out: ProcessorWriteOutcome[] = [];
+      for (const c of progressCommitsOf(inputs)) out.push(await ledger.commitChunk(c));
+      return out;
     },
     async beginBatch(input): Promise<ProcessorWriteOutcome> {
       requests++;

@@ -3,29 +3,65 @@
  * map in its partition's group entry. A lease take, a progress commit, a batch record, a completion
  * (the range and its partition's committed offset are in the same entry), a failure and a release
  * are one conditional UpdateItem each, one write unit for a group item of up to 1 KB; a commit with
- * sink writes, dead letters or a data-loss entry is a transaction with them.
+ * sink writes, dead letters or a data-loss entry is a transaction with them. An open segment range's
+ * commit also moves its partition's committed offset, in the same entry: still one UpdateItem.
  */
 import { CommitTooLargeError, fitsOneCommit } from '../ports/commit-limits';
 import { holdsLease } from '../ports/ledger-rules/lease';
-import { beginBatchStep, commitChunkSteps, completeRangeSteps, failRangeStep, releaseRangeStep } from '../ports/ledger-rules/range-write';
+import {
+  beginBatchStep,
+  commitChunkSteps,
+  completeRangeSteps,
+  failRangeStep,
+  progressCommitsOf,
+  releaseRangeStep,
+  type ProgressCommit,
+} from '../ports/ledger-rules/range-write';
 import type { ItemStep } from '../ports/ledger-rules/item-step';
 import type { Ledger, LeaseOutcome, ProcessorWriteOutcome, RangeCompletionInput } from '../ports/ledger';
-import type { LeasedRange, RangeState } from '../ports/ledger-state';
+import type { LeasedRange } from '../ports/ledger-state';
 import { SinkConditionError } from '../ports/sink-write';
+import { isOpenRange } from '../ranges';
 import { actionOf, type ItemWriteBuilder } from './expression.dynamodb';
+import { groupKey } from './groups.dynamodb';
+import type { Item } from './items.dynamodb';
 import { DYNAMODB_LIMITS } from './limits.dynamodb';
 import { leaseTakesWrite, rangeInImage, refusalInImage, refusedTake, takenOutcome, type LeaseTake } from './lease.dynamodb';
 import { CONFLICT_RETRIES } from './retry.dynamodb';
 import type { LedgerReads } from './reads.dynamodb';
 import { sinkAction } from './sink.dynamodb';
-import { compileSteps, holdsOnGroupImage, type StepContext } from './steps.dynamodb';
+import { compileSteps, holdsOnGroupImage, keyId, type StepContext } from './steps.dynamodb';
 import type { TxAction } from './transactions.dynamodb';
 import type { Writer } from './writer.dynamodb';
 
 type RangeWrites = Pick<
   Ledger,
-  'takeRangeLease' | 'takeRangeLeases' | 'commitChunk' | 'beginBatch' | 'completeRange' | 'completeRanges' | 'failRange' | 'releaseRange'
+  | 'takeRangeLease'
+  | 'takeRangeLeases'
+  | 'commitChunk'
+  | 'commitChunks'
+  | 'beginBatch'
+  | 'completeRange'
+  | 'completeRanges'
+  | 'failRange'
+  | 'releaseRange'
 >;
+
+/**
+ * Whether a progress commit whose condition failed on the group item `image` shows there as applied:
+ * when the SDK sent it more than once, an attempt whose answer was lost may have landed. The item
+ * then holds the range under this lease at `to` with no batch pending (and, for an open range, its
+ * partition committed at `to`, moved by the same write).
+ */
+function commitLanded(image: Item | undefined, c: ProgressCommit): boolean {
+  const { range: now, committed } = rangeInImage(c.range.stream, image, c.range);
+  return (
+    holdsLease(now, c.range.leaseToken) &&
+    now.progress === c.to &&
+    now.pendingUntil === undefined &&
+    (!isOpenRange(c.range) || committed === c.to)
+  );
+}
 
 export function createRangeWrites(table: string, reads: LedgerReads, writer: Writer): RangeWrites {
   /** The compile context of a range's stream, once its group is known (undefined: the ledger has no such partition). */
@@ -47,7 +83,7 @@ export function createRangeWrites(table: string, reads: LedgerReads, writer: Wri
     what: string,
     range: LeasedRange,
     steps: readonly ItemStep[],
-    landed?: (now: RangeState) => boolean,
+    landed?: (image: Item | undefined) => boolean,
   ): Promise<ProcessorWriteOutcome> => {
     const ctx = await contextOf(range.stream, range);
     if (!ctx) return 'lease-lost';
@@ -55,8 +91,7 @@ export function createRangeWrites(table: string, reads: LedgerReads, writer: Wri
     if (res.ok) return 'applied';
     // When the SDK sent the request more than once, an attempt whose answer was lost may have
     // applied it: the item the condition failed on then shows this write, no lost lease.
-    const now = rangeInImage(range.stream, res.image, range).range;
-    return res.retried && now && landed?.(now) ? 'applied' : 'lease-lost';
+    return res.retried && landed?.(res.image) ? 'applied' : 'lease-lost';
   };
 
   /**
@@ -120,11 +155,11 @@ export function createRangeWrites(table: string, reads: LedgerReads, writer: Wri
       if (!fitsOneCommit(sinkWrites, DYNAMODB_LIMITS)) throw new CommitTooLargeError(sinkWrites.length, DYNAMODB_LIMITS);
       const steps = commitChunkSteps(input);
       const what = `commit ${range.topic}/${range.partition} ${expectProgress}->${to}`;
-      // Progress alone (at-least-once commits, chunks without writes): one item is atomic on its own,
-      // and a conditional UpdateItem costs one write unit where a transaction costs two.
-      if (steps.length === 1 && sinkWrites.length === 0) {
-        const landed = (now: RangeState) => holdsLease(now, range.leaseToken) && now.progress === to && now.pendingUntil === undefined;
-        return holderWrite(what, range, steps, landed);
+      // Progress alone (at-least-once commits, chunks without writes; an open range's with its
+      // partition's committed offset, in the same entry): one item is atomic on its own, and a
+      // conditional UpdateItem costs one write unit where a transaction costs two.
+      if (sinkWrites.length === 0 && steps.every((s) => s.kind === 'update')) {
+        return holderWrite(what, range, steps, (image) => commitLanded(image, input));
       }
       const ctx = await contextOf(range.stream, range);
       if (!ctx) return 'lease-lost';
@@ -178,6 +213,38 @@ export function createRangeWrites(table: string, reads: LedgerReads, writer: Wri
           )
         : new Map();
       return inputs.map((_, i) => ((second.get(i) ?? first.get(i)) === 'applied' ? 'applied' : 'lease-lost'));
+    },
+
+    async commitChunks(inputs) {
+      const commits = progressCommitsOf(inputs);
+      const stream = commits[0]?.range.stream;
+      if (stream === undefined) return [];
+      const l = await reads.locate(
+        stream,
+        commits.map((c) => c.range),
+      );
+      const ctx: StepContext = { stream, groupOf: (t, p) => l.groupOf(t, p) as number };
+      const groupId = (c: ProgressCommit) => keyId(groupKey(stream, ctx.groupOf(c.range.topic, c.range.partition)));
+      const units = commits.flatMap((c, index) =>
+        l.groupOf(c.range.topic, c.range.partition) === undefined ? [] : [{ index, steps: commitChunkSteps(c) }],
+      );
+      // The images of failed conditions of requests the SDK sent more than once, by group item: an
+      // earlier attempt may have applied them (a commit of the request that shows there landed).
+      const retried = new Map<string, Array<Item | undefined>>();
+      const transport = {
+        ...writer.transport(),
+        sendOne: async (what: string, b: ItemWriteBuilder) => {
+          const res = await writer.sendOne(what, b);
+          if (!res.ok && res.retried) retried.set(keyId(b.key), [...(retried.get(keyId(b.key)) ?? []), res.image]);
+          return res;
+        },
+      };
+      const out = await writer.applyUnits(ctx, transport, `commit ${units.length} chunk(s) of ${stream}`, units, 1);
+      return commits.map((c, i): ProcessorWriteOutcome => {
+        if (out.get(i) === 'applied') return 'applied';
+        if (!out.has(i)) return 'lease-lost';
+        return (retried.get(groupId(c)) ?? []).some((image) => commitLanded(image, c)) ? 'applied' : 'lease-lost';
+      });
     },
 
     async completeRange(input) {

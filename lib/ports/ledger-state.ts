@@ -191,6 +191,8 @@ export type RangeState = {
    * (`beginBatch`); whoever holds the lease next must finish exactly that batch before any other.
    */
   pendingUntil?: number;
+  /** Open segment ranges (continuous mode): when its holder last committed (each commit also moves the partition's committed offset). */
+  lastCommitAtMs?: number;
   /**
    * Where the store keeps the range, as the store's adapter names it (opaque to everyone else):
    * ranges of one shard are leased and completed in one write. Carried in the processor's payload

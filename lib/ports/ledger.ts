@@ -278,6 +278,12 @@ export type Ledger = PlannerLoopLease &
      * a sink write's own failed condition throws SinkConditionError; either way nothing was written.
      * A dead letter naming `deliveries` is written with one pending delivery per destination, due
      * `DELIVERY_GRACE_MS` after it was dead-lettered (the processor tries them itself first).
+     * `to` may equal `expectProgress`: the lease is renewed, nothing moves.
+     *
+     * An open segment range (`isOpenRange`, continuous mode) is never completed: each of its commits
+     * also moves its partition's committed offset from `expectProgress` to `to` (conditional on it
+     * standing there and on the range's incarnation; `lease-lost` otherwise, nothing written) and
+     * records `RangeState.lastCommitAtMs`.
      */
     commitChunk(input: {
       range: LeasedRange;
@@ -327,10 +333,32 @@ export type Ledger = PlannerLoopLease &
     }): Promise<LeaseOutcome[]>;
     /** `completeRange` for several ranges, in as few writes as the store allows (one per shard): outcomes in input order. */
     completeRanges(input: RangeCompletionInput[]): Promise<ProcessorWriteOutcome[]>;
+    /**
+     * `commitChunk` of progress alone (no sink writes, dead letters or data loss: those take
+     * `commitChunk`) for several ranges of one stream, in as few writes as the store allows (one per
+     * shard: DynamoDB, one UpdateItem per group item), not atomic across ranges: each outcome is the
+     * one its own `commitChunk` would have had, in input order, and a lost lease leaves the others
+     * applied. A commit may keep progress where it is (`to === expectProgress`): it renews the lease
+     * only (a heartbeat of an idle open range; an open range's `lastCommitAtMs` is set by it too).
+     * Two commits of one range in one call, or ranges of several streams, are refused
+     * (ValidationError, nothing written).
+     */
+    commitChunks(
+      inputs: Array<{ range: LeasedRange; expectProgress: number; to: number; nowMs: number; leaseMs: number }>,
+    ): Promise<ProcessorWriteOutcome[]>;
     /** Records a failure: `failed` (the planner re-dispatches) or `parked` (needs an operator). */
     failRange(input: { range: LeasedRange; status: 'failed' | 'parked'; error: string; nowMs: number }): Promise<ProcessorWriteOutcome>;
-    /** Gives the range back before the deadline, keeping its progress; the planner dispatches it again. */
-    releaseRange(input: { range: LeasedRange; nowMs: number; progressed: boolean }): Promise<ProcessorWriteOutcome>;
+    /**
+     * Gives the range back before the deadline, keeping its progress; the planner dispatches it again
+     * at its next run (the dispatch record is removed). Not a failed attempt when it `progressed`.
+     *
+     * `handover`: the holder has already dispatched its successor itself (continuous mode, at the end
+     * of its time budget). The range is `planned`, its lease dropped, and recorded as dispatched now
+     * (`dispatchedAtMs = nowMs`, `dispatches` unchanged): the planner treats it as dispatched and not
+     * yet started, sending it again only if no processor takes it within the lease time. The attempt
+     * is given back whether or not it progressed. Another processor may take the lease at once.
+     */
+    releaseRange(input: { range: LeasedRange; nowMs: number; progressed: boolean; handover?: boolean }): Promise<ProcessorWriteOutcome>;
     listDeadLetters(stream: string): Promise<DeadLetter[]>;
     /** One dead letter (strongly consistent), or undefined when it is gone (expired, rewound). */
     readDeadLetter(stream: string, ref: DeadLetterRef): Promise<DeadLetter | undefined>;

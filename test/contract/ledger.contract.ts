@@ -2,10 +2,12 @@
  * The Ledger contract: conditional semantics every adapter must have. Run against the in-memory
  * fake (unit) and the DynamoDB adapter on the emulator (integration).
  */
+import { ValidationError } from '../../lib/errors';
 import { CommitTooLargeError, fitsOneCommit } from '../../lib/ports/commit-limits';
 import { DELIVERY_GRACE_MS, type Ledger, type PlanWrite } from '../../lib/ports/ledger';
 import { type ClosedIncarnation, type DestinationKind, type PartitionState, type RangeState } from '../../lib/ports/ledger-state';
 import { type SinkWrite } from '../../lib/ports/sink-write';
+import { OPEN_UNTIL } from '../../lib/ranges';
 
 export type LedgerFactory = () => Promise<Ledger>;
 
@@ -577,6 +579,154 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     await take(r, 'C', 1400);
     expect(await ledger.failRange({ range: { ...r, leaseToken: 'C' }, status: 'parked', error: 'DATA_LOSS', nowMs: 1500 })).toBe('applied');
     expect(await take(r, 'D', 99_000)).toMatchObject({ kind: 'parked', range: { lastError: 'DATA_LOSS' } });
+  });
+
+  // Continuous mode: open segment ranges `[from, OPEN_UNTIL)`, planned on partitions with nothing in flight.
+
+  /**
+   * Partitions t/0 .. t/(n-1) of a new stream, each at `from` with an open segment range planned there
+   * (DynamoDB: 7 partitions to a group item, so more than 7 span two groups).
+   */
+  type OpenRange = { stream: string; topic: string; partition: number; from: number; until: number };
+  async function openRanges(stream: string, n: number, from = 10): Promise<OpenRange[]> {
+    const { ctx, lease } = await plannerContext(stream);
+    const partitions = Array.from({ length: n }, (_, p) => p);
+    await ledger.applyPlan({
+      ...ctx,
+      writes: partitions.map((p) => ({ kind: 'register-partition' as const, partition: partitionFixture(stream, 't', p, from) })),
+    });
+    const writes = partitions.map((p) => ({
+      kind: 'plan-range' as const,
+      range: rangeFixture(stream, 't', p, from, OPEN_UNTIL, lease.epoch),
+    }));
+    expect(await ledger.applyPlan({ ...ctx, writes })).toEqual(writes.map(() => 'applied'));
+    return partitions.map((partition) => ({ stream, topic: 't', partition, from, until: OPEN_UNTIL }));
+  }
+  const openRange = async (stream: string) => (await openRanges(stream, 1))[0]!;
+  const stateOf = async (r: { stream: string; topic: string; partition: number; from: number }) => ({
+    range: await ledger.readRange(r.stream, r),
+    committed: (await ledger.readPartition(r.stream, r.topic, r.partition))?.committed,
+  });
+
+  it("moves an open range's partition committed offset with each commit, recording when; a heartbeat renews the lease", async () => {
+    const stream = streamName();
+    const r = await openRange(stream);
+    await take(r, 'A', 1000);
+    const held = { ...r, leaseToken: 'A' };
+    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 25, nowMs: 1100, leaseMs: 1000 })).toBe('applied');
+    expect(await stateOf(r)).toMatchObject({ range: { progress: 25, lastCommitAtMs: 1100, leaseExpiresAtMs: 2100 }, committed: 25 });
+    expect(await ledger.readPartition(stream, 't', 0)).toMatchObject({ nextFrom: OPEN_UNTIL });
+    // An idle range: progress kept where it is, the lease renewed.
+    expect(await ledger.commitChunks([{ range: held, expectProgress: 25, to: 25, nowMs: 1900, leaseMs: 1000 }])).toEqual(['applied']);
+    expect(await stateOf(r)).toMatchObject({ range: { progress: 25, leaseExpiresAtMs: 2900, lastCommitAtMs: 1900 }, committed: 25 });
+    expect(await take(r, 'B', 2500)).toMatchObject({ kind: 'held', range: { leaseToken: 'A' } });
+    expect(await ledger.commitChunks([{ range: held, expectProgress: 25, to: 40, nowMs: 2000, leaseMs: 1000 }])).toEqual(['applied']);
+    expect(await stateOf(r)).toMatchObject({ range: { progress: 40, lastCommitAtMs: 2000 }, committed: 40 });
+
+    // A's lease expires and B takes the range: A's commits and heartbeats change neither progress nor committed.
+    expect(await take(r, 'B', 4000)).toMatchObject({ kind: 'taken', range: { progress: 40, leaseToken: 'B' } });
+    const before = await stateOf(r);
+    expect(await ledger.commitChunk({ range: held, expectProgress: 40, to: 50, nowMs: 4100, leaseMs: 1000 })).toBe('lease-lost');
+    const stale = [40, 50].map((to) => ({ range: held, expectProgress: 40, to, nowMs: 4100, leaseMs: 1000 }));
+    for (const c of stale) expect(await ledger.commitChunks([c])).toEqual(['lease-lost']);
+    expect(await stateOf(r)).toEqual(before);
+
+    // The committed offset moved by someone else (the planner's advance): the holder's view is stale, nothing written.
+    const { ctx } = await plannerContext(stream);
+    const advance = { kind: 'advance-committed' as const, topic: 't', partition: 0, expect: 40, to: 45 };
+    expect(await ledger.applyPlan({ ...ctx, writes: [advance] })).toEqual(['applied']);
+    const heldB = { ...r, leaseToken: 'B' };
+    expect(await ledger.commitChunk({ range: heldB, expectProgress: 40, to: 50, nowMs: 4200, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await stateOf(r)).toMatchObject({ range: { progress: 40 }, committed: 45 });
+  });
+
+  it('commits several ranges of partitions of one group and of two in one call, each outcome its own, in input order', async () => {
+    const stream = streamName();
+    // Partitions 0..8: open ranges on 0..7, a bounded range on 8 (DynamoDB: groups of 0..6 and of 7..8).
+    const open = await openRanges(stream, 8);
+    const { ctx, lease } = await plannerContext(stream);
+    const bounded = { stream, topic: 't', partition: 8, from: 10, until: 110 };
+    await ledger.applyPlan({
+      ...ctx,
+      writes: [
+        { kind: 'register-partition', partition: partitionFixture(stream, 't', 8, 10) },
+        { kind: 'plan-range', range: rangeFixture(stream, 't', 8, 10, 110, lease.epoch) },
+      ],
+    });
+    const all = [...open, bounded];
+    for (const r of all) expect(await take(r, r.partition === 3 ? 'X' : 'A', 1000)).toMatchObject({ kind: 'taken' });
+    // Partition 3 is held by X: A's commit of it is refused, the others apply.
+    const commit = (r: OpenRange, to: number) => ({
+      range: { ...r, leaseToken: 'A' },
+      expectProgress: 10,
+      to,
+      nowMs: 1500,
+      leaseMs: 1000,
+    });
+    const inputs = [commit(all[8]!, 60), ...[0, 1, 2, 3, 7].map((p) => commit(all[p]!, 20 + p)), commit(all[5]!, 10)];
+    expect(await ledger.commitChunks(inputs)).toEqual(['applied', 'applied', 'applied', 'applied', 'lease-lost', 'applied', 'applied']);
+    for (const p of [0, 1, 2, 7]) {
+      expect(await stateOf(all[p]!)).toMatchObject({
+        range: { progress: 20 + p, leaseExpiresAtMs: 2500, lastCommitAtMs: 1500 },
+        committed: 20 + p,
+      });
+    }
+    expect(await stateOf(all[3]!)).toMatchObject({ range: { progress: 10, leaseToken: 'X', leaseExpiresAtMs: 2000 }, committed: 10 });
+    expect(await stateOf(all[5]!)).toMatchObject({ range: { progress: 10, leaseExpiresAtMs: 2500 }, committed: 10 });
+    expect(await stateOf(all[4]!)).toMatchObject({ range: { progress: 10, leaseExpiresAtMs: 2000 }, committed: 10 });
+    // A bounded range's commit moves its progress only: its partition advances when it completes.
+    const b = await stateOf(bounded);
+    expect(b).toMatchObject({ range: { progress: 60, leaseExpiresAtMs: 2500 }, committed: 10 });
+    expect(b.range?.lastCommitAtMs).toBeUndefined();
+    expect(await ledger.commitChunks([])).toEqual([]);
+  });
+
+  it('refuses two commits of one range, or ranges of two streams, in one commitChunks call, and writes nothing', async () => {
+    const stream = streamName();
+    const [r0, r1] = (await openRanges(stream, 2)) as [OpenRange, OpenRange];
+    for (const r of [r0, r1]) await take(r, 'A', 1000);
+    const commit = (r: OpenRange, to: number) => ({
+      range: { ...r, leaseToken: 'A' },
+      expectProgress: 10,
+      to,
+      nowMs: 1100,
+      leaseMs: 1000,
+    });
+    const before = [await stateOf(r0), await stateOf(r1)];
+    await expect(ledger.commitChunks([commit(r0, 20), commit(r1, 20), commit(r0, 30)])).rejects.toBeInstanceOf(ValidationError);
+    const other = { ...commit(r1, 20), range: { ...commit(r1, 20).range, stream: `${stream}x` } };
+    await expect(ledger.commitChunks([commit(r0, 20), other])).rejects.toBeInstanceOf(ValidationError);
+    expect([await stateOf(r0), await stateOf(r1)]).toEqual(before);
+  });
+
+  it('hands a range over: progress kept, recorded as dispatched now, the attempt given back, a new holder at once', async () => {
+    const stream = streamName();
+    const r = await openRange(stream);
+    expect(await take(r, 'A', 1000)).toMatchObject({ kind: 'taken', range: { attempts: 1 } });
+    const heldA = { ...r, leaseToken: 'A' };
+    expect(await ledger.commitChunk({ range: heldA, expectProgress: 10, to: 30, nowMs: 1100, leaseMs: 1000 })).toBe('applied');
+    expect(await ledger.releaseRange({ range: { ...r, leaseToken: 'B' }, nowMs: 1200, progressed: true, handover: true })).toBe(
+      'lease-lost',
+    );
+    expect(await ledger.releaseRange({ range: heldA, nowMs: 1200, progressed: true, handover: true })).toBe('applied');
+    expect(await stateOf(r)).toMatchObject({
+      range: { status: 'planned', progress: 30, attempts: 0, dispatchedAtMs: 1200, releasedAtMs: 1200, dispatches: 0, leaseExpiresAtMs: 0 },
+      committed: 30,
+    });
+    // The successor takes it at once, long before A's lease would have ended; A can no longer write.
+    expect(await take(r, 'B', 1201, 1)).toMatchObject({ kind: 'taken', range: { progress: 30, attempts: 1, leaseToken: 'B' } });
+    expect(await ledger.commitChunk({ range: heldA, expectProgress: 30, to: 40, nowMs: 1300, leaseMs: 1000 })).toBe('lease-lost');
+    // A hand-over that made no progress gives the attempt back too (a plain release would not).
+    expect(await ledger.releaseRange({ range: { ...r, leaseToken: 'B' }, nowMs: 1400, progressed: false, handover: true })).toBe('applied');
+    expect(await stateOf(r)).toMatchObject({
+      range: { status: 'planned', progress: 30, attempts: 0, dispatchedAtMs: 1400 },
+      committed: 30,
+    });
+    expect(await take(r, 'C', 1401, 1)).toMatchObject({ kind: 'taken', range: { attempts: 1, leaseToken: 'C' } });
+    expect(await ledger.releaseRange({ range: { ...r, leaseToken: 'C' }, nowMs: 1500, progressed: false })).toBe('applied');
+    const released = await ledger.readRange(stream, r);
+    expect(released).toMatchObject({ status: 'planned', attempts: 1 });
+    expect(released?.dispatchedAtMs).toBeUndefined();
   });
 
   // Operator side: rewind, change records, bounded-stream completion, dead-letter re-drive.

@@ -17,6 +17,8 @@ import type { SinkMark, SinkWrite } from '../../lib/ports/sink-write';
 import { PARTITIONS_PER_GROUP } from '../../lib/ledger/groups.dynamodb';
 import { PACK_GROUPS_ABOVE } from '../../lib/ledger/plan.dynamodb';
 import { itemSizeBytes } from '../../bench/write-units';
+import { OPEN_UNTIL } from '../../lib/ranges';
+import type { LeaseOutcome } from '../../lib/ports/ledger';
 
 const client = testDynamo();
 /** Requests sent through `client` (tests run one at a time, so a difference is one ledger's). */
@@ -98,6 +100,43 @@ describe('DynamoDB ledger layout: group items', () => {
     const group = await client.send(new GetItemCommand({ TableName: tableName, Key: key, ConsistentRead: true }));
     expect(Object.keys(group.Item ?? {}).filter((k) => k !== 'pk' && k !== 'sk' && k !== 'ep')).toHaveLength(PARTITIONS_PER_GROUP);
     expect(itemSizeBytes(group.Item ?? {})).toBeLessThanOrEqual(1024);
+  });
+});
+
+describe('DynamoDB ledger: commits of open segment ranges', () => {
+  it("commits the open ranges of a group's 7 partitions in one UpdateItem, each partition's committed offset with its range", async () => {
+    const ledger = Object.assign(createDynamoLedger({ client, tableName }), { requestCount });
+    const stream = uniqueName('open');
+    const lease = await ledger.acquirePlannerLease({ stream, ownerToken: 'o', nowMs: 0, leaseMs: 60_000 });
+    if (!lease.acquired) throw new Error('lease');
+    const ctx = { stream, epoch: lease.epoch, ownerToken: 'o' };
+    // What a stream that has run a while holds: 7-digit offsets and epochs, today's times, an observed rate.
+    const at = 1_234_567;
+    const now = Date.now();
+    const partitions = Array.from({ length: PARTITIONS_PER_GROUP }, (_, i) => ({
+      ...partitionFixture(stream, 't', i, at),
+      observedRecordsPerSec: 1234.5,
+    }));
+    await ledger.applyPlan({ ...ctx, writes: partitions.map((partition) => ({ kind: 'register-partition' as const, partition })) });
+    const ranges = partitions.map((p) => ({
+      ...rangeFixture(stream, 't', p.partition, at, OPEN_UNTIL, 2_345_678),
+      plannedAtMs: now,
+      dispatchedAtMs: now,
+      dispatches: 1,
+    }));
+    await ledger.applyPlan({ ...ctx, writes: ranges.map((range) => ({ kind: 'plan-range' as const, range })) });
+    // A processor's token is 12 characters (lib/processor/process-range.ts).
+    const leaseToken = 'Abc123Def456';
+    const taken = await ledger.takeRangeLeases({ stream, ranges, leaseToken, nowMs: now + 50, leaseMs: 10_000, maxAttempts: 5 });
+    expect(taken.map((t) => t.kind)).toEqual(new Array(PARTITIONS_PER_GROUP).fill('taken'));
+    const held = taken.map((t) => ({ ...(t as Extract<LeaseOutcome, { kind: 'taken' }>).range, leaseToken }));
+    const before = ledger.requestCount();
+    const commits = held.map((range, i) => ({ range, expectProgress: at, to: at + 10 + i, nowMs: now + 100, leaseMs: 10_000 }));
+    expect(await ledger.commitChunks(commits)).toEqual(new Array(PARTITIONS_PER_GROUP).fill('applied'));
+    expect(ledger.requestCount() - before).toBe(1);
+    const { partitions: after, ranges: rangesAfter } = await ledger.readPartitionsAndRanges(stream);
+    expect(after.map((p) => [p.partition, p.committed]).sort()).toEqual(partitions.map((p) => [p.partition, at + 10 + p.partition]).sort());
+    expect(rangesAfter.every((r) => r.lastCommitAtMs === now + 100 && r.progress === at + 10 + r.partition)).toBe(true);
   });
 });
 

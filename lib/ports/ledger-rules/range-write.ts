@@ -5,6 +5,8 @@
  * write whose requirements do not hold changes nothing and is reported `lease-lost`: the caller's
  * view of the range is stale (another holder, another position, another batch).
  */
+import { ValidationError } from '../../errors';
+import { isOpenRange, OPEN_UNTIL, rangeIdentity } from '../../ranges';
 import type { DataLossEntry, DeadLetter, LeasedRange, RangeStats } from '../ledger-state';
 import { isIncarnation, partitionRef, rangeRef, type ItemStep, type Requirement, type UpdateStep } from './item-step';
 import { pendingDeliveriesOf } from './outbox';
@@ -49,23 +51,71 @@ export type ChunkCommit = {
 /**
  * A chunk's commit: progress `expect -> to` with the lease renewed, a pending folded batch ended
  * (it must end at `to`), and the chunk's dead letters (each with its pending deliveries) and
- * data-loss entry created, all or none.
+ * data-loss entry created, all or none. `to` may equal `expect`: the lease is renewed, nothing moves.
+ *
+ * An open segment range (continuous mode) is never completed, so its progress is what the partition
+ * has committed: the same write moves the partition's committed offset with it, conditional on it
+ * standing at the progress replaced (it was the range's start when the range was planned, and only
+ * this range's holder moves it since), and records when the holder last committed.
  */
 export function commitChunkSteps(c: ChunkCommit): [UpdateStep, ...ItemStep[]] {
+  const open = isOpenRange(c.range);
   const progress: UpdateStep = {
     kind: 'update',
     ref: rangeRef(c.range),
-    when: [...holdsLeaseRequirements(c.range.leaseToken), ...progressMoves(c.expectProgress, c.to), pendingEndsAt(c.to)],
-    change: { set: { progress: c.to, leaseExpiresAtMs: c.nowMs + c.leaseMs }, remove: ['pendingUntil'] },
+    when: [
+      ...holdsLeaseRequirements(c.range.leaseToken),
+      ...progressMoves(c.expectProgress, c.to),
+      pendingEndsAt(c.to),
+      // The stored range must be open too: a holder that thinks so of a bounded range must not move the partition.
+      ...(open ? [{ field: 'until', is: OPEN_UNTIL }] : []),
+    ],
+    change: {
+      set: { progress: c.to, leaseExpiresAtMs: c.nowMs + c.leaseMs, ...(open ? { lastCommitAtMs: c.nowMs } : {}) },
+      remove: ['pendingUntil'],
+    },
   };
+  const committed: ItemStep[] = open
+    ? [
+        {
+          kind: 'update',
+          ref: partitionRef(c.range.topic, c.range.partition),
+          when: [isIncarnation(c.range.incarnation), { field: 'committed', is: c.expectProgress }],
+          change: { set: { committed: c.to } },
+        },
+      ]
+    : [];
   return [
     progress,
+    ...committed,
     ...(c.deadLetters ?? []).flatMap((d): ItemStep[] => [
       { kind: 'create-dead-letter', value: d },
       ...pendingDeliveriesOf(d).map((p): ItemStep => ({ kind: 'put-delivery', value: p })),
     ]),
     ...(c.dataLoss ? [{ kind: 'create-loss', value: c.dataLoss } as const] : []),
   ];
+}
+
+/** A commit of progress alone (`Ledger.commitChunks`): no sink writes, dead letters or data loss. */
+export type ProgressCommit = Pick<ChunkCommit, 'range' | 'expectProgress' | 'to' | 'nowMs' | 'leaseMs'>;
+
+/**
+ * The commits of one `commitChunks` call, as progress alone (whatever else an input carries is not
+ * part of it). They must be of one stream and of distinct ranges: two commits of one range in one
+ * call would race each other for the same progress, and which one applies would depend on how the
+ * store packs them (ValidationError, nothing written).
+ */
+export function progressCommitsOf(inputs: readonly ProgressCommit[]): ProgressCommit[] {
+  const seen = new Set<string>();
+  for (const { range } of inputs) {
+    if (range.stream !== inputs[0]?.range.stream) {
+      throw new ValidationError(`commitChunks: ranges of one stream only (${inputs[0]?.range.stream}, ${range.stream})`);
+    }
+    const id = rangeIdentity(range);
+    if (seen.has(id)) throw new ValidationError(`commitChunks: range ${id} of ${range.stream} is committed twice in one call`);
+    seen.add(id);
+  }
+  return inputs.map(({ range, expectProgress, to, nowMs, leaseMs }) => ({ range, expectProgress, to, nowMs, leaseMs }));
 }
 
 /**
@@ -164,16 +214,21 @@ export function failRangeStep(f: { range: LeasedRange; status: 'failed' | 'parke
 /**
  * Gives the range back before the deadline, keeping its progress: `planned` and not dispatched, so
  * the next planner run sends it at once. A deadline that still made progress is not a failed attempt.
+ *
+ * A hand-over (`handover`): the holder has already dispatched its successor itself, so the range is
+ * recorded as dispatched now (the planner sends it again only if no processor takes it within the
+ * lease time, as any dispatched range), and the attempt is always given back: handing over at the
+ * end of a time budget is how an open range runs, not a failure, however little it progressed.
  */
-export function releaseRangeStep(r: { range: LeasedRange; nowMs: number; progressed: boolean }): UpdateStep {
+export function releaseRangeStep(r: { range: LeasedRange; nowMs: number; progressed: boolean; handover?: boolean }): UpdateStep {
   return {
     kind: 'update',
     ref: rangeRef(r.range),
     when: holdsLeaseRequirements(r.range.leaseToken),
     change: {
-      set: { status: 'planned', leaseExpiresAtMs: 0, releasedAtMs: r.nowMs },
-      ...(r.progressed ? { add: { attempts: -1 } } : {}),
-      remove: ['dispatchedAtMs'],
+      set: { status: 'planned', leaseExpiresAtMs: 0, releasedAtMs: r.nowMs, ...(r.handover ? { dispatchedAtMs: r.nowMs } : {}) },
+      ...(r.progressed || r.handover ? { add: { attempts: -1 } } : {}),
+      ...(r.handover ? {} : { remove: ['dispatchedAtMs'] }),
     },
   };
 }

@@ -2,7 +2,8 @@
  * The DynamoDB ledger's retries, on a client whose write answers are scripted by a middleware
  * (nothing leaves the process; reads answer that partition `p` is in group `p / 7`): what is retried,
  * after a backoff or at once, with the same request token, and where it gives up. A commit of
- * progress alone is no transaction.
+ * progress alone is no transaction, an open range's (which moves its partition's committed offset too)
+ * included, nor are several of them (`commitChunks`).
  */
 import {
   ConditionalCheckFailedException,
@@ -15,8 +16,9 @@ import { ConflictError, StoreError } from '../../../lib/errors';
 import { entryName, PARTITIONS_PER_GROUP } from '../../../lib/ledger/groups.dynamodb';
 import { createDynamoLedger } from '../../../lib/ledger/ledger.dynamodb';
 import type { PlanWrite } from '../../../lib/ports/ledger';
+import { OPEN_UNTIL } from '../../../lib/ranges';
 
-type Sent = { command: string; items: unknown[]; token: string };
+type Sent = { command: string; items: unknown[]; token: string; key?: { sk: string } };
 
 /** What the scripted reads answer: no partition listed, each asked-for `P#` item in group `partition / 7`. */
 function answerRead(command: string, input: Record<string, unknown>): unknown {
@@ -41,20 +43,23 @@ function scripted(answers: string[][]) {
   client.middlewareStack.add(
     (_next, context) => async (args) => {
       const command = context.commandName ?? '';
-      const input = args.input as { TransactItems: unknown[]; ClientRequestToken: string };
+      const input = args.input as { TransactItems: unknown[]; ClientRequestToken: string; Key?: { sk: string } };
       if (!['TransactWriteItemsCommand', 'UpdateItemCommand'].includes(command)) {
         return { output: answerRead(command, input) as never, response: {} };
       }
-      sent.push({ command, items: input.TransactItems, token: input.ClientRequestToken });
+      sent.push({ command, items: input.TransactItems, token: input.ClientRequestToken, key: input.Key });
       const codes = answers[sent.length - 1];
       if (!codes) return { output: { $metadata: {} } as never, response: {} };
       if (command === 'UpdateItemCommand') {
         if (codes[0] === 'TransactionConflict') throw new TransactionConflictException({ message: 'conflict', $metadata: {} });
-        // `Landed:<leaseToken>:<progress>:<attempts>`: the condition failed on a group item holding the
-        // range leased to that token at that progress, after the SDK sent the request that many times.
-        const [kind, token, progress, attempts] = codes[0]!.split(':');
+        // `Landed:<leaseToken>:<progress>:<attempts>[:<committed>]`: the condition failed on a group item
+        // holding the range leased to that token at that progress (and its partition at that committed
+        // offset: an open range), after the SDK sent the request that many times.
+        const [kind, token, progress, attempts, committed] = codes[0]!.split(':');
         if (kind !== 'Landed') throw new ConditionalCheckFailedException({ message: 'failed', $metadata: {} });
-        const entry = { c: 0, n: 10, r: { '0': { u: 10, s: 'l', k: token, p: Number(progress), e: 1, t: 0, d: 1, a: 1 } } };
+        const until = committed === undefined ? 10 : OPEN_UNTIL;
+        const r = { '0': { u: until, s: 'l', k: token, p: Number(progress), e: 1, t: 0, d: 1, a: 1 } };
+        const entry = { c: Number(committed ?? 0), n: until, r };
         const item = { pk: 'S#s#0', sk: 'G#000000', [entryName('t', 0)]: entry };
         throw new ConditionalCheckFailedException({ message: 'failed', $metadata: { attempts: Number(attempts) }, Item: marshall(item) });
       }
@@ -75,6 +80,7 @@ const plan = (writes: PlanWrite[]) => ({ stream: 's', epoch: 1, ownerToken: 'o',
 const held = { stream: 's', topic: 't', partition: 0, from: 0, until: 10, leaseToken: 'A' };
 const progressOnly = { range: held, expectProgress: 0, to: 5, nowMs: 0, leaseMs: 1000 };
 const commit = { ...progressOnly, sinkWrites: [{ put: { table: 'sink', item: { pk: 'a' } } }] };
+const openProgress = { ...progressOnly, range: { ...held, until: OPEN_UNTIL } };
 
 describe('DynamoDB ledger retries', () => {
   // Two registrations in group 0: the fence check, two P# items, the group item.
@@ -145,5 +151,28 @@ describe('DynamoDB ledger retries', () => {
     const withWrites = scripted([]);
     expect(await withWrites.ledger.commitChunk(commit)).toBe('applied');
     expect(withWrites.sent.map((s) => s.command)).toEqual(['TransactWriteItemsCommand']);
+  });
+  it("an open range's commit of progress alone: one UpdateItem with its partition's committed offset, landed when both moved", async () => {
+    const fine = scripted([]);
+    expect(await fine.ledger.commitChunk(openProgress)).toBe('applied');
+    expect(fine.sent.map((s) => s.command)).toEqual(['UpdateItemCommand']);
+    expect(await scripted([['Landed:A:5:2:5']]).ledger.commitChunk(openProgress)).toBe('applied');
+    // The range shows the progress, its partition not: another write moved the committed offset, not this one.
+    expect(await scripted([['Landed:A:5:2:0']]).ledger.commitChunk(openProgress)).toBe('lease-lost');
+    expect(await scripted([['Landed:A:5:1:5']]).ledger.commitChunk(openProgress)).toBe('lease-lost');
+  });
+
+  it('commits of progress alone of several ranges: one UpdateItem per group item, no transaction; a landed retry is applied', async () => {
+    const t = scripted([]);
+    const inputs = [0, 1, 2, 3, 4, 5, 6, 7].map((partition) => ({ ...openProgress, range: { ...openProgress.range, partition } }));
+    expect(await t.ledger.commitChunks(inputs)).toEqual(new Array(8).fill('applied'));
+    expect(t.sent.map((s) => [s.command, s.key?.sk]).sort()).toEqual([
+      ['UpdateItemCommand', 'G#000000'],
+      ['UpdateItemCommand', 'G#000001'],
+    ]);
+    expect(await scripted([['Landed:A:5:2:5']]).ledger.commitChunks([openProgress])).toEqual(['applied']);
+    expect(await scripted([['Landed:A:5:2']]).ledger.commitChunks([progressOnly])).toEqual(['applied']);
+    expect(await scripted([['Landed:A:5:1']]).ledger.commitChunks([progressOnly])).toEqual(['lease-lost']);
+    expect(await scripted([['ConditionalCheckFailed']]).ledger.commitChunks([progressOnly])).toEqual(['lease-lost']);
   });
 });

@@ -10,9 +10,12 @@ import {
   commitChunkSteps,
   completeRangeSteps,
   failRangeStep,
+  progressCommitsOf,
   releaseRangeStep,
 } from '../../../lib/ports/ledger-rules/range-write';
 import type { RangeState } from '../../../lib/ports/ledger-state';
+import { ValidationError } from '../../../lib/errors';
+import { OPEN_UNTIL } from '../../../lib/ranges';
 import { partitionState, rangeState } from './states';
 
 const held = { stream: 's', topic: 't', partition: 0, from: 10, until: 110, leaseToken: 'A' };
@@ -85,6 +88,56 @@ describe('commitChunkSteps', () => {
   });
 });
 
+describe('commitChunkSteps of an open segment range', () => {
+  const open = { ...held, until: OPEN_UNTIL };
+  const openLeased = (extra: Partial<RangeState> = {}) => leased({ until: OPEN_UNTIL, ...extra });
+
+  it("moves the partition's committed offset with the progress, from where it stands, in the range's incarnation", () => {
+    const [range, partition, ...rest] = commitChunkSteps({ range: open, expectProgress: 40, to: 55, nowMs: 100, leaseMs: 10 }) as [
+      UpdateStep,
+      UpdateStep,
+    ];
+    expect(rest).toEqual([]);
+    expect(apply(openLeased({ progress: 40 }), range)).toMatchObject({ progress: 55, leaseExpiresAtMs: 110, lastCommitAtMs: 100 });
+    expect(partition.ref).toEqual({ item: 'partition', topic: 't', partition: 0 });
+    const p = partitionState({ committed: 40, nextFrom: OPEN_UNTIL });
+    expect(meets(p, partition.when) && changed(p, partition.change)).toMatchObject({ committed: 55, nextFrom: OPEN_UNTIL });
+    expect(meets(partitionState({ committed: 39 }), partition.when)).toBe(false);
+    expect(meets(partitionState({ committed: 40, incarnation: 1 }), partition.when)).toBe(false);
+    // Stored as a bounded range: the holder's view is stale, the partition is not moved.
+    expect(apply(leased({ progress: 40 }), range)).toBeUndefined();
+  });
+
+  it('keeps progress where it is on a heartbeat, renewing the lease', () => {
+    const [range, partition] = commitChunkSteps({ range: open, expectProgress: 40, to: 40, nowMs: 200, leaseMs: 10 }) as [
+      UpdateStep,
+      UpdateStep,
+    ];
+    expect(apply(openLeased({ progress: 40 }), range)).toMatchObject({ progress: 40, leaseExpiresAtMs: 210, lastCommitAtMs: 200 });
+    expect(changed(partitionState({ committed: 40 }), partition.change)).toMatchObject({ committed: 40 });
+  });
+
+  it('leaves bounded ranges as they were: the range alone, no commit time', () => {
+    const steps = commitChunkSteps({ range: held, expectProgress: 40, to: 55, nowMs: 100, leaseMs: 10 });
+    expect(steps).toHaveLength(1);
+    expect(apply(leased({ progress: 40 }), steps[0])?.lastCommitAtMs).toBeUndefined();
+  });
+});
+
+describe('progressCommitsOf', () => {
+  const c = (partition: number, from = 10) => ({ range: { ...held, partition, from }, expectProgress: 10, to: 20, nowMs: 1, leaseMs: 1 });
+
+  it('keeps the progress of distinct ranges of one stream, in order, and nothing else an input carries', () => {
+    const withWrites = { ...c(1), sinkWrites: [{ put: { table: 'x', item: {} } }] };
+    expect(progressCommitsOf([c(0), withWrites, c(0, 200)])).toEqual([c(0), c(1), c(0, 200)]);
+  });
+
+  it('refuses one range twice, or several streams', () => {
+    expect(() => progressCommitsOf([c(0), c(1), c(0)])).toThrow(ValidationError);
+    expect(() => progressCommitsOf([c(0), { ...c(1), range: { ...c(1).range, stream: 'other' } }])).toThrow(ValidationError);
+  });
+});
+
 describe('beginBatchStep', () => {
   it('records a batch of at least one offset inside the range, at the position held, once per batch', () => {
     fc.assert(
@@ -143,5 +196,21 @@ describe('failRangeStep and releaseRangeStep', () => {
     expect(released).toMatchObject({ status: 'planned', attempts: 1, progress: 50, releasedAtMs: 4 });
     expect(released?.dispatchedAtMs).toBeUndefined();
     expect(apply(leased({ attempts: 2 }), releaseRangeStep({ range: held, nowMs: 4, progressed: false }))?.attempts).toBe(2);
+  });
+
+  it('a hand-over is recorded as dispatched now and gives the attempt back, whether it progressed or not', () => {
+    for (const progressed of [true, false]) {
+      const step = releaseRangeStep({ range: held, nowMs: 4, progressed, handover: true });
+      expect(apply(leased({ progress: 50, attempts: 2, dispatchedAtMs: 1, dispatches: 1 }), step)).toMatchObject({
+        status: 'planned',
+        leaseExpiresAtMs: 0,
+        attempts: 1,
+        progress: 50,
+        releasedAtMs: 4,
+        dispatchedAtMs: 4,
+        dispatches: 1,
+      });
+      expect(apply(leased({ leaseToken: 'B' }), step)).toBeUndefined();
+    }
   });
 });
