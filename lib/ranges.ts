@@ -59,3 +59,12 @@ export const OPEN_UNTIL = Number.MAX_SAFE_INTEGER;
 export function isOpenRange(r: { until: number }): boolean {
   return r.until === OPEN_UNTIL;
 }
+
+/**
+ * How far a partition's log must reach for its cursor to be sound: its planning cursor, or, while an
+ * open segment range runs (the cursor is OPEN_UNTIL), its committed offset, which that range's
+ * commits move. A log ending below it was truncated or re-created.
+ */
+export function cursorFloor(p: { nextFrom: number; committed: number }): number {
+  return p.nextFrom === OPEN_UNTIL ? p.committed : p.nextFrom;
+}

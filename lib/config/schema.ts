@@ -317,7 +317,7 @@ export type ProcessorConfig = z.output<typeof processorSchema>;
  */
 const continuousSchema = strictObject({
   /** How long one resident invocation holds its partitions before it hands over (capped by the processor's time budget). */
-  segmentMs: wholeNumber().min(5_000).max(LAMBDA_MAX_TIMEOUT_MS).default(600_000),
+  segmentMs: wholeNumber().min(2_000).max(LAMBDA_MAX_TIMEOUT_MS).default(600_000),
   /** A segment's commits wait for the next tick of this interval and go out together: one write per ledger group item. */
   commitIntervalMs: wholeNumber().min(10).max(10_000).default(100),
   /**

@@ -7,6 +7,7 @@ import type { PlanWrite } from '../../ports/ledger';
 import type { PartitionState } from '../../ports/ledger-state';
 import { sameIncarnation } from '../../ports/ledger-rules/incarnation';
 import { isContinuous } from '../../config/continuous';
+import { isOpenRange } from '../../ranges';
 import { partitionKey } from '../../ranges';
 import { backpressure } from './backpressure';
 import { offsetAnomaly } from './data-loss';
@@ -50,7 +51,9 @@ function checkCandidate(input: PlanInput, ix: PlanIndex, p0: PartitionState, k: 
   const base: CandidateCheck = { writes: anomaly ? [anomaly.write] : [], report: anomaly?.report };
   if (p.committed < p.nextFrom) {
     const open = ix.openByKey.get(k) ?? [];
-    if (!open.some((r) => r.from === p.committed && sameIncarnation(r, p))) base.checkCommitted = p;
+    // An open segment range's commits move the committed offset themselves: nothing to repair.
+    const repairs = !open.some((r) => sameIncarnation(r, p) && (r.from === p.committed || isOpenRange(r)));
+    if (repairs) base.checkCommitted = p;
     if (!stream.split.orderInsensitive) return { ...base, report: report(p, o, 'in-flight') };
   }
   // A bounded partition plans nothing at or past its stop offset (Spark's endingOffsets).

@@ -5,6 +5,7 @@ import type { PlanWrite } from '../../ports/ledger';
 import type { PartitionState } from '../../ports/ledger-state';
 import { dataLossReason, offsetRegressionReason } from '../messages';
 import { report } from './report';
+import { cursorFloor } from '../../ranges';
 import type { PartitionReport } from './types';
 
 /**
@@ -18,8 +19,8 @@ export function offsetAnomaly(
   o: PartitionOffsets,
   nowMs: number,
 ): { write: PlanWrite; report: PartitionReport; skipTo?: number } | undefined {
-  if (o.latest < p.nextFrom) {
-    const reason = offsetRegressionReason(o.latest, p.nextFrom);
+  if (o.latest < cursorFloor(p)) {
+    const reason = offsetRegressionReason(o.latest, cursorFloor(p));
     return {
       write: { kind: 'fail-partition', topic: p.topic, partition: p.partition, reason, nowMs },
       report: report(p, o, 'failed', reason),

@@ -1,5 +1,6 @@
 /** Re-creation: a topic deleted and re-created under its name closes the old incarnation and registers the new one. */
 import type { PartitionOffsets } from '../../ports/kafka-metadata';
+import { cursorFloor } from '../../ranges';
 import { CLOSE_MAX_OPEN_RANGES, type PlanWrite } from '../../ports/ledger';
 import type { ClosedIncarnation, PartitionState, RangeState } from '../../ports/ledger-state';
 import { sameIncarnation, topicIdChanged } from '../../ports/ledger-rules/incarnation';
@@ -21,9 +22,9 @@ export function recreationReason(p: PartitionState, idNow: string | undefined, o
     if (p.reason?.startsWith('UNSUBSCRIBED')) return undefined; // subscribed again: the same log, as far as can be told
     return `the topic exists again after it was retired (${p.reason ?? 'retired'}; ${how})`;
   }
-  const regressed = o !== undefined && o.latest < p.nextFrom;
+  const regressed = o !== undefined && o.latest < cursorFloor(p);
   if (regressed && (p.status === 'active' || p.reason?.startsWith('OFFSET_REGRESSION'))) {
-    return regressionRecreationReason(o.latest, p.nextFrom, how);
+    return regressionRecreationReason(o.latest, cursorFloor(p), how);
   }
   return undefined;
 }
