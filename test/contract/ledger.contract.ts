@@ -710,7 +710,7 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     );
     expect(await ledger.releaseRange({ range: heldA, nowMs: 1200, progressed: true, handover: true })).toBe('applied');
     expect(await stateOf(r)).toMatchObject({
-      range: { status: 'planned', progress: 30, attempts: 0, dispatchedAtMs: 1200, releasedAtMs: 1200, dispatches: 0, leaseExpiresAtMs: 0 },
+      range: { status: 'planned', progress: 30, attempts: 0, dispatchedAtMs: 1200, dispatches: 0, leaseExpiresAtMs: 0 },
       committed: 30,
     });
     // The successor takes it at once, long before A's lease would have ended; A can no longer write.

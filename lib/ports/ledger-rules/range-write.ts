@@ -226,7 +226,8 @@ export function releaseRangeStep(r: { range: LeasedRange; nowMs: number; progres
     ref: rangeRef(r.range),
     when: holdsLeaseRequirements(r.range.leaseToken),
     change: {
-      set: { status: 'planned', leaseExpiresAtMs: 0, releasedAtMs: r.nowMs, ...(r.handover ? { dispatchedAtMs: r.nowMs } : {}) },
+      // A hand-over's time is its dispatch's: not written twice, so a group item of 7 open ranges stays under 1 KB (one write unit).
+      set: { status: 'planned', leaseExpiresAtMs: 0, ...(r.handover ? { dispatchedAtMs: r.nowMs } : { releasedAtMs: r.nowMs }) },
       ...(r.progressed || r.handover ? { add: { attempts: -1 } } : {}),
       ...(r.handover ? {} : { remove: ['dispatchedAtMs'] }),
     },

@@ -206,7 +206,6 @@ describe('failRangeStep and releaseRangeStep', () => {
         leaseExpiresAtMs: 0,
         attempts: 1,
         progress: 50,
-        releasedAtMs: 4,
         dispatchedAtMs: 4,
         dispatches: 1,
       });
