@@ -142,6 +142,14 @@ export function observedLedger<L extends Ledger>(ledger: L, observer: DrainObser
       if (out === 'applied') observer.onCommitted(input.range.partition, input.expectProgress, input.to);
       return out;
     },
+    async commitChunks(inputs) {
+      const out = await ledger.commitChunks(inputs);
+      out.forEach((o, i) => {
+        const c = inputs[i];
+        if (o === 'applied' && c) observer.onCommitted(c.range.partition, c.expectProgress, c.to);
+      });
+      return out;
+    },
     async completeRange(input) {
       const out = await ledger.completeRange(input);
       if (out === 'applied') observer.onCommitted(input.range.partition, input.expectProgress, input.range.until);

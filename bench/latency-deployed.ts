@@ -30,6 +30,7 @@ import { lambdaContext, runSchedule, type ScheduledInvocation } from '../lib/run
 import type { StreamLoopReport } from '../lib/planner/loop';
 import type { ChainWatch } from '../lib/planner/tick-chain';
 import type { Ledger } from '../lib/ports/ledger';
+import type { Dispatcher } from '../lib/ports/dispatcher';
 import { awsRuntime, resetAwsRuntime, type Runtime } from '../lib/runtime/aws';
 import { createInProcessTickQueue, type InProcessTickQueue } from '../lib/dispatch/tick-queue.local';
 import { SCHEDULE_PERIOD_ENV, TICK_CHAIN_FROM_ENV, tickModeOf } from '../lib/planner/loop-timing';
@@ -40,6 +41,7 @@ import { countRequestsByRole, type RequestCounter, type RoleRequests } from './r
 import { endOffsetsOf, withBenchTopic, withStack, type BenchStack, type BenchTopic } from './stack';
 import {
   createLatencyObserver,
+  createSegmentWatch,
   deployedResult,
   latencySummary,
   maxGapMs,
@@ -65,6 +67,8 @@ export type DeployedFlags = {
   tickChainFromMs: number;
   runs: number;
   keep: boolean;
+  /** Continuous mode (`--continuous`): resident segments of `segmentMs`, commits every `commitIntervalMs`. */
+  continuous?: { segmentMs: number; commitIntervalMs: number };
 };
 
 type Handler = 'noop' | 'running-totals';
@@ -118,9 +122,13 @@ async function phase(stack: BenchStack, flags: DeployedFlags, handler: Handler, 
     // The largest size each ledger item had: DynamoDB bills a write by the item's size before or after it.
     const sampler = sampleItemSizes(bench.dynamo, shape.tables.ledger);
     try {
+      const t0 = Date.now();
       const { schedule, produced } = await scheduleUnderLoad(shape, bench, flags, log);
-      const late = await drainRest(shape, streamId, produced.ends, log);
+      const late = shape.segments
+        ? await segmentsDrained(shape, streamId, produced.ends)
+        : await drainRest(shape, streamId, produced.ends, log);
       const figures = phaseFigures(shape, schedule, produced.records);
+      if (shape.segments) Object.assign(figures, await stopSegments(shape, flags, bench.dynamo, { t0, t1: Date.now() }));
       if (sinkTable) figures.exact = await sinkExact(bench.dynamo, sinkTable, produced.accounts.totals, log);
       logs.restore();
       const sizes = await sizesOf(bench.dynamo, shape.tables, await sampler.stop());
@@ -153,12 +161,14 @@ type Shape = {
   /** Planner lease takes (one per tick) while recording: store time and how long the tick held it. */
   ticks: Tick[];
   stopRecordingTicks(): void;
-  processors: { invocations: number; totalMs: number };
+  processors: { invocations: number; totalMs: number; spans: Array<{ startMs: number; endMs?: number }> };
   /** The tick chain (when the interval is chained): its in-process queue, and its invocations and their time (Lambda bills each). */
   chain?: { queue: InProcessTickQueue; ticks: { invocations: number; totalMs: number } };
   /** Ranges the processors completed (their completions applied). */
   completed: { ranges: number };
   loopDelay: IntervalHistogram;
+  /** Continuous mode: the segments' hand-overs, and the switch that stops them handing over (the phase's end). */
+  segments?: { watch: ReturnType<typeof createSegmentWatch>; stop(): void };
 };
 
 /**
@@ -180,6 +190,11 @@ async function deployedShape(p: {
       ? { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: p.sinkTable }
       : { module: 'noop', mode: 'at-least-once' };
   const input = oneTopicConfigInput({ ...p, triggerIntervalMs: p.flags.triggerIntervalMs, handler });
+  const c = p.flags.continuous;
+  if (c) {
+    const handoverLeadMs = Math.min(2_000, Math.floor(c.segmentMs / 4));
+    (input.streams as StreamConfigInput[])[0]!.continuous = { segmentMs: c.segmentMs, commitIntervalMs: c.commitIntervalMs, handoverLeadMs };
+  }
   parseDeploymentConfig(input, 'bench'); // a bad config fails here, with its own message
   process.env.STREAMS_CONFIG = JSON.stringify(input);
   // What the stack gives the deployed planner: the schedule's period and, with a tick queue, the chain's threshold.
@@ -190,9 +205,11 @@ async function deployedShape(p: {
   const observer = createLatencyObserver();
   const requests = countRequestsByRole(rt.dynamo);
   const completed = { ranges: 0 };
-  const recorded = recordTicks(countCompletions(observedLedger(rt.ledger, observer), completed));
+  const watch = c ? createSegmentWatch() : undefined;
+  const watched = watch ? watch.ledger(rt.ledger) : rt.ledger;
+  const recorded = recordTicks(countCompletions(observedLedger(watched, observer), completed));
   Object.assign(rt, { ledger: recorded.ledger, handlerFor: observedHandlerFor(rt.handlerFor, observer) });
-  const processors = { invocations: 0, totalMs: 0 };
+  const processors: Shape['processors'] = { invocations: 0, totalMs: 0, spans: [] };
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
   const stream = rt.config.streams[0];
@@ -200,10 +217,13 @@ async function deployedShape(p: {
     requests.as('processor', async () => {
       const t0 = Date.now();
       processors.invocations++;
+      const span: { startMs: number; endMs?: number } = { startMs: t0 };
+      processors.spans.push(span);
       try {
         return await processorHandler(range, lambdaContext(`p-${t0}`, stream?.processor.timeoutMs ?? 900_000, 'processor'));
       } finally {
         processors.totalMs += Date.now() - t0;
+        span.endMs = Date.now();
       }
     }),
   );
@@ -222,6 +242,15 @@ async function deployedShape(p: {
   const chain = chainedInterval(p.flags) ? { queue: createInProcessTickQueue(invokeTick), ticks } : undefined;
   const tickQueue = chain?.queue;
   const planner = createPlannerHandler({ dispatcher, runtime: () => rt, ...(tickQueue && { tickQueue }) });
+  // A segment invokes its successor through the same in-process dispatcher, until the phase ends.
+  let stopping = false;
+  const segments = watch && { watch, stop: () => void (stopping = true) };
+  Object.assign(rt, {
+    segmentDispatcher: (): Dispatcher => ({
+      dispatch: async (ranges, opts) =>
+        stopping ? ranges.map(() => ({ ok: false as const, error: 'the phase ended' })) : dispatcher.dispatch(ranges, opts),
+    }),
+  });
   return {
     rt,
     tables: { ledger: p.ledgerTable, ...(p.sinkTable && { sink: p.sinkTable }) },
@@ -234,6 +263,7 @@ async function deployedShape(p: {
     ...(chain && { chain }),
     completed,
     loopDelay,
+    ...(segments && { segments }),
   };
 }
 
@@ -330,6 +360,44 @@ const loopLine = (result: LoopResult | undefined): string => {
         (r.reason ? ` (${r.reason})` : '')
     : 'no report';
 };
+
+/** Continuous mode: waits (up to a minute) until the resident segments have committed every record produced. */
+async function segmentsDrained(shape: Shape, streamId: string, ends: number[]): Promise<number> {
+  for (const until = Date.now() + 60_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+    const parts = await shape.rt.ledger.readPartitions(streamId);
+    if (ends.every((end, p) => (parts.find((x) => x.partition === p)?.committed ?? 0) >= end)) return 0;
+  }
+  throw new Error(`${streamId}: the segments did not commit every record within a minute of the schedule's end`);
+}
+
+/**
+ * Continuous mode: the phase's segment figures, then its segments stopped: none invokes a successor
+ * any more, and each ends at its segment's end (waited for, so the next phase starts alone). The
+ * write units and processor seconds are those of the load's window (the schedule and the drain).
+ */
+async function stopSegments(shape: Shape, flags: DeployedFlags, dynamo: DynamoDBClient, window: { t0: number; t1: number }) {
+  const segments = shape.segments!;
+  // The units of the load, each write at its item's size now (the steady state of the segments' group items).
+  const sizes = await storedSizes(dynamo, shape.tables.ledger);
+  const units = ['planner', 'processor'].reduce(
+    (sum, role) => sum + (shape.requests.roles().get(role)?.writes.settle(shape.tables.ledger, (k) => sizes.get(k)) ?? 0),
+    0,
+  );
+  segments.stop();
+  const seconds = (window.t1 - window.t0) / 1000;
+  // Processor time within the load's window: what the resident segments are billed for it.
+  const busyMs = shape.processors.spans.reduce(
+    (sum, sp) => sum + Math.max(0, Math.min(sp.endMs ?? window.t1, window.t1) - Math.max(sp.startMs, window.t0)),
+    0,
+  );
+  const figures: Partial<DeployedPhase> = {
+    ...segments.watch.summary(flags.partitions),
+    ledgerWriteUnitsPerSec: Math.round((units / seconds) * 100) / 100,
+    processorSecondsPerSec: Math.round((busyMs / 1000 / seconds) * 100) / 100,
+  };
+  await shape.dispatcher.idle();
+  return figures;
+}
 
 /**
  * After the schedule: waits for the processors it started, then, if a partition is still behind

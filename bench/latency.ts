@@ -51,7 +51,10 @@ const program = benchProgram('latency', 'a steady load and its end-to-end latenc
   .addOption(
     wholeNumberOption('--tick-chain-from-ms <ms>', "the shortest interval the tick chain ticks, as the deploy's tickChainFromMs", 5000),
   )
-  .addOption(wholeNumberOption('--runs <n>', 'runs', 3));
+  .addOption(wholeNumberOption('--runs <n>', 'runs', 3))
+  .option('--continuous', 'continuous mode: resident segments instead of micro-batches (with --deployed)')
+  .addOption(wholeNumberOption('--segment-ms <ms>', 'continuous: segment length (at least 3 hand-overs per partition in the load)'))
+  .addOption(wholeNumberOption('--commit-interval-ms <ms>', 'continuous: commit interval', 100));
 
 type Opts = {
   rate: number;
@@ -68,11 +71,23 @@ type Opts = {
   tickChainFromMs: number;
   runs: number;
   keep: boolean;
+  continuous?: boolean;
+  segmentMs?: number;
+  commitIntervalMs: number;
 };
 
 /** The flags only one of the two modes takes: given to the other, they stop the run. */
 const LOCAL_ONLY = ['--duration-ms', '--handler'] as const;
-const DEPLOYED_ONLY = ['--schedule-period-ms', '--planner-timeout-ms', '--invocations', '--tick-chain-from-ms', '--runs'] as const;
+const DEPLOYED_ONLY = [
+  '--schedule-period-ms',
+  '--planner-timeout-ms',
+  '--invocations',
+  '--tick-chain-from-ms',
+  '--runs',
+  '--continuous',
+  '--segment-ms',
+  '--commit-interval-ms',
+] as const;
 
 function parseFlags(argv: string[]) {
   const o = benchArgs<Opts>(program, argv);
@@ -128,7 +143,20 @@ function deployedFlags(o: Opts, load: LambdaLatencyFlags): DeployedFlags {
     tickChainFromMs: o.tickChainFromMs,
     runs: o.runs,
     keep: o.keep,
+    ...(o.continuous ? { continuous: continuousFlags(o, period) } : {}),
   };
+}
+
+/**
+ * `--continuous`: segments short enough for at least 3 hand-overs per partition while the load runs
+ * (default: a quarter of it, the load being every scheduled period but the last), and the commit interval.
+ */
+function continuousFlags(o: Opts, period: number): { segmentMs: number; commitIntervalMs: number } {
+  const loadMs = Math.max(1, o.invocations - 1) * period;
+  const segmentMs = o.segmentMs ?? Math.floor(loadMs / 4);
+  if (segmentMs < 2_000) throw new ValidationError(`--segment-ms must be at least 2000 (the stream setting's minimum), not ${segmentMs}`);
+  if (segmentMs * 3 > loadMs) log(`--segment-ms ${segmentMs}: fewer than 3 hand-overs per partition in a ${loadMs} ms load`);
+  return { segmentMs, commitIntervalMs: o.commitIntervalMs };
 }
 
 async function main(): Promise<void> {

@@ -3,6 +3,7 @@
  * produce-to-commit latencies, and the one JSON object `npm run bench:e2e` prints last (its fields
  * are fixed by the issue that asked for it: tools read it).
  */
+import type { Ledger } from '../lib/ports/ledger';
 
 /** The `p`-th percentile (0 < p <= 100) of `values` by the nearest-rank method; NaN when empty. */
 export function percentile(values: readonly number[], p: number): number {
@@ -252,6 +253,14 @@ export type DeployedPhase = {
   logBytesPerInvocation?: number;
   /** Ticked by the tick chain: each tick's planner invocation, as Lambda bills it (ms). */
   plannerMsPerTick?: number;
+  /** Continuous mode: the fewest segment hand-overs of any partition. */
+  segmentHandoversPerPartition?: number;
+  /** Continuous mode: the largest gap across a hand-over, predecessor's last commit to successor's first. */
+  maxSegmentGapMs?: number;
+  /** Continuous mode: ledger write units a second of load (planner and segments), as DynamoDB bills them. */
+  ledgerWriteUnitsPerSec?: number;
+  /** Continuous mode: processor invocations running on average (billed seconds per second: the resident segments). */
+  processorSecondsPerSec?: number;
 };
 
 /** One run: a phase per handler. */
@@ -261,6 +270,8 @@ export type DeployedRun = { noop: DeployedPhase; exactlyOnce: DeployedPhase };
 export type DeployedResult = {
   triggerIntervalMs: number;
   schedulePeriodMs: number;
+  /** Continuous mode: its segment length and commit interval. */
+  continuous?: { segmentMs: number; commitIntervalMs: number };
   handovers: number;
   /** The largest gap between ticks across hand-overs: one invocation's last tick to the next one's first. */
   maxTickGapMs: number;
@@ -277,6 +288,10 @@ export type PhaseSummary = {
   processorInvocationsPerTick?: number;
   logBytesPerInvocation?: number;
   plannerMsPerTick?: number;
+  segmentHandoversPerPartition?: number;
+  maxSegmentGapMs?: number;
+  ledgerWriteUnitsPerSec?: number;
+  processorSecondsPerSec?: number;
 };
 
 /**
@@ -284,7 +299,7 @@ export type PhaseSummary = {
  * hand-over gap of its two phases, and of each phase's percentiles; `exact` holds only if every run was.
  */
 export function deployedResult(
-  setting: { triggerIntervalMs: number; schedulePeriodMs: number },
+  setting: { triggerIntervalMs: number; schedulePeriodMs: number; continuous?: { segmentMs: number; commitIntervalMs: number } },
   runs: readonly DeployedRun[],
 ): DeployedResult {
   if (runs.length === 0) throw new RangeError('no runs to summarise');
@@ -299,6 +314,12 @@ export function deployedResult(
     const inv = m2((r) => p(r).processorInvocationsPerTick);
     const logs = m2((r) => p(r).logBytesPerInvocation);
     const tickMs = m2((r) => p(r).plannerMsPerTick);
+    const continuous = {
+      segmentHandoversPerPartition: m2((r) => p(r).segmentHandoversPerPartition),
+      maxSegmentGapMs: m2((r) => p(r).maxSegmentGapMs),
+      ledgerWriteUnitsPerSec: m2((r) => p(r).ledgerWriteUnitsPerSec),
+      processorSecondsPerSec: m2((r) => p(r).processorSecondsPerSec),
+    };
     return {
       p50Ms: m((r) => p(r).p50Ms),
       p99Ms: m((r) => p(r).p99Ms),
@@ -307,14 +328,76 @@ export function deployedResult(
       ...(inv !== undefined ? { processorInvocationsPerTick: inv } : {}),
       ...(logs !== undefined ? { logBytesPerInvocation: Math.round(logs) } : {}),
       ...(tickMs !== undefined ? { plannerMsPerTick: Math.round(tickMs) } : {}),
+      ...Object.fromEntries(Object.entries(continuous).filter(([, v]) => v !== undefined)),
     };
   };
   return {
     triggerIntervalMs: setting.triggerIntervalMs,
     schedulePeriodMs: setting.schedulePeriodMs,
+    ...(setting.continuous && { continuous: setting.continuous }),
     handovers: m((r) => Math.min(r.noop.handovers, r.exactlyOnce.handovers)),
     maxTickGapMs: m((r) => Math.max(r.noop.maxHandoverGapMs, r.exactlyOnce.maxHandoverGapMs)),
     noop: phase((r) => r.noop),
     exactlyOnce: { ...phase((r) => r.exactlyOnce), exact: runs.every((r) => r.exactlyOnce.exact === true) },
+  };
+}
+
+/**
+ * Continuous segments' hand-overs, per partition: how many, and the largest gap a partition's
+ * records saw across one, from the predecessor's last commit that moved progress to the successor's
+ * first (records flow all along under the bench's load, so that is what a record waiting at the
+ * hand-over waits beyond the usual).
+ */
+export function createSegmentWatch(now: () => number = Date.now) {
+  const lastCommitAtMs = new Map<number, number>();
+  const handedOverAt = new Map<number, number>();
+  const handovers = new Map<number, number>();
+  const gapsMs: number[] = [];
+  const committed = (partition: number, moved: boolean) => {
+    if (!moved) return;
+    const at = now();
+    const before = handedOverAt.get(partition);
+    if (before !== undefined) {
+      gapsMs.push(at - before);
+      handedOverAt.delete(partition);
+    }
+    lastCommitAtMs.set(partition, at);
+  };
+  return {
+    gapsMs,
+    handovers,
+    /** The ledger with its applied commits and hand-overs watched. */
+    ledger<L extends Ledger>(ledger: L): L {
+      return {
+        ...ledger,
+        async commitChunk(input) {
+          const out = await ledger.commitChunk(input);
+          if (out === 'applied') committed(input.range.partition, input.to > input.expectProgress);
+          return out;
+        },
+        async commitChunks(inputs) {
+          const out = await ledger.commitChunks(inputs);
+          out.forEach((o, i) => {
+            const c = inputs[i];
+            if (o === 'applied' && c) committed(c.range.partition, c.to > c.expectProgress);
+          });
+          return out;
+        },
+        async releaseRange(input) {
+          const out = await ledger.releaseRange(input);
+          const p = input.range.partition;
+          if (out === 'applied' && input.handover) {
+            handovers.set(p, (handovers.get(p) ?? 0) + 1);
+            handedOverAt.set(p, lastCommitAtMs.get(p) ?? now());
+          }
+          return out;
+        },
+      };
+    },
+    /** The fewest hand-overs of any partition (of `partitions`), and the largest gap. */
+    summary(partitions: number): { handoversPerPartition: number; maxSegmentGapMs: number } {
+      const counts = Array.from({ length: partitions }, (_, p) => handovers.get(p) ?? 0);
+      return { handoversPerPartition: Math.min(...counts), maxSegmentGapMs: Math.max(0, ...gapsMs) };
+    },
   };
 }
