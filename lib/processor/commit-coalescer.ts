@@ -80,15 +80,19 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
     if (h) h.progress = to;
   };
 
-  /** The heartbeats this tick owes: held ranges with nothing queued or in flight, idle for a third of their lease. */
-  const heartbeats = async (queued: Set<string>): Promise<ProgressCommit[]> => {
+  /** The held ranges this tick owes a heartbeat: nothing queued or in flight, idle for a third of their lease. */
+  const dueHeartbeats = (queued: Set<string>): Held[] => {
     const now = opts.clock();
-    const due = [...held.entries()].filter(
-      ([k, h]) => !queued.has(k) && !h.busy && heartbeatDue({ lastWriteAtMs: h.lastWriteAtMs, nowMs: now, leaseMs: opts.leaseMs }),
-    );
-    if (!due.length) return [];
-    const nowMs = await opts.storeClock();
-    return due.map(([, h]) => ({ range: h.range, expectProgress: h.progress, to: h.progress, nowMs, leaseMs: opts.leaseMs }));
+    return [...held.entries()]
+      .filter(([k, h]) => !queued.has(k) && !h.busy && heartbeatDue({ lastWriteAtMs: h.lastWriteAtMs, nowMs: now, leaseMs: opts.leaseMs }))
+      .map(([, h]) => h);
+  };
+
+  /** The tick's commits and the heartbeats of `due` (on the store's clock) in one `commitChunks`. */
+  const send = async (batch: Queued[], due: Held[]): Promise<ProcessorWriteOutcome[]> => {
+    const nowMs = due.length ? await opts.storeClock() : 0;
+    const beats = due.map((h) => ({ range: h.range, expectProgress: h.progress, to: h.progress, nowMs, leaseMs: opts.leaseMs }));
+    return inner.commitChunks([...batch.map((q) => q.input), ...beats]);
   };
 
   /** One tick: the queued commits and the heartbeats due in one `commitChunks`; the others' turn to send. */
@@ -100,36 +104,36 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
     for (const w of own) w.go();
     stats.ownCommits += own.length;
     // Ranges with a write of their own this tick get no heartbeat: it renews their lease anyway.
-    const beats = await heartbeats(new Set([...batch.map((q) => rangeIdentity(q.input.range)), ...own.map((w) => w.key)]));
-    if (!batch.length && !beats.length) return;
-    const inputs = [...batch.map((q) => q.input), ...beats];
+    const due = dueHeartbeats(new Set([...batch.map((q) => rangeIdentity(q.input.range)), ...own.map((w) => w.key)]));
+    if (!batch.length && !due.length) return;
     stats.batches += 1;
     stats.commits += batch.length;
-    stats.heartbeats += beats.length;
-    const entries = beats.map((b) => held.get(rangeIdentity(b.range)) as Held);
-    const sent = inner.commitChunks(inputs);
-    for (const e of entries) e.busy = sent;
+    stats.heartbeats += due.length;
+    const sent = send(batch, due);
+    // Claimed in the step that found them idle: a write of theirs that starts while the store clock is asked waits for the heartbeat.
+    for (const h of due) h.busy = sent;
     let outcomes: ProcessorWriteOutcome[];
     try {
       outcomes = await sent;
     } catch (err) {
+      // The store clock or the write failed: the tick's commits fail with it (none is left waiting).
       for (const q of batch) q.reject(err);
       return;
     } finally {
       const now = opts.clock();
-      for (const e of entries) {
-        if (e.busy === sent) e.busy = undefined;
-        e.lastWriteAtMs = now;
-      }
+      for (const h of due) if (h.busy === sent) h.busy = undefined;
+      // Every range written this tick, a progress commit's too: no heartbeat until a third of the lease after it.
+      for (const h of [...due, ...batch.map((q) => held.get(rangeIdentity(q.input.range)))]) if (h) h.lastWriteAtMs = now;
     }
     batch.forEach((q, i) => {
       if (outcomes[i] === 'applied') applied(q.input.range, q.input.to);
       q.resolve(outcomes[i] as ProcessorWriteOutcome);
     });
-    beats.forEach((b, i) => {
-      if (outcomes[batch.length + i] === 'applied') return;
-      held.delete(rangeIdentity(b.range));
-      opts.onLost(b.range);
+    due.forEach((h, i) => {
+      // A range dropped meanwhile is no longer this segment's to report.
+      if (outcomes[batch.length + i] === 'applied' || held.get(rangeIdentity(h.range)) !== h) return;
+      held.delete(rangeIdentity(h.range));
+      opts.onLost(h.range);
     });
   };
   const tick = () => {

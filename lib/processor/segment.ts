@@ -56,7 +56,9 @@ export async function runSegment(deps: ProcessorDeps, input: SegmentInput): Prom
     // Each chunk is a fold batch of its own: a segment never holds records back for a larger one.
     deps: { ...deps, ledger: coalescer.ledger, fold: { ...deps.fold, maxRecords: 1 }, leaseToken },
     stream: input.stream,
-    deadlineAtMs: timing.endAtMs,
+    // The invocation's own deadline: the segment ends on `end`. Against the segment's end, a busy partition's read
+    // loop (which stops a second or two slowest chunks early) would give its range back before the hand-over.
+    deadlineAtMs: input.deadlineAtMs,
     clock,
     storeClock,
     leaseToken,

@@ -279,6 +279,33 @@ describe('parseDeploymentConfig', () => {
       { split: { orderInsensitive: false, minPartitions: 4 } },
       'split.minPartitions: splitting',
     ],
+    [
+      'continuous with split ranges',
+      { continuous: {}, split: { orderInsensitive: true, maxRangeSize: 1000 } },
+      'split: a continuous stream reads each partition in one open segment range: it cannot be split into parallel ranges',
+    ],
+    [
+      'continuous with split partitions',
+      { continuous: {}, split: { orderInsensitive: true, minPartitions: 4 } },
+      'split: a continuous stream reads each partition in one open segment range',
+    ],
+    [
+      'continuous hand-over lead over half the segment',
+      { continuous: { segmentMs: 4000, handoverLeadMs: 2001 } },
+      'continuous.handoverLeadMs: must be at most half of continuous.segmentMs (4000)',
+    ],
+    [
+      'continuous segment shorter than twice the default hand-over lead',
+      { continuous: { segmentMs: 3999 } },
+      'continuous.handoverLeadMs: must be at most half of continuous.segmentMs (3999)',
+    ],
+    ['continuous segment under 2 s', { continuous: { segmentMs: 1999 } }, 'continuous.segmentMs: must be >= 2000'],
+    ['continuous segment over the Lambda limit', { continuous: { segmentMs: 900001 } }, 'continuous.segmentMs: must be <= 900000'],
+    ['continuous commit interval under 10 ms', { continuous: { commitIntervalMs: 9 } }, 'continuous.commitIntervalMs: must be >= 10'],
+    ['continuous lease under 2 s', { continuous: { leaseMs: 1999 } }, 'continuous.leaseMs: must be >= 2000'],
+    ['continuous segment of 8 partitions', { continuous: { partitionsPerSegment: 8 } }, 'continuous.partitionsPerSegment: must be <= 7'],
+    ['continuous negative lead', { continuous: { handoverLeadMs: -1 } }, 'continuous.handoverLeadMs: must be >= 0'],
+    ['continuous unknown key', { continuous: { segmentSeconds: 10 } }, 'continuous.segmentSeconds: unknown key'],
     ['max attempts zero', { maxAttempts: 0 }, 'maxAttempts: must be >= 1'],
     ['max attempts above 100', { maxAttempts: 101 }, 'maxAttempts: must be <= 100'],
     ['max concurrency zero', { maxConcurrency: 0 }, 'maxConcurrency: must be > 0'],
@@ -462,5 +489,34 @@ describe('declared sink tables', () => {
       sinkTable: 'click-counts',
       sinkTableKey: { partitionKey: { name: 'userId', type: 'S' }, sortKey: { name: 'day', type: 'N' } },
     });
+  });
+});
+
+describe('continuous mode settings', () => {
+  const stream = (continuous: unknown, extra: Record<string, unknown> = {}) =>
+    parseStreamConfig({ ...minimalStream, continuous, ...extra }, 'streams.json');
+
+  it('is off unless set, and fills its defaults when set', () => {
+    expect(stream(undefined).continuous).toBeUndefined();
+    expect(stream({}).continuous).toEqual({
+      segmentMs: 600000,
+      commitIntervalMs: 100,
+      leaseMs: 10000,
+      partitionsPerSegment: 7,
+      handoverLeadMs: 2000,
+    });
+  });
+
+  it.each([
+    { name: 'the shortest segment with a lead of half of it', continuous: { segmentMs: 2000, handoverLeadMs: 1000 } },
+    { name: 'a segment twice the default lead', continuous: { segmentMs: 4000 } },
+    { name: 'no lead', continuous: { segmentMs: 2000, handoverLeadMs: 0 } },
+    { name: 'order insensitivity declared without splitting', continuous: {}, extra: { split: { orderInsensitive: true } } },
+    {
+      name: 'every bound at its limit',
+      continuous: { segmentMs: 900000, commitIntervalMs: 10000, leaseMs: 300000, partitionsPerSegment: 1, handoverLeadMs: 60000 },
+    },
+  ])('accepts $name', ({ continuous, extra }) => {
+    expect(stream(continuous, extra).continuous).toMatchObject(continuous);
   });
 });
