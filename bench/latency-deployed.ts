@@ -161,7 +161,13 @@ type Shape = {
   /** Planner lease takes (one per tick) while recording: store time and how long the tick held it. */
   ticks: Tick[];
   stopRecordingTicks(): void;
-  processors: { invocations: number; totalMs: number; spans: Array<{ startMs: number; endMs?: number }> };
+  processors: {
+    invocations: number;
+    totalMs: number;
+    spans: Array<{ startMs: number; endMs?: number }>;
+    /** The ranges' outcomes, by status (a segment's ranges are mostly handed over). */
+    statuses: Record<string, number>;
+  };
   /** The tick chain (when the interval is chained): its in-process queue, and its invocations and their time (Lambda bills each). */
   chain?: { queue: InProcessTickQueue; ticks: { invocations: number; totalMs: number } };
   /** Ranges the processors completed (their completions applied). */
@@ -193,7 +199,11 @@ async function deployedShape(p: {
   const c = p.flags.continuous;
   if (c) {
     const handoverLeadMs = Math.min(2_000, Math.floor(c.segmentMs / 4));
-    (input.streams as StreamConfigInput[])[0]!.continuous = { segmentMs: c.segmentMs, commitIntervalMs: c.commitIntervalMs, handoverLeadMs };
+    (input.streams as StreamConfigInput[])[0]!.continuous = {
+      segmentMs: c.segmentMs,
+      commitIntervalMs: c.commitIntervalMs,
+      handoverLeadMs,
+    };
   }
   parseDeploymentConfig(input, 'bench'); // a bad config fails here, with its own message
   process.env.STREAMS_CONFIG = JSON.stringify(input);
@@ -209,7 +219,7 @@ async function deployedShape(p: {
   const watched = watch ? watch.ledger(rt.ledger) : rt.ledger;
   const recorded = recordTicks(countCompletions(observedLedger(watched, observer), completed));
   Object.assign(rt, { ledger: recorded.ledger, handlerFor: observedHandlerFor(rt.handlerFor, observer) });
-  const processors: Shape['processors'] = { invocations: 0, totalMs: 0, spans: [] };
+  const processors: Shape['processors'] = { invocations: 0, totalMs: 0, spans: [], statuses: {} };
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
   const stream = rt.config.streams[0];
@@ -220,7 +230,12 @@ async function deployedShape(p: {
       const span: { startMs: number; endMs?: number } = { startMs: t0 };
       processors.spans.push(span);
       try {
-        return await processorHandler(range, lambdaContext(`p-${t0}`, stream?.processor.timeoutMs ?? 900_000, 'processor'));
+        const out = (await processorHandler(range, lambdaContext(`p-${t0}`, stream?.processor.timeoutMs ?? 900_000, 'processor'))) as
+          { status?: string; ranges?: Array<{ status: string }> } | undefined;
+        for (const st of out?.ranges?.map((r) => r.status) ?? [out?.status ?? 'none']) {
+          processors.statuses[st] = (processors.statuses[st] ?? 0) + 1;
+        }
+        return out;
       } finally {
         processors.totalMs += Date.now() - t0;
         span.endMs = Date.now();
@@ -380,7 +395,12 @@ async function stopSegments(shape: Shape, flags: DeployedFlags, dynamo: DynamoDB
   // The units of the load, each write at its item's size now (the steady state of the segments' group items).
   const sizes = await storedSizes(dynamo, shape.tables.ledger);
   const units = ['planner', 'processor'].reduce(
-    (sum, role) => sum + (shape.requests.roles().get(role)?.writes.settle(shape.tables.ledger, (k) => sizes.get(k)) ?? 0),
+    (sum, role) =>
+      sum +
+      (shape.requests
+        .roles()
+        .get(role)
+        ?.writes.settle(shape.tables.ledger, (k) => sizes.get(k)) ?? 0),
     0,
   );
   segments.stop();
@@ -492,6 +512,12 @@ function logDetail(
       // The event loop's longest stall: a tick waits for it like for any request.
       eventLoopDelayMs: { p99: Math.round(shape.loopDelay.percentile(99) / 1e6), max: Math.round(shape.loopDelay.max / 1e6) },
       processorInvocations: shape.processors.invocations,
+      rangeOutcomes: shape.processors.statuses,
+      // Where a record's time goes: produce to the handler (producer, broker, Fetch wait, decoding), the rest to its commit.
+      toHandlerMs: {
+        p50: Math.round(median(shape.observer.handlerLatenciesMs)),
+        p99: Math.round(percentile(shape.observer.handlerLatenciesMs, 99)),
+      },
       processorMsPerInvocation: Math.round(shape.processors.totalMs / Math.max(1, shape.processors.invocations)),
       perTick: per('planner', ticks),
       perProcessorInvocation: per('processor', shape.processors.invocations),

@@ -34,15 +34,24 @@ export type DrainObserver = {
 };
 
 /** Produce timestamps by partition and offset, turned into latencies as commits cover them. */
-export function createLatencyObserver(now: () => number = Date.now): DrainObserver & { latenciesMs: number[] } {
+export function createLatencyObserver(
+  now: () => number = Date.now,
+): DrainObserver & {
+  latenciesMs: number[];
+  /** Produce timestamp to the handler's first sight of the record. */ handlerLatenciesMs: number[];
+} {
   const produced = new Map<number, number[]>();
   const latenciesMs: number[] = [];
+  const handlerLatenciesMs: number[] = [];
   return {
     latenciesMs,
+    handlerLatenciesMs,
     onRecords(records) {
+      const at = now();
       for (const r of records) {
         let ts = produced.get(r.partition);
         if (!ts) produced.set(r.partition, (ts = []));
+        if (ts[r.offset] === undefined) handlerLatenciesMs.push(at - r.timestampMs);
         ts[r.offset] ??= r.timestampMs;
       }
     },

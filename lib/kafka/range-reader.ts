@@ -255,7 +255,13 @@ async function* appendRecords(
 
 /** A Fetch in flight: where, since when, its outcome, and how to stop its retries. */
 type PendingFetch = { offset: number; startedAt: number; response: Promise<FetchOutcome>; stop: () => void };
-type FetchOutcome = { data: FetchedPartition } | { error: unknown };
+type FetchOutcome = { data: FetchedPartition; receivedAt: number } | { error: unknown };
+
+/**
+ * How recent a response must be for an open read to take its readable end as the partition's end
+ * now (and yield): older, it was a prefetch waiting while the consumer handled the chunk before.
+ */
+const OPEN_FRESH_MS = 5;
 
 /**
  * Where reading continues once `data` is consumed from `position` (batch ends, as consumeBatches
@@ -412,7 +418,7 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
     const stop = new AbortController();
     const signal = req.signal ? AbortSignal.any([req.signal, stop.signal]) : stop.signal;
     const response = fetchAt({ ...req, signal }, offset, level, maxBytes).then(
-      (data): FetchOutcome => ({ data }),
+      (data): FetchOutcome => ({ data, receivedAt: clock.now() }),
       (error: unknown): FetchOutcome => ({ error }),
     );
     return { offset, startedAt: clock.now(), response, stop: () => stop.abort() };
@@ -453,8 +459,11 @@ export function createRangeReader(transport: FetchTransport, opts: RangeReaderOp
         if (cursor.position > before) {
           stall.since = undefined;
           stall.waits = 0;
-          // An open read hands over what it has once caught up: the next records may be minutes away.
-          const caughtUp = req.open === true && cursor.position >= readableEndOf(req, data);
+          // An open read hands over what it has once caught up: the next records may be minutes away. A
+          // prefetched response that waited while the consumer was busy is no news of the end: the Fetch
+          // sent for where it ends (just now) brings what arrived meanwhile, one round trip to the broker.
+          const fresh = clock.now() - outcome.receivedAt <= OPEN_FRESH_MS;
+          const caughtUp = req.open === true && fresh && cursor.position >= readableEndOf(req, data);
           if (cursor.chunk.length >= limits.maxChunkRecords || (caughtUp && cursor.hasUnyielded())) yield cursor.take(cursor.position);
           continue;
         }

@@ -3,8 +3,9 @@
  * partition of a segment commits its small batches on its own; sent as they come, 7 busy partitions
  * would cost 7 ledger writes per batch. Here a progress-only commit waits for the next tick of
  * `intervalMs` and goes out with the others of that tick through `Ledger.commitChunks`, which the
- * store packs into one write per group item. A commit that carries sink writes, dead letters or data
- * loss waits for the same tick and is sent on its own (`commitChunk`), beside them.
+ * store packs into one write per group item; an at-least-once range's handled position is pulled
+ * into the tick the same way (`Tracked`). A commit that carries sink writes, dead letters or data
+ * loss is a write of its own anyway (a transaction): it is sent at once (`commitChunk`).
  *
  * It also keeps idle ranges' leases: a range that has written nothing for a third of its lease gets
  * a heartbeat (a commit that keeps progress where it is) in the next tick. A heartbeat never runs
@@ -26,11 +27,28 @@ type ProgressCommit = Parameters<Ledger['commitChunks']>[0][number];
 /** What the coalescer sent: the segment's figures (benchmarks, the processor's result). */
 export type CoalescerStats = { ticks: number; batches: number; commits: number; heartbeats: number; ownCommits: number };
 
+/**
+ * An at-least-once range whose handled position the coalescer commits at its ticks (pulled, not
+ * sent by its committer): a record handled just after a tick is committed at the next one, where a
+ * committer waiting for its own commit before sending the next would take two.
+ */
+export type Tracked = {
+  /** Handled up to here: what the next tick commits. */
+  position(): number;
+  /** The tick's commit up to `to` applied. */
+  committed(to: number): void;
+};
+
 export type CommitCoalescer = {
   /** The ledger the segment's committers write through. */
   readonly ledger: Ledger;
-  /** Starts keeping the range's lease while it is idle (its progress as leased). */
-  hold(range: LeasedRange, progress: number): void;
+  /** Starts keeping the range's lease while it is idle (its progress as leased); with `tracked`, commits its handled position at each tick. */
+  hold(range: LeasedRange, progress: number, tracked?: Tracked): void;
+  /**
+   * Resolves once the tracked range's position as it is now is committed, and nothing of it is in
+   * flight: `lease-lost` when a tick found the lease taken.
+   */
+  settle(range: LeasedRange): Promise<ProcessorWriteOutcome>;
   /** Stops keeping it (given back, failed, lost). */
   drop(range: LeasedRange): void;
   /** Sends what is queued and stops ticking. */
@@ -38,7 +56,7 @@ export type CommitCoalescer = {
   readonly stats: CoalescerStats;
 };
 
-type Held = { range: LeasedRange; progress: number; lastWriteAtMs: number; busy?: Promise<unknown> };
+type Held = { range: LeasedRange; progress: number; lastWriteAtMs: number; busy?: Promise<unknown>; tracked?: Tracked; lost?: boolean };
 type Queued = { input: ProgressCommit; resolve(o: ProcessorWriteOutcome): void; reject(e: unknown): void };
 
 export type CoalescerOptions = {
@@ -54,9 +72,10 @@ export type CoalescerOptions = {
 export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): CommitCoalescer {
   const held = new Map<string, Held>();
   let queue: Queued[] = [];
-  let waiting: Array<{ key: string; go(): void }> = [];
   let flushing: Promise<void> | undefined;
   let closed = false;
+  /** Who waits for the end of the next flush (`settle`). */
+  let flushed: Array<() => void> = [];
   const stats: CoalescerStats = { ticks: 0, batches: 0, commits: 0, heartbeats: 0, ownCommits: 0 };
 
   /** Runs one write of a held range after the one before it (a heartbeat included). */
@@ -73,8 +92,6 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
       h.lastWriteAtMs = opts.clock();
     }
   };
-  const nextTick = (range: LeasedRange) =>
-    closed ? Promise.resolve() : new Promise<void>((go) => waiting.push({ key: rangeIdentity(range), go }));
   const applied = (range: LeasedRange, to: number) => {
     const h = held.get(rangeIdentity(range));
     if (h) h.progress = to;
@@ -88,30 +105,56 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
       .map(([, h]) => h);
   };
 
-  /** The tick's commits and the heartbeats of `due` (on the store's clock) in one `commitChunks`. */
-  const send = async (batch: Queued[], due: Held[]): Promise<ProcessorWriteOutcome[]> => {
-    const nowMs = due.length ? await opts.storeClock() : 0;
-    const beats = due.map((h) => ({ range: h.range, expectProgress: h.progress, to: h.progress, nowMs, leaseMs: opts.leaseMs }));
-    return inner.commitChunks([...batch.map((q) => q.input), ...beats]);
+  /** Tracked ranges whose handled position moved past their progress, with nothing queued or in flight: this tick commits them. */
+  const duePulls = (queued: Set<string>): Array<{ h: Held; to: number }> =>
+    [...held.entries()].flatMap(([k, h]) => {
+      const to = h.tracked?.position();
+      return to !== undefined && to > h.progress && !queued.has(k) && !h.busy ? [{ h, to }] : [];
+    });
+
+  /** The tick's commits, pulls and the heartbeats of `due` (the last two on the store's clock) in one `commitChunks`. */
+  const send = async (batch: Queued[], pulls: Array<{ h: Held; to: number }>, due: Held[]): Promise<ProcessorWriteOutcome[]> => {
+    const nowMs = due.length || pulls.length ? await opts.storeClock() : 0;
+    const commit = (h: Held, to: number) => ({ range: h.range, expectProgress: h.progress, to, nowMs, leaseMs: opts.leaseMs });
+    return inner.commitChunks([
+      ...batch.map((q) => q.input),
+      ...pulls.map((p) => commit(p.h, p.to)),
+      ...due.map((h) => commit(h, h.progress)),
+    ]);
+  };
+  /** A range whose write this tick found its lease taken: dropped, its waiters told, its partition stopped. */
+  const lose = (h: Held) => {
+    // A range dropped meanwhile is no longer this segment's to report.
+    if (held.get(rangeIdentity(h.range)) !== h) return;
+    held.delete(rangeIdentity(h.range));
+    h.lost = true;
+    opts.onLost(h.range);
   };
 
-  /** One tick: the queued commits and the heartbeats due in one `commitChunks`; the others' turn to send. */
+  /** One tick: the queued commits, the tracked ranges' positions and the heartbeats due in one `commitChunks`; the others' turn to send. */
   const flush = async (): Promise<void> => {
+    try {
+      await flushOnce();
+    } finally {
+      for (const f of flushed.splice(0)) f();
+    }
+  };
+  const flushOnce = async (): Promise<void> => {
     const batch = queue;
     queue = [];
-    const own = waiting;
-    waiting = [];
-    for (const w of own) w.go();
-    stats.ownCommits += own.length;
-    // Ranges with a write of their own this tick get no heartbeat: it renews their lease anyway.
-    const due = dueHeartbeats(new Set([...batch.map((q) => rangeIdentity(q.input.range)), ...own.map((w) => w.key)]));
-    if (!batch.length && !due.length) return;
+    // Ranges with a commit queued get no pull or heartbeat: it renews their lease anyway.
+    const taken = new Set(batch.map((q) => rangeIdentity(q.input.range)));
+    const pulls = duePulls(taken);
+    for (const p of pulls) taken.add(rangeIdentity(p.h.range));
+    const due = dueHeartbeats(taken);
+    if (!batch.length && !pulls.length && !due.length) return;
     stats.batches += 1;
-    stats.commits += batch.length;
+    stats.commits += batch.length + pulls.length;
     stats.heartbeats += due.length;
-    const sent = send(batch, due);
-    // Claimed in the step that found them idle: a write of theirs that starts while the store clock is asked waits for the heartbeat.
-    for (const h of due) h.busy = sent;
+    const sent = send(batch, pulls, due);
+    const claimed = [...pulls.map((p) => p.h), ...due];
+    // Claimed in the step that found them idle: a write of theirs that starts while the store clock is asked waits for this one.
+    for (const h of claimed) h.busy = sent;
     let outcomes: ProcessorWriteOutcome[];
     try {
       outcomes = await sent;
@@ -121,19 +164,21 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
       return;
     } finally {
       const now = opts.clock();
-      for (const h of due) if (h.busy === sent) h.busy = undefined;
+      for (const h of claimed) if (h.busy === sent) h.busy = undefined;
       // Every range written this tick, a progress commit's too: no heartbeat until a third of the lease after it.
-      for (const h of [...due, ...batch.map((q) => held.get(rangeIdentity(q.input.range)))]) if (h) h.lastWriteAtMs = now;
+      for (const h of [...claimed, ...batch.map((q) => held.get(rangeIdentity(q.input.range)))]) if (h) h.lastWriteAtMs = now;
     }
     batch.forEach((q, i) => {
       if (outcomes[i] === 'applied') applied(q.input.range, q.input.to);
       q.resolve(outcomes[i] as ProcessorWriteOutcome);
     });
+    pulls.forEach((p, i) => {
+      if (outcomes[batch.length + i] !== 'applied') return lose(p.h);
+      p.h.progress = p.to;
+      p.h.tracked?.committed(p.to);
+    });
     due.forEach((h, i) => {
-      // A range dropped meanwhile is no longer this segment's to report.
-      if (outcomes[batch.length + i] === 'applied' || held.get(rangeIdentity(h.range)) !== h) return;
-      held.delete(rangeIdentity(h.range));
-      opts.onLost(h.range);
+      if (outcomes[batch.length + pulls.length + i] !== 'applied') lose(h);
     });
   };
   const tick = () => {
@@ -152,7 +197,8 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
       }
       return new Promise((resolve, reject) => queue.push({ input: { range, expectProgress, to, nowMs, leaseMs }, resolve, reject }));
     }
-    await nextTick(input.range);
+    // Its own write anyway (sink writes in a transaction): sent at once, not at the next tick.
+    stats.ownCommits += 1;
     const outcome = await serialize(input.range, () => inner.commitChunk(input));
     if (outcome === 'applied') applied(input.range, input.to);
     return outcome;
@@ -176,8 +222,17 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
   return {
     ledger,
     stats,
-    hold(range, progress) {
-      held.set(rangeIdentity(range), { range, progress, lastWriteAtMs: opts.clock() });
+    hold(range, progress, tracked) {
+      const h = held.get(rangeIdentity(range));
+      if (h) h.tracked = tracked;
+      else held.set(rangeIdentity(range), { range, progress, lastWriteAtMs: opts.clock(), ...(tracked && { tracked }) });
+    },
+    async settle(range) {
+      const h = held.get(rangeIdentity(range));
+      const target = h?.tracked?.position();
+      if (!h || target === undefined) return 'applied';
+      while (!h.lost && (h.progress < target || h.busy) && !closed) await new Promise<void>((r) => flushed.push(r));
+      return h.lost || h.progress < target ? 'lease-lost' : 'applied';
     },
     drop(range) {
       held.delete(rangeIdentity(range));
@@ -186,9 +241,9 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
       clearInterval(timer);
       await flushing;
       closed = true;
-      held.clear();
-      // Nothing may wait for a tick that will not come.
+      // Nothing may wait for a tick that will not come: the last one sends what is queued and pulled.
       await flush();
+      held.clear();
     },
   };
 }

@@ -72,6 +72,12 @@ export type CommitterInput = {
    * progress there in the same write that finishes the range.
    */
   deferFinal?: boolean;
+  /**
+   * At-least-once in a continuous segment: the segment's commit coalescer commits the handled
+   * position at each of its ticks (`tracked()`), while the next chunks are handled, so a partition's
+   * reading never waits for a commit. `settle` resolves once what is handled now is committed.
+   */
+  commitInBackground?: { settle(): Promise<'applied' | 'lease-lost'> };
 };
 
 /** The crash-injection points a committer reaches (see PROCESSOR_STEPS). */
@@ -211,7 +217,27 @@ export class ChunkCommitter {
 
   /** Commits what was handled and not committed yet (at-least-once); the read's last step. */
   async flush(): Promise<void> {
+    await this.settled();
     if (this.handledTo !== undefined && this.handledTo > this.progress) await this.commit(this.handledTo, [], []);
+  }
+
+  /** Waits until what is handled is committed by the coalescer (`commitInBackground`); a lost lease throws. */
+  private async settled(): Promise<void> {
+    if (this.c.commitInBackground && (await this.c.commitInBackground.settle()) === 'lease-lost') throw new LeaseLostError();
+  }
+
+  /** The handled position the coalescer commits (`commitInBackground`), and what it tells once it did. */
+  tracked(): { position(): number; committed(to: number): void } {
+    return {
+      position: () => this.handledTo ?? this.progress,
+      committed: (to) => {
+        if (to <= this.progress) return;
+        this.progress = to;
+        if (this.handledTo !== undefined && this.handledTo <= to) this.handledTo = undefined;
+        this.handledSinceCommit = 0;
+        this.lastCommitAtMs = this.c.clock();
+      },
+    };
   }
 
   /** Records that retention removed `[position, until)` and moves past it. */
@@ -224,6 +250,8 @@ export class ChunkCommitter {
   private async handled(to: number, records: number): Promise<void> {
     this.handledTo = to;
     this.handledSinceCommit += records;
+    // The coalescer's next tick commits it.
+    if (this.c.commitInBackground) return;
     const due = this.handledSinceCommit >= this.c.commitEveryRecords || this.c.clock() - this.lastCommitAtMs >= this.c.commitEveryMs;
     if (due) await this.flush();
   }
@@ -235,6 +263,12 @@ export class ChunkCommitter {
     deadLetters: DeadLetter[],
     dataLoss?: { from: number; until: number },
   ): Promise<void> {
+    // One commit at a time: each names the progress the one before it left.
+    await this.settled();
+    return this.commitNow(to, sinkWrites, deadLetters, dataLoss);
+  }
+
+  private async commitNow(to: number, sinkWrites: SinkWrite[], deadLetters: DeadLetter[], dataLoss?: { from: number; until: number }) {
     const { ledger, stream, range, held } = this.c;
     if (this.c.deferFinal && to === range.until && !sinkWrites.length && !deadLetters.length && !dataLoss) {
       // The completion commits it (see `deferFinal`): handled up to the end, not written yet.

@@ -278,6 +278,10 @@ async function processLeased(run: Run, lease: Extract<LeaseOutcome, { kind: 'tak
   try {
     await deps.afterStep?.('leased', { from: leased.progress, to: leased.progress });
     committer = await committerFor(run, held, leased);
+    // At-least-once in a segment: its ticks commit what is handled.
+    if (run.segment && deps.handlerFor(run.stream).mode === 'at-least-once') {
+      run.segment.hold(held, leased.progress, committer.tracked());
+    }
     const started = clock();
     const parked = await readLoop(run, committer, held, leased);
     if (parked) return undefined;
@@ -304,13 +308,14 @@ async function committerFor(run: Run, held: LeasedRange, leased: RangeState): Pr
   const deliverer = await delivererFor(run);
   const abort = new AbortController();
   run.signal?.addEventListener('abort', () => abort.abort(), { once: true });
+  const handler = deps.handlerFor(stream);
   return createCommitter(run, leased, {
     ledger: deps.ledger,
     stream,
     range: run.range,
     held,
     progress: leased.progress,
-    handler: deps.handlerFor(stream),
+    handler,
     ctx: {
       stream: stream.id,
       sinkTable: stream.handler?.sinkTable,
@@ -325,6 +330,7 @@ async function committerFor(run: Run, held: LeasedRange, leased: RangeState): Pr
     afterStep: deps.afterStep,
     // A segment commits every chunk: its commits wait for the segment's next commit tick anyway.
     commitEveryRecords: run.segment ? 1 : stream.processor.commitEveryRecords,
+    ...(run.segment && handler.mode === 'at-least-once' && { commitInBackground: { settle: () => run.segment!.settle(held) } }),
     commitEveryMs: stream.processor.commitEveryMs,
     stages,
     deliverer,

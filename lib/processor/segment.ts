@@ -12,7 +12,7 @@ import type { LeaseOutcome, StoreClock } from '../ports/ledger';
 import type { LeasedRange } from '../ports/ledger-state';
 import type { RangeReader } from '../ports/range-reader';
 import { rangeIdentity, type RangePayload, type RangesPayload } from '../ranges';
-import { createCommitCoalescer, type CommitCoalescer } from './commit-coalescer';
+import { createCommitCoalescer, type CommitCoalescer, type Tracked } from './commit-coalescer';
 import { emptyResult, runLeased, type Invocation, type ProcessorDeps, type ProcessResult, type Run } from './process-range';
 import { awaitHandover, HANDOVER_POLL_MS, segmentTiming } from './segment-timing';
 
@@ -21,9 +21,11 @@ export type SegmentHooks = {
   /** Whether the successor was invoked: the ranges are then given back as handed over. */
   handedOver(): boolean;
   /** The range is leased: keep its lease while it is idle. */
-  hold(range: LeasedRange, progress: number): void;
+  hold(range: LeasedRange, progress: number, tracked?: Tracked): void;
   /** The range is done with (given back, failed, lost). */
   drop(range: LeasedRange): void;
+  /** Resolves once what the range's committer has handled is committed by the segment's ticks. */
+  settle(range: LeasedRange): Promise<'applied' | 'lease-lost'>;
 };
 
 type SegmentInput = { stream: StreamConfig; ranges: RangePayload[]; deadlineAtMs: number; signal?: AbortSignal };
@@ -64,7 +66,12 @@ export async function runSegment(deps: ProcessorDeps, input: SegmentInput): Prom
     leaseToken,
     t0: clock(),
     signal: end.signal,
-    segment: { handedOver: () => handedOver, hold: (r, p) => coalescer.hold(r, p), drop: (r) => coalescer.drop(r) },
+    segment: {
+      handedOver: () => handedOver,
+      hold: (r, p, t) => coalescer.hold(r, p, t),
+      drop: (r) => coalescer.drop(r),
+      settle: (r) => coalescer.settle(r),
+    },
   };
   const runs = input.ranges.map((range) => runOf(inv, range, stops, readers));
   const timers: NodeJS.Timeout[] = [];
