@@ -120,7 +120,9 @@ async function phase(stack: BenchStack, flags: DeployedFlags, handler: Handler, 
     // The handlers log to stdout at the deployed level (INFO) and publish EMF metrics there: counted, not shown.
     const logs = captureStdout(shape.requests.role);
     // The largest size each ledger item had: DynamoDB bills a write by the item's size before or after it.
-    const sampler = sampleItemSizes(bench.dynamo, shape.tables.ledger);
+    // Continuous mode reads its items' sizes once, at the load's end (stopSegments): a Scan every 500 ms
+    // would load the emulator its commits wait on.
+    const sampler = sampleItemSizes(bench.dynamo, shape.tables.ledger, shape.segments ? 60_000 : 500);
     try {
       const t0 = Date.now();
       const { schedule, produced } = await scheduleUnderLoad(shape, bench, flags, log);
@@ -560,15 +562,20 @@ async function sizesOf(
 function sampleItemSizes(dynamo: DynamoDBClient, table: string, everyMs = 500): { stop(): Promise<Map<string, number>> } {
   const max = new Map<string, number>();
   let stopped = false;
+  let wake = () => undefined as void;
   const loop = (async () => {
     while (!stopped) {
       for (const [k, size] of await storedSizes(dynamo, table)) max.set(k, Math.max(size, max.get(k) ?? 0));
-      await new Promise((r) => setTimeout(r, everyMs));
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, everyMs);
+        wake = () => (clearTimeout(t), r());
+      });
     }
   })();
   return {
     async stop() {
       stopped = true;
+      wake();
       await loop;
       return max;
     },

@@ -38,6 +38,12 @@ export type FoldBudget = {
   writeGroupSize: number;
   /** Marked groups in flight at once. */
   writeConcurrency: number;
+  /**
+   * Continuous segments: a batch is written while the next chunks are folded (one write in flight,
+   * each batch ending where the fold stood, at a chunk's end, when its write began), so a partition's
+   * reading never waits for the transaction of the batch before.
+   */
+  writeBehind?: boolean;
 };
 
 export const DEFAULT_FOLD_BUDGET: FoldBudget = {
@@ -60,6 +66,10 @@ export class FoldCommitter extends ChunkCommitter {
   private replayUntil: number | undefined;
   /** Observed time of one marked write group, for the deadline check. */
   private groupMs = 100;
+  /** Write-behind (`budget.writeBehind`): the batch write in flight, what failed one, and whether a chunk is being folded. */
+  private writing: Promise<void> | undefined;
+  private writeError: unknown;
+  private folding = false;
 
   constructor(
     c: CommitterInput,
@@ -88,6 +98,18 @@ export class FoldCommitter extends ChunkCommitter {
 
   /** Folds one fetched chunk into the batch, writing the batch whenever it must end. */
   override async handleChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
+    if (this.writeError !== undefined) throw this.writeError;
+    this.folding = true;
+    try {
+      await this.foldChunk(records, nextOffset);
+    } finally {
+      this.folding = false;
+    }
+    // At a chunk's end the batch is whole: written behind the reading unless it must be written now.
+    if (this.budget.writeBehind && this.replayUntil === undefined) this.writeBehindNow();
+  }
+
+  private async foldChunk(records: KafkaRecord[], nextOffset: number): Promise<void> {
     this.countRead(records);
     const to = Math.min(nextOffset, this.c.range.until);
     if (records.length > 0) await this.c.afterStep?.('handled', { from: this.foldedTo, to });
@@ -106,9 +128,29 @@ export class FoldCommitter extends ChunkCommitter {
     this.chunks += 1;
     if (this.replayUntil !== undefined) {
       if (this.foldedTo >= this.replayUntil) await this.writeBatch(this.replayUntil);
+    } else if (this.budget.writeBehind && this.batch.items.size < this.budget.maxItems) {
+      // Written at the chunk's end (`handleChunk`), behind the reading.
     } else if (this.batch.items.size >= this.budget.maxItems || this.batch.records >= this.budget.maxRecords) {
       await this.writeBatch(this.foldedTo);
     }
+  }
+
+  /** Starts writing the batch folded so far unless a write is in flight (its end starts the next). */
+  private writeBehindNow(): void {
+    if (this.writing || this.writeError !== undefined || this.foldedTo <= this.progress) return;
+    this.writing = this.writeBatchNow(this.foldedTo)
+      .catch((err: unknown) => void (this.writeError = err))
+      .finally(() => {
+        this.writing = undefined;
+        // Chunks folded meanwhile: written now, unless one is being folded (its end starts the write).
+        if (!this.folding && this.replayUntil === undefined) this.writeBehindNow();
+      });
+  }
+
+  /** Waits for the batch write in flight (write-behind) and rethrows what failed it. */
+  private async writesSettled(): Promise<void> {
+    while (this.writing) await this.writing;
+    if (this.writeError !== undefined) throw this.writeError;
   }
 
   /** Writes what is folded (the read stopped: range end or deadline); a replay not read to its end waits. */
@@ -167,8 +209,16 @@ export class FoldCommitter extends ChunkCommitter {
    * all its batches: see the constructor).
    */
   private async writeBatch(end: number): Promise<void> {
+    await this.writesSettled();
+    return this.writeBatchNow(end);
+  }
+
+  private async writeBatchNow(end: number): Promise<void> {
     if (end <= this.progress) return;
-    const writes = this.itemWrites();
+    // Taken whole: the next chunks fold into a new batch while this one is written.
+    const batch = this.batch;
+    this.batch = { items: new Map(), records: 0 };
+    const writes = this.itemWrites(batch);
     const replay = this.replayUntil !== undefined;
     const limits = this.c.ledger.limits;
     if (this.c.deferFinal && !replay && end === this.c.range.until) {
@@ -181,16 +231,15 @@ export class FoldCommitter extends ChunkCommitter {
       await this.writeMarked(end, writes);
       await this.commit(end, [], []);
     }
-    this.records += this.batch.records;
-    this.batch = { items: new Map(), records: 0 };
+    this.records += batch.records;
     this.foldedTo = Math.max(this.foldedTo, end);
     this.replayUntil = undefined;
   }
 
   /** The batch's one write per item, checked to be an update of that item. */
-  private itemWrites(): SinkWrite[] {
+  private itemWrites(batch: Batch): SinkWrite[] {
     const sinkTable = this.c.stream.handler?.sinkTable;
-    return [...this.batch.items.values()].map((it) => {
+    return [...batch.items.values()].map((it) => {
       const written: unknown = this.fold.write({ key: it.key, table: it.table }, it.value);
       const problem = foldWriteProblem(it, written, sinkTable);
       if (problem !== undefined) throw new FoldWriteError(problem);

@@ -55,8 +55,8 @@ export async function runSegment(deps: ProcessorDeps, input: SegmentInput): Prom
   const readers: Array<Promise<RangeReader>> = [];
   let handedOver = false;
   const inv: Invocation = {
-    // Each chunk is a fold batch of its own: a segment never holds records back for a larger one.
-    deps: { ...deps, ledger: coalescer.ledger, fold: { ...deps.fold, maxRecords: 1 }, leaseToken },
+    // A fold batch is written as soon as the one before it is (write-behind): never held back for a larger one.
+    deps: { ...deps, ledger: coalescer.ledger, fold: { ...deps.fold, maxRecords: 1, writeBehind: true }, leaseToken },
     stream: input.stream,
     // The invocation's own deadline: the segment ends on `end`. Against the segment's end, a busy partition's read
     // loop (which stops a second or two slowest chunks early) would give its range back before the hand-over.
