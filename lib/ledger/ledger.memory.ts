@@ -429,13 +429,13 @@ export function createMemoryLedger(
       }
       for (const { step, ranges, deadLetters } of plans) {
         execute(s, step);
-        for (const r of [...ranges.abandonParked, ...ranges.removeDone]) s.ranges.delete(rKey(r));
+        for (const r of [...ranges.abandonParked, ...ranges.removeDone, ...ranges.endSegments]) s.ranges.delete(rKey(r));
         s.deadLetters = s.deadLetters.filter((d) => !deadLetters.has(d));
       }
       s.meta!.lastChange = clone(change);
       return {
         outcome: 'applied',
-        removedRanges: plans.reduce((n, p) => n + p.ranges.removeDone.length, 0),
+        removedRanges: plans.reduce((n, p) => n + p.ranges.removeDone.length + p.ranges.endSegments.length, 0),
         abandonedParkedRanges: plans.reduce((n, p) => n + p.ranges.abandonParked.length, 0),
         removedDeadLetters: plans.reduce((n, p) => n + p.deadLetters.size, 0),
       };

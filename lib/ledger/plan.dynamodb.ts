@@ -112,11 +112,11 @@ export function createPlanWrites(
         const plan = rewindRanges(p, ranges);
         if (plan.blocked) return { outcome: 'condition-failed', reason: plan.reason };
         abandoned += plan.abandonParked.length;
-        removedRanges += plan.removeDone.length;
+        removedRanges += plan.removeDone.length + plan.endSegments.length;
         const steps: ItemStep[] = [
           rewindPartitionStep(p),
           // Their offsets are planned and processed again: the ranges there leave no trace.
-          ...[...plan.abandonParked, ...plan.removeDone].map((r): ItemStep => ({ kind: 'delete', ref: rangeRef(r) })),
+          ...[...plan.abandonParked, ...plan.removeDone, ...plan.endSegments].map((r): ItemStep => ({ kind: 'delete', ref: rangeRef(r) })),
         ];
         units.push({ index, steps });
       }

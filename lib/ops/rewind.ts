@@ -9,7 +9,7 @@ import { PreconditionError, ValidationError } from '../errors';
 import type { PartitionOffsets, UnavailablePartition } from '../ports/kafka-metadata';
 import type { RewindPartition } from '../ports/ledger';
 import type { PartitionState } from '../ports/ledger-state';
-import { partitionKey } from '../ranges';
+import { isOpenRange, partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { isoTime, table } from './format';
 import { withOperatorLease } from './lease';
@@ -202,13 +202,14 @@ async function targetOffsets(
   return { rows, unavailable: [...unavailable.values()] };
 }
 
-/** Refuses while any range of the partitions is planned, leased or failed (parked ranges are abandoned). */
+/** Refuses while any range of the partitions is planned, leased or failed (parked ranges are abandoned, open segment ranges ended). */
 function assertIdle(
   open: Array<{ topic: string; partition: number; from: number; until: number; status: string }>,
   parts: PartitionState[],
 ): void {
   const keys = new Set(parts.map((p) => partitionKey(p.topic, p.partition)));
-  const busy = open.filter((r) => r.status !== 'parked' && keys.has(partitionKey(r.topic, r.partition)));
+  // An open segment range (continuous mode) is never idle: the rewind removes it, which stops its holder.
+  const busy = open.filter((r) => r.status !== 'parked' && !isOpenRange(r) && keys.has(partitionKey(r.topic, r.partition)));
   if (busy.length) {
     const list = busy
       .slice(0, 5)

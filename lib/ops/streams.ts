@@ -22,8 +22,9 @@ export function replayStreamId(source: string, name: string): string {
 /** The config of a replay of `source`: same cluster, topics and handler, its own id (and optionally sink). */
 export function replayStreamConfig(source: StreamConfig, id: string, sinkTable?: string): StreamConfig {
   const handler = source.handler && sinkTable !== undefined ? { ...source.handler, sinkTable } : source.handler;
-  // A replay joins no consumer group: the group's offsets belong to the source stream.
-  return { ...source, id, handler, consumerGroup: undefined };
+  // A replay joins no consumer group: the group's offsets belong to the source stream. It is bounded,
+  // so it runs in micro-batches even when its source is continuous (an open segment range has no end).
+  return { ...source, id, handler, consumerGroup: undefined, continuous: undefined };
 }
 
 /** The stream `id` names (configured, or a replay of a configured one), or the only configured stream. */

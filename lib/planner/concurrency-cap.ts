@@ -3,6 +3,9 @@
  * which due partitions get the slots left (docs/architecture.md, "Planning, one run", decide:
  * slots). Pure: decide.ts applies it between checking the candidates and clamping their ranges.
  */
+import { isContinuous } from '../config/continuous';
+import type { StreamConfig } from '../config/schema';
+import { segmentsApart } from '../dispatch/segment-routing';
 import { ValidationError } from '../errors';
 import type { PartitionState, RangeState } from '../ports/ledger-state';
 import { sameIncarnation } from '../ports/ledger-rules/incarnation';
@@ -15,8 +18,13 @@ export const PROCESSOR_RESERVED_CONCURRENCY_ENV = 'PROCESSOR_RESERVED_CONCURRENC
 export type ProcessorConcurrency = {
   /** The processor function's reserved concurrency, or the local runtime's processor slots. */
   limit: number;
-  /** The streams sharing it: every stream the planner plans on its schedule. */
+  /** The streams sharing it: every stream the planner plans on its schedule (but the exempt ones). */
   streams: number;
+  /**
+   * Streams whose invocations do not run on the processor, so neither share nor are capped by its
+   * concurrency: continuous streams when the stack gives their segments a function of their own.
+   */
+  exempt?: readonly string[];
 };
 
 /**
@@ -60,6 +68,22 @@ export function processorConcurrencyFromEnv(env: NodeJS.ProcessEnv, streams: num
     throw new ValidationError(`${PROCESSOR_RESERVED_CONCURRENCY_ENV} must be a whole number >= 1, got ${JSON.stringify(text)}`);
   }
   return { limit, streams };
+}
+
+/**
+ * The planner's processor concurrency on Lambda: `PROCESSOR_RESERVED_CONCURRENCY` shared by the
+ * streams that run on the processor. With a segments function (`SEGMENT_FUNCTION_NAME`), the
+ * continuous streams run there: they are exempt, and the others share the processor's concurrency.
+ */
+export function plannerProcessorConcurrency(env: NodeJS.ProcessEnv, streams: readonly StreamConfig[]): ProcessorConcurrency | undefined {
+  const exempt = segmentsApart(env) ? streams.filter(isContinuous).map((s) => s.id) : [];
+  const c = processorConcurrencyFromEnv(env, streams.length - exempt.length);
+  return c && exempt.length ? { ...c, exempt } : c;
+}
+
+/** The processor concurrency one stream's run is capped by: none for an exempt stream. */
+export function streamProcessorConcurrency(c: ProcessorConcurrency | undefined, stream: string): ProcessorConcurrency | undefined {
+  return c?.exempt?.includes(stream) ? undefined : c;
 }
 
 /**

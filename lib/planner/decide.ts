@@ -10,6 +10,7 @@ import { discoverNew } from './plan/discover';
 import { indexInput } from './plan/plan-index';
 import { redispatchOpen } from './plan/redispatch';
 import { sortedReports } from './plan/report';
+import { segmentsMissing } from './plan/segments';
 import { grantSlots } from './plan/slots';
 import type { Draft, PlanDecision, PlanInput } from './plan/types';
 import { withArchives } from './archive';
@@ -33,6 +34,8 @@ export function decidePlan(input: PlanInput): PlanDecision {
   const slots = grantSlots(input, ix, candidates, eligible, draft);
   const { newRanges, recordsPlanned } = clampAndSplit(input, ix, slots, draft);
   const { redispatch, parks } = redispatchOpen(input, candidates);
+  const partitions = sortedReports(draft, registrations);
+  const missing = segmentsMissing(input, candidates, partitions);
   return {
     registrations,
     pendingStart,
@@ -41,10 +44,11 @@ export function decidePlan(input: PlanInput): PlanDecision {
     redispatch,
     parks,
     checkCommitted,
-    partitions: sortedReports(draft, registrations),
+    partitions,
     recordsPlanned,
     finished: ix.bounded && boundedFinished(input.known, draft.writes),
     recreated: known.recreated,
     noTopicIds: input.discovered.length > 0 && input.discovered.every((t) => t.topicId === undefined),
+    ...(missing !== undefined ? { segmentsMissing: missing } : {}),
   };
 }

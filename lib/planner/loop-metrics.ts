@@ -103,6 +103,7 @@ export function recordChainTick(metrics: Metrics, t: ChainTickReport, partitionE
 export function mergeReports(reports: StreamPlanReport[]): StreamPlanReport {
   const last = reports[reports.length - 1] as StreamPlanReport;
   const sum = (f: (r: StreamPlanReport) => number): number => reports.reduce((s, r) => s + f(r), 0);
+  const missing = reports.flatMap((r) => (r.segmentsMissing !== undefined ? [r.segmentsMissing] : []));
   return {
     ...last,
     // PlannerFailed is 1 when any tick of the window failed.
@@ -117,6 +118,8 @@ export function mergeReports(reports: StreamPlanReport[]): StreamPlanReport {
     dataLoss: reports.flatMap((r) => r.dataLoss),
     recreated: reports.flatMap((r) => r.recreated),
     ...(reports.some((r) => r.deliveries) ? { deliveries: mergeDeliveries(reports) } : {}),
+    // The most partitions without a live segment in any tick: a dead segment counts until the tick that sends it again.
+    ...(missing.length ? { segmentsMissing: Math.max(...missing) } : {}),
     durationMs: Math.max(...reports.map((r) => r.durationMs)),
   };
 }

@@ -29,6 +29,7 @@ export const PLANNER_RUN_METRICS = {
   TopicsMissing: MetricUnit.Count,
   DeadLettersDelivered: MetricUnit.Count,
   DeliveryFailures: MetricUnit.Count,
+  SegmentsMissing: MetricUnit.Count,
   PlannerDurationMs: MetricUnit.Milliseconds,
   PartitionLag: MetricUnit.Count,
 } as const;
@@ -97,6 +98,8 @@ export function recordPlannerMetrics(metrics: Metrics, reports: StreamPlanReport
       addPlannerMetric(m, 'DeadLettersDelivered', r.deliveries.delivered);
       addPlannerMetric(m, 'DeliveryFailures', r.deliveries.failed);
     }
+    // Continuous streams: partitions without a live segment (the segments-missing alarm's metric).
+    if (r.segmentsMissing !== undefined) addPlannerMetric(m, 'SegmentsMissing', r.segmentsMissing);
     addPlannerMetric(m, 'PlannerDurationMs', r.durationMs);
     m.publishStoredMetrics(); // one EMF document per stream; also clears the stream dimension
     for (const p of r.partitions.slice(0, cap)) {

@@ -17,7 +17,7 @@ import type { KeptPlannerLease, Ledger, PlanWrite, WriteOutcome } from '../ports
 import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
 import { segmentInvocations, shareInvocations } from '../offsets/share';
-import type { ProcessorConcurrency } from './concurrency-cap';
+import { streamProcessorConcurrency, type ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, type PartitionReport, type PlanDecision } from './decide';
 import { redispatchReason } from './plan/redispatch';
 import { fencedOutMessage } from './messages';
@@ -89,6 +89,8 @@ export type StreamPlanReport = {
   topicsMissing: number;
   /** Deliveries of dead letters retried by this run (streams with `onFailure`): metrics DeadLettersDelivered, DeliveryFailures. */
   deliveries?: DeliveryReport;
+  /** Continuous streams: partitions without a live segment when the run read the ledger (metric SegmentsMissing). */
+  segmentsMissing?: number;
   /**
    * Conditions worth an operator's eye that are not failures: a missing topic, a pattern matching
    * nothing, a broker without topic ids.
@@ -208,7 +210,7 @@ export async function planStream(
       openRanges,
       finishedRanges: ranges.filter((r) => r.status === 'done'),
       confirmedEpoch: fenced.confirmedEpoch,
-      processorConcurrency: deps.processorConcurrency,
+      processorConcurrency: streamProcessorConcurrency(deps.processorConcurrency, stream.id),
     });
     reportDecision(rep, decision, unavailable, warnings);
     if (dryRun) {
@@ -427,6 +429,7 @@ function reportDecision(rep: StreamPlanReport, decision: PlanDecision, unavailab
   rep.retired = decision.writes.filter((w) => w.kind === 'retire-partition').length;
   rep.failedPartitions = decision.writes.filter((w) => w.kind === 'fail-partition').length;
   rep.dataLoss = decision.writes.flatMap((w) => (w.kind === 'record-data-loss' ? [w.loss] : []));
+  if (decision.segmentsMissing !== undefined) rep.segmentsMissing = decision.segmentsMissing;
   if (decision.finished) rep.finished = true;
   if (decision.noTopicIds) rep.warnings.push(NO_TOPIC_IDS);
   rep.warnings.push(...warnings);

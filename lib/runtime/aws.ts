@@ -7,6 +7,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { loadDeploymentConfig } from '../config/load';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { createLambdaDispatcher } from '../dispatch/dispatcher.lambda';
+import { plannerDispatcher } from '../dispatch/segment-routing';
 import { ValidationError } from '../errors';
 import type { KafkaLogFn } from '../kafka/client';
 import type { MetadataCache } from '../kafka/metadata-cache';
@@ -31,6 +32,7 @@ export type Runtime = {
   /** DynamoDB's time: every lease decision uses it (never this container's own clock). */
   storeClock: StoreClock;
   metadata: MetadataCache;
+  /** The planner's dispatcher: the processor, and the segments function for continuous streams when the stack has one. */
   dispatcher(): Dispatcher;
   /** A continuous segment's dispatcher of its successor: this very function (its own name from the context). */
   segmentDispatcher(functionName: string): Dispatcher;
@@ -85,7 +87,13 @@ export function awsRuntime(env: NodeJS.ProcessEnv = process.env, options: { kafk
     dispatcher() {
       const functionName = env.PROCESSOR_FUNCTION_NAME;
       if (!functionName) throw new ValidationError('PROCESSOR_FUNCTION_NAME is not set: the planner cannot dispatch ranges');
-      return (dispatcher ??= createLambdaDispatcher({ client: new LambdaClient({ requestHandler: awsRequestHandler() }), functionName }));
+      if (dispatcher) return dispatcher;
+      const client = new LambdaClient({ requestHandler: awsRequestHandler() });
+      // Continuous streams' segments go to the segments function when the stack has one (SEGMENT_FUNCTION_NAME).
+      return (dispatcher = plannerDispatcher(env, adapters.config, {
+        processor: functionName,
+        create: (name) => createLambdaDispatcher({ client, functionName: name }),
+      }));
     },
     segmentDispatcher(functionName) {
       return (segmentDispatcher ??= createLambdaDispatcher({

@@ -18,6 +18,9 @@ import { createMetadataCache } from '../../lib/kafka/metadata-cache';
 import { createSinkTable, createTopicsReady, uniqueName } from '../support/env';
 import { processorTestBed } from '../support/processor-bed';
 import { waitFor } from '../support/wait-for';
+import { createOpsContext } from '../../lib/ops/context';
+import { rewindStream } from '../../lib/ops/rewind';
+import { parseDeploymentConfig } from '../../lib/config/schema';
 
 const bed = processorTestBed('continuous');
 const { ddb, kafka, admin, producer, ledger } = bed;
@@ -49,18 +52,16 @@ async function continuousStream(partitions: number, over: Partial<StreamConfigIn
   const topic = `${id}-events`;
   const table = await createSinkTable(ddb, 'ctotals');
   await createTopicsReady(admin, [{ topic, numPartitions: partitions }]);
-  const stream: StreamConfig = parseStreamConfig(
-    {
-      id,
-      kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') },
-      topics: [topic],
-      triggerIntervalMs: 1000,
-      handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: table },
-      continuous: { segmentMs: 4_000, commitIntervalMs: 50, leaseMs: 3_000, handoverLeadMs: 1_000 },
-      ...over,
-    },
-    'test',
-  );
+  const streamInput: StreamConfigInput = {
+    id,
+    kafka: { brokers: process.env.KAFKA_BROKERS!.split(',') },
+    topics: [topic],
+    triggerIntervalMs: 1000,
+    handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: table },
+    continuous: { segmentMs: 4_000, commitIntervalMs: 50, leaseMs: 3_000, handoverLeadMs: 1_000 },
+    ...over,
+  };
+  const stream: StreamConfig = parseStreamConfig(streamInput, 'test');
   const results: Array<ProcessResult & { invocation: number }> = [];
   const abort = new AbortController();
   const readers: Array<ReturnType<typeof createKafkajsRangeReader>> = [];
@@ -110,7 +111,7 @@ async function continuousStream(partitions: number, over: Partial<StreamConfigIn
     await Promise.race([dispatcher.idle(), new Promise((r) => setTimeout(r, 10_000).unref())]);
     await Promise.allSettled(readers.map((r) => r.close()));
   };
-  return { id, topic, table, stream, results, stop, dispatcher, invocations: () => invocations };
+  return { id, topic, table, stream, input: streamInput, results, stop, dispatcher, invocations: () => invocations };
 }
 
 let produced = 0;
@@ -260,6 +261,40 @@ describe('continuous mode on the real broker and emulator', () => {
       expect(Date.now() - addedAt).toBeLessThan(30_000);
     } finally {
       await s.stop();
+    }
+  }, 60_000);
+
+  it('an operator rewind ends the running segments and the stream reads again from the new cursor, each record applied once more', async () => {
+    const s = await continuousStream(2, { continuous: { segmentMs: 30_000, commitIntervalMs: 50, leaseMs: 3_000, handoverLeadMs: 1_000 } });
+    const ctx = createOpsContext(parseDeploymentConfig({ ledgerTable: bed.ledgerTable, streams: [s.input] }, 'test'), process.env);
+    try {
+      const values = await produceFor(s.topic, 1_500, 20, 2);
+      await committedToEnd(s.id, s.topic);
+      const once = expectedTotals(values);
+      expect(await totalsIn(s.table)).toEqual(once);
+      // Segments hold both partitions, leased: micro-batch rewinds would be refused here.
+      expect((await ledger.readOpenRanges(s.id)).every((r) => isOpenRange(r) && r.status === 'leased')).toBe(true);
+      const out = await rewindStream(ctx, {
+        stream: s.stream,
+        target: { kind: 'earliest' },
+        dryRun: false,
+        who: 'test',
+        nowMs: Date.now(),
+      });
+      expect(out.partitions.map((r) => r.to)).toEqual([0, 0]);
+      expect(out.removedRanges).toBe(2);
+      await committedToEnd(s.id, s.topic);
+      const twice = Object.fromEntries(Object.entries(once).map(([k, v]) => [k, { total: v.total * 2, count: v.count * 2 }]));
+      expect(await totalsIn(s.table)).toEqual(twice);
+      // The segment that held the old ranges stopped at its next write (a heartbeat at the latest): the ranges were gone.
+      await waitFor('the old segment to stop', async () => s.results.filter((r) => r.status === 'lease-lost' && r.invocation === 1), {
+        until: (lost) => lost.length === 2,
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
+    } finally {
+      await s.stop();
+      await ctx.close();
     }
   }, 60_000);
 });

@@ -21,8 +21,9 @@ export function clampAndSplit(
 ): { newRanges: RangeState[]; recordsPlanned: number } {
   const { stream } = input;
   const eligible = slots.granted;
+  // A continuous stream's partitions get their open segment range (a bounded one never: replays run in micro-batches).
   const clamped = isContinuous(stream)
-    ? new Map(eligible.map((e) => [e.input.key, { from: e.input.from, until: OPEN_UNTIL }]))
+    ? new Map(eligible.filter((e) => e.p.stopOffset === undefined).map((e) => [e.input.key, { from: e.input.from, until: OPEN_UNTIL }]))
     : eligible.length
       ? clampRanges(
           eligible.map((e) => e.input),

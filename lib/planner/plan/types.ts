@@ -103,6 +103,8 @@ export type PlanDecision = {
   recreated: ClosedIncarnation[];
   /** Topics were found but the broker gave none of them an id: re-creation is detected only by offset regression. */
   noTopicIds: boolean;
+  /** Continuous streams: partitions without a live segment at `nowMs` (plan/segments.ts; the `SegmentsMissing` metric). */
+  segmentsMissing?: number;
 };
 
 /**

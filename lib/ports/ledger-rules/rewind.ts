@@ -7,6 +7,7 @@
 import type { DeadLetter, RangeState } from '../ledger-state';
 import type { RewindPartition } from '../ledger';
 import { ofIncarnation } from './incarnation';
+import { isOpenRange, OPEN_UNTIL } from '../../ranges';
 import { isIncarnation, partitionRef, type ItemStep } from './item-step';
 
 /** What rewinding one partition does to its ranges: refused by a range in flight, or the ranges it removes. */
@@ -18,6 +19,11 @@ export type RewindRangesPlan =
       abandonParked: RangeState[];
       /** Finished ranges at or after the new cursor: their keys would collide with the ranges planned again there. */
       removeDone: RangeState[];
+      /**
+       * Open segment ranges (continuous mode), wherever they start: removed, which fences their holder
+       * (its next commit finds no range); the planner plans a new one from the new cursor.
+       */
+      endSegments: RangeState[];
     };
 
 /**
@@ -34,12 +40,14 @@ export function rewindScanFrom(p: RewindPartition): number {
  */
 export function rewindRanges(p: RewindPartition, ranges: readonly RangeState[]): RewindRangesPlan {
   const lo = rewindScanFrom(p);
-  const mine = ranges.filter((r) => ofIncarnation(p, r) && r.from >= lo);
+  const endSegments = ranges.filter((r) => ofIncarnation(p, r) && isOpenRange(r));
+  const mine = ranges.filter((r) => ofIncarnation(p, r) && r.from >= lo && !isOpenRange(r));
   const busy = mine.find((r) => r.status !== 'done' && r.status !== 'parked');
   if (busy) return { blocked: busy, reason: `range ${busy.topic}/${busy.partition}/${busy.from}-${busy.until} is ${busy.status}` };
   return {
     abandonParked: mine.filter((r) => r.status === 'parked'),
     removeDone: mine.filter((r) => r.status === 'done' && r.from >= p.to),
+    endSegments,
   };
 }
 
@@ -55,13 +63,15 @@ export function rewindDeadLetters<D extends Pick<DeadLetter, 'topic' | 'partitio
  * The partition's own step: committed = nextFrom = `to`, active again (a failed partition too), one
  * more rewind (folded sink writes get new marks, so the offsets from `to` on apply again), its reason
  * cleared; conditional on the cursor read (I2), the incarnation, and the partition not being retired.
+ * While an open segment range runs (cursor OPEN_UNTIL) its commits move the committed offset all the
+ * time: the cursor alone is the condition then, and removing the range in the same write fences them.
  */
 export function rewindPartitionStep(p: RewindPartition): Extract<ItemStep, { kind: 'update' }> {
   return {
     kind: 'update',
     ref: partitionRef(p.topic, p.partition),
     when: [
-      { field: 'committed', is: p.expect.committed },
+      ...(p.expect.nextFrom === OPEN_UNTIL ? [] : [{ field: 'committed', is: p.expect.committed }]),
       { field: 'nextFrom', is: p.expect.nextFrom },
       { field: 'status', isNot: ['retired'] },
       isIncarnation(p.incarnation),

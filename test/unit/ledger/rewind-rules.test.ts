@@ -11,6 +11,7 @@ import {
 import type { RewindPartition } from '../../../lib/ports/ledger';
 import type { PartitionState, RangeState, RangeStatus } from '../../../lib/ports/ledger-state';
 import { partitionState, rangeState } from './states';
+import { OPEN_UNTIL } from '../../../lib/ranges';
 
 const range = (from: number, until: number, status: RangeStatus, extra: Partial<RangeState> = {}): RangeState =>
   rangeState(from, until, { status, ...extra });
@@ -59,16 +60,47 @@ describe('rewindRanges', () => {
     expect(rewindRanges(rewind(30, 10), ranges)).toEqual({
       abandonParked: [ranges[1], ranges[3]],
       removeDone: [ranges[4]],
+      endSegments: [],
     });
     // Back from committed 50 to 10: everything from 10 on goes.
-    expect(rewindRanges(rewind(10, 50), ranges)).toEqual({ abandonParked: [ranges[1], ranges[3]], removeDone: [ranges[2], ranges[4]] });
+    expect(rewindRanges(rewind(10, 50), ranges)).toEqual({
+      abandonParked: [ranges[1], ranges[3]],
+      removeDone: [ranges[2], ranges[4]],
+      endSegments: [],
+    });
   });
 
   it('keeps to the incarnation it names (absent = 0)', () => {
     const old = range(10, 20, 'done');
     const current = range(10, 20, 'done', { incarnation: 2 });
-    expect(rewindRanges(rewind(0, 30, { incarnation: 2 }), [old, current])).toEqual({ abandonParked: [], removeDone: [current] });
-    expect(rewindRanges(rewind(0, 30, { incarnation: 0 }), [old, current])).toEqual({ abandonParked: [], removeDone: [old] });
+    expect(rewindRanges(rewind(0, 30, { incarnation: 2 }), [old, current])).toEqual({
+      abandonParked: [],
+      removeDone: [current],
+      endSegments: [],
+    });
+    expect(rewindRanges(rewind(0, 30, { incarnation: 0 }), [old, current])).toEqual({
+      abandonParked: [],
+      removeDone: [old],
+      endSegments: [],
+    });
+  });
+
+  it('ends an open segment range of its incarnation wherever it starts, whatever its status; it never blocks', () => {
+    const segment = (from: number, status: RangeStatus, extra = {}) => range(from, OPEN_UNTIL, status, extra);
+    for (const status of ['planned', 'leased', 'failed'] as const) {
+      const open = segment(0, status);
+      const other = segment(0, status, { incarnation: 2 });
+      // Rewound forward past where the segment started, and back before it: ended either way.
+      expect(rewindRanges(rewind(500, 300), [open, other])).toEqual({ abandonParked: [], removeDone: [], endSegments: [open] });
+      expect(rewindRanges(rewind(0, 300), [open])).toEqual({ abandonParked: [], removeDone: [], endSegments: [open] });
+    }
+  });
+
+  it('drops the committed offset from its conditions while a segment runs (its commits move it), never the cursor', () => {
+    const step = rewindPartitionStep({ ...rewind(10, 300), expect: { committed: 300, nextFrom: OPEN_UNTIL } });
+    expect(step.when.some((w) => w.field === 'committed')).toBe(false);
+    expect(step.when).toContainEqual({ field: 'nextFrom', is: OPEN_UNTIL });
+    expect(rewindPartitionStep(rewind(10, 300)).when.some((w) => w.field === 'committed')).toBe(true);
   });
 
   it('never removes a range it does not look at, and blocks exactly when an open range lies there (property)', () => {
