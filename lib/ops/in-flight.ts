@@ -4,6 +4,7 @@
  * minutes unless its own progress (committed chunk by chunk by the processor) is shown too.
  */
 import type { RangeState } from '../ports/ledger-state';
+import { isOpenRange } from '../ranges';
 
 /** A range whose processor is writing a batch now: `[progress, pendingUntil)`. */
 export type WritingRange = Pick<RangeState, 'topic' | 'partition' | 'from' | 'until' | 'progress'> & { pendingUntil: number };
@@ -24,7 +25,8 @@ export type InFlightProgress = {
 export function inFlightProgress(open: readonly RangeState[]): InFlightProgress {
   const p: InFlightProgress = { ranges: 0, offsets: 0, done: 0, writing: [] };
   for (const r of open) {
-    if (r.status === 'parked' || r.status === 'done') continue;
+    // A continuous segment's open range has no end to count progress against: status lists it apart.
+    if (r.status === 'parked' || r.status === 'done' || isOpenRange(r)) continue;
     p.ranges += 1;
     p.offsets += r.until - r.from;
     p.done += Math.max(0, Math.min(r.until, r.progress) - r.from);

@@ -5,7 +5,7 @@ import { kafkaFailureText } from '../kafka/errors';
 import type { PartitionOffsets, TopicPartitions, UnavailableCode, UnavailablePartition } from '../ports/kafka-metadata';
 import type { ClosedIncarnation, DataLossEntry, OperatorChange, PartitionState, RangeState, RangeStatus } from '../ports/ledger-state';
 import { incarnationOf } from '../ports/ledger-rules/incarnation';
-import { partitionKey } from '../ranges';
+import { isOpenRange, partitionKey } from '../ranges';
 import type { OpsContext } from './context';
 import { duration, isoTime, table } from './format';
 import { doneCell, inFlightProgress, renderInFlight, renderWriting, type InFlightProgress } from './in-flight';
@@ -32,6 +32,24 @@ export type OpenRangeRow = {
   progress: number;
   lastError?: string;
   leaseExpiresAtMs?: number;
+  /** A continuous segment's open range (its `until` is open-ended). */
+  open?: true;
+};
+
+/**
+ * A continuous partition's segment (its open range): who holds it and until when, and its last
+ * commit. No holder: between two holders (a hand-over, or waiting for the planner to dispatch it).
+ */
+export type SegmentRow = {
+  /** The holder's lease token (one per processor invocation) while leased. */
+  holder?: string;
+  status: RangeStatus;
+  leaseExpiresAtMs?: number;
+  /** When the holder last wrote (a commit or a heartbeat) and the offset committed then. */
+  lastCommitAtMs?: number;
+  committed: number;
+  /** Where the segment range starts: the partition's offset when it went continuous (or was last rewound). */
+  since: number;
 };
 
 export type PartitionStatusRow = {
@@ -63,6 +81,8 @@ export type PartitionStatusRow = {
   dataLoss: DataLossSpan[];
   /** The open ranges behind `inFlight` and `failures` (parked ones included), by `from`. */
   openRanges: OpenRangeRow[];
+  /** Continuous mode: the partition's segment. */
+  segment?: SegmentRow;
   stopOffset?: number;
   reason?: string;
   lastError?: string;
@@ -312,6 +332,10 @@ function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionSt
       row.parked += 1;
       row.failures += 1;
       row.parkedAt = Math.min(row.parkedAt ?? Number.MAX_SAFE_INTEGER, r.progress);
+    } else if (isOpenRange(r)) {
+      row.inFlight += 1;
+      row.segment = segmentRow(r);
+      if (r.status === 'failed') row.failures += 1;
     } else {
       row.inFlight += 1;
       row.inFlightOffsets += r.until - r.from;
@@ -321,6 +345,18 @@ function countOpenWork(rows: Map<string, PartitionStatusRow>, parts: PartitionSt
     if (r.lastError && (r.status === 'failed' || r.status === 'parked')) row.lastError = r.lastError;
   }
   return current;
+}
+
+/** A segment's row from its open range (its progress is the partition's committed offset). */
+function segmentRow(r: RangeState): SegmentRow {
+  return {
+    ...(r.status === 'leased' && r.leaseToken !== undefined ? { holder: r.leaseToken } : {}),
+    status: r.status,
+    ...(r.status === 'leased' && r.leaseExpiresAtMs !== undefined ? { leaseExpiresAtMs: r.leaseExpiresAtMs } : {}),
+    ...(r.lastCommitAtMs !== undefined ? { lastCommitAtMs: r.lastCommitAtMs } : {}),
+    committed: r.progress,
+    since: r.from,
+  };
 }
 
 /** Lists each row's data-loss spans and open ranges (`current`: the current incarnation's), in offset order. */
@@ -335,6 +371,7 @@ function listSpans(rows: Map<string, PartitionStatusRow>, losses: DataLossEntry[
     const range: OpenRangeRow = { from: r.from, until: r.until, status: r.status, attempts: r.attempts, progress: r.progress };
     if (r.lastError !== undefined) range.lastError = r.lastError;
     if (r.leaseExpiresAtMs !== undefined && r.status === 'leased') range.leaseExpiresAtMs = r.leaseExpiresAtMs;
+    if (isOpenRange(r)) range.open = true;
     rows.get(partitionKey(r.topic, r.partition))?.openRanges.push(range);
   }
   for (const row of rows.values()) {
@@ -437,6 +474,7 @@ export function renderStatus(s: StreamStatus): string {
       `, data loss ${t.dataLossRecords} records`,
   );
   lines.push(renderInFlight(s.inFlightProgress));
+  lines.push(...renderSegments(s.partitions, s.atMs));
   const writing = s.inFlightProgress.writing;
   for (const w of writing.slice(0, WRITING_LINES)) lines.push(`  ${renderWriting(w)}`);
   if (writing.length > WRITING_LINES) lines.push(`  ... and ${writing.length - WRITING_LINES} more ranges writing a batch`);
@@ -453,4 +491,20 @@ export function renderStatus(s: StreamStatus): string {
     }
   }
   return lines.join('\n');
+}
+
+/** Continuous streams: one line per partition's segment, its holder and last commit (none: no line). */
+function renderSegments(rows: readonly PartitionStatusRow[], atMs: number): string[] {
+  const held = rows.filter((r) => r.segment);
+  if (!held.length) return [];
+  const ago = (ms: number | undefined) => (ms === undefined ? 'no commit yet' : `last commit ${duration(Math.max(0, atMs - ms))} ago`);
+  return [
+    `segments (continuous): ${held.filter((r) => r.segment?.holder).length} of ${held.length} held`,
+    ...held.map(({ topic, partition, segment: g }) => {
+      const who = g!.holder
+        ? `held by ${g!.holder} (lease for ${duration(Math.max(0, (g!.leaseExpiresAtMs ?? atMs) - atMs))})`
+        : `no holder (${g!.status}: handing over, or waiting for the planner to dispatch it)`;
+      return `  ${topic}/${partition}: ${who}, committed ${g!.committed}, ${ago(g!.lastCommitAtMs)}`;
+    }),
+  ];
 }

@@ -20,6 +20,7 @@ import { processorTestBed } from '../support/processor-bed';
 import { waitFor } from '../support/wait-for';
 import { createOpsContext } from '../../lib/ops/context';
 import { rewindStream } from '../../lib/ops/rewind';
+import { renderStatus, streamStatus } from '../../lib/ops/status';
 import { parseDeploymentConfig } from '../../lib/config/schema';
 
 const bed = processorTestBed('continuous');
@@ -274,6 +275,15 @@ describe('continuous mode on the real broker and emulator', () => {
       expect(await totalsIn(s.table)).toEqual(once);
       // Segments hold both partitions, leased: micro-batch rewinds would be refused here.
       expect((await ledger.readOpenRanges(s.id)).every((r) => isOpenRange(r) && r.status === 'leased')).toBe(true);
+      // status names each segment's holder and its last commit.
+      const status = await streamStatus(ctx, s.stream, Date.now());
+      const holders = new Map((await ledger.readOpenRanges(s.id)).map((r) => [r.partition, r.leaseToken]));
+      for (const row of status.partitions) {
+        expect(row.segment).toMatchObject({ holder: holders.get(row.partition), status: 'leased', committed: row.committed });
+        expect(row.segment?.lastCommitAtMs).toBeGreaterThan(Date.now() - 10_000);
+        expect(row.openRanges).toEqual([expect.objectContaining({ open: true, status: 'leased' })]);
+      }
+      expect(renderStatus(status)).toMatch(/segments \(continuous\): 2 of 2 held\n.*\/0: held by \S+ \(lease for/);
       const out = await rewindStream(ctx, {
         stream: s.stream,
         target: { kind: 'earliest' },
