@@ -58,7 +58,8 @@ function commitLanded(image: Item | undefined, c: ProgressCommit): boolean {
   return (
     holdsLease(now, c.range.leaseToken) &&
     now.progress === c.to &&
-    now.pendingUntil === undefined &&
+    // A heartbeat leaves a pending batch where it is (see commitChunkSteps).
+    (c.to === c.expectProgress || now.pendingUntil === undefined) &&
     (!isOpenRange(c.range) || committed === c.to)
   );
 }

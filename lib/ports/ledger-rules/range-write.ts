@@ -60,19 +60,22 @@ export type ChunkCommit = {
  */
 export function commitChunkSteps(c: ChunkCommit): [UpdateStep, ...ItemStep[]] {
   const open = isOpenRange(c.range);
+  // A heartbeat (nothing moves, nothing written beside) renews the lease whatever batch is pending: it
+  // keeps the lease of a holder whose marked writes take long, and leaves the batch to its commit.
+  const heartbeat = c.to === c.expectProgress && !c.deadLetters?.length && !c.dataLoss;
   const progress: UpdateStep = {
     kind: 'update',
     ref: rangeRef(c.range),
     when: [
       ...holdsLeaseRequirements(c.range.leaseToken),
       ...progressMoves(c.expectProgress, c.to),
-      pendingEndsAt(c.to),
+      ...(heartbeat ? [] : [pendingEndsAt(c.to)]),
       // The stored range must be open too: a holder that thinks so of a bounded range must not move the partition.
       ...(open ? [{ field: 'until', is: OPEN_UNTIL }] : []),
     ],
     change: {
       set: { progress: c.to, leaseExpiresAtMs: c.nowMs + c.leaseMs, ...(open ? { lastCommitAtMs: c.nowMs } : {}) },
-      remove: ['pendingUntil'],
+      ...(heartbeat ? {} : { remove: ['pendingUntil'] }),
     },
   };
   const committed: ItemStep[] = open
