@@ -608,6 +608,20 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     committed: (await ledger.readPartition(r.stream, r.topic, r.partition))?.committed,
   });
 
+  it('a heartbeat renews the lease of a range whose folded batch is pending and leaves the batch to its commit', async () => {
+    const stream = streamName();
+    const r = await openRange(stream);
+    await take(r, 'A', 1000);
+    const held = { ...r, leaseToken: 'A' };
+    expect(await ledger.beginBatch({ range: held, expectProgress: 10, until: 30, nowMs: 1100, leaseMs: 1000 })).toBe('applied');
+    expect(await ledger.commitChunks([{ range: held, expectProgress: 10, to: 10, nowMs: 1900, leaseMs: 1000 }])).toEqual(['applied']);
+    expect(await stateOf(r)).toMatchObject({ range: { progress: 10, pendingUntil: 30, leaseExpiresAtMs: 2900 }, committed: 10 });
+    // Only the batch's own end moves progress past it.
+    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 20, nowMs: 2000, leaseMs: 1000 })).toBe('lease-lost');
+    expect(await ledger.commitChunk({ range: held, expectProgress: 10, to: 30, nowMs: 2000, leaseMs: 1000 })).toBe('applied');
+    expect((await stateOf(r)).range?.pendingUntil).toBeUndefined();
+  });
+
   it("moves an open range's partition committed offset with each commit, recording when; a heartbeat renews the lease", async () => {
     const stream = streamName();
     const r = await openRange(stream);
