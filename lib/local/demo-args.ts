@@ -9,7 +9,7 @@ import type { RunConfigOptions } from './run-config';
 export type StartArgs = { options: DemoOptions } | { run: RunConfigOptions } | { help: string };
 
 /** Demo options that mean nothing for a run of a config file's streams. */
-export const DEMO_ONLY = ['rate', 'duration', 'partitions', 'addPartitionAfter', 'accounts', 'demoConfig', 'keep'] as const;
+export const DEMO_ONLY = ['rate', 'duration', 'partitions', 'addPartitionAfter', 'accounts', 'demoConfig', 'keep', 'continuous'] as const;
 
 /** Default --timeout of a config run: give up after this long without a commit while lag remains. */
 const CONFIG_RUN_TIMEOUT_MS = 300_000;
@@ -42,6 +42,7 @@ export function startCommand(): Command {
       'processors running at once (the local reserved concurrency); more ranges queue',
       String(DEMO_DEFAULTS.maxConcurrency),
     )
+    .option('--continuous', 'continuous mode: resident segments commit records as they arrive (10 s segments, so hand-overs show)')
     .option('--no-progress', 'no live progress view')
     .option('--verbose', "also print the Kafka client's own log lines (by default a failure is said once, in one line)")
     .option('--demo-config <file>', 'where to write the demo stream config for the CLI (default .local/demo/streams.json)')
@@ -112,6 +113,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     demoConfig?: string;
     verbose?: boolean;
     keep?: boolean;
+    continuous?: boolean;
   }>();
   const bounded = o.untilCaughtUp ?? false;
   const positive = (text: string, what: string, max: number): number => {
@@ -147,6 +149,7 @@ function optionsOf(cmd: Command, isTTY: boolean): DemoOptions {
     maxConcurrency,
     verbose: o.verbose ?? false,
     keep: o.keep ?? false,
+    continuous: o.continuous ?? false,
     ...(o.demoConfig !== undefined ? { configFile: o.demoConfig } : {}),
   };
 }

@@ -73,7 +73,12 @@ export type DemoOptions = {
   verbose?: boolean;
   /** Leave the run's topic and sink table on the stack at exit (by default they are deleted). */
   keep?: boolean;
+  /** Continuous mode: resident segments instead of micro-batches (short segments, so hand-overs show). */
+  continuous?: boolean;
 };
+
+/** The demo's continuous settings: segments of 10 s, so that a short run shows hand-overs. */
+const DEMO_SEGMENTS = { segmentMs: 10_000, handoverLeadMs: 2_000 };
 
 export const DEMO_DEFAULTS = {
   ratePerSec: 250,
@@ -241,6 +246,7 @@ async function setUpDemo(
     // Locally a "Lambda" is an async call in this process: a short timeout keeps leases short.
     processor: { timeoutMs: 30_000 },
     handler: { module: 'running-totals', mode: 'dynamodb-exactly-once', sinkTable: names.sinkTable },
+    ...(opts.continuous && { continuous: DEMO_SEGMENTS }),
   });
   const config = parseDeploymentConfig(input, 'demo');
   const configFile = opts.configFile === undefined ? DEMO_CONFIG_FILE : opts.configFile;

@@ -10,6 +10,7 @@ export function oneTopicConfigInput(p: {
   triggerIntervalMs: number;
   processor?: StreamConfigInput['processor'];
   handler: StreamConfigInput['handler'];
+  continuous?: StreamConfigInput['continuous'];
 }): DeploymentConfigInput {
   const stream: StreamConfigInput = {
     id: p.streamId,
@@ -18,6 +19,7 @@ export function oneTopicConfigInput(p: {
     startingOffsets: 'earliest',
     triggerIntervalMs: p.triggerIntervalMs,
     ...(p.processor && { processor: p.processor }),
+    ...(p.continuous && { continuous: p.continuous }),
     handler: p.handler,
   };
   return { ledgerTable: p.ledgerTable, streams: [stream] };
