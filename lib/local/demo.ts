@@ -16,6 +16,7 @@
  * ledger table (shared by every demo run, in the emulator's memory) stay, so the CLI can still show
  * its dead letters.
  */
+import { busyProcessors, partitionCaughtUp } from './caught-up';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -34,7 +35,7 @@ import { duration } from '../ops/format';
 import { inFlightProgress } from '../ops/in-flight';
 import type { RangeState } from '../ports/ledger-state';
 import { sameIncarnation } from '../ports/ledger-rules/incarnation';
-import { partitionKey } from '../ranges';
+import { isOpenRange, partitionKey } from '../ranges';
 import { composeAdapters } from '../runtime/compose';
 import { createSinkTable } from '../sink/table.dynamodb';
 import { scanTotals, type KeyTotals } from '../sink/totals.dynamodb';
@@ -279,7 +280,7 @@ async function runUntilDone(run: DemoRun): Promise<RunEnd> {
       phase = 'draining';
       view.event(`stopped producing after ${producer.produced()} events; waiting for lag 0`);
     }
-    const snap = await snapshot(run.ops, run.stream, run.runner.inFlight()).catch(() => undefined);
+    const snap = await snapshot(run.ops, run.stream, busyProcessors(run.runner.inFlight())).catch(() => undefined);
     if (snap) {
       view.show((lastFrame = progressFrame(run, phase, snap, history)));
       if (phase === 'draining' && snap.caughtUp && snap.kafkaRecords >= producer.produced()) {
@@ -475,10 +476,7 @@ async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{
       };
     })
     .sort((a, b) => a.partition - b.partition);
-  const caughtUp =
-    inFlight.length === 0 &&
-    rows.length > 0 &&
-    rows.every((r) => r.committed !== undefined && r.committed === r.latest && r.nextFrom === r.latest);
+  const caughtUp = inFlight.length === 0 && rows.length > 0 && rows.every((r) => partitionCaughtUp(r, r.latest));
   const kafkaRecords = offsets.reduce((s, o) => s + o.latest - o.earliest, 0);
   return { rows, caughtUp, kafkaRecords, inside: inFlightProgress(current) };
 }
@@ -486,7 +484,9 @@ async function snapshot(ctx: OpsContext, stream: StreamConfig, inFlight: Array<{
 /** Offsets the ledger shows processed: finished ranges up to each committed offset, plus open ranges' progress. */
 async function processedOffsets(ctx: OpsContext, stream: string): Promise<number> {
   const [parts, open] = await Promise.all([ctx.ledger.readPartitions(stream), ctx.ledger.readOpenRanges(stream)]);
-  return parts.reduce((s, p) => s + p.committed - p.startOffset, 0) + open.reduce((s, r) => s + r.progress - r.from, 0);
+  // A segment's open range commits into the partition's committed offset itself: counted there.
+  const inside = open.filter((r) => !isOpenRange(r)).reduce((s, r) => s + r.progress - r.from, 0);
+  return parts.reduce((s, p) => s + p.committed - p.startOffset, 0) + inside;
 }
 
 async function countRecords(ctx: OpsContext, stream: StreamConfig): Promise<number> {

@@ -10,6 +10,7 @@
  * flight (exit 0), or as soon as a range is parked or a partition failed (exit 1, naming them), or
  * when nothing was committed for `timeoutMs` while lag remained (exit 1).
  */
+import { busyProcessors, partitionCaughtUp } from './caught-up';
 import { loadDeploymentConfig } from '../config/load';
 import type { DeploymentConfig, StreamConfig } from '../config/schema';
 import { kafkaLogLines, quietKafkaLog } from '../kafka/client';
@@ -95,7 +96,9 @@ async function look(w: Watch) {
     if (offsets.length === 0) caughtUp = false;
     for (const o of offsets) {
       const p = byKey.get(partitionKey(o.topic, o.partition));
-      const running = inFlight.filter((r) => r.stream === stream.id && r.topic === o.topic && r.partition === o.partition).length;
+      const running = busyProcessors(inFlight).filter(
+        (r) => r.stream === stream.id && r.topic === o.topic && r.partition === o.partition,
+      ).length;
       rows.push({
         topic: w.streams.length > 1 ? `${stream.id}:${o.topic}` : o.topic,
         partition: o.partition,
@@ -104,7 +107,7 @@ async function look(w: Watch) {
         latest: o.latest,
         inFlight: running,
       });
-      if (!p || p.committed !== o.latest || p.nextFrom !== o.latest || running > 0) caughtUp = false;
+      if (!partitionCaughtUp(p, o.latest) || running > 0) caughtUp = false;
     }
     for (const r of open.filter((x) => x.status === 'parked'))
       parked.push(`${stream.id} ${r.topic}/${r.partition} [${r.from}, ${r.until}): ${r.lastError ?? 'parked'}`);
