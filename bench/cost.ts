@@ -277,3 +277,45 @@ export function sinkMonthCost(s: { ratePerSec: number; batchRecords: number; bat
   const batches = (SECONDS_PER_MONTH * s.ratePerSec) / s.batchRecords;
   return batches * expectedDistinctKeys(s.batchRecords, s.batchKeys) * s.unitsPerWrite * PRICES.dynamoWriteUnit;
 }
+
+/**
+ * A month of a continuous stream (docs/COST.md, "Continuous mode"): its resident segments (one per
+ * group of up to 7 partitions, each a processor invocation running all month, plus the successor's
+ * wait at each hand-over), their hand-over invocations, the ledger writes of their commits and
+ * heartbeats, and their logs. The planner (which only watches: new partitions, dead segments) is
+ * priced apart, as `loopMonthCost` of its interval with no ranges.
+ */
+export type ContinuousMonthInput = {
+  /** Segments running at once: the stream's partitions in groups of `partitionsPerSegment` within ledger group items. */
+  segments: number;
+  segmentMs: number;
+  /** How long before its end a segment invokes its successor, which waits (and is billed) meanwhile. */
+  handoverLeadMs: number;
+  memoryGb: number;
+  gbSecond: number;
+  /** The segments' ledger write units a second (commits and heartbeats, as DynamoDB bills them), measured. */
+  writeUnitsPerSec: number;
+  /** Bytes one segment invocation logs (its metrics line, Lambda's own lines). */
+  logBytesPerInvocation: number;
+};
+
+export type ContinuousMonthCost = {
+  invocations: number;
+  gbSeconds: number;
+  duration: number;
+  requests: number;
+  dynamo: number;
+  logs: number;
+  total: number;
+};
+
+/** The segments' month at one commit rate (the handler's work and sink writes not included). */
+export function continuousMonthCost(c: ContinuousMonthInput): ContinuousMonthCost {
+  const invocations = c.segments * ((SECONDS_PER_MONTH * 1000) / c.segmentMs);
+  const gbSeconds = c.segments * SECONDS_PER_MONTH * (1 + c.handoverLeadMs / c.segmentMs) * c.memoryGb;
+  const duration = gbSeconds * c.gbSecond;
+  const requests = invocations * PRICES.lambdaRequest;
+  const dynamo = c.writeUnitsPerSec * SECONDS_PER_MONTH * PRICES.dynamoWriteUnit;
+  const logs = ((invocations * c.logBytesPerInvocation) / GB) * PRICES.logsIngestedGb;
+  return { invocations, gbSeconds, duration, requests, dynamo, logs, total: duration + requests + dynamo + logs };
+}
