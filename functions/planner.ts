@@ -18,7 +18,7 @@ import { createLoopMetrics, recordChainTick } from '../lib/planner/loop-metrics'
 import { schedulePeriodFromEnv, TICK_QUEUE_URL_ENV, tickChainFromEnv, tickModeOf } from '../lib/planner/loop-timing';
 import { runChainTick, watchTickChains, type ChainTickReport, type ChainWatch } from '../lib/planner/tick-chain';
 import type { TickQueue } from '../lib/ports/tick-queue';
-import { processorConcurrencyFromEnv } from '../lib/planner/concurrency-cap';
+import { plannerProcessorConcurrency } from '../lib/planner/concurrency-cap';
 import { addPlannerMetric, recordPlannerMetrics } from '../lib/planner/metrics';
 import { parsePlannerPayload, type ChainRequest, type PlannerRequest } from '../lib/planner/payload';
 import { runPlanner, type StreamPlanReport } from '../lib/planner/run';
@@ -89,7 +89,8 @@ export function createPlannerHandler(opts: PlannerHandlerOptions = {}) {
       // A lease outlives the function timeout so a hard-killed run cannot overlap the next one.
       plannerLeaseMs: Math.max(remainingMs(), 1000) + 10_000,
       // Shared by every configured stream, also in an ad hoc run of a few: the scheduled runs keep planning the others.
-      processorConcurrency: processorConcurrencyFromEnv(process.env, rt.config.streams.length),
+      // Continuous streams with a segments function of their own (SEGMENT_FUNCTION_NAME) neither share nor are capped by it.
+      processorConcurrency: plannerProcessorConcurrency(process.env, rt.config.streams),
     };
   }
 

@@ -1,4 +1,5 @@
 /** Alarms per stream on the custom metrics and stack-wide alarms on Lambda and SQS, with the dashboard. */
+import { isContinuous } from '../../lib/config/continuous';
 import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
 import type { PlannerMetric } from '../../lib/planner/metrics';
 import type { ProcessorMetric } from '../../lib/processor/invocation-metrics';
@@ -175,14 +176,50 @@ function noTickAlarm({ s, prefix }: AlarmContext, stream: StreamConfig): CfnReso
   });
 }
 
+/** Periods in a row with a partition of a continuous stream without a live segment before the alarm fires. */
+const SEGMENTS_MISSING_PERIODS = 3;
+
+/**
+ * A continuous stream with a partition without a live segment (planner `SegmentsMissing`, the most
+ * in a period) in 3 periods in a row: one of a minute, or of the trigger interval rounded up to
+ * whole minutes, so that each period holds a tick. A dead segment is counted from its lease's end
+ * until the tick that sends its ranges again; three periods in a row mean segments that do not
+ * start or do not last (throttled, failing, or a concurrency cap that leaves partitions without one).
+ */
+function segmentsMissingAlarm({ s, prefix }: AlarmContext, stream: StreamConfig): CfnResource {
+  const periodSeconds = 60 * Math.max(1, Math.ceil(stream.triggerIntervalMs / 60_000));
+  return alarm({
+    AlarmName: `${prefix}-${stream.id}-segments-missing`,
+    AlarmDescription:
+      `Stream ${stream.id}: partitions without a live segment (planner SegmentsMissing above 0) in ` +
+      `${SEGMENTS_MISSING_PERIODS} consecutive periods of ${periodSeconds} s: their records are not read. Check \`status\` ` +
+      "(the open segment ranges: lease, attempts, last error), the segments function's errors, throttles " +
+      '(segmentReservedConcurrency) and log, the processor-failures queue, and partitions waiting for concurrency.',
+    Namespace: s.metricsNamespace,
+    MetricName: 'SegmentsMissing' satisfies PlannerMetric,
+    Dimensions: [
+      { Name: 'service', Value: 'planner' },
+      { Name: 'stream', Value: stream.id },
+    ],
+    Statistic: 'Maximum',
+    Period: periodSeconds,
+    ComparisonOperator: 'GreaterThanThreshold',
+    Threshold: 0,
+    EvaluationPeriods: SEGMENTS_MISSING_PERIODS,
+    DatapointsToAlarm: SEGMENTS_MISSING_PERIODS,
+    // No planner ticking is the no-tick alarm's to say.
+    TreatMissingData: 'notBreaching',
+  });
+}
+
 /**
  * The alarms of every stream, in this order; logical ID `<kind><stream>Alarm`. `when`: only for a
- * stack whose settings call for it.
+ * stack whose settings (or a stream whose config) call for it.
  */
 const STREAM_ALARMS: {
   kind: string;
   build: (ctx: AlarmContext, streamId: string, stream: StreamConfig) => CfnResource;
-  when?: (s: Settings) => boolean;
+  when?: (s: Settings, stream: StreamConfig) => boolean;
 }[] = [
   { kind: 'LagGrowing', build: lagGrowingAlarm },
   {
@@ -288,6 +325,8 @@ const STREAM_ALARMS: {
   },
   // Without the schedule nothing loops, and the missing metric would keep it firing.
   { kind: 'NoTick', build: (ctx, _id, stream) => noTickAlarm(ctx, stream), when: (s) => s.scheduleEnabled },
+  // Continuous streams only: their partitions are read by resident segments.
+  { kind: 'SegmentsMissing', build: (ctx, _id, stream) => segmentsMissingAlarm(ctx, stream), when: (_s, stream) => isContinuous(stream) },
 ];
 
 function streamAlarms(ctx: AlarmContext, config: DeploymentConfig): CfnResources {
@@ -296,7 +335,7 @@ function streamAlarms(ctx: AlarmContext, config: DeploymentConfig): CfnResources
   for (const stream of config.streams) {
     const n = names.get(stream.id) as string;
     for (const { kind, build, when } of STREAM_ALARMS) {
-      if (!when || when(ctx.s)) resources[`${kind}${n}Alarm`] = build(ctx, stream.id, stream);
+      if (!when || when(ctx.s, stream)) resources[`${kind}${n}Alarm`] = build(ctx, stream.id, stream);
     }
   }
   return resources;

@@ -6,8 +6,9 @@
  * tables; both through `table-resource.ts`), `schedule.ts` (the planner schedule's target),
  * `encryption.ts` (tables, alarm topic key, log groups' key), `scan.ts` (the security scan's kept
  * findings, with their reasons), `alarms.ts` and `dashboard.ts`, `functions.ts` (VPC, concurrency,
- * environment, bundling). `stack.js` resolves the inputs (serverless params, the parsed streams
- * config) and calls them through this file; the deploy tests call them directly too.
+ * environment, bundling, the segments function of continuous streams). `stack.js` resolves the
+ * inputs (serverless params, the parsed streams config) and calls them through this file; the
+ * deploy tests call them directly too.
  *
  * Everything returned is plain CloudFormation (JSON-shaped objects); nothing here talks to AWS.
  * Loaded by stack.js through tsx (a devDependency), so it is type-checked with the project.
@@ -45,9 +46,13 @@ export { observability } from './alarms';
 export {
   esbuildExclude,
   handlerModules,
+  hasSegmentsFunction,
   plannerEnvironment,
   processorEnvironment,
   reservedConcurrency,
   RUNTIME_PROVIDED,
+  SEGMENT_MAXIMUM_EVENT_AGE_SECONDS,
+  SEGMENT_TIMEOUT_SECONDS,
+  segmentsFunction,
   vpc,
 } from './functions';

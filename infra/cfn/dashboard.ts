@@ -1,8 +1,10 @@
 /** The stack's CloudWatch dashboard. */
+import { isContinuous } from '../../lib/config/continuous';
 import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
 import type { PlannerMetric } from '../../lib/planner/metrics';
 import type { ProcessorMetric } from '../../lib/processor/invocation-metrics';
 import { sub, subLiteral, type Cfn } from './cfn';
+import { hasSegmentsFunction } from './functions';
 import { IDS } from './names';
 import type { Settings } from './settings';
 
@@ -85,7 +87,11 @@ function streamWidgets(grid: DashboardGrid, ns: string, streamId: string): void 
  */
 function loopWidgets(grid: DashboardGrid, ns: string, stream: StreamConfig, noTickIntervals: number): void {
   const id = subLiteral(stream.id);
-  const p = (name: string, extra: Record<string, string> = {}) => [ns, name, 'service', 'planner', 'stream', id, extra];
+  const p = (name: PlannerMetric, extra: Record<string, string> = {}) => [ns, name, 'service', 'planner', 'stream', id, extra];
+  // A continuous stream's partitions without a live segment (the segments-missing alarm's metric).
+  const segments = isContinuous(stream)
+    ? [{ title: `${id}: partitions without a live segment`, stat: 'Maximum', metrics: [p('SegmentsMissing')] }]
+    : [];
   grid.row([
     { title: `${id}: planner ticks`, stat: 'Sum', metrics: [p('Ticks'), p('TicksPerInvocation', { stat: 'Maximum' })] },
     { title: `${id}: tick lag (ms)`, stat: 'Maximum', metrics: [p('TickLagMs'), p('LoopWaitMs', { label: 'successor wait' })] },
@@ -97,11 +103,12 @@ function loopWidgets(grid: DashboardGrid, ns: string, stream: StreamConfig, noTi
         horizontal: [{ label: `no-tick alarm (${noTickIntervals} intervals)`, value: noTickIntervals * stream.triggerIntervalMs }],
       },
     },
+    ...segments,
   ]);
 }
 
-/** The functions' Lambda metrics and the two failure queues. */
-function functionWidgets(grid: DashboardGrid, s: Settings): void {
+/** The functions' Lambda metrics (the segments function's when there is one) and the two failure queues. */
+function functionWidgets(grid: DashboardGrid, s: Settings, withSegments: boolean): void {
   const fn = (name: string, metricName: string, extra: Record<string, string> = {}) => [
     'AWS/Lambda',
     metricName,
@@ -109,7 +116,8 @@ function functionWidgets(grid: DashboardGrid, s: Settings): void {
     name,
     extra,
   ];
-  const { planner, processor } = s.names;
+  const { planner, processor, segments } = s.names;
+  const segmentsOnly = (...metrics: unknown[][]) => (withSegments ? metrics : []);
   grid.text('## Functions and queues');
   grid.row([
     {
@@ -121,16 +129,22 @@ function functionWidgets(grid: DashboardGrid, s: Settings): void {
         fn(processor, 'Invocations'),
         fn(processor, 'Errors'),
         fn(processor, 'Throttles'),
+        ...segmentsOnly(fn(segments, 'Invocations'), fn(segments, 'Errors'), fn(segments, 'Throttles')),
       ],
     },
-    { title: 'Duration (p99, ms)', stat: 'p99', metrics: [fn(planner, 'Duration'), fn(processor, 'Duration')] },
     {
-      title: 'Processor concurrency and async queue',
+      title: 'Duration (p99, ms)',
+      stat: 'p99',
+      metrics: [fn(planner, 'Duration'), fn(processor, 'Duration'), ...segmentsOnly(fn(segments, 'Duration'))],
+    },
+    {
+      title: withSegments ? 'Processor and segments concurrency, async queue' : 'Processor concurrency and async queue',
       stat: 'Maximum',
       metrics: [
         fn(processor, 'ConcurrentExecutions'),
         fn(processor, 'AsyncEventAge'),
         fn(processor, 'AsyncEventsDropped', { stat: 'Sum' }),
+        ...segmentsOnly(fn(segments, 'ConcurrentExecutions'), fn(segments, 'AsyncEventsDropped', { stat: 'Sum' })),
       ],
     },
     {
@@ -168,6 +182,6 @@ export function dashboardBody(s: Settings, config: DeploymentConfig, alarmIds: s
     streamWidgets(grid, s.metricsNamespace, stream.id);
     loopWidgets(grid, s.metricsNamespace, stream, noTickIntervals);
   }
-  functionWidgets(grid, s);
+  functionWidgets(grid, s, hasSegmentsFunction(config));
   return sub(JSON.stringify({ widgets: grid.widgets }));
 }

@@ -1,6 +1,8 @@
 /** Encryption at rest: the tables' SSE settings, the alarm topic's KMS key and the log groups' optional key. */
 import { getAtt, sub, subLiteral, type Cfn, type CfnResources } from './cfn';
 import { alarmArnPattern, IDS } from './names';
+import type { DeploymentConfig } from '../../lib/config/schema';
+import { hasSegmentsFunction } from './functions';
 import type { Settings } from './settings';
 
 /** Table encryption at rest with KMS: the AWS managed key (aws/dynamodb), or tableKmsKeyArn. */
@@ -81,20 +83,27 @@ export function alarmTopicEncryption(s: Settings): { Resources: CfnResources } {
 /**
  * The log groups' customer managed key (logsKmsKey): none (CloudWatch Logs' own encryption at rest),
  * a key ARN (whose policy must already admit CloudWatch Logs), or `stack`: a key of the stack whose
- * policy admits `logs.<region>.amazonaws.com` for exactly the two functions' log groups (the
+ * policy admits `logs.<region>.amazonaws.com` for exactly the functions' log groups (the
  * encryption context CloudWatch Logs sends names the group). The functions write their logs as
  * before: CloudWatch Logs encrypts, so their roles need no KMS permission.
  */
-export function logGroupEncryption(s: Settings): {
+export function logGroupEncryption(
+  s: Settings,
+  config: Pick<DeploymentConfig, 'streams'>,
+): {
   Resources: CfnResources;
   extensions: Record<string, { Properties: Record<string, Cfn> }>;
 } {
   if (s.logsKmsKey === undefined) return { Resources: {}, extensions: {} };
   const keyId = s.logsKmsKey === 'stack' ? getAtt(IDS.logsKey, 'Arn') : s.logsKmsKey;
+  // The segments function's log group exists only with a continuous stream.
+  const segments = hasSegmentsFunction(config);
   const extensions = {
     [IDS.plannerLogGroup]: { Properties: { KmsKeyId: keyId } },
     [IDS.processorLogGroup]: { Properties: { KmsKeyId: keyId } },
+    ...(segments ? { [IDS.segmentsLogGroup]: { Properties: { KmsKeyId: keyId } } } : {}),
   };
+  const functionNames = [s.names.planner, s.names.processor, ...(segments ? [s.names.segments] : [])];
   if (s.logsKmsKey !== 'stack') return { Resources: {}, extensions };
   const logGroupArn = (fn: string) =>
     sub(`arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/${subLiteral(fn)}`);
@@ -116,7 +125,7 @@ export function logGroupEncryption(s: Settings): {
                 Action: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
                 Resource: '*',
                 Condition: {
-                  ArnEquals: { 'kms:EncryptionContext:aws:logs:arn': [logGroupArn(s.names.planner), logGroupArn(s.names.processor)] },
+                  ArnEquals: { 'kms:EncryptionContext:aws:logs:arn': functionNames.map(logGroupArn) },
                 },
               },
             ],

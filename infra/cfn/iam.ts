@@ -6,6 +6,7 @@ import { failureDestinationStatements } from './destinations-iam';
 import { IDS, streamLogicalNames } from './names';
 import { sinkTableLogicalIds } from './sink-tables';
 import { DeployConfigError, type Settings } from './settings';
+import { hasSegmentsFunction } from './functions';
 import { tickChainStatements } from './tick-chain';
 
 /** IAM resource of a sink table: a table the stack declares, or an existing table by name (never the ledger). */
@@ -291,52 +292,89 @@ function lambdaRole(s: Settings, description: string, statements: Statement[]): 
 }
 
 /**
- * One role per function. The planner reads and writes the ledger and invokes the processor, and
- * nothing else (no sink table) but the streams' failure destinations, which both roles write; the
- * processor reads and writes the ledger and the sink tables,
- * sends failed events to its on-failure queue, reads the handlers' secrets and gets the statements
- * the handlers declare, and invokes no function unless a handler declares it. Outputs: both role ARNs.
+ * The statements of a function that runs the processor's handler (the processor, and the segments
+ * function): the ledger, the sink tables, its on-failure queue, Kafka, the handlers' secrets and
+ * schema registries, the failure destinations (the handlers' own statements come after these).
  */
-export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: CfnResources; Outputs: Record<string, Cfn> } {
+function processorStatements(s: Settings, config: DeploymentConfig, functionName: string): Statement[] {
   const sinks = sinkTables(s, config);
   const declared = sinkTableLogicalIds(s, config);
-  const secrets = secretStatements(s, secretResources(s, config), 'Kafka');
-  const destinations = failureDestinationStatements(s, config);
-  const planner: Statement[] = [
-    logStatement(s.names.planner),
-    ...environmentKeyStatements(s),
-    ledgerStatement(),
-    { Sid: 'DispatchRanges', Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: [getAtt(IDS.processorFunction, 'Arn')] },
-    ...secrets,
-    ...mskStatements(s, config, 'planner'),
-    ...destinations,
-    ...tickChainStatements(s, config),
-  ];
-  const processor: Statement[] = [
-    logStatement(s.names.processor),
+  return [
+    logStatement(functionName),
     ...environmentKeyStatements(s),
     ledgerStatement(),
     ...(sinks.length
       ? [{ Sid: 'SinkTables', Effect: 'Allow' as const, Action: SINK_ACTIONS, Resource: sinks.map((name) => tableArn(s, name, declared)) }]
       : []),
     { Sid: 'OnFailureDestination', Effect: 'Allow', Action: ['sqs:SendMessage'], Resource: [getAtt(IDS.processorFailureQueue, 'Arn')] },
-    ...secrets,
+    ...secretStatements(s, secretResources(s, config), 'Kafka'),
     ...mskStatements(s, config, 'processor'),
     ...secretStatements(s, handlerSecretResources(config), 'Handler'),
-    ...destinations,
+    ...failureDestinationStatements(s, config),
     ...glueRegistryStatements(config),
     ...secretStatements(s, registrySecretResources(config), 'SchemaRegistry'),
   ];
+}
+
+/**
+ * The segments function's role, when the stack has it (a continuous stream): the processor's
+ * statements, and the invoke of itself (a segment invokes its successor). By name, not by the
+ * function's attribute: the function depends on this role, so the role cannot depend on it.
+ */
+function segmentsRole(s: Settings, config: DeploymentConfig): CfnResources {
+  if (!hasSegmentsFunction(config)) return {};
+  const statements: Statement[] = [
+    ...processorStatements(s, config, s.names.segments),
+    {
+      Sid: 'InvokeSuccessor',
+      Effect: 'Allow',
+      Action: ['lambda:InvokeFunction'],
+      Resource: [sub(`${ACCOUNT_PREFIX('lambda')}:function:${subLiteral(s.names.segments)}`)],
+    },
+  ];
+  return {
+    [IDS.segmentsRole]: lambdaRole(
+      s,
+      `${s.names.segments}: ledger, sink tables, Kafka, successor invoke`,
+      withHandlerStatements(statements, config),
+    ),
+  };
+}
+
+/**
+ * One role per function. The planner reads and writes the ledger and invokes the processor (and
+ * the segments function, when a stream is continuous), and nothing else (no sink table) but the
+ * streams' failure destinations, which every role writes; the processor reads and writes the ledger
+ * and the sink tables, sends failed events to its on-failure queue, reads the handlers' secrets and
+ * gets the statements the handlers declare, and invokes no function unless a handler declares it.
+ * The segments function's role is the processor's, and may invoke itself. Outputs: the role ARNs.
+ */
+export function iamRoles(s: Settings, config: DeploymentConfig): { Resources: CfnResources; Outputs: Record<string, Cfn> } {
+  const invoked = [getAtt(IDS.processorFunction, 'Arn'), ...(hasSegmentsFunction(config) ? [getAtt(IDS.segmentsFunction, 'Arn')] : [])];
+  const planner: Statement[] = [
+    logStatement(s.names.planner),
+    ...environmentKeyStatements(s),
+    ledgerStatement(),
+    { Sid: 'DispatchRanges', Effect: 'Allow', Action: ['lambda:InvokeFunction'], Resource: invoked },
+    ...secretStatements(s, secretResources(s, config), 'Kafka'),
+    ...mskStatements(s, config, 'planner'),
+    ...failureDestinationStatements(s, config),
+    ...tickChainStatements(s, config),
+  ];
+  const processor = processorStatements(s, config, s.names.processor);
+  const segments = segmentsRole(s, config);
   return {
     Resources: {
       [IDS.plannerRole]: lambdaRole(s, `${s.names.planner}: ledger, processor invoke, Kafka`, planner),
       [IDS.processorRole]: lambdaRole(s, `${s.names.processor}: ledger, sink tables, Kafka`, withHandlerStatements(processor, config)),
+      ...segments,
     },
     // CloudFormation names the roles (<stack>-PlannerRole-<random>); a trust policy elsewhere (MSK
     // IAM roleArn in another account) names these ARNs.
     Outputs: {
       PlannerRoleArn: { Value: getAtt(IDS.plannerRole, 'Arn') },
       ProcessorRoleArn: { Value: getAtt(IDS.processorRole, 'Arn') },
+      ...(segments[IDS.segmentsRole] ? { SegmentsRoleArn: { Value: getAtt(IDS.segmentsRole, 'Arn') } } : {}),
     },
   };
 }

@@ -7,8 +7,10 @@ import type { Settings } from './settings';
 export const IDS = {
   plannerFunction: 'PlannerLambdaFunction',
   processorFunction: 'ProcessorLambdaFunction',
+  segmentsFunction: 'SegmentsLambdaFunction',
   plannerRole: 'PlannerRole',
   processorRole: 'ProcessorRole',
+  segmentsRole: 'SegmentsRole',
   scheduleRole: 'PlannerScheduleRole',
   schedulerSchedule: 'PlannerSchedulerSchedule1',
   eventsRule: 'PlannerEventsRuleSchedule1',
@@ -26,6 +28,7 @@ export const IDS = {
   logsKeyAlias: 'LogsKeyAlias',
   plannerLogGroup: 'PlannerLogGroup',
   processorLogGroup: 'ProcessorLogGroup',
+  segmentsLogGroup: 'SegmentsLogGroup',
   deploymentBucket: 'ServerlessDeploymentBucket',
   dashboard: 'Dashboard',
 } as const;

@@ -8,6 +8,7 @@
  */
 import type { DeploymentConfig } from '../../lib/config/schema';
 import type { Cfn } from './cfn';
+import { hasSegmentsFunction } from './functions';
 import { chainedStreams } from './tick-chain';
 import { IDS } from './names';
 import type { Settings } from './settings';
@@ -36,6 +37,12 @@ const REASONS = {
     comment:
       'Failed and expired asynchronous invocations go to the on-failure destination ProcessorFailureQueue (which also ' +
       'carries the error, unlike a DLQ), watched by the processor-failures alarm; the planner re-dispatches their ranges.',
+  },
+  segmentsDlq: {
+    id: 'CKV_AWS_116',
+    comment:
+      'Failed and expired asynchronous invocations go to the on-failure destination ProcessorFailureQueue (which also carries ' +
+      'the error, unlike a DLQ), watched by the processor-failures alarm; the planner sends the ranges of a lost segment again.',
   },
   plannerConcurrency: {
     id: 'CKV_AWS_115',
@@ -87,8 +94,13 @@ export function scanSkips(s: Settings, config: DeploymentConfig): Record<string,
   };
   const add = (id: string, skip: ScanSkip) => (skips[id] = [...(skips[id] ?? []), skip]);
   if (chainedStreams(s, config).length) add(IDS.tickQueue, REASONS.tickQueueKey);
-  if (s.functionKmsKeyArn === undefined) for (const id of [IDS.plannerFunction, IDS.processorFunction]) add(id, REASONS.environmentKey);
-  if (s.logsKmsKey === undefined) for (const id of [IDS.plannerLogGroup, IDS.processorLogGroup]) add(id, REASONS.logsKey);
+  // The segments function (a continuous stream) is kept like the processor.
+  const segments = hasSegmentsFunction(config);
+  if (segments) add(IDS.segmentsFunction, REASONS.segmentsDlq);
+  const functions = [IDS.plannerFunction, IDS.processorFunction, ...(segments ? [IDS.segmentsFunction] : [])];
+  const logGroups = [IDS.plannerLogGroup, IDS.processorLogGroup, ...(segments ? [IDS.segmentsLogGroup] : [])];
+  if (s.functionKmsKeyArn === undefined) for (const id of functions) add(id, REASONS.environmentKey);
+  if (s.logsKmsKey === undefined) for (const id of logGroups) add(id, REASONS.logsKey);
   if (s.tableKmsKeyArn === undefined) {
     for (const id of [IDS.ledgerTable, ...sinkTableLogicalIds(s, config).values()]) add(id, REASONS.tableKey);
   }

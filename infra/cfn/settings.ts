@@ -4,6 +4,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DeploymentConfig, StreamConfig } from '../../lib/config/schema';
+import { isContinuous } from '../../lib/config/continuous';
 import { AppError, ValidationError } from '../../lib/errors';
 import { HANDLERS, resolveHandler } from '../../lib/handlers';
 import { createSecretResolver, type SecretResolver } from '../../lib/kafka/secrets';
@@ -58,6 +59,9 @@ function tickChainFrom(value: unknown): number | undefined {
   return String(value).trim() === '' ? undefined : int('tickChainFromMs', value, { min: 1000, max: 900_000 });
 }
 
+/** serverless.yml's `segmentMemorySize`: the memory continuous mode's cost estimates assume for a resident segment. */
+export const DEFAULT_SEGMENT_MEMORY_MB = 256;
+
 /** serverless.yml's `tickChainFromMs`: from 5 s, a resident planner would sleep most of what it is billed for. */
 export const DEFAULT_TICK_CHAIN_FROM_MS = 5000;
 
@@ -109,7 +113,7 @@ export type RawSettings = Record<string, unknown>;
 export type Settings = {
   service: string;
   stage: string;
-  names: { planner: string; processor: string; ledgerTable: string; dashboard: string };
+  names: { planner: string; processor: string; segments: string; ledgerTable: string; dashboard: string };
   /** The stack's tables (ledger, declared sink tables): deletion protection and CloudFormation DeletionPolicy. */
   tableDeletionProtection: boolean;
   tableDeletionPolicy: 'Delete' | 'Retain' | 'Snapshot';
@@ -127,6 +131,10 @@ export type Settings = {
   processorTimeoutSeconds: number;
   processorMaximumEventAgeSeconds: number;
   processorReservedConcurrency: number | undefined;
+  /** MB of the `segments` function (continuous streams' resident segments; only with a continuous stream). */
+  segmentMemorySize: number;
+  /** Reserved concurrency of the `segments` function; undefined: unreserved. */
+  segmentReservedConcurrency: number | undefined;
   mskClusterArns: string[];
   kafkaSecretArns: string[];
   kafkaSecretsKmsKeyArn: string | undefined;
@@ -173,6 +181,7 @@ export function parseSettings(raw: RawSettings): Settings {
     );
   }
   const reserved = String(raw.processorReservedConcurrency ?? '').trim();
+  const segmentsReserved = String(raw.segmentReservedConcurrency ?? '').trim();
   const kmsKey = String(raw.kafkaSecretsKmsKeyArn ?? '').trim();
   if (kmsKey !== '' && !/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(kmsKey)) {
     throw new DeployConfigError(
@@ -185,6 +194,7 @@ export function parseSettings(raw: RawSettings): Settings {
     names: {
       planner: `${prefix}-planner`,
       processor: `${prefix}-processor`,
+      segments: `${prefix}-segments`,
       ledgerTable: `${prefix}-ledger`,
       dashboard: `${prefix}`,
     },
@@ -199,6 +209,8 @@ export function parseSettings(raw: RawSettings): Settings {
     processorTimeoutSeconds: int('processorTimeout', raw.processorTimeout, { min: 1, max: 900 }),
     processorMaximumEventAgeSeconds: int('processorMaximumEventAge', raw.processorMaximumEventAge, { min: 60, max: 21600 }),
     processorReservedConcurrency: reserved === '' ? undefined : int('processorReservedConcurrency', reserved, { min: 1 }),
+    segmentMemorySize: int('segmentMemorySize', raw.segmentMemorySize ?? DEFAULT_SEGMENT_MEMORY_MB, { min: 128, max: 10_240 }),
+    segmentReservedConcurrency: segmentsReserved === '' ? undefined : int('segmentReservedConcurrency', segmentsReserved, { min: 1 }),
     mskClusterArns,
     kafkaSecretArns: list(raw.kafkaSecretArns),
     kafkaSecretsKmsKeyArn: kmsKey === '' ? undefined : kmsKey,
@@ -354,6 +366,23 @@ async function environmentSecretErrors(
 }
 
 /**
+ * A reserved concurrency of the segments function that cannot hold every continuous stream's
+ * segments: each needs at least one resident invocation, and its successor runs beside it during a
+ * hand-over. (How many a stream needs depends on its partitions, which only Kafka knows.)
+ */
+function segmentProblems(s: Settings, config: DeploymentConfig): string[] {
+  const continuous = config.streams.filter(isContinuous);
+  const reserved = s.segmentReservedConcurrency;
+  if (reserved === undefined || continuous.length === 0 || reserved >= 2 * continuous.length) return [];
+  return [
+    `param segmentReservedConcurrency is ${reserved} but the config has ${continuous.length} continuous stream(s) ` +
+      `(${continuous.map((st) => st.id).join(', ')}), each needing at least 2 segment invocations at once ` +
+      '(one resident, its successor during a hand-over): raise it to at least ' +
+      `${2 * continuous.length}, or better 2 x ceil(partitions / continuous.partitionsPerSegment) per stream`,
+  ];
+}
+
+/**
  * Fails packaging for a config the deployed functions could not run as intended: a trigger interval
  * longer than the schedule period (the next invocation takes over at the holder's next tick, and would
  * wait longer than a period for it), a stream processor
@@ -373,7 +402,8 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
           '(each scheduled invocation ticks every triggerIntervalMs until the next one takes over)',
       );
     }
-    if (stream.processor.timeoutMs > s.processorTimeoutSeconds * 1000) {
+    // A continuous stream's segments run on the segments function (900 s), not on the processor.
+    if (!isContinuous(stream) && stream.processor.timeoutMs > s.processorTimeoutSeconds * 1000) {
       problems.push(
         `stream ${stream.id}: processor.timeoutMs is ${stream.processor.timeoutMs} ` +
           `but the processor function times out after ${s.processorTimeoutSeconds} s; ` +
@@ -387,7 +417,7 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
       );
     }
     const reserved = s.processorReservedConcurrency;
-    if (reserved !== undefined && stream.maxConcurrency !== undefined && stream.maxConcurrency > reserved) {
+    if (reserved !== undefined && !isContinuous(stream) && stream.maxConcurrency !== undefined && stream.maxConcurrency > reserved) {
       problems.push(
         `stream ${stream.id}: maxConcurrency is ${stream.maxConcurrency} ` +
           `but the processor's reserved concurrency (param processorReservedConcurrency) is ${reserved}; ` +
@@ -401,6 +431,7 @@ export async function checkConfig(s: Settings, config: DeploymentConfig): Promis
       );
     }
   }
+  problems.push(...segmentProblems(s, config));
   problems.push(...(await runtimeProblems(s, config)));
   if (problems.length === 1) throw new DeployConfigError(`the streams config does not fit stage ${s.stage}: ${problems[0]}`);
   if (problems.length) throw new DeployConfigError(`the streams config does not fit stage ${s.stage}:\n  - ${problems.join('\n  - ')}`);

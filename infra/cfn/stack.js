@@ -38,6 +38,8 @@ const PARAM_NAMES = [
   'processorTimeout',
   'processorMaximumEventAge',
   'processorReservedConcurrency',
+  'segmentMemorySize',
+  'segmentReservedConcurrency',
   'mskClusterArns',
   'kafkaSecretArns',
   'kafkaSecretsKmsKeyArn',
@@ -172,7 +174,7 @@ module.exports = {
   /** The alarm topic's customer managed KMS key (usable by the stack's alarms), its alias and the topic policy (Resources). */
   alarmTopicEncryption: withContext(({ settings }) => builders.alarmTopicEncryption(settings)),
   /** The log groups' customer managed key when logsKmsKey is set (Resources: the stack's key; extensions: KmsKeyId). */
-  logGroupEncryption: withContext(({ settings }) => builders.logGroupEncryption(settings)),
+  logGroupEncryption: withContext(({ settings, config }) => builders.logGroupEncryption(settings, config)),
   /** The security scan's kept findings with their reasons, as checkov skip Metadata (extensions). */
   scanSkips: withContext(({ settings, config }) => builders.scanSkipMetadata(settings, config)),
   /** Functions' environment key (functionKmsKeyArn), or null (via the `, null` fallback): Lambda's AWS managed key. */
@@ -185,7 +187,15 @@ module.exports = {
   tableSse: withContext(({ settings }) => builders.tableSse(settings)),
   /** Processor ReservedConcurrentExecutions, or AWS::NoValue (unreserved). */
   processorReservedConcurrency: withContext(({ settings }) => builders.reservedConcurrency(settings)),
-  /** Planner-only environment: PROCESSOR_FUNCTION_NAME, and PROCESSOR_RESERVED_CONCURRENCY when processorReservedConcurrency is set. */
+  /**
+   * The segments function (continuous streams' resident segments) when a stream is continuous, or null
+   * (via the `, null` fallback; serverless drops a function set to null): the stack is then as without it.
+   */
+  segmentsFunction: withContext(({ settings, config }) => builders.segmentsFunction(settings, config)),
+  /**
+   * Planner-only environment: PROCESSOR_FUNCTION_NAME, SEGMENT_FUNCTION_NAME with a continuous stream,
+   * and PROCESSOR_RESERVED_CONCURRENCY when processorReservedConcurrency is set.
+   */
   plannerEnvironment: withContext(({ settings, config }) => builders.plannerEnvironment(settings, config)),
   /** The tick chain's queue and event source mapping, when a stream is ticked by it (Resources, Outputs). */
   tickChain: withContext(({ settings, config }) => builders.tickChain(settings, config)),

@@ -113,6 +113,7 @@ const STACK_VARIABLES: Record<string, string> = {
   NODE_OPTIONS: "the functions' Node.js options",
   PROCESSOR_FUNCTION_NAME: "the planner's processor function",
   PROCESSOR_RESERVED_CONCURRENCY: "the processor's reserved concurrency, which the planner shares among the streams",
+  SEGMENT_FUNCTION_NAME: "the planner's segments function (continuous streams)",
   AUDIT_LOG_TABLE: 'the audit-log handler\'s table (the "auditLogTable" param)',
   CONNECTION_IDLE_MAX_MS: 'how long a warm function reuses its connections (the "connectionIdleMaxMs" param)',
   DYNAMODB_ENDPOINT: "the local stack's DynamoDB endpoint, which the ledger client would use",

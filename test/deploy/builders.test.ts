@@ -129,6 +129,7 @@ describe('stage params', () => {
     expect(settings().names).toEqual({
       planner: 'svc-test-planner',
       processor: 'svc-test-processor',
+      segments: 'svc-test-segments',
       ledgerTable: 'svc-test-ledger',
       dashboard: 'svc-test',
     });
@@ -148,12 +149,13 @@ describe('customer managed keys and the kept scan findings', () => {
   });
 
   it('log groups: no key by default, the given key, or a stack key and its alias', () => {
-    expect(logGroupEncryption(settings())).toEqual({ Resources: {}, extensions: {} });
-    expect(logGroupEncryption(settings({ logsKmsKey: KEY }))).toEqual({
+    const c = config([{}]);
+    expect(logGroupEncryption(settings(), c)).toEqual({ Resources: {}, extensions: {} });
+    expect(logGroupEncryption(settings({ logsKmsKey: KEY }), c)).toEqual({
       Resources: {},
       extensions: { PlannerLogGroup: { Properties: { KmsKeyId: KEY } }, ProcessorLogGroup: { Properties: { KmsKeyId: KEY } } },
     });
-    const own = logGroupEncryption(settings({ logsKmsKey: 'stack' }));
+    const own = logGroupEncryption(settings({ logsKmsKey: 'stack' }), c);
     expect(Object.keys(own.Resources).sort()).toEqual(['LogsKey', 'LogsKeyAlias']);
     expect(own.Resources.LogsKeyAlias!.Properties.AliasName).toBe('alias/svc-test-logs');
     expect(own.extensions.PlannerLogGroup).toEqual({ Properties: { KmsKeyId: { 'Fn::GetAtt': ['LogsKey', 'Arn'] } } });

@@ -26,8 +26,8 @@ export function segmentLive(r: RangeState, nowMs: number, leaseMs: number): bool
 
 /**
  * Partitions of a continuous stream without a live segment: its active partitions' open segment
- * ranges (of their current incarnation) that have none (`segmentLive`), and its partitions left
- * waiting for a slot under the stream's concurrency cap (no range at all). Undefined for a
+ * ranges (of their current incarnation) that have none (`segmentLive`), and its unbounded partitions
+ * left waiting for a slot under the stream's concurrency cap (no range at all). Undefined for a
  * micro-batch stream. A run re-dispatches such ranges (redispatch.ts), so a dead segment is counted
  * from its lease's end until the run that sends it again; a partition that stays counted over
  * several runs has segments that do not start or do not last.
@@ -44,6 +44,9 @@ export function segmentsMissing(input: PlanInput, candidates: PartitionState[], 
     if (!owner || !sameIncarnation(r, owner) || !isOpenRange(r) || r.status === 'done') continue;
     if (!segmentLive(r, nowMs, leaseMs)) missing.add(k);
   }
-  for (const p of reports) if (p.action === 'waiting-for-concurrency') missing.add(partitionKey(p.topic, p.partition));
+  // A bounded partition (a replay's) is read in micro-batches, never by a segment.
+  for (const p of reports) {
+    if (p.action === 'waiting-for-concurrency' && p.stopOffset === undefined) missing.add(partitionKey(p.topic, p.partition));
+  }
   return missing.size;
 }

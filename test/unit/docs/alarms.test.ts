@@ -2,7 +2,7 @@
  * The alarm tables of docs/deploy.md ("Alarms and dashboard") list exactly the alarms the stack
  * builds and the metrics each reads. The alarms come from the builder the stack calls
  * (`observability` in infra/cfn/alarms.ts), for a stage with every optional alarm on (the schedule
- * enabled) and one stream; the doc names a stream's alarm `<stream>-<kind>`.
+ * enabled) and one stream, continuous (its segments-missing alarm); the doc names a stream's alarm `<stream>-<kind>`.
  */
 import { parseDeploymentConfig } from '../../../lib/config/schema';
 import { PLANNER_METRICS } from '../../../lib/planner/metrics';
@@ -38,7 +38,7 @@ function builtAlarms(): Alarm[] {
     processorMaximumEventAge: 960,
   });
   const config = parseDeploymentConfig(
-    { ledgerTable: 'svc-test-ledger', streams: [{ id: STREAM, kafka: { brokers: ['localhost:9092'] }, topics: ['t'] }] },
+    { ledgerTable: 'svc-test-ledger', streams: [{ id: STREAM, kafka: { brokers: ['localhost:9092'] }, topics: ['t'], continuous: {} }] },
     'test',
   );
   return Object.values(observability(settings, config).Resources)

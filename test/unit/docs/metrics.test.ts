@@ -32,11 +32,12 @@ function recordingMetrics(): { metrics: Metrics; added: Map<string, string> } {
   return { metrics: fake as unknown as Metrics, added };
 }
 
-/** A run that reaches every branch of recordPlannerMetrics (deliveries, a partition). */
+/** A run that reaches every branch of recordPlannerMetrics (deliveries, a continuous stream's segments, a partition). */
 const fullReport = (): StreamPlanReport => ({
   ...emptyReport('s1', false),
   durationMs: 5,
   deliveries: { delivered: 1, failed: 1, dropped: 0, errors: [] },
+  segmentsMissing: 1,
   partitions: [{ topic: 't', partition: 0, status: 'active', committed: 0, nextFrom: 0, lag: 3, planned: [], action: 'idle' }],
 });
 

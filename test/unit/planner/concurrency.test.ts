@@ -11,8 +11,10 @@ import {
   bySlotPriority,
   occupiedSlots,
   openRangeCap,
+  plannerProcessorConcurrency,
   processorConcurrencyFromEnv,
   processorShare,
+  streamProcessorConcurrency,
   type ProcessorConcurrency,
 } from '../../../lib/planner/concurrency-cap';
 import { decidePlan, type PlanDecision } from '../../../lib/planner/decide';
@@ -77,6 +79,21 @@ describe('the cap', () => {
       expect(() => processorConcurrencyFromEnv({ PROCESSOR_RESERVED_CONCURRENCY: bad }, 3)).toThrow(ValidationError);
       expect(() => processorConcurrencyFromEnv({ PROCESSOR_RESERVED_CONCURRENCY: bad }, 3)).toThrow(/PROCESSOR_RESERVED_CONCURRENCY/);
     }
+  });
+
+  it("with a segments function, continuous streams neither share the processor's concurrency nor are capped by it", () => {
+    const streams = [config({ id: 'a' }), config({ id: 'b' }), config({ id: 'live', continuous: {} })];
+    const reserved = { PROCESSOR_RESERVED_CONCURRENCY: '12' };
+    // No segments function (SEGMENT_FUNCTION_NAME unset): every stream runs on the processor, as before.
+    const shared = plannerProcessorConcurrency(reserved, streams);
+    expect(shared).toEqual({ limit: 12, streams: 3 });
+    expect(streamProcessorConcurrency(shared, 'live')).toBe(shared);
+    const apart = plannerProcessorConcurrency({ ...reserved, SEGMENT_FUNCTION_NAME: 'svc-dev-segments' }, streams);
+    expect(apart).toEqual({ limit: 12, streams: 2, exempt: ['live'] });
+    expect(streamProcessorConcurrency(apart, 'a')).toBe(apart);
+    expect(processorShare(apart!)).toBe(6);
+    expect(streamProcessorConcurrency(apart, 'live')).toBeUndefined();
+    expect(plannerProcessorConcurrency({ SEGMENT_FUNCTION_NAME: 'svc-dev-segments' }, streams)).toBeUndefined();
   });
 });
 
