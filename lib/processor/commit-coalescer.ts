@@ -42,7 +42,10 @@ export type Tracked = {
 export type CommitCoalescer = {
   /** The ledger the segment's committers write through. */
   readonly ledger: Ledger;
-  /** Starts keeping the range's lease while it is idle (its progress as leased); with `tracked`, commits its handled position at each tick. */
+  /**
+   * Starts keeping the range's lease while it is idle (its progress as leased); with `tracked`, commits
+   * its handled position at each tick.
+   */
   hold(range: LeasedRange, progress: number, tracked?: Tracked): void;
   /**
    * Resolves once the tracked range's position as it is now is committed, and nothing of it is in

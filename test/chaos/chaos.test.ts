@@ -20,6 +20,9 @@ const t0 = Date.now();
  */
 const BUDGET_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = {
   'leader-killed': 90_000,
+  'continuous-leader-killed': 90_000,
+  // Every round's segments run their 2 s: with a fifth of the requests failing, more rounds than the micro-batches'.
+  'continuous-dynamodb-faults': 90_000,
   'large-batch': 150_000,
   load: Number(process.env.CHAOS_LOAD_BUDGET_MS ?? 360_000),
   // The warm phase only: each freeze then waits up to 60 s for the thawed functions.
@@ -27,6 +30,7 @@ const BUDGET_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = {
 };
 const TIMEOUT_MS: Partial<Record<(typeof SCENARIOS)[number], number>> = {
   'leader-killed': 240_000,
+  'continuous-leader-killed': 240_000,
   'large-batch': 240_000,
   load: 480_000,
   'freeze-thaw': 420_000,

@@ -24,6 +24,7 @@ import { runLoad } from './load';
 import { runOnCluster, runOnPrivateBroker } from './private-kafka';
 import { runThroughProxies } from './proxied';
 import { NETWORK_SCENARIOS, ROUND_SCENARIOS } from './scenarios';
+import { CONTINUOUS_VARIANTS, variedScenario } from './scenarios/continuous';
 import { runTopicRecreated } from './topic-recreated';
 
 export { closeChaosEnv, openChaosEnv, type ChaosEnv } from './env';
@@ -55,6 +56,7 @@ export const SCENARIOS = [
   'network-black-hole',
   'late-response',
   'freeze-thaw',
+  ...CONTINUOUS_VARIANTS,
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -140,8 +142,9 @@ function runScenarioOn(env: ChaosEnv, scenario: ScenarioName, seed: number, opts
   if (scenario === 'load') return runLoad(env, seed, opts);
   if (scenario === 'freeze-thaw') return runFreezeThaw(env, seed, opts);
   const rounds = ROUND_SCENARIOS[scenario]();
-  if (scenario === 'leader-killed') return runOnCluster(env, scenario, rounds, seed, opts);
-  if (scenario === 'broker-restart') return runOnPrivateBroker(env, scenario, rounds, seed, opts);
+  // A continuous variant runs where the scenario it varies runs.
+  if (variedScenario(scenario) === 'leader-killed') return runOnCluster(env, scenario, rounds, seed, opts);
+  if (variedScenario(scenario) === 'broker-restart') return runOnPrivateBroker(env, scenario, rounds, seed, opts);
   if (NETWORK_SCENARIOS.has(scenario)) return runThroughProxies(env, scenario, rounds, seed, opts);
   return runRounds(env, scenario, rounds, seed, opts);
 }

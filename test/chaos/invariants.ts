@@ -5,6 +5,7 @@
  * (`readLedgerSnapshot` in ./snapshot.dynamodb.ts).
  */
 import type { ClosedIncarnation, DataLossEntry, PartitionState, RangeState, StreamMeta } from '../../lib/ports/ledger-state';
+import { isOpenRange } from '../../lib/ranges';
 
 export type LedgerSnapshot = {
   meta?: StreamMeta;
@@ -171,8 +172,10 @@ export function checkInvariants(snap: LedgerSnapshot): Violation[] {
         v('I1', `gap ${holes.map(fmt).join(', ')} below nextFrom ${p.nextFrom} is covered by neither a range nor a data-loss entry`);
     }
 
-    // I6: every offset in [startOffset, committed) is in a done range or a recorded data-loss span.
-    const doneCover = merge([...ranges.filter((r) => r.status === 'done'), ...losses]);
+    // I6: every offset in [startOffset, committed) is in a done range, the committed part of an open
+    // segment range (continuous mode: its commits move the committed offset), or a recorded data-loss span.
+    const segments = ranges.filter((r) => isOpenRange(r) && r.progress > r.from).map((r) => ({ from: r.from, until: r.progress }));
+    const doneCover = merge([...ranges.filter((r) => r.status === 'done'), ...segments, ...losses]);
     const skipped = uncovered(p.startOffset, p.committed, doneCover);
     if (skipped.length && !allowGaps)
       v(

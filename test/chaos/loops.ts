@@ -7,6 +7,7 @@
  * replaces it at the lease's expiry without the scenario waiting the lease's 30 s. Every loop tick is
  * recorded with its owner: no two owners' ticks of one stream may interleave.
  */
+import { variedScenario } from './scenarios/continuous';
 import type { StreamConfig } from '../../lib/config/schema';
 import type { MetadataCache } from '../../lib/kafka/metadata-cache';
 import { runPlannerLoop, type LoopDeps, type StreamLoopReport, type TickRecord } from '../../lib/planner/loop';
@@ -33,8 +34,9 @@ export type LoopPlan = {
 };
 
 /** The loop scenarios' schedules: invocations overlap (each lives two periods unless it hands over). */
-function loopPlanFor(scenario: string): LoopPlan | undefined {
+function loopPlanFor(name: string): LoopPlan | undefined {
   const base = { periodMs: 2000, timeoutMs: 4000, jitterMs: 150, minDeliveries: 3 };
+  const scenario = variedScenario(name);
   if (scenario === 'planners-2') return { ...base, copies: 2, kills: 0 };
   if (scenario === 'planners-3') return { ...base, copies: 3, kills: 0 };
   if (scenario === 'planner-kill') return { ...base, copies: 1, kills: 2 };

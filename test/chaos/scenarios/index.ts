@@ -17,6 +17,7 @@ import { processorKill } from './processor-kill';
 import { retentionContinue, retentionFail } from './retention';
 import { skewedClock } from './skewed-clock';
 import { topicDeleted } from './topic-deleted';
+import { continuous } from './continuous';
 
 /** The scenarios with a runner of their own (topic-recreated.ts, large-batch.ts, load.ts, freeze-thaw.ts). */
 export type OwnRunnerScenario = 'topic-recreated' | 'large-batch' | 'load' | 'freeze-thaw';
@@ -44,6 +45,12 @@ export const ROUND_SCENARIOS: Record<Exclude<ScenarioName, OwnRunnerScenario>, (
   'network-reset': networkReset,
   'network-black-hole': networkBlackHole,
   'late-response': lateResponse,
+  'continuous-processor-kill': continuous(processorKill),
+  'continuous-duplicate-invoke': continuous(duplicateInvoke),
+  'continuous-planner-kill': continuous(plannerKill),
+  'continuous-dynamodb-faults': continuous(dynamodbFaults),
+  'continuous-broker-restart': continuous(brokerRestart),
+  'continuous-leader-killed': continuous(leaderKilled),
 };
 
 /** The scenarios run through the fault proxies (proxied.ts). */
