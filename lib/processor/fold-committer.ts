@@ -182,12 +182,23 @@ export class FoldCommitter extends ChunkCommitter {
       this.foldedTo = this.progress;
       return;
     }
+    const item = part && { key: part.key, table: part.table ?? this.c.stream.handler?.sinkTable };
+    // Write-behind batches stay one transaction each: a batch grown past it while the one before was
+    // written would take the marked path (several round trips), and the next would grow more.
+    if (item && this.budget.writeBehind && this.replayUntil === undefined && this.batchFull(sinkItemId(item))) {
+      await this.writeBatch(rec.offset);
+    }
     this.batch.records += 1;
-    if (!part) return;
-    const item = { key: part.key, table: part.table ?? this.c.stream.handler?.sinkTable };
+    if (!part || !item) return;
     const id = sinkItemId(item);
     const seen = this.batch.items.get(id);
     this.batch.items.set(id, { ...item, value: seen ? this.fold.combine(seen.value, part.value) : part.value });
+  }
+
+  /** Whether a new item `id` would take the batch past what one commit's transaction carries. */
+  private batchFull(id: string): boolean {
+    const limit = Math.min(this.budget.atomicMaxWrites, this.c.ledger.limits.maxSinkWrites);
+    return !this.batch.items.has(id) && this.batch.items.size >= limit;
   }
 
   /** A stage rejected the record: the batch ends before it and the record is dead-lettered (never inside a replay). */
