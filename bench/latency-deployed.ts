@@ -378,11 +378,19 @@ const loopLine = (result: LoopResult | undefined): string => {
     : 'no report';
 };
 
-/** Continuous mode: waits (up to a minute) until the resident segments have committed every record produced. */
+/**
+ * Continuous mode: waits (up to a minute) until the resident segments have committed every record
+ * produced. A segment range that failed or lost its holder meanwhile waits for a planner run, as
+ * deployed: short loop invocations every 2 s while records remain (returns how many).
+ */
 async function segmentsDrained(shape: Shape, streamId: string, ends: number[]): Promise<number> {
-  for (const until = Date.now() + 60_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+  let extra = 0;
+  for (let lastRunAt = Date.now(), until = lastRunAt + 60_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
     const parts = await shape.rt.ledger.readPartitions(streamId);
-    if (ends.every((end, p) => (parts.find((x) => x.partition === p)?.committed ?? 0) >= end)) return 0;
+    if (ends.every((end, p) => (parts.find((x) => x.partition === p)?.committed ?? 0) >= end)) return extra;
+    if (Date.now() - lastRunAt < 2_000) continue;
+    await shape.invokePlanner({ loop: true }, lambdaContext(`drain-${extra++}`, 5_000));
+    lastRunAt = Date.now();
   }
   throw new Error(`${streamId}: the segments did not commit every record within a minute of the schedule's end`);
 }
