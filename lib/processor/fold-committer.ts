@@ -137,7 +137,8 @@ export class FoldCommitter extends ChunkCommitter {
 
   /** Starts writing the batch folded so far unless a write is in flight (its end starts the next). */
   private writeBehindNow(): void {
-    if (this.writing || this.writeError !== undefined || this.foldedTo <= this.progress) return;
+    // Nothing folded past what is committed, or left to the completion (`deferFinal`): nothing to write.
+    if (this.writing || this.writeError !== undefined || this.foldedTo <= Math.max(this.progress, this.handledTo ?? 0)) return;
     this.writing = this.writeBatchNow(this.foldedTo)
       .catch((err: unknown) => void (this.writeError = err))
       .finally(() => {

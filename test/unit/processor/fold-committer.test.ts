@@ -49,6 +49,21 @@ async function setup(opts: Setup) {
 const marked = (extra: Partial<FoldBudget> = {}): Partial<FoldBudget> => ({ atomicMaxWrites: 0, writeGroupSize: 2, ...extra });
 
 describe('folded exactly-once batches', () => {
+  it('write-behind (continuous segments): a batch ends before the item that would take it past one transaction', async () => {
+    const t = await setup({ records: 90, keys: 30 });
+    const steps: string[] = [];
+    // Ten items to a batch at most: each batch one commit with its writes, never the marked path.
+    const res = await t.run({ fold: { writeBehind: true, atomicMaxWrites: 10, maxRecords: 1 }, afterStep: (s) => void steps.push(s) });
+    expect(res).toMatchObject({ progress: 90, records: 90 });
+    // No batch recorded and written in marked groups; only the range's last, which its completion commits (a bounded range's end).
+    expect(steps.filter((s) => s === 'batch-begun')).toEqual([]);
+    expect(steps.filter((s) => s === 'sink-written').length).toBeLessThanOrEqual(1);
+    const writes = t.ledger.store('s').sinkWrites;
+    // 30 keys over 90 records, at most 10 items a batch: at least 9 batches of distinct items each.
+    expect(writes.length).toBeGreaterThanOrEqual(90 / 10);
+    expect(t.sink()).toEqual(t.expected());
+  });
+
   it('writes each item once for the whole range, atomically with its progress when the writes fit one commit', async () => {
     const t = await setup({ records: 60, keys: 3 });
     const res = await t.run();
