@@ -34,9 +34,7 @@ export type DrainObserver = {
 };
 
 /** Produce timestamps by partition and offset, turned into latencies as commits cover them. */
-export function createLatencyObserver(
-  now: () => number = Date.now,
-): DrainObserver & {
+export function createLatencyObserver(now: () => number = Date.now): DrainObserver & {
   latenciesMs: number[];
   /** Produce timestamp to the handler's first sight of the record. */ handlerLatenciesMs: number[];
 } {

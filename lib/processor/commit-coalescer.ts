@@ -78,7 +78,7 @@ export function createCommitCoalescer(inner: Ledger, opts: CoalescerOptions): Co
   let flushing: Promise<void> | undefined;
   let closed = false;
   /** Who waits for the end of the next flush (`settle`). */
-  let flushed: Array<() => void> = [];
+  const flushed: Array<() => void> = [];
   const stats: CoalescerStats = { ticks: 0, batches: 0, commits: 0, heartbeats: 0, ownCommits: 0 };
 
   /** Runs one write of a held range after the one before it (a heartbeat included). */
