@@ -168,7 +168,7 @@ export async function processRanges(
     signal: input.signal,
   };
   const runs = input.ranges.map((range): Run => ({ ...inv, range, result: emptyResult(range) }));
-  const leases = await leaseRanges(inv, runs);
+  const leases = await leaseRanges(inv, input.ranges);
   return runLeased(inv, runs, leases, { single: input.single === true, concurrent: false });
 }
 
@@ -216,11 +216,11 @@ export function emptyResult(range: RangePayload): ProcessResult {
   };
 }
 
-/** Phase 1: the leases of every range, in one ledger write per shard. */
-async function leaseRanges(inv: Invocation, runs: Run[]): Promise<LeaseOutcome[]> {
+/** Phase 1: the leases of `ranges`, in one ledger write per shard (a continuous segment asks again while it waits for a hand-over). */
+export async function leaseRanges(inv: Invocation, ranges: readonly RangePayload[]): Promise<LeaseOutcome[]> {
   return inv.deps.ledger.takeRangeLeases({
     stream: inv.stream.id,
-    ranges: runs.map(({ range: r }) => ({
+    ranges: ranges.map((r) => ({
       topic: r.topic,
       partition: r.partition,
       from: r.from,

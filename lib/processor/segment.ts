@@ -13,7 +13,7 @@ import type { LeasedRange } from '../ports/ledger-state';
 import type { RangeReader } from '../ports/range-reader';
 import { rangeIdentity, type RangePayload, type RangesPayload } from '../ranges';
 import { createCommitCoalescer, type CommitCoalescer, type Tracked } from './commit-coalescer';
-import { emptyResult, runLeased, type Invocation, type ProcessorDeps, type ProcessResult, type Run } from './process-range';
+import { emptyResult, leaseRanges, runLeased, type Invocation, type ProcessorDeps, type ProcessResult, type Run } from './process-range';
 import { awaitHandover, HANDOVER_POLL_MS, segmentTiming } from './segment-timing';
 
 /** What a continuous segment adds to the run of each of its ranges (process-range.ts asks it). */
@@ -117,22 +117,7 @@ function runOf(inv: Invocation, range: RangePayload, stops: Map<string, AbortCon
  * it is released or its lease runs out (then it is taken as expired), or this segment's own end.
  */
 async function takeLeases(inv: Invocation, ranges: RangePayload[], endAtMs: number): Promise<LeaseOutcome[]> {
-  const ask = async (rs: RangePayload[]) =>
-    inv.deps.ledger.takeRangeLeases({
-      stream: inv.stream.id,
-      ranges: rs.map((r) => ({
-        topic: r.topic,
-        partition: r.partition,
-        from: r.from,
-        until: r.until,
-        ...(r.incarnation ? { incarnation: r.incarnation } : {}),
-        ...(r.shard !== undefined ? { shard: r.shard } : {}),
-      })),
-      leaseToken: inv.leaseToken,
-      nowMs: await inv.storeClock(),
-      leaseMs: inv.stream.continuous!.leaseMs,
-      maxAttempts: inv.stream.maxAttempts,
-    });
+  const ask = (rs: RangePayload[]) => leaseRanges(inv, rs);
   const predecessorEndsAtMs = Math.min(...ranges.map((r) => r.handover?.atMs ?? 0));
   const sleep = inv.deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   // Invoked ahead of the hand-over: nothing to take before the predecessor's end.
