@@ -21,6 +21,11 @@ export type RangePayload = {
    * ends (its clock): the range is waited for until that segment gives it back.
    */
   handover?: { from: string; atMs: number };
+  /**
+   * Continuous segments: the stream's partitions when the planner dispatched the range, which share
+   * its rate limit (`partitionRatePerSec`); a successor keeps it.
+   */
+  streamPartitions?: number;
 };
 
 /** Ranges a shared invocation takes at most (a payload of Lambda's 256 KB holds far more). */

@@ -2,6 +2,7 @@
  * What a stream's mode (micro-batch or continuous) changes for its ranges, in one place: the
  * planner, the processor and the operator commands ask here.
  */
+import { segmentRatePerSec } from '../offsets/segment-rate';
 import type { StreamConfig } from './schema';
 
 /** Whether the stream runs in continuous mode (resident segments) rather than micro-batches. */
@@ -16,4 +17,21 @@ export function isContinuous(stream: StreamConfig): stream is StreamConfig & { c
  */
 export function rangeLeaseMs(stream: StreamConfig): number {
   return stream.continuous?.leaseMs ?? stream.processor.leaseMs;
+}
+
+/**
+ * The records a second one partition of the continuous stream may read while the stream has
+ * `partitions` active partitions: `maxRatePerPartition` and its share of `maxOffsetsPerTrigger`
+ * as a rate over `triggerIntervalMs` (lib/offsets/segment-rate.ts). Undefined: no limit.
+ */
+export function partitionRatePerSec(stream: StreamConfig, partitions: number): number | undefined {
+  return segmentRatePerSec(
+    {
+      intervalMs: stream.triggerIntervalMs,
+      minRatePerPartition: stream.minRatePerPartition,
+      maxRatePerPartition: stream.maxRatePerPartition,
+      maxOffsetsPerTrigger: stream.maxOffsetsPerTrigger,
+    },
+    Math.max(1, partitions),
+  );
 }

@@ -749,6 +749,23 @@ function checkContinuous(value: Record<string, unknown>, ctx: z.RefinementCtx): 
       message: 'a continuous stream reads each partition in one open segment range: it cannot be split into parallel ranges',
     });
   }
+  // Both size micro-batches: a segment reads records as they arrive, under rates (maxRatePerPartition, maxOffsetsPerTrigger).
+  if (value.minOffsetsPerTrigger !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['minOffsetsPerTrigger'],
+      message: 'a continuous stream reads records as they arrive: there is no batch to wait for (remove it or continuous)',
+    });
+  }
+  if (isRecord(value.backpressure) && value.backpressure.enabled === true) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['backpressure', 'enabled'],
+      message:
+        'backpressure sizes micro-batches from their processing delay; a continuous stream is limited by ' +
+        'maxRatePerPartition and maxOffsetsPerTrigger as rates over time',
+    });
+  }
   const segmentMs = value.continuous.segmentMs;
   const handoverLeadMs = value.continuous.handoverLeadMs;
   if (typeof segmentMs === 'number' && typeof handoverLeadMs === 'number' && handoverLeadMs * 2 > segmentMs) {

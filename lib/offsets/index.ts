@@ -6,3 +6,4 @@ export { timeBudget, updateObservedRate } from './time-budget';
 export { clampRanges, type ClampLimits, type PartitionClampInput } from './clamp';
 export { DEFAULT_MAX_TRIGGER_DELAY_MS, shouldTrigger, type TriggerInput, type TriggerReason } from './trigger';
 export { partsForMinPartitions, splitRange } from './split';
+export { segmentRatePerSec, type SegmentRateLimits } from './segment-rate';

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { mapWithConcurrency } from '../concurrency';
 import { topicSelector, unmatchedSubscription } from '../config/topics';
+import { isContinuous } from '../config/continuous';
 import { AppError } from '../errors';
 import type { Dispatcher } from '../ports/dispatcher';
 import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailablePartition } from '../ports/kafka-metadata';
@@ -144,7 +145,7 @@ export function emptyReport(stream: string, dryRun: boolean): StreamPlanReport {
   };
 }
 
-const payloadOf = (r: RangeState): RangePayload => ({
+const payloadOf = (r: RangeState, streamPartitions: number | undefined): RangePayload => ({
   stream: r.stream,
   topic: r.topic,
   partition: r.partition,
@@ -153,6 +154,7 @@ const payloadOf = (r: RangeState): RangePayload => ({
   ...(r.incarnation ? { incarnation: r.incarnation } : {}),
   ...(r.shard !== undefined ? { shard: r.shard } : {}),
   ...(r.topicId !== undefined ? { topicId: r.topicId } : {}),
+  ...(streamPartitions !== undefined ? { streamPartitions } : {}),
 });
 
 /**
@@ -225,7 +227,7 @@ export async function planStream(
       confirmedEpoch: fenced.confirmedEpoch,
     });
     const planned = await persist(run, decision, initial);
-    const marks = await dispatch(run, { ...decision, redispatch: again }, planned, known);
+    const marks = await dispatch(run, { ...decision, redispatch: again }, planned, { known, discovered });
     await record(run, decision, { planned, marks, openRanges });
     confirmed = true;
     await retryDeliveries(deps, stream, nowMs, rep);
@@ -484,11 +486,24 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
  * Dispatch: the new ranges (persisted as sent) and those due again. Returns the exceptions to
  * record: new ranges the dispatcher refused, and re-dispatches it accepted.
  */
-async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[], known: PartitionState[]): Promise<PlanWrite[]> {
+async function dispatch(
+  run: Run,
+  decision: PlanDecision,
+  planned: RangeState[],
+  partitions: { known: PartitionState[]; discovered: TopicPartitions[] },
+): Promise<PlanWrite[]> {
   const { rep } = run;
   const toDispatch = [...planned, ...decision.redispatch.map((x) => x.range)];
-  const invocations = invocationsFor(run.stream, toDispatch, known);
-  const results = toDispatch.length ? await run.deps.dispatcher.dispatch(toDispatch.map(payloadOf), { invocations }) : [];
+  const invocations = invocationsFor(run.stream, toDispatch, partitions.known);
+  // A continuous stream's segments read at most their equal share of its rate limits.
+  const streamPartitions = isContinuous(run.stream)
+    ? Math.max(
+        1,
+        partitions.discovered.reduce((n, t) => n + t.partitions.length, 0),
+      )
+    : undefined;
+  const payloads = toDispatch.map((r) => payloadOf(r, streamPartitions));
+  const results = toDispatch.length ? await run.deps.dispatcher.dispatch(payloads, { invocations }) : [];
   rep.invocations = toDispatch.length ? invocations.length : 0;
   await run.step('dispatched');
   const marks: PlanWrite[] = [];

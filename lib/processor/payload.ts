@@ -16,6 +16,7 @@ const rangeFields = {
   shard: z.string().min(1).max(64).optional(),
   topicId: z.string().min(1).max(64).optional(),
   handover: z.strictObject({ from: z.string().min(1).max(64), atMs: z.number().int().min(0) }).optional(),
+  streamPartitions: z.number().int().min(1).max(1_000_000).optional(),
 };
 const orderedRange = <T extends { from: number; until: number }>(r: T) => r.from < r.until;
 const rangeSchema = z

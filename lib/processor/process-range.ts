@@ -6,7 +6,7 @@
  * carrying its range's last commit. Duplicate or stale invocations lose a condition and stop
  * without effects; a range that fails does not stop the others of its invocation.
  */
-import { rangeLeaseMs } from '../config/continuous';
+import { partitionRatePerSec, rangeLeaseMs } from '../config/continuous';
 import { randomBytes } from 'node:crypto';
 import type { StreamConfig } from '../config/schema';
 import { createDeliverer, type Deliverer, type DeliveryReport } from '../destinations/deliver';
@@ -30,7 +30,7 @@ import type { RecordStage } from './record-gate';
 import { recordStagesFor, type StageContext } from './record-stages';
 import { LEASE_LOST_REASON, rangeDataLossReason, rangeMismatchMessage, topicRecreatedReason } from './messages';
 import { runSegment, type SegmentHooks } from './segment';
-import { paceDelayMs } from './segment-timing';
+import { pacedChunkRecords, paceDelayMs } from './segment-timing';
 
 /**
  * Crash-injection points, in order, for tests. `batch-begun` and `sink-written` are reached by folded
@@ -422,6 +422,12 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
     return true;
   }
   let slowestChunkMs = 0;
+  const ratePerSec = segmentRatePerSec(run);
+  const maxChunkRecords = pacedChunkRecords({
+    ratePerSec,
+    intervalMs: stream.continuous?.commitIntervalMs ?? 0,
+    maxRecords: deps.maxChunkRecords ?? 500,
+  });
   reading: while (committer.position < range.until) {
     try {
       for await (const chunk of reader.read({
@@ -430,14 +436,14 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
         from: committer.position,
         until: range.until,
         isolationLevel: stream.isolationLevel,
-        maxChunkRecords: deps.maxChunkRecords ?? 500,
+        maxChunkRecords,
         signal: run.signal,
         ...(isOpenRange(range) ? { open: true } : {}),
       })) {
         // Stop before a chunk that might not commit in time; the planner dispatches the rest.
         const writeMs = committer.pendingWriteMs();
         if (clock() + Math.max(slowestChunkMs * 2, 1000) + writeMs > run.deadlineAtMs || run.signal?.aborted) break reading;
-        await pace(run, committer);
+        await pace(run, committer, ratePerSec);
         const tChunk = clock();
         await committer.handleChunk(chunk.records, chunk.nextOffset);
         slowestChunkMs = Math.max(slowestChunkMs, clock() - tChunk);
@@ -451,9 +457,16 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
   return false;
 }
 
-/** A segment under `maxRatePerPartition`: waits until its partition's average rate since the start allows more records. */
-async function pace(run: Run, committer: ChunkCommitter): Promise<void> {
-  const ratePerSec = run.segment ? run.stream.maxRatePerPartition : undefined;
+/**
+ * A segment's rate limit: that of one of the stream's partitions as the planner counted them
+ * (`streamPartitions`; an ad hoc payload without it reads as the stream's only partition).
+ */
+function segmentRatePerSec(run: Run): number | undefined {
+  return run.segment ? partitionRatePerSec(run.stream, run.range.streamPartitions ?? 1) : undefined;
+}
+
+/** A segment under a rate limit: waits until its partition's average rate since the start allows more records. */
+async function pace(run: Run, committer: ChunkCommitter, ratePerSec: number | undefined): Promise<void> {
   const delayMs = paceDelayMs({ records: committer.recordsRead, startedAtMs: run.t0, nowMs: run.clock(), ratePerSec });
   if (delayMs > 0) await (run.deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))))(delayMs);
 }

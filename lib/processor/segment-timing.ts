@@ -61,3 +61,12 @@ export function paceDelayMs(t: { records: number; startedAtMs: number; nowMs: nu
   const earliestMs = t.startedAtMs + (t.records / t.ratePerSec) * 1000;
   return Math.max(0, Math.ceil(earliestMs - t.nowMs));
 }
+
+/**
+ * The largest chunk a paced partition hands to the handler: what its rate allows in one commit
+ * interval (at least one record), so that a rate limit is not a burst of `maxRecords` at once.
+ */
+export function pacedChunkRecords(t: { ratePerSec: number | undefined; intervalMs: number; maxRecords: number }): number {
+  if (t.ratePerSec === undefined || t.ratePerSec <= 0) return t.maxRecords;
+  return Math.min(t.maxRecords, Math.max(1, Math.floor((t.ratePerSec * t.intervalMs) / 1000)));
+}

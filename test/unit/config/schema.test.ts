@@ -299,6 +299,16 @@ describe('parseDeploymentConfig', () => {
       { continuous: { segmentMs: 3999 } },
       'continuous.handoverLeadMs: must be at most half of continuous.segmentMs (3999)',
     ],
+    [
+      'continuous with minOffsetsPerTrigger',
+      { continuous: {}, minOffsetsPerTrigger: 100 },
+      'minOffsetsPerTrigger: a continuous stream reads records as they arrive: there is no batch to wait for',
+    ],
+    [
+      'continuous with backpressure',
+      { continuous: {}, backpressure: { enabled: true } },
+      'backpressure.enabled: backpressure sizes micro-batches from their processing delay',
+    ],
     ['continuous segment under 2 s', { continuous: { segmentMs: 1999 } }, 'continuous.segmentMs: must be >= 2000'],
     ['continuous segment over the Lambda limit', { continuous: { segmentMs: 900001 } }, 'continuous.segmentMs: must be <= 900000'],
     ['continuous commit interval under 10 ms', { continuous: { commitIntervalMs: 9 } }, 'continuous.commitIntervalMs: must be >= 10'],
@@ -512,6 +522,8 @@ describe('continuous mode settings', () => {
     { name: 'a segment twice the default lead', continuous: { segmentMs: 4000 } },
     { name: 'no lead', continuous: { segmentMs: 2000, handoverLeadMs: 0 } },
     { name: 'order insensitivity declared without splitting', continuous: {}, extra: { split: { orderInsensitive: true } } },
+    { name: 'stream and partition rates', continuous: {}, extra: { maxOffsetsPerTrigger: 1000, maxRatePerPartition: 200 } },
+    { name: 'backpressure declared but off', continuous: {}, extra: { backpressure: { enabled: false } } },
     {
       name: 'every bound at its limit',
       continuous: { segmentMs: 900000, commitIntervalMs: 10000, leaseMs: 300000, partitionsPerSegment: 1, handoverLeadMs: 60000 },

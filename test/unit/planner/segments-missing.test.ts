@@ -186,3 +186,28 @@ describe('the SegmentsMissing metric', () => {
     expect(mergeReports([tick(), tick()])).not.toHaveProperty('segmentsMissing');
   });
 });
+
+describe("a continuous stream's segment payloads", () => {
+  it("name the stream's partitions, which share its rate limit; a partition added is counted from the next run", async () => {
+    const t = setup({ maxOffsetsPerTrigger: 600 });
+    t.kafka.createTopic('orders', 3);
+    await t.run(NOW);
+    expect(t.dispatcher.dispatched.map((r) => [r.partition, r.streamPartitions])).toEqual([
+      [0, 3],
+      [1, 3],
+      [2, 3],
+    ]);
+    t.kafka.addPartitions('orders', 1);
+    await t.run(NOW + 1000);
+    expect(t.dispatcher.dispatched.slice(3).map((r) => [r.partition, r.streamPartitions])).toEqual([[3, 4]]);
+  });
+
+  it('are not given to micro-batch ranges', async () => {
+    const t = setup({ continuous: undefined });
+    t.kafka.createTopic('orders', 2);
+    t.kafka.produce('orders', 0, 10);
+    await t.run(NOW);
+    expect(t.dispatcher.dispatched.length).toBeGreaterThan(0);
+    expect(t.dispatcher.dispatched.every((r) => r.streamPartitions === undefined)).toBe(true);
+  });
+});

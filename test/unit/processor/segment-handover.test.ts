@@ -65,7 +65,7 @@ async function planOpenRanges(ledger: ReturnType<typeof createMemoryLedger>): Pr
 /** What a handler mode records: per partition, the offsets applied (exactly once: committed sink writes; at least once: handled). */
 type Mode = 'at-least-once' | 'dynamodb-exactly-once';
 
-function rig(mode: Mode) {
+function rig(mode: Mode, limits: Record<string, unknown> = {}) {
   const stream: StreamConfig = parseStreamConfig(
     {
       id: S,
@@ -73,6 +73,7 @@ function rig(mode: Mode) {
       topics: [TOPIC],
       handler: mode === 'at-least-once' ? { module: 'h.js', mode } : { module: 'h.js', mode, sinkTable: 'seen' },
       continuous: { segmentMs: 2_000, commitIntervalMs: 20, leaseMs: 2_000, handoverLeadMs: 600, partitionsPerSegment: 3 },
+      ...limits,
     },
     'test',
   );
@@ -240,4 +241,56 @@ describe('continuous segment hand-over (in memory)', () => {
     },
     10_000,
   );
+});
+
+describe('continuous segment rate limits (in memory)', () => {
+  /** Runs one 2 s segment (no successor) over a backlog of 1,000 records a partition; records applied per partition and the wall time. */
+  async function segmentOver(limits: Record<string, unknown>, payloadFields: Partial<RangePayload>) {
+    const t = rig('at-least-once', limits);
+    const payload = (await planOpenRanges(t.ledger)).map((r) => ({ ...r, ...payloadFields }));
+    for (const p of PARTITIONS)
+      t.reader.append(
+        TOPIC,
+        p,
+        Array.from({ length: 1_000 }, (_, i) => ({ value: `v${i}` })),
+      );
+    const startedAt = Date.now();
+    const results = await t.invoke(payload, { successors: 0 });
+    const seconds = (Date.now() - startedAt) / 1000;
+    expect(results.map((r) => r.status)).toEqual(PARTITIONS.map(() => 'partial'));
+    return { applied: PARTITIONS.map((p) => t.applied().get(p)!.length), seconds, results };
+  }
+
+  it('maxOffsetsPerTrigger is a stream rate over the trigger interval, shared equally by the partitions the planner counted', async () => {
+    // 60 records a 1 s interval over 3 partitions: 20 records/s each, read in chunks of what one 20 ms commit interval allows.
+    const { applied, seconds, results } = await segmentOver(
+      { maxOffsetsPerTrigger: 60, triggerIntervalMs: 1_000 },
+      { streamPartitions: 3 },
+    );
+    for (const n of applied) {
+      expect(n).toBeLessThanOrEqual(Math.ceil(20 * seconds) + 1);
+      expect(n).toBeGreaterThanOrEqual(20);
+    }
+    // Committed as read: the partition's progress is what was applied, the rest of the backlog left for the successor.
+    expect(results.map((r) => r.progress)).toEqual(applied);
+  });
+
+  it("maxRatePerPartition caps the share, and a payload without the planner's count reads as the only partition", async () => {
+    const capped = await segmentOver(
+      { maxOffsetsPerTrigger: 600, triggerIntervalMs: 1_000, maxRatePerPartition: 15 },
+      { streamPartitions: 3 },
+    );
+    for (const n of capped.applied) expect(n).toBeLessThanOrEqual(Math.ceil(15 * capped.seconds) + 1);
+    const alone = await segmentOver({ maxOffsetsPerTrigger: 60, triggerIntervalMs: 1_000 }, {});
+    // Each partition may read the whole stream rate: more than a third of it, never more than all of it.
+    for (const n of alone.applied) {
+      expect(n).toBeGreaterThan(Math.ceil(20 * alone.seconds) + 1);
+      expect(n).toBeLessThanOrEqual(Math.ceil(60 * alone.seconds) + 1);
+    }
+  });
+
+  it('without rate limits a segment reads its whole backlog', async () => {
+    const { applied } = await segmentOver({}, { streamPartitions: 3 });
+    expect(applied).toEqual(PARTITIONS.map(() => 1_000));
+  });
 });

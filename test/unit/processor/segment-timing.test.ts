@@ -4,6 +4,7 @@ import {
   awaitHandover,
   HANDOVER_CLOCK_SLACK_MS,
   heartbeatDue,
+  pacedChunkRecords,
   paceDelayMs,
   SEGMENT_END_MARGIN_MS,
   segmentTiming,
@@ -176,5 +177,17 @@ describe('paceDelayMs', () => {
         },
       ),
     );
+  });
+});
+
+describe('pacedChunkRecords', () => {
+  it.each<[string, number | undefined, number, number, number]>([
+    ["no rate: the reader's chunk", undefined, 100, 500, 500],
+    ['what one commit interval allows', 1_000, 100, 500, 100],
+    ["never above the reader's chunk", 100_000, 100, 500, 500],
+    ['at least one record under a slow rate', 2, 100, 500, 1],
+    ['rounded down', 25, 100, 500, 2],
+  ])('%s', (_name, ratePerSec, intervalMs, maxRecords, expected) => {
+    expect(pacedChunkRecords({ ratePerSec, intervalMs, maxRecords })).toBe(expected);
   });
 });
