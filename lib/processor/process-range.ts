@@ -307,7 +307,8 @@ async function committerFor(run: Run, held: LeasedRange, leased: RangeState): Pr
   const stages = await (deps.stagesFor ?? recordStagesFor)(stream, { firstLeasedAtMs });
   const deliverer = await delivererFor(run);
   const abort = new AbortController();
-  run.signal?.addEventListener('abort', () => abort.abort(), { once: true });
+  if (run.signal?.aborted) abort.abort();
+  else run.signal?.addEventListener('abort', () => abort.abort(), { once: true });
   const handler = deps.handlerFor(stream);
   return createCommitter(run, leased, {
     ledger: deps.ledger,
@@ -423,6 +424,7 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
   }
   let slowestChunkMs = 0;
   const ratePerSec = segmentRatePerSec(run);
+  const paced = { ratePerSec, startedAtMs: clock() };
   const maxChunkRecords = pacedChunkRecords({
     ratePerSec,
     intervalMs: stream.continuous?.commitIntervalMs ?? 0,
@@ -443,7 +445,7 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
         // Stop before a chunk that might not commit in time; the planner dispatches the rest.
         const writeMs = committer.pendingWriteMs();
         if (clock() + Math.max(slowestChunkMs * 2, 1000) + writeMs > run.deadlineAtMs || run.signal?.aborted) break reading;
-        await pace(run, committer, ratePerSec);
+        await pace(run, committer, paced);
         const tChunk = clock();
         await committer.handleChunk(chunk.records, chunk.nextOffset);
         slowestChunkMs = Math.max(slowestChunkMs, clock() - tChunk);
@@ -465,9 +467,18 @@ function segmentRatePerSec(run: Run): number | undefined {
   return run.segment ? partitionRatePerSec(run.stream, run.range.streamPartitions ?? 1) : undefined;
 }
 
-/** A segment under a rate limit: waits until its partition's average rate since the start allows more records. */
-async function pace(run: Run, committer: ChunkCommitter, ratePerSec: number | undefined): Promise<void> {
-  const delayMs = paceDelayMs({ records: committer.recordsRead, startedAtMs: run.t0, nowMs: run.clock(), ratePerSec });
+/**
+ * A segment under a rate limit: waits until its partition's average rate since its reading began
+ * allows more records (not since the invocation began: a successor invoked ahead of its hand-over
+ * would start with the wait as credit, a burst at every hand-over).
+ */
+async function pace(run: Run, committer: ChunkCommitter, pace: { ratePerSec: number | undefined; startedAtMs: number }): Promise<void> {
+  const delayMs = paceDelayMs({
+    records: committer.recordsRead,
+    startedAtMs: pace.startedAtMs,
+    nowMs: run.clock(),
+    ratePerSec: pace.ratePerSec,
+  });
   if (delayMs > 0) await (run.deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))))(delayMs);
 }
 

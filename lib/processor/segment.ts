@@ -43,7 +43,8 @@ export async function runSegment(deps: ProcessorDeps, input: SegmentInput): Prom
     handoverLeadMs: c.handoverLeadMs,
   });
   const end = new AbortController();
-  input.signal?.addEventListener('abort', () => end.abort(), { once: true });
+  // Also when the invocation's signal aborted before it began (a successor sent as the runtime stops).
+  const ended = input.signal ? AbortSignal.any([input.signal, end.signal]) : end.signal;
   const stops = new Map<string, AbortController>();
   const coalescer = createCommitCoalescer(deps.ledger, {
     intervalMs: c.commitIntervalMs,
@@ -65,7 +66,7 @@ export async function runSegment(deps: ProcessorDeps, input: SegmentInput): Prom
     storeClock,
     leaseToken,
     t0: clock(),
-    signal: end.signal,
+    signal: ended,
     segment: {
       handedOver: () => handedOver,
       hold: (r, p, t) => coalescer.hold(r, p, t),
@@ -99,7 +100,6 @@ export async function runSegment(deps: ProcessorDeps, input: SegmentInput): Prom
 function runOf(inv: Invocation, range: RangePayload, stops: Map<string, AbortController>, readers: Array<Promise<RangeReader>>): Run {
   const stop = new AbortController();
   stops.set(rangeIdentity(range), stop);
-  inv.signal?.addEventListener('abort', () => stop.abort(), { once: true });
   const { createReader } = inv.deps;
   let reader: Promise<RangeReader> | undefined;
   const readerFor = createReader
@@ -108,7 +108,8 @@ function runOf(inv: Invocation, range: RangePayload, stops: Map<string, AbortCon
         return reader;
       }
     : inv.deps.readerFor;
-  return { ...inv, deps: { ...inv.deps, readerFor }, signal: stop.signal, range, result: emptyResult(range) };
+  const signal = inv.signal ? AbortSignal.any([inv.signal, stop.signal]) : stop.signal;
+  return { ...inv, deps: { ...inv.deps, readerFor }, signal, range, result: emptyResult(range) };
 }
 
 /**

@@ -108,7 +108,7 @@ async function continuousStream(partitions: number, over: Partial<StreamConfigIn
     ticking = false;
     await ticks;
     abort.abort();
-    // A killed segment's invocation never ends (its ledger never answers): it is left behind, not waited for.
+    // A killed segment's invocation ends only once its test buries it (its ledger never answers before): not waited for long.
     await Promise.race([dispatcher.idle(), new Promise((r) => setTimeout(r, 10_000).unref())]);
     await Promise.allSettled(readers.map((r) => r.close()));
   };
@@ -204,6 +204,7 @@ describe('continuous mode on the real broker and emulator', () => {
 
   it('a segment killed mid-batch is replaced within its lease, and nothing is applied twice', async () => {
     let killed: (() => void) | undefined;
+    let buried: (() => void) | undefined;
     const killedAt: number[] = [];
     /** The first invocation's ledger: after kill(), nothing it sends arrives and it never hears back (a process gone). */
     const ledgerFor = (n: number): Ledger => {
@@ -213,11 +214,23 @@ describe('continuous mode on the real broker and emulator', () => {
         dead = true;
         killedAt.push(Date.now());
       };
+      // Once the test is over, the calls left unanswered fail, so that the dead invocation unwinds and stops its timers.
+      const unanswered: Array<(err: Error) => void> = [];
+      let gone = false;
+      buried = () => {
+        gone = true;
+        unanswered.splice(0).forEach((fail) => fail(new Error('the killed segment was buried')));
+      };
       return new Proxy(ledger, {
         get(target, prop, receiver) {
           const v: unknown = Reflect.get(target, prop, receiver);
           if (typeof v !== 'function') return v;
-          return (...args: unknown[]) => (dead ? new Promise(() => undefined) : (v as (...a: unknown[]) => unknown).apply(target, args));
+          return (...args: unknown[]) =>
+            gone
+              ? Promise.reject(new Error('the killed segment was buried'))
+              : dead
+                ? new Promise((_, reject) => unanswered.push(reject))
+                : (v as (...a: unknown[]) => unknown).apply(target, args);
         },
       });
     };
@@ -246,6 +259,7 @@ describe('continuous mode on the real broker and emulator', () => {
       // The lease (3 s), the planner's next tick (1 s) and the new segment's start, with room for a loaded machine.
       expect(replacedMs).toBeLessThan(10_000);
     } finally {
+      buried?.();
       await s.stop();
     }
   }, 60_000);
@@ -272,6 +286,35 @@ describe('continuous mode on the real broker and emulator', () => {
     } finally {
       await s.stop();
     }
+  }, 60_000);
+
+  it('maxOffsetsPerTrigger paces the segments as a stream rate, across hand-overs, and the backlog still drains exactly', async () => {
+    // 600 records waiting on 2 partitions; 100 records a 1 s trigger interval: 50 records/s a partition.
+    const s = await continuousStream(2, { maxOffsetsPerTrigger: 100 });
+    // Its planner has just begun: no segment has read anything yet.
+    const startedAt = Date.now();
+    const values = await produce(s.topic, 600, 2);
+    const samples: Array<{ atMs: number; committed: number }> = [];
+    try {
+      await waitFor(`${s.id} to commit the backlog`, async () => ledger.readPartitions(s.id), {
+        until: (ps) => {
+          const committed = ps.reduce((n, p) => n + p.committed, 0);
+          samples.push({ atMs: Date.now() - startedAt, committed });
+          return ps.length === 2 && committed === 600;
+        },
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      });
+      expect(await totalsIn(s.table)).toEqual(expectedTotals(values));
+    } finally {
+      await s.stop();
+    }
+    // Never ahead of the stream rate since the stream started (a paced chunk of 5 a partition of slack);
+    // without the limit the backlog is committed within the first segment's first second.
+    for (const { atMs, committed } of samples) expect(committed).toBeLessThanOrEqual(Math.ceil((100 * atMs) / 1000) + 10);
+    expect(samples.at(-1)!.atMs).toBeGreaterThan(5_000);
+    // Handed over on the way: the rate held across segments (4 s each).
+    expect(new Set(s.results.filter((r) => r.status === 'handed-over').map((r) => r.range.partition))).toEqual(new Set([0, 1]));
   }, 60_000);
 
   it('an operator rewind ends the running segments and the stream reads again from the new cursor, each record applied once more', async () => {

@@ -171,9 +171,11 @@ it('hands over from invocation to invocation under load: one ticks at a time, a 
   const order = owners.filter((o, i) => o !== owners[i - 1]);
   expect(new Set(order).size).toBe(order.length);
   expect(order).toHaveLength(4);
-  // Hand-overs leave about one interval between ticks.
-  const gaps = loops.slice(1).map((r) => r?.handoverGapMs);
-  expect(gaps.every((g) => g !== undefined && g >= 900 && g <= 2500)).toBe(true);
+  // Hand-overs leave about one interval (1 s) between ticks: never less (two owners' ticks too close), and
+  // well under the 4 s schedule period (a lost hand-over waits for the next schedule). A tick of a machine
+  // busy with other suites waits behind the emulator's queue for a second or two more.
+  const gaps = loops.slice(1).map((r) => r?.handoverGapMs ?? -1);
+  expect({ gaps, inBounds: gaps.every((g) => g >= 900 && g <= 3500) }).toEqual({ gaps, inBounds: true });
   expect(loops.slice(0, 3).every((r) => (r?.ticks ?? 0) >= 3)).toBe(true);
 
   const totals = await drain(shape, topic, sinkTable, load.expected);

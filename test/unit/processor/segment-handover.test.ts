@@ -243,6 +243,22 @@ describe('continuous segment hand-over (in memory)', () => {
   );
 });
 
+describe('a segment invoked after its runtime stopped', () => {
+  it('ends at once and holds nothing (its signal had aborted before it began)', async () => {
+    const t = rig('at-least-once');
+    const payload = await planOpenRanges(t.ledger);
+    for (const p of PARTITIONS) t.reader.append(TOPIC, p, [{ value: 'v0' }]);
+    t.abort.abort();
+    const startedAt = Date.now();
+    const results = await t.invoke(payload, { successors: 1 });
+    // Its segment is 2 s long: ending within a fraction of it means it never ran.
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
+    expect(t.invocations).toHaveLength(1);
+    expect(results.every((r) => r.status !== 'handed-over')).toBe(true);
+    for (const p of PARTITIONS) expect(t.ledger.store(S).ranges.get(`${TOPIC}/${p}/0`)?.status).not.toBe('leased');
+  });
+});
+
 describe('continuous segment rate limits (in memory)', () => {
   /** Runs one 2 s segment (no successor) over a backlog of 1,000 records a partition; records applied per partition and the wall time. */
   async function segmentOver(limits: Record<string, unknown>, payloadFields: Partial<RangePayload>) {
@@ -287,6 +303,24 @@ describe('continuous segment rate limits (in memory)', () => {
       expect(n).toBeGreaterThan(Math.ceil(20 * alone.seconds) + 1);
       expect(n).toBeLessThanOrEqual(Math.ceil(60 * alone.seconds) + 1);
     }
+  });
+
+  it('the rate holds across a hand-over: the successor, invoked ahead of it, does not count its wait as reading time', async () => {
+    const t = rig('at-least-once', { maxOffsetsPerTrigger: 60, triggerIntervalMs: 1_000 });
+    const payload = (await planOpenRanges(t.ledger)).map((r) => ({ ...r, streamPartitions: 3 }));
+    for (const p of PARTITIONS)
+      t.reader.append(
+        TOPIC,
+        p,
+        Array.from({ length: 1_000 }, (_, i) => ({ value: `v${i}` })),
+      );
+    const startedAt = Date.now();
+    await t.invoke(payload, { successors: 1 });
+    expect(t.invocations).toHaveLength(2);
+    await t.invocations[1]!.done;
+    const seconds = (Date.now() - startedAt) / 1000;
+    // Two segments of 2 s (the successor invoked 0.6 s before the hand-over): at 20 records/s, about 80 a partition.
+    for (const p of PARTITIONS) expect(t.applied().get(p)!.length).toBeLessThanOrEqual(Math.ceil(20 * seconds) + 2);
   });
 
   it('without rate limits a segment reads its whole backlog', async () => {

@@ -1,0 +1,104 @@
+/**
+ * The chaos suite's jest body (issue #7), shared by the files that run its scenarios: every scenario
+ * of test/chaos/harness.ts, seeded and bounded, against the real broker and the DynamoDB emulator.
+ * The scenarios are split over two files (chaos.test.ts, chaos-continuous.test.ts) so that jest's two
+ * workers run them side by side at the end of the suite (test/setup/sequencer.js) instead of one
+ * worker running all of them alone. Set CHAOS_SEED to replay a seed; CHAOS_WRITE_REPORT=1 rewrites
+ * docs/RELIABILITY.md once every scenario has a result (each file leaves its results in
+ * .local/chaos-report/, the last to finish writes the report; CI leaves the tree untouched).
+ */
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { closeChaosEnv, openChaosEnv, reportMarkdown, runScenario, SCENARIOS, type ChaosEnv, type ScenarioResult } from './harness';
+import { testDynamo, testKafka } from '../support/env';
+
+type Scenario = (typeof SCENARIOS)[number];
+
+/**
+ * Budgets other than the default 40 s (leader-killed starts a private cluster first; load drains 960
+ * ranges; large-batch writes its thousands of items again on every retry and duplicate, one request
+ * per item since marked writes left transactions: 48 s alone, over 90 s beside the rest of the suite).
+ */
+const BUDGET_MS: Partial<Record<Scenario, number>> = {
+  'leader-killed': 90_000,
+  'continuous-leader-killed': 90_000,
+  // Every round's segments run their 2 s: with a fifth of the requests failing, more rounds than the micro-batches'.
+  'continuous-dynamodb-faults': 90_000,
+  'large-batch': 150_000,
+  load: Number(process.env.CHAOS_LOAD_BUDGET_MS ?? 360_000),
+  // The warm phase only: each freeze then waits up to 60 s for the thawed functions.
+  'freeze-thaw': 120_000,
+};
+const TIMEOUT_MS: Partial<Record<Scenario, number>> = {
+  'leader-killed': 240_000,
+  'continuous-leader-killed': 240_000,
+  // Its 90 s budget and the check after it: over jest's 60 s default beside the rest of the suite.
+  'continuous-dynamodb-faults': 150_000,
+  'large-batch': 240_000,
+  load: 480_000,
+  'freeze-thaw': 420_000,
+};
+
+const REPORT_COMMAND = 'CHAOS_WRITE_REPORT=1 npx jest test/chaos/chaos --selectProjects integration';
+const RESULTS_DIR = resolve(__dirname, '..', '..', '.local', 'chaos-report');
+
+/** Registers the jest body running `scenarios` (each seeded by its place in SCENARIOS, whichever file runs it). */
+export function chaosSuite(part: string, scenarios: readonly Scenario[]): void {
+  const seed = Number(process.env.CHAOS_SEED ?? 7);
+  const ddb = testDynamo();
+  let env: ChaosEnv;
+  const results: ScenarioResult[] = [];
+  const t0 = Date.now();
+
+  beforeAll(async () => {
+    env = await openChaosEnv(testKafka('chaos'), ddb);
+  });
+  afterAll(async () => {
+    await closeChaosEnv(env);
+    ddb.destroy();
+    if (process.env.CHAOS_WRITE_REPORT === '1' && results.length === scenarios.length) writeReport(part, results, seed, Date.now() - t0);
+  });
+
+  describe('chaos: every produced record applied exactly once, invariants hold', () => {
+    for (const scenario of scenarios) {
+      it(
+        scenario,
+        async () => {
+          // leader-killed starts a private 3-broker cluster first (not counted in its budget).
+          const res = await runScenario(env, scenario, seed * 1000 + SCENARIOS.indexOf(scenario), {
+            budgetMs: BUDGET_MS[scenario] ?? 40_000,
+          });
+          results.push(res);
+          if (!res.ok || process.env.CHAOS_VERBOSE) console.log(JSON.stringify(res, null, 2));
+          expect({ problems: res.problems, violations: res.violations }).toEqual({ problems: [], violations: [] });
+          expect(res).toMatchObject({ duplicates: 0, losses: 0, auditLosses: 0 });
+          expect(res.applied).toBe(res.expected);
+          expect(res.ok).toBe(true);
+        },
+        TIMEOUT_MS[scenario] ?? 60_000,
+      );
+    }
+  });
+}
+
+/**
+ * Leaves this part's results beside the other parts'; once every scenario has one, writes
+ * docs/RELIABILITY.md from them in SCENARIOS order (wall time: the longest part, as they run side by side).
+ */
+function writeReport(part: string, results: ScenarioResult[], seed: number, wallMs: number): void {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(resolve(RESULTS_DIR, `${part}.json`), JSON.stringify({ seed, wallMs, results }));
+  const parts = readdirSync(RESULTS_DIR)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(resolve(RESULTS_DIR, f), 'utf8')) as { seed: number; wallMs: number; results: ScenarioResult[] });
+  const all = new Map(parts.filter((p) => p.seed === seed).flatMap((p) => p.results.map((r) => [r.scenario, r] as const)));
+  if (!SCENARIOS.every((s) => all.has(s))) return;
+  writeFileSync(
+    resolve(__dirname, '..', '..', 'docs', 'RELIABILITY.md'),
+    reportMarkdown(
+      SCENARIOS.map((s) => all.get(s) as ScenarioResult),
+      { seed, wallMs: Math.max(...parts.map((p) => p.wallMs)), command: REPORT_COMMAND },
+    ),
+  );
+  rmSync(RESULTS_DIR, { recursive: true, force: true });
+}
