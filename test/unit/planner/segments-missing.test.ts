@@ -211,3 +211,27 @@ describe("a continuous stream's segment payloads", () => {
     expect(t.dispatcher.dispatched.every((r) => r.streamPartitions === undefined)).toBe(true);
   });
 });
+
+describe('a micro-batch stream switched to continuous', () => {
+  it('finishes its range in flight first, then each partition gets its open segment range from where the micro-batches ended', async () => {
+    const t = setup({ continuous: undefined });
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 10);
+    await t.run(NOW);
+    expect(t.rangeOf(0)).toMatchObject({ from: 0, until: 10 });
+    const switched = parseStreamConfig(
+      { id: 's1', kafka: { brokers: ['localhost:9092'] }, topics: ['orders'], triggerIntervalMs: 1000, continuous: {} },
+      'test',
+    );
+    const plan = (at: number) => planStream(t.deps, switched, { dryRun: false, nowMs: at });
+    // The micro-batch range is still in flight: nothing else is planned for its partition.
+    expect((await plan(NOW + 1000)).rangesPlanned).toBe(0);
+    // Its processor finishes it.
+    const store = t.ledger.store('s1');
+    Object.assign(t.rangeOf(0), { status: 'done', progress: 10 });
+    Object.assign(store.partitions.get('orders/0')!, { committed: 10 });
+    expect((await plan(NOW + 2000)).rangesPlanned).toBe(1);
+    expect(t.rangeOf(0)).toMatchObject({ from: 10, until: OPEN_UNTIL });
+    expect(t.dispatcher.dispatched.at(-1)).toMatchObject({ from: 10, until: OPEN_UNTIL, streamPartitions: 1 });
+  });
+});
