@@ -24,6 +24,8 @@ const BUDGET_MS: Partial<Record<Scenario, number>> = {
   'continuous-leader-killed': 90_000,
   // Every round's segments run their 2 s: with a fifth of the requests failing, more rounds than the micro-batches'.
   'continuous-dynamodb-faults': 90_000,
+  // Its private broker's stop and start took 5 s alone and 10 s beside the other chaos file; every round's segments run their 2 s.
+  'continuous-broker-restart': 90_000,
   'large-batch': 150_000,
   load: Number(process.env.CHAOS_LOAD_BUDGET_MS ?? 360_000),
   // The warm phase only: each freeze then waits up to 60 s for the thawed functions.
@@ -32,8 +34,9 @@ const BUDGET_MS: Partial<Record<Scenario, number>> = {
 const TIMEOUT_MS: Partial<Record<Scenario, number>> = {
   'leader-killed': 240_000,
   'continuous-leader-killed': 240_000,
-  // Its 90 s budget and the check after it: over jest's 60 s default beside the rest of the suite.
+  // Their 90 s budgets and the checks after them: over jest's 60 s default beside the rest of the suite.
   'continuous-dynamodb-faults': 150_000,
+  'continuous-broker-restart': 150_000,
   'large-batch': 240_000,
   load: 480_000,
   'freeze-thaw': 420_000,
