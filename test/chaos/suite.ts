@@ -1,18 +1,32 @@
 /**
  * The chaos suite's jest body (issue #7), shared by the files that run its scenarios: every scenario
  * of test/chaos/harness.ts, seeded and bounded, against the real broker and the DynamoDB emulator.
- * The scenarios are split over two files (chaos.test.ts, chaos-continuous.test.ts) so that jest's two
- * workers run them side by side at the end of the suite (test/setup/sequencer.js) instead of one
- * worker running all of them alone. Set CHAOS_SEED to replay a seed; CHAOS_WRITE_REPORT=1 rewrites
- * docs/RELIABILITY.md once every scenario has a result (each file leaves its results in
- * .local/chaos-report/, the last to finish writes the report; CI leaves the tree untouched).
+ * The scenarios are split in three parts, one file each (chaos.test.ts, chaos-network.test.ts,
+ * chaos-continuous.test.ts), so that jest's two workers run them side by side at the end of the suite
+ * (test/setup/sequencer.js) instead of one worker running all of them alone. Set CHAOS_SEED to replay
+ * a seed; CHAOS_WRITE_REPORT=1 rewrites docs/RELIABILITY.md once every scenario has a result (each
+ * file leaves its results in .local/chaos-report/, the last to finish writes the report; CI leaves
+ * the tree untouched).
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { closeChaosEnv, openChaosEnv, reportMarkdown, runScenario, SCENARIOS, type ChaosEnv, type ScenarioResult } from './harness';
+import { NETWORK_SCENARIOS } from './scenarios';
+import { CONTINUOUS_VARIANTS } from './scenarios/continuous';
 import { testDynamo, testKafka } from '../support/env';
 
 type Scenario = (typeof SCENARIOS)[number];
+
+/** The network faults (through the fault proxies) and freeze-thaw: mostly waiting, little load of their own. */
+const NETWORK_PART = new Set<Scenario>([...NETWORK_SCENARIOS, 'freeze-thaw']);
+const CONTINUOUS_PART = new Set<Scenario>(CONTINUOUS_VARIANTS);
+
+/** The scenarios of each file, in SCENARIOS order: about 7 minutes of the first, 4 of the other two together. */
+export const CHAOS_PARTS = {
+  'processes-and-services': SCENARIOS.filter((s) => !NETWORK_PART.has(s) && !CONTINUOUS_PART.has(s)),
+  network: SCENARIOS.filter((s) => NETWORK_PART.has(s)),
+  continuous: SCENARIOS.filter((s) => CONTINUOUS_PART.has(s)),
+} as const;
 
 /**
  * Budgets other than the default 40 s (leader-killed starts a private cluster first; load drains 960
@@ -45,8 +59,9 @@ const TIMEOUT_MS: Partial<Record<Scenario, number>> = {
 const REPORT_COMMAND = 'CHAOS_WRITE_REPORT=1 npx jest test/chaos/chaos --selectProjects integration';
 const RESULTS_DIR = resolve(__dirname, '..', '..', '.local', 'chaos-report');
 
-/** Registers the jest body running `scenarios` (each seeded by its place in SCENARIOS, whichever file runs it). */
-export function chaosSuite(part: string, scenarios: readonly Scenario[]): void {
+/** Registers the jest body running the part's scenarios (each seeded by its place in SCENARIOS, whichever file runs it). */
+export function chaosSuite(part: keyof typeof CHAOS_PARTS): void {
+  const scenarios = CHAOS_PARTS[part];
   const seed = Number(process.env.CHAOS_SEED ?? 7);
   const ddb = testDynamo();
   let env: ChaosEnv;

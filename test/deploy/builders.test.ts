@@ -13,7 +13,6 @@ import {
   scanSkips,
   needsVpc,
   observability,
-  parseSettings,
   plannerEnvironment,
   processorEnvironment,
   schedulePeriodMs,
@@ -23,24 +22,10 @@ import {
   chainedStreams,
   tickChain,
   tickChainStatements,
-  type RawSettings,
 } from '../../infra/cfn/builders';
+import { deploySettings } from '../support/deploy-settings';
 
-const DEFAULTS: RawSettings = {
-  service: 'svc',
-  stage: 'test',
-  scheduleRate: 'rate(1 minute)',
-  scheduleMethod: 'scheduler',
-  scheduleEnabled: true,
-  plannerTimeout: 90,
-  processorTimeout: 900,
-  processorMaximumEventAge: 960,
-  processorReservedConcurrency: '',
-  mskClusterArns: '',
-  vpcSubnetIds: '',
-  vpcSecurityGroupIds: '',
-};
-const settings = (over: RawSettings = {}) => parseSettings({ ...DEFAULTS, ...over });
+const settings = deploySettings;
 
 function config(streams: Array<Partial<DeploymentConfigInput['streams'][number]>>): DeploymentConfig {
   return parseDeploymentConfig(

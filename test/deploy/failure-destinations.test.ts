@@ -7,7 +7,8 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseDeploymentConfig, type DeploymentConfig, type StreamConfigInput } from '../../lib/config/schema';
-import { iamRoles, parseSettings, type RawSettings, type Statement } from '../../infra/cfn/builders';
+import { iamRoles, type RawSettings, type Statement } from '../../infra/cfn/builders';
+import { deploySettings } from '../support/deploy-settings';
 import { cfnLint, checkov, ROOT, slsPackage, type Packaged } from './package';
 
 const FIXTURE = 'test/deploy/fixtures/streams.failure-destinations.json';
@@ -44,18 +45,7 @@ const DESTINATION_SIDS = new Set(DESTINATION_STATEMENTS.map((st) => st.Sid));
 
 const raw = () => JSON.parse(readFileSync(join(ROOT, FIXTURE), 'utf8')) as { streams: StreamConfigInput[] };
 const config = (streams = raw().streams): DeploymentConfig => parseDeploymentConfig({ ledgerTable: 'svc-test-ledger', streams }, 'test');
-const settings = (over: RawSettings = {}) =>
-  parseSettings({
-    service: 'svc',
-    stage: 'test',
-    scheduleRate: 'rate(1 minute)',
-    plannerTimeout: 90,
-    processorTimeout: 900,
-    processorMaximumEventAge: 960,
-    mskClusterArns: MSK_CLUSTER,
-    ...VPC,
-    ...over,
-  });
+const settings = (over: RawSettings = {}) => deploySettings({ mskClusterArns: MSK_CLUSTER, ...VPC, ...over });
 type RoleLike = { Properties: Record<string, unknown> };
 const statementsOf = (role: unknown): Statement[] =>
   ((role as RoleLike).Properties.Policies as Array<{ PolicyDocument: { Statement: Statement[] } }>).flatMap(

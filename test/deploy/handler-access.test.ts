@@ -12,11 +12,10 @@ import {
   DeployConfigError,
   handlerSecretResources,
   iamRoles,
-  parseSettings,
   processorEnvironment,
-  type RawSettings,
   type Statement,
 } from '../../infra/cfn/builders';
+import { deploySettings } from '../support/deploy-settings';
 import { cfnLint, ROOT, runSlsPackage, slsPackage, type Packaged, type Template } from './package';
 
 const QUEUE = 'arn:aws:sqs:us-east-1:123456789012:orders';
@@ -57,16 +56,7 @@ const KMS_VIA_SECRET_STORES = {
   },
 };
 
-const settings = (over: RawSettings = {}) =>
-  parseSettings({
-    service: 'svc',
-    stage: 'test',
-    scheduleRate: 'rate(1 minute)',
-    plannerTimeout: 90,
-    processorTimeout: 900,
-    processorMaximumEventAge: 960,
-    ...over,
-  });
+const settings = deploySettings;
 const config = (list: unknown[] = streams()): DeploymentConfig =>
   parseDeploymentConfig({ ledgerTable: 'svc-test-ledger', streams: list }, 'test');
 

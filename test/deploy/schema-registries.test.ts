@@ -6,7 +6,8 @@
  */
 import { rmSync } from 'node:fs';
 import { parseDeploymentConfig, type DeploymentConfig } from '../../lib/config/schema';
-import { checkConfig, glueRegistryStatements, iamRoles, parseSettings, type Statement } from '../../infra/cfn/builders';
+import { checkConfig, glueRegistryStatements, iamRoles, type Statement } from '../../infra/cfn/builders';
+import { deploySettings } from '../support/deploy-settings';
 import { cfnLint, checkov, slsPackage, type Packaged, type Template } from './package';
 
 const VPC = { vpcSubnetIds: 'subnet-0123456789abcdef0', vpcSecurityGroupIds: 'sg-0123456789abcdef0' };
@@ -26,15 +27,7 @@ const REGISTRY_SECRET_STATEMENT: Statement = {
   Resource: [REGISTRY_SECRET],
 };
 
-const settings = () =>
-  parseSettings({
-    service: 'svc',
-    stage: 'test',
-    scheduleRate: 'rate(1 minute)',
-    plannerTimeout: 90,
-    processorTimeout: 900,
-    processorMaximumEventAge: 960,
-  });
+const settings = () => deploySettings();
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const fixture = () => require(`../../${FIXTURE}`) as { ledgerTable: string; streams: Array<Record<string, unknown>> };

@@ -11,30 +11,15 @@ import {
   iamRoles,
   logGroupEncryption,
   observability,
-  parseSettings,
   plannerEnvironment,
   processorEnvironment,
   scanSkipMetadata,
   segmentsFunction,
-  type RawSettings,
   type Statement,
 } from '../../infra/cfn/builders';
+import { deploySettings } from '../support/deploy-settings';
 
-const DEFAULTS: RawSettings = {
-  service: 'svc',
-  stage: 'test',
-  scheduleRate: 'rate(1 minute)',
-  scheduleMethod: 'scheduler',
-  scheduleEnabled: true,
-  plannerTimeout: 90,
-  processorTimeout: 900,
-  processorMaximumEventAge: 960,
-  processorReservedConcurrency: '',
-  mskClusterArns: '',
-  vpcSubnetIds: '',
-  vpcSecurityGroupIds: '',
-};
-const settings = (over: RawSettings = {}) => parseSettings({ ...DEFAULTS, ...over });
+const settings = deploySettings;
 
 const HANDLER = {
   module: 'running-totals',

@@ -8,7 +8,7 @@ import { parseDeploymentConfig } from '../../../lib/config/schema';
 import { PLANNER_METRICS } from '../../../lib/planner/metrics';
 import { PROCESSOR_METRICS } from '../../../lib/processor/invocation-metrics';
 import { observability } from '../../../infra/cfn/alarms';
-import { parseSettings } from '../../../infra/cfn/settings';
+import { deploySettings } from '../../support/deploy-settings';
 import { codeSpans, markdownSection, markdownTable } from '../../support/markdown-table';
 
 const DOC = 'docs/deploy.md';
@@ -28,15 +28,7 @@ function sourceOf(m: MetricRef): string {
 
 /** The stack's alarms: name (without `<service>-<stage>-`, the stream's id as `<stream>`) and `<source> <metric>` of each metric read. */
 function builtAlarms(): Alarm[] {
-  const settings = parseSettings({
-    service: 'svc',
-    stage: 'test',
-    scheduleRate: 'rate(1 minute)',
-    scheduleEnabled: true,
-    plannerTimeout: 90,
-    processorTimeout: 900,
-    processorMaximumEventAge: 960,
-  });
+  const settings = deploySettings();
   const config = parseDeploymentConfig(
     { ledgerTable: 'svc-test-ledger', streams: [{ id: STREAM, kafka: { brokers: ['localhost:9092'] }, topics: ['t'], continuous: {} }] },
     'test',
