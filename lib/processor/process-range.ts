@@ -30,7 +30,7 @@ import type { RecordStage } from './record-gate';
 import { recordStagesFor, type StageContext } from './record-stages';
 import { LEASE_LOST_REASON, rangeDataLossReason, rangeMismatchMessage, topicRecreatedReason } from './messages';
 import { runSegment, type SegmentHooks } from './segment';
-import { pacedChunkRecords, paceDelayMs } from './segment-timing';
+import { pacer, type Pacer } from './segment-timing';
 
 /**
  * Crash-injection points, in order, for tests. `batch-begun` and `sink-written` are reached by folded
@@ -306,9 +306,6 @@ async function committerFor(run: Run, held: LeasedRange, leased: RangeState): Pr
   const firstLeasedAtMs = run.segment ? run.t0 : (leased.firstLeasedAtMs ?? run.t0);
   const stages = await (deps.stagesFor ?? recordStagesFor)(stream, { firstLeasedAtMs });
   const deliverer = await delivererFor(run);
-  const abort = new AbortController();
-  if (run.signal?.aborted) abort.abort();
-  else run.signal?.addEventListener('abort', () => abort.abort(), { once: true });
   const handler = deps.handlerFor(stream);
   return createCommitter(run, leased, {
     ledger: deps.ledger,
@@ -320,13 +317,14 @@ async function committerFor(run: Run, held: LeasedRange, leased: RangeState): Pr
     ctx: {
       stream: stream.id,
       sinkTable: stream.handler?.sinkTable,
-      signal: abort.signal,
+      // The invocation's own signal (no listener added per range to a signal a warm runtime keeps).
+      signal: run.signal ?? NEVER_ABORTED,
       deadlineAtMs: run.deadlineAtMs,
       secrets,
     } satisfies HandlerContext,
     clock,
     storeClock: run.storeClock,
-    sleep: deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
+    sleep: sleepOf(run),
     retryBaseMs: deps.retryBaseMs ?? 100,
     afterStep: deps.afterStep,
     // A segment commits every chunk: its commits wait for the segment's next commit tick anyway.
@@ -409,6 +407,9 @@ async function handlerSecrets(run: Run, held: LeasedRange): Promise<Readonly<Rec
 /** Errors already recorded on their range as a failed attempt (not recorded twice). */
 const recorded = new WeakSet<object>();
 
+/** The handler's signal when the invocation has none (a local run, a test): never aborted. */
+const NEVER_ABORTED = new AbortController().signal;
+
 /**
  * Phase 2: reads `[progress, until)` chunk by chunk into the committer until the range is read or
  * the deadline nears. Returns true when the range had to be parked instead.
@@ -423,13 +424,7 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
     return true;
   }
   let slowestChunkMs = 0;
-  const ratePerSec = segmentRatePerSec(run);
-  const paced = { ratePerSec, startedAtMs: clock() };
-  const maxChunkRecords = pacedChunkRecords({
-    ratePerSec,
-    intervalMs: stream.continuous?.commitIntervalMs ?? 0,
-    maxRecords: deps.maxChunkRecords ?? 500,
-  });
+  const pacing = segmentPacer(run);
   reading: while (committer.position < range.until) {
     try {
       for await (const chunk of reader.read({
@@ -438,14 +433,15 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
         from: committer.position,
         until: range.until,
         isolationLevel: stream.isolationLevel,
-        maxChunkRecords,
+        maxChunkRecords: pacing.chunkRecords,
         signal: run.signal,
         ...(isOpenRange(range) ? { open: true } : {}),
       })) {
         // Stop before a chunk that might not commit in time; the planner dispatches the rest.
         const writeMs = committer.pendingWriteMs();
         if (clock() + Math.max(slowestChunkMs * 2, 1000) + writeMs > run.deadlineAtMs || run.signal?.aborted) break reading;
-        await pace(run, committer, paced);
+        const pauseMs = pacing.delayMs(committer.recordsRead, clock());
+        if (pauseMs > 0) await sleepOf(run)(pauseMs);
         const tChunk = clock();
         await committer.handleChunk(chunk.records, chunk.nextOffset);
         slowestChunkMs = Math.max(slowestChunkMs, clock() - tChunk);
@@ -460,26 +456,24 @@ async function readLoop(run: Run, committer: ChunkCommitter, held: LeasedRange, 
 }
 
 /**
- * A segment's rate limit: that of one of the stream's partitions as the planner counted them
- * (`streamPartitions`; an ad hoc payload without it reads as the stream's only partition).
+ * A segment's pacing: the rate of one of the stream's partitions as the planner counted them
+ * (`streamPartitions`; an ad hoc payload without it reads as the stream's only partition), averaged
+ * from when its reading begins (not its invocation: a successor invoked ahead of its hand-over
+ * would start with that wait as credit, a burst at every hand-over). A micro-batch range is not paced.
  */
-function segmentRatePerSec(run: Run): number | undefined {
-  return run.segment ? partitionRatePerSec(run.stream, run.range.streamPartitions ?? 1) : undefined;
+function segmentPacer(run: Run): Pacer {
+  const { stream, range, deps } = run;
+  return pacer({
+    ratePerSec: run.segment ? partitionRatePerSec(stream, range.streamPartitions ?? 1) : undefined,
+    startedAtMs: run.clock(),
+    intervalMs: stream.continuous?.commitIntervalMs ?? 0,
+    maxRecords: deps.maxChunkRecords ?? 500,
+  });
 }
 
-/**
- * A segment under a rate limit: waits until its partition's average rate since its reading began
- * allows more records (not since the invocation began: a successor invoked ahead of its hand-over
- * would start with the wait as credit, a burst at every hand-over).
- */
-async function pace(run: Run, committer: ChunkCommitter, pace: { ratePerSec: number | undefined; startedAtMs: number }): Promise<void> {
-  const delayMs = paceDelayMs({
-    records: committer.recordsRead,
-    startedAtMs: pace.startedAtMs,
-    nowMs: run.clock(),
-    ratePerSec: pace.ratePerSec,
-  });
-  if (delayMs > 0) await (run.deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))))(delayMs);
+/** The run's sleep (injected in tests). */
+function sleepOf(run: Run): (ms: number) => Promise<void> {
+  return run.deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
 }
 
 /**

@@ -70,3 +70,14 @@ export function pacedChunkRecords(t: { ratePerSec: number | undefined; intervalM
   if (t.ratePerSec === undefined || t.ratePerSec <= 0) return t.maxRecords;
   return Math.min(t.maxRecords, Math.max(1, Math.floor((t.ratePerSec * t.intervalMs) / 1000)));
 }
+
+/** A partition's pacing under its rate limit: the chunk it reads at most, and the wait before its next chunk. */
+export type Pacer = { chunkRecords: number; delayMs(recordsRead: number, nowMs: number): number };
+
+/** The pacer of a partition read at `ratePerSec` (unset: unlimited) since `startedAtMs`, committing every `intervalMs`. */
+export function pacer(t: { ratePerSec: number | undefined; startedAtMs: number; intervalMs: number; maxRecords: number }): Pacer {
+  return {
+    chunkRecords: pacedChunkRecords(t),
+    delayMs: (records, nowMs) => paceDelayMs({ records, nowMs, startedAtMs: t.startedAtMs, ratePerSec: t.ratePerSec }),
+  };
+}

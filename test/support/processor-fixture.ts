@@ -63,8 +63,8 @@ export async function processorFixture(opts: ProcessorFixtureOptions) {
   };
   const range = { stream: FIXTURE_STREAM, topic: FIXTURE_TOPIC, partition: 0, from: 0, until };
   /** Processes the range once with `extra` over the deps; the deadline defaults to 600 s from now. */
-  const run = (extra: Partial<ProcessorDeps> = {}, deadlineAtMs = now + 600_000) =>
-    processRange({ ...deps, ...extra }, { stream, range, deadlineAtMs });
+  const run = (extra: Partial<ProcessorDeps> = {}, deadlineAtMs = now + 600_000, signal?: AbortSignal) =>
+    processRange({ ...deps, ...extra }, { stream, range, deadlineAtMs, ...(signal && { signal }) });
   /** The ledger's item of the planned range. */
   const rangeItem = () => ledger.store(FIXTURE_STREAM).ranges.get(`${FIXTURE_TOPIC}/0/0`)!;
   return { stream, ledger, reader, deps, range, run, rangeItem, advance: (ms: number) => (now += ms), now: () => now };

@@ -149,6 +149,39 @@ describe('processRange', () => {
     expect(t.totals()).toEqual(t.expected(12));
   });
 
+  it("hands the handler the invocation's signal: aborted with it, the range stops after that chunk and a later invocation finishes", async () => {
+    const invocation = new AbortController();
+    const seen: boolean[] = [];
+    let signal: AbortSignal | undefined;
+    const aborting: RecordsHandler = {
+      mode: 'dynamodb-exactly-once',
+      handle: (records, ctx) => {
+        signal = ctx.signal;
+        seen.push(ctx.signal.aborted);
+        invocation.abort();
+        return runningTotals.handle(records, ctx);
+      },
+    };
+    const t = await setup({ records: 12, handler: aborting });
+    const first = await t.run({}, undefined, invocation.signal);
+    expect(seen).toEqual([false]);
+    expect(signal?.aborted).toBe(true);
+    expect(first).toMatchObject({ status: 'partial', progress: 4 });
+    const second = await t.run({ handlerFor: () => chunkedTotals });
+    expect(second).toMatchObject({ status: 'done', records: 8 });
+    expect(t.totals()).toEqual(t.expected(12));
+  });
+
+  it('hands the handler a signal that never aborts when the invocation has none', async () => {
+    let signal: AbortSignal | undefined;
+    const t = await setup({
+      records: 4,
+      handler: { mode: 'dynamodb-exactly-once', handle: (r, ctx) => ((signal = ctx.signal), runningTotals.handle(r, ctx)) },
+    });
+    expect(await t.run()).toMatchObject({ status: 'done' });
+    expect(signal?.aborted).toBe(false);
+  });
+
   it('commits at-least-once progress on an interval of records, and redelivers only what followed the last commit', async () => {
     const handed: number[] = [];
     const counting: RecordsHandler = {

@@ -5,6 +5,7 @@ import {
   HANDOVER_CLOCK_SLACK_MS,
   heartbeatDue,
   pacedChunkRecords,
+  pacer,
   paceDelayMs,
   SEGMENT_END_MARGIN_MS,
   segmentTiming,
@@ -189,5 +190,22 @@ describe('pacedChunkRecords', () => {
     ['rounded down', 25, 100, 500, 2],
   ])('%s', (_name, ratePerSec, intervalMs, maxRecords, expected) => {
     expect(pacedChunkRecords({ ratePerSec, intervalMs, maxRecords })).toBe(expected);
+  });
+});
+
+describe('pacer', () => {
+  it('reads chunks of one commit interval and waits from when its reading began, with an injected clock', () => {
+    const p = pacer({ ratePerSec: 100, startedAtMs: 5_000, intervalMs: 50, maxRecords: 500 });
+    expect(p.chunkRecords).toBe(5);
+    expect(p.delayMs(0, 5_000)).toBe(0);
+    // 50 records read 100 ms after the start: 400 ms ahead of 100 records/s.
+    expect(p.delayMs(50, 5_100)).toBe(400);
+    expect(p.delayMs(50, 5_500)).toBe(0);
+  });
+
+  it("without a rate: the reader's chunk, never a wait", () => {
+    const p = pacer({ ratePerSec: undefined, startedAtMs: 0, intervalMs: 50, maxRecords: 500 });
+    expect(p.chunkRecords).toBe(500);
+    expect(p.delayMs(1_000_000, 1)).toBe(0);
   });
 });
