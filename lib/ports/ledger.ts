@@ -346,8 +346,19 @@ export type Ledger = PlannerLoopLease &
     commitChunks(
       inputs: Array<{ range: LeasedRange; expectProgress: number; to: number; nowMs: number; leaseMs: number }>,
     ): Promise<ProcessorWriteOutcome[]>;
-    /** Records a failure: `failed` (the planner re-dispatches) or `parked` (needs an operator). */
-    failRange(input: { range: LeasedRange; status: 'failed' | 'parked'; error: string; nowMs: number }): Promise<ProcessorWriteOutcome>;
+    /**
+     * Records a failure: `failed` (the planner re-dispatches) or `parked` (needs an operator). A
+     * `failed` attempt that committed progress first (`progressed`) gives its attempt back, as a
+     * release does: the attempt limit stops a range that cannot move, not one that moves between
+     * transient failures (a resident segment meets several over a long run).
+     */
+    failRange(input: {
+      range: LeasedRange;
+      status: 'failed' | 'parked';
+      error: string;
+      nowMs: number;
+      progressed?: boolean;
+    }): Promise<ProcessorWriteOutcome>;
     /**
      * Gives the range back before the deadline, keeping its progress; the planner dispatches it again
      * at its next run (the dispatch record is removed). Not a failed attempt when it `progressed`.

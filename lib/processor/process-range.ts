@@ -496,9 +496,13 @@ async function onRetentionLoss(run: Run, committer: ChunkCommitter, held: Leased
   return false;
 }
 
-/** Gives the range back before the deadline, keeping its progress; the planner dispatches the rest. */
+/**
+ * Gives the range back before the deadline, keeping its progress; the planner dispatches the rest.
+ * A segment's end is never a failed attempt, whether or not its partition had records (an idle
+ * partition's segments would otherwise use up its attempts and have it parked).
+ */
 async function giveBack(run: Run, held: LeasedRange, leasedProgress: number, progress: number, committer?: ChunkCommitter): Promise<void> {
-  const progressed = progress > leasedProgress;
+  const progressed = progress > leasedProgress || run.segment !== undefined;
   const handover = run.segment?.handedOver() === true;
   const released = await run.deps.ledger.releaseRange({ range: held, nowMs: run.clock(), progressed, ...(handover ? { handover } : {}) });
   if (released === 'lease-lost') throw new LeaseLostError();
@@ -577,14 +581,18 @@ async function mapError(run: Run, committer: ChunkCommitter | undefined, held: L
   if (err instanceof LeaseLostError) return finish(run, 'lease-lost', committer, { reason: LEASE_LOST_REASON });
   if (err instanceof PoisonStopError) return park(err.message);
   if (err instanceof PartitionNotFoundError) return park(`PARTITION_DELETED: ${err.message}`);
-  if (!(typeof err === 'object' && err !== null && recorded.has(err))) await recordFailedAttempt(run, held, err);
+  // Progress this attempt committed (the result holds the leased progress until it is final): the attempt is given back.
+  const progressed = committer !== undefined && committer.progress > run.result.progress;
+  if (!(typeof err === 'object' && err !== null && recorded.has(err))) await recordFailedAttempt(run, held, err, progressed);
   if (single) throw err;
   finish(run, 'failed', committer, { reason: errorText(err) });
 }
 
 /** Records a failed attempt on the range for the planner (best effort: the invocation fails either way). */
-async function recordFailedAttempt(run: Run, held: LeasedRange, err: unknown): Promise<void> {
-  await run.deps.ledger.failRange({ range: held, status: 'failed', error: errorText(err), nowMs: run.clock() }).catch(() => undefined);
+async function recordFailedAttempt(run: Run, held: LeasedRange, err: unknown, progressed = false): Promise<void> {
+  await run.deps.ledger
+    .failRange({ range: held, status: 'failed', error: errorText(err), nowMs: run.clock(), progressed })
+    .catch(() => undefined);
 }
 
 /**

@@ -581,6 +581,26 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect(await take(r, 'D', 99_000)).toMatchObject({ kind: 'parked', range: { lastError: 'DATA_LOSS' } });
   });
 
+  it('gives back the attempt of a failure that committed progress first, and counts one that did not', async () => {
+    const r = await plannedRange(streamName());
+    await take(r, 'A', 1000);
+    expect(
+      await ledger.failRange({ range: { ...r, leaseToken: 'A' }, status: 'failed', error: 'throttled', nowMs: 1100, progressed: true }),
+    ).toBe('applied');
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'failed', attempts: 0, lastError: 'throttled' });
+    await take(r, 'B', 1200);
+    expect(
+      await ledger.failRange({ range: { ...r, leaseToken: 'B' }, status: 'failed', error: 'throttled', nowMs: 1300, progressed: false }),
+    ).toBe('applied');
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'failed', attempts: 1 });
+    // Parking is never an attempt given back: the range waits for an operator either way.
+    await take(r, 'C', 1400);
+    expect(
+      await ledger.failRange({ range: { ...r, leaseToken: 'C' }, status: 'parked', error: 'POISON', nowMs: 1500, progressed: true }),
+    ).toBe('applied');
+    expect(await ledger.readRange(r.stream, r)).toMatchObject({ status: 'parked', attempts: 2 });
+  });
+
   // Continuous mode: open segment ranges `[from, OPEN_UNTIL)`, planned on partitions with nothing in flight.
 
   /**

@@ -204,13 +204,25 @@ export function completeRangeSteps(c: RangeCompletion, advance: boolean): ItemSt
   ];
 }
 
-/** Records the holder's failure: `failed` (dispatched again) or `parked` (left for an operator); the lease is dropped. */
-export function failRangeStep(f: { range: LeasedRange; status: 'failed' | 'parked'; error: string; nowMs: number }): UpdateStep {
+/**
+ * Records the holder's failure: `failed` (dispatched again) or `parked` (left for an operator); the
+ * lease is dropped. A `failed` attempt that committed progress gives its attempt back (`Ledger.failRange`).
+ */
+export function failRangeStep(f: {
+  range: LeasedRange;
+  status: 'failed' | 'parked';
+  error: string;
+  nowMs: number;
+  progressed?: boolean;
+}): UpdateStep {
   return {
     kind: 'update',
     ref: rangeRef(f.range),
     when: holdsLeaseRequirements(f.range.leaseToken),
-    change: { set: { status: f.status, lastError: f.error.slice(0, MAX_ERROR_CHARS), failedAtMs: f.nowMs, leaseExpiresAtMs: 0 } },
+    change: {
+      set: { status: f.status, lastError: f.error.slice(0, MAX_ERROR_CHARS), failedAtMs: f.nowMs, leaseExpiresAtMs: 0 },
+      ...(f.progressed && f.status === 'failed' ? { add: { attempts: -1 } } : {}),
+    },
   };
 }
 

@@ -82,6 +82,39 @@ describe('processRange', () => {
     expect(t.totals()).toEqual(t.expected(12));
   });
 
+  it('gives back the attempt of a failure after committed progress, so a range that keeps moving is never exhausted', async () => {
+    const t = await setup({ records: 20, handler: chunkedTotals, stream: { maxAttempts: 1 } });
+    // Every attempt commits two chunks and fails at the second's end: three attempts, one allowed.
+    for (let i = 1; i <= 2; i++) {
+      let commits = 0;
+      const failing = {
+        afterStep: (step: string) => {
+          if (step === 'committed' && ++commits === 2)
+            throw new StoreError('DynamoDB TransactWriteItems failed (2 attempts): InternalServerError');
+        },
+      };
+      // A one-range invocation fails (Lambda retries it); the range records the failure.
+      await expect(t.run(failing)).rejects.toThrow(StoreError);
+      expect(t.rangeItem()).toMatchObject({ status: 'failed', progress: 8 * i, attempts: 0 });
+      t.advance(1000);
+    }
+    expect(await t.run()).toMatchObject({ status: 'done' });
+    expect(t.totals()).toEqual(t.expected(20));
+  });
+
+  it('counts a failure without progress as an attempt: the limit then refuses the range', async () => {
+    const t = await setup({ records: 12, handler: chunkedTotals, stream: { maxAttempts: 1 } });
+    const failing = {
+      afterStep: (step: string) => {
+        if (step === 'leased') throw new StoreError('DynamoDB TransactWriteItems failed (2 attempts): InternalServerError');
+      },
+    };
+    await expect(t.run(failing)).rejects.toThrow(StoreError);
+    expect(t.rangeItem()).toMatchObject({ status: 'failed', progress: 0, attempts: 1 });
+    t.advance(1000);
+    expect(await t.run()).toMatchObject({ status: 'exhausted' });
+  });
+
   it('resumes after a hard kill (lease kept until expiry) from the last committed chunk', async () => {
     const t = await setup({ records: 12, handler: chunkedTotals });
     let commits = 0;

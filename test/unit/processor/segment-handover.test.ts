@@ -259,6 +259,20 @@ describe('a segment invoked after its runtime stopped', () => {
   });
 });
 
+describe("an idle partition's segments", () => {
+  it('never use up its attempts: a segment that ends without records or a successor is not a failed attempt', async () => {
+    const t = rig('at-least-once', { maxAttempts: 1 });
+    const payload = await planOpenRanges(t.ledger);
+    // The partitions exist and stay empty.
+    for (const p of PARTITIONS) t.reader.append(TOPIC, p, []);
+    for (let i = 1; i <= 2; i++) {
+      const results = await t.invoke(payload, { successors: 0 });
+      expect(results.map((r) => r.status)).toEqual(PARTITIONS.map(() => 'partial'));
+      for (const p of PARTITIONS) expect(t.ledger.store(S).ranges.get(`${TOPIC}/${p}/0`)).toMatchObject({ status: 'planned', attempts: 0 });
+    }
+  }, 10_000);
+});
+
 describe('continuous segment rate limits (in memory)', () => {
   /** Runs one 2 s segment (no successor) over a backlog of 1,000 records a partition; records applied per partition and the wall time. */
   async function segmentOver(limits: Record<string, unknown>, payloadFields: Partial<RangePayload>) {
