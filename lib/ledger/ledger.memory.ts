@@ -103,7 +103,7 @@ function stepHolds(s: StreamStore, step: ItemStep): boolean {
     case 'replace-partition':
       return meets(itemOf(s, step.ref), step.when);
     case 'delete':
-      return true;
+      return step.when ? meets(itemOf(s, step.ref), step.when) : true;
   }
 }
 

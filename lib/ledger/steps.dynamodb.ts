@@ -137,16 +137,23 @@ function partitionUpdate(ctx: StepContext, writes: ItemWrites, step: Extract<Ite
 }
 
 /** A range update: fields of its map in its partition's entry, which must hold it in the range's incarnation. */
-function rangeUpdate(ctx: StepContext, writes: ItemWrites, step: Extract<ItemStep, { kind: 'update' }>): void {
-  const ref = step.ref as Extract<ItemRef, { item: 'range' }>;
+/** The group builder of a range entry, required to exist (of its incarnation) and to meet `when`. */
+function requireRange(ctx: StepContext, writes: ItemWrites, ref: Extract<ItemRef, { item: 'range' }>, when: readonly Requirement[]) {
   const e = entryName(ref.topic, ref.partition);
   const b = groupBuilder(ctx, writes, ref.topic, ref.partition);
   b.require(`attribute_exists(${b.path([e, RANGES_FIELD, String(ref.from)])})`).require(incarnationIs(b, e, ref.incarnation));
-  for (const r of step.when) {
+  for (const r of when) {
     const path = rangeFieldPath(ref, r.field);
     if (!path) throw new Error(`ledger layout: a range requirement on ${r.field} cannot be checked`);
     b.require(requirementCondition(b, path, r, (v) => encodeValue('range', r.field, v)));
   }
+  return b;
+}
+
+function rangeUpdate(ctx: StepContext, writes: ItemWrites, step: Extract<ItemStep, { kind: 'update' }>): void {
+  const ref = step.ref as Extract<ItemRef, { item: 'range' }>;
+  const e = entryName(ref.topic, ref.partition);
+  const b = requireRange(ctx, writes, ref, step.when);
   // A dispatch record removed is stored as NOT_DISPATCHED: an absent one means "at its planned time".
   const undispatch = step.change.remove?.includes('dispatchedAtMs');
   const change = undispatch
@@ -230,7 +237,7 @@ export function compileStep(ctx: StepContext, writes: ItemWrites, step: ItemStep
     }
     case 'delete': {
       if (step.ref.item !== 'range') throw new Error('ledger layout: partitions are never deleted');
-      const b = groupBuilder(ctx, writes, step.ref.topic, step.ref.partition);
+      const b = step.when ? requireRange(ctx, writes, step.ref, step.when) : groupBuilder(ctx, writes, step.ref.topic, step.ref.partition);
       b.remove([entryName(step.ref.topic, step.ref.partition), RANGES_FIELD, String(step.ref.from)]);
       return;
     }
@@ -307,7 +314,7 @@ export function holdsOnGroupImage(image: Item | undefined, step: ItemStep, strea
       return r === undefined || r.status === 'done';
     }
     case 'delete':
-      return true;
+      return step.when && step.ref.item === 'range' ? meets(rangeOf(step.ref), step.when) : true;
     default:
       throw new Error(`ledger layout: ${step.kind} is not judged on a group image`);
   }

@@ -7,6 +7,7 @@ import { checkCandidates } from './plan/check';
 import { clampAndSplit } from './plan/clamp-split';
 import { classifyKnown } from './plan/classify';
 import { discoverNew } from './plan/discover';
+import { endSegments } from './plan/end-segments';
 import { indexInput } from './plan/plan-index';
 import { redispatchOpen } from './plan/redispatch';
 import { sortedReports } from './plan/report';
@@ -20,7 +21,7 @@ export type { PartitionReport, PlanDecision, PlanInput, RedispatchReason } from 
 /**
  * The pure planning step: registrations, retirements, data loss, clamped ranges and re-dispatches.
  * Its phases (docs/architecture.md, "Planning, one run"): discover -> classify known -> check
- * candidates -> grant slots -> clamp and split -> redispatch and park. Linear in the partitions and open ranges:
+ * candidates -> grant slots -> clamp and split -> end segments (a stream back in micro-batches) -> redispatch and park. Linear in the partitions and open ranges:
  * every look-up by partition goes through the index built once.
  */
 export function decidePlan(input: PlanInput): PlanDecision {
@@ -33,7 +34,9 @@ export function decidePlan(input: PlanInput): PlanDecision {
   const { eligible, checkCommitted } = checkCandidates(input, ix, candidates, draft);
   const slots = grantSlots(input, ix, candidates, eligible, draft);
   const { newRanges, recordsPlanned } = clampAndSplit(input, ix, slots, draft);
-  const { redispatch, parks } = redispatchOpen(input, candidates);
+  const ended = endSegments(input, candidates);
+  draft.writes.push(...ended.writes);
+  const { redispatch, parks } = redispatchOpen(input, candidates, ended.ended);
   const partitions = sortedReports(draft, registrations);
   const missing = segmentsMissing(input, candidates, partitions);
   return {

@@ -92,6 +92,8 @@ export type StreamPlanReport = {
   deliveries?: DeliveryReport;
   /** Continuous streams: partitions without a live segment when the run read the ledger (metric SegmentsMissing). */
   segmentsMissing?: number;
+  /** A stream switched back to micro-batches: open segment ranges this run ended (the next run plans micro-batches from them). */
+  segmentsEnded?: number;
   /**
    * Conditions worth an operator's eye that are not failures: a missing topic, a pattern matching
    * nothing, a broker without topic ids.
@@ -475,6 +477,7 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
   writes.forEach((w, i) => {
     if (w.kind === 'plan-range' && out[i] === 'applied') planned.push(w.range);
     if (w.kind === 'close-incarnation' && out[i] === 'applied') rep.recreated.push(w.closed);
+    if (w.kind === 'end-segment' && out[i] === 'applied') rep.segmentsEnded = (rep.segmentsEnded ?? 0) + 1;
   });
   rep.rangesPlanned = planned.length;
   rep.recordsPlanned = planned.reduce((s, r) => s + (r.until - r.from), 0);

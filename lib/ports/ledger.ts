@@ -143,7 +143,14 @@ export type PlanWrite =
    */
   | { kind: 'close-incarnation'; closed: ClosedIncarnation; next: PartitionState; archive?: RangeState[] }
   /** A ledger written before topic ids: record the id the partition has now (only if it has none). */
-  | { kind: 'record-topic-id'; topic: string; partition: number; topicId: string; incarnation?: number };
+  | { kind: 'record-topic-id'; topic: string; partition: number; topicId: string; incarnation?: number }
+  /**
+   * A stream switched from continuous mode back to micro-batches: remove an open segment range and
+   * move its partition's planning cursor from OPEN_UNTIL to the range's progress, where micro-batches
+   * go on. Conditional on the range as read (open, at `expect.progress`, no folded batch pending)
+   * and on the partition (active, of the range's incarnation, cursor open, committed at that progress).
+   */
+  | { kind: 'end-segment'; range: RangeRef; expect: { progress: number } };
 
 export type WriteOutcome = 'applied' | 'condition-failed' | 'fenced';
 

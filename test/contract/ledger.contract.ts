@@ -674,6 +674,54 @@ export function ledgerContract(makeLedger: LedgerFactory, opts: { sinkTable?: ()
     expect(await stateOf(r)).toMatchObject({ range: { progress: 40 }, committed: 45 });
   });
 
+  it('ends an open range where it stands (a stream back in micro-batches): fenced holder, cursor at its progress, conditions as read', async () => {
+    const stream = streamName();
+    // Partitions 0..7 (DynamoDB: two group items); 0 and 7 are ended, 1 has a folded batch pending, 2 moved since it was read.
+    const open = await openRanges(stream, 8);
+    for (const r of open) await take(r, 'A', 1000);
+    const held = (r: OpenRange) => ({ ...r, leaseToken: 'A' });
+    for (const p of [0, 2, 7]) {
+      expect(await ledger.commitChunk({ range: held(open[p]!), expectProgress: 10, to: 25, nowMs: 1100, leaseMs: 1000 })).toBe('applied');
+    }
+    expect(await ledger.beginBatch({ range: held(open[1]!), expectProgress: 10, until: 30, nowMs: 1100, leaseMs: 1000 })).toBe('applied');
+    const { ctx } = await plannerContext(stream);
+    const end = (r: OpenRange, progress: number) => ({ kind: 'end-segment' as const, range: r, expect: { progress } });
+    // Partition 2 was read at 10 and has moved to 25 since; partition 3 was read at the wrong incarnation.
+    const writes = [
+      end(open[0]!, 25),
+      end(open[1]!, 10),
+      end(open[2]!, 10),
+      end({ ...open[3]!, incarnation: 1 } as OpenRange, 10),
+      end(open[7]!, 25),
+    ];
+    expect(await ledger.applyPlan({ ...ctx, writes })).toEqual([
+      'applied',
+      'condition-failed',
+      'condition-failed',
+      'condition-failed',
+      'applied',
+    ]);
+    for (const p of [0, 7]) {
+      expect(await ledger.readRange(stream, open[p]!)).toBeUndefined();
+      expect(await ledger.readPartition(stream, 't', p)).toMatchObject({ committed: 25, nextFrom: 25 });
+      // Its holder is fenced: the range is gone.
+      expect(await ledger.commitChunk({ range: held(open[p]!), expectProgress: 25, to: 30, nowMs: 1200, leaseMs: 1000 })).toBe(
+        'lease-lost',
+      );
+    }
+    for (const p of [1, 2, 3]) {
+      expect(await ledger.readRange(stream, open[p]!)).toMatchObject({ until: OPEN_UNTIL, leaseToken: 'A' });
+      expect(await ledger.readPartition(stream, 't', p)).toMatchObject({ nextFrom: OPEN_UNTIL });
+    }
+    // Ended once: the range is gone and the cursor no longer open.
+    expect(await ledger.applyPlan({ ...ctx, writes: [end(open[0]!, 25)] })).toEqual(['condition-failed']);
+    // Micro-batches go on from the progress: a range planned there applies.
+    const { ctx: next, lease } = await plannerContext(stream);
+    expect(
+      await ledger.applyPlan({ ...next, writes: [{ kind: 'plan-range', range: rangeFixture(stream, 't', 0, 25, 60, lease.epoch) }] }),
+    ).toEqual(['applied']);
+  });
+
   it('commits several ranges of partitions of one group and of two in one call, each outcome its own, in input order', async () => {
     const stream = streamName();
     // Partitions 0..8: open ranges on 0..7, a bounded range on 8 (DynamoDB: groups of 0..6 and of 7..8).

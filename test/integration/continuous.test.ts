@@ -62,7 +62,8 @@ async function continuousStream(partitions: number, over: Partial<StreamConfigIn
     continuous: { segmentMs: 4_000, commitIntervalMs: 50, leaseMs: 3_000, handoverLeadMs: 1_000 },
     ...over,
   };
-  const stream: StreamConfig = parseStreamConfig(streamInput, 'test');
+  // Replaced by `reconfigure` (a redeploy): later invocations and planner runs read the new one.
+  let stream: StreamConfig = parseStreamConfig(streamInput, 'test');
   const results: Array<ProcessResult & { invocation: number }> = [];
   const abort = new AbortController();
   const readers: Array<ReturnType<typeof createKafkajsRangeReader>> = [];
@@ -112,7 +113,8 @@ async function continuousStream(partitions: number, over: Partial<StreamConfigIn
     await Promise.race([dispatcher.idle(), new Promise((r) => setTimeout(r, 10_000).unref())]);
     await Promise.allSettled(readers.map((r) => r.close()));
   };
-  return { id, topic, table, stream, input: streamInput, results, stop, dispatcher, invocations: () => invocations };
+  const reconfigure = (change: Partial<StreamConfigInput>) => void (stream = parseStreamConfig({ ...streamInput, ...change }, 'test'));
+  return { id, topic, table, stream, input: streamInput, results, stop, dispatcher, invocations: () => invocations, reconfigure };
 }
 
 let produced = 0;
@@ -315,6 +317,41 @@ describe('continuous mode on the real broker and emulator', () => {
     expect(samples.at(-1)!.atMs).toBeGreaterThan(5_000);
     // Handed over on the way: the rate held across segments (4 s each).
     expect(new Set(s.results.filter((r) => r.status === 'handed-over').map((r) => r.range.partition))).toEqual(new Set([0, 1]));
+  }, 60_000);
+
+  it('switched back to micro-batches: the planner ends the running segments, micro-batches go on from their progress, the sink exact', async () => {
+    const s = await continuousStream(2, { continuous: { segmentMs: 30_000, commitIntervalMs: 50, leaseMs: 3_000, handoverLeadMs: 1_000 } });
+    try {
+      const first = await produceFor(s.topic, 1_500, 20, 2);
+      await committedToEnd(s.id, s.topic);
+      expect((await ledger.readOpenRanges(s.id)).map((r) => [isOpenRange(r), r.status])).toEqual([
+        [true, 'leased'],
+        [true, 'leased'],
+      ]);
+      s.reconfigure({ continuous: undefined, maxOffsetsPerTrigger: 30 });
+      await waitFor('the planner to end the open ranges', async () => ledger.readOpenRanges(s.id), {
+        until: (open) => !open.some(isOpenRange),
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
+      const cursors = await ledger.readPartitions(s.id);
+      expect(cursors.map((p) => p.nextFrom)).toEqual(ends.get(s.topic));
+      const second = await produce(s.topic, 120, 2);
+      await committedToEnd(s.id, s.topic);
+      expect(await totalsIn(s.table)).toEqual(expectedTotals([...first, ...second]));
+      // In micro-batches of at most maxOffsetsPerTrigger, from where the segments ended; the segments were fenced.
+      const batches = s.results.filter((r) => r.status === 'done' && !isOpenRange(r.range));
+      expect(batches.length).toBeGreaterThanOrEqual(4);
+      expect(batches.every((r) => r.range.until - r.range.from <= 30)).toBe(true);
+      expect(Math.min(...batches.filter((r) => r.range.partition === 0).map((r) => r.range.from))).toBe(ends.get(s.topic)![0]! - 60);
+      await waitFor('the old segments to stop', async () => s.results.filter((r) => r.status === 'lease-lost' && r.invocation === 1), {
+        until: (lost) => lost.length === 2,
+        timeoutMs: 10_000,
+        intervalMs: 100,
+      });
+    } finally {
+      await s.stop();
+    }
   }, 60_000);
 
   it('an operator rewind ends the running segments and the stream reads again from the new cursor, each record applied once more', async () => {

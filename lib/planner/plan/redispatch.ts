@@ -7,8 +7,15 @@ import { partitionKey } from '../../ranges';
 import { attemptsExhaustedError } from '../messages';
 import type { PlanDecision, PlanInput, RedispatchReason } from './types';
 
-/** Redispatch and park: open ranges never dispatched, unconfirmed, expired or failed are sent again, or parked at the attempt limit. */
-export function redispatchOpen(input: PlanInput, candidates: PartitionState[]): Pick<PlanDecision, 'redispatch' | 'parks'> {
+/**
+ * Redispatch and park: open ranges never dispatched, unconfirmed, expired or failed are sent again,
+ * or parked at the attempt limit; `ended` ranges (end-segments.ts) are not.
+ */
+export function redispatchOpen(
+  input: PlanInput,
+  candidates: PartitionState[],
+  ended: ReadonlySet<RangeState> = new Set(),
+): Pick<PlanDecision, 'redispatch' | 'parks'> {
   const { stream } = input;
   const redispatch: PlanDecision['redispatch'] = [];
   const parks: PlanWrite[] = [];
@@ -16,7 +23,7 @@ export function redispatchOpen(input: PlanInput, candidates: PartitionState[]): 
   for (const r of input.openRanges) {
     const owner = activeKeys.get(partitionKey(r.topic, r.partition));
     // A closed incarnation's range (beyond what its close removed) is never sent again.
-    if (!owner || !sameIncarnation(r, owner)) continue;
+    if (!owner || !sameIncarnation(r, owner) || ended.has(r)) continue;
     const reason = redispatchReason(r, input);
     if (!reason) continue;
     const exhausted = reason === 'not-started' ? r.dispatches > stream.maxAttempts : r.attempts >= stream.maxAttempts;

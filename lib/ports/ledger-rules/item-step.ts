@@ -43,8 +43,11 @@ export type ItemStep =
    * (it must still be there, finished; the history is not conditional).
    */
   | { kind: 'archive-range'; value: RangeState }
-  /** Removes an item whatever it holds (a processor holding it loses its lease at its next write). */
-  | { kind: 'delete'; ref: ItemRef };
+  /**
+   * Removes an item (a processor holding it loses its lease at its next write): whatever it holds,
+   * or with `when` only if it exists and meets it.
+   */
+  | { kind: 'delete'; ref: ItemRef; when?: readonly Requirement[] };
 
 /** A step that updates an existing item. */
 export type UpdateStep = Extract<ItemStep, { kind: 'update' }>;

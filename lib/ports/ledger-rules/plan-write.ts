@@ -7,6 +7,7 @@ import { ValidationError } from '../../errors';
 import { CLOSE_MAX_OPEN_RANGES, type PlanWrite } from '../ledger';
 import type { RangeState } from '../ledger-state';
 import { isIncarnation, partitionRef, rangeRef, type ItemStep, type Requirement } from './item-step';
+import { OPEN_UNTIL } from '../../ranges';
 
 type PlanWriteOf<K extends PlanWrite['kind']> = Extract<PlanWrite, { kind: K }>;
 
@@ -68,6 +69,33 @@ function closeIncarnation(w: PlanWriteOf<'close-incarnation'>): ItemStep[] {
       kind: 'delete',
       ref: rangeRef({ topic: c.topic, partition: c.partition, from: r.from, incarnation: c.incarnation }),
     })),
+  ];
+}
+
+/**
+ * Ends an open segment range where it stands (a stream back in micro-batches). A holder still
+ * running is fenced: its next commit finds no range. No folded batch may be pending (its marked
+ * sink writes must be finished by a holder first), and the partition's committed offset is the
+ * range's progress (an open range's commits move both), so nothing read is lost or read twice.
+ */
+function endSegment(w: PlanWriteOf<'end-segment'>): ItemStep[] {
+  const r = w.range;
+  return [
+    {
+      kind: 'delete',
+      ref: rangeRef(r),
+      when: [
+        { field: 'until', is: OPEN_UNTIL },
+        { field: 'progress', is: w.expect.progress },
+        { field: 'pendingUntil', is: undefined },
+      ],
+    },
+    {
+      kind: 'update',
+      ref: partitionRef(r.topic, r.partition),
+      when: [ACTIVE, { field: 'nextFrom', is: OPEN_UNTIL }, { field: 'committed', is: w.expect.progress }, isIncarnation(r.incarnation)],
+      change: { set: { nextFrom: w.expect.progress } },
+    },
   ];
 }
 
@@ -154,6 +182,7 @@ const PLAN_WRITE_RULES: { [K in PlanWrite['kind']]: (w: PlanWriteOf<K>) => ItemS
     },
   ],
   'close-incarnation': closeIncarnation,
+  'end-segment': endSegment,
   /** Records the topic id of a partition that has none (a ledger written before topic ids). */
   'record-topic-id': (w) => [
     {

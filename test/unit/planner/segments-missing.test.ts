@@ -235,3 +235,70 @@ describe('a micro-batch stream switched to continuous', () => {
     expect(t.dispatcher.dispatched.at(-1)).toMatchObject({ from: 10, until: OPEN_UNTIL, streamPartitions: 1 });
   });
 });
+
+describe('a continuous stream switched back to micro-batches', () => {
+  const microBatch = parseStreamConfig(
+    { id: 's1', kafka: { brokers: ['localhost:9092'] }, topics: ['orders'], triggerIntervalMs: 1000 },
+    'test',
+  );
+
+  it('ends each open segment range where it stands, held or not, then plans micro-batches from there', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders', 3);
+    t.kafka.produce('orders', 0, 50);
+    t.kafka.produce('orders', 1, 50);
+    await t.run(NOW);
+    // Segments committed 20 and 30 records of partitions 0 and 1; partition 1's is still held; partition 2's was never taken.
+    const store = t.ledger.store('s1');
+    for (const [p, progress] of [
+      [0, 20],
+      [1, 30],
+    ] as const) {
+      t.take(p, NOW + 5_000);
+      Object.assign(t.rangeOf(p), { progress });
+      store.partitions.get(`orders/${p}`)!.committed = progress;
+    }
+    Object.assign(t.rangeOf(0), { status: 'planned', leaseExpiresAtMs: 0 });
+    const sent = t.dispatcher.dispatched.length;
+    const plan = (at: number) => planStream(t.deps, microBatch, { dryRun: false, nowMs: at });
+
+    const ending = await plan(NOW + 1000);
+    expect(ending).toMatchObject({ status: 'planned', segmentsEnded: 3, rangesPlanned: 0, redispatched: 0 });
+    expect(t.dispatcher.dispatched).toHaveLength(sent);
+    expect([...store.ranges.values()].filter((r) => r.until === OPEN_UNTIL)).toEqual([]);
+    expect([0, 1, 2].map((p) => store.partitions.get(`orders/${p}`))).toMatchObject([
+      { committed: 20, nextFrom: 20 },
+      { committed: 30, nextFrom: 30 },
+      { committed: 0, nextFrom: 0 },
+    ]);
+
+    const next = await plan(NOW + 2000);
+    expect(next.segmentsEnded).toBeUndefined();
+    expect(t.dispatcher.dispatched.slice(sent).map((r) => [r.partition, r.from, r.until, r.streamPartitions])).toEqual([
+      [0, 20, 50, undefined],
+      [1, 30, 50, undefined],
+    ]);
+  });
+
+  it('leaves a range whose folded batch is pending to a holder to finish first (sent again once its lease ran out), then ends it', async () => {
+    const t = setup();
+    t.kafka.createTopic('orders', 1);
+    t.kafka.produce('orders', 0, 50);
+    await t.run(NOW);
+    t.take(0, NOW + 500);
+    Object.assign(t.rangeOf(0), { progress: 10, pendingUntil: 25 });
+    t.ledger.store('s1').partitions.get('orders/0')!.committed = 10;
+    const plan = (at: number) => planStream(t.deps, microBatch, { dryRun: false, nowMs: at });
+    const sent = t.dispatcher.dispatched.length;
+
+    const waiting = await plan(NOW + 1000);
+    expect(waiting.segmentsEnded).toBeUndefined();
+    expect(waiting.redispatched).toBe(1);
+    expect(t.dispatcher.dispatched.slice(sent)).toMatchObject([{ from: 0, until: OPEN_UNTIL }]);
+    // A processor finishes the batch and gives the range back.
+    Object.assign(t.rangeOf(0), { status: 'planned', progress: 25, pendingUntil: undefined, leaseExpiresAtMs: 0 });
+    t.ledger.store('s1').partitions.get('orders/0')!.committed = 25;
+    expect(await plan(NOW + 2000)).toMatchObject({ segmentsEnded: 1, redispatched: 0 });
+    expect(t.ledger.store('s1').partitions.get('orders/0')).toMatchObject({ committed: 25, nextFrom: 25 });
+  });
+});
