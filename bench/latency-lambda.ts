@@ -35,6 +35,8 @@ export type LambdaLatencyFlags = {
   partitions: number;
   accounts: number;
   triggerIntervalMs: number;
+  /** Continuous mode (`--continuous`): segments of `segmentMs` in the segments function, commits every `commitIntervalMs`. */
+  continuous?: { segmentMs: number; commitIntervalMs: number };
 };
 type Handler = 'noop' | 'running-totals';
 type Look = { atMs: number; committed: Map<number, number> };
@@ -43,7 +45,15 @@ type Look = { atMs: number; committed: Map<number, number> };
 export async function runLambdaLatency(stack: BenchStack, flags: LambdaLatencyFlags, log: (l: string) => void) {
   const noop = await phase(stack, flags, 'noop', log);
   const exactlyOnce = await phase(stack, flags, 'running-totals', log);
-  return { runtime: 'lambda', ratePerSec: flags.ratePerSec, durationMs: flags.durationMs, pollMs: POLL_MS, noop, exactlyOnce };
+  return {
+    runtime: 'lambda',
+    ratePerSec: flags.ratePerSec,
+    durationMs: flags.durationMs,
+    pollMs: POLL_MS,
+    ...(flags.continuous && { continuous: flags.continuous }),
+    noop,
+    exactlyOnce,
+  };
 }
 
 async function phase(stack: BenchStack, flags: LambdaLatencyFlags, handler: Handler, log: (l: string) => void) {
@@ -106,6 +116,9 @@ function packagedStack(
     triggerIntervalMs: p.flags.triggerIntervalMs,
     processor: { timeoutMs: 60_000 },
     handler,
+    ...(p.flags.continuous && {
+      continuous: { ...p.flags.continuous, handoverLeadMs: Math.min(2_000, Math.floor(p.flags.continuous.segmentMs / 4)) },
+    }),
   });
   return runConfigAsDeployed({ config, stage: 'latency', stackName: p.streamId, dir: RUN_DIR, params: [['processorTimeout', '90']] });
 }
@@ -147,11 +160,11 @@ function initFigures(run: PackagedRun) {
   const inits = (fn: string) => of(fn).flatMap((r) => (r.initMs === undefined ? [] : [r.initMs]));
   return {
     initMs: Object.fromEntries(
-      ['planner', 'processor'].map((fn) => [
+      ['planner', 'processor', 'segments'].map((fn) => [
         fn,
         inits(fn).length ? { p50: Math.round(median(inits(fn))), max: Math.round(Math.max(...inits(fn))) } : undefined,
       ]),
     ),
-    invocations: { planner: of('planner').length, processor: of('processor').length },
+    invocations: { planner: of('planner').length, processor: of('processor').length, segments: of('segments').length },
   };
 }

@@ -100,12 +100,23 @@ function parseFlags(argv: string[]) {
   return { ...load, handler: o.handler ?? 'running-totals', keep: o.keep, deployed: o.deployed ? deployedFlags(o, load) : undefined };
 }
 
-/** `--deployed --runtime lambda`: the load's flags; the schedule is the template's. */
+/** The continuous flags `--runtime lambda` takes too (its segments run in the segments function's environments). */
+const LAMBDA_CONTINUOUS = new Set(['--continuous', '--segment-ms', '--commit-interval-ms']);
+
+/** `--deployed --runtime lambda`: the load's flags, and `--continuous`'s; the schedule is the template's. */
 function lambdaFlags(o: Opts, given: Set<string | undefined>): LambdaLatencyFlags {
   if (!o.deployed) throw new ValidationError('--runtime lambda needs --deployed');
-  const wrong = ['--handler', ...DEPLOYED_ONLY].find((f) => given.has(f));
+  const wrong = ['--handler', ...DEPLOYED_ONLY.filter((f) => !LAMBDA_CONTINUOUS.has(f))].find((f) => given.has(f));
   if (wrong) throw new ValidationError(`${wrong} is not taken with --runtime lambda (the schedule is the template's; both handlers run)`);
-  return loadFlags({ ...o, durationMs: o.durationMs ?? 60_000, accounts: o.accounts ?? 1000 });
+  if (!o.continuous && (given.has('--segment-ms') || given.has('--commit-interval-ms'))) {
+    throw new ValidationError('--segment-ms and --commit-interval-ms need --continuous');
+  }
+  const load = loadFlags({ ...o, durationMs: o.durationMs ?? 60_000, accounts: o.accounts ?? 1000 });
+  if (!o.continuous) return load;
+  // At least 3 hand-overs per partition while the load runs: a quarter of it by default.
+  const segmentMs = o.segmentMs ?? Math.floor(load.durationMs / 4);
+  if (segmentMs < 2_000) throw new ValidationError(`--segment-ms must be at least 2000 (the stream setting's minimum), not ${segmentMs}`);
+  return { ...load, continuous: { segmentMs, commitIntervalMs: o.commitIntervalMs } };
 }
 
 /** The load both modes take: rate, duration, partitions, keys and trigger interval. */
