@@ -10,7 +10,7 @@
  * the task root (other mounts, such as /dev and /proc, stay as they are).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { PrerequisiteError } from '../../../lib/errors';
@@ -45,6 +45,8 @@ export type InvokeResult = {
   initMs?: number;
   /** From the emulator's `REPORT` line. */
   durationMs?: number;
+  /** The environment's Node runtime's peak resident set so far, in MB (`peakRssMb`). */
+  peakRssMb?: number;
 };
 
 export type Emulator = {
@@ -158,9 +160,51 @@ export async function startEmulator(
   return {
     id: o.id,
     pid: child.pid,
-    invoke: (payload) => invokeOnce(ports.invoke, payload, lines),
+    invoke: async (payload) => {
+      const res = await invokeOnce(ports.invoke, payload, lines);
+      const peak = peakRssMb(child.pid as number);
+      return peak === undefined ? res : { ...res, peakRssMb: peak };
+    },
     stop: () => killGroup(child),
   };
+}
+
+/**
+ * The peak resident set (MB) of the Node runtime among an environment's processes (the descendants
+ * of its shell: the runtime emulator starts the runtime in a process group of its own), from Linux's
+ * VmHWM: what Lambda reports as "Max Memory Used" and the runtime emulator does not measure (its
+ * REPORT line repeats the memory size). Undefined where /proc cannot tell.
+ */
+function peakRssMb(root: number): number | undefined {
+  const children = new Map<number, number[]>();
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      return undefined; // the process ended while it was looked at
+    }
+  };
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return undefined;
+  }
+  for (const pid of entries) {
+    const stat = read(`/proc/${pid}/stat`);
+    // After the command's closing parenthesis: state, ppid, ...
+    const ppid = stat === undefined ? NaN : Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (Number.isInteger(ppid)) children.set(ppid, [...(children.get(ppid) ?? []), Number(pid)]);
+  }
+  let peakKb: number | undefined;
+  for (const queue = [root]; queue.length;) {
+    const pid = queue.shift() as number;
+    queue.push(...(children.get(pid) ?? []));
+    if (read(`/proc/${pid}/comm`)?.trim() !== 'node') continue;
+    const hwm = /VmHWM:\s+(\d+) kB/.exec(read(`/proc/${pid}/status`) ?? '');
+    if (hwm) peakKb = Math.max(peakKb ?? 0, Number(hwm[1]));
+  }
+  return peakKb === undefined ? undefined : Math.round(peakKb / 1024);
 }
 
 type LineTap = { since(): () => string[] };

@@ -38,6 +38,8 @@ export type InvocationRecord = {
   /** Set on a cold start (the environment's init, from its INIT REPORT line). */
   initMs?: number;
   durationMs?: number;
+  /** The environment's runtime's peak resident set after this invocation (MB), where the machine tells. */
+  peakRssMb?: number;
   environment: number;
   startedAtMs: number;
   /** What it was invoked with, and what it answered (an error's document; the first 64 KB). */
@@ -125,6 +127,7 @@ export async function startLocalLambda(o: LocalLambdaOptions): Promise<LocalLamb
       };
       if (res.initMs !== undefined) record.initMs = res.initMs;
       if (res.durationMs !== undefined) record.durationMs = res.durationMs;
+      if (res.peakRssMb !== undefined) record.peakRssMb = res.peakRssMb;
       records.push(record);
       o.onInvocation?.(record);
       return res;
