@@ -27,6 +27,7 @@ const FUNCTION = `exports.handler = async (event, context) => {
   if (event.writeBeside) require('fs').writeFileSync(process.env.LAMBDA_TASK_ROOT + '/../beside', 'x');
   if (event.writeRoot) require('fs').writeFileSync('/local-lambda-probe', 'x');
   if (event.tmp) require('fs').writeFileSync('/tmp/mine', String(event.tmp));
+  if (event.holdMb) globalThis.held = Buffer.alloc(event.holdMb * 1024 * 1024, 1);
   return {
     echo: event,
     tmp: require('fs').existsSync('/tmp/mine') ? require('fs').readFileSync('/tmp/mine', 'utf8') : null,
@@ -97,6 +98,20 @@ it('answers through the AWS SDK: the function result, Lambda variables and conte
   } finally {
     client.destroy();
   }
+});
+
+it("records each environment's peak resident set (the runtime's VmHWM), which grows with what the handler holds", async () => {
+  const peakAfter = async (payload: unknown) => {
+    const res = await lambda.invoke('echo', payload);
+    expect(res.status).toBe(200);
+    return lambda.records.at(-1)!.peakRssMb;
+  };
+  const base = await peakAfter({});
+  expect(base).toBeGreaterThan(20);
+  // 96 MB written into a buffer the handler keeps: resident, and the peak stays once reached.
+  const holding = await peakAfter({ holdMb: 96 });
+  expect(holding).toBeGreaterThanOrEqual(base! + 80);
+  expect(await peakAfter({})).toBeGreaterThanOrEqual(holding!);
 });
 
 it("reports a thrown error as Lambda does: 200, X-Amz-Function-Error, the runtime's error document", async () => {
