@@ -142,14 +142,31 @@ const holder = (o: LeaseOutcome) =>
     ? { holderToken: o.range.leaseToken, leaseExpiresAtMs: o.range.leaseExpiresAtMs }
     : { holderToken: undefined, leaseExpiresAtMs: 0 };
 
-/** Invokes the successor with the ranges this segment holds, each naming this segment and its end. */
+/**
+ * Invokes the successor with the ranges this segment holds, each naming this segment and its end,
+ * and the stream's partitions as the ledger has them now: the successor's share of the stream's
+ * rate follows partitions added since the planner counted them, one segment later at most.
+ */
 async function handOver(deps: ProcessorDeps, ranges: RangePayload[], leaseToken: string, endAtMs: number): Promise<boolean> {
   if (!deps.handOver || !ranges.length) return false;
+  const stream = (ranges[0] as RangePayload).stream;
+  const counted = await activePartitions(deps, stream);
   const payload: RangesPayload = {
-    stream: (ranges[0] as RangePayload).stream,
-    ranges: ranges.map(({ stream: _s, handover: _h, ...r }) => ({ ...r, handover: { from: leaseToken, atMs: endAtMs } })),
+    stream,
+    ranges: ranges.map(({ stream: _s, handover: _h, ...r }) => ({
+      ...r,
+      ...(counted !== undefined && { streamPartitions: counted }),
+      handover: { from: leaseToken, atMs: endAtMs },
+    })),
   };
   return deps.handOver(payload).catch(() => false);
+}
+
+/** The stream's active partitions in the ledger; undefined when it cannot tell (the payload's count then stands). */
+async function activePartitions(deps: ProcessorDeps, stream: string): Promise<number | undefined> {
+  const partitions = await deps.ledger.readPartitions(stream).catch(() => undefined);
+  const active = partitions?.filter((p) => p.status === 'active').length;
+  return active ? active : undefined;
 }
 
 async function closeAll(coalescer: CommitCoalescer, readers: Array<Promise<RangeReader>>): Promise<void> {

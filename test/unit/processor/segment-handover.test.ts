@@ -337,6 +337,35 @@ describe('continuous segment rate limits (in memory)', () => {
     for (const p of PARTITIONS) expect(t.applied().get(p)!.length).toBeLessThanOrEqual(Math.ceil(20 * seconds) + 2);
   });
 
+  it("a successor's share follows partitions added meanwhile: the hand-over counts the ledger's active partitions", async () => {
+    const t = rig('at-least-once', { maxOffsetsPerTrigger: 60, triggerIntervalMs: 1_000 });
+    const payload = (await planOpenRanges(t.ledger)).map((r) => ({ ...r, streamPartitions: 3 }));
+    for (const p of PARTITIONS) t.reader.append(TOPIC, p, []);
+    const first = t.invoke(payload, { successors: 1 });
+    // The planner registers a fourth partition while the segment runs (and a retired one does not count).
+    const lease = await t.ledger.acquirePlannerLease({ stream: S, ownerToken: 'p2', nowMs: 10, leaseMs: 1 });
+    if (!lease.acquired) throw new Error('planner lease');
+    const partition = (n: number, status: 'active' | 'retired') =>
+      ({ stream: S, topic: TOPIC, partition: n, status, startOffset: 0, committed: 0, nextFrom: 0, firstSeenAtMs: 0 }) as const;
+    await t.ledger.applyPlan({
+      stream: S,
+      epoch: lease.epoch,
+      ownerToken: 'p2',
+      writes: [
+        { kind: 'register-partition', partition: partition(3, 'active') },
+        { kind: 'register-partition', partition: partition(4, 'retired') },
+      ],
+    });
+    try {
+      await first;
+      expect(t.invocations).toHaveLength(2);
+      expect(t.invocations[1]!.payload.map((r) => r.streamPartitions)).toEqual([4, 4, 4]);
+    } finally {
+      t.abort.abort();
+      await Promise.allSettled(t.invocations.map((i) => i.done));
+    }
+  });
+
   it('without rate limits a segment reads its whole backlog', async () => {
     const { applied } = await segmentOver({}, { streamPartitions: 3 });
     expect(applied).toEqual(PARTITIONS.map(() => 1_000));
