@@ -285,6 +285,12 @@ describe('continuous mode on the real broker and emulator', () => {
       await committedToEnd(s.id, s.topic);
       expect(await totalsIn(s.table)).toEqual(expectedTotals([...before, ...values]));
       expect(Date.now() - addedAt).toBeLessThan(30_000);
+      // The old partitions' successors count the added one for their share of the stream's rate.
+      await waitFor('a successor of partition 0 to count 3 partitions', async () => s.results.filter((r) => r.range.partition === 0), {
+        until: (rs) => rs.some((r) => r.range.streamPartitions === 3),
+        timeoutMs: 15_000,
+        intervalMs: 100,
+      });
     } finally {
       await s.stop();
     }
