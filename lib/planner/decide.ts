@@ -21,8 +21,9 @@ export type { PartitionReport, PlanDecision, PlanInput, RedispatchReason } from 
 /**
  * The pure planning step: registrations, retirements, data loss, clamped ranges and re-dispatches.
  * Its phases (docs/architecture.md, "Planning, one run"): discover -> classify known -> check
- * candidates -> grant slots -> clamp and split -> end segments (a stream back in micro-batches) -> redispatch and park. Linear in the partitions and open ranges:
- * every look-up by partition goes through the index built once.
+ * candidates -> grant slots -> clamp and split -> end segments (a stream back in micro-batches) ->
+ * redispatch and park. Linear in the partitions and open ranges: every look-up by partition goes
+ * through the index built once.
  */
 export function decidePlan(input: PlanInput): PlanDecision {
   const ix = indexInput(input);
