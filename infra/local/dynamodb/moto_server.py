@@ -73,6 +73,7 @@ PATCHES = (
     speed.apply_simple_updates_directly,
     speed.serve_update_item_directly,
     speed.serve_with_waitress,
+    speed.freeze_survivors_of_full_collections,
     # verification: the checks and diagnostics the tests rely on
     verification.reset_verify_budget_per_request,
     verification.log_refused_requests,
