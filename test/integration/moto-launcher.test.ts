@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PrerequisiteError } from '../../lib/errors';
-import { startDynamo } from '../../infra/local/dynamodb';
+import { spawnSync } from 'node:child_process';
+import { ensureMoto, startDynamo } from '../../infra/local/dynamodb';
 import { stopProcess } from '../../infra/local/process';
 import { CACHE_DIR } from '../../infra/local/stack/dirs';
 
@@ -45,5 +46,28 @@ describe('moto launcher version guard', () => {
     );
     await expect(started).rejects.toThrow(PrerequisiteError);
     await expect(started).rejects.toThrow(/exited during start-up: moto_server\.py: moto 9\.9\.9 found, .*install moto==\d/);
+  });
+});
+
+describe("the launcher's garbage-collection patch", () => {
+  it('freezes the survivors of a full collection only (the next full collection walks what is new)', () => {
+    const python = ensureMoto(CACHE_DIR);
+    const script = [
+      'import gc',
+      'from patches import speed',
+      'speed.freeze_survivors_of_full_collections()',
+      'kept = [[i] for i in range(10000)]',
+      'gc.collect(0)',
+      'young = gc.get_freeze_count()',
+      'gc.collect(2)',
+      'print(young, gc.get_freeze_count() >= len(kept))',
+    ].join('\n');
+    const out = spawnSync(python, ['-c', script], {
+      cwd: LAUNCHER_DIR,
+      encoding: 'utf8',
+      env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+    });
+    expect(out.stderr).toBe('');
+    expect(out.stdout.trim()).toBe('0 True');
   });
 });
