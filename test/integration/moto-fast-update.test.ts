@@ -6,24 +6,11 @@
  * (The suite runs the emulator with MOTO_VERIFY_FAST=1, which also compares both paths per request.)
  */
 import { ConditionalCheckFailedException, GetItemCommand, UpdateItemCommand, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { recordEmulatorPaths } from '../support/emulator-paths';
 import { createSinkTable, testDynamo } from '../support/env';
 
 const client = testDynamo();
-/** The `x-emulator-path` header of each answer, in order. */
-const paths: Array<string | undefined> = [];
-client.middlewareStack.add(
-  (next) => async (args) => {
-    try {
-      const out = await next(args);
-      paths.push((out.response as { headers?: Record<string, string> }).headers?.['x-emulator-path']);
-      return out;
-    } catch (err) {
-      paths.push((err as { $response?: { headers?: Record<string, string> } }).$response?.headers?.['x-emulator-path']);
-      throw err;
-    }
-  },
-  { step: 'deserialize', name: 'emulatorPath' },
-);
+const paths = recordEmulatorPaths(client);
 let table: string;
 beforeAll(async () => {
   table = await createSinkTable(client, 'fastupd');

@@ -8,18 +8,11 @@
  * UpdateItem through moto's generic code and compares.)
  */
 import { BatchExecuteStatementCommand, GetItemCommand, type AttributeValue, type BatchStatementRequest } from '@aws-sdk/client-dynamodb';
+import { recordEmulatorPaths } from '../support/emulator-paths';
 import { createSinkTable, testDynamo } from '../support/env';
 
 const client = testDynamo();
-const paths: Array<string | undefined> = [];
-client.middlewareStack.add(
-  (next) => async (args) => {
-    const out = await next(args);
-    paths.push((out.response as { headers?: Record<string, string> }).headers?.['x-emulator-path']);
-    return out;
-  },
-  { step: 'deserialize', name: 'emulatorPath' },
-);
+const paths = recordEmulatorPaths(client);
 let table: string;
 beforeAll(async () => {
   table = await createSinkTable(client, 'stmts');

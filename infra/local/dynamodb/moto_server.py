@@ -13,12 +13,13 @@ docstring names the moto internal it replaces and what DynamoDB does:
 | verification | patches/verification.py | MOTO_VERIFY_FAST checks of the faster paths; the request log |
 
 patches/common.py holds what they share, including the fixed order of the WSGI layers around moto's
-app (request log, lock, verification budget, direct UpdateItem, direct statements: common.LAYERS).
+app (request log, lock, verification budget, direct UpdateItem, direct transactions, direct statements:
+common.LAYERS).
 
 Setting MOTO_VERIFY_FAST=1 (the test suite does) runs moto's generic code beside the faster paths on
 a sample (the first 64 AttributeValue maps of each request and response, the first 8 direct updates
-of each request, the first 256 direct UpdateItem requests and PartiQL statements of a run and one in
-16 after) and fails a request whose answer or stored item differs.
+of each request, the first 256 direct UpdateItem and TransactWriteItems requests and PartiQL statements
+of a run and one in 16 after) and fails a request whose answer or stored item differs.
 
 These are moto internals, so the launcher refuses any moto version other than the one it was written
 for (the pin in requirements.txt beside it), before importing moto.
@@ -72,6 +73,7 @@ PATCHES = (
     speed.read_module_list_once,
     speed.apply_simple_updates_directly,
     speed.serve_update_item_directly,
+    speed.serve_transactions_directly,
     speed.serve_with_waitress,
     speed.freeze_survivors_of_full_collections,
     # verification: the checks and diagnostics the tests rely on

@@ -84,15 +84,14 @@ DIRECT_HEADER = ("x-emulator-path", "direct")
 
 
 class Direct(_NamedTuple):
-    """A directly served request's answer, and what MOTO_VERIFY_FAST needs to check an update."""
+    """A directly served request's answer, and what MOTO_VERIFY_FAST needs to check its writes: each
+    item it wrote, as (table, item key, the item before it)."""
 
     status: str
     error_type: str | None
     content_type: str
     body: bytes
-    table: Table
-    where: tuple
-    before: object
+    touched: tuple = ()
 
 
 def direct_request(environ, target):
@@ -130,7 +129,7 @@ def answer(direct, start_response):
 # serve_with_waitress) wraps moto's app in the filled ones. The order is fixed here, not by the
 # order the patches are applied in: the request log sees every answer, the lock holds for the rest,
 # the verification budget is reset inside the lock, and the direct paths answer before moto's stack.
-LAYERS = ("request_log", "serialised", "verify_budget", "direct_update", "direct_statements")
+LAYERS = ("request_log", "serialised", "verify_budget", "direct_update", "direct_transact", "direct_statements")
 _layers = {}
 
 

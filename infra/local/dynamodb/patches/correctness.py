@@ -180,4 +180,4 @@ def _direct_statements(environ):
             entry["Error"] = {"Code": error[0], "Message": error[1]}
         responses.append(entry)
     body = _json.dumps({"Responses": responses}).encode()
-    return common.Direct("200 OK", None, "application/x-amz-json-1.0", body, None, None, None)
+    return common.Direct("200 OK", None, "application/x-amz-json-1.0", body)

@@ -32,8 +32,8 @@ _VERIFY_MAPS_PER_MESSAGE = 64
 _VERIFY_UPDATES_PER_REQUEST = 8
 _VERIFY_BUDGET = {"serialize": _VERIFY_MAPS_PER_MESSAGE, "parse": _VERIFY_MAPS_PER_MESSAGE, "update": _VERIFY_UPDATES_PER_REQUEST}
 _verify_budget = dict(_VERIFY_BUDGET)
-# The first direct UpdateItem requests of a server run, then one in 16: checking one runs moto's
-# whole stack beside it (~4 ms), and a folded batch sends thousands of them.
+# The first direct UpdateItem and TransactWriteItems requests of a server run, then one in 16:
+# checking one runs moto's whole stack beside it (~4 ms an update), and a folded batch sends thousands.
 _DIRECT_VERIFIED_FIRST = 256
 _DIRECT_VERIFIED_EVERY = 16
 _direct_count = _itertools.count()
@@ -52,7 +52,7 @@ def verify_this(kind):
 
 
 def verify_direct():
-    """Whether the next directly served UpdateItem request is checked against moto's stack."""
+    """Whether the next directly served UpdateItem or TransactWriteItems request is checked against moto's stack."""
     if not VERIFY:
         return False
     n = next(_direct_count)
@@ -103,22 +103,27 @@ def check_simple_update(table, key, mine, item):
 
 
 def verified(app, environ, start_response, direct):
-    """moto's stack, given the item as it was, must answer and store what the direct UpdateItem did."""
-    item = direct.table.get_item(*direct.where)
-    mine = item.to_json() if item is not None else None
-    common.restore(direct.table, *direct.where, direct.before)
+    """moto's stack, given the items as they were, must answer and store what the direct request did."""
+    stored = lambda: [_as_json(table.get_item(*where)) for table, where, _ in direct.touched]  # noqa: E731
+    mine = stored()
+    for table, where, before in reversed(direct.touched):
+        common.restore(table, *where, before)
     started = []
     body = list(app(environ, lambda status, headers, *exc: started.append((status, headers))))
-    item = direct.table.get_item(*direct.where)
-    theirs = item.to_json() if item is not None else None
+    theirs = stored()
     same_answer = started[0][0].split(" ")[0] == direct.status.split(" ")[0] and _json.loads(b"".join(body)) == _json.loads(direct.body)
     if not same_answer or mine != theirs:
         mine_text = f"{direct.status} {direct.body!r} {mine}"[:1000]
         theirs_text = f"{started[0][0]} {b''.join(body)!r} {theirs}"[:1000]
-        raise RuntimeError(f"moto_server.py: direct UpdateItem differs from moto's: {mine_text} != {theirs_text}")
+        target = environ.get("HTTP_X_AMZ_TARGET", "").rsplit(".", 1)[-1]
+        raise RuntimeError(f"moto_server.py: direct {target} differs from moto's: {mine_text} != {theirs_text}")
     status, headers = started[0]
     start_response(status, list(headers) + [common.DIRECT_HEADER])
     return body
+
+
+def _as_json(item):
+    return item.to_json() if item is not None else None
 
 
 def _generic_statement(backend, table, kind, parsed):
