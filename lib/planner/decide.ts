@@ -8,7 +8,7 @@ import { clampAndSplit } from './plan/clamp-split';
 import { classifyKnown } from './plan/classify';
 import { discoverNew } from './plan/discover';
 import { endSegments } from './plan/end-segments';
-import { indexInput } from './plan/plan-index';
+import { indexInput, ownedOpenRanges } from './plan/plan-index';
 import { redispatchOpen } from './plan/redispatch';
 import { sortedReports } from './plan/report';
 import { segmentsMissing } from './plan/segments';
@@ -35,11 +35,12 @@ export function decidePlan(input: PlanInput): PlanDecision {
   const { eligible, checkCommitted } = checkCandidates(input, ix, candidates, draft);
   const slots = grantSlots(input, ix, candidates, eligible, draft);
   const { newRanges, recordsPlanned } = clampAndSplit(input, ix, slots, draft);
-  const ended = endSegments(input, candidates);
+  const owned = ownedOpenRanges(input.openRanges, candidates);
+  const ended = endSegments(input, owned);
   draft.writes.push(...ended.writes);
-  const { redispatch, parks } = redispatchOpen(input, candidates, ended.ended);
+  const { redispatch, parks } = redispatchOpen(input, owned, ended.ended);
   const partitions = sortedReports(draft, registrations);
-  const missing = segmentsMissing(input, candidates, partitions);
+  const missing = segmentsMissing(input, owned, partitions);
   return {
     registrations,
     pendingStart,

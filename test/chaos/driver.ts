@@ -16,7 +16,8 @@ import { checkRun } from './run-checks';
 import { setUpRun } from './run-setup';
 import type { DriverOpts, Invoke, Queued, RoundScenario, Run } from './scenario';
 
-const BUDGET_MS = 40_000;
+/** A scenario's time to apply every record unless it is given another (test/chaos/suite.ts). */
+export const DEFAULT_BUDGET_MS = 40_000;
 
 /** One one-shot planner run of a stream; its dispatched ranges are queued (twice under duplicateInvoke). */
 async function plan(run: Run, hooks: RoundScenario, stream: StreamConfig, queue: Queued[]): Promise<void> {
@@ -115,7 +116,7 @@ export async function runRounds(
 ): Promise<ScenarioResult> {
   const run = await setUpRun(env, scenario, hooks, seed, opts);
   const invoke = processorInvocation(run, hooks);
-  const budget = opts.budgetMs ?? BUDGET_MS;
+  const budget = opts.budgetMs ?? DEFAULT_BUDGET_MS;
   // planners-2/3, planner-kill: planner loops on a schedule beside the rounds, their ranges processed as dispatched.
   const loopInput = { streams: run.streams, ledger: run.ledger, cleanLedger: run.cleanLedger, rng: run.rng, metadata: env.metadata };
   const loops: LoopDriver | undefined = startLoops(scenario, loopInput, (s, r) =>

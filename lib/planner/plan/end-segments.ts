@@ -5,9 +5,9 @@
  */
 import { isContinuous } from '../../config/continuous';
 import type { PlanWrite } from '../../ports/ledger';
-import type { PartitionState, RangeState } from '../../ports/ledger-state';
-import { sameIncarnation } from '../../ports/ledger-rules/incarnation';
-import { isOpenRange, OPEN_UNTIL, partitionKey } from '../../ranges';
+import type { RangeState } from '../../ports/ledger-state';
+import { holdsAsRead } from '../../ports/ledger-rules/plan-write';
+import type { OwnedRange } from './plan-index';
 import type { PlanInput } from './types';
 
 /**
@@ -18,20 +18,16 @@ import type { PlanInput } from './types';
  * batch's sink writes first, and is sent the range as usual), a parked one (an operator's), and one
  * whose partition does not stand at its progress (the write's condition would fail).
  */
-export function endSegments(
-  input: Pick<PlanInput, 'stream' | 'openRanges'>,
-  candidates: PartitionState[],
-): { writes: PlanWrite[]; ended: Set<RangeState> } {
+export function endSegments(input: Pick<PlanInput, 'stream'>, owned: OwnedRange[]): { writes: PlanWrite[]; ended: Set<RangeState> } {
   const writes: PlanWrite[] = [];
   const ended = new Set<RangeState>();
   if (isContinuous(input.stream)) return { writes, ended };
-  const active = new Map(candidates.filter((p) => p.status === 'active').map((p) => [partitionKey(p.topic, p.partition), p]));
-  for (const r of input.openRanges) {
-    const owner = active.get(partitionKey(r.topic, r.partition));
-    if (!owner || !sameIncarnation(r, owner) || !isOpenRange(r)) continue;
-    if (r.status === 'parked' || r.status === 'done' || r.pendingUntil !== undefined) continue;
-    if (owner.nextFrom !== OPEN_UNTIL || owner.committed !== r.progress) continue;
-    writes.push({ kind: 'end-segment', range: r, expect: { progress: r.progress } });
+  for (const { range: r, owner } of owned) {
+    if (r.status === 'parked' || r.status === 'done') continue;
+    const write: PlanWrite = { kind: 'end-segment', range: r, expect: { progress: r.progress } };
+    // The rule decides the rest (an open range, no batch pending, its partition at its progress).
+    if (!holdsAsRead(write, (ref) => (ref.item === 'range' ? r : owner))) continue;
+    writes.push(write);
     ended.add(r);
   }
   return { writes, ended };

@@ -2,6 +2,7 @@
 import { topicMatcher } from '../../config/topics';
 import type { PartitionOffsets } from '../../ports/kafka-metadata';
 import type { PartitionState, RangeState } from '../../ports/ledger-state';
+import { sameIncarnation } from '../../ports/ledger-rules/incarnation';
 import { partitionKey } from '../../ranges';
 import { startContext, type StartContext } from '../start/rule';
 import type { PlanInput } from './types';
@@ -39,4 +40,19 @@ export function indexInput(input: PlanInput): PlanIndex {
     bounded: input.known.some((p) => p.stopOffset !== undefined),
     starts: startContext(input.initial, input.pendingStart, input.known),
   };
+}
+
+/** An open range of an active candidate partition, in the partition's current incarnation, with that partition. */
+export type OwnedRange = { range: RangeState; owner: PartitionState };
+
+/**
+ * The open ranges of the run's active candidate partitions, in their current incarnations: the only
+ * ones a run ends, sends again or counts as segments (a closed incarnation's ranges never are).
+ */
+export function ownedOpenRanges(openRanges: RangeState[], candidates: PartitionState[]): OwnedRange[] {
+  const active = new Map(candidates.filter((p) => p.status === 'active').map((p) => [partitionKey(p.topic, p.partition), p]));
+  return openRanges.flatMap((range) => {
+    const owner = active.get(partitionKey(range.topic, range.partition));
+    return owner && sameIncarnation(range, owner) ? [{ range, owner }] : [];
+  });
 }

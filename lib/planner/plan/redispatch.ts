@@ -1,10 +1,9 @@
 /** Phase "redispatch and park": open ranges sent again, or parked at the attempt limit. */
 import { rangeLeaseMs } from '../../config/continuous';
 import type { PlanWrite } from '../../ports/ledger';
-import type { PartitionState, RangeState } from '../../ports/ledger-state';
-import { sameIncarnation } from '../../ports/ledger-rules/incarnation';
-import { partitionKey } from '../../ranges';
+import type { RangeState } from '../../ports/ledger-state';
 import { attemptsExhaustedError } from '../messages';
+import type { OwnedRange } from './plan-index';
 import type { PlanDecision, PlanInput, RedispatchReason } from './types';
 
 /**
@@ -13,17 +12,15 @@ import type { PlanDecision, PlanInput, RedispatchReason } from './types';
  */
 export function redispatchOpen(
   input: PlanInput,
-  candidates: PartitionState[],
+  owned: OwnedRange[],
   ended: ReadonlySet<RangeState> = new Set(),
 ): Pick<PlanDecision, 'redispatch' | 'parks'> {
   const { stream } = input;
   const redispatch: PlanDecision['redispatch'] = [];
   const parks: PlanWrite[] = [];
-  const activeKeys = new Map(candidates.filter((p) => p.status === 'active').map((p) => [partitionKey(p.topic, p.partition), p]));
-  for (const r of input.openRanges) {
-    const owner = activeKeys.get(partitionKey(r.topic, r.partition));
-    // A closed incarnation's range (beyond what its close removed) is never sent again.
-    if (!owner || !sameIncarnation(r, owner) || ended.has(r)) continue;
+  // A closed incarnation's range (beyond what its close removed) is not among `owned`: never sent again.
+  for (const { range: r } of owned) {
+    if (ended.has(r)) continue;
     const reason = redispatchReason(r, input);
     if (!reason) continue;
     const exhausted = reason === 'not-started' ? r.dispatches > stream.maxAttempts : r.attempts >= stream.maxAttempts;

@@ -4,9 +4,9 @@
  * decided.
  */
 import { rangeLeaseMs } from '../../config/continuous';
-import type { PartitionState, RangeState } from '../../ports/ledger-state';
-import { sameIncarnation } from '../../ports/ledger-rules/incarnation';
+import type { RangeState } from '../../ports/ledger-state';
 import { isOpenRange, partitionKey } from '../../ranges';
+import type { OwnedRange } from './plan-index';
 import type { PartitionReport, PlanInput } from './types';
 
 /**
@@ -32,17 +32,14 @@ export function segmentLive(r: RangeState, nowMs: number, leaseMs: number): bool
  * from its lease's end until the run that sends it again; a partition that stays counted over
  * several runs has segments that do not start or do not last.
  */
-export function segmentsMissing(input: PlanInput, candidates: PartitionState[], reports: PartitionReport[]): number | undefined {
+export function segmentsMissing(input: PlanInput, owned: OwnedRange[], reports: PartitionReport[]): number | undefined {
   const { stream, nowMs } = input;
   if (!stream.continuous) return undefined;
   const leaseMs = rangeLeaseMs(stream);
-  const active = new Map(candidates.filter((p) => p.status === 'active').map((p) => [partitionKey(p.topic, p.partition), p]));
   const missing = new Set<string>();
-  for (const r of input.openRanges) {
-    const k = partitionKey(r.topic, r.partition);
-    const owner = active.get(k);
-    if (!owner || !sameIncarnation(r, owner) || !isOpenRange(r) || r.status === 'done') continue;
-    if (!segmentLive(r, nowMs, leaseMs)) missing.add(k);
+  for (const { range: r } of owned) {
+    if (!isOpenRange(r) || r.status === 'done') continue;
+    if (!segmentLive(r, nowMs, leaseMs)) missing.add(partitionKey(r.topic, r.partition));
   }
   // A bounded partition (a replay's) is read in micro-batches, never by a segment.
   for (const p of reports) {

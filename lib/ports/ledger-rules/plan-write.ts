@@ -6,7 +6,7 @@
 import { ValidationError } from '../../errors';
 import { CLOSE_MAX_OPEN_RANGES, type PlanWrite } from '../ledger';
 import type { RangeState } from '../ledger-state';
-import { isIncarnation, partitionRef, rangeRef, type ItemStep, type Requirement } from './item-step';
+import { isIncarnation, meets, partitionRef, rangeRef, type ItemRef, type ItemStep, type Requirement } from './item-step';
 import { OPEN_UNTIL } from '../../ranges';
 
 type PlanWriteOf<K extends PlanWrite['kind']> = Extract<PlanWrite, { kind: K }>;
@@ -197,4 +197,13 @@ const PLAN_WRITE_RULES: { [K in PlanWrite['kind']]: (w: PlanWriteOf<K>) => ItemS
 /** The steps of one planner write: its conditions and changes, applied atomically, all or none. */
 export function planWriteSteps(w: PlanWrite): ItemStep[] {
   return (PLAN_WRITE_RULES[w.kind] as (w: PlanWrite) => ItemStep[])(w);
+}
+
+/**
+ * Whether a write's conditions on existing items hold of them as the planner read them (`read`
+ * gives the item a step names): a planner leaves out a write that would be refused, the rule
+ * deciding. Steps creating items are not judged (the store refuses one whose item exists).
+ */
+export function holdsAsRead(w: PlanWrite, read: (ref: ItemRef) => object | undefined): boolean {
+  return planWriteSteps(w).every((s) => !('ref' in s) || !('when' in s) || s.when === undefined || meets(read(s.ref), s.when));
 }

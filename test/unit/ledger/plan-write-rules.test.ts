@@ -5,9 +5,10 @@
 import fc from 'fast-check';
 import { ValidationError } from '../../../lib/errors';
 import { changed, meets, type ItemStep } from '../../../lib/ports/ledger-rules/item-step';
-import { planWriteSteps } from '../../../lib/ports/ledger-rules/plan-write';
+import { holdsAsRead, planWriteSteps } from '../../../lib/ports/ledger-rules/plan-write';
 import type { PlanWrite } from '../../../lib/ports/ledger';
 import type { ClosedIncarnation, PartitionState, RangeState } from '../../../lib/ports/ledger-state';
+import { OPEN_UNTIL } from '../../../lib/ranges';
 import { partitionState, rangeState } from './states';
 
 const partition = partitionState;
@@ -24,6 +25,7 @@ function fold(state: State, w: PlanWrite): State | 'condition-failed' {
     if (step.kind === 'create-partition') return !state.partition;
     if (step.kind === 'create-range') return !state.range;
     if (step.kind === 'update' || step.kind === 'replace-partition') return meets(itemOf(step), step.when);
+    if (step.kind === 'delete') return step.when === undefined || meets(itemOf(step), step.when);
     return true;
   };
   if (!steps.every(holds)) return 'condition-failed';
@@ -201,6 +203,34 @@ describe('planWriteSteps', () => {
         const applies = committed === seen && seen <= to && to <= nextFrom;
         expect(out === 'condition-failed' ? undefined : out.partition?.committed).toBe(applies ? to : undefined);
       }),
+    );
+  });
+
+  it('holdsAsRead judges an end-segment on the items as read exactly as applying it does (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          open: fc.boolean(),
+          cursorOpen: fc.boolean(),
+          pending: fc.boolean(),
+          active: fc.boolean(),
+          incarnation: fc.nat(1),
+          committed: fc.nat(5),
+          progress: fc.nat(5),
+        }),
+        (c) => {
+          const r = range({ until: c.open ? OPEN_UNTIL : 30, progress: c.progress, ...(c.pending ? { pendingUntil: 25 } : {}) });
+          const p = partition({
+            status: c.active ? 'active' : 'retired',
+            incarnation: c.incarnation,
+            committed: c.committed,
+            nextFrom: c.cursorOpen ? OPEN_UNTIL : 30,
+          });
+          const w: PlanWrite = { kind: 'end-segment', range: r, expect: { progress: r.progress } };
+          const read = (item: { item: string }) => (item.item === 'range' ? r : p);
+          expect(holdsAsRead(w, read)).toBe(fold(at(p, r), w) !== 'condition-failed');
+        },
+      ),
     );
   });
 });

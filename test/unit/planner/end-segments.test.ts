@@ -1,6 +1,7 @@
 /** endSegments (lib/planner/plan/end-segments.ts): which open ranges a stream back in micro-batches ends, pure. */
 import { parseStreamConfig } from '../../../lib/config/schema';
 import { endSegments } from '../../../lib/planner/plan/end-segments';
+import { ownedOpenRanges } from '../../../lib/planner/plan/plan-index';
 import type { PartitionState, RangeState } from '../../../lib/ports/ledger-state';
 import { OPEN_UNTIL } from '../../../lib/ranges';
 
@@ -49,7 +50,7 @@ describe('endSegments', () => {
     ['a partition whose cursor is not open', { p: { nextFrom: 40 } }, false],
   ])('%s: ended %s', (_name, c, ended) => {
     const r = range(c.r);
-    const out = endSegments({ stream: c.stream ?? MICRO, openRanges: [r] }, [partition(c.p)]);
+    const out = endSegments({ stream: c.stream ?? MICRO }, ownedOpenRanges([r], [partition(c.p)]));
     expect(out.ended.has(r)).toBe(ended);
     expect(out.writes).toEqual(ended ? [{ kind: 'end-segment', range: r, expect: { progress: 40 } }] : []);
   });
