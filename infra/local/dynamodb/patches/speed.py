@@ -575,19 +575,25 @@ def serve_update_item_directly():
     failed condition); anything else, and any error but a failed condition, goes through moto's
     stack, which also words every error. Answers carry `x-emulator-path: direct` (common.DIRECT_HEADER).
     Checked: the first 256 such requests of a run, then one in 16, through moto's stack too."""
-    common.set_layer("direct_update", _direct_update_layer)
+    common.set_layer("direct_update", _direct_layer(_direct_update))
 
 
-def _direct_update_layer(app):
-    def wsgi(environ, start_response):
-        direct = _direct_update(environ)
-        if direct is None:
-            return app(environ, start_response)
-        if verification.verify_direct():
-            return verification.verified(app, environ, start_response, direct)
-        return common.answer(direct, start_response)
+def _direct_layer(serve):
+    """A WSGI layer answering what `serve(environ)` applies directly (checked against moto's stack when
+    verification samples it), and passing anything it leaves (None) to moto's stack."""
 
-    return wsgi
+    def wrap(app):
+        def wsgi(environ, start_response):
+            direct = serve(environ)
+            if direct is None:
+                return app(environ, start_response)
+            if verification.verify_direct():
+                return verification.verified(app, environ, start_response, direct)
+            return common.answer(direct, start_response)
+
+        return wsgi
+
+    return wrap
 
 
 def _direct_update(environ):
@@ -642,19 +648,7 @@ def serve_transactions_directly():
     request from that state, so every refusal (TransactionCanceledException and its reasons,
     ValidationException) is moto's own. Answers carry `x-emulator-path: direct`. Checked: the first
     256 direct requests of a run (updates and transactions), then one in 16, through moto's stack too."""
-    common.set_layer("direct_transact", _direct_transact_layer)
-
-
-def _direct_transact_layer(app):
-    def wsgi(environ, start_response):
-        direct = _direct_transact(environ)
-        if direct is None:
-            return app(environ, start_response)
-        if verification.verify_direct():
-            return verification.verified(app, environ, start_response, direct)
-        return common.answer(direct, start_response)
-
-    return wsgi
+    common.set_layer("direct_transact", _direct_layer(_direct_transact))
 
 
 def _direct_transact(environ):
