@@ -35,3 +35,11 @@ export function segmentRatePerSec(limits: SegmentRateLimits, partitions: number)
   const rates = [limits.maxRatePerPartition, streamShare].filter((r): r is number => r !== undefined);
   return rates.length ? Math.min(...rates) : undefined;
 }
+
+/**
+ * How many partitions share a continuous stream's rate: its partitions active in the ledger, at
+ * least one. The planner counts them for the segments it starts, a segment for its successor.
+ */
+export function ratePartitions(partitions: ReadonlyArray<{ status: string }>): number {
+  return Math.max(1, partitions.filter((p) => p.status === 'active').length);
+}

@@ -17,6 +17,7 @@ import type { KafkaMetadata, PartitionOffsets, TopicPartitions, UnavailableParti
 import type { KeptPlannerLease, Ledger, PlanWrite, WriteOutcome } from '../ports/ledger';
 import type { ClosedIncarnation, DataLossEntry, PartitionState, PendingStart, RangeState } from '../ports/ledger-state';
 import { partitionKey, type RangePayload } from '../ranges';
+import { ratePartitions } from '../offsets/segment-rate';
 import { segmentInvocations, shareInvocations } from '../offsets/share';
 import { streamProcessorConcurrency, type ProcessorConcurrency } from './concurrency-cap';
 import { decidePlan, type PartitionReport, type PlanDecision } from './decide';
@@ -229,7 +230,7 @@ export async function planStream(
       confirmedEpoch: fenced.confirmedEpoch,
     });
     const planned = await persist(run, decision, initial);
-    const marks = await dispatch(run, { ...decision, redispatch: again }, planned, { known, discovered });
+    const marks = await dispatch(run, { ...decision, redispatch: again }, planned, known);
     await record(run, decision, { planned, marks, openRanges });
     confirmed = true;
     await retryDeliveries(deps, stream, nowMs, rep);
@@ -489,22 +490,12 @@ async function persist(run: Run, decision: PlanDecision, initial: boolean): Prom
  * Dispatch: the new ranges (persisted as sent) and those due again. Returns the exceptions to
  * record: new ranges the dispatcher refused, and re-dispatches it accepted.
  */
-async function dispatch(
-  run: Run,
-  decision: PlanDecision,
-  planned: RangeState[],
-  partitions: { known: PartitionState[]; discovered: TopicPartitions[] },
-): Promise<PlanWrite[]> {
+async function dispatch(run: Run, decision: PlanDecision, planned: RangeState[], known: PartitionState[]): Promise<PlanWrite[]> {
   const { rep } = run;
   const toDispatch = [...planned, ...decision.redispatch.map((x) => x.range)];
-  const invocations = invocationsFor(run.stream, toDispatch, partitions.known);
+  const invocations = invocationsFor(run.stream, toDispatch, known);
   // A continuous stream's segments read at most their equal share of its rate limits.
-  const streamPartitions = isContinuous(run.stream)
-    ? Math.max(
-        1,
-        partitions.discovered.reduce((n, t) => n + t.partitions.length, 0),
-      )
-    : undefined;
+  const streamPartitions = isContinuous(run.stream) ? ratePartitions([...known, ...decision.registrations]) : undefined;
   const payloads = toDispatch.map((r) => payloadOf(r, streamPartitions));
   const results = toDispatch.length ? await run.deps.dispatcher.dispatch(payloads, { invocations }) : [];
   rep.invocations = toDispatch.length ? invocations.length : 0;

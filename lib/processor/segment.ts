@@ -11,6 +11,7 @@ import type { StreamConfig } from '../config/schema';
 import type { LeaseOutcome, StoreClock } from '../ports/ledger';
 import type { LeasedRange } from '../ports/ledger-state';
 import type { RangeReader } from '../ports/range-reader';
+import { ratePartitions } from '../offsets/segment-rate';
 import { rangeIdentity, type RangePayload, type RangesPayload } from '../ranges';
 import { createCommitCoalescer, type CommitCoalescer, type Tracked } from './commit-coalescer';
 import { emptyResult, leaseRanges, runLeased, type Invocation, type ProcessorDeps, type ProcessResult, type Run } from './process-range';
@@ -162,11 +163,10 @@ async function handOver(deps: ProcessorDeps, ranges: RangePayload[], leaseToken:
   return deps.handOver(payload).catch(() => false);
 }
 
-/** The stream's active partitions in the ledger; undefined when it cannot tell (the payload's count then stands). */
+/** The partitions sharing the stream's rate as the ledger has them; undefined when it cannot tell (the payload's count then stands). */
 async function activePartitions(deps: ProcessorDeps, stream: string): Promise<number | undefined> {
   const partitions = await deps.ledger.readPartitions(stream).catch(() => undefined);
-  const active = partitions?.filter((p) => p.status === 'active').length;
-  return active ? active : undefined;
+  return partitions ? ratePartitions(partitions) : undefined;
 }
 
 async function closeAll(coalescer: CommitCoalescer, readers: Array<Promise<RangeReader>>): Promise<void> {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { segmentRatePerSec, type SegmentRateLimits } from '../../../lib/offsets/segment-rate';
+import { ratePartitions, segmentRatePerSec, type SegmentRateLimits } from '../../../lib/offsets/segment-rate';
 
 const base: SegmentRateLimits = { intervalMs: 1_000, minRatePerPartition: 1 };
 
@@ -42,5 +42,15 @@ describe('segmentRatePerSec', () => {
         },
       ),
     );
+  });
+});
+
+describe('ratePartitions', () => {
+  it.each<[string, string[], number]>([
+    ['the active partitions', ['active', 'active', 'retired', 'failed', 'active'], 3],
+    ['at least one with none active', ['retired'], 1],
+    ['at least one with none at all', [], 1],
+  ])('counts %s', (_what, statuses, expected) => {
+    expect(ratePartitions(statuses.map((status) => ({ status })))).toBe(expected);
   });
 });

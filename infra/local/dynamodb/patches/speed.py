@@ -491,7 +491,6 @@ def _simple_update(table, key, update_expression=None, expression_attribute_name
         hash_value = DynamoType(key[table.hash_key_attr])
         range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
         item = table.get_item(hash_value, range_value)
-        # No condition holds always (moto's parser of no text answers so too).
         condition = None
         if condition_expression is not None:  # no condition holds always, as moto's parser of none answers
             condition = _CachedConditionParser(condition_expression, expression_attribute_names, expression_attribute_values).parse()
