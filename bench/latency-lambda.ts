@@ -8,8 +8,10 @@
  * Nothing inside the functions is instrumented (they run in processes of their own), so a record's
  * latency is read from outside: from its produce timestamp (Kafka's CreateTime) to the first look at
  * the ledger, every `POLL_MS`, that shows its partition committed past it. That look adds up to
- * `POLL_MS` (half of it on average) to what bench:latency's in-process observer measures. Each
- * function's cold starts come from the runtime's `INIT REPORT` lines.
+ * `POLL_MS` (half of it on average) to what bench:latency's in-process observer measures. The same
+ * looks give `maxCommitGapMs`, the largest gap between a partition's commits under the load (hand-overs
+ * included; `maxCommitGapMs` in stats.ts). Each function's cold starts come from the runtime's
+ * `INIT REPORT` lines.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +25,7 @@ import { javaProduceAccounts } from '../test/support/java';
 import type { BenchStack } from './stack';
 import { endOffsetsOf, withBenchTopic } from './stack';
 import { runConfigAsDeployed } from './packaged-stack';
-import { latencySummary, median, totalsMismatches } from './stats';
+import { latencySummary, maxCommitGapMs, median, totalsMismatches, type CommittedLook } from './stats';
 
 const POLL_MS = 50;
 /** The packaged stack's files (config, package, task roots), removed after each phase. */
@@ -39,7 +41,6 @@ export type LambdaLatencyFlags = {
   continuous?: { segmentMs: number; commitIntervalMs: number };
 };
 type Handler = 'noop' | 'running-totals';
-type Look = { atMs: number; committed: Map<number, number> };
 
 /** Both handlers in turn; the last line's figures. */
 export async function runLambdaLatency(stack: BenchStack, flags: LambdaLatencyFlags, log: (l: string) => void) {
@@ -65,7 +66,7 @@ async function phase(stack: BenchStack, flags: LambdaLatencyFlags, handler: Hand
     try {
       const ledgerTable = run.stack.functions.find((f) => f.name.endsWith('-processor'))!.env.LEDGER_TABLE!;
       const ledger = createDynamoLedger({ client: dynamo, tableName: ledgerTable });
-      const looks: Look[] = [];
+      const looks: CommittedLook[] = [];
       // Known once the load is written; the drain check waits for it.
       const load: { ends?: number[] } = {};
       const records = Math.round((flags.ratePerSec * flags.durationMs) / 1000);
@@ -85,7 +86,13 @@ async function phase(stack: BenchStack, flags: LambdaLatencyFlags, handler: Hand
       if (!(await drained)) throw new Error(`${handler}: not drained within 120 s of the load's end`);
       const latencies = await latenciesOf(stack.brokers, topic, ends, looks);
       const exact = sinkTable ? totalsMismatches(produced.totals, await scanTotals(dynamo, sinkTable)).length === 0 : undefined;
-      const figures = { records: latencies.length, ...summary(latencies), ...(exact !== undefined && { exact }), ...initFigures(run) };
+      const figures = {
+        records: latencies.length,
+        ...summary(latencies),
+        maxCommitGapMs: maxCommitGapMs(looks, ends),
+        ...(exact !== undefined && { exact }),
+        ...initFigures(run),
+      };
       log(`${handler}: ${JSON.stringify(figures)}`);
       return figures;
     } finally {
@@ -124,7 +131,7 @@ function packagedStack(
 }
 
 /** Each record's latency: from its CreateTime to the first look showing its partition committed past it. */
-async function latenciesOf(brokers: string, topic: string, ends: number[], looks: Look[]): Promise<number[]> {
+async function latenciesOf(brokers: string, topic: string, ends: number[], looks: CommittedLook[]): Promise<number[]> {
   const out: number[] = [];
   const consumer = new Kafka({ clientId: 'latency-lambda', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).consumer({
     groupId: `latency-lambda-${process.pid}-${Date.now()}`,

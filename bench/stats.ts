@@ -235,6 +235,29 @@ export function maxGapMs(times: readonly number[]): number {
   return gap;
 }
 
+/** A look at the ledger from outside: when, and each partition's committed offset then. */
+export type CommittedLook = { atMs: number; committed: ReadonlyMap<number, number> };
+
+/**
+ * The largest gap between a partition's commits while it had records left to commit (below its end),
+ * from its first commit on, as successive looks saw them (so to within the looks' interval). Under
+ * a steady load every hand-over's gap is one, and so is any other stall: where nothing inside the
+ * functions reports hand-overs, it bounds their gaps from above.
+ */
+export function maxCommitGapMs(looks: readonly CommittedLook[], ends: readonly number[]): number {
+  let max = 0;
+  ends.forEach((end, partition) => {
+    let last: { offset: number; atMs: number; moved: boolean } | undefined;
+    for (const look of looks) {
+      const offset = look.committed.get(partition);
+      if (offset === undefined || offset === last?.offset) continue;
+      if (last?.moved && last.offset < end) max = Math.max(max, look.atMs - last.atMs);
+      last = { offset, atMs: look.atMs, moved: last !== undefined };
+    }
+  });
+  return max;
+}
+
 /** What one handler's phase of a `bench:latency -- --deployed` run measured. */
 export type DeployedPhase = {
   records: number;

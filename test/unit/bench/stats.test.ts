@@ -5,6 +5,7 @@ import {
   createLatencyObserver,
   e2eResult,
   latencySummary,
+  maxCommitGapMs,
   median,
   percentile,
   totalsMismatches,
@@ -158,5 +159,67 @@ describe('totalsMismatches', () => {
       'b: produced 1/1, sink nothing',
       'c: produced nothing, sink 1/1',
     ]);
+  });
+});
+
+describe('maxCommitGapMs', () => {
+  const looks = (rows: Array<[number, number[]]>) =>
+    rows.map(([atMs, offsets]) => ({ atMs, committed: new Map(offsets.map((o, p) => [p, o])) }));
+
+  it.each<[string, Array<[number, number[]]>, number[], number]>([
+    [
+      'the largest gap between commits, across partitions',
+      [
+        [0, [0, 0]],
+        [100, [5, 2]],
+        [200, [9, 2]],
+        [700, [12, 8]],
+        [800, [20, 9]],
+      ],
+      [20, 20],
+      600,
+    ],
+    [
+      'not the wait for the first commit',
+      [
+        [0, [0]],
+        [5_000, [3]],
+        [5_100, [6]],
+      ],
+      [10],
+      100,
+    ],
+    [
+      'not the time after the partition reached its end',
+      [
+        [0, [0]],
+        [100, [4]],
+        [200, [10]],
+        [9_000, [10]],
+      ],
+      [10],
+      100,
+    ],
+    [
+      'a stall at the end counts until the last commit',
+      [
+        [0, [0]],
+        [100, [4]],
+        [2_100, [10]],
+      ],
+      [10],
+      2_000,
+    ],
+    [
+      'a partition the looks never show',
+      [
+        [0, []],
+        [100, []],
+      ],
+      [10],
+      0,
+    ],
+  ])('%s', (_what, rows, ends, expected) => {
+    expect(maxCommitGapMs(looks(rows), ends)).toBe(expected);
   });
 });
