@@ -79,9 +79,12 @@ export class FoldCommitter extends ChunkCommitter {
   ) {
     // A holder before this one may have written a batch ending the range without recording it (see
     // `writeBatch`): its items carry marks past every batch of ours, so ours are marked too, never
-    // atomic writes without marks, which would apply again what such an item already has.
+    // atomic writes without marks, which would apply again what such an item already has. There was
+    // one if an attempt was used, or if progress was committed: an attempt that committed progress
+    // gives its attempt back (Ledger.failRange, releaseRange), so attempts alone do not tell.
     super(c);
-    if (c.deferFinal && leased.attempts > 1) this.budget = { ...budget, atomicMaxWrites: 0 };
+    const heldBefore = leased.attempts > 1 || c.progress > c.range.from;
+    if (c.deferFinal && heldBefore) this.budget = { ...budget, atomicMaxWrites: 0 };
     this.foldedTo = c.progress;
     const pending = leased.pendingUntil;
     this.replayUntil = pending !== undefined && pending > c.progress ? pending : undefined;

@@ -226,7 +226,27 @@ describe('folded exactly-once batches', () => {
           void last;
         },
       ),
-      { numRuns: 150 },
+      {
+        numRuns: 150,
+        // Found by this property: the first holder commits a batch, gives its attempt back when it is
+        // killed after writing the final batch's items, and the next must still mark its writes.
+        examples: [
+          [
+            {
+              records: 11,
+              keys: 1,
+              poisonEvery: 6,
+              kills: [{ step: 'sink-written', nth: 1 }],
+              budgets: [
+                { maxItems: 2, maxRecords: 3, atomicMaxWrites: 98, writeGroupSize: 1, writeConcurrency: 1 },
+                { maxItems: 1, maxRecords: 1, atomicMaxWrites: 98, writeGroupSize: 1, writeConcurrency: 1 },
+                { maxItems: 1, maxRecords: 1, atomicMaxWrites: 0, writeGroupSize: 1, writeConcurrency: 1 },
+              ],
+              duplicate: false,
+            },
+          ],
+        ],
+      },
     );
   });
 });
