@@ -20,6 +20,7 @@ import { fitsOneCommit } from '../ports/commit-limits';
 import type { RangeState } from '../ports/ledger-state';
 import type { SinkMark, SinkWrite } from '../ports/sink-write';
 import type { KafkaRecord } from '../ports/range-reader';
+import { isOpenRange } from '../ranges';
 import { ChunkCommitter, LeaseLostError, PoisonStopError, toHandlerRecords, withTable, type CommitterInput } from './committer';
 import { foldWriteProblem } from './fold-write';
 import { sinkItemId, type HandlerRecord, type ItemFold, type SinkItemRef } from './handler-api';
@@ -81,10 +82,11 @@ export class FoldCommitter extends ChunkCommitter {
     // `writeBatch`): its items carry marks past every batch of ours, so ours are marked too, never
     // atomic writes without marks, which would apply again what such an item already has. There was
     // one if an attempt was used, or if progress was committed: an attempt that committed progress
-    // gives its attempt back (Ledger.failRange, releaseRange), so attempts alone do not tell.
+    // gives its attempt back (Ledger.failRange, releaseRange), so attempts alone do not tell. An open
+    // range (a continuous segment's) has no batch ending it, and its successors keep atomic writes.
     super(c);
     const heldBefore = leased.attempts > 1 || c.progress > c.range.from;
-    if (c.deferFinal && heldBefore) this.budget = { ...budget, atomicMaxWrites: 0 };
+    if (c.deferFinal && !isOpenRange(c.range) && heldBefore) this.budget = { ...budget, atomicMaxWrites: 0 };
     this.foldedTo = c.progress;
     const pending = leased.pendingUntil;
     this.replayUntil = pending !== undefined && pending > c.progress ? pending : undefined;
