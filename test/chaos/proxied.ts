@@ -103,7 +103,12 @@ export async function runThroughProxies(
   let control: NetworkControl | undefined;
   try {
     proxies = await startFaultProxies();
-    const kafkaListen = `127.0.0.1:${await freePort()}`;
+    // The Kafka proxy listens before the broker starts, so the address the broker advertises is held
+    // from the start: a port only picked free here could be taken (by one of the broker's own ports,
+    // or a connection's) before Toxiproxy bound it, and Toxiproxy would refuse the proxy (HTTP 500).
+    // Its upstream is set once the broker's proxied listener is known.
+    const kafkaProxy = await proxies.proxy(`127.0.0.1:${await freePort()}`);
+    const kafkaListen = kafkaProxy.address;
     // The watchdog kills the JVM if this test process dies before `finally` runs.
     const scram = { name: 'chaos', password: randomBytes(12).toString('base64url') };
     broker = await startKafka({
@@ -115,6 +120,7 @@ export async function runThroughProxies(
       secured: { scramUsers: [scram] },
       proxied: { advertised: kafkaListen },
     });
+    await kafkaProxy.retarget(broker.proxied!.listener);
     process.env.CHAOS_NETWORK_SCRAM_PASSWORD = scram.password;
     const met: NetworkMet = { kafkaLines: [], dynamoAttempts: 0, dynamoAttemptMs: [], dynamoFailed: [] };
     const dynamo = await proxies.proxy(new URL(process.env.DYNAMODB_ENDPOINT as string).host);
@@ -125,7 +131,7 @@ export async function runThroughProxies(
     control = {
       brokers: kafkaListen,
       settings,
-      kafka: await proxies.proxy(broker.proxied!.listener, kafkaListen),
+      kafka: kafkaProxy,
       dynamo,
       dynamoClient: countedDynamo(dynamo.url, met),
       met,

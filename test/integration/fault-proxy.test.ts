@@ -3,7 +3,8 @@
  * latency with jitter reaches the ledger's requests; a reset fails a request in one line, without
  * waiting out a timeout, and the next request after the fault is gone succeeds; an answer that
  * outlives the client's timeout after the write landed is resent by the SDK, and the ledger counts
- * the resend as the same claim (a tick of the tick chain), not as a duplicate. Each test asserts
+ * the resend as the same claim (a tick of the tick chain), not as a duplicate. A proxy made before
+ * its service forwards to it, on the same address, once retargeted. Each test asserts
  * that its fault fired (the delay measured, the error seen, the SDK's attempts counted).
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -14,6 +15,7 @@ import type { FailureDelivery } from '../../lib/ports/failure-destination';
 import { createDynamoLedger } from '../../lib/ledger/ledger.dynamodb';
 import { destinationClientConfig } from '../../lib/runtime/destinations';
 import { ensureLedgerTable } from '../../lib/ledger/table';
+import { freePort } from '../../infra/local/process';
 import { startFaultProxies, type FaultProxies, type FaultProxy } from '../support/fault-proxy';
 import { testDynamo, uniqueName } from '../support/env';
 
@@ -114,6 +116,29 @@ describe('the fault proxy between the ledger and DynamoDB', () => {
     expect((await l.readMeta(stream))?.tickChain).toEqual({ seq: 1, lastTickAtMs: 1000, claimedBy: 'inv-a' });
     // Another claimant of the same tick still claims nothing.
     expect(await l.claimChainTick({ stream, seq: 1, nowMs: 1100, claimedBy: 'inv-b' })).toBe('condition-failed');
+  });
+
+  it('forwards to a new upstream on the same address once retargeted, its earlier requests refused', async () => {
+    // A proxy made before its service exists (the network chaos's broker advertises the proxy's address).
+    const early = await proxies.proxy(`127.0.0.1:${await freePort()}`);
+    const earlyClient = new DynamoDBClient({
+      endpoint: early.url,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
+    const stream = uniqueName('s');
+    const before = await createDynamoLedger({ client: earlyClient, tableName })
+      .readMeta(stream)
+      .then(
+        () => undefined,
+        (err: unknown) => err as Error,
+      );
+    expect(before?.name).toBe('StoreError');
+    await early.retarget(new URL(process.env.DYNAMODB_ENDPOINT!).host);
+    await expect(createDynamoLedger({ client: earlyClient, tableName }).readMeta(stream)).resolves.toBeUndefined();
+    expect(early.url).toBe(`http://${early.address}`);
+    earlyClient.destroy();
   });
 
   it("gives up on a failure destination whose answers stopped (a black hole) after the client's silence limit, not never", async () => {

@@ -24,6 +24,8 @@ export type FaultProxy = {
   bandwidth(kbPerSec: number): Promise<void>;
   /** Removes every fault. */
   clear(): Promise<void>;
+  /** Forwards to `upstream` from now on, on the same listening address. */
+  retarget(upstream: string): Promise<void>;
 };
 
 export type FaultProxies = {
@@ -63,6 +65,9 @@ function faultProxy(p: Proxy, apiUrl: string): FaultProxy {
       await add('timeout', { timeout: 0 }, 'downstream');
     },
     bandwidth: (kbPerSec) => add('bandwidth', { rate: kbPerSec }),
+    retarget: async (upstream) => {
+      await p.update({ enabled: true, listen: p.listen, upstream });
+    },
     // The client's proxy object does not list its toxics: Toxiproxy's API does (GET, then DELETE each).
     async clear() {
       const toxics = `${apiUrl}/proxies/${encodeURIComponent(p.name)}/toxics`;
