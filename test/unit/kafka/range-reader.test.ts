@@ -29,6 +29,18 @@ async function collect(reader: RangeReader, req: Partial<ReadRequest> & Pick<Rea
 }
 const offsetsOf = (chunks: RecordChunk[]): number[] => chunks.flatMap((c) => c.records.map((r) => r.offset));
 
+/** Reads an open range from 0 until a chunk reaches `stopAt`, then aborts: an open read ends only so. */
+async function readOpenUntil(reader: RangeReader, stopAt: number, req: Partial<ReadRequest> = {}): Promise<RecordChunk[]> {
+  const controller = new AbortController();
+  const chunks: RecordChunk[] = [];
+  const open = { from: 0, until: OPEN_UNTIL, open: true, signal: controller.signal };
+  for await (const c of reader.read({ topic: 't', partition: 0, isolationLevel: 'read_uncommitted', ...open, ...req })) {
+    chunks.push(c);
+    if (c.nextOffset >= stopAt) controller.abort();
+  }
+  return chunks;
+}
+
 describe('createRangeReader: exact ranges', () => {
   it('delivers only [from, until): skips the head of the first batch and leaves the tail of the last', async () => {
     const { log, reader } = setup();
@@ -658,20 +670,7 @@ describe('createRangeReader: open reads', () => {
     log.afterFetch = (n) => {
       if (n === 30) log.add({ base: 2, offsets: [2, 3] }); // produced after 29 empty polls
     };
-    const controller = new AbortController();
-    const chunks: RecordChunk[] = [];
-    for await (const c of reader.read({
-      topic: 't',
-      partition: 0,
-      from: 0,
-      until: OPEN_UNTIL,
-      isolationLevel: 'read_uncommitted',
-      open: true,
-      signal: controller.signal,
-    })) {
-      chunks.push(c);
-      if (c.nextOffset >= 4) controller.abort();
-    }
+    const chunks = await readOpenUntil(reader, 4);
     expect(chunks.map(shapeOf)).toEqual([
       [[0, 1], 2],
       [[2, 3], 4],
@@ -732,22 +731,7 @@ describe('createRangeReader: open reads', () => {
     log.afterFetch = (n) => {
       if (n === 4) log.add({ base: 1, offsets: [1] });
     };
-    const controller = new AbortController();
-    const seen: number[] = [];
-    for await (const c of reader.read({
-      topic: 't',
-      partition: 0,
-      from: 0,
-      until: OPEN_UNTIL,
-      isolationLevel: 'read_uncommitted',
-      open: true,
-      maxWaitMs,
-      signal: controller.signal,
-    })) {
-      seen.push(...c.records.map((r) => r.offset));
-      if (c.nextOffset >= 2) controller.abort();
-    }
-    expect(seen).toEqual([0, 1]);
+    expect(offsetsOf(await readOpenUntil(reader, 2, { maxWaitMs }))).toEqual([0, 1]);
     expect(clock.sleeps).toEqual(sleeps);
   });
 
